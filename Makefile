@@ -1,0 +1,55 @@
+# SPDX-License-Identifier: Apache-2.0
+# Convenience wrapper around CMake. `make help` lists the targets.
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+JOBS ?= 2
+CMAKE_FLAGS ?=
+NP ?= 4
+
+.PHONY: help deps build run test test-asan test-unit bench bench-compare clean
+
+help:
+	@echo "gradsync make targets:"
+	@echo "  make run           install deps, build, run a $(NP)-rank all-reduce demo and a short gs-bench"
+	@echo "  make test          install deps, build with -Werror, run every test (ctest)"
+	@echo "  make test-asan     build with AddressSanitizer+UBSan in $(ASAN_BUILD)/ and run the tests"
+	@echo "  make test-unit     run only the unit tests"
+	@echo "  make bench         gs-bench all-reduce sweep, 4 KiB to 256 MiB, $(NP) ranks"
+	@echo "  make bench-compare gradsync beside Open MPI and Gloo in one run (bench/compare/compare.sh)"
+	@echo "  make deps          install the Debian packages (scripts/install-deps.sh)"
+	@echo "  make clean         remove $(BUILD)/ and $(ASAN_BUILD)/"
+
+deps:
+	bash scripts/install-deps.sh
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DGS_WERROR=ON $(CMAKE_FLAGS)
+
+build: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	$(BUILD)/tools/gsrun -n $(NP) --timeout 120 $(BUILD)/examples/allreduce 1000000
+	$(BUILD)/tools/gsrun -n $(NP) --timeout 300 $(BUILD)/bench/gs-bench allreduce -b 4K -e 64M -f 4 -w 2 -n 5 --check
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure --timeout 600
+
+test-unit: build
+	cd $(BUILD) && ctest --output-on-failure -L unit
+
+test-asan: deps
+	cmake -S . -B $(ASAN_BUILD) -DGS_WERROR=ON -DGS_ASAN=ON -DGS_UBSAN=ON -DGS_BUILD_BENCH=OFF \
+	      -DCMAKE_BUILD_TYPE=Debug $(CMAKE_FLAGS)
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 GSTEST_TIMEOUT_MULT=3 \
+	    ctest --output-on-failure --timeout 900 -LE slow
+
+bench: build
+	$(BUILD)/tools/gsrun -n $(NP) --timeout 900 $(BUILD)/bench/gs-bench allreduce -b 4K -e 256M -f 2 -w 3 -n 10
+
+bench-compare: build
+	bash bench/compare/compare.sh $(BUILD) -n $(NP)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

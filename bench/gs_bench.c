@@ -1,0 +1,1058 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * gs-bench: collective benchmark for gradsync in the conventions of
+ * nccl-tests (size, count, type, redop, root, time, algbw, busbw, #wrong),
+ * so that its numbers read like everyone else's. Written against the public
+ * API only. Launch one process per rank, e.g.
+ *   gsrun -n 4 gs-bench allreduce -b 8 -e 256M -f 2 -w 5 -n 20 --check
+ * For each size: warm-up iterations, a barrier, then every timed iteration
+ * is measured on every rank; the reported time is the median over
+ * iterations of the slowest rank's time (the per-iteration maximum across
+ * ranks is taken with gs_allreduce(GS_OP_MAX) on f64). With --check the
+ * inputs are refilled with integer-exact per-rank patterns after the timed
+ * loop, the collective runs once more and every output element is compared
+ * with a serial reference. Only rank 0 prints. Exit status: 0 success,
+ * 1 a gradsync error or wrong results, 2 a usage error.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gradsync/gradsync.h"
+
+#define BENCH_EXIT_FAIL 1
+#define BENCH_EXIT_USAGE 2
+#define BENCH_TAG 0x6273u /* "bs": tag of the sendrecv benchmark */
+#define BENCH_ALIGN 64
+
+/* ===================================================================== */
+/* Tables (names come from the public X-macro tables)                    */
+/* ===================================================================== */
+
+typedef struct dtype_info {
+    gs_dtype_t dtype;
+    size_t size;
+    const char *name;
+} dtype_info_t;
+
+#define BENCH_DTYPE_ROW(_name, _value, _size, _str) {_name, _size, _str},
+static const dtype_info_t dtype_table[] = {GS_DTYPE_MAP(BENCH_DTYPE_ROW)};
+#undef BENCH_DTYPE_ROW
+
+typedef struct name_info {
+    int value;
+    const char *name;
+} name_info_t;
+
+#define BENCH_NAME_ROW(_name, _value, _str) {_name, _str},
+static const name_info_t op_table[] = {GS_OP_MAP(BENCH_NAME_ROW)};
+static const name_info_t algo_table[] = {GS_ALGO_MAP(BENCH_NAME_ROW)};
+#undef BENCH_NAME_ROW
+
+#define BENCH_COUNTOF(_a) (sizeof(_a) / sizeof((_a)[0]))
+
+/*
+ * How the size column maps to the call, and the bus-bandwidth factor of
+ * nccl-tests' PERFORMANCE.md. BLOCKED collectives take the size as the total
+ * buffer (count per rank = size / nranks), as nccl-tests does.
+ */
+typedef enum coll_kind {
+    COLL_ALLREDUCE,
+    COLL_BROADCAST,
+    COLL_REDUCE,
+    COLL_ALLGATHER,
+    COLL_REDUCE_SCATTER,
+    COLL_ALLTOALL,
+    COLL_SENDRECV,
+    COLL_BARRIER
+} coll_kind_t;
+
+typedef struct coll_info {
+    coll_kind_t kind;
+    const char *name;
+    bool blocked;   /* size = count * nranks elements */
+    bool reduces;   /* uses --op */
+    bool rooted;    /* uses --root */
+} coll_info_t;
+
+static const coll_info_t coll_table[] = {
+    {COLL_ALLREDUCE, "allreduce", false, true, false},
+    {COLL_BROADCAST, "broadcast", false, false, true},
+    {COLL_REDUCE, "reduce", false, true, true},
+    {COLL_ALLGATHER, "allgather", true, false, false},
+    {COLL_REDUCE_SCATTER, "reduce_scatter", true, true, false},
+    {COLL_ALLTOALL, "alltoall", true, false, false},
+    {COLL_SENDRECV, "sendrecv", false, false, false},
+    {COLL_BARRIER, "barrier", false, false, false},
+};
+
+typedef enum out_format { OUT_TEXT, OUT_CSV, OUT_JSON } out_format_t;
+
+typedef struct bench {
+    const coll_info_t *coll;
+    const dtype_info_t *dt;
+    gs_op_t op;
+    gs_algo_t algo;
+    int root;
+    size_t min_bytes;
+    size_t max_bytes;
+    size_t factor;
+    int warmup;
+    int iters;
+    bool check;
+    bool inplace;
+    out_format_t format;
+    const char *out_path;
+    /* runtime */
+    gs_comm_t comm;
+    int rank;
+    int nranks;
+    FILE *out;
+    unsigned char *sendbuf;
+    unsigned char *recvbuf;
+    double *times;
+} bench_t;
+
+/* ===================================================================== */
+/* Errors and usage                                                      */
+/* ===================================================================== */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: gs-bench COLLECTIVE [options]   (launch with: gsrun -n N gs-bench ...)\n"
+            "collectives: allreduce broadcast reduce allgather reduce_scatter alltoall\n"
+            "             sendrecv (ring neighbour exchange) barrier\n"
+            "  -b, --minbytes SIZE   smallest size in bytes (K/M/G suffixes), default 8\n"
+            "  -e, --maxbytes SIZE   largest size in bytes, default 32M\n"
+            "  -f, --stepfactor N    multiply the size by N (>= 2), default 2\n"
+            "  -w, --warmup N        warm-up iterations per size, default 5\n"
+            "  -n, --iters N         timed iterations per size, default 20\n"
+            "  -r, --root R          root of broadcast/reduce, default 0\n"
+            "      --algo NAME       allreduce algorithm:");
+    for (size_t i = 0; i < BENCH_COUNTOF(algo_table); i++) {
+        fprintf(f, " %s", algo_table[i].name);
+    }
+    fprintf(f, "\n      --dtype NAME      ");
+    for (size_t i = 0; i < BENCH_COUNTOF(dtype_table); i++) {
+        fprintf(f, "%s%s", i ? "|" : "", dtype_table[i].name);
+    }
+    fprintf(f, ", default f32\n      --op NAME         ");
+    for (size_t i = 0; i < BENCH_COUNTOF(op_table); i++) {
+        fprintf(f, "%s%s", i ? "|" : "", op_table[i].name);
+    }
+    fprintf(f, ", default sum\n"
+               "  -c, --check           verify every size (exit 1 when any element is wrong)\n"
+               "      --inplace         in-place buffers (default out-of-place)\n"
+               "      --csv | --json    machine-readable output (rank 0)\n"
+               "  -o, --out FILE        write the output to FILE instead of stdout (rank 0)\n"
+               "  -h, --help            this text\n"
+               "sizes are total buffer bytes as in nccl-tests (allgather: receive buffer,\n"
+               "reduce_scatter: send buffer, alltoall: either buffer).\n");
+}
+
+static _Noreturn void usage_error(const char *msg, const char *arg)
+{
+    fprintf(stderr, "gs-bench: %s%s%s\n", msg, arg ? ": " : "", arg ? arg : "");
+    fprintf(stderr, "try 'gs-bench --help'\n");
+    exit(BENCH_EXIT_USAGE);
+}
+
+static _Noreturn void die_gs(const bench_t *b, const char *what, gs_status_t status)
+{
+    fprintf(stderr, "gs-bench: rank %d: %s failed: %s (%d): %s\n", b ? b->rank : -1, what,
+            gs_status_name(status), (int)status, gs_last_error());
+    fflush(NULL);
+    exit(BENCH_EXIT_FAIL);
+}
+
+/* Check a gradsync call; on error print gs_last_error() and exit 1. */
+#define BENCH_CHECK(_b, _call)                  \
+    do {                                        \
+        gs_status_t st_ = (_call);              \
+        if (st_ != GS_OK) {                     \
+            die_gs((_b), #_call, st_);          \
+        }                                       \
+    } while (0)
+
+/* ===================================================================== */
+/* Argument parsing                                                      */
+/* ===================================================================== */
+
+/* Parse "123", "4K", "256M", "1G" (powers of 1024) into *out. */
+static bool parse_size(const char *s, size_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    if (s[0] == '-' || s[0] == '\0') {
+        return false;
+    }
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || end == s) {
+        return false;
+    }
+    unsigned long long mult = 1;
+    switch (*end) {
+    case '\0':
+        break;
+    case 'k': case 'K':
+        mult = 1ull << 10;
+        end++;
+        break;
+    case 'm': case 'M':
+        mult = 1ull << 20;
+        end++;
+        break;
+    case 'g': case 'G':
+        mult = 1ull << 30;
+        end++;
+        break;
+    default:
+        return false;
+    }
+    if (*end == 'B' || *end == 'b') {
+        end++;
+    }
+    if (*end != '\0' || v > (unsigned long long)SIZE_MAX / mult) {
+        return false;
+    }
+    *out = (size_t)(v * mult);
+    return true;
+}
+
+static int parse_int(const char *s, int lo, int hi, const char *what)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi) {
+        fprintf(stderr, "gs-bench: %s must be an integer in [%d, %d], got '%s'\n", what, lo, hi,
+                s);
+        exit(BENCH_EXIT_USAGE);
+    }
+    return (int)v;
+}
+
+static int lookup_name(const name_info_t *table, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(table[i].name, name) == 0) {
+            return table[i].value;
+        }
+    }
+    return -1;
+}
+
+enum { OPT_ALGO = 256, OPT_DTYPE, OPT_OP, OPT_INPLACE, OPT_CSV, OPT_JSON };
+
+static void parse_args(bench_t *b, int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"minbytes", required_argument, NULL, 'b'},
+        {"maxbytes", required_argument, NULL, 'e'},
+        {"stepfactor", required_argument, NULL, 'f'},
+        {"warmup", required_argument, NULL, 'w'},
+        {"iters", required_argument, NULL, 'n'},
+        {"root", required_argument, NULL, 'r'},
+        {"check", no_argument, NULL, 'c'},
+        {"out", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},
+        {"algo", required_argument, NULL, OPT_ALGO},
+        {"dtype", required_argument, NULL, OPT_DTYPE},
+        {"op", required_argument, NULL, OPT_OP},
+        {"inplace", no_argument, NULL, OPT_INPLACE},
+        {"csv", no_argument, NULL, OPT_CSV},
+        {"json", no_argument, NULL, OPT_JSON},
+        {NULL, 0, NULL, 0},
+    };
+    bool algo_set = false, op_set = false, root_set = false;
+
+    if (argc < 2) {
+        usage(stderr);
+        exit(BENCH_EXIT_USAGE);
+    }
+    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+        usage(stdout);
+        exit(0);
+    }
+    for (size_t i = 0; i < BENCH_COUNTOF(coll_table); i++) {
+        if (strcmp(argv[1], coll_table[i].name) == 0) {
+            b->coll = &coll_table[i];
+        }
+    }
+    if (b->coll == NULL) {
+        usage_error("unknown collective", argv[1]);
+    }
+
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc - 1, argv + 1, "b:e:f:w:n:r:co:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'b':
+            if (!parse_size(optarg, &b->min_bytes)) {
+                usage_error("bad -b size", optarg);
+            }
+            break;
+        case 'e':
+            if (!parse_size(optarg, &b->max_bytes)) {
+                usage_error("bad -e size", optarg);
+            }
+            break;
+        case 'f':
+            b->factor = (size_t)parse_int(optarg, 2, 1 << 20, "-f");
+            break;
+        case 'w':
+            b->warmup = parse_int(optarg, 0, 1000000, "-w");
+            break;
+        case 'n':
+            b->iters = parse_int(optarg, 1, 1000000, "-n");
+            break;
+        case 'r':
+            b->root = parse_int(optarg, 0, 16777215, "--root");
+            root_set = true;
+            break;
+        case 'c':
+            b->check = true;
+            break;
+        case 'o':
+            b->out_path = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            exit(0);
+        case OPT_ALGO: {
+            int v = lookup_name(algo_table, BENCH_COUNTOF(algo_table), optarg);
+            if (v < 0) {
+                usage_error("unknown --algo", optarg);
+            }
+            b->algo = (gs_algo_t)v;
+            algo_set = true;
+            break;
+        }
+        case OPT_DTYPE:
+            b->dt = NULL;
+            for (size_t i = 0; i < BENCH_COUNTOF(dtype_table); i++) {
+                if (strcmp(dtype_table[i].name, optarg) == 0) {
+                    b->dt = &dtype_table[i];
+                }
+            }
+            if (b->dt == NULL) {
+                usage_error("unknown --dtype", optarg);
+            }
+            break;
+        case OPT_OP: {
+            int v = lookup_name(op_table, BENCH_COUNTOF(op_table), optarg);
+            if (v < 0) {
+                usage_error("unknown --op", optarg);
+            }
+            b->op = (gs_op_t)v;
+            op_set = true;
+            break;
+        }
+        case OPT_INPLACE:
+            b->inplace = true;
+            break;
+        case OPT_CSV:
+            b->format = OUT_CSV;
+            break;
+        case OPT_JSON:
+            b->format = OUT_JSON;
+            break;
+        default:
+            usage_error("bad option", NULL);
+        }
+    }
+    if (optind != argc - 1) {
+        usage_error("unexpected argument", argv[optind + 1]);
+    }
+    if (b->min_bytes > b->max_bytes) {
+        usage_error("-b is larger than -e", NULL);
+    }
+    if (algo_set && b->algo != GS_ALGO_AUTO && b->coll->kind != COLL_ALLREDUCE) {
+        usage_error("--algo applies to allreduce only (set GS_ALGO for the others)", NULL);
+    }
+    if (op_set && !b->coll->reduces) {
+        usage_error("--op applies to allreduce, reduce and reduce_scatter only", NULL);
+    }
+    if (root_set && !b->coll->rooted) {
+        usage_error("--root applies to broadcast and reduce only", NULL);
+    }
+    if (b->op == GS_OP_AVG && b->coll->reduces &&
+        (b->dt->dtype == GS_DTYPE_I8 || b->dt->dtype == GS_DTYPE_U8 ||
+         b->dt->dtype == GS_DTYPE_I32 || b->dt->dtype == GS_DTYPE_I64)) {
+        usage_error("--op avg needs a floating-point --dtype", NULL);
+    }
+    if (b->inplace && b->coll->kind == COLL_SENDRECV) {
+        usage_error("--inplace does not apply to sendrecv", NULL);
+    }
+}
+
+/* ===================================================================== */
+/* Element access (f16 / bf16 converted here: the public API has no helper) */
+/* ===================================================================== */
+
+static float bits_to_f32(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof(f));
+    return f;
+}
+
+static uint32_t f32_to_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof(u));
+    return u;
+}
+
+/* IEEE binary16 from binary32, round to nearest even (F. Giesen's method). */
+static uint16_t f32_to_f16(float f)
+{
+    const uint32_t f32_inf = 255u << 23;
+    const uint32_t f16_max = (127u + 16u) << 23;
+    const uint32_t denorm_magic = ((127u - 15u) + (23u - 10u) + 1u) << 23;
+    uint32_t x = f32_to_bits(f);
+    uint32_t sign = x & 0x80000000u;
+    uint16_t o;
+
+    x ^= sign;
+    if (x >= f16_max) {
+        o = (x > f32_inf) ? 0x7e00u : 0x7c00u;
+    } else if (x < (113u << 23)) {
+        float v = bits_to_f32(x) + bits_to_f32(denorm_magic);
+        o = (uint16_t)(f32_to_bits(v) - denorm_magic);
+    } else {
+        uint32_t mant_odd = (x >> 13) & 1u;
+        x += ((uint32_t)(15 - 127) << 23) + 0xfffu; /* rebias; wraps mod 2^32 */
+        x += mant_odd;
+        o = (uint16_t)(x >> 13);
+    }
+    return (uint16_t)(o | (sign >> 16));
+}
+
+static float f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu;
+    uint32_t mant = h & 0x3ffu;
+
+    if (exp == 0) {
+        float v = ldexpf((float)mant, -24);
+        return sign ? -v : v;
+    }
+    if (exp == 31) {
+        return bits_to_f32(sign | 0x7f800000u | (mant << 13));
+    }
+    return bits_to_f32(sign | ((exp + 112u) << 23) | (mant << 13));
+}
+
+static uint16_t f32_to_bf16(float f)
+{
+    uint32_t x = f32_to_bits(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) {
+        return (uint16_t)((x >> 16) | 0x40u); /* quiet NaN */
+    }
+    x += 0x7fffu + ((x >> 16) & 1u);
+    return (uint16_t)(x >> 16);
+}
+
+static double get_elem(const void *buf, size_t i, gs_dtype_t dt)
+{
+    const unsigned char *p = buf;
+    switch (dt) {
+    case GS_DTYPE_F32: { float v; memcpy(&v, p + 4 * i, 4); return v; }
+    case GS_DTYPE_F64: { double v; memcpy(&v, p + 8 * i, 8); return v; }
+    case GS_DTYPE_F16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return f16_to_f32(v); }
+    case GS_DTYPE_BF16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return bits_to_f32((uint32_t)v << 16); }
+    case GS_DTYPE_I8: return (double)(int8_t)p[i];
+    case GS_DTYPE_U8: return (double)p[i];
+    case GS_DTYPE_I32: { int32_t v; memcpy(&v, p + 4 * i, 4); return v; }
+    case GS_DTYPE_I64: { int64_t v; memcpy(&v, p + 8 * i, 8); return (double)v; }
+    default: return NAN;
+    }
+}
+
+static void set_elem(void *buf, size_t i, gs_dtype_t dt, double x)
+{
+    unsigned char *p = buf;
+    switch (dt) {
+    case GS_DTYPE_F32: { float v = (float)x; memcpy(p + 4 * i, &v, 4); break; }
+    case GS_DTYPE_F64: { memcpy(p + 8 * i, &x, 8); break; }
+    case GS_DTYPE_F16: { uint16_t v = f32_to_f16((float)x); memcpy(p + 2 * i, &v, 2); break; }
+    case GS_DTYPE_BF16: { uint16_t v = f32_to_bf16((float)x); memcpy(p + 2 * i, &v, 2); break; }
+    case GS_DTYPE_I8: p[i] = (unsigned char)(int8_t)x; break;
+    case GS_DTYPE_U8: p[i] = (unsigned char)x; break;
+    case GS_DTYPE_I32: { int32_t v = (int32_t)x; memcpy(p + 4 * i, &v, 4); break; }
+    case GS_DTYPE_I64: { int64_t v = (int64_t)x; memcpy(p + 8 * i, &v, 8); break; }
+    default: break;
+    }
+}
+
+/* ===================================================================== */
+/* Deterministic integer-exact patterns and the serial reference        */
+/* ===================================================================== */
+
+/* Largest integer the type represents exactly and that every partial result fits in. */
+static double exact_limit(gs_dtype_t dt)
+{
+    switch (dt) {
+    case GS_DTYPE_F16: return 2048.0;
+    case GS_DTYPE_BF16: return 256.0;
+    case GS_DTYPE_I8: return 127.0;
+    case GS_DTYPE_U8: return 255.0;
+    default: return 16777216.0; /* f32 mantissa; ample for f64 and the wide integers */
+    }
+}
+
+static uint32_t mix(uint64_t r, uint64_t i)
+{
+    uint64_t h = (i + 1) * 0x9E3779B97F4A7C15ull ^ (r + 1) * 0xC2B2AE3D27D4EB4Full;
+    h ^= h >> 31;
+    h *= 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 29;
+    return (uint32_t)(h >> 16);
+}
+
+/*
+ * Value of element i on rank r, chosen so that every partial reduction in
+ * any order is an exactly representable integer: sums stay below the
+ * type's exact limit, products are at most 9, min/max are below 100.
+ */
+static double pattern(const bench_t *b, gs_op_t op, int r, size_t i)
+{
+    double limit = exact_limit(b->dt->dtype);
+    int n = b->nranks;
+
+    if (op == GS_OP_PROD) {
+        if ((size_t)r == i % (size_t)n) {
+            return (double)(1 + i % 3);
+        }
+        if (n > 1 && (size_t)r == (i + 1) % (size_t)n) {
+            return (double)(1 + (i / 3) % 3);
+        }
+        return 1.0;
+    }
+    if (op == GS_OP_MIN || op == GS_OP_MAX) {
+        return (double)(mix((uint64_t)r, i) % 100u);
+    }
+    /* sum, avg, and the pure data movers (which pass op = GS_OP_SUM). */
+    double m = floor(limit / n);
+    if (m > 1000.0) {
+        m = 1000.0;
+    }
+    if (m < 1.0) {
+        m = 1.0;
+    }
+    return (double)(mix((uint64_t)r, i) % (uint32_t)m);
+}
+
+static double reference(const bench_t *b, size_t i)
+{
+    double acc = pattern(b, b->op, 0, i);
+    for (int r = 1; r < b->nranks; r++) {
+        double v = pattern(b, b->op, r, i);
+        switch (b->op) {
+        case GS_OP_SUM: case GS_OP_AVG: acc += v; break;
+        case GS_OP_PROD: acc *= v; break;
+        case GS_OP_MIN: acc = v < acc ? v : acc; break;
+        case GS_OP_MAX: acc = v > acc ? v : acc; break;
+        default: break;
+        }
+    }
+    return b->op == GS_OP_AVG ? acc / b->nranks : acc;
+}
+
+/* Exact for every op but avg, which is a sum then a scale in the element type. */
+static bool value_ok(const bench_t *b, gs_op_t op, double got, double want)
+{
+    if (op != GS_OP_AVG) {
+        return got == want;
+    }
+    double tol;
+    switch (b->dt->dtype) {
+    case GS_DTYPE_F16: tol = ldexp(1.0, -10); break;
+    case GS_DTYPE_BF16: tol = ldexp(1.0, -7); break;
+    case GS_DTYPE_F64: tol = 1e-12; break;
+    default: tol = ldexp(1.0, -22); break;
+    }
+    return fabs(got - want) <= tol * fmax(1.0, fabs(want));
+}
+
+/* ===================================================================== */
+/* Running one collective                                                */
+/* ===================================================================== */
+
+/* Elements passed as the count argument, and the bytes of the size column. */
+static size_t count_for(const bench_t *b, size_t bytes)
+{
+    size_t per = b->dt->size * (b->coll->blocked ? (size_t)b->nranks : 1);
+    return bytes / per;
+}
+
+static size_t bytes_for(const bench_t *b, size_t count)
+{
+    return count * b->dt->size * (b->coll->blocked ? (size_t)b->nranks : 1);
+}
+
+static double busbw_factor(const bench_t *b)
+{
+    double n = b->nranks;
+    switch (b->coll->kind) {
+    case COLL_ALLREDUCE: return 2.0 * (n - 1) / n;
+    case COLL_ALLGATHER: case COLL_REDUCE_SCATTER: case COLL_ALLTOALL: return (n - 1) / n;
+    case COLL_BROADCAST: case COLL_REDUCE: case COLL_SENDRECV: return 1.0;
+    default: return 0.0;
+    }
+}
+
+static gs_status_t run_once(bench_t *b, size_t count)
+{
+    size_t es = b->dt->size;
+    gs_dtype_t dt = b->dt->dtype;
+    unsigned char *send = b->sendbuf;
+    unsigned char *recv = b->recvbuf;
+
+    switch (b->coll->kind) {
+    case COLL_ALLREDUCE: {
+        gs_allreduce_opts_t opts = GS_ALLREDUCE_OPTS_INIT;
+        opts.algo = b->algo;
+        return gs_allreduce_ex(b->comm, b->inplace ? recv : send, recv, count, dt, b->op,
+                               &opts);
+    }
+    case COLL_BROADCAST:
+        return gs_broadcast(b->comm, recv, count, dt, b->root);
+    case COLL_REDUCE:
+        return gs_reduce(b->comm, b->inplace ? recv : send, recv, count, dt, b->op, b->root);
+    case COLL_ALLGATHER:
+        return gs_allgather(b->comm, b->inplace ? recv + (size_t)b->rank * count * es : send,
+                            recv, count, dt);
+    case COLL_REDUCE_SCATTER:
+        if (b->inplace) {
+            return gs_reduce_scatter(b->comm, send, send + (size_t)b->rank * count * es, count,
+                                     dt, b->op);
+        }
+        return gs_reduce_scatter(b->comm, send, recv, count, dt, b->op);
+    case COLL_ALLTOALL:
+        return gs_alltoall(b->comm, b->inplace ? recv : send, recv, count, dt);
+    case COLL_SENDRECV: {
+        gs_request_t reqs[2] = {GS_REQUEST_NULL, GS_REQUEST_NULL};
+        int next = (b->rank + 1) % b->nranks;
+        int prev = (b->rank + b->nranks - 1) % b->nranks;
+        gs_status_t status = gs_irecv(b->comm, recv, count, dt, prev, BENCH_TAG, &reqs[0]);
+        if (status != GS_OK) {
+            return status;
+        }
+        status = gs_isend(b->comm, send, count, dt, next, BENCH_TAG, &reqs[1]);
+        if (status != GS_OK) {
+            (void)gs_wait(&reqs[0]); /* the peer's send still completes it */
+            return status;
+        }
+        return gs_waitall(2, reqs);
+    }
+    case COLL_BARRIER:
+        return gs_barrier(b->comm);
+    }
+    return GS_ERR_INTERNAL;
+}
+
+/* run_once(), exiting with a message naming the collective and count on error. */
+static void run_checked(bench_t *b, size_t count)
+{
+    gs_status_t status = run_once(b, count);
+    if (status != GS_OK) {
+        char what[128];
+        snprintf(what, sizeof(what), "%s (count %zu, %s)", b->coll->name, count, b->dt->name);
+        die_gs(b, what, status);
+    }
+}
+
+/*
+ * Fill the inputs for the check run: the buffer the collective reads holds
+ * this rank's pattern, every output element holds a sentinel.
+ */
+static void fill_for_check(bench_t *b, size_t count)
+{
+    gs_dtype_t dt = b->dt->dtype;
+    size_t es = b->dt->size;
+    size_t n = (size_t)b->nranks;
+    gs_op_t op = b->coll->reduces ? b->op : GS_OP_SUM;
+    unsigned char *in;
+
+    memset(b->recvbuf, 0xA5, bytes_for(b, count) + es);
+    memset(b->sendbuf, 0xA5, bytes_for(b, count) + es);
+    switch (b->coll->kind) {
+    case COLL_ALLREDUCE: case COLL_REDUCE:
+        in = b->inplace ? b->recvbuf : b->sendbuf;
+        for (size_t i = 0; i < count; i++) {
+            set_elem(in, i, dt, pattern(b, op, b->rank, i));
+        }
+        break;
+    case COLL_BROADCAST:
+        if (b->rank == b->root) {
+            for (size_t i = 0; i < count; i++) {
+                set_elem(b->recvbuf, i, dt, pattern(b, op, b->root, i));
+            }
+        }
+        break;
+    case COLL_ALLGATHER:
+        in = b->inplace ? b->recvbuf + (size_t)b->rank * count * es : b->sendbuf;
+        for (size_t i = 0; i < count; i++) {
+            set_elem(in, i, dt, pattern(b, op, b->rank, i));
+        }
+        break;
+    case COLL_REDUCE_SCATTER: case COLL_ALLTOALL:
+        in = (b->inplace && b->coll->kind == COLL_ALLTOALL) ? b->recvbuf : b->sendbuf;
+        for (size_t i = 0; i < count * n; i++) {
+            set_elem(in, i, dt, pattern(b, op, b->rank, i));
+        }
+        break;
+    case COLL_SENDRECV:
+        for (size_t i = 0; i < count; i++) {
+            set_elem(b->sendbuf, i, dt, pattern(b, op, b->rank, i));
+        }
+        break;
+    case COLL_BARRIER:
+        break;
+    }
+}
+
+/* Number of wrong output elements on this rank after the check run. */
+static int64_t count_wrong(const bench_t *b, size_t count)
+{
+    gs_dtype_t dt = b->dt->dtype;
+    size_t es = b->dt->size;
+    size_t n = (size_t)b->nranks;
+    gs_op_t op = b->coll->reduces ? b->op : GS_OP_SUM;
+    int64_t wrong = 0;
+
+    switch (b->coll->kind) {
+    case COLL_ALLREDUCE:
+        for (size_t i = 0; i < count; i++) {
+            wrong += !value_ok(b, op, get_elem(b->recvbuf, i, dt), reference(b, i));
+        }
+        break;
+    case COLL_REDUCE:
+        if (b->rank == b->root) {
+            for (size_t i = 0; i < count; i++) {
+                wrong += !value_ok(b, op, get_elem(b->recvbuf, i, dt), reference(b, i));
+            }
+        }
+        break;
+    case COLL_BROADCAST:
+        for (size_t i = 0; i < count; i++) {
+            wrong += get_elem(b->recvbuf, i, dt) != pattern(b, op, b->root, i);
+        }
+        break;
+    case COLL_ALLGATHER:
+        for (size_t r = 0; r < n; r++) {
+            for (size_t i = 0; i < count; i++) {
+                wrong += get_elem(b->recvbuf, r * count + i, dt) != pattern(b, op, (int)r, i);
+            }
+        }
+        break;
+    case COLL_REDUCE_SCATTER: {
+        const unsigned char *out =
+            b->inplace ? b->sendbuf + (size_t)b->rank * count * es : b->recvbuf;
+        for (size_t i = 0; i < count; i++) {
+            size_t gi = (size_t)b->rank * count + i;
+            wrong += !value_ok(b, op, get_elem(out, i, dt), reference(b, gi));
+        }
+        break;
+    }
+    case COLL_ALLTOALL:
+        for (size_t r = 0; r < n; r++) {
+            for (size_t i = 0; i < count; i++) {
+                double want = pattern(b, op, (int)r, (size_t)b->rank * count + i);
+                wrong += get_elem(b->recvbuf, r * count + i, dt) != want;
+            }
+        }
+        break;
+    case COLL_SENDRECV: {
+        int prev = (b->rank + b->nranks - 1) % b->nranks;
+        for (size_t i = 0; i < count; i++) {
+            wrong += get_elem(b->recvbuf, i, dt) != pattern(b, op, prev, i);
+        }
+        break;
+    }
+    case COLL_BARRIER:
+        break;
+    }
+    return wrong;
+}
+
+/* ===================================================================== */
+/* Timing and output                                                     */
+/* ===================================================================== */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *c)
+{
+    double x = *(const double *)a, y = *(const double *)c;
+    return (x > y) - (x < y);
+}
+
+typedef struct row {
+    size_t bytes;
+    size_t count;
+    double time_us;      /* median over iterations of the slowest rank */
+    double best_us;      /* fastest iteration (slowest rank) */
+    double algbw;        /* GB/s */
+    double busbw;        /* GB/s */
+    int64_t wrong;       /* -1 when not checked */
+} row_t;
+
+static const char *op_name(gs_op_t op)
+{
+    for (size_t i = 0; i < BENCH_COUNTOF(op_table); i++) {
+        if (op_table[i].value == (int)op) {
+            return op_table[i].name;
+        }
+    }
+    return "?";
+}
+
+static const char *algo_name(gs_algo_t algo)
+{
+    for (size_t i = 0; i < BENCH_COUNTOF(algo_table); i++) {
+        if (algo_table[i].value == (int)algo) {
+            return algo_table[i].name;
+        }
+    }
+    return "?";
+}
+
+static void print_header(const bench_t *b)
+{
+    FILE *f = b->out;
+    const char *redop = b->coll->reduces ? op_name(b->op) : "none";
+
+    if (b->format == OUT_CSV) {
+        fprintf(f, "coll,nranks,size,count,type,redop,root,algo,inplace,time_us,algbw_gbps,"
+                   "busbw_gbps,wrong\n");
+        return;
+    }
+    if (b->format == OUT_JSON) {
+        fprintf(f,
+                "{\"bench\": \"gs-bench\", \"coll\": \"%s\", \"nranks\": %d, \"dtype\": \"%s\", "
+                "\"op\": \"%s\", \"root\": %d, \"algo\": \"%s\", \"inplace\": %s, "
+                "\"warmup\": %d, \"iters\": %d, \"check\": %s, \"version\": \"%s\",\n"
+                " \"rows\": [",
+                b->coll->name, b->nranks, b->dt->name, redop, b->coll->rooted ? b->root : -1,
+                algo_name(b->algo), b->inplace ? "true" : "false", b->warmup, b->iters,
+                b->check ? "true" : "false", gs_version_string());
+        return;
+    }
+    fprintf(f, "# gs-bench %s: nranks %d, dtype %s, op %s, algo %s, gradsync %s\n",
+            b->coll->name, b->nranks, b->dt->name, redop, algo_name(b->algo),
+            gs_version_string());
+    fprintf(f, "# %s, warmup %d, iters %d, check %s; time = median over iterations of the "
+               "slowest rank\n#\n",
+            b->inplace ? "in-place" : "out-of-place", b->warmup, b->iters,
+            b->check ? "on" : "off");
+    fprintf(f, "# %12s %12s %8s %6s %6s %10s %8s %8s %7s\n", "size", "count", "type", "redop",
+            "root", "time", "algbw", "busbw", "#wrong");
+    fprintf(f, "# %12s %12s %8s %6s %6s %10s %8s %8s %7s\n", "(B)", "(elements)", "", "", "",
+            "(us)", "(GB/s)", "(GB/s)", "");
+}
+
+static void print_row(const bench_t *b, const row_t *row, bool first)
+{
+    FILE *f = b->out;
+    const char *redop = b->coll->reduces ? op_name(b->op) : "none";
+    int root = b->coll->rooted ? b->root : -1;
+
+    if (b->format == OUT_CSV) {
+        fprintf(f, "%s,%d,%zu,%zu,%s,%s,%d,%s,%d,%.3f,%.4f,%.4f,%" PRId64 "\n", b->coll->name,
+                b->nranks, row->bytes, row->count, b->dt->name, redop, root, algo_name(b->algo),
+                b->inplace ? 1 : 0, row->time_us, row->algbw, row->busbw, row->wrong);
+    } else if (b->format == OUT_JSON) {
+        fprintf(f,
+                "%s\n  {\"size\": %zu, \"count\": %zu, \"time_us\": %.3f, \"best_us\": %.3f, "
+                "\"algbw_gbps\": %.4f, \"busbw_gbps\": %.4f, \"wrong\": %" PRId64 "}",
+                first ? "" : ",", row->bytes, row->count, row->time_us, row->best_us, row->algbw,
+                row->busbw, row->wrong);
+    } else {
+        char wrong[32];
+        if (row->wrong < 0) {
+            snprintf(wrong, sizeof(wrong), "N/A");
+        } else {
+            snprintf(wrong, sizeof(wrong), "%" PRId64, row->wrong);
+        }
+        fprintf(f, "  %12zu %12zu %8s %6s %6d %10.2f %8.3f %8.3f %7s\n", row->bytes, row->count,
+                b->dt->name, redop, root, row->time_us, row->algbw, row->busbw, wrong);
+    }
+    fflush(f);
+}
+
+static void bench_size(bench_t *b, size_t count, row_t *row)
+{
+    int iters = b->iters;
+
+    BENCH_CHECK(b, gs_barrier(b->comm));
+    for (int k = 0; k < b->warmup; k++) {
+        run_checked(b, count);
+    }
+    BENCH_CHECK(b, gs_barrier(b->comm));
+    for (int k = 0; k < iters; k++) {
+        double t0 = now_s();
+        run_checked(b, count);
+        b->times[k] = now_s() - t0;
+    }
+    BENCH_CHECK(b, gs_allreduce(b->comm, b->times, b->times, (size_t)iters, GS_DTYPE_F64,
+                                GS_OP_MAX));
+    qsort(b->times, (size_t)iters, sizeof(double), cmp_double);
+    double median = (iters % 2) ? b->times[iters / 2]
+                                : 0.5 * (b->times[iters / 2 - 1] + b->times[iters / 2]);
+
+    row->count = count;
+    row->bytes = b->coll->kind == COLL_BARRIER ? 0 : bytes_for(b, count);
+    row->time_us = median * 1e6;
+    row->best_us = b->times[0] * 1e6;
+    row->algbw = median > 0 ? (double)row->bytes / median / 1e9 : 0.0;
+    row->busbw = row->algbw * busbw_factor(b);
+    row->wrong = -1;
+
+    if (b->check) {
+        int64_t wrong;
+        fill_for_check(b, count);
+        run_checked(b, count);
+        wrong = count_wrong(b, count);
+        BENCH_CHECK(b, gs_allreduce(b->comm, &wrong, &wrong, 1, GS_DTYPE_I64, GS_OP_SUM));
+        row->wrong = wrong;
+    }
+}
+
+static void *alloc_buf(size_t bytes)
+{
+    size_t rounded = (bytes + BENCH_ALIGN) / BENCH_ALIGN * BENCH_ALIGN; /* +1 element slack */
+    void *p = aligned_alloc(BENCH_ALIGN, rounded);
+    if (p == NULL) {
+        fprintf(stderr, "gs-bench: cannot allocate %zu bytes\n", rounded);
+        exit(BENCH_EXIT_FAIL);
+    }
+    memset(p, 0, rounded);
+    return p;
+}
+
+int main(int argc, char **argv)
+{
+    bench_t b = {
+        .dt = &dtype_table[0],
+        .op = GS_OP_SUM,
+        .algo = GS_ALGO_AUTO,
+        .min_bytes = 8,
+        .max_bytes = 32u << 20,
+        .factor = 2,
+        .warmup = 5,
+        .iters = 20,
+        .format = OUT_TEXT,
+    };
+    int status_exit = 0;
+
+    parse_args(&b, argc, argv);
+
+    BENCH_CHECK(NULL, gs_comm_init_env(&b.comm, NULL));
+    BENCH_CHECK(&b, gs_comm_rank(b.comm, &b.rank));
+    BENCH_CHECK(&b, gs_comm_size(b.comm, &b.nranks));
+    if (b.coll->rooted && b.root >= b.nranks) {
+        fprintf(stderr, "gs-bench: --root %d is not a rank (nranks %d)\n", b.root, b.nranks);
+        return BENCH_EXIT_USAGE;
+    }
+    if (b.coll->kind == COLL_SENDRECV && b.nranks < 2) {
+        fprintf(stderr, "gs-bench: sendrecv needs at least 2 ranks\n");
+        return BENCH_EXIT_USAGE;
+    }
+
+    b.out = stdout;
+    if (b.rank == 0 && b.out_path != NULL) {
+        b.out = fopen(b.out_path, "w");
+        if (b.out == NULL) {
+            fprintf(stderr, "gs-bench: cannot open %s: %s\n", b.out_path, strerror(errno));
+            return BENCH_EXIT_FAIL;
+        }
+    }
+    size_t max_count = count_for(&b, b.max_bytes);
+    size_t buf_bytes = bytes_for(&b, max_count > 0 ? max_count : 1) + b.dt->size;
+    b.sendbuf = alloc_buf(buf_bytes);
+    b.recvbuf = alloc_buf(buf_bytes);
+    b.times = calloc((size_t)b.iters, sizeof(double));
+    if (b.times == NULL) {
+        fprintf(stderr, "gs-bench: out of memory\n");
+        return BENCH_EXIT_FAIL;
+    }
+    if (b.rank == 0) {
+        print_header(&b);
+    }
+
+    double busbw_sum = 0.0;
+    int nrows = 0;
+    int64_t wrong_total = 0;
+    size_t bytes = b.min_bytes;
+    for (;;) {
+        row_t row;
+        size_t count = b.coll->kind == COLL_BARRIER ? 0 : count_for(&b, bytes);
+        /*
+         * Timed runs read the check pattern; in-place reductions read zeros
+         * instead (a fixed point of every op), so that repeating them can
+         * neither overflow integers nor drift floats to infinity.
+         */
+        fill_for_check(&b, count);
+        if (b.inplace && b.coll->reduces) {
+            memset(b.sendbuf, 0, buf_bytes);
+            memset(b.recvbuf, 0, buf_bytes);
+        }
+        bench_size(&b, count, &row);
+        if (b.rank == 0) {
+            print_row(&b, &row, nrows == 0);
+        }
+        busbw_sum += row.busbw;
+        nrows++;
+        if (row.wrong > 0) {
+            wrong_total += row.wrong;
+        }
+        if (b.coll->kind == COLL_BARRIER || bytes >= b.max_bytes ||
+            (bytes > 0 && bytes > b.max_bytes / b.factor)) {
+            break;
+        }
+        bytes = bytes > 0 ? bytes * b.factor : 1;
+    }
+
+    if (b.rank == 0) {
+        if (b.format == OUT_JSON) {
+            fprintf(b.out, "\n ], \"avg_busbw_gbps\": %.4f, \"wrong_total\": %" PRId64 "}\n",
+                    busbw_sum / nrows, b.check ? wrong_total : (int64_t)-1);
+        } else if (b.format == OUT_TEXT) {
+            fprintf(b.out, "# Out of bounds values : %" PRId64 " %s\n", wrong_total,
+                    !b.check ? "(not checked)" : wrong_total ? "FAILED" : "OK");
+            fprintf(b.out, "# Avg bus bandwidth    : %.4f\n#\n", busbw_sum / nrows);
+        }
+        fflush(b.out);
+        if (b.out != stdout) {
+            fclose(b.out);
+        }
+    }
+    if (wrong_total > 0) {
+        if (b.rank == 0) {
+            fprintf(stderr, "gs-bench: %" PRId64 " wrong elements\n", wrong_total);
+        }
+        status_exit = BENCH_EXIT_FAIL;
+    }
+    free(b.times);
+    free(b.sendbuf);
+    free(b.recvbuf);
+    BENCH_CHECK(&b, gs_comm_destroy(b.comm));
+    return status_exit;
+}

@@ -1,0 +1,335 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * gradsync public API: configuration, communicators, collectives,
+ * point-to-point, non-blocking requests, counters and errors.
+ *
+ * Conventions for every call in this header:
+ * - Every call returns gs_status_t (GS_OK = 0). On error, gs_last_error()
+ *   returns a sentence naming the argument, peer or rank at fault.
+ * - Output pointers are named *_out and are written only on success.
+ * - Collective calls must be made by every rank of the communicator, in the
+ *   same order, with matching counts, dtypes, ops and roots (as with MPI and
+ *   NCCL). A mismatch that gradsync detects fails with GS_ERR_MISMATCH.
+ * - Communicators are thread-safe: any thread may submit operations, which
+ *   run in submission order on the communicator's worker thread.
+ * - Once a communicator hits a peer or communicator band error (see
+ *   status.h), every later call on it returns that error (sticky).
+ * - Every wait has a deadline (GS_TIMEOUT_MS): no call hangs forever.
+ */
+#ifndef GRADSYNC_GRADSYNC_H
+#define GRADSYNC_GRADSYNC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gradsync/status.h"
+#include "gradsync/types.h"
+#include "gradsync/version.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ===================================================================== */
+/* Version and errors                                                    */
+/* ===================================================================== */
+
+/** @brief Library version as GS_VERSION_NUMBER of the library that is loaded. */
+GS_API unsigned gs_version(void);
+/** @brief Library version as "major.minor.patch". Never NULL. */
+GS_API const char *gs_version_string(void);
+
+/** @brief One-line description of @p status. Never NULL; unknown codes give "unknown status". */
+GS_API const char *gs_strerror(gs_status_t status);
+/** @brief The enum name of @p status ("GS_ERR_TIMEOUT"). Never NULL. */
+GS_API const char *gs_status_name(gs_status_t status);
+/** @brief Which band @p status belongs to (argument, resource, peer, communicator, internal). */
+GS_API gs_status_scope_t gs_status_scope(gs_status_t status);
+/**
+ * @brief The calling thread's description of its most recent error, e.g.
+ * "gs_allreduce: peer 3 failed (connection reset by peer) during ring step 2".
+ * @note Thread-local; valid until the thread's next failing gradsync call.
+ * Empty string when no error has happened on this thread. Never NULL.
+ */
+GS_API const char *gs_last_error(void);
+
+/* ===================================================================== */
+/* Configuration                                                         */
+/* ===================================================================== */
+
+/**
+ * @brief Communicator configuration. Initialise with gs_config_init(), then
+ * set the fields you want. Precedence: built-in default < GS_* environment
+ * variable < field set here. Numeric fields left at GS_UNSET and strings left
+ * NULL take the environment or the default (docs/env.md lists every knob).
+ * Strings are copied by gs_comm_init*; they need only live across that call.
+ */
+typedef struct gs_config {
+    size_t size;              /**< sizeof(gs_config_t) the caller was built with */
+    unsigned version;         /**< GS_VERSION_NUMBER the caller was built with */
+    int rank;                 /**< GS_RANK: this process's rank, 0..world_size-1 */
+    int world_size;           /**< GS_WORLD_SIZE: number of ranks */
+    int local_rank;           /**< GS_LOCAL_RANK: rank among this host's ranks */
+    const char *master_addr;  /**< GS_MASTER_ADDR: host of rank 0's rendezvous */
+    int master_port;          /**< GS_MASTER_PORT: port of rank 0's rendezvous */
+    int timeout_ms;           /**< GS_TIMEOUT_MS: deadline of every wait */
+    const char *transport;    /**< GS_TRANSPORT: "tcp" */
+    int tcp_nsocks;           /**< GS_TCP_NSOCKS: sockets per peer */
+    const char *socket_ifname;/**< GS_SOCKET_IFNAME: interface to listen on */
+    const char *socket_family;/**< GS_SOCKET_FAMILY: "any", "ipv4" or "ipv6" */
+    int slice_bytes;          /**< GS_SLICE_BYTES: pipeline slice size */
+    const char *algo;         /**< GS_ALGO: "ring" or "allreduce:ring,broadcast:chain" */
+    const char *job_id;       /**< GS_JOB_ID: job name checked in every handshake */
+} gs_config_t;
+
+/** @brief Implementation of gs_config_init(); call that instead. */
+GS_API gs_status_t gs_config_init_v(gs_config_t *cfg, unsigned header_version, size_t cfg_size);
+
+/**
+ * @brief Set every field of @p cfg to "unset" (defaults and environment
+ * apply), recording the header version and struct size so that a library
+ * built with a different header can tell.
+ * @return GS_OK, GS_ERR_INVALID_ARG when cfg is NULL, GS_ERR_VERSION_MISMATCH
+ * when the header's major version differs from the library's.
+ */
+static inline gs_status_t gs_config_init(gs_config_t *cfg)
+{
+    return gs_config_init_v(cfg, GS_VERSION_NUMBER, sizeof(gs_config_t));
+}
+
+/* ===================================================================== */
+/* Communicators                                                         */
+/* ===================================================================== */
+
+/**
+ * @brief Create a communicator: rendezvous with the other ranks at
+ * master_addr:master_port (rank 0 hosts it), connect to every peer over the
+ * configured transport, and start the worker thread.
+ * @param[out] comm_out the new communicator handle.
+ * @param[in] cfg configuration, or NULL for defaults + environment. Rank and
+ * world size must come from cfg or GS_RANK/GS_WORLD_SIZE.
+ * @return GS_OK; GS_ERR_INVALID_ARG for a bad config value (named);
+ * GS_ERR_TIMEOUT when some rank did not join before the deadline (named);
+ * GS_ERR_MISMATCH when ranks disagree on the world size or a rank is taken
+ * twice; GS_ERR_SYSTEM for a failed socket call.
+ * @note Collective over all world_size processes. Blocking, with deadline.
+ */
+GS_API gs_status_t gs_comm_init(gs_comm_t *comm_out, const gs_config_t *cfg);
+
+/**
+ * @brief As gs_comm_init(), but also reads the launcher conventions people
+ * already use when cfg and GS_* leave rank and size unset: torchrun's RANK,
+ * WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT; Open MPI's
+ * OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK; Slurm's SLURM_PROCID, SLURM_NTASKS,
+ * SLURM_LOCALID. With none of them set, runs as a single rank.
+ * @return as gs_comm_init().
+ */
+GS_API gs_status_t gs_comm_init_env(gs_comm_t *comm_out, const gs_config_t *cfg);
+
+/**
+ * @brief Finish every submitted operation, stop the worker, close the
+ * transport and free the communicator. Always frees, even after errors.
+ * @return GS_OK, or the first error met while shutting down.
+ * @note Local. Do not use @p comm (or requests on it) afterwards.
+ */
+GS_API gs_status_t gs_comm_destroy(gs_comm_t comm);
+
+/**
+ * @brief Abort: every pending and later operation on @p comm completes with
+ * GS_ERR_ABORTED. Safe to call from any thread, including a signal-free
+ * watchdog thread. The communicator must still be destroyed.
+ * @return GS_OK or GS_ERR_INVALID_ARG.
+ */
+GS_API gs_status_t gs_comm_abort(gs_comm_t comm);
+
+/** @brief This process's rank in @p comm. Local, thread-safe. */
+GS_API gs_status_t gs_comm_rank(gs_comm_t comm, int *rank_out);
+/** @brief Number of ranks in @p comm. Local, thread-safe. */
+GS_API gs_status_t gs_comm_size(gs_comm_t comm, int *size_out);
+
+/**
+ * @brief Split @p comm into sub-communicators: ranks that pass the same
+ * @p color form one, ordered by (@p key, parent rank). A rank passing a
+ * negative color takes part but gets GS_COMM_NULL.
+ * @return GS_OK, GS_ERR_INVALID_ARG, or a peer/communicator error of @p comm.
+ * @note Collective over @p comm. Blocking.
+ */
+GS_API gs_status_t gs_comm_split(gs_comm_t comm, int color, int key, gs_comm_t *newcomm_out);
+
+/**
+ * @brief The sticky error of @p comm: GS_OK while healthy, otherwise the
+ * peer or communicator error that failed it.
+ */
+GS_API gs_status_t gs_comm_get_async_error(gs_comm_t comm, gs_status_t *error_out);
+
+/** @brief Traffic counters of one communicator. Append-only; size first. */
+typedef struct gs_counters {
+    size_t size;              /**< set by the caller to sizeof(gs_counters_t) */
+    uint64_t bytes_sent;      /**< payload bytes handed to the transport */
+    uint64_t bytes_received;  /**< payload bytes received */
+    uint64_t msgs_sent;       /**< transport messages sent */
+    uint64_t msgs_received;   /**< transport messages received */
+    uint64_t ops_completed;   /**< operations finished (any status) */
+    uint64_t ops_failed;      /**< operations finished with an error */
+    uint64_t busy_ns;         /**< time the worker spent running operations */
+} gs_counters_t;
+
+/**
+ * @brief Read the counters of @p comm into @p counters_out, whose size field
+ * the caller sets first; only fields that fit in it are written.
+ * @note Local, thread-safe; values are a consistent-enough snapshot.
+ */
+GS_API gs_status_t gs_comm_counters(gs_comm_t comm, gs_counters_t *counters_out);
+
+/* ===================================================================== */
+/* Blocking collectives                                                  */
+/* ===================================================================== */
+/*
+ * Every call here is collective, blocking (with the communicator deadline)
+ * and returns GS_OK; GS_ERR_INVALID_ARG for a NULL buffer with count > 0,
+ * an unknown dtype or op, GS_OP_AVG on an integer type, a root out of range
+ * or a byte size that overflows; GS_ERR_MISMATCH when ranks called
+ * different collectives or counts; GS_ERR_PEER_FAILED or GS_ERR_TIMEOUT
+ * naming the rank; GS_ERR_ABORTED after gs_comm_abort(). count 0 is valid.
+ */
+
+/** @brief recvbuf = op over all ranks of sendbuf (count elements). In place when sendbuf == recvbuf. */
+GS_API gs_status_t gs_allreduce(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                                gs_dtype_t dtype, gs_op_t op);
+
+/** @brief Copy root's buf (count elements) to every rank's buf. */
+GS_API gs_status_t gs_broadcast(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype,
+                                int root);
+
+/** @brief root's recvbuf = op over all ranks of sendbuf. recvbuf is ignored on other ranks (may be NULL). */
+GS_API gs_status_t gs_reduce(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                             gs_dtype_t dtype, gs_op_t op, int root);
+
+/**
+ * @brief recvbuf (count*size elements) = concatenation of every rank's
+ * sendbuf (count elements) in rank order. In place when
+ * sendbuf == recvbuf + rank*count elements.
+ */
+GS_API gs_status_t gs_allgather(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                                gs_dtype_t dtype);
+
+/**
+ * @brief recvbuf (recvcount elements) = block @e rank of op over all ranks of
+ * sendbuf (recvcount*size elements). In place when
+ * recvbuf == sendbuf + rank*recvcount elements.
+ */
+GS_API gs_status_t gs_reduce_scatter(gs_comm_t comm, const void *sendbuf, void *recvbuf,
+                                     size_t recvcount, gs_dtype_t dtype, gs_op_t op);
+
+/**
+ * @brief Block j of sendbuf (count elements per block, size blocks) goes to
+ * rank j, which stores it as block @e rank of its recvbuf. In place when
+ * sendbuf == recvbuf.
+ */
+GS_API gs_status_t gs_alltoall(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                               gs_dtype_t dtype);
+
+/** @brief Return once every rank has entered the barrier. */
+GS_API gs_status_t gs_barrier(gs_comm_t comm);
+
+/** @brief Options of gs_allreduce_ex(). Initialise with GS_ALLREDUCE_OPTS_INIT; fields are appended only. */
+typedef struct gs_allreduce_opts {
+    size_t size;     /**< sizeof the struct the caller was built with (set by the INIT macro) */
+    gs_algo_t algo;  /**< algorithm; GS_ALGO_AUTO lets the library choose */
+} gs_allreduce_opts_t;
+
+#define GS_ALLREDUCE_OPTS_INIT {sizeof(gs_allreduce_opts_t), GS_ALGO_AUTO}
+
+/**
+ * @brief gs_allreduce() with options (algorithm choice; later: codec, stream).
+ * @p opts may be NULL (defaults). @return as gs_allreduce(), plus
+ * GS_ERR_UNSUPPORTED when the forced algorithm cannot run this all-reduce.
+ */
+GS_API gs_status_t gs_allreduce_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf,
+                                   size_t count, gs_dtype_t dtype, gs_op_t op,
+                                   const gs_allreduce_opts_t *opts);
+
+/* ===================================================================== */
+/* Point-to-point                                                        */
+/* ===================================================================== */
+
+/**
+ * @brief Send count elements of buf to rank @p peer with @p tag. Messages
+ * between the same pair with the same tag arrive in order.
+ * @return GS_OK when the data has left @p buf; errors as for collectives.
+ * @note Not collective. Blocking with deadline; never needs the receive to be
+ * posted first (the receiver buffers unexpected messages).
+ */
+GS_API gs_status_t gs_send(gs_comm_t comm, const void *buf, size_t count, gs_dtype_t dtype,
+                           int peer, uint32_t tag);
+
+/**
+ * @brief Receive a message from @p peer (or GS_ANY_SOURCE) with @p tag into
+ * buf, which holds count elements. The message must be exactly count elements:
+ * a larger one is consumed and fails with GS_ERR_TRUNCATED, a shorter one with
+ * GS_ERR_MISMATCH.
+ */
+GS_API gs_status_t gs_recv(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype, int peer,
+                           uint32_t tag);
+
+/* ===================================================================== */
+/* Non-blocking operations                                               */
+/* ===================================================================== */
+/*
+ * Each gs_i* call validates its arguments, queues the operation and returns
+ * at once with *req_out set. Do not modify or free the buffers until
+ * gs_wait() or gs_test() reports completion. gs_wait() and gs_test() release
+ * the request when they return anything but GS_INPROGRESS, and set the handle
+ * to GS_REQUEST_NULL. Every rank must start collectives in the same order.
+ * Returns GS_OK with *req_out set, GS_ERR_INVALID_ARG, GS_ERR_NO_MEMORY, or
+ * the communicator's sticky error.
+ */
+
+GS_API gs_status_t gs_iallreduce(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                                 gs_dtype_t dtype, gs_op_t op, gs_request_t *req_out);
+GS_API gs_status_t gs_iallreduce_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf,
+                                    size_t count, gs_dtype_t dtype, gs_op_t op,
+                                    const gs_allreduce_opts_t *opts, gs_request_t *req_out);
+GS_API gs_status_t gs_ibroadcast(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype,
+                                 int root, gs_request_t *req_out);
+GS_API gs_status_t gs_ireduce(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                              gs_dtype_t dtype, gs_op_t op, int root, gs_request_t *req_out);
+GS_API gs_status_t gs_iallgather(gs_comm_t comm, const void *sendbuf, void *recvbuf,
+                                 size_t count, gs_dtype_t dtype, gs_request_t *req_out);
+GS_API gs_status_t gs_ireduce_scatter(gs_comm_t comm, const void *sendbuf, void *recvbuf,
+                                      size_t recvcount, gs_dtype_t dtype, gs_op_t op,
+                                      gs_request_t *req_out);
+GS_API gs_status_t gs_ialltoall(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                                gs_dtype_t dtype, gs_request_t *req_out);
+GS_API gs_status_t gs_ibarrier(gs_comm_t comm, gs_request_t *req_out);
+GS_API gs_status_t gs_isend(gs_comm_t comm, const void *buf, size_t count, gs_dtype_t dtype,
+                            int peer, uint32_t tag, gs_request_t *req_out);
+GS_API gs_status_t gs_irecv(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype, int peer,
+                            uint32_t tag, gs_request_t *req_out);
+
+/**
+ * @brief Wait for *req to finish, release it and set *req to GS_REQUEST_NULL.
+ * @return the operation's status. GS_OK for a GS_REQUEST_NULL handle.
+ * GS_ERR_INVALID_ARG when req is NULL.
+ * @note Blocking; bounded by the communicator deadline.
+ */
+GS_API gs_status_t gs_wait(gs_request_t *req);
+
+/**
+ * @brief Check *req without blocking. When finished, release it, set *req
+ * to GS_REQUEST_NULL and return its status; otherwise return GS_INPROGRESS.
+ */
+GS_API gs_status_t gs_test(gs_request_t *req);
+
+/**
+ * @brief gs_wait() on each of the @p n requests. Every request is waited for
+ * and released, even after one fails.
+ * @return GS_OK, or the first error in array order.
+ */
+GS_API gs_status_t gs_waitall(size_t n, gs_request_t *reqs);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GRADSYNC_GRADSYNC_H */

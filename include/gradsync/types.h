@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * gradsync value types and handles: datatypes, reduction operations,
+ * algorithms, the opaque communicator and request handles, and the export
+ * macro. Datatypes and ops are X-macro tables (the single source of truth
+ * for their names and sizes inside the library).
+ */
+#ifndef GRADSYNC_TYPES_H
+#define GRADSYNC_TYPES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(GS_BUILDING_LIBRARY) && defined(__GNUC__)
+#define GS_API __attribute__((visibility("default")))
+#else
+#define GS_API
+#endif
+
+/** @brief "Not set by the caller" for numeric fields of options structs. */
+#define GS_UNSET ((int)(-2147483647 - 1))
+
+/* GS_DTYPE_MAP(X): X(name, value, element size in bytes, short name). */
+#define GS_DTYPE_MAP(X)                \
+    X(GS_DTYPE_F32, 0, 4, "f32")       \
+    X(GS_DTYPE_F64, 1, 8, "f64")       \
+    X(GS_DTYPE_F16, 2, 2, "f16")       \
+    X(GS_DTYPE_BF16, 3, 2, "bf16")     \
+    X(GS_DTYPE_I8, 4, 1, "i8")         \
+    X(GS_DTYPE_U8, 5, 1, "u8")         \
+    X(GS_DTYPE_I32, 6, 4, "i32")       \
+    X(GS_DTYPE_I64, 7, 8, "i64")
+
+#define GS_DTYPE_ENUM_ROW(_name, _value, _size, _str) _name = (_value),
+
+/** @brief Element type of a buffer. f16/bf16 are reduced in f32 and rounded once per step. */
+typedef enum gs_dtype { GS_DTYPE_MAP(GS_DTYPE_ENUM_ROW) GS_DTYPE_COUNT } gs_dtype_t;
+
+#undef GS_DTYPE_ENUM_ROW
+
+/* GS_OP_MAP(X): X(name, value, short name). */
+#define GS_OP_MAP(X)           \
+    X(GS_OP_SUM, 0, "sum")     \
+    X(GS_OP_PROD, 1, "prod")   \
+    X(GS_OP_MIN, 2, "min")     \
+    X(GS_OP_MAX, 3, "max")     \
+    X(GS_OP_AVG, 4, "avg")
+
+#define GS_OP_ENUM_ROW(_name, _value, _str) _name = (_value),
+
+/** @brief Reduction operation. GS_OP_AVG is valid for float types only (a sum, then a scale). */
+typedef enum gs_op { GS_OP_MAP(GS_OP_ENUM_ROW) GS_OP_COUNT } gs_op_t;
+
+#undef GS_OP_ENUM_ROW
+
+/* GS_ALGO_MAP(X): X(name, value, short name). */
+#define GS_ALGO_MAP(X)             \
+    X(GS_ALGO_AUTO, 0, "auto")     \
+    X(GS_ALGO_RING, 1, "ring")     \
+    X(GS_ALGO_CHAIN, 2, "chain")   \
+    X(GS_ALGO_DIRECT, 3, "direct")
+
+#define GS_ALGO_ENUM_ROW(_name, _value, _str) _name = (_value),
+
+/**
+ * @brief Collective algorithm. GS_ALGO_AUTO lets the selection model choose
+ * (overridable by GS_ALGO). Not every algorithm implements every collective;
+ * forcing one that does not gives GS_ERR_UNSUPPORTED.
+ */
+typedef enum gs_algo { GS_ALGO_MAP(GS_ALGO_ENUM_ROW) GS_ALGO_COUNT } gs_algo_t;
+
+#undef GS_ALGO_ENUM_ROW
+
+/** @brief Handle to a communicator (a group of ranks). GS_COMM_NULL when none. */
+typedef struct gs_comm *gs_comm_t;
+/** @brief Handle to a non-blocking operation. GS_REQUEST_NULL when none. */
+typedef struct gs_request *gs_request_t;
+
+#define GS_COMM_NULL ((gs_comm_t)0)
+#define GS_REQUEST_NULL ((gs_request_t)0)
+
+/** @brief Receive from any rank (gs_recv only). */
+#define GS_ANY_SOURCE (-1)
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GRADSYNC_TYPES_H */

@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The algorithm layer: an operation descriptor, the context an algorithm
+ * runs in (a transport, the rank, deadlines, scratch memory), the helpers
+ * every algorithm shares (tags, waiting with a deadline) and the entry
+ * points of each algorithm. Algorithms run on the communicator's worker
+ * thread, one operation at a time, and block (with a deadline) until done.
+ * Only algo_select.c chooses which algorithm runs.
+ */
+#ifndef GS_ALGO_ALGO_H
+#define GS_ALGO_ALGO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gradsync/gradsync.h"
+#include "transport/transport.h"
+
+typedef enum gs_coll_kind {
+    GS_COLL_ALLREDUCE = 0,
+    GS_COLL_BROADCAST = 1,
+    GS_COLL_REDUCE = 2,
+    GS_COLL_ALLGATHER = 3,
+    GS_COLL_REDUCE_SCATTER = 4,
+    GS_COLL_ALLTOALL = 5,
+    GS_COLL_BARRIER = 6,
+    GS_COLL_SEND = 7,
+    GS_COLL_RECV = 8,
+    GS_COLL_KIND_COUNT = 9
+} gs_coll_kind_t;
+
+/* What to run. count is the total element count for allreduce, broadcast
+ * and reduce, and the per-rank block for allgather, reduce_scatter and
+ * alltoall. root is the root of broadcast/reduce and the peer of send/recv. */
+typedef struct gs_coll_desc {
+    gs_coll_kind_t kind;
+    const void *sendbuf;
+    void *recvbuf;
+    size_t count;
+    gs_dtype_t dtype;
+    gs_op_t op;
+    int root;
+    uint32_t tag;
+    gs_algo_t algo; /* resolved by gs__algo_select before running */
+} gs_coll_desc_t;
+
+typedef struct gs_algo_ctx {
+    gs_transport_t *tr;
+    int rank;
+    int size;
+    uint64_t timeout_ns;   /* an operation fails after this long without progress */
+    size_t slice_bytes;    /* pipeline slice */
+    uint32_t seq;          /* sequence number of the collective in flight */
+    void *scratch;         /* grown on demand, freed with the context */
+    size_t scratch_cap;
+    const char *opname;    /* "gs_allreduce", for error messages */
+} gs_algo_ctx_t;
+
+/* A posted transport request and what it is for. */
+typedef struct gs_algo_req {
+    gs_tp_req_t *req;
+    int peer;
+    int is_send;
+} gs_algo_req_t;
+
+/* Tag of message number @p idx (< 2^24) of the collective in flight: the
+ * sequence number and index select the receive; a signature of the
+ * descriptor in the check bits catches ranks that run different collectives. */
+uint64_t gs__algo_tag(const gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint32_t idx);
+
+/* Scratch memory of at least @p bytes, valid until the next call.
+ * Returns GS_OK or GS_ERR_NO_MEMORY. */
+gs_status_t gs__algo_scratch(gs_algo_ctx_t *ctx, size_t bytes, void **out);
+
+/* Post a send/receive and record it in *r. Returns the transport's status. */
+gs_status_t gs__algo_isend(gs_algo_ctx_t *ctx, int peer, uint64_t tag, const void *buf, size_t len,
+                           gs_algo_req_t *r);
+gs_status_t gs__algo_irecv(gs_algo_ctx_t *ctx, int peer, uint64_t tag, void *buf, size_t len,
+                           gs_algo_req_t *r);
+
+/*
+ * If r is posted and finished: release it, set r->req to NULL, set *done_out
+ * to 1 and return its status (GS_OK or the failure, with the last error set
+ * naming the peer). A receive that got fewer than @p expect bytes fails with
+ * GS_ERR_MISMATCH. Otherwise *done_out = 0 and GS_OK.
+ */
+gs_status_t gs__algo_check(gs_algo_ctx_t *ctx, gs_algo_req_t *r, size_t expect, int *done_out);
+
+/* Block in the transport until something happens or the deadline passes.
+ * *deadline is the no-progress deadline; the caller renews it (see
+ * gs__algo_renew) whenever a request completes. @p waiting_on names the
+ * request to blame on timeout (may be NULL). Returns GS_OK, GS_ERR_TIMEOUT
+ * naming the peer, GS_ERR_ABORTED. */
+gs_status_t gs__algo_progress(gs_algo_ctx_t *ctx, uint64_t *deadline,
+                              const gs_algo_req_t *waiting_on);
+
+/* Push the no-progress deadline out to now + timeout. */
+void gs__algo_renew(const gs_algo_ctx_t *ctx, uint64_t *deadline);
+
+/* Wait for every posted request in reqs[0..n) (NULL req entries are skipped),
+ * releasing each. Receives must deliver exactly expect[i] bytes (expect may be
+ * NULL: any length). On error every other request is released too. */
+gs_status_t gs__algo_wait_all(gs_algo_ctx_t *ctx, gs_algo_req_t *reqs, const size_t *expect,
+                              size_t n);
+
+/* Release every still-posted request (after an error). */
+void gs__algo_release_all(gs_algo_ctx_t *ctx, gs_algo_req_t *reqs, size_t n);
+
+/* Balanced split of @p count elements into @p parts: part i starts at
+ * *off_out and holds *len_out elements (the first count % parts get one more). */
+static inline void gs__algo_split(size_t count, int parts, int i, size_t *off_out, size_t *len_out)
+{
+    const size_t base = count / (size_t)parts;
+    const size_t extra = count % (size_t)parts;
+    const size_t ui = (size_t)i;
+
+    *off_out = ui * base + (ui < extra ? ui : extra);
+    *len_out = base + (ui < extra ? 1 : 0);
+}
+
+/* Algorithms (each file's header comment states its costs and step tables). */
+gs_status_t gs__ring_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
+gs_status_t gs__ring_reduce_scatter(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
+gs_status_t gs__ring_allgather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
+gs_status_t gs__chain_broadcast(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
+gs_status_t gs__chain_reduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
+gs_status_t gs__direct_alltoall(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
+gs_status_t gs__direct_barrier(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
+gs_status_t gs__p2p_send(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
+gs_status_t gs__p2p_recv(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
+
+/* Parsed GS_ALGO: the forced algorithm per collective (GS_ALGO_AUTO = none). */
+typedef struct gs_algo_policy {
+    gs_algo_t forced[GS_COLL_KIND_COUNT];
+} gs_algo_policy_t;
+
+/* Parse "ring" (every collective that has it) or "allreduce:ring,broadcast:chain".
+ * Returns GS_OK or GS_ERR_INVALID_ARG naming the bad entry. */
+gs_status_t gs__algo_policy_parse(const char *text, gs_algo_policy_t *out);
+
+/* Choose the algorithm for *d (d->algo set by the caller wins, then the
+ * policy, then the model) and run it. Returns the algorithm's status, or
+ * GS_ERR_UNSUPPORTED when a forced algorithm cannot run this collective. */
+gs_status_t gs__algo_run(gs_algo_ctx_t *ctx, const gs_algo_policy_t *policy, gs_coll_desc_t *d);
+
+/* 1 when @p algo implements @p kind (GS_ALGO_AUTO always does). */
+int gs__algo_offers(gs_coll_kind_t kind, gs_algo_t algo);
+
+/* Name of a collective kind ("allreduce"). */
+const char *gs__coll_name(gs_coll_kind_t kind);
+
+#endif /* GS_ALGO_ALGO_H */

@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Helpers shared by every algorithm: message tags, scratch memory, posting
+ * and checking requests, and waiting with a no-progress deadline.
+ */
+#include "algo/algo.h"
+
+#include <stdlib.h>
+
+#include "core/clock.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/socket.h"
+
+uint64_t gs__algo_tag(const gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint32_t idx)
+{
+    uint64_t sig_src[5];
+    uint64_t sig;
+
+    sig_src[0] = (uint64_t)d->kind;
+    sig_src[1] = (uint64_t)d->dtype;
+    sig_src[2] = (d->kind == GS_COLL_ALLREDUCE || d->kind == GS_COLL_REDUCE ||
+                  d->kind == GS_COLL_REDUCE_SCATTER) ? (uint64_t)d->op : 0;
+    sig_src[3] = (uint64_t)d->count;
+    sig_src[4] = (uint64_t)(uint32_t)d->root;
+    sig = gs__hash64(sig_src, sizeof(sig_src), 0) & 0x7fffull;
+    return (sig << 48) | ((uint64_t)(ctx->seq & 0xffffffu) << 24) | (uint64_t)(idx & 0xffffffu);
+}
+
+gs_status_t gs__algo_scratch(gs_algo_ctx_t *ctx, size_t bytes, void **out)
+{
+    if (bytes > ctx->scratch_cap) {
+        void *p = malloc(bytes);
+        if (p == NULL) {
+            return gs__error_set(GS_ERR_NO_MEMORY, "%s: cannot allocate %zu bytes of scratch",
+                                 ctx->opname, bytes);
+        }
+        free(ctx->scratch);
+        ctx->scratch = p;
+        ctx->scratch_cap = bytes;
+    }
+    *out = ctx->scratch;
+    return GS_OK;
+}
+
+gs_status_t gs__algo_isend(gs_algo_ctx_t *ctx, int peer, uint64_t tag, const void *buf, size_t len,
+                           gs_algo_req_t *r)
+{
+    r->peer = peer;
+    r->is_send = 1;
+    return gs__tp_isend(ctx->tr, peer, tag, buf, len, &r->req);
+}
+
+gs_status_t gs__algo_irecv(gs_algo_ctx_t *ctx, int peer, uint64_t tag, void *buf, size_t len,
+                           gs_algo_req_t *r)
+{
+    r->peer = peer;
+    r->is_send = 0;
+    return gs__tp_irecv(ctx->tr, peer, tag, buf, len, &r->req);
+}
+
+gs_status_t gs__algo_check(gs_algo_ctx_t *ctx, gs_algo_req_t *r, size_t expect, int *done_out)
+{
+    gs_tp_completion_t comp;
+    int done = 0;
+
+    *done_out = 0;
+    if (r->req == NULL) {
+        return GS_OK;
+    }
+    gs__tp_test(ctx->tr, r->req, &done, &comp);
+    if (!done) {
+        return GS_OK;
+    }
+    gs__tp_req_release(ctx->tr, r->req);
+    r->req = NULL;
+    *done_out = 1;
+    if (comp.status != GS_OK) {
+        return gs__error_set(comp.status, "%s: %s rank %d failed: %s", ctx->opname,
+                             r->is_send ? "send to" : "receive from", r->peer, gs__error_get());
+    }
+    if (!r->is_send && (expect != (size_t)-1) && (comp.nbytes != expect)) {
+        return gs__error_set(GS_ERR_MISMATCH,
+                             "%s: rank %d sent %zu bytes where %zu were expected (do all ranks "
+                             "pass the same count and dtype?)",
+                             ctx->opname, comp.peer, comp.nbytes, expect);
+    }
+    return GS_OK;
+}
+
+void gs__algo_renew(const gs_algo_ctx_t *ctx, uint64_t *deadline)
+{
+    *deadline = gs__now_ns() + ctx->timeout_ns;
+}
+
+gs_status_t gs__algo_progress(gs_algo_ctx_t *ctx, uint64_t *deadline,
+                              const gs_algo_req_t *waiting_on)
+{
+    gs_status_t status;
+
+    if (gs__now_ns() >= *deadline) {
+        if (waiting_on != NULL) {
+            return gs__error_set(GS_ERR_TIMEOUT,
+                                 "%s: rank %d timed out after %llu ms waiting to %s rank %d",
+                                 ctx->opname, ctx->rank,
+                                 (unsigned long long)(ctx->timeout_ns / 1000000ull),
+                                 waiting_on->is_send ? "send to" : "receive from",
+                                 waiting_on->peer);
+        }
+        return gs__error_set(GS_ERR_TIMEOUT, "%s: rank %d timed out after %llu ms", ctx->opname,
+                             ctx->rank, (unsigned long long)(ctx->timeout_ns / 1000000ull));
+    }
+    status = gs__tp_progress(ctx->tr, *deadline);
+    if (status != GS_OK) {
+        return gs__error_set(status, "%s: %s", ctx->opname, gs__error_get());
+    }
+    return GS_OK;
+}
+
+void gs__algo_release_all(gs_algo_ctx_t *ctx, gs_algo_req_t *reqs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (reqs[i].req != NULL) {
+            gs__tp_req_release(ctx->tr, reqs[i].req);
+            reqs[i].req = NULL;
+        }
+    }
+}
+
+gs_status_t gs__algo_wait_all(gs_algo_ctx_t *ctx, gs_algo_req_t *reqs, const size_t *expect,
+                              size_t n)
+{
+    uint64_t deadline;
+    size_t left = 0;
+    gs_status_t status = GS_OK;
+
+    for (size_t i = 0; i < n; i++) {
+        left += (reqs[i].req != NULL);
+    }
+    gs__algo_renew(ctx, &deadline);
+    while (left > 0) {
+        const gs_algo_req_t *blame = NULL;
+        for (size_t i = 0; (i < n) && (status == GS_OK); i++) {
+            int done = 0;
+            if (reqs[i].req == NULL) {
+                continue;
+            }
+            status = gs__algo_check(ctx, &reqs[i], (expect != NULL) ? expect[i] : (size_t)-1,
+                                    &done);
+            if (done) {
+                left--;
+                gs__algo_renew(ctx, &deadline);
+            } else if (blame == NULL) {
+                blame = &reqs[i];
+            }
+        }
+        if (status == GS_OK && left > 0) {
+            status = gs__algo_progress(ctx, &deadline, blame);
+        }
+        if (status != GS_OK) {
+            gs__algo_release_all(ctx, reqs, n);
+            return status;
+        }
+    }
+    return GS_OK;
+}

@@ -1,0 +1,444 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Communicator lifetime: init (configuration, transport, rendezvous,
+ * connections, worker), destroy, abort, split, queries and counters, and
+ * the worker-side task runner that applies the sticky-error rule.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/comm_impl.h"
+#include "core/bootstrap.h"
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/log.h"
+
+#define COMM_WORLD_ID 0x776f726c64ull /* "world" */
+
+static const char *const api_names[GS_COLL_KIND_COUNT] = {
+    [GS_COLL_ALLREDUCE] = "gs_allreduce",
+    [GS_COLL_BROADCAST] = "gs_broadcast",
+    [GS_COLL_REDUCE] = "gs_reduce",
+    [GS_COLL_ALLGATHER] = "gs_allgather",
+    [GS_COLL_REDUCE_SCATTER] = "gs_reduce_scatter",
+    [GS_COLL_ALLTOALL] = "gs_alltoall",
+    [GS_COLL_BARRIER] = "gs_barrier",
+    [GS_COLL_SEND] = "gs_send",
+    [GS_COLL_RECV] = "gs_recv",
+};
+
+void gs__comm_fail(gs_comm_t comm, gs_status_t status, const char *msg)
+{
+    pthread_mutex_lock(&comm->err.mu);
+    if (atomic_load(&comm->err.status) == GS_OK) {
+        snprintf(comm->err.msg, sizeof(comm->err.msg), "%s", msg);
+        atomic_store(&comm->err.status, status);
+    }
+    pthread_mutex_unlock(&comm->err.mu);
+}
+
+static int comm_error_is_sticky(gs_coll_kind_t kind, gs_status_t status)
+{
+    const gs_status_scope_t scope = gs_status_scope(status);
+
+    if ((kind == GS_COLL_SEND || kind == GS_COLL_RECV) &&
+        (status == GS_ERR_MISMATCH || status == GS_ERR_TRUNCATED)) {
+        return 0; /* the message was consumed whole; the streams are intact */
+    }
+    return (scope == GS_SCOPE_PEER) || (scope == GS_SCOPE_COMM) || (scope == GS_SCOPE_INTERNAL);
+}
+
+gs_status_t gs__comm_run_task(gs__task_t *task, void *ctx)
+{
+    struct gs_request *req = (struct gs_request *)task;
+    gs_comm_t comm = (gs_comm_t)ctx;
+    gs_coll_desc_t *d = &req->desc;
+    const gs_status_t sticky = (gs_status_t)atomic_load(&comm->err.status);
+    gs_status_t status;
+    uint64_t t0;
+
+    if (sticky != GS_OK) {
+        pthread_mutex_lock(&comm->err.mu);
+        gs__error_copy_in(comm->err.msg);
+        pthread_mutex_unlock(&comm->err.mu);
+        gs__counter_add(&comm->counters.ops_completed, 1);
+        gs__counter_add(&comm->counters.ops_failed, 1);
+        return sticky;
+    }
+    comm->actx.opname = api_names[d->kind];
+    if ((d->kind != GS_COLL_SEND) && (d->kind != GS_COLL_RECV)) {
+        comm->actx.seq = comm->coll_seq++;
+    }
+    t0 = gs__now_ns();
+    status = gs__algo_run(&comm->actx, &comm->policy, d);
+    gs__counter_add(&comm->counters.busy_ns, gs__now_ns() - t0);
+    gs__counter_add(&comm->counters.ops_completed, 1);
+    if (status != GS_OK) {
+        gs__counter_add(&comm->counters.ops_failed, 1);
+        if (comm_error_is_sticky(d->kind, status)) {
+            gs__comm_fail(comm, status, gs__error_get());
+        }
+    }
+    return status;
+}
+
+static gs_comm_t comm_alloc(void)
+{
+    gs_comm_t comm = calloc(1, sizeof(*comm));
+
+    if (comm == NULL) {
+        gs__error_set(GS_ERR_NO_MEMORY, "gs_comm_init: out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&comm->err.mu, NULL);
+    atomic_init(&comm->err.status, GS_OK);
+    atomic_init(&comm->split_seq, 0);
+    return comm;
+}
+
+static void comm_free(gs_comm_t comm)
+{
+    free(comm->actx.scratch);
+    pthread_mutex_destroy(&comm->err.mu);
+    free(comm);
+}
+
+/* Create the transport instance of comm (rank, size, ids and cfg set). */
+static gs_status_t comm_transport_init(gs_comm_t comm)
+{
+    gs_tp_params_t params;
+    gs_status_t status;
+
+    status = gs__transport_lookup(comm->cfg.transport, &comm->tr.ops);
+    if (status != GS_OK) {
+        return status;
+    }
+    memset(&params, 0, sizeof(params));
+    params.rank = comm->rank;
+    params.size = comm->size;
+    params.job_id = comm->job_id;
+    params.comm_id = comm->comm_id;
+    params.nsocks = comm->cfg.tcp_nsocks;
+    params.ifname = comm->cfg.socket_ifname;
+    params.family = comm->cfg.socket_family;
+    params.master_addr = comm->cfg.master_addr;
+    params.counters = &comm->counters;
+    return comm->tr.ops->init(&params, &comm->tr.tp);
+}
+
+/* Connect, set up the algorithm context and start the worker. */
+static gs_status_t comm_start(gs_comm_t comm, char (*addrs)[GS_SOCK_ADDR_MAX])
+{
+    gs_status_t status;
+
+    status = comm->tr.ops->connect(comm->tr.tp, addrs,
+                                   gs__deadline_after_ms(comm->cfg.timeout_ms));
+    if (status != GS_OK) {
+        return status;
+    }
+    comm->actx.tr = &comm->tr;
+    comm->actx.rank = comm->rank;
+    comm->actx.size = comm->size;
+    comm->actx.timeout_ns = (uint64_t)comm->cfg.timeout_ms * 1000000ull;
+    comm->actx.slice_bytes = (size_t)comm->cfg.slice_bytes;
+    comm->actx.opname = "gs_comm_init";
+    return gs__worker_start(&comm->worker, comm);
+}
+
+static gs_status_t comm_init(gs_comm_t *comm_out, const gs_config_t *cfg, int launcher_env)
+{
+    char my_addr[GS_SOCK_ADDR_MAX];
+    char (*addrs)[GS_SOCK_ADDR_MAX] = NULL;
+    uint64_t nonce = 0;
+    gs_comm_t comm;
+    gs_status_t status;
+
+    gs__log_init();
+    if (comm_out == NULL) {
+        return gs__error_set(GS_ERR_INVALID_ARG, "gs_comm_init: comm_out is NULL");
+    }
+    comm = comm_alloc();
+    if (comm == NULL) {
+        return GS_ERR_NO_MEMORY;
+    }
+    status = gs__cfg_resolve(cfg, launcher_env, &comm->cfg);
+    if (status == GS_OK) {
+        status = gs__algo_policy_parse(comm->cfg.algo, &comm->policy);
+    }
+    if (status != GS_OK) {
+        comm_free(comm);
+        return status;
+    }
+    gs__cfg_warn_unknown_env();
+    gs__log_set_rank(comm->cfg.rank);
+    comm->rank = comm->cfg.rank;
+    comm->size = comm->cfg.world_size;
+    comm->comm_id = COMM_WORLD_ID;
+    comm->job_id = gs__hash64(comm->cfg.job_id, strlen(comm->cfg.job_id), 0);
+    comm->job_id = gs__hash64(comm->cfg.master_addr, strlen(comm->cfg.master_addr),
+                              comm->job_id ^ (uint64_t)comm->cfg.master_port);
+
+    status = comm_transport_init(comm);
+    if (status != GS_OK) {
+        comm_free(comm);
+        return status;
+    }
+    addrs = calloc((size_t)comm->size, GS_SOCK_ADDR_MAX);
+    if (addrs == NULL) {
+        status = gs__error_set(GS_ERR_NO_MEMORY, "gs_comm_init: out of memory for %d addresses",
+                               comm->size);
+        goto err_finalize;
+    }
+    status = comm->tr.ops->get_address(comm->tr.tp, my_addr, sizeof(my_addr));
+    if (status == GS_OK) {
+        status = gs__bootstrap_exchange(&comm->cfg, my_addr, addrs, &nonce);
+    }
+    if (status == GS_OK) {
+        status = comm_start(comm, addrs);
+    }
+    if (status != GS_OK) {
+        goto err_finalize;
+    }
+    free(addrs);
+    GS_INFO(INIT, "communicator ready: rank %d of %d, transport %s, address %s", comm->rank,
+            comm->size, comm->tr.ops->name, my_addr);
+    *comm_out = comm;
+    return GS_OK;
+
+err_finalize:
+    free(addrs);
+    comm->tr.ops->finalize(comm->tr.tp);
+    comm_free(comm);
+    return status;
+}
+
+gs_status_t gs_comm_init(gs_comm_t *comm_out, const gs_config_t *cfg)
+{
+    return comm_init(comm_out, cfg, 0);
+}
+
+gs_status_t gs_comm_init_env(gs_comm_t *comm_out, const gs_config_t *cfg)
+{
+    return comm_init(comm_out, cfg, 1);
+}
+
+gs_status_t gs_comm_destroy(gs_comm_t comm)
+{
+    gs_status_t status;
+
+    if (comm == NULL) {
+        return gs__error_set(GS_ERR_INVALID_ARG, "gs_comm_destroy: comm is NULL");
+    }
+    gs__worker_stop(&comm->worker);
+    status = comm->tr.ops->finalize(comm->tr.tp);
+    comm_free(comm);
+    return status;
+}
+
+gs_status_t gs_comm_abort(gs_comm_t comm)
+{
+    if (comm == NULL) {
+        return gs__error_set(GS_ERR_INVALID_ARG, "gs_comm_abort: comm is NULL");
+    }
+    gs__comm_fail(comm, GS_ERR_ABORTED, "the communicator was aborted by gs_comm_abort()");
+    return comm->tr.ops->abort(comm->tr.tp);
+}
+
+gs_status_t gs_comm_rank(gs_comm_t comm, int *rank_out)
+{
+    if ((comm == NULL) || (rank_out == NULL)) {
+        return gs__error_set(GS_ERR_INVALID_ARG, "gs_comm_rank: %s is NULL",
+                             comm == NULL ? "comm" : "rank_out");
+    }
+    *rank_out = comm->rank;
+    return GS_OK;
+}
+
+gs_status_t gs_comm_size(gs_comm_t comm, int *size_out)
+{
+    if ((comm == NULL) || (size_out == NULL)) {
+        return gs__error_set(GS_ERR_INVALID_ARG, "gs_comm_size: %s is NULL",
+                             comm == NULL ? "comm" : "size_out");
+    }
+    *size_out = comm->size;
+    return GS_OK;
+}
+
+gs_status_t gs_comm_get_async_error(gs_comm_t comm, gs_status_t *error_out)
+{
+    if ((comm == NULL) || (error_out == NULL)) {
+        return gs__error_set(GS_ERR_INVALID_ARG, "gs_comm_get_async_error: %s is NULL",
+                             comm == NULL ? "comm" : "error_out");
+    }
+    *error_out = (gs_status_t)atomic_load(&comm->err.status);
+    return GS_OK;
+}
+
+gs_status_t gs_comm_counters(gs_comm_t comm, gs_counters_t *counters_out)
+{
+    gs_counters_t c;
+
+    if ((comm == NULL) || (counters_out == NULL)) {
+        return gs__error_set(GS_ERR_INVALID_ARG, "gs_comm_counters: %s is NULL",
+                             comm == NULL ? "comm" : "counters_out");
+    }
+    if (counters_out->size < sizeof(size_t)) {
+        return gs__error_set(GS_ERR_INVALID_ARG,
+                             "gs_comm_counters: counters_out->size is %zu; set it to "
+                             "sizeof(gs_counters_t)",
+                             counters_out->size);
+    }
+    memset(&c, 0, sizeof(c));
+    c.size = counters_out->size < sizeof(c) ? counters_out->size : sizeof(c);
+    c.bytes_sent = atomic_load(&comm->counters.bytes_sent);
+    c.bytes_received = atomic_load(&comm->counters.bytes_received);
+    c.msgs_sent = atomic_load(&comm->counters.msgs_sent);
+    c.msgs_received = atomic_load(&comm->counters.msgs_received);
+    c.ops_completed = atomic_load(&comm->counters.ops_completed);
+    c.ops_failed = atomic_load(&comm->counters.ops_failed);
+    c.busy_ns = atomic_load(&comm->counters.busy_ns);
+    memcpy(counters_out, &c, c.size);
+    counters_out->size = c.size;
+    return GS_OK;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Split                                                                  */
+/* ---------------------------------------------------------------------- */
+
+typedef struct split_member {
+    int key;
+    int parent_rank;
+} split_member_t;
+
+static int split_member_cmp(const void *a, const void *b)
+{
+    const split_member_t *x = (const split_member_t *)a;
+    const split_member_t *y = (const split_member_t *)b;
+
+    if (x->key != y->key) {
+        return (x->key < y->key) ? -1 : 1;
+    }
+    return (x->parent_rank < y->parent_rank) ? -1 : (x->parent_rank > y->parent_rank);
+}
+
+/*
+ * Two all-gathers over the parent: first (color, key) so that every rank
+ * knows its group, rank and size; then, once each child transport listens,
+ * the transport addresses. Ranks whose transport failed to start publish an
+ * empty address, which fails their group's connect quickly instead of
+ * letting it wait for the deadline.
+ */
+gs_status_t gs_comm_split(gs_comm_t comm, int color, int key, gs_comm_t *newcomm_out)
+{
+    int32_t mine[2];
+    int32_t *ck = NULL;
+    char (*all_addrs)[GS_SOCK_ADDR_MAX] = NULL;
+    char (*addrs)[GS_SOCK_ADDR_MAX] = NULL;
+    char my_addr[GS_SOCK_ADDR_MAX];
+    split_member_t *members = NULL;
+    gs_comm_t child = NULL;
+    gs_status_t status;
+    gs_status_t local = GS_OK;
+    uint32_t seq;
+    int n = 0;
+
+    if ((comm == NULL) || (newcomm_out == NULL)) {
+        return gs__error_set(GS_ERR_INVALID_ARG, "gs_comm_split: %s is NULL",
+                             comm == NULL ? "comm" : "newcomm_out");
+    }
+    seq = atomic_fetch_add(&comm->split_seq, 1);
+    mine[0] = (color < 0) ? -1 : color;
+    mine[1] = key;
+    ck = malloc((size_t)comm->size * sizeof(mine));
+    all_addrs = calloc((size_t)comm->size, GS_SOCK_ADDR_MAX);
+    members = malloc((size_t)comm->size * sizeof(*members));
+    if ((ck == NULL) || (all_addrs == NULL) || (members == NULL)) {
+        status = gs__error_set(GS_ERR_NO_MEMORY, "gs_comm_split: out of memory");
+        goto out; /* the other ranks will fail on their deadline */
+    }
+    status = gs_allgather(comm, mine, ck, 2, GS_DTYPE_I32);
+    if (status != GS_OK) {
+        goto out;
+    }
+    memset(my_addr, 0, sizeof(my_addr));
+    if (mine[0] >= 0) {
+        for (int r = 0; r < comm->size; r++) {
+            if (ck[2 * r] == mine[0]) {
+                members[n].key = ck[2 * r + 1];
+                members[n].parent_rank = r;
+                n++;
+            }
+        }
+        qsort(members, (size_t)n, sizeof(*members), split_member_cmp);
+        child = comm_alloc();
+        if (child == NULL) {
+            local = GS_ERR_NO_MEMORY;
+        } else {
+            child->cfg = comm->cfg;
+            child->policy = comm->policy;
+            child->job_id = comm->job_id;
+            child->comm_id = gs__hash64(&mine[0], sizeof(mine[0]),
+                                        comm->comm_id ^ ((uint64_t)seq << 32));
+            child->size = n;
+            for (int i = 0; i < n; i++) {
+                if (members[i].parent_rank == comm->rank) {
+                    child->rank = i;
+                }
+            }
+            child->cfg.rank = child->rank;
+            child->cfg.world_size = n;
+            local = comm_transport_init(child);
+            if (local == GS_OK) {
+                local = child->tr.ops->get_address(child->tr.tp, my_addr, sizeof(my_addr));
+            }
+            if (local != GS_OK) {
+                my_addr[0] = '\0';
+            }
+        }
+    }
+    /* Everyone takes part in the second exchange, even after a local error. */
+    status = gs_allgather(comm, my_addr, all_addrs, GS_SOCK_ADDR_MAX, GS_DTYPE_U8);
+    if ((status != GS_OK) || (mine[0] < 0)) {
+        goto out;
+    }
+    if (local != GS_OK) {
+        status = local;
+        goto out;
+    }
+    addrs = calloc((size_t)n, GS_SOCK_ADDR_MAX);
+    if (addrs == NULL) {
+        status = gs__error_set(GS_ERR_NO_MEMORY, "gs_comm_split: out of memory");
+        goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        memcpy(addrs[i], all_addrs[members[i].parent_rank], GS_SOCK_ADDR_MAX);
+        addrs[i][GS_SOCK_ADDR_MAX - 1] = '\0';
+        if (addrs[i][0] == '\0') {
+            status = gs__error_set(GS_ERR_PEER_FAILED,
+                                   "gs_comm_split: rank %d (parent rank %d) could not create its "
+                                   "endpoint for color %d",
+                                   i, members[i].parent_rank, mine[0]);
+            goto out;
+        }
+    }
+    status = comm_start(child, addrs);
+out:
+    if ((status == GS_OK) && (local == GS_OK) && (child != NULL)) {
+        GS_INFO(INIT, "split: color %d rank %d of %d", mine[0], child->rank, child->size);
+        *newcomm_out = child;
+    } else if (status == GS_OK) {
+        *newcomm_out = GS_COMM_NULL; /* color < 0 */
+    } else if (child != NULL) {
+        if (child->tr.tp != NULL) {
+            child->tr.ops->finalize(child->tr.tp);
+        }
+        comm_free(child);
+    }
+    free(ck);
+    free(all_addrs);
+    free(members);
+    free(addrs);
+    return status;
+}

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The communicator and request structs behind the public handles. A
+ * communicator is a set of sub-objects (configuration, transport, worker,
+ * algorithm context, counters, error state), each owned by its module.
+ */
+#ifndef GS_API_COMM_IMPL_H
+#define GS_API_COMM_IMPL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "algo/algo.h"
+#include "core/config.h"
+#include "core/counters.h"
+#include "core/worker.h"
+#include "transport/transport.h"
+
+/* The error that failed a communicator (sticky), readable from any thread. */
+typedef struct gs_comm_error {
+    atomic_int status; /* gs_status_t; GS_OK while healthy */
+    pthread_mutex_t mu;
+    char msg[GS_ERROR_MSG_MAX];
+} gs_comm_error_t;
+
+struct gs_comm {
+    gs__cfg_t cfg;             /* resolved configuration (rank and size of this comm) */
+    int rank;
+    int size;
+    uint64_t comm_id;
+    uint64_t job_id;
+    atomic_uint split_seq;     /* splits made from this comm, for child comm ids */
+    gs_transport_t tr;
+    gs__worker_t worker;
+    gs_algo_ctx_t actx;        /* used by the worker thread only */
+    gs_algo_policy_t policy;
+    uint32_t coll_seq;         /* worker thread only */
+    gs__counters_t counters;
+    gs_comm_error_t err;
+};
+
+struct gs_request {
+    gs__task_t task; /* first: the worker sees only this */
+    gs_comm_t comm;
+    gs_coll_desc_t desc;
+};
+
+/* Record the error that fails @p comm (first one wins). */
+void gs__comm_fail(gs_comm_t comm, gs_status_t status, const char *msg);
+
+/* The task body every request runs on the worker thread. */
+gs_status_t gs__comm_run_task(gs__task_t *task, void *ctx);
+
+#endif /* GS_API_COMM_IMPL_H */

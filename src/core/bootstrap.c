@@ -1,0 +1,534 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Rendezvous on rank 0 (see bootstrap.h): a small poll()-driven server that
+ * collects one hello per rank and answers with the address table, and the
+ * client that every other rank runs. It serves only the initial exchange of
+ * the world communicator; sub-communicators exchange addresses over their
+ * parent's transport instead.
+ */
+#include "core/bootstrap.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/log.h"
+
+/* Hellos that have not completed within this long are dropped, so a
+ * connection that sends nothing cannot hold the rendezvous hostage. */
+#define BOOT_CONN_IDLE_MS 5000
+#define BOOT_MAX_PENDING 64
+
+void gs__boot_hello_encode(const gs__boot_hello_t *h, uint8_t *out)
+{
+    memset(out, 0, GS_BOOT_HELLO_BYTES);
+    gs__put_le32(out + 0, GS_BOOT_MAGIC_HELLO);
+    gs__put_le32(out + 4, h->version);
+    gs__put_le64(out + 8, h->job_hash);
+    gs__put_le32(out + 16, h->rank);
+    gs__put_le32(out + 20, h->world);
+    gs__put_le64(out + 24, h->host_id);
+    gs__put_le32(out + 32, h->addr_len);
+}
+
+gs_status_t gs__boot_hello_decode(const uint8_t *in, size_t len, gs__boot_hello_t *out)
+{
+    if (len < GS_BOOT_HELLO_BYTES) {
+        return gs__error_set(GS_ERR_PROTOCOL, "rendezvous hello is %zu bytes, expected %d", len,
+                             GS_BOOT_HELLO_BYTES);
+    }
+    if (gs__get_le32(in) != GS_BOOT_MAGIC_HELLO) {
+        return gs__error_set(GS_ERR_PROTOCOL, "rendezvous hello has a bad magic 0x%08x",
+                             gs__get_le32(in));
+    }
+    out->version = gs__get_le32(in + 4);
+    if (out->version != GS_BOOT_VERSION) {
+        return gs__error_set(GS_ERR_VERSION_MISMATCH,
+                             "rendezvous hello has protocol version %u, this library speaks %u",
+                             out->version, GS_BOOT_VERSION);
+    }
+    out->job_hash = gs__get_le64(in + 8);
+    out->rank = gs__get_le32(in + 16);
+    out->world = gs__get_le32(in + 20);
+    out->host_id = gs__get_le64(in + 24);
+    out->addr_len = gs__get_le32(in + 32);
+    if ((out->addr_len == 0) || (out->addr_len >= GS_SOCK_ADDR_MAX)) {
+        return gs__error_set(GS_ERR_PROTOCOL, "rendezvous hello has an address length of %u",
+                             out->addr_len);
+    }
+    if ((out->world == 0) || (out->rank >= out->world)) {
+        return gs__error_set(GS_ERR_PROTOCOL, "rendezvous hello has rank %u of world size %u",
+                             out->rank, out->world);
+    }
+    return GS_OK;
+}
+
+void gs__boot_table_hdr_encode(const gs__boot_table_hdr_t *h, uint8_t *out)
+{
+    memset(out, 0, GS_BOOT_TABLE_HDR_BYTES);
+    gs__put_le32(out + 0, GS_BOOT_MAGIC_TABLE);
+    gs__put_le32(out + 4, (uint32_t)h->status);
+    gs__put_le64(out + 8, h->nonce);
+    gs__put_le32(out + 16, h->world);
+    gs__put_le32(out + 20, h->msg_len);
+}
+
+gs_status_t gs__boot_table_hdr_decode(const uint8_t *in, size_t len, gs__boot_table_hdr_t *out)
+{
+    if ((len < GS_BOOT_TABLE_HDR_BYTES) || (gs__get_le32(in) != GS_BOOT_MAGIC_TABLE)) {
+        return gs__error_set(GS_ERR_PROTOCOL, "rendezvous reply is malformed");
+    }
+    out->status = (int32_t)gs__get_le32(in + 4);
+    out->nonce = gs__get_le64(in + 8);
+    out->world = gs__get_le32(in + 16);
+    out->msg_len = gs__get_le32(in + 20);
+    if ((out->status > 0) || (out->status < -100) || (out->msg_len >= GS_BOOT_MSG_MAX) ||
+        ((out->status == GS_OK) && (out->msg_len != 0))) {
+        return gs__error_set(GS_ERR_PROTOCOL,
+                             "rendezvous reply has status %d and message length %u", out->status,
+                             out->msg_len);
+    }
+    return GS_OK;
+}
+
+static uint64_t boot_job_hash(const gs__cfg_t *cfg)
+{
+    return gs__hash64(cfg->job_id, strlen(cfg->job_id), 0x67726164ull);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Server (rank 0)                                                        */
+/* ---------------------------------------------------------------------- */
+
+typedef struct boot_conn {
+    int fd;
+    uint8_t buf[GS_BOOT_HELLO_BYTES + GS_SOCK_ADDR_MAX];
+    size_t got;
+    uint64_t since_ns;
+    char peer[GS_SOCK_ADDR_MAX];
+} boot_conn_t;
+
+typedef struct boot_server {
+    const gs__cfg_t *cfg;
+    int listen_fd;
+    boot_conn_t pending[BOOT_MAX_PENDING];
+    int npending;
+    int *rank_fd;                       /* world entries; -1 until joined */
+    char (*addrs)[GS_SOCK_ADDR_MAX];    /* world entries */
+    int joined;
+    gs_status_t fail_status;
+    char fail_msg[GS_BOOT_MSG_MAX];
+} boot_server_t;
+
+static void boot_reply_error(int fd, gs_status_t status, const char *msg, uint64_t deadline)
+{
+    uint8_t hdr[GS_BOOT_TABLE_HDR_BYTES];
+    gs__boot_table_hdr_t h = {.status = status, .nonce = 0, .world = 0};
+    size_t len = strnlen(msg, GS_BOOT_MSG_MAX - 1);
+
+    h.msg_len = (uint32_t)len;
+    gs__boot_table_hdr_encode(&h, hdr);
+    /* Best effort: the peer may already be gone. */
+    if (gs__sock_write_full(fd, hdr, sizeof(hdr), deadline) == GS_OK) {
+        (void)gs__sock_write_full(fd, msg, len, deadline);
+    }
+}
+
+static void boot_drop(boot_server_t *s, int i)
+{
+    close(s->pending[i].fd);
+    s->pending[i] = s->pending[s->npending - 1];
+    s->npending--;
+}
+
+/* A complete hello arrived on pending connection i: register or refuse it. */
+static void boot_register(boot_server_t *s, int i, const gs__boot_hello_t *h)
+{
+    boot_conn_t *c = &s->pending[i];
+    const gs__cfg_t *cfg = s->cfg;
+    uint64_t short_deadline = gs__deadline_after_ms(1000);
+    char msg[GS_BOOT_MSG_MAX];
+
+    if (h->job_hash != boot_job_hash(cfg)) {
+        snprintf(msg, sizeof(msg), "rank %u from %s belongs to another job (GS_JOB_ID differs)",
+                 h->rank, c->peer);
+        GS_WARN("rendezvous: refused %s", msg);
+        boot_reply_error(c->fd, GS_ERR_MISMATCH, msg, short_deadline);
+        boot_drop(s, i);
+        return;
+    }
+    if ((int)h->world != cfg->world_size) {
+        snprintf(msg, sizeof(msg),
+                 "ranks disagree on the world size: rank %u (%s) says %u, rank 0 says %d",
+                 h->rank, c->peer, h->world, cfg->world_size);
+    } else if ((h->rank == 0) || (s->rank_fd[h->rank] >= 0)) {
+        snprintf(msg, sizeof(msg), "rank %u joined twice (second time from %s)", h->rank, c->peer);
+    } else {
+        s->rank_fd[h->rank] = c->fd;
+        memcpy(s->addrs[h->rank], c->buf + GS_BOOT_HELLO_BYTES, h->addr_len);
+        s->addrs[h->rank][h->addr_len] = '\0';
+        s->joined++;
+        GS_INFO(BOOT, "rendezvous: rank %u joined from %s (%d of %d)", h->rank, c->peer,
+                s->joined, cfg->world_size);
+        s->pending[i] = s->pending[s->npending - 1];
+        s->npending--;
+        return;
+    }
+    /* A disagreement fails the whole job: tell this rank now, the others later. */
+    s->fail_status = GS_ERR_MISMATCH;
+    snprintf(s->fail_msg, sizeof(s->fail_msg), "%s", msg);
+    boot_reply_error(c->fd, GS_ERR_MISMATCH, msg, short_deadline);
+    boot_drop(s, i);
+}
+
+/* Read what is available on pending connection i. */
+static void boot_read(boot_server_t *s, int i)
+{
+    boot_conn_t *c = &s->pending[i];
+    gs__boot_hello_t h;
+    size_t need = GS_BOOT_HELLO_BYTES;
+    ssize_t n;
+
+    if (c->got >= GS_BOOT_HELLO_BYTES) {
+        /* Decoded before; addr_len was validated. */
+        need = GS_BOOT_HELLO_BYTES + gs__get_le32(c->buf + 32);
+    }
+    n = read(c->fd, c->buf + c->got, need - c->got);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+        GS_INFO(BOOT, "rendezvous: connection from %s closed before its hello", c->peer);
+        boot_drop(s, i);
+        return;
+    }
+    if (n < 0) {
+        return;
+    }
+    c->got += (size_t)n;
+    if (c->got < GS_BOOT_HELLO_BYTES) {
+        return;
+    }
+    if (gs__boot_hello_decode(c->buf, c->got, &h) != GS_OK) {
+        GS_WARN("rendezvous: rejected a connection from %s: %s", c->peer, gs__error_get());
+        boot_drop(s, i);
+        return;
+    }
+    if (c->got == GS_BOOT_HELLO_BYTES + h.addr_len) {
+        boot_register(s, i, &h);
+    }
+}
+
+static void boot_accept(boot_server_t *s)
+{
+    int fd = -1;
+
+    if ((gs__sock_accept(s->listen_fd, 0, &fd) != GS_OK) || (fd < 0)) {
+        return;
+    }
+    if (s->npending == BOOT_MAX_PENDING) {
+        GS_WARN("rendezvous: %d connections have not sent a hello; dropping a new one",
+                BOOT_MAX_PENDING);
+        close(fd);
+        return;
+    }
+    boot_conn_t *c = &s->pending[s->npending++];
+    gs_sockaddr_t peer;
+    memset(c, 0, sizeof(*c));
+    c->fd = fd;
+    c->since_ns = gs__now_ns();
+    peer.len = sizeof(peer.ss);
+    if ((getpeername(fd, (struct sockaddr *)&peer.ss, &peer.len) != 0) ||
+        (gs__sock_format(&peer, c->peer, sizeof(c->peer)) != GS_OK)) {
+        snprintf(c->peer, sizeof(c->peer), "an unknown address");
+    }
+}
+
+static gs_status_t boot_send_table(boot_server_t *s, uint64_t nonce, uint64_t deadline)
+{
+    const int world = s->cfg->world_size;
+    size_t cap = GS_BOOT_TABLE_HDR_BYTES + (size_t)world * (4 + GS_SOCK_ADDR_MAX);
+    uint8_t *buf = malloc(cap);
+    size_t len = GS_BOOT_TABLE_HDR_BYTES;
+    gs__boot_table_hdr_t h = {.status = GS_OK, .nonce = nonce, .world = (uint32_t)world};
+    gs_status_t status = GS_OK;
+
+    if (buf == NULL) {
+        return gs__error_set(GS_ERR_NO_MEMORY, "rendezvous: cannot allocate %zu bytes", cap);
+    }
+    gs__boot_table_hdr_encode(&h, buf);
+    for (int r = 0; r < world; r++) {
+        uint32_t alen = (uint32_t)strlen(s->addrs[r]);
+        gs__put_le32(buf + len, alen);
+        memcpy(buf + len + 4, s->addrs[r], alen);
+        len += 4 + alen;
+    }
+    for (int r = 1; r < world; r++) {
+        gs_status_t st = gs__sock_write_full(s->rank_fd[r], buf, len, deadline);
+        if ((st != GS_OK) && (status == GS_OK)) {
+            status = gs__error_set(st, "rendezvous: cannot send the address table to rank %d: %s",
+                                   r, gs__error_get());
+        }
+    }
+    free(buf);
+    return status;
+}
+
+static gs_status_t boot_listen_any(const gs__cfg_t *cfg, int *fd_out)
+{
+    gs_sockaddr_t master;
+    gs_sockaddr_t any;
+    gs_status_t status;
+
+    status = gs__sock_resolve(cfg->master_addr, cfg->master_port, cfg->socket_family, &master);
+    if (status != GS_OK) {
+        return status;
+    }
+    /* Listen on every address of the master's family: the master address may
+     * name this host by any of its addresses. */
+    memset(&any, 0, sizeof(any));
+    if (master.ss.ss_family == AF_INET6) {
+        struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&any.ss;
+        a6->sin6_family = AF_INET6;
+        a6->sin6_addr = in6addr_any;
+        a6->sin6_port = htons((uint16_t)cfg->master_port);
+        any.len = sizeof(*a6);
+    } else {
+        struct sockaddr_in *a4 = (struct sockaddr_in *)&any.ss;
+        a4->sin_family = AF_INET;
+        a4->sin_addr.s_addr = htonl(INADDR_ANY);
+        a4->sin_port = htons((uint16_t)cfg->master_port);
+        any.len = sizeof(*a4);
+    }
+    return gs__sock_listen(&any, 128, fd_out, NULL);
+}
+
+static gs_status_t boot_serve(const gs__cfg_t *cfg, const char *my_addr,
+                              char (*addrs)[GS_SOCK_ADDR_MAX], uint64_t *nonce_out)
+{
+    const uint64_t deadline = gs__deadline_after_ms(cfg->timeout_ms);
+    boot_server_t s;
+    gs_status_t status;
+    uint64_t nonce = 0;
+
+    memset(&s, 0, sizeof(s));
+    s.cfg = cfg;
+    s.addrs = addrs;
+    s.rank_fd = malloc(sizeof(int) * (size_t)cfg->world_size);
+    if (s.rank_fd == NULL) {
+        return gs__error_set(GS_ERR_NO_MEMORY, "rendezvous: out of memory for %d ranks",
+                             cfg->world_size);
+    }
+    for (int r = 0; r < cfg->world_size; r++) {
+        s.rank_fd[r] = -1;
+    }
+    snprintf(addrs[0], GS_SOCK_ADDR_MAX, "%s", my_addr);
+    s.joined = 1;
+
+    status = boot_listen_any(cfg, &s.listen_fd);
+    if (status != GS_OK) {
+        free(s.rank_fd);
+        return gs__error_set(status, "rendezvous: rank 0 cannot listen on port %d: %s",
+                             cfg->master_port, gs__error_get());
+    }
+    GS_INFO(BOOT, "rendezvous: rank 0 waiting for %d ranks on port %d", cfg->world_size - 1,
+            cfg->master_port);
+
+    while ((s.joined < cfg->world_size) && (s.fail_status == GS_OK)) {
+        struct pollfd pfd[BOOT_MAX_PENDING + 1];
+        uint64_t now = gs__now_ns();
+        int timeout_ms;
+
+        if (now >= deadline) {
+            char missing[96];
+            size_t off = 0;
+            int shown = 0;
+            for (int r = 1; (r < cfg->world_size) && (off + 16 < sizeof(missing)); r++) {
+                if (s.rank_fd[r] < 0) {
+                    off += (size_t)snprintf(missing + off, sizeof(missing) - off, "%s%d",
+                                            shown++ ? ", " : "", r);
+                }
+            }
+            s.fail_status = GS_ERR_TIMEOUT;
+            snprintf(s.fail_msg, sizeof(s.fail_msg),
+                     "rank(s) %s did not join the rendezvous at %.64s:%d within %d ms", missing,
+                     cfg->master_addr, cfg->master_port, cfg->timeout_ms);
+            break;
+        }
+        timeout_ms = (int)((deadline - now) / 1000000ull) + 1;
+        if (timeout_ms > 100) {
+            timeout_ms = 100; /* also expire idle hellos */
+        }
+        pfd[0].fd = s.listen_fd;
+        pfd[0].events = POLLIN;
+        for (int i = 0; i < s.npending; i++) {
+            pfd[i + 1].fd = s.pending[i].fd;
+            pfd[i + 1].events = POLLIN;
+        }
+        int npfd = s.npending + 1;
+        int ret = poll(pfd, (nfds_t)npfd, timeout_ms);
+        if ((ret < 0) && (errno != EINTR)) {
+            s.fail_status = gs__error_set(GS_ERR_SYSTEM, "rendezvous: poll failed: %s",
+                                          strerror(errno));
+            snprintf(s.fail_msg, sizeof(s.fail_msg), "%s", gs__error_get());
+            break;
+        }
+        /* Walk backwards: boot_read/boot_drop move the last entry into i. */
+        for (int i = npfd - 2; i >= 0; i--) {
+            if ((ret > 0) && (pfd[i + 1].revents != 0)) {
+                boot_read(&s, i);
+            } else if (gs__now_ns() - s.pending[i].since_ns > BOOT_CONN_IDLE_MS * 1000000ull) {
+                GS_WARN("rendezvous: dropped %s: no hello within %d ms", s.pending[i].peer,
+                        BOOT_CONN_IDLE_MS);
+                boot_drop(&s, i);
+            }
+            if (s.fail_status != GS_OK) {
+                break;
+            }
+        }
+        if ((ret > 0) && (pfd[0].revents & POLLIN) && (s.fail_status == GS_OK)) {
+            boot_accept(&s);
+        }
+    }
+
+    if (s.fail_status == GS_OK) {
+        if (getrandom(&nonce, sizeof(nonce), 0) != (ssize_t)sizeof(nonce)) {
+            nonce = gs__now_ns() ^ ((uint64_t)getpid() << 32);
+        }
+        status = boot_send_table(&s, nonce, deadline + 5000000000ull);
+    } else {
+        for (int r = 1; r < cfg->world_size; r++) {
+            if (s.rank_fd[r] >= 0) {
+                boot_reply_error(s.rank_fd[r], s.fail_status, s.fail_msg,
+                                 gs__deadline_after_ms(1000));
+            }
+        }
+        status = gs__error_set(s.fail_status, "%s", s.fail_msg);
+    }
+    for (int r = 1; r < cfg->world_size; r++) {
+        if (s.rank_fd[r] >= 0) {
+            close(s.rank_fd[r]);
+        }
+    }
+    for (int i = 0; i < s.npending; i++) {
+        close(s.pending[i].fd);
+    }
+    close(s.listen_fd);
+    free(s.rank_fd);
+    if (status == GS_OK) {
+        *nonce_out = nonce;
+    }
+    return status;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Client (ranks 1..n-1)                                                  */
+/* ---------------------------------------------------------------------- */
+
+static gs_status_t boot_client(const gs__cfg_t *cfg, const char *my_addr,
+                               char (*addrs)[GS_SOCK_ADDR_MAX], uint64_t *nonce_out)
+{
+    const uint64_t deadline = gs__deadline_after_ms(cfg->timeout_ms);
+    uint8_t hello[GS_BOOT_HELLO_BYTES + GS_SOCK_ADDR_MAX];
+    uint8_t hdr[GS_BOOT_TABLE_HDR_BYTES];
+    gs__boot_hello_t h;
+    gs__boot_table_hdr_t t;
+    gs_sockaddr_t master;
+    gs_status_t status;
+    int fd = -1;
+    size_t alen = strlen(my_addr);
+
+    if ((alen == 0) || (alen >= GS_SOCK_ADDR_MAX)) {
+        return gs__error_set(GS_ERR_INTERNAL, "transport address '%s' has a bad length", my_addr);
+    }
+    status = gs__sock_resolve(cfg->master_addr, cfg->master_port, cfg->socket_family, &master);
+    if (status != GS_OK) {
+        return status;
+    }
+    status = gs__sock_connect(&master, deadline, &fd);
+    if (status != GS_OK) {
+        if (status == GS_ERR_TIMEOUT) {
+            return gs__error_set(status,
+                                 "rank %d could not reach the rendezvous at %s:%d within %d ms "
+                                 "(is rank 0 running?)",
+                                 cfg->rank, cfg->master_addr, cfg->master_port, cfg->timeout_ms);
+        }
+        return status;
+    }
+
+    memset(&h, 0, sizeof(h));
+    h.version = GS_BOOT_VERSION;
+    h.job_hash = boot_job_hash(cfg);
+    h.rank = (uint32_t)cfg->rank;
+    h.world = (uint32_t)cfg->world_size;
+    h.host_id = gethostid();
+    h.addr_len = (uint32_t)alen;
+    gs__boot_hello_encode(&h, hello);
+    memcpy(hello + GS_BOOT_HELLO_BYTES, my_addr, alen);
+    status = gs__sock_write_full(fd, hello, GS_BOOT_HELLO_BYTES + alen, deadline);
+    if (status == GS_OK) {
+        status = gs__sock_read_full(fd, hdr, sizeof(hdr), deadline + 5000000000ull);
+    }
+    if (status == GS_OK) {
+        status = gs__boot_table_hdr_decode(hdr, sizeof(hdr), &t);
+    }
+    if (status != GS_OK) {
+        gs_status_t st = (status == GS_ERR_PEER_FAILED) ? GS_ERR_PEER_FAILED : status;
+        close(fd);
+        return gs__error_set(st, "rank %d: rendezvous with rank 0 at %s:%d failed: %s",
+                             cfg->rank, cfg->master_addr, cfg->master_port, gs__error_get());
+    }
+    if (t.status != GS_OK) {
+        char msg[GS_BOOT_MSG_MAX] = "";
+        if (gs__sock_read_full(fd, msg, t.msg_len, gs__deadline_after_ms(1000)) != GS_OK) {
+            snprintf(msg, sizeof(msg), "(no reason given)");
+        }
+        msg[t.msg_len < GS_BOOT_MSG_MAX ? t.msg_len : GS_BOOT_MSG_MAX - 1] = '\0';
+        close(fd);
+        return gs__error_set((gs_status_t)t.status, "rank 0 refused rank %d: %s", cfg->rank, msg);
+    }
+    if ((int)t.world != cfg->world_size) {
+        close(fd);
+        return gs__error_set(GS_ERR_PROTOCOL, "rendezvous table has %u ranks, expected %d",
+                             t.world, cfg->world_size);
+    }
+    for (int r = 0; (r < cfg->world_size) && (status == GS_OK); r++) {
+        uint8_t lenbuf[4];
+        uint32_t len;
+        status = gs__sock_read_full(fd, lenbuf, 4, deadline + 5000000000ull);
+        if (status != GS_OK) {
+            break;
+        }
+        len = gs__get_le32(lenbuf);
+        if ((len == 0) || (len >= GS_SOCK_ADDR_MAX)) {
+            status = gs__error_set(GS_ERR_PROTOCOL, "rendezvous table: rank %d address length %u",
+                                   r, len);
+            break;
+        }
+        status = gs__sock_read_full(fd, addrs[r], len, deadline + 5000000000ull);
+        addrs[r][len] = '\0';
+    }
+    close(fd);
+    if (status == GS_OK) {
+        *nonce_out = t.nonce;
+    }
+    return status;
+}
+
+gs_status_t gs__bootstrap_exchange(const gs__cfg_t *cfg, const char *my_addr,
+                                   char (*addrs_out)[GS_SOCK_ADDR_MAX], uint64_t *nonce_out)
+{
+    if (cfg->world_size == 1) {
+        snprintf(addrs_out[0], GS_SOCK_ADDR_MAX, "%s", my_addr);
+        *nonce_out = gs__now_ns();
+        return GS_OK;
+    }
+    if (cfg->rank == 0) {
+        return boot_serve(cfg, my_addr, addrs_out, nonce_out);
+    }
+    return boot_client(cfg, my_addr, addrs_out, nonce_out);
+}

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Rendezvous: rank 0 listens on GS_MASTER_ADDR:GS_MASTER_PORT, every other
+ * rank connects and sends a hello (job, rank, world size, its transport
+ * address); when all have arrived, rank 0 answers each with the table of
+ * every rank's address and a random job nonce, then closes the port. It
+ * validates every hello: connections with a bad magic or version are logged
+ * and dropped without disturbing the job; a different job id is refused;
+ * ranks that disagree on the world size, or a rank that joins twice, fail
+ * the whole rendezvous with GS_ERR_MISMATCH on every rank, and ranks that
+ * never join fail it with GS_ERR_TIMEOUT naming them.
+ * The wire format is in docs/wire.md; the pure encode/decode functions are
+ * exposed for tests and the fuzzer.
+ */
+#ifndef GS_CORE_BOOTSTRAP_H
+#define GS_CORE_BOOTSTRAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/config.h"
+#include "core/socket.h"
+
+#define GS_BOOT_MAGIC_HELLO 0x48425347u /* "GSBH" */
+#define GS_BOOT_MAGIC_TABLE 0x54425347u /* "GSBT" */
+#define GS_BOOT_VERSION 1u
+#define GS_BOOT_HELLO_BYTES 40
+#define GS_BOOT_TABLE_HDR_BYTES 24
+#define GS_BOOT_MSG_MAX 256
+
+typedef struct gs__boot_hello {
+    uint32_t version;
+    uint64_t job_hash;
+    uint32_t rank;
+    uint32_t world;
+    uint64_t host_id;
+    uint32_t addr_len; /* bytes of address text that follow, < GS_SOCK_ADDR_MAX */
+} gs__boot_hello_t;
+
+/* Encode the fixed part of a hello into out[GS_BOOT_HELLO_BYTES]. */
+void gs__boot_hello_encode(const gs__boot_hello_t *h, uint8_t *out);
+/* Decode and validate the fixed part. Returns GS_OK, GS_ERR_PROTOCOL (bad
+ * magic or address length) or GS_ERR_VERSION_MISMATCH; the message says which. */
+gs_status_t gs__boot_hello_decode(const uint8_t *in, size_t len, gs__boot_hello_t *out);
+
+typedef struct gs__boot_table_hdr {
+    int32_t status;  /* GS_OK, or the error every rank must report */
+    uint64_t nonce;  /* random per job, checked in transport handshakes */
+    uint32_t world;  /* entries that follow (status GS_OK) */
+    uint32_t msg_len;/* bytes of error text that follow (status != GS_OK) */
+} gs__boot_table_hdr_t;
+
+void gs__boot_table_hdr_encode(const gs__boot_table_hdr_t *h, uint8_t *out);
+gs_status_t gs__boot_table_hdr_decode(const uint8_t *in, size_t len, gs__boot_table_hdr_t *out);
+
+/*
+ * Exchange transport addresses with every rank. cfg gives rank, world size,
+ * master address/port, timeout and job id. my_addr is this rank's transport
+ * address. On success addrs_out[i] holds rank i's address (world_size rows)
+ * and *nonce_out the job nonce. Blocking, bounded by cfg->timeout_ms.
+ * Returns GS_OK, GS_ERR_TIMEOUT, GS_ERR_MISMATCH, GS_ERR_PROTOCOL,
+ * GS_ERR_SYSTEM, GS_ERR_NO_MEMORY.
+ */
+gs_status_t gs__bootstrap_exchange(const gs__cfg_t *cfg, const char *my_addr,
+                                   char (*addrs_out)[GS_SOCK_ADDR_MAX], uint64_t *nonce_out);
+
+#endif /* GS_CORE_BOOTSTRAP_H */

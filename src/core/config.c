@@ -1,0 +1,698 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Configuration resolver: built-in default < GS_* environment < explicit
+ * gs_config_t field, with launcher variables (torchrun, Open MPI, PMIx,
+ * Slurm) filling rank, world size, local rank and master address/port for
+ * gs_comm_init_env(). Every knob comes from the X-macro in env_table.h; the
+ * only other list here is the set of gs_config_t fields, which is checked
+ * against the table at compile time. Parsing is strict: a value that does
+ * not parse completely, or lies outside the table's range, is an error
+ * naming the variable or field, never a silent fallback.
+ *
+ * Decisions worth knowing:
+ * - An environment variable set to the empty string counts as unset, so
+ *   `export GS_ALGO=` restores the default.
+ * - local_rank stays -1 ("unknown") when nobody sets it; it is not guessed
+ *   from the rank, because that is wrong on every host but the first.
+ * - This file does not interpret GS_DEBUG* (log.c does) or GS_ALGO
+ *   (algo_select.c does); it only records and range-checks them.
+ */
+#include "core/config.h"
+
+#include "core/env_table.h"
+#include "core/error.h"
+#include "core/log.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+typedef struct knob {
+    const char *env;   /* "GS_TCP_NSOCKS" */
+    const char *field; /* "tcp_nsocks": gs__cfg_t field and, for COMM knobs, gs_config_t field */
+    int kind;          /* GS_ENV_INT or GS_ENV_STR */
+    int int_def;
+    const char *str_def;
+    long long min;
+    long long max;
+    int scope;
+    const char *doc;
+    size_t off; /* offsetof(gs__cfg_t, field) */
+} knob_t;
+
+#define KNOB_ROW(_env, _field, _kind, _idef, _sdef, _min, _max, _scope, _doc) \
+    {(_env), #_field, (_kind), (_idef), (_sdef), (_min), (_max), (_scope), (_doc),  \
+     offsetof(gs__cfg_t, _field)},
+
+static const knob_t knobs[] = {GS_ENV_TABLE(KNOB_ROW)};
+
+#undef KNOB_ROW
+
+#define NUM_KNOBS ((int)(sizeof(knobs) / sizeof(knobs[0])))
+
+_Static_assert(sizeof(knobs) / sizeof(knobs[0]) <=
+                   sizeof(((gs__cfg_t *)0)->source) / sizeof(gs_cfg_source_t),
+               "gs__cfg_t.source has fewer slots than env_table.h has rows");
+
+/* Each row's kind must match the type of its gs__cfg_t field. */
+#define KNOB_KIND_CHECK(_env, _field, _kind, _idef, _sdef, _min, _max, _scope, _doc)          \
+    _Static_assert(_Generic(((gs__cfg_t *)0)->_field, int : GS_ENV_INT, char * : GS_ENV_STR) == \
+                       (_kind),                                                              \
+                   "env_table.h kind does not match the gs__cfg_t field of " _env);
+GS_ENV_TABLE(KNOB_KIND_CHECK)
+#undef KNOB_KIND_CHECK
+
+/*
+ * The gs_config_t fields, in struct order. Every GS_ENV_COMM row of
+ * env_table.h has one, with the same name (checked below and at run time).
+ */
+#define GS_CFG_USER_FIELDS(X) \
+    X(rank)                   \
+    X(world_size)             \
+    X(local_rank)             \
+    X(master_addr)            \
+    X(master_port)            \
+    X(timeout_ms)             \
+    X(transport)              \
+    X(tcp_nsocks)             \
+    X(socket_ifname)          \
+    X(socket_family)          \
+    X(slice_bytes)            \
+    X(algo)                   \
+    X(job_id)
+
+typedef struct user_field {
+    const char *field;
+    size_t off;
+    size_t len;
+    int kind;
+} user_field_t;
+
+#define USER_ROW(_f)                                                                        \
+    {#_f, offsetof(gs_config_t, _f), sizeof(((gs_config_t *)0)->_f),                        \
+     _Generic(((gs_config_t *)0)->_f, int : GS_ENV_INT, const char * : GS_ENV_STR)},
+
+static const user_field_t user_fields[] = {GS_CFG_USER_FIELDS(USER_ROW)};
+
+#undef USER_ROW
+
+#define NUM_USER_FIELDS ((int)(sizeof(user_fields) / sizeof(user_fields[0])))
+
+#define COUNT_COMM_ROW(_env, _field, _kind, _idef, _sdef, _min, _max, _scope, _doc) \
+    +((_scope) == GS_ENV_COMM)
+#define COUNT_ONE(_f) +1
+_Static_assert((0 GS_ENV_TABLE(COUNT_COMM_ROW)) == (0 GS_CFG_USER_FIELDS(COUNT_ONE)),
+               "every GS_ENV_COMM row of env_table.h needs a gs_config_t field");
+#undef COUNT_COMM_ROW
+#undef COUNT_ONE
+
+/* Launcher variables, in the order they are consulted for each knob. */
+typedef struct launcher_map {
+    const char *field;
+    const char *vars[5];
+} launcher_map_t;
+
+static const launcher_map_t launcher_maps[] = {
+    {"rank", {"RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID", NULL}},
+    {"world_size", {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", NULL}},
+    {"local_rank", {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", NULL}},
+    {"master_addr", {"MASTER_ADDR", NULL}},
+    {"master_port", {"MASTER_PORT", NULL}},
+};
+
+static const char *const known_transports[] = {"tcp"};
+static const char *const known_families[] = {"any", "ipv4", "ipv6"};
+
+/* Resolution in progress: the values plus who set each one (for messages). */
+typedef struct resolve_ctx {
+    gs__cfg_t cfg;
+    const char *origin[sizeof(knobs) / sizeof(knobs[0])];
+} resolve_ctx_t;
+
+static int *knob_int(gs__cfg_t *cfg, int idx)
+{
+    return (int *)(void *)((char *)cfg + knobs[idx].off);
+}
+
+static char *knob_str(gs__cfg_t *cfg, int idx)
+{
+    return (char *)cfg + knobs[idx].off;
+}
+
+static const int *knob_int_c(const gs__cfg_t *cfg, int idx)
+{
+    return (const int *)(const void *)((const char *)cfg + knobs[idx].off);
+}
+
+static const char *knob_str_c(const gs__cfg_t *cfg, int idx)
+{
+    return (const char *)cfg + knobs[idx].off;
+}
+
+static int find_knob(const char *field)
+{
+    int i;
+
+    for (i = 0; i < NUM_KNOBS; i++) {
+        if (strcmp(knobs[i].field, field) == 0) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* Strict parse: the whole string is one decimal integer. Returns 0 or -1. */
+static int parse_ll(const char *s, long long *out)
+{
+    char *end = NULL;
+    long long v;
+
+    if (isspace((unsigned char)s[0])) {
+        return -1; /* strtoll would skip it; a strict parser does not */
+    }
+    errno = 0;
+    v = strtoll(s, &end, 10);
+    if ((errno != 0) || (end == s) || (*end != '\0')) {
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static const char *source_name(gs_cfg_source_t src)
+{
+    switch (src) {
+    case GS_CFG_SRC_ENV:
+        return "environment";
+    case GS_CFG_SRC_LAUNCHER:
+        return "launcher";
+    case GS_CFG_SRC_CALLER:
+        return "caller";
+    case GS_CFG_SRC_DEFAULT:
+    default:
+        return "default";
+    }
+}
+
+/* "environment variable GS_RANK", "launcher variable RANK", "cfg->rank" or "the default". */
+static void origin_text(const resolve_ctx_t *ctx, int idx, char *buf, size_t len)
+{
+    switch (ctx->cfg.source[idx]) {
+    case GS_CFG_SRC_ENV:
+        (void)snprintf(buf, len, "environment variable %s", knobs[idx].env);
+        break;
+    case GS_CFG_SRC_LAUNCHER:
+        (void)snprintf(buf, len, "launcher variable %s", ctx->origin[idx]);
+        break;
+    case GS_CFG_SRC_CALLER:
+        (void)snprintf(buf, len, "cfg->%s", knobs[idx].field);
+        break;
+    case GS_CFG_SRC_DEFAULT:
+    default:
+        (void)snprintf(buf, len, "the default");
+        break;
+    }
+}
+
+static void apply_defaults(resolve_ctx_t *ctx)
+{
+    int i;
+
+    memset(ctx, 0, sizeof(*ctx));
+    for (i = 0; i < NUM_KNOBS; i++) {
+        if (knobs[i].kind == GS_ENV_INT) {
+            *knob_int(&ctx->cfg, i) = knobs[i].int_def;
+        } else {
+            (void)snprintf(knob_str(&ctx->cfg, i), GS_CFG_STR_MAX, "%s", knobs[i].str_def);
+        }
+        ctx->cfg.source[i] = GS_CFG_SRC_DEFAULT;
+        ctx->origin[i] = NULL;
+    }
+}
+
+/*
+ * Set knob @p idx from the text @p value of variable @p var (a GS_* or a
+ * launcher name); errors name the variable and the allowed range.
+ */
+static gs_status_t set_from_text(resolve_ctx_t *ctx, int idx, const char *var, const char *value,
+                                 gs_cfg_source_t src)
+{
+    const knob_t *k = &knobs[idx];
+    const char *via = (src == GS_CFG_SRC_LAUNCHER) ? " (launcher variable for " : "";
+    const char *via_end = (src == GS_CFG_SRC_LAUNCHER) ? ")" : "";
+    const char *via_name = (src == GS_CFG_SRC_LAUNCHER) ? k->env : "";
+    long long v;
+
+    if (k->kind == GS_ENV_INT) {
+        if (parse_ll(value, &v) != 0) {
+            return gs__error_set(GS_ERR_INVALID_ARG,
+                                 "%s=%.64s%s%s%s is not an integer (allowed range [%lld, %lld])",
+                                 var, value, via, via_name, via_end, k->min, k->max);
+        }
+        if ((v < k->min) || (v > k->max)) {
+            return gs__error_set(GS_ERR_INVALID_ARG,
+                                 "%s=%.64s%s%s%s is out of range (allowed range [%lld, %lld])", var,
+                                 value, via, via_name, via_end, k->min, k->max);
+        }
+        *knob_int(&ctx->cfg, idx) = (int)v;
+    } else {
+        const size_t len = strlen(value);
+
+        if (len >= GS_CFG_STR_MAX) {
+            return gs__error_set(GS_ERR_INVALID_ARG,
+                                 "%s%s%s%s is %zu bytes long; at most %d bytes are allowed", var,
+                                 via, via_name, via_end, len, GS_CFG_STR_MAX - 1);
+        }
+        memcpy(knob_str(&ctx->cfg, idx), value, len + 1);
+    }
+    ctx->cfg.source[idx] = src;
+    ctx->origin[idx] = var;
+    return GS_OK;
+}
+
+static gs_status_t apply_env(resolve_ctx_t *ctx)
+{
+    const char *value;
+    gs_status_t status;
+    int i;
+
+    for (i = 0; i < NUM_KNOBS; i++) {
+        value = getenv(knobs[i].env);
+        if ((value == NULL) || (value[0] == '\0')) {
+            continue;
+        }
+        status = set_from_text(ctx, i, knobs[i].env, value, GS_CFG_SRC_ENV);
+        if (status != GS_OK) {
+            return status;
+        }
+    }
+    return GS_OK;
+}
+
+static gs_status_t check_user_header(const gs_config_t *user)
+{
+    const size_t header = offsetof(gs_config_t, version) + sizeof(user->version);
+    const unsigned major = user->version / 10000u;
+
+    if (user->size < header) {
+        return gs__error_set(GS_ERR_INVALID_ARG,
+                             "cfg->size is %zu, smaller than any gs_config_t: initialise the "
+                             "config with gs_config_init()",
+                             user->size);
+    }
+    if (major != (unsigned)GS_VERSION_MAJOR) {
+        return gs__error_set(GS_ERR_VERSION_MISMATCH,
+                             "cfg was initialised by gradsync headers of major version %u, but "
+                             "the library is %s",
+                             major, GS_VERSION_STRING);
+    }
+    return GS_OK;
+}
+
+static gs_status_t apply_user(resolve_ctx_t *ctx, const gs_config_t *user)
+{
+    const char *base = (const char *)user;
+    int i;
+
+    for (i = 0; i < NUM_USER_FIELDS; i++) {
+        const user_field_t *uf = &user_fields[i];
+        const int idx = find_knob(uf->field);
+
+        /* Old binaries pass a shorter struct: fields past its size do not exist. */
+        if ((uf->off + uf->len) > user->size) {
+            continue;
+        }
+        if ((idx < 0) || (knobs[idx].kind != uf->kind)) {
+            return gs__error_set(GS_ERR_INTERNAL,
+                                 "gs_config_t field %s has no matching row in env_table.h",
+                                 uf->field);
+        }
+        if (uf->kind == GS_ENV_INT) {
+            int v;
+
+            memcpy(&v, base + uf->off, sizeof(v));
+            if (v == GS_UNSET) {
+                continue;
+            }
+            if ((v < knobs[idx].min) || (v > knobs[idx].max)) {
+                return gs__error_set(GS_ERR_INVALID_ARG,
+                                     "cfg->%s = %d is out of range (allowed range [%lld, %lld])",
+                                     uf->field, v, knobs[idx].min, knobs[idx].max);
+            }
+            *knob_int(&ctx->cfg, idx) = v;
+        } else {
+            const char *s;
+            size_t len;
+
+            memcpy(&s, base + uf->off, sizeof(s));
+            if (s == NULL) {
+                continue;
+            }
+            len = strnlen(s, GS_CFG_STR_MAX);
+            if (len >= GS_CFG_STR_MAX) {
+                return gs__error_set(GS_ERR_INVALID_ARG,
+                                     "cfg->%s is too long; at most %d bytes are allowed",
+                                     uf->field, GS_CFG_STR_MAX - 1);
+            }
+            memcpy(knob_str(&ctx->cfg, idx), s, len + 1);
+        }
+        ctx->cfg.source[idx] = GS_CFG_SRC_CALLER;
+        ctx->origin[idx] = NULL;
+    }
+    return GS_OK;
+}
+
+static gs_status_t apply_launcher(resolve_ctx_t *ctx)
+{
+    size_t m;
+    int v;
+
+    for (m = 0; m < sizeof(launcher_maps) / sizeof(launcher_maps[0]); m++) {
+        const int idx = find_knob(launcher_maps[m].field);
+
+        if ((idx < 0) || (ctx->cfg.source[idx] != GS_CFG_SRC_DEFAULT)) {
+            continue;
+        }
+        for (v = 0; launcher_maps[m].vars[v] != NULL; v++) {
+            const char *var = launcher_maps[m].vars[v];
+            const char *value = getenv(var);
+            gs_status_t status;
+
+            if ((value == NULL) || (value[0] == '\0')) {
+                continue;
+            }
+            status = set_from_text(ctx, idx, var, value, GS_CFG_SRC_LAUNCHER);
+            if (status != GS_OK) {
+                return status;
+            }
+            break;
+        }
+    }
+    return GS_OK;
+}
+
+/* Case-insensitive match against @p names; on a match, store the canonical spelling. */
+static int normalise_choice(char *value, const char *const *names, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        if (strcasecmp(value, names[i]) == 0) {
+            (void)snprintf(value, GS_CFG_STR_MAX, "%s", names[i]);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static gs_status_t validate(resolve_ctx_t *ctx, int use_launcher_env)
+{
+    const int i_rank = find_knob("rank");
+    const int i_world = find_knob("world_size");
+    const int i_local = find_knob("local_rank");
+    const int i_addr = find_knob("master_addr");
+    const int i_tp = find_knob("transport");
+    const int i_fam = find_knob("socket_family");
+    gs__cfg_t *cfg = &ctx->cfg;
+    int single = 0;
+    char o1[96];
+    char o2[96];
+
+    if ((i_rank < 0) || (i_world < 0) || (i_local < 0) || (i_addr < 0) || (i_tp < 0) ||
+        (i_fam < 0)) {
+        return gs__error_set(GS_ERR_INTERNAL, "env_table.h lacks a knob the resolver needs");
+    }
+
+    if (use_launcher_env && (cfg->source[i_rank] == GS_CFG_SRC_DEFAULT) &&
+        (cfg->source[i_world] == GS_CFG_SRC_DEFAULT)) {
+        cfg->rank = 0;
+        cfg->world_size = 1;
+        single = 1;
+        GS_INFO(ENV, "no rank or world size in cfg, GS_* or launcher variables: running as a "
+                     "single rank");
+    }
+    if (!single && (cfg->source[i_rank] == GS_CFG_SRC_DEFAULT)) {
+        return gs__error_set(GS_ERR_INVALID_ARG,
+                             use_launcher_env
+                                 ? "rank not set: set cfg->rank, GS_RANK or a launcher variable "
+                                   "(RANK, OMPI_COMM_WORLD_RANK, PMIX_RANK, SLURM_PROCID)"
+                                 : "rank not set: set cfg->rank or GS_RANK (or use "
+                                   "gs_comm_init_env)");
+    }
+    if (!single && (cfg->source[i_world] == GS_CFG_SRC_DEFAULT)) {
+        return gs__error_set(GS_ERR_INVALID_ARG,
+                             use_launcher_env
+                                 ? "world size not set: set cfg->world_size, GS_WORLD_SIZE or a "
+                                   "launcher variable (WORLD_SIZE, OMPI_COMM_WORLD_SIZE, "
+                                   "SLURM_NTASKS)"
+                                 : "world size not set: set cfg->world_size or GS_WORLD_SIZE (or "
+                                   "use gs_comm_init_env)");
+    }
+    if (cfg->rank >= cfg->world_size) {
+        origin_text(ctx, i_rank, o1, sizeof(o1));
+        origin_text(ctx, i_world, o2, sizeof(o2));
+        return gs__error_set(GS_ERR_INVALID_ARG,
+                             "rank %d is not below the world size %d (rank from %s, world size "
+                             "from %s)",
+                             cfg->rank, cfg->world_size, o1, o2);
+    }
+    if ((cfg->local_rank >= 0) && (cfg->local_rank >= cfg->world_size)) {
+        origin_text(ctx, i_local, o1, sizeof(o1));
+        return gs__error_set(GS_ERR_INVALID_ARG,
+                             "local rank %d (from %s) is not below the world size %d",
+                             cfg->local_rank, o1, cfg->world_size);
+    }
+    if (cfg->master_addr[0] == '\0') {
+        origin_text(ctx, i_addr, o1, sizeof(o1));
+        return gs__error_set(GS_ERR_INVALID_ARG, "master address (from %s) is empty", o1);
+    }
+    if (normalise_choice(cfg->transport, known_transports,
+                         sizeof(known_transports) / sizeof(known_transports[0])) != 0) {
+        origin_text(ctx, i_tp, o1, sizeof(o1));
+        return gs__error_set(GS_ERR_INVALID_ARG,
+                             "transport \"%.64s\" (from %s) is not known; known transports: tcp",
+                             cfg->transport, o1);
+    }
+    if (normalise_choice(cfg->socket_family, known_families,
+                         sizeof(known_families) / sizeof(known_families[0])) != 0) {
+        origin_text(ctx, i_fam, o1, sizeof(o1));
+        return gs__error_set(GS_ERR_INVALID_ARG,
+                             "socket family \"%.64s\" (from %s) is not known; use any, ipv4 or "
+                             "ipv6",
+                             cfg->socket_family, o1);
+    }
+    return GS_OK;
+}
+
+static void log_choices(const resolve_ctx_t *ctx)
+{
+    int i;
+
+    for (i = 0; i < NUM_KNOBS; i++) {
+        const gs_cfg_source_t src = ctx->cfg.source[i];
+        char by[96];
+
+        if (src == GS_CFG_SRC_DEFAULT) {
+            continue;
+        }
+        if (src == GS_CFG_SRC_LAUNCHER) {
+            (void)snprintf(by, sizeof(by), "launcher (%s)", ctx->origin[i]);
+        } else if (src == GS_CFG_SRC_CALLER) {
+            (void)snprintf(by, sizeof(by), "caller (cfg->%s)", knobs[i].field);
+        } else {
+            (void)snprintf(by, sizeof(by), "environment");
+        }
+        if (knobs[i].kind == GS_ENV_INT) {
+            GS_INFO(ENV, "%s set to %d by %s", knobs[i].env, *knob_int_c(&ctx->cfg, i), by);
+        } else {
+            GS_INFO(ENV, "%s set to \"%s\" by %s", knobs[i].env, knob_str_c(&ctx->cfg, i), by);
+        }
+    }
+}
+
+gs_status_t gs__cfg_resolve(const gs_config_t *user, int use_launcher_env, gs__cfg_t *out)
+{
+    resolve_ctx_t ctx;
+    gs_status_t status;
+
+    if (out == NULL) {
+        return gs__error_set(GS_ERR_INVALID_ARG, "gs__cfg_resolve: out is NULL");
+    }
+    if (user != NULL) {
+        status = check_user_header(user);
+        if (status != GS_OK) {
+            return status;
+        }
+    }
+    apply_defaults(&ctx);
+    status = apply_env(&ctx);
+    if (status != GS_OK) {
+        return status;
+    }
+    if (user != NULL) {
+        status = apply_user(&ctx, user);
+        if (status != GS_OK) {
+            return status;
+        }
+    }
+    if (use_launcher_env) {
+        status = apply_launcher(&ctx);
+        if (status != GS_OK) {
+            return status;
+        }
+    }
+    status = validate(&ctx, use_launcher_env);
+    if (status != GS_OK) {
+        return status;
+    }
+    log_choices(&ctx);
+    *out = ctx.cfg;
+    return GS_OK;
+}
+
+int gs__cfg_num_knobs(void)
+{
+    return NUM_KNOBS;
+}
+
+gs_status_t gs__cfg_describe(const gs__cfg_t *cfg, int idx, char *buf, size_t len)
+{
+    if ((cfg == NULL) || (buf == NULL) || (len == 0)) {
+        return gs__error_set(GS_ERR_INVALID_ARG, "gs__cfg_describe: NULL argument");
+    }
+    if ((idx < 0) || (idx >= NUM_KNOBS)) {
+        return gs__error_set(GS_ERR_INVALID_ARG, "gs__cfg_describe: knob %d out of range [0, %d)",
+                             idx, NUM_KNOBS);
+    }
+    if (knobs[idx].kind == GS_ENV_INT) {
+        (void)snprintf(buf, len, "%s=%d (%s)", knobs[idx].env, *knob_int_c(cfg, idx),
+                       source_name(cfg->source[idx]));
+    } else {
+        (void)snprintf(buf, len, "%s=%s (%s)", knobs[idx].env, knob_str_c(cfg, idx),
+                       source_name(cfg->source[idx]));
+    }
+    return GS_OK;
+}
+
+const char *gs__cfg_knob_name(int idx)
+{
+    return ((idx >= 0) && (idx < NUM_KNOBS)) ? knobs[idx].env : NULL;
+}
+
+const char *gs__cfg_knob_doc(int idx)
+{
+    return ((idx >= 0) && (idx < NUM_KNOBS)) ? knobs[idx].doc : NULL;
+}
+
+int gs__cfg_knob_scope(int idx)
+{
+    return ((idx >= 0) && (idx < NUM_KNOBS)) ? knobs[idx].scope : -1;
+}
+
+void gs__cfg_unset_fields(gs_config_t *cfg, size_t nbytes)
+{
+    char *base = (char *)cfg;
+    const char *null_str = NULL;
+    const int unset = GS_UNSET;
+    int i;
+
+    for (i = 0; i < NUM_USER_FIELDS; i++) {
+        const user_field_t *uf = &user_fields[i];
+
+        if ((uf->off + uf->len) > nbytes) {
+            continue;
+        }
+        if (uf->kind == GS_ENV_INT) {
+            memcpy(base + uf->off, &unset, sizeof(unset));
+        } else {
+            memcpy(base + uf->off, &null_str, sizeof(null_str));
+        }
+    }
+}
+
+/* Edit distance of two short names (both under 64 bytes), for "did you mean". */
+static size_t edit_distance(const char *a, size_t la, const char *b, size_t lb)
+{
+    size_t prev[64];
+    size_t cur[64];
+    size_t i;
+    size_t j;
+
+    for (j = 0; j <= lb; j++) {
+        prev[j] = j;
+    }
+    for (i = 1; i <= la; i++) {
+        cur[0] = i;
+        for (j = 1; j <= lb; j++) {
+            const size_t sub = prev[j - 1] + ((toupper((unsigned char)a[i - 1]) ==
+                                               toupper((unsigned char)b[j - 1]))
+                                                  ? 0
+                                                  : 1);
+            const size_t del = prev[j] + 1;
+            const size_t ins = cur[j - 1] + 1;
+            size_t best = (sub < del) ? sub : del;
+
+            cur[j] = (best < ins) ? best : ins;
+        }
+        memcpy(prev, cur, (lb + 1) * sizeof(prev[0]));
+    }
+    return prev[lb];
+}
+
+static void warn_unknown_env_once(void)
+{
+    char **env;
+
+    for (env = environ; (env != NULL) && (*env != NULL); env++) {
+        const char *entry = *env;
+        const char *eq = strchr(entry, '=');
+        const size_t len = (eq != NULL) ? (size_t)(eq - entry) : strlen(entry);
+        const char *best = NULL;
+        size_t best_dist = 4; /* suggest only names at most 3 edits away */
+        int known = 0;
+        int i;
+
+        if (strncmp(entry, "GS_", 3) != 0) {
+            continue;
+        }
+        for (i = 0; i < NUM_KNOBS; i++) {
+            const size_t klen = strlen(knobs[i].env);
+
+            if ((klen == len) && (strncmp(entry, knobs[i].env, len) == 0)) {
+                known = 1;
+                break;
+            }
+            if ((len < 64) && (klen < 64)) {
+                const size_t d = edit_distance(entry, len, knobs[i].env, klen);
+
+                if (d < best_dist) {
+                    best_dist = d;
+                    best = knobs[i].env;
+                }
+            }
+        }
+        if (known) {
+            continue;
+        }
+        if (best != NULL) {
+            GS_WARN("unknown environment variable %.*s ignored (did you mean %s?)",
+                    (int)((len < 128) ? len : 128), entry, best);
+        } else {
+            GS_WARN("unknown environment variable %.*s ignored (gs_info --env lists every knob)",
+                    (int)((len < 128) ? len : 128), entry);
+        }
+    }
+}
+
+void gs__cfg_warn_unknown_env(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+    (void)pthread_once(&once, warn_unknown_env_once);
+}

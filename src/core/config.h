@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Resolved configuration: built-in default < GS_* environment < explicit
+ * gs_config_t field. Every knob comes from env_table.h. The resolver also
+ * records where each value came from, for `gs_info --env` and INFO logs.
+ */
+#ifndef GS_CORE_CONFIG_H
+#define GS_CORE_CONFIG_H
+
+#include "gradsync/gradsync.h"
+
+#define GS_CFG_STR_MAX 256
+
+typedef enum gs_cfg_source {
+    GS_CFG_SRC_DEFAULT = 0,
+    GS_CFG_SRC_ENV = 1,      /* a GS_* variable */
+    GS_CFG_SRC_LAUNCHER = 2, /* torchrun, Open MPI, PMIx or Slurm variable (gs_comm_init_env) */
+    GS_CFG_SRC_CALLER = 3
+} gs_cfg_source_t;
+
+
+/* One field per env_table.h row, plus the source of each. */
+typedef struct gs__cfg {
+    int rank;
+    int world_size;
+    int local_rank;
+    char master_addr[GS_CFG_STR_MAX];
+    int master_port;
+    int timeout_ms;
+    char transport[GS_CFG_STR_MAX];
+    int tcp_nsocks;
+    char socket_ifname[GS_CFG_STR_MAX];
+    char socket_family[GS_CFG_STR_MAX];
+    int slice_bytes;
+    char algo[GS_CFG_STR_MAX];
+    char job_id[GS_CFG_STR_MAX];
+    char debug[GS_CFG_STR_MAX];
+    char debug_subsys[GS_CFG_STR_MAX];
+    char debug_file[GS_CFG_STR_MAX];
+    gs_cfg_source_t source[32]; /* indexed by env_table.h row */
+} gs__cfg_t;
+
+/* Number of rows in env_table.h. */
+int gs__cfg_num_knobs(void);
+
+/*
+ * Resolve @p user (may be NULL) over the environment and the defaults into
+ * *out. With @p use_launcher_env, also read torchrun/Open MPI/Slurm variables
+ * for rank, world size, local rank and master address/port when neither the
+ * caller nor GS_* set them. Validates every value (range, known string) and
+ * that rank < world_size.
+ * Returns GS_OK or GS_ERR_INVALID_ARG naming the variable or field.
+ */
+gs_status_t gs__cfg_resolve(const gs_config_t *user, int use_launcher_env, gs__cfg_t *out);
+
+/*
+ * Write "NAME=value (source)" for knob @p idx of @p cfg into buf.
+ * Returns GS_OK or GS_ERR_INVALID_ARG for an index out of range.
+ */
+gs_status_t gs__cfg_describe(const gs__cfg_t *cfg, int idx, char *buf, size_t len);
+
+/* Name, doc string and scope of knob @p idx (NULL / -1 when out of range). */
+const char *gs__cfg_knob_name(int idx);
+const char *gs__cfg_knob_doc(int idx);
+int gs__cfg_knob_scope(int idx);
+
+/* Warn once per process about GS_* variables that are not in the table. */
+void gs__cfg_warn_unknown_env(void);
+
+/* Set every gs_config_t field that lies within the first @p nbytes of @p cfg
+ * to "unset" (GS_UNSET or NULL). The one list of gs_config_t fields lives in
+ * config.c; gs_config_init_v() uses this. */
+void gs__cfg_unset_fields(gs_config_t *cfg, size_t nbytes);
+
+#endif /* GS_CORE_CONFIG_H */

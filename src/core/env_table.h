@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Every GS_* environment knob, in one X-macro table. From it come the
+ * defaults of the resolved configuration (gs__cfg_t), the environment
+ * parser (which rejects bad values naming the variable), `gs_info --env`,
+ * and docs/env.md (checked against this table by a test).
+ *
+ * GS_ENV_TABLE(X): X(env name, gs__cfg_t field, kind, int default,
+ *                    string default, min, max, scope, doc)
+ *   kind  GS_ENV_INT or GS_ENV_STR (min/max apply to INT only)
+ *   scope GS_ENV_COMM (per communicator, also a gs_config_t field of the
+ *         same name), GS_ENV_PROC (process-wide, read once) or GS_ENV_TEST
+ *         (test-only knob; do not use in production)
+ */
+#ifndef GS_CORE_ENV_TABLE_H
+#define GS_CORE_ENV_TABLE_H
+
+#define GS_ENV_INT 0
+#define GS_ENV_STR 1
+
+#define GS_ENV_COMM 0
+#define GS_ENV_PROC 1
+#define GS_ENV_TEST 2
+
+#define GS_ENV_TABLE(X)                                                                            \
+    X("GS_RANK", rank, GS_ENV_INT, -1, "", 0, 16777215, GS_ENV_COMM,                               \
+      "rank of this process (launchers set RANK, OMPI_COMM_WORLD_RANK or SLURM_PROCID instead)")   \
+    X("GS_WORLD_SIZE", world_size, GS_ENV_INT, -1, "", 1, 16777216, GS_ENV_COMM,                   \
+      "number of ranks")                                                                           \
+    X("GS_LOCAL_RANK", local_rank, GS_ENV_INT, -1, "", 0, 16777215, GS_ENV_COMM,                   \
+      "rank among the ranks of this host")                                                         \
+    X("GS_MASTER_ADDR", master_addr, GS_ENV_STR, 0, "127.0.0.1", 0, 0, GS_ENV_COMM,                \
+      "host name or address of rank 0, which hosts the rendezvous")                                \
+    X("GS_MASTER_PORT", master_port, GS_ENV_INT, 29500, "", 1, 65535, GS_ENV_COMM,                 \
+      "TCP port of the rendezvous on rank 0")                                                      \
+    X("GS_TIMEOUT_MS", timeout_ms, GS_ENV_INT, 300000, "", 1, 2147483647, GS_ENV_COMM,             \
+      "deadline of every wait: an operation with no progress for this long fails with "            \
+      "GS_ERR_TIMEOUT naming the rank")                                                            \
+    X("GS_TRANSPORT", transport, GS_ENV_STR, 0, "tcp", 0, 0, GS_ENV_COMM,                          \
+      "transport: tcp")                                                                            \
+    X("GS_TCP_NSOCKS", tcp_nsocks, GS_ENV_INT, 2, "", 1, 16, GS_ENV_COMM,                          \
+      "TCP sockets per peer; large messages are striped over them")                                \
+    X("GS_SOCKET_IFNAME", socket_ifname, GS_ENV_STR, 0, "", 0, 0, GS_ENV_COMM,                     \
+      "network interface to listen on (default: the one that routes to the master address)")       \
+    X("GS_SOCKET_FAMILY", socket_family, GS_ENV_STR, 0, "any", 0, 0, GS_ENV_COMM,                  \
+      "address family: any, ipv4 or ipv6")                                                         \
+    X("GS_SLICE_BYTES", slice_bytes, GS_ENV_INT, 262144, "", 64, 1073741824, GS_ENV_COMM,          \
+      "pipeline slice size of the ring and chain algorithms (small values are for tests)")        \
+    X("GS_ALGO", algo, GS_ENV_STR, 0, "", 0, 0, GS_ENV_COMM,                                       \
+      "force an algorithm: NAME for every collective, or COLL:NAME,... (e.g. allreduce:ring)")     \
+    X("GS_JOB_ID", job_id, GS_ENV_STR, 0, "", 0, 0, GS_ENV_COMM,                                   \
+      "job name checked in every handshake, so ranks of another job are rejected")                 \
+    X("GS_DEBUG", debug, GS_ENV_STR, 0, "WARN", 0, 0, GS_ENV_PROC,                                 \
+      "log level: NONE, VERSION, WARN, INFO or TRACE")                                             \
+    X("GS_DEBUG_SUBSYS", debug_subsys, GS_ENV_STR, 0, "INIT,BOOT,ENV", 0, 0, GS_ENV_PROC,          \
+      "comma list of subsystems logged at INFO/TRACE: INIT,BOOT,NET,COLL,ALGO,COMP,PS,CUDA,ENV,"   \
+      "ALLOC,P2P or ALL")                                                                          \
+    X("GS_DEBUG_FILE", debug_file, GS_ENV_STR, 0, "", 0, 0, GS_ENV_PROC,                           \
+      "write the log to this file instead of stderr; %h host, %p pid, %r rank")
+
+#endif /* GS_CORE_ENV_TABLE_H */

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The thread-local "last error" sentence behind gs_last_error(). Only the
+ * code that first detects an error writes it (through gs__error_set()), and
+ * that call also logs the sentence once. This file does not map errno or
+ * CUDA codes to statuses; check.h's macros do that and then call here.
+ */
+#include "core/error.h"
+
+#include "core/log.h"
+#include "gradsync/gradsync.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static _Thread_local char last_error[GS_ERROR_MSG_MAX];
+
+gs_status_t gs__error_set(gs_status_t status, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    (void)vsnprintf(last_error, sizeof(last_error), fmt, ap);
+    va_end(ap);
+
+    /* Argument errors are the caller's to handle and often expected (probing
+     * calls), so they stay at INFO; everything else is worth a WARN. */
+    if (gs_status_scope(status) == GS_SCOPE_ARGUMENT) {
+        GS_INFO(INIT, "%s (%s)", last_error, gs_status_name(status));
+    } else if (GS_IS_ERR(status)) {
+        GS_WARN("%s (%s)", last_error, gs_status_name(status));
+    }
+    return status;
+}
+
+void gs__error_copy_in(const char *msg)
+{
+    if (msg == NULL) {
+        last_error[0] = '\0';
+        return;
+    }
+    if (msg == last_error) {
+        return; /* snprintf must not copy a buffer onto itself */
+    }
+    (void)snprintf(last_error, sizeof(last_error), "%s", msg);
+}
+
+const char *gs__error_get(void)
+{
+    return last_error;
+}
+
+void gs__error_clear(void)
+{
+    last_error[0] = '\0';
+}
+
+GS_API const char *gs_last_error(void)
+{
+    return last_error;
+}

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Logging: GS_DEBUG=NONE|VERSION|WARN|INFO|TRACE, GS_DEBUG_SUBSYS=INIT,NET,..
+ * and GS_DEBUG_FILE (with %h host, %p pid, %r rank). Line format:
+ *   host:pid:tid [rank] GS LEVEL SUBSYS message
+ * The level is checked with one relaxed atomic load before any formatting.
+ * Only log.c writes to stderr or the log file.
+ */
+#ifndef GS_CORE_LOG_H
+#define GS_CORE_LOG_H
+
+#include <stdatomic.h>
+
+typedef enum gs_log_level {
+    GS_LOG_NONE = 0,
+    GS_LOG_VERSION = 1,
+    GS_LOG_WARN = 2,
+    GS_LOG_INFO = 3,
+    GS_LOG_TRACE = 4
+} gs_log_level_t;
+
+/* Log subsystems (bit flags). gs__log_subsys_names in log.c lists them in this order. */
+typedef enum gs_log_subsys {
+    GS_SUBSYS_INIT = 1u << 0,
+    GS_SUBSYS_BOOT = 1u << 1,
+    GS_SUBSYS_NET = 1u << 2,
+    GS_SUBSYS_COLL = 1u << 3,
+    GS_SUBSYS_ALGO = 1u << 4,
+    GS_SUBSYS_COMP = 1u << 5,
+    GS_SUBSYS_PS = 1u << 6,
+    GS_SUBSYS_CUDA = 1u << 7,
+    GS_SUBSYS_ENV = 1u << 8,
+    GS_SUBSYS_ALLOC = 1u << 9,
+    GS_SUBSYS_P2P = 1u << 10,
+    GS_SUBSYS_ALL = 0xffffffffu
+} gs_log_subsys_t;
+
+#define GS_SUBSYS_NUM 11
+
+/* -1 until gs__log_init() has read the environment. */
+extern atomic_int gs__log_level;
+extern atomic_uint gs__log_subsys_mask;
+
+/* Read GS_DEBUG, GS_DEBUG_SUBSYS and GS_DEBUG_FILE once (thread-safe, idempotent). */
+void gs__log_init(void);
+/* Set the rank printed in the line prefix of this process (-1: none). */
+void gs__log_set_rank(int rank);
+
+/* Test hook: close the log file and forget the parsed environment, so the
+ * next gs__log_init() reads GS_DEBUG* again. Not thread-safe against logging
+ * threads; unit tests only. */
+void gs__log_reset_for_test(void);
+
+void gs__log(gs_log_level_t level, unsigned subsys, const char *file, int line, const char *fmt,
+             ...) __attribute__((format(printf, 5, 6)));
+
+static inline int gs__log_enabled(gs_log_level_t level, unsigned subsys)
+{
+    int cur = atomic_load_explicit(&gs__log_level, memory_order_relaxed);
+    if (cur < 0) {
+        gs__log_init();
+        cur = atomic_load_explicit(&gs__log_level, memory_order_relaxed);
+    }
+    return ((int)level <= cur) &&
+           ((level == GS_LOG_WARN) ||
+            ((atomic_load_explicit(&gs__log_subsys_mask, memory_order_relaxed) & subsys) != 0));
+}
+
+#define GS_WARN(...)                                                         \
+    do {                                                                     \
+        if (gs__log_enabled(GS_LOG_WARN, GS_SUBSYS_ALL)) {                   \
+            gs__log(GS_LOG_WARN, GS_SUBSYS_ALL, __FILE__, __LINE__, __VA_ARGS__); \
+        }                                                                    \
+    } while (0)
+
+#define GS_INFO(_subsys, ...)                                                \
+    do {                                                                     \
+        if (gs__log_enabled(GS_LOG_INFO, GS_SUBSYS_##_subsys)) {             \
+            gs__log(GS_LOG_INFO, GS_SUBSYS_##_subsys, __FILE__, __LINE__, __VA_ARGS__); \
+        }                                                                    \
+    } while (0)
+
+#ifdef GS_ENABLE_TRACE
+#define GS_TRACE(_subsys, ...)                                               \
+    do {                                                                     \
+        if (gs__log_enabled(GS_LOG_TRACE, GS_SUBSYS_##_subsys)) {            \
+            gs__log(GS_LOG_TRACE, GS_SUBSYS_##_subsys, __FILE__, __LINE__, __VA_ARGS__); \
+        }                                                                    \
+    } while (0)
+#else
+#define GS_TRACE(_subsys, ...) \
+    do {                       \
+    } while (0)
+#endif
+
+#endif /* GS_CORE_LOG_H */

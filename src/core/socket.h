@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Socket helpers shared by the bootstrap (core) and the TCP transport:
+ * address text <-> sockaddr, choosing the interface to listen on, listening,
+ * connecting and blocking-with-deadline reads/writes. IPv4 and IPv6.
+ * Address text is "a.b.c.d:port" or "[v6addr]:port". Every failure sets the
+ * last error (gs__error_set) with the syscall, the address and strerror.
+ */
+#ifndef GS_CORE_SOCKET_H
+#define GS_CORE_SOCKET_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "gradsync/status.h"
+
+#define GS_SOCK_ADDR_MAX 128
+
+typedef struct gs_sockaddr {
+    struct sockaddr_storage ss;
+    socklen_t len;
+} gs_sockaddr_t;
+
+/* Parse "host:port" / "[v6]:port" (host may be a name; resolved with
+ * getaddrinfo, preferring @p family "any"/"ipv4"/"ipv6").
+ * Returns GS_OK or GS_ERR_INVALID_ARG. */
+gs_status_t gs__sock_parse(const char *text, const char *family, gs_sockaddr_t *out);
+/* Resolve host and port separately. Same returns. */
+gs_status_t gs__sock_resolve(const char *host, int port, const char *family, gs_sockaddr_t *out);
+/* Format as "ip:port" / "[ip6]:port". Returns GS_OK or GS_ERR_INVALID_ARG. */
+gs_status_t gs__sock_format(const gs_sockaddr_t *addr, char *buf, size_t len);
+
+/*
+ * Pick the local address to listen on: the address of @p ifname when given
+ * (GS_ERR_INVALID_ARG when there is no such interface or it has no address of
+ * the family); otherwise the local address the kernel would use to reach
+ * @p route_to (a UDP connect, no packet sent); loopback when route_to is a
+ * loopback address. Port 0 in the result.
+ */
+gs_status_t gs__sock_pick_local(const char *ifname, const char *family, const gs_sockaddr_t *route_to,
+                                gs_sockaddr_t *out);
+
+/* Create a listening, non-blocking, close-on-exec socket bound to addr
+ * (port 0 = any; SO_REUSEADDR set). *bound_out gets the real address.
+ * Returns GS_OK, GS_ERR_SYSTEM. */
+gs_status_t gs__sock_listen(const gs_sockaddr_t *addr, int backlog, int *fd_out,
+                            gs_sockaddr_t *bound_out);
+
+/* Connect with retries on ECONNREFUSED/ETIMEDOUT until deadline_ns (monotonic).
+ * The returned socket is blocking=0 (non-blocking), close-on-exec, TCP_NODELAY.
+ * Returns GS_OK, GS_ERR_TIMEOUT (naming the address), GS_ERR_SYSTEM. */
+gs_status_t gs__sock_connect(const gs_sockaddr_t *addr, uint64_t deadline_ns, int *fd_out);
+
+/* Accept one connection if ready before deadline_ns (poll). Sets *fd_out to -1
+ * when the deadline passed with none. Socket returned non-blocking, TCP_NODELAY.
+ * Returns GS_OK, GS_ERR_SYSTEM. */
+gs_status_t gs__sock_accept(int listen_fd, uint64_t deadline_ns, int *fd_out);
+
+/* Read/write exactly len bytes on a non-blocking socket, polling until
+ * deadline_ns. Returns GS_OK, GS_ERR_TIMEOUT, GS_ERR_PEER_FAILED (EOF or reset;
+ * the message says which), GS_ERR_SYSTEM. */
+gs_status_t gs__sock_read_full(int fd, void *buf, size_t len, uint64_t deadline_ns);
+gs_status_t gs__sock_write_full(int fd, const void *buf, size_t len, uint64_t deadline_ns);
+
+/* Set TCP_NODELAY, O_NONBLOCK and FD_CLOEXEC. Returns GS_OK or GS_ERR_SYSTEM. */
+gs_status_t gs__sock_tune(int fd);
+
+/* Little-endian encode/decode helpers for wire formats. */
+static inline void gs__put_le32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24);
+}
+
+static inline void gs__put_le64(uint8_t *p, uint64_t v)
+{
+    gs__put_le32(p, (uint32_t)v);
+    gs__put_le32(p + 4, (uint32_t)(v >> 32));
+}
+
+static inline uint32_t gs__get_le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+static inline uint64_t gs__get_le64(const uint8_t *p)
+{
+    return (uint64_t)gs__get_le32(p) | ((uint64_t)gs__get_le32(p + 4) << 32);
+}
+
+/* 64-bit FNV-1a hash of a string (job ids, comm ids). */
+static inline uint64_t gs__hash64(const void *data, size_t len, uint64_t seed)
+{
+    const uint8_t *p = (const uint8_t *)data;
+    uint64_t h = 1469598103934665603ull ^ seed;
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+#endif /* GS_CORE_SOCKET_H */

@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Private types and calls of the TCP transport, shared by its files:
+ * tcp_transport.c (the ops table and request calls), tcp_conn.c (per-socket
+ * send queues, the receive state machine, matching, peer failure) and
+ * tcp_handshake.c (connection setup). Nothing outside src/transport/tcp/
+ * includes this header.
+ *
+ * Ordering: every message to a peer gets the next per-peer sequence number.
+ * A large message is cut into chunks that travel on different sockets; the
+ * receiver starts messages strictly in sequence order (a socket whose next
+ * header belongs to a later message "parks" until the earlier one has
+ * started), so matching sees messages in the order they were sent no matter
+ * which socket carried them, and a chunk finds its message by (peer, seq).
+ */
+#ifndef GS_TRANSPORT_TCP_TCP_CONN_H
+#define GS_TRANSPORT_TCP_TCP_CONN_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/socket.h"
+#include "transport/tcp/tcp_wire.h"
+#include "transport/transport.h"
+
+/* Per-socket receive staging buffer; payload left >= half of it is read in place. */
+#define GS_TCP_RBUF_LEN (64u * 1024u)
+/* Drain target for payloads nobody wants (mismatch, truncation, cancel). */
+#define GS_TCP_SCRATCH_LEN (256u * 1024u)
+/* Messages at least this long are striped over all sockets of the peer. */
+#define GS_TCP_STRIPE_MIN (64u * 1024u)
+/* Bound on bytes held for unexpected messages, all peers together. */
+#define GS_TCP_UNEXP_MAX (8ull << 30)
+/* iovec entries per sendmsg. */
+#define GS_TCP_IOV_MAX 64
+/* Syscalls one socket may make per progress pass (fairness between sockets). */
+#define GS_TCP_IO_BUDGET 16
+/* How long finalize tries to get its goodbye frames out. */
+#define GS_TCP_BYE_TIMEOUT_MS 1000
+#define GS_TCP_REASON_MAX 200
+
+typedef enum gs__tcp_req_kind { GS_TCP_REQ_SEND = 1, GS_TCP_REQ_RECV = 2 } gs__tcp_req_kind_t;
+
+typedef enum gs__tcp_req_state {
+    GS_TCP_REQ_POSTED = 1, /* recv: in the posted list; send: frames queued */
+    GS_TCP_REQ_ACTIVE = 2, /* recv: bound to an arriving message */
+    GS_TCP_REQ_DONE = 3
+} gs__tcp_req_state_t;
+
+/* Where the payload of an arriving message goes. */
+typedef enum gs__tcp_dest {
+    GS_TCP_DEST_USER = 1,  /* straight into the matched receive's buffer */
+    GS_TCP_DEST_UNEXP = 2, /* into msg->buf (no receive yet, or one attached late) */
+    GS_TCP_DEST_DRAIN = 3  /* discarded */
+} gs__tcp_dest_t;
+
+typedef enum gs__tcp_rstate {
+    GS_TCP_RS_HDR = 1,     /* waiting for a frame header */
+    GS_TCP_RS_PAYLOAD = 2, /* reading a chunk's payload */
+    GS_TCP_RS_PARKED = 3   /* header read, its message may not start yet */
+} gs__tcp_rstate_t;
+
+/* One frame on a socket's send queue. */
+typedef struct gs__tcp_frame {
+    struct gs__tcp_frame *next;
+    struct gs_tp_req *req;  /* owning send; NULL for a control frame */
+    const uint8_t *payload; /* chunk bytes in the user's buffer */
+    uint64_t payload_len;
+    uint64_t sent; /* bytes of header + payload already written */
+    bool owned;    /* malloc'd control frame, freed once written */
+    uint8_t hdr[GS_TCP_FRAME_HDR_LEN];
+} gs__tcp_frame_t;
+
+/* A message being received, or held because no receive matched it yet. */
+typedef struct gs__tcp_inmsg {
+    struct gs__tcp_inmsg *next;  /* the peer's list of started messages */
+    struct gs__tcp_inmsg *unext; /* the unexpected list, arrival order */
+    struct gs__tcp_inmsg *uprev;
+    struct gs_tp_req *req; /* bound receive, or NULL */
+    uint8_t *buf;          /* malloc'd copy for DEST_UNEXP */
+    uint64_t seq;
+    uint64_t tag;
+    uint64_t total;
+    uint64_t claimed; /* chunk bytes announced so far */
+    uint64_t got;     /* chunk bytes fully read */
+    int peer;
+    gs__tcp_dest_t dest;
+    bool in_unexp;
+    bool complete;
+} gs__tcp_inmsg_t;
+
+/* One socket to a peer. */
+typedef struct gs__tcp_conn {
+    int fd; /* -1 once closed */
+    int peer;
+    int index;
+    unsigned events; /* epoll interest currently registered */
+    bool bye_rcvd;
+    bool kicked; /* has buffered work that epoll will not report */
+    bool drained;
+    gs__tcp_frame_t *sq_head;
+    gs__tcp_frame_t *sq_tail;
+    uint64_t sq_bytes;
+    gs__tcp_rstate_t rstate;
+    gs__tcp_frame_hdr_t rhdr;
+    gs__tcp_inmsg_t *rmsg;
+    uint8_t *rdst; /* where the next payload byte goes; NULL drains */
+    uint64_t rleft;
+    uint8_t *rbuf;
+    size_t rpos;
+    size_t rlen;
+} gs__tcp_conn_t;
+
+typedef struct gs__tcp_peer {
+    gs__tcp_conn_t *conns; /* nsocks of them */
+    gs__tcp_inmsg_t *active;
+    uint64_t send_seq;
+    uint64_t recv_seq;
+    unsigned rot; /* first socket of the next striped message */
+    int nparked;
+    int nbye;
+    gs_status_t fail_status; /* GS_OK while the peer is healthy */
+    char reason[GS_TCP_REASON_MAX];
+} gs__tcp_peer_t;
+
+struct gs_tp_req {
+    struct gs_tp_req *next; /* posted receives, in post order */
+    struct gs_tp_req *prev;
+    struct gs_tp_req *all_next; /* every live request of the instance */
+    struct gs_tp_req *all_prev;
+    gs__tcp_inmsg_t *msg; /* recv bound to an arriving message */
+    void *buf;
+    size_t len;
+    uint64_t tag;
+    uint64_t seq; /* send: the message's sequence number */
+    int peer;
+    gs__tcp_req_kind_t kind;
+    gs__tcp_req_state_t state;
+    bool on_wire; /* send: at least one byte written */
+    int nframes;
+    int frames_left;
+    gs_tp_completion_t comp;
+    const char *reason; /* failure sentence (points at reason_buf or a peer's reason) */
+    char *reason_buf;
+    gs__tcp_frame_t frames[]; /* sends only */
+};
+
+struct gs_tp {
+    int rank;
+    int size;
+    int nsocks;
+    uint64_t job_id;
+    uint64_t comm_id;
+    gs__counters_t *counters;
+    int listen_fd;
+    gs_sockaddr_t listen_addr;
+    int epfd;
+    int evfd;
+    atomic_int aborted;
+    bool abort_done;
+    bool connected;
+    gs__tcp_peer_t *peers;
+    struct gs_tp_req *posted_head;
+    struct gs_tp_req *posted_tail;
+    struct gs_tp_req *all;
+    gs__tcp_inmsg_t *unexp_head;
+    gs__tcp_inmsg_t *unexp_tail;
+    uint64_t unexp_bytes;
+    uint64_t nevents; /* completions and peer failures so far */
+    int nkicked;
+    int nfailed;
+    uint8_t *scratch;
+};
+
+/* --- tcp_conn.c ------------------------------------------------------ */
+
+/* Append a frame to a socket's queue and write at once if it was empty. */
+void gs__tcp_conn_queue(gs_tp_t *tp, gs__tcp_conn_t *c, gs__tcp_frame_t *f);
+/* Write queued frames until EAGAIN or the budget; fails the peer on error. */
+void gs__tcp_conn_flush(gs_tp_t *tp, gs__tcp_conn_t *c);
+/* Read and dispatch frames until EAGAIN or the budget; fails the peer on error. */
+void gs__tcp_conn_read(gs_tp_t *tp, gs__tcp_conn_t *c);
+/* Register the socket's interest (EPOLLIN unless parked, EPOLLOUT while queued). */
+void gs__tcp_conn_update_events(gs_tp_t *tp, gs__tcp_conn_t *c);
+
+/* Mark a peer failed with a reason, close its sockets and fail every request
+ * involving it (and every GS_ANY_SOURCE receive). Idempotent. */
+void gs__tcp_peer_fail(gs_tp_t *tp, int peer, gs_status_t status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Finish a request with a status; reason (copied) may be NULL for GS_OK. */
+void gs__tcp_req_complete(gs_tp_t *tp, struct gs_tp_req *req, gs_status_t status,
+                          const char *reason);
+/* Like gs__tcp_req_complete, pointing at a reason that outlives the request. */
+void gs__tcp_req_fail_ref(gs_tp_t *tp, struct gs_tp_req *req, gs_status_t status,
+                          const char *reason);
+
+/* Match a new receive against held unexpected messages, else post it. */
+void gs__tcp_recv_post(gs_tp_t *tp, struct gs_tp_req *req);
+/* Detach an unfinished receive from whatever it is bound to (cancel). */
+void gs__tcp_recv_cancel(gs_tp_t *tp, struct gs_tp_req *req);
+/* Take an unfinished send's frames off the queues (cancel). */
+void gs__tcp_send_cancel(gs_tp_t *tp, struct gs_tp_req *req);
+
+/* Free every held message (finalize). */
+void gs__tcp_free_messages(gs_tp_t *tp);
+
+/* --- tcp_handshake.c ------------------------------------------------- */
+
+/* Open and handshake every socket of the full mesh (higher rank connects).
+ * Fills peers[p].conns[i].fd. Blocking until done or deadline_ns. Returns
+ * GS_OK, GS_ERR_TIMEOUT (naming missing ranks), GS_ERR_SYSTEM,
+ * GS_ERR_VERSION_MISMATCH, GS_ERR_MISMATCH, GS_ERR_PROTOCOL, GS_ERR_ABORTED,
+ * GS_ERR_NO_MEMORY, GS_ERR_INVALID_ARG. */
+gs_status_t gs__tcp_handshake_all(gs_tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX],
+                                  uint64_t deadline_ns);
+
+#endif /* GS_TRANSPORT_TCP_TCP_CONN_H */

@@ -1,0 +1,662 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The TCP transport's ops table and its request-level calls: init (listen),
+ * get_address, connect (tcp_handshake.c does the work), isend/irecv (cut a
+ * message into frames, match or post a receive), test, progress (epoll over
+ * every socket plus an eventfd for abort), req_release, abort, finalize.
+ * The socket-level state machines live in tcp_conn.c. Everything except
+ * abort runs on the one thread that drives the instance.
+ */
+#include "transport/tcp/tcp_transport.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "transport/tcp/tcp_conn.h"
+
+#define TCP_LISTEN_BACKLOG 1024
+#define TCP_EPOLL_EVENTS 64
+
+static const char tcp_abort_reason[] = "the communicator was aborted";
+
+static int ms_until(uint64_t deadline_ns, uint64_t now)
+{
+    uint64_t ms;
+
+    if (deadline_ns <= now) {
+        return 0;
+    }
+    ms = (deadline_ns - now + 999999u) / 1000000u;
+    return (ms > (uint64_t)INT_MAX) ? INT_MAX : (int)ms;
+}
+
+/* master_addr is "host", "host:port" or "[v6]:port"; only the host matters. */
+static gs_status_t resolve_route(const char *text, const char *family, gs_sockaddr_t *out)
+{
+    const char *first = strchr(text, ':');
+
+    if ((text[0] == '[') || ((first != NULL) && (strchr(first + 1, ':') == NULL))) {
+        return gs__sock_parse(text, family, out);
+    }
+    return gs__sock_resolve(text, 0, family, out);
+}
+
+static void free_instance(gs_tp_t *tp)
+{
+    if (tp->peers != NULL) {
+        for (int p = 0; p < tp->size; p++) {
+            gs__tcp_conn_t *conns = tp->peers[p].conns;
+
+            for (int i = 0; (conns != NULL) && (i < tp->nsocks); i++) {
+                gs__tcp_frame_t *f = conns[i].sq_head;
+
+                while (f != NULL) {
+                    gs__tcp_frame_t *fnext = f->next;
+
+                    if (f->owned) {
+                        free(f);
+                    }
+                    f = fnext;
+                }
+                if (conns[i].fd >= 0) {
+                    close(conns[i].fd);
+                }
+                free(conns[i].rbuf);
+            }
+            free(conns);
+        }
+    }
+    if (tp->peers != NULL) {
+        gs__tcp_free_messages(tp);
+    }
+    while (tp->all != NULL) {
+        struct gs_tp_req *r = tp->all;
+
+        tp->all = r->all_next;
+        free(r->reason_buf);
+        free(r);
+    }
+    free(tp->peers);
+    free(tp->scratch);
+    if (tp->listen_fd >= 0) {
+        close(tp->listen_fd);
+    }
+    if (tp->epfd >= 0) {
+        close(tp->epfd);
+    }
+    if (tp->evfd >= 0) {
+        close(tp->evfd);
+    }
+    free(tp);
+}
+
+static gs_status_t tcp_init(const gs_tp_params_t *params, gs_tp_t **tp_out)
+{
+    gs_sockaddr_t route;
+    gs_sockaddr_t local;
+    char text[GS_SOCK_ADDR_MAX];
+    struct epoll_event ev;
+    gs_status_t status;
+    gs_tp_t *tp;
+
+    if ((params == NULL) || (tp_out == NULL) || (params->size < 1) || (params->rank < 0) ||
+        (params->rank >= params->size)) {
+        return gs__error_set(GS_ERR_INVALID_ARG, "tcp: init needs params with 0 <= rank < size");
+    }
+    if ((params->nsocks < 1) || (params->nsocks > GS_TCP_MAX_SOCKS)) {
+        return gs__error_set(GS_ERR_INVALID_ARG, "tcp: %d sockets per peer, expected 1..%d",
+                             params->nsocks, GS_TCP_MAX_SOCKS);
+    }
+    tp = calloc(1, sizeof(*tp));
+    if (tp == NULL) {
+        return gs__error_set(GS_ERR_NO_MEMORY, "tcp: out of memory for the transport");
+    }
+    tp->rank = params->rank;
+    tp->size = params->size;
+    tp->nsocks = params->nsocks;
+    tp->job_id = params->job_id;
+    tp->comm_id = params->comm_id;
+    tp->counters = params->counters;
+    tp->listen_fd = -1;
+    tp->epfd = -1;
+    tp->evfd = -1;
+    atomic_init(&tp->aborted, 0);
+    tp->peers = calloc((size_t)tp->size, sizeof(*tp->peers));
+    tp->scratch = malloc(GS_TCP_SCRATCH_LEN);
+    if ((tp->peers == NULL) || (tp->scratch == NULL)) {
+        status = gs__error_set(GS_ERR_NO_MEMORY, "tcp: out of memory for %d peers", tp->size);
+        goto err_free;
+    }
+    for (int p = 0; p < tp->size; p++) {
+        if (p == tp->rank) {
+            continue;
+        }
+        tp->peers[p].conns = calloc((size_t)tp->nsocks, sizeof(gs__tcp_conn_t));
+        if (tp->peers[p].conns == NULL) {
+            status = gs__error_set(GS_ERR_NO_MEMORY, "tcp: out of memory for peer %d", p);
+            goto err_free;
+        }
+        for (int i = 0; i < tp->nsocks; i++) {
+            tp->peers[p].conns[i].fd = -1;
+        }
+        for (int i = 0; i < tp->nsocks; i++) {
+            gs__tcp_conn_t *c = &tp->peers[p].conns[i];
+
+            c->peer = p;
+            c->index = i;
+            c->rstate = GS_TCP_RS_HDR;
+            c->rbuf = malloc(GS_TCP_RBUF_LEN);
+            if (c->rbuf == NULL) {
+                status = gs__error_set(GS_ERR_NO_MEMORY, "tcp: out of memory for peer %d", p);
+                goto err_free;
+            }
+        }
+    }
+    tp->epfd = epoll_create1(EPOLL_CLOEXEC);
+    tp->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if ((tp->epfd < 0) || (tp->evfd < 0)) {
+        status = gs__error_set(GS_ERR_SYSTEM, "tcp: epoll_create1/eventfd failed: %s",
+                               strerror(errno));
+        goto err_free;
+    }
+    memset(&ev, 0, sizeof(ev));
+    ev.events = EPOLLIN;
+    ev.data.ptr = NULL;
+    if (epoll_ctl(tp->epfd, EPOLL_CTL_ADD, tp->evfd, &ev) != 0) {
+        status = gs__error_set(GS_ERR_SYSTEM, "tcp: epoll_ctl(eventfd) failed: %s",
+                               strerror(errno));
+        goto err_free;
+    }
+    if ((params->master_addr != NULL) && (params->master_addr[0] != '\0')) {
+        status = resolve_route(params->master_addr, params->family, &route);
+        if (status == GS_OK) {
+            status = gs__sock_pick_local(params->ifname, params->family, &route, &local);
+        }
+    } else {
+        status = gs__sock_pick_local(params->ifname, params->family, NULL, &local);
+    }
+    if (status != GS_OK) {
+        goto err_free; /* the socket helper named the cause */
+    }
+    status = gs__sock_listen(&local, TCP_LISTEN_BACKLOG, &tp->listen_fd, &tp->listen_addr);
+    if (status != GS_OK) {
+        goto err_free;
+    }
+    if (gs__sock_format(&tp->listen_addr, text, sizeof(text)) == GS_OK) {
+        GS_INFO(NET, "tcp: rank %d of %d listening on %s, %d sockets per peer", tp->rank,
+                tp->size, text, tp->nsocks);
+    }
+    *tp_out = tp;
+    return GS_OK;
+err_free:
+    free_instance(tp);
+    return status;
+}
+
+static gs_status_t tcp_get_address(gs_tp_t *tp, char *buf, size_t len)
+{
+    char text[GS_SOCK_ADDR_MAX];
+    gs_status_t status;
+
+    if ((tp == NULL) || (buf == NULL)) {
+        return gs__error_set(GS_ERR_INVALID_ARG, "tcp: get_address needs an instance and buffer");
+    }
+    status = gs__sock_format(&tp->listen_addr, text, sizeof(text));
+    if (status != GS_OK) {
+        return status;
+    }
+    if (strlen(text) >= len) {
+        return gs__error_set(GS_ERR_INVALID_ARG, "tcp: address %s needs %zu bytes, buffer has %zu",
+                             text, strlen(text) + 1, len);
+    }
+    memcpy(buf, text, strlen(text) + 1);
+    return GS_OK;
+}
+
+static gs_status_t tcp_connect(gs_tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX], uint64_t deadline_ns)
+{
+    gs_status_t status;
+
+    if ((tp == NULL) || ((addrs == NULL) && (tp->size > 1))) {
+        return gs__error_set(GS_ERR_INVALID_ARG, "tcp: connect needs the addresses of all ranks");
+    }
+    if (tp->connected) {
+        return gs__error_set(GS_ERR_INVALID_USAGE, "tcp: rank %d is already connected",
+                             tp->rank);
+    }
+    status = gs__tcp_handshake_all(tp, addrs, deadline_ns);
+    if (status != GS_OK) {
+        return status;
+    }
+    close(tp->listen_fd);
+    tp->listen_fd = -1;
+    for (int p = 0; p < tp->size; p++) {
+        for (int i = 0; (p != tp->rank) && (i < tp->nsocks); i++) {
+            gs__tcp_conn_t *c = &tp->peers[p].conns[i];
+            struct epoll_event ev;
+
+            memset(&ev, 0, sizeof(ev));
+            ev.events = EPOLLIN;
+            ev.data.ptr = c;
+            if (epoll_ctl(tp->epfd, EPOLL_CTL_ADD, c->fd, &ev) != 0) {
+                return gs__error_set(GS_ERR_SYSTEM, "tcp: epoll_ctl for peer %d failed: %s", p,
+                                     strerror(errno));
+            }
+            c->events = EPOLLIN;
+        }
+    }
+    tp->connected = true;
+    GS_INFO(NET, "tcp: rank %d connected to %d peers", tp->rank, tp->size - 1);
+    return GS_OK;
+}
+
+static gs_status_t req_alloc(gs_tp_t *tp, gs__tcp_req_kind_t kind, int nframes, int peer,
+                             uint64_t tag, void *buf, size_t len, struct gs_tp_req **req_out)
+{
+    struct gs_tp_req *req =
+        calloc(1, sizeof(*req) + (size_t)nframes * sizeof(gs__tcp_frame_t));
+
+    if (req == NULL) {
+        return gs__error_set(GS_ERR_NO_MEMORY, "tcp: out of memory for a request");
+    }
+    req->kind = kind;
+    req->state = GS_TCP_REQ_POSTED;
+    req->peer = peer;
+    req->tag = tag;
+    req->buf = buf;
+    req->len = len;
+    req->nframes = nframes;
+    req->comp.status = GS_INPROGRESS;
+    req->comp.peer = peer;
+    req->comp.tag = tag;
+    req->all_next = tp->all;
+    if (tp->all != NULL) {
+        tp->all->all_prev = req;
+    }
+    tp->all = req;
+    *req_out = req;
+    return GS_OK;
+}
+
+static gs_status_t check_peer(const gs_tp_t *tp, int peer, bool any_ok, const char *what)
+{
+    if ((any_ok && (peer == GS_ANY_SOURCE)) || ((peer >= 0) && (peer < tp->size) &&
+                                                (peer != tp->rank))) {
+        return GS_OK;
+    }
+    return gs__error_set(GS_ERR_INVALID_ARG, "tcp: %s: peer %d is not another rank of 0..%d",
+                         what, peer, tp->size - 1);
+}
+
+static gs_status_t tcp_isend(gs_tp_t *tp, int peer, uint64_t tag, const void *buf, size_t len,
+                             gs_tp_req_t **req_out)
+{
+    struct gs_tp_req *req = NULL;
+    gs__tcp_peer_t *p;
+    gs_status_t status;
+    uint64_t chunk;
+    uint64_t off = 0;
+    int nframes;
+
+    if ((tp == NULL) || (req_out == NULL) || ((buf == NULL) && (len > 0))) {
+        return gs__error_set(GS_ERR_INVALID_ARG, "tcp: isend needs an instance, buffer and req");
+    }
+    status = check_peer(tp, peer, false, "isend");
+    if (status != GS_OK) {
+        return status;
+    }
+    if ((uint64_t)len > GS_TCP_MAX_MSG) {
+        return gs__error_set(GS_ERR_INVALID_ARG, "tcp: message of %zu bytes exceeds %llu", len,
+                             GS_TCP_MAX_MSG);
+    }
+    if (!tp->connected) {
+        return gs__error_set(GS_ERR_INVALID_USAGE, "tcp: isend before connect on rank %d",
+                             tp->rank);
+    }
+    nframes = ((len >= GS_TCP_STRIPE_MIN) && (tp->nsocks > 1)) ? tp->nsocks : 1;
+    status = req_alloc(tp, GS_TCP_REQ_SEND, nframes, peer, tag, (void *)buf, len, &req);
+    if (status != GS_OK) {
+        return status;
+    }
+    *req_out = req;
+    req->comp.nbytes = len;
+    p = &tp->peers[peer];
+    if (atomic_load_explicit(&tp->aborted, memory_order_relaxed)) {
+        gs__tcp_req_fail_ref(tp, req, GS_ERR_ABORTED, tcp_abort_reason);
+        return GS_OK;
+    }
+    if (p->fail_status != GS_OK) {
+        gs__tcp_req_fail_ref(tp, req, p->fail_status, p->reason);
+        return GS_OK;
+    }
+    req->seq = p->send_seq++;
+    req->frames_left = nframes;
+    chunk = (uint64_t)len / (uint64_t)nframes;
+    for (int i = 0; i < nframes; i++) {
+        gs__tcp_frame_t *f = &req->frames[i];
+        gs__tcp_frame_hdr_t hdr = {.type = GS_TCP_FRAME_DATA,
+                                   .seq = req->seq,
+                                   .tag = tag,
+                                   .total_len = len,
+                                   .offset = off,
+                                   .chunk_len = (i == nframes - 1) ? (uint64_t)len - off : chunk};
+
+        gs__tcp_frame_encode(&hdr, f->hdr);
+        f->req = req;
+        f->payload = (const uint8_t *)buf + off;
+        f->payload_len = hdr.chunk_len;
+        off += hdr.chunk_len;
+    }
+    for (int i = 0; (i < nframes) && (p->fail_status == GS_OK); i++) {
+        gs__tcp_conn_t *c;
+
+        if (nframes > 1) {
+            c = &p->conns[(p->rot + (unsigned)i) % (unsigned)tp->nsocks];
+        } else {
+            /* A single frame goes where it waits least. */
+            c = &p->conns[0];
+            for (int j = 1; j < tp->nsocks; j++) {
+                if (p->conns[j].sq_bytes < c->sq_bytes) {
+                    c = &p->conns[j];
+                }
+            }
+        }
+        gs__tcp_conn_queue(tp, c, &req->frames[i]);
+    }
+    if (nframes > 1) {
+        p->rot = (p->rot + 1u) % (unsigned)tp->nsocks;
+    }
+    if (p->fail_status != GS_OK) {
+        gs__tcp_req_fail_ref(tp, req, p->fail_status, p->reason);
+    }
+    return GS_OK;
+}
+
+static gs_status_t tcp_irecv(gs_tp_t *tp, int peer, uint64_t tag, void *buf, size_t len,
+                             gs_tp_req_t **req_out)
+{
+    struct gs_tp_req *req = NULL;
+    gs_status_t status;
+
+    if ((tp == NULL) || (req_out == NULL) || ((buf == NULL) && (len > 0))) {
+        return gs__error_set(GS_ERR_INVALID_ARG, "tcp: irecv needs an instance, buffer and req");
+    }
+    status = check_peer(tp, peer, true, "irecv");
+    if (status != GS_OK) {
+        return status;
+    }
+    if (!tp->connected) {
+        return gs__error_set(GS_ERR_INVALID_USAGE, "tcp: irecv before connect on rank %d",
+                             tp->rank);
+    }
+    status = req_alloc(tp, GS_TCP_REQ_RECV, 0, peer, tag, buf, len, &req);
+    if (status != GS_OK) {
+        return status;
+    }
+    *req_out = req;
+    if (atomic_load_explicit(&tp->aborted, memory_order_relaxed)) {
+        gs__tcp_req_fail_ref(tp, req, GS_ERR_ABORTED, tcp_abort_reason);
+        return GS_OK;
+    }
+    gs__tcp_recv_post(tp, req);
+    return GS_OK;
+}
+
+static gs_status_t tcp_test(gs_tp_t *tp, gs_tp_req_t *req, int *done_out,
+                            gs_tp_completion_t *comp_out)
+{
+    (void)tp;
+    if ((req == NULL) || (done_out == NULL)) {
+        return gs__error_set(GS_ERR_INVALID_ARG, "tcp: test needs a request and done_out");
+    }
+    if (req->state != GS_TCP_REQ_DONE) {
+        *done_out = 0;
+        return GS_OK;
+    }
+    *done_out = 1;
+    if (comp_out != NULL) {
+        *comp_out = req->comp;
+    }
+    if (req->comp.status != GS_OK) {
+        gs__error_copy_in((req->reason != NULL) ? req->reason : gs_strerror(req->comp.status));
+    }
+    return GS_OK;
+}
+
+/* Fail everything once after abort. */
+static void do_abort(gs_tp_t *tp)
+{
+    struct gs_tp_req *r;
+
+    if (tp->abort_done) {
+        return;
+    }
+    tp->abort_done = true;
+    for (int p = 0; p < tp->size; p++) {
+        if (p != tp->rank) {
+            gs__tcp_peer_fail(tp, p, GS_ERR_ABORTED, "%s", tcp_abort_reason);
+        }
+    }
+    while ((r = tp->posted_head) != NULL) {
+        tp->posted_head = r->next;
+        r->next = NULL;
+        r->prev = NULL;
+        gs__tcp_req_fail_ref(tp, r, GS_ERR_ABORTED, tcp_abort_reason);
+    }
+    tp->posted_tail = NULL;
+}
+
+/* One epoll pass. Returns GS_OK or GS_ERR_SYSTEM. */
+static gs_status_t poll_once(gs_tp_t *tp, int timeout_ms)
+{
+    struct epoll_event evs[TCP_EPOLL_EVENTS];
+    int n;
+
+    if (tp->nkicked > 0) {
+        timeout_ms = 0;
+    }
+    n = epoll_wait(tp->epfd, evs, TCP_EPOLL_EVENTS, timeout_ms);
+    if (n < 0) {
+        if (errno == EINTR) {
+            return GS_OK;
+        }
+        return gs__error_set(GS_ERR_SYSTEM, "tcp: epoll_wait on rank %d failed: %s", tp->rank,
+                             strerror(errno));
+    }
+    for (int i = 0; i < n; i++) {
+        gs__tcp_conn_t *c = (gs__tcp_conn_t *)evs[i].data.ptr;
+
+        if (c == NULL) {
+            uint64_t v;
+
+            (void)read(tp->evfd, &v, sizeof(v));
+            continue;
+        }
+        /* An earlier event of this pass may have closed the socket. */
+        if ((c->fd >= 0) && ((evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) != 0)) {
+            gs__tcp_conn_read(tp, c);
+        }
+        if ((c->fd >= 0) && ((evs[i].events & (EPOLLOUT | EPOLLERR)) != 0)) {
+            gs__tcp_conn_flush(tp, c);
+        }
+    }
+    if (tp->nkicked > 0) {
+        for (int p = 0; p < tp->size; p++) {
+            for (int i = 0; (p != tp->rank) && (i < tp->nsocks); i++) {
+                gs__tcp_conn_t *c = &tp->peers[p].conns[i];
+
+                if (c->kicked && (c->fd >= 0)) {
+                    gs__tcp_conn_read(tp, c);
+                }
+            }
+        }
+    }
+    return GS_OK;
+}
+
+static gs_status_t tcp_progress(gs_tp_t *tp, uint64_t deadline_ns)
+{
+    uint64_t start;
+    int timeout_ms = 0;
+
+    if (tp == NULL) {
+        return gs__error_set(GS_ERR_INVALID_ARG, "tcp: progress needs an instance");
+    }
+    start = tp->nevents;
+    for (;;) {
+        gs_status_t status;
+        uint64_t now;
+
+        if (atomic_load_explicit(&tp->aborted, memory_order_acquire)) {
+            do_abort(tp);
+            return GS_ERR_ABORTED;
+        }
+        if (!tp->connected) {
+            return GS_OK;
+        }
+        status = poll_once(tp, timeout_ms);
+        if (status != GS_OK) {
+            return status;
+        }
+        if (tp->nevents != start) {
+            return atomic_load_explicit(&tp->aborted, memory_order_acquire) ? GS_ERR_ABORTED
+                                                                             : GS_OK;
+        }
+        now = gs__now_ns();
+        if (now >= deadline_ns) {
+            return GS_OK;
+        }
+        timeout_ms = ms_until(deadline_ns, now);
+    }
+}
+
+static gs_status_t tcp_req_release(gs_tp_t *tp, gs_tp_req_t *req)
+{
+    if ((tp == NULL) || (req == NULL)) {
+        return GS_OK;
+    }
+    if (req->state != GS_TCP_REQ_DONE) {
+        if (req->kind == GS_TCP_REQ_RECV) {
+            gs__tcp_recv_cancel(tp, req);
+        } else {
+            gs__tcp_send_cancel(tp, req);
+        }
+    }
+    if (req->all_prev != NULL) {
+        req->all_prev->all_next = req->all_next;
+    } else {
+        tp->all = req->all_next;
+    }
+    if (req->all_next != NULL) {
+        req->all_next->all_prev = req->all_prev;
+    }
+    free(req->reason_buf);
+    free(req);
+    return GS_OK;
+}
+
+static gs_status_t tcp_abort(gs_tp_t *tp)
+{
+    uint64_t one = 1;
+
+    if (tp == NULL) {
+        return GS_OK;
+    }
+    atomic_store_explicit(&tp->aborted, 1, memory_order_release);
+    /* Wake a progress call sleeping in epoll_wait; a full counter is fine. */
+    (void)write(tp->evfd, &one, sizeof(one));
+    return GS_OK;
+}
+
+/* Send BYE on every healthy socket and give the frames a bounded time to leave. */
+static void say_goodbye(gs_tp_t *tp)
+{
+    uint64_t deadline = gs__deadline_after_ms(GS_TCP_BYE_TIMEOUT_MS);
+
+    for (int p = 0; p < tp->size; p++) {
+        for (int i = 0; (p != tp->rank) && (i < tp->nsocks); i++) {
+            gs__tcp_conn_t *c = &tp->peers[p].conns[i];
+            gs__tcp_frame_t *f;
+            gs__tcp_frame_hdr_t hdr;
+
+            if ((c->fd < 0) || (tp->peers[p].fail_status != GS_OK)) {
+                continue;
+            }
+            f = calloc(1, sizeof(*f));
+            if (f == NULL) {
+                continue; /* the peer will see a plain close */
+            }
+            memset(&hdr, 0, sizeof(hdr));
+            hdr.type = GS_TCP_FRAME_BYE;
+            gs__tcp_frame_encode(&hdr, f->hdr);
+            f->owned = true;
+            gs__tcp_conn_queue(tp, c, f);
+        }
+    }
+    for (;;) {
+        bool pending = false;
+        uint64_t now = gs__now_ns();
+
+        for (int p = 0; p < tp->size; p++) {
+            for (int i = 0; (p != tp->rank) && (i < tp->nsocks); i++) {
+                gs__tcp_conn_t *c = &tp->peers[p].conns[i];
+
+                pending = pending || ((c->fd >= 0) && (c->sq_head != NULL));
+            }
+        }
+        if (!pending || (now >= deadline) || (poll_once(tp, ms_until(deadline, now)) != GS_OK)) {
+            break;
+        }
+    }
+    /* Half-close, then drain what the peer already sent so close() sends FIN, not RST. */
+    for (int p = 0; p < tp->size; p++) {
+        for (int i = 0; (p != tp->rank) && (i < tp->nsocks); i++) {
+            gs__tcp_conn_t *c = &tp->peers[p].conns[i];
+
+            if (c->fd >= 0) {
+                (void)shutdown(c->fd, SHUT_WR);
+                while (recv(c->fd, tp->scratch, GS_TCP_SCRATCH_LEN, MSG_DONTWAIT) > 0) {
+                }
+            }
+        }
+    }
+}
+
+static gs_status_t tcp_finalize(gs_tp_t *tp)
+{
+    if (tp == NULL) {
+        return GS_OK;
+    }
+    if (tp->connected && !atomic_load(&tp->aborted)) {
+        say_goodbye(tp);
+    }
+    free_instance(tp);
+    return GS_OK;
+}
+
+const gs_transport_ops_t gs__tcp_ops = {
+    .name = "tcp",
+    .abi_size = sizeof(gs_transport_ops_t),
+    .caps = GS_TP_CAP_HOST_MEM | GS_TP_CAP_ANY_SOURCE | GS_TP_CAP_ORDERED |
+            GS_TP_CAP_MULTI_STREAM,
+    .init = tcp_init,
+    .get_address = tcp_get_address,
+    .connect = tcp_connect,
+    .isend = tcp_isend,
+    .irecv = tcp_irecv,
+    .test = tcp_test,
+    .progress = tcp_progress,
+    .req_release = tcp_req_release,
+    .abort = tcp_abort,
+    .finalize = tcp_finalize,
+};

@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Encode and decode of the TCP handshake and frame header (layouts in
+ * tcp_wire.h and docs/wire.md). Every decoder treats its input as hostile:
+ * it checks the length first, then every field, before anything is trusted,
+ * and never asserts on what it reads. This file is what fuzz_tcp_frame links.
+ */
+#include "transport/tcp/tcp_wire.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "core/socket.h"
+
+/* Byte offsets of the handshake fields. */
+enum {
+    HS_OFF_MAGIC = 0,
+    HS_OFF_VERSION = 4, /* u16 */
+    HS_OFF_KIND = 6,    /* u8 */
+    HS_OFF_VERDICT = 7, /* u8 */
+    HS_OFF_JOB = 8,
+    HS_OFF_COMM = 16,
+    HS_OFF_RANK = 24,
+    HS_OFF_SIZE = 28,
+    HS_OFF_INDEX = 32,  /* u16 */
+    HS_OFF_NSOCKS = 34, /* u16 */
+    HS_OFF_RSVD = 36    /* u32, zero */
+};
+
+/* Byte offsets of the frame header fields. */
+enum {
+    FR_OFF_MAGIC = 0,
+    FR_OFF_TYPE = 4,  /* u8 */
+    FR_OFF_FLAGS = 5, /* u8, zero */
+    FR_OFF_RSVD = 6,  /* u16, zero */
+    FR_OFF_SEQ = 8,
+    FR_OFF_TAG = 16,
+    FR_OFF_TOTAL = 24,
+    FR_OFF_OFFSET = 32,
+    FR_OFF_CHUNK = 40
+};
+
+_Static_assert(HS_OFF_RSVD + 4 == GS_TCP_HS_LEN, "handshake layout");
+_Static_assert(FR_OFF_CHUNK + 8 == GS_TCP_FRAME_HDR_LEN, "frame layout");
+
+static void put_le16(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+
+static uint32_t get_le16(const uint8_t *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8);
+}
+
+static gs_status_t reject(gs_status_t status, char *why, size_t whylen, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static gs_status_t reject(gs_status_t status, char *why, size_t whylen, const char *fmt, ...)
+{
+    va_list ap;
+
+    if ((why != NULL) && (whylen > 0)) {
+        va_start(ap, fmt);
+        vsnprintf(why, whylen, fmt, ap);
+        va_end(ap);
+    }
+    return status;
+}
+
+void gs__tcp_hs_encode(const gs__tcp_hs_t *hs, uint8_t *buf)
+{
+    gs__put_le32(buf + HS_OFF_MAGIC, GS_TCP_HS_MAGIC);
+    put_le16(buf + HS_OFF_VERSION, hs->version);
+    buf[HS_OFF_KIND] = (uint8_t)hs->kind;
+    buf[HS_OFF_VERDICT] = (uint8_t)hs->verdict;
+    gs__put_le64(buf + HS_OFF_JOB, hs->job_id);
+    gs__put_le64(buf + HS_OFF_COMM, hs->comm_id);
+    gs__put_le32(buf + HS_OFF_RANK, hs->rank);
+    gs__put_le32(buf + HS_OFF_SIZE, hs->size);
+    put_le16(buf + HS_OFF_INDEX, hs->index);
+    put_le16(buf + HS_OFF_NSOCKS, hs->nsocks);
+    gs__put_le32(buf + HS_OFF_RSVD, 0);
+}
+
+gs_status_t gs__tcp_hs_decode(const uint8_t *buf, size_t len, gs__tcp_hs_t *out, char *why,
+                              size_t whylen)
+{
+    gs__tcp_hs_t hs;
+    uint32_t magic;
+
+    if (len < GS_TCP_HS_LEN) {
+        return reject(GS_ERR_PROTOCOL, why, whylen, "handshake of %zu bytes, expected %d", len,
+                      GS_TCP_HS_LEN);
+    }
+    magic = gs__get_le32(buf + HS_OFF_MAGIC);
+    if (magic != GS_TCP_HS_MAGIC) {
+        return reject(GS_ERR_PROTOCOL, why, whylen, "bad handshake magic 0x%08" PRIx32, magic);
+    }
+    hs.version = get_le16(buf + HS_OFF_VERSION);
+    hs.kind = buf[HS_OFF_KIND];
+    hs.verdict = buf[HS_OFF_VERDICT];
+    hs.job_id = gs__get_le64(buf + HS_OFF_JOB);
+    hs.comm_id = gs__get_le64(buf + HS_OFF_COMM);
+    hs.rank = gs__get_le32(buf + HS_OFF_RANK);
+    hs.size = gs__get_le32(buf + HS_OFF_SIZE);
+    hs.index = get_le16(buf + HS_OFF_INDEX);
+    hs.nsocks = get_le16(buf + HS_OFF_NSOCKS);
+    if (hs.version != GS_TCP_PROTO_VERSION) {
+        *out = hs;
+        return reject(GS_ERR_VERSION_MISMATCH, why, whylen,
+                      "protocol version %" PRIu32 ", this library speaks %u", hs.version,
+                      GS_TCP_PROTO_VERSION);
+    }
+    if ((hs.kind != GS_TCP_HS_HELLO) && (hs.kind != GS_TCP_HS_ACK)) {
+        return reject(GS_ERR_PROTOCOL, why, whylen, "unknown handshake kind %" PRIu32, hs.kind);
+    }
+    if ((hs.verdict > GS_TCP_HS_VERDICT_MAX) ||
+        ((hs.kind == GS_TCP_HS_HELLO) && (hs.verdict != GS_TCP_HS_OK))) {
+        return reject(GS_ERR_PROTOCOL, why, whylen, "bad handshake verdict %" PRIu32,
+                      hs.verdict);
+    }
+    if (gs__get_le32(buf + HS_OFF_RSVD) != 0) {
+        return reject(GS_ERR_PROTOCOL, why, whylen, "reserved handshake bytes are not zero");
+    }
+    *out = hs;
+    return GS_OK;
+}
+
+gs__tcp_hs_verdict_t gs__tcp_hs_check(const gs__tcp_hs_t *hs, const gs__tcp_hs_expect_t *exp,
+                                      char *why, size_t whylen)
+{
+    if (hs->version != GS_TCP_PROTO_VERSION) {
+        reject(GS_ERR_VERSION_MISMATCH, why, whylen, "protocol version %" PRIu32 ", expected %u",
+               hs->version, GS_TCP_PROTO_VERSION);
+        return GS_TCP_HS_BAD_VERSION;
+    }
+    if ((hs->job_id != exp->job_id) || (hs->comm_id != exp->comm_id)) {
+        reject(GS_ERR_MISMATCH, why, whylen,
+               "job/comm id 0x%016" PRIx64 "/0x%016" PRIx64 ", expected 0x%016" PRIx64
+               "/0x%016" PRIx64,
+               hs->job_id, hs->comm_id, exp->job_id, exp->comm_id);
+        return GS_TCP_HS_BAD_JOB;
+    }
+    if ((int64_t)hs->size != (int64_t)exp->size) {
+        reject(GS_ERR_MISMATCH, why, whylen, "world size %" PRIu32 ", expected %d", hs->size,
+               exp->size);
+        return GS_TCP_HS_BAD_RANK;
+    }
+    if (((int64_t)hs->rank < (int64_t)exp->rank_lo) || ((int64_t)hs->rank > (int64_t)exp->rank_hi)) {
+        reject(GS_ERR_MISMATCH, why, whylen, "rank %" PRIu32 ", expected %d..%d", hs->rank,
+               exp->rank_lo, exp->rank_hi);
+        return GS_TCP_HS_BAD_RANK;
+    }
+    if ((int64_t)hs->nsocks != (int64_t)exp->nsocks) {
+        reject(GS_ERR_MISMATCH, why, whylen, "%" PRIu32 " sockets per peer, expected %d",
+               hs->nsocks, exp->nsocks);
+        return GS_TCP_HS_BAD_RANK;
+    }
+    if (hs->index >= hs->nsocks) {
+        reject(GS_ERR_MISMATCH, why, whylen, "socket index %" PRIu32 " of %" PRIu32, hs->index,
+               hs->nsocks);
+        return GS_TCP_HS_BAD_RANK;
+    }
+    return GS_TCP_HS_OK;
+}
+
+const char *gs__tcp_hs_verdict_str(uint32_t verdict)
+{
+    switch (verdict) {
+    case GS_TCP_HS_OK:
+        return "accepted";
+    case GS_TCP_HS_BAD_VERSION:
+        return "protocol versions differ";
+    case GS_TCP_HS_BAD_JOB:
+        return "job or communicator id differs";
+    case GS_TCP_HS_BAD_RANK:
+        return "rank, world size or socket count does not fit";
+    case GS_TCP_HS_DUPLICATE:
+        return "duplicate connection";
+    default:
+        return "unknown verdict";
+    }
+}
+
+void gs__tcp_frame_encode(const gs__tcp_frame_hdr_t *hdr, uint8_t *buf)
+{
+    gs__put_le32(buf + FR_OFF_MAGIC, GS_TCP_FRAME_MAGIC);
+    buf[FR_OFF_TYPE] = (uint8_t)hdr->type;
+    buf[FR_OFF_FLAGS] = 0;
+    put_le16(buf + FR_OFF_RSVD, 0);
+    gs__put_le64(buf + FR_OFF_SEQ, hdr->seq);
+    gs__put_le64(buf + FR_OFF_TAG, hdr->tag);
+    gs__put_le64(buf + FR_OFF_TOTAL, hdr->total_len);
+    gs__put_le64(buf + FR_OFF_OFFSET, hdr->offset);
+    gs__put_le64(buf + FR_OFF_CHUNK, hdr->chunk_len);
+}
+
+gs_status_t gs__tcp_frame_decode(const uint8_t *buf, size_t len, gs__tcp_frame_hdr_t *out,
+                                 char *why, size_t whylen)
+{
+    gs__tcp_frame_hdr_t h;
+    uint32_t magic;
+
+    if (len < GS_TCP_FRAME_HDR_LEN) {
+        return reject(GS_ERR_PROTOCOL, why, whylen, "frame header of %zu bytes, expected %d",
+                      len, GS_TCP_FRAME_HDR_LEN);
+    }
+    magic = gs__get_le32(buf + FR_OFF_MAGIC);
+    if (magic != GS_TCP_FRAME_MAGIC) {
+        return reject(GS_ERR_PROTOCOL, why, whylen, "bad frame magic 0x%08" PRIx32, magic);
+    }
+    h.type = buf[FR_OFF_TYPE];
+    if ((h.type != GS_TCP_FRAME_DATA) && (h.type != GS_TCP_FRAME_BYE) &&
+        (h.type != GS_TCP_FRAME_SKIP)) {
+        return reject(GS_ERR_PROTOCOL, why, whylen, "unknown frame type %" PRIu32, h.type);
+    }
+    if ((buf[FR_OFF_FLAGS] != 0) || (get_le16(buf + FR_OFF_RSVD) != 0)) {
+        return reject(GS_ERR_PROTOCOL, why, whylen, "reserved frame bytes are not zero");
+    }
+    h.seq = gs__get_le64(buf + FR_OFF_SEQ);
+    h.tag = gs__get_le64(buf + FR_OFF_TAG);
+    h.total_len = gs__get_le64(buf + FR_OFF_TOTAL);
+    h.offset = gs__get_le64(buf + FR_OFF_OFFSET);
+    h.chunk_len = gs__get_le64(buf + FR_OFF_CHUNK);
+    if (h.type == GS_TCP_FRAME_BYE) {
+        if ((h.seq | h.tag | h.total_len | h.offset | h.chunk_len) != 0) {
+            return reject(GS_ERR_PROTOCOL, why, whylen, "bye frame with non-zero fields");
+        }
+    } else if (h.type == GS_TCP_FRAME_SKIP) {
+        if ((h.tag | h.total_len | h.offset | h.chunk_len) != 0) {
+            return reject(GS_ERR_PROTOCOL, why, whylen, "skip frame with non-zero fields");
+        }
+    } else {
+        if (h.total_len > GS_TCP_MAX_MSG) {
+            return reject(GS_ERR_PROTOCOL, why, whylen,
+                          "message length %" PRIu64 " exceeds the limit of %llu bytes",
+                          h.total_len, GS_TCP_MAX_MSG);
+        }
+        /* Both are <= 2^64-1; compare without forming offset + chunk_len. */
+        if ((h.offset > h.total_len) || (h.chunk_len > h.total_len - h.offset)) {
+            return reject(GS_ERR_PROTOCOL, why, whylen,
+                          "chunk [%" PRIu64 ", +%" PRIu64 ") lies outside a message of %" PRIu64
+                          " bytes",
+                          h.offset, h.chunk_len, h.total_len);
+        }
+        if ((h.chunk_len == 0) && (h.total_len != 0)) {
+            return reject(GS_ERR_PROTOCOL, why, whylen,
+                          "empty chunk of a message of %" PRIu64 " bytes", h.total_len);
+        }
+    }
+    *out = h;
+    return GS_OK;
+}

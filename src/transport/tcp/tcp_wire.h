@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The TCP transport's wire format: the connection handshake and the frame
+ * header that precedes every chunk of every message. Pure encode/decode over
+ * byte spans, every field little-endian and written one by one (never a
+ * struct copied to the wire). No I/O, no allocation, no logging: the
+ * decoders only say why bytes were rejected, in a caller buffer, and the
+ * caller decides what to log and whom to fail. docs/wire.md has the layouts
+ * with byte offsets; this file and that page must agree.
+ */
+#ifndef GS_TRANSPORT_TCP_TCP_WIRE_H
+#define GS_TRANSPORT_TCP_TCP_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gradsync/status.h"
+
+/* Protocol version carried in every handshake. Bump on any layout change. */
+#define GS_TCP_PROTO_VERSION 1u
+
+/* "GSHS" and "GSFR" as bytes on the wire. */
+#define GS_TCP_HS_MAGIC 0x53485347u
+#define GS_TCP_FRAME_MAGIC 0x52465347u
+
+#define GS_TCP_HS_LEN 40
+#define GS_TCP_FRAME_HDR_LEN 48
+
+/* Largest message the wire accepts (16 TiB). A bigger total is hostile. */
+#define GS_TCP_MAX_MSG (1ull << 44)
+/* Most sockets per peer a handshake may announce. */
+#define GS_TCP_MAX_SOCKS 16
+
+/* Handshake kinds. */
+#define GS_TCP_HS_HELLO 1u
+#define GS_TCP_HS_ACK 2u
+
+/* Handshake verdicts, carried by an ACK (HELLO carries OK). */
+typedef enum gs__tcp_hs_verdict {
+    GS_TCP_HS_OK = 0,
+    GS_TCP_HS_BAD_VERSION = 1, /* protocol versions differ */
+    GS_TCP_HS_BAD_JOB = 2,     /* job id or communicator id differ */
+    GS_TCP_HS_BAD_RANK = 3,    /* rank, world size, socket index or nsocks wrong */
+    GS_TCP_HS_DUPLICATE = 4,   /* that (rank, socket index) is already connected */
+    GS_TCP_HS_VERDICT_MAX = 4
+} gs__tcp_hs_verdict_t;
+
+/* Frame types. */
+#define GS_TCP_FRAME_DATA 1u /* a chunk of a message */
+#define GS_TCP_FRAME_BYE 2u  /* the sender is leaving; no frame follows on this socket */
+#define GS_TCP_FRAME_SKIP 3u /* message seq was cancelled before any byte was sent */
+
+/* A decoded handshake (HELLO from the connecting side, ACK in reply). */
+typedef struct gs__tcp_hs {
+    uint32_t version;
+    uint32_t kind;    /* GS_TCP_HS_HELLO or GS_TCP_HS_ACK */
+    uint32_t verdict; /* gs__tcp_hs_verdict_t; 0 in a HELLO */
+    uint64_t job_id;
+    uint64_t comm_id;
+    uint32_t rank;  /* the sender's rank */
+    uint32_t size;  /* the sender's world size */
+    uint32_t index; /* socket index within the pair, < nsocks */
+    uint32_t nsocks;
+} gs__tcp_hs_t;
+
+/* What the accepting side expects of a HELLO (and the connector of an ACK). */
+typedef struct gs__tcp_hs_expect {
+    uint64_t job_id;
+    uint64_t comm_id;
+    int size;
+    int nsocks;
+    int rank_lo; /* the sender's rank must lie in [rank_lo, rank_hi] */
+    int rank_hi;
+} gs__tcp_hs_expect_t;
+
+/* A decoded frame header. */
+typedef struct gs__tcp_frame_hdr {
+    uint32_t type; /* GS_TCP_FRAME_* */
+    uint64_t seq;  /* per (sender, receiver) message number, from 0 */
+    uint64_t tag;
+    uint64_t total_len; /* length of the whole message */
+    uint64_t offset;    /* where this chunk starts in the message */
+    uint64_t chunk_len; /* payload bytes that follow this header */
+} gs__tcp_frame_hdr_t;
+
+/* Write a handshake into buf[GS_TCP_HS_LEN]. Never fails. */
+void gs__tcp_hs_encode(const gs__tcp_hs_t *hs, uint8_t *buf);
+
+/* Decode len bytes. Returns GS_OK, GS_ERR_PROTOCOL (short, bad magic, unknown
+ * kind or verdict, reserved bits set) or GS_ERR_VERSION_MISMATCH (our magic,
+ * another protocol version; *out is still filled). Writes a reason into
+ * why[whylen] on failure (may be NULL). */
+gs_status_t gs__tcp_hs_decode(const uint8_t *buf, size_t len, gs__tcp_hs_t *out, char *why,
+                              size_t whylen);
+
+/* Check a decoded handshake against what we expect. Returns the verdict
+ * (GS_TCP_HS_OK when it passes) and a reason in why[whylen]. */
+gs__tcp_hs_verdict_t gs__tcp_hs_check(const gs__tcp_hs_t *hs, const gs__tcp_hs_expect_t *exp,
+                                      char *why, size_t whylen);
+
+/* One-line text for a verdict ("job or communicator id differs"). */
+const char *gs__tcp_hs_verdict_str(uint32_t verdict);
+
+/* Write a frame header into buf[GS_TCP_FRAME_HDR_LEN]. Never fails. */
+void gs__tcp_frame_encode(const gs__tcp_frame_hdr_t *hdr, uint8_t *buf);
+
+/* Decode and validate a frame header: magic, known type, zero reserved bytes,
+ * total_len <= GS_TCP_MAX_MSG, offset + chunk_len <= total_len without
+ * overflow, chunk_len > 0 unless total_len == 0, and all-zero fields for BYE
+ * and SKIP. Returns GS_OK or GS_ERR_PROTOCOL with a reason in why[whylen]. */
+gs_status_t gs__tcp_frame_decode(const uint8_t *buf, size_t len, gs__tcp_frame_hdr_t *out,
+                                 char *why, size_t whylen);
+
+#endif /* GS_TRANSPORT_TCP_TCP_WIRE_H */

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The transport registry: a const table of the transports compiled into the
+ * library, looked up by name (GS_TRANSPORT or the config). Registration is
+ * explicit: no constructor attributes, no dlopen. A table whose ABI size is
+ * wrong or that lacks a required slot is a bug in gradsync and is refused
+ * with GS_ERR_INTERNAL.
+ */
+#include "transport/transport.h"
+
+#include <string.h>
+
+#include "core/error.h"
+#include "transport/tcp/tcp_transport.h"
+
+static const gs_transport_ops_t *const builtin_transports[] = {
+    &gs__tcp_ops,
+};
+
+#define BUILTIN_COUNT (sizeof(builtin_transports) / sizeof(builtin_transports[0]))
+
+/* Every slot a transport must fill (all of them, for now). */
+static const char *missing_slot(const gs_transport_ops_t *ops)
+{
+    if (ops->init == NULL) {
+        return "init";
+    }
+    if (ops->get_address == NULL) {
+        return "get_address";
+    }
+    if (ops->connect == NULL) {
+        return "connect";
+    }
+    if (ops->isend == NULL) {
+        return "isend";
+    }
+    if (ops->irecv == NULL) {
+        return "irecv";
+    }
+    if (ops->test == NULL) {
+        return "test";
+    }
+    if (ops->progress == NULL) {
+        return "progress";
+    }
+    if (ops->req_release == NULL) {
+        return "req_release";
+    }
+    if (ops->abort == NULL) {
+        return "abort";
+    }
+    if (ops->finalize == NULL) {
+        return "finalize";
+    }
+    return NULL;
+}
+
+gs_status_t gs__transport_lookup(const char *name, const gs_transport_ops_t **ops_out)
+{
+    if ((name == NULL) || (ops_out == NULL)) {
+        return gs__error_set(GS_ERR_INVALID_ARG, "transport: lookup needs a name and an output");
+    }
+    for (size_t i = 0; i < BUILTIN_COUNT; i++) {
+        const gs_transport_ops_t *ops = builtin_transports[i];
+        const char *slot;
+
+        if ((ops->name == NULL) || (strcmp(ops->name, name) != 0)) {
+            continue;
+        }
+        if (ops->abi_size != sizeof(gs_transport_ops_t)) {
+            return gs__error_set(GS_ERR_INTERNAL,
+                                 "transport: %s was built against an ops table of %zu bytes, "
+                                 "this library has %zu",
+                                 name, ops->abi_size, sizeof(gs_transport_ops_t));
+        }
+        slot = missing_slot(ops);
+        if (slot != NULL) {
+            return gs__error_set(GS_ERR_INTERNAL,
+                                 "transport: %s lacks the required slot %s", name, slot);
+        }
+        *ops_out = ops;
+        return GS_OK;
+    }
+    return gs__error_set(GS_ERR_INVALID_ARG, "transport: unknown transport \"%s\" (built in: tcp)",
+                         name);
+}

@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The transport interface: tagged, non-blocking point-to-point messages
+ * between the ranks of one communicator. A transport knows bytes and tags,
+ * never dtypes, ops or algorithms. One instance serves one communicator and
+ * is driven by that communicator's worker thread only (every slot below is
+ * single-threaded unless it says otherwise).
+ *
+ * Matching rules (every transport implements them the same way):
+ * - A receive (peer or GS_ANY_SOURCE, tag) matches the oldest message from
+ *   that peer whose (tag & GS_TP_TAG_MATCH_MASK) equals the receive's
+ *   (tag & GS_TP_TAG_MATCH_MASK). Messages from one peer with the same tag
+ *   match in the order they were sent.
+ * - When the masked tags match but the full tags differ (two ranks are
+ *   running different collectives), the receive completes with
+ *   GS_ERR_MISMATCH and its buffer is not written.
+ * - A message longer than the receive buffer completes the receive with
+ *   GS_ERR_TRUNCATED and its buffer is not written. A shorter one completes
+ *   it with GS_OK and the real length in nbytes.
+ * - Messages may arrive before their receive is posted; the transport keeps
+ *   them (copying once) until a receive matches. Sends therefore never wait
+ *   for the receiver to post.
+ * - A peer that closes or resets its connection fails every pending and
+ *   later request that involves it with GS_ERR_PEER_FAILED.
+ */
+#ifndef GS_TRANSPORT_TRANSPORT_H
+#define GS_TRANSPORT_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/counters.h"
+#include "core/socket.h"
+#include "gradsync/gradsync.h"
+
+/* Bits of a tag that select which receive a message matches. The bits
+ * outside the mask are a check value: equal masked tags with different check
+ * bits mean the ranks disagree (GS_ERR_MISMATCH). */
+#define GS_TP_TAG_MATCH_MASK 0x8000ffffffffffffull
+/* Tags with this bit are point-to-point user tags (low 32 bits). */
+#define GS_TP_TAG_P2P 0x8000000000000000ull
+
+/* Capability bits (gs_transport_ops_t.caps). */
+#define GS_TP_CAP_HOST_MEM (1u << 0)
+#define GS_TP_CAP_DEVICE_MEM (1u << 1)
+#define GS_TP_CAP_ANY_SOURCE (1u << 2)
+#define GS_TP_CAP_NATIVE_COLL (1u << 3)
+#define GS_TP_CAP_ORDERED (1u << 4)
+#define GS_TP_CAP_MULTI_STREAM (1u << 5)
+
+#define GS_TP_ADDR_MAX GS_SOCK_ADDR_MAX
+
+/* A transport instance (each transport defines the struct). */
+typedef struct gs_tp gs_tp_t;
+/* A pending send or receive, owned by the transport until req_release. */
+typedef struct gs_tp_req gs_tp_req_t;
+
+typedef struct gs_tp_params {
+    int rank;                 /* this rank in the communicator */
+    int size;                 /* ranks in the communicator */
+    uint64_t job_id;          /* hash of the job, checked in handshakes */
+    uint64_t comm_id;         /* communicator id, checked in handshakes */
+    int nsocks;               /* sockets per peer (tcp) */
+    const char *ifname;       /* interface to listen on, "" for auto */
+    const char *family;       /* "any", "ipv4", "ipv6" */
+    const char *master_addr;  /* used by tcp to pick the interface that routes there */
+    gs__counters_t *counters; /* where to count bytes and messages; may be NULL */
+} gs_tp_params_t;
+
+/* What a finished request reports. */
+typedef struct gs_tp_completion {
+    gs_status_t status; /* GS_OK or the error the request failed with */
+    size_t nbytes;      /* bytes received (recv) or sent (send) */
+    int peer;           /* the sender (recv; resolves GS_ANY_SOURCE) */
+    uint64_t tag;       /* the full tag of the message */
+} gs_tp_completion_t;
+
+typedef struct gs_transport_ops {
+    const char *name; /* "tcp" */
+    size_t abi_size;  /* sizeof(gs_transport_ops_t) it was built against */
+    unsigned caps;    /* GS_TP_CAP_* */
+
+    /* Create an instance and start listening. Blocking, short.
+     * Returns GS_OK, GS_ERR_SYSTEM (socket calls, named), GS_ERR_INVALID_ARG
+     * (no such interface), GS_ERR_NO_MEMORY. */
+    gs_status_t (*init)(const gs_tp_params_t *params, gs_tp_t **tp_out);
+
+    /* Write this instance's endpoint ("ip:port" / "[ip6]:port") into buf,
+     * NUL-terminated. Returns GS_OK or GS_ERR_INVALID_ARG if len is too small. */
+    gs_status_t (*get_address)(gs_tp_t *tp, char *buf, size_t len);
+
+    /* Connect to every peer given the endpoints of all ranks (addrs[rank] is
+     * ours). Blocking until connected or @p deadline_ns (CLOCK_MONOTONIC).
+     * Rejects connections that fail the handshake (magic, version, job,
+     * comm, rank, size) with a WARN and keeps waiting for the right ones.
+     * Returns GS_OK, GS_ERR_TIMEOUT naming the missing peers, GS_ERR_SYSTEM,
+     * GS_ERR_ABORTED. */
+    gs_status_t (*connect)(gs_tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX], uint64_t deadline_ns);
+
+    /* Start sending len bytes of buf to peer with tag. Never blocks. buf must
+     * stay valid and unchanged until the request completes. Returns GS_OK
+     * with *req_out set (the request may already be complete, or already
+     * failed), GS_ERR_INVALID_ARG, GS_ERR_NO_MEMORY. */
+    gs_status_t (*isend)(gs_tp_t *tp, int peer, uint64_t tag, const void *buf, size_t len,
+                         gs_tp_req_t **req_out);
+
+    /* Post a receive of at most len bytes into buf from peer (or
+     * GS_ANY_SOURCE) with tag. Never blocks. Returns as isend. */
+    gs_status_t (*irecv)(gs_tp_t *tp, int peer, uint64_t tag, void *buf, size_t len,
+                         gs_tp_req_t **req_out);
+
+    /* Non-blocking check. Sets *done_out to 1 and fills *comp_out (may be
+     * NULL) when the request has finished, with or without error. When it
+     * failed, also sets this thread's last error (gs__error_copy_in, no log)
+     * to a sentence naming the peer and the cause. Does not progress I/O.
+     * Returns GS_OK. */
+    gs_status_t (*test)(gs_tp_t *tp, gs_tp_req_t *req, int *done_out, gs_tp_completion_t *comp_out);
+
+    /* Move data: read and write every ready socket, then return as soon as
+     * at least one request completed or a peer failed, or at @p deadline_ns.
+     * Returns GS_OK (also at the deadline), GS_ERR_ABORTED after abort,
+     * GS_ERR_SYSTEM for a failure of the poller itself. */
+    gs_status_t (*progress)(gs_tp_t *tp, uint64_t deadline_ns);
+
+    /* Free a request. An unfinished receive is cancelled; an unfinished send
+     * is cancelled, and if part of it is already on the wire the connection
+     * to that peer is closed (the stream cannot be resumed). Returns GS_OK. */
+    gs_status_t (*req_release)(gs_tp_t *tp, gs_tp_req_t *req);
+
+    /* Thread-safe, any thread: make progress return GS_ERR_ABORTED and every
+     * pending and later request fail with GS_ERR_ABORTED. Returns GS_OK. */
+    gs_status_t (*abort)(gs_tp_t *tp);
+
+    /* Say goodbye to every peer, close everything and free the instance.
+     * Always frees. Returns GS_OK or the first error met. */
+    gs_status_t (*finalize)(gs_tp_t *tp);
+} gs_transport_ops_t;
+
+/* An instance and its ops, as held by a communicator. */
+typedef struct gs_transport {
+    const gs_transport_ops_t *ops;
+    gs_tp_t *tp;
+} gs_transport_t;
+
+/* Registry (transport.c): look up a built-in transport by name.
+ * Returns GS_OK or GS_ERR_INVALID_ARG naming the unknown transport. */
+gs_status_t gs__transport_lookup(const char *name, const gs_transport_ops_t **ops_out);
+
+/* Dispatch wrappers: callers never touch ops-> directly. */
+static inline gs_status_t gs__tp_isend(gs_transport_t *t, int peer, uint64_t tag, const void *buf,
+                                       size_t len, gs_tp_req_t **req_out)
+{
+    return t->ops->isend(t->tp, peer, tag, buf, len, req_out);
+}
+
+static inline gs_status_t gs__tp_irecv(gs_transport_t *t, int peer, uint64_t tag, void *buf,
+                                       size_t len, gs_tp_req_t **req_out)
+{
+    return t->ops->irecv(t->tp, peer, tag, buf, len, req_out);
+}
+
+static inline gs_status_t gs__tp_test(gs_transport_t *t, gs_tp_req_t *req, int *done_out,
+                                      gs_tp_completion_t *comp_out)
+{
+    return t->ops->test(t->tp, req, done_out, comp_out);
+}
+
+static inline gs_status_t gs__tp_progress(gs_transport_t *t, uint64_t deadline_ns)
+{
+    return t->ops->progress(t->tp, deadline_ns);
+}
+
+static inline gs_status_t gs__tp_req_release(gs_transport_t *t, gs_tp_req_t *req)
+{
+    return t->ops->req_release(t->tp, req);
+}
+
+#endif /* GS_TRANSPORT_TRANSPORT_H */

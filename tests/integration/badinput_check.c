@@ -1,0 +1,763 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * badinput_check: wrong calls against the public API, single- and
+ * multi-rank. Every rank makes the same wrong calls, so each must fail
+ * locally with the documented status (GS_ERR_INVALID_ARG for NULL handles
+ * and buffers, byte sizes that overflow, unknown dtypes/ops/algorithms, avg
+ * on integers, roots and peers out of range, bad configuration values) and
+ * a gs_last_error() sentence that names the argument; outputs stay
+ * unwritten, and the communicator keeps working afterwards. Modes:
+ *
+ *   badinput_check [args] [--verbose]   argument checks (under gsrun, any world size)
+ *   badinput_check mismatch [--short-ms T] [--port2 P]
+ *       world size 2: rank 0 calls gs_allreduce while rank 1 calls
+ *       gs_broadcast (then: same call, different counts) on a communicator
+ *       with a short deadline on port P (default: master port + 1). Both
+ *       must return an error: GS_ERR_MISMATCH expected, GS_ERR_TIMEOUT
+ *       accepted and reported as such. A second communicator (the launcher's)
+ *       keeps both ranks alive until both have their result.
+ *   badinput_check init [--expect LIST]
+ *       gs_comm_init_env only, for run_badinput.sh (world sizes that
+ *       disagree, a rank taken twice); prints "INIT rank=R status=S ms=T err=..."
+ *
+ * Prints "N passed, M failed"; exit status 1 when any rank failed a check.
+ */
+#include <gradsync/gradsync.h>
+
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+static int g_rank;
+static int g_world = 1;
+static long g_passed;
+static long g_failed;
+static int g_verbose;
+static const char *volatile g_current = "startup";
+
+static double mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* A crash names the check that caused it (async-signal-safe output only). */
+static void on_crash(int sig)
+{
+    const char *msg = "\nFATAL badinput_check crashed in check: ";
+    ssize_t rc = write(2, msg, strlen(msg));
+    rc = write(2, g_current, strlen(g_current));
+    rc = write(2, "\n", 1);
+    (void)rc;
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+__attribute__((format(printf, 2, 3))) static void fail(const char *label, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    printf("FAIL rank %d %s: %s\n", g_rank, label, msg);
+    g_failed++;
+}
+
+static void pass(const char *label)
+{
+    g_passed++;
+    if (g_verbose)
+        printf("ok   rank %d %s\n", g_rank, label);
+}
+
+/*
+ * Check that a call failed with @p want and that gs_last_error() is not
+ * empty and contains @p word (case-insensitive; NULL = any sentence).
+ */
+static void expect_err(const char *label, gs_status_t got, gs_status_t want, const char *word)
+{
+    const char *err = gs_last_error();
+    if (got != want) {
+        fail(label, "returned %s, expected %s (last error: '%s')", gs_status_name(got),
+             gs_status_name(want), err ? err : "(NULL)");
+        return;
+    }
+    if (!err || !err[0]) {
+        fail(label, "%s but gs_last_error() is empty", gs_status_name(got));
+        return;
+    }
+    if (word && !strcasestr(err, word)) {
+        fail(label, "gs_last_error() '%s' does not mention '%s'", err, word);
+        return;
+    }
+    pass(label);
+}
+
+static void expect_ok(const char *label, gs_status_t got)
+{
+    if (got != GS_OK)
+        fail(label, "returned %s: %s", gs_status_name(got), gs_last_error());
+    else
+        pass(label);
+}
+
+#define CHECK_ERR(_label, _call, _want, _word)                                                     \
+    do {                                                                                           \
+        g_current = (_label);                                                                      \
+        expect_err((_label), (_call), (_want), (_word));                                           \
+    } while (0)
+
+static int env_int(const char *a, const char *b, int dflt)
+{
+    const char *s = getenv(a);
+    if (!s)
+        s = getenv(b);
+    return s ? atoi(s) : dflt;
+}
+
+/* ------------------------------------------------------------------ */
+/* Argument checks                                                     */
+/* ------------------------------------------------------------------ */
+
+static void check_null_comm(void)
+{
+    float a[8] = {0}, b[8] = {0};
+    int r = 12345, s = 12345;
+    gs_request_t req = (gs_request_t)&req;
+    gs_comm_t sub = (gs_comm_t)&sub;
+    gs_counters_t c = {.size = sizeof(gs_counters_t)};
+    gs_status_t e = GS_OK;
+
+    CHECK_ERR("null comm: gs_comm_rank", gs_comm_rank(GS_COMM_NULL, &r), GS_ERR_INVALID_ARG,
+              "comm");
+    CHECK_ERR("null comm: gs_comm_size", gs_comm_size(GS_COMM_NULL, &s), GS_ERR_INVALID_ARG,
+              "comm");
+    if (r != 12345 || s != 12345)
+        fail("null comm: outputs", "rank/size outputs written on error (%d, %d)", r, s);
+    CHECK_ERR("null comm: gs_allreduce",
+              gs_allreduce(GS_COMM_NULL, a, b, 8, GS_DTYPE_F32, GS_OP_SUM), GS_ERR_INVALID_ARG,
+              "comm");
+    CHECK_ERR("null comm: gs_broadcast", gs_broadcast(GS_COMM_NULL, a, 8, GS_DTYPE_F32, 0),
+              GS_ERR_INVALID_ARG, "comm");
+    CHECK_ERR("null comm: gs_reduce",
+              gs_reduce(GS_COMM_NULL, a, b, 8, GS_DTYPE_F32, GS_OP_SUM, 0), GS_ERR_INVALID_ARG,
+              "comm");
+    CHECK_ERR("null comm: gs_allgather", gs_allgather(GS_COMM_NULL, a, b, 1, GS_DTYPE_F32),
+              GS_ERR_INVALID_ARG, "comm");
+    CHECK_ERR("null comm: gs_reduce_scatter",
+              gs_reduce_scatter(GS_COMM_NULL, a, b, 1, GS_DTYPE_F32, GS_OP_SUM),
+              GS_ERR_INVALID_ARG, "comm");
+    CHECK_ERR("null comm: gs_alltoall", gs_alltoall(GS_COMM_NULL, a, b, 1, GS_DTYPE_F32),
+              GS_ERR_INVALID_ARG, "comm");
+    CHECK_ERR("null comm: gs_barrier", gs_barrier(GS_COMM_NULL), GS_ERR_INVALID_ARG, "comm");
+    CHECK_ERR("null comm: gs_send", gs_send(GS_COMM_NULL, a, 8, GS_DTYPE_F32, 0, 1),
+              GS_ERR_INVALID_ARG, "comm");
+    CHECK_ERR("null comm: gs_recv", gs_recv(GS_COMM_NULL, a, 8, GS_DTYPE_F32, 0, 1),
+              GS_ERR_INVALID_ARG, "comm");
+    CHECK_ERR("null comm: gs_iallreduce",
+              gs_iallreduce(GS_COMM_NULL, a, b, 8, GS_DTYPE_F32, GS_OP_SUM, &req),
+              GS_ERR_INVALID_ARG, "comm");
+    CHECK_ERR("null comm: gs_ibarrier", gs_ibarrier(GS_COMM_NULL, &req), GS_ERR_INVALID_ARG,
+              "comm");
+    if (req != (gs_request_t)&req)
+        fail("null comm: request output", "*req_out written although the call failed");
+    CHECK_ERR("null comm: gs_comm_split", gs_comm_split(GS_COMM_NULL, 0, 0, &sub),
+              GS_ERR_INVALID_ARG, "comm");
+    if (sub != (gs_comm_t)&sub)
+        fail("null comm: split output", "*newcomm_out written although the call failed");
+    CHECK_ERR("null comm: gs_comm_counters", gs_comm_counters(GS_COMM_NULL, &c),
+              GS_ERR_INVALID_ARG, "comm");
+    CHECK_ERR("null comm: gs_comm_get_async_error", gs_comm_get_async_error(GS_COMM_NULL, &e),
+              GS_ERR_INVALID_ARG, "comm");
+    CHECK_ERR("null comm: gs_comm_abort", gs_comm_abort(GS_COMM_NULL), GS_ERR_INVALID_ARG,
+              "comm");
+}
+
+static void check_null_outputs(gs_comm_t comm)
+{
+    float a[4] = {0};
+    CHECK_ERR("null out: gs_comm_rank", gs_comm_rank(comm, NULL), GS_ERR_INVALID_ARG, NULL);
+    CHECK_ERR("null out: gs_comm_size", gs_comm_size(comm, NULL), GS_ERR_INVALID_ARG, NULL);
+    CHECK_ERR("null out: gs_comm_counters", gs_comm_counters(comm, NULL), GS_ERR_INVALID_ARG,
+              NULL);
+    CHECK_ERR("null out: gs_comm_get_async_error", gs_comm_get_async_error(comm, NULL),
+              GS_ERR_INVALID_ARG, NULL);
+    CHECK_ERR("null out: gs_iallreduce req",
+              gs_iallreduce(comm, a, a, 4, GS_DTYPE_F32, GS_OP_SUM, NULL), GS_ERR_INVALID_ARG,
+              "req");
+    CHECK_ERR("null out: gs_ibarrier req", gs_ibarrier(comm, NULL), GS_ERR_INVALID_ARG, "req");
+    CHECK_ERR("null out: gs_comm_split newcomm", gs_comm_split(comm, 0, 0, NULL),
+              GS_ERR_INVALID_ARG, NULL);
+    CHECK_ERR("null out: gs_wait", gs_wait(NULL), GS_ERR_INVALID_ARG, NULL);
+    CHECK_ERR("null out: gs_test", gs_test(NULL), GS_ERR_INVALID_ARG, NULL);
+    CHECK_ERR("null out: gs_waitall", gs_waitall(2, NULL), GS_ERR_INVALID_ARG, NULL);
+    CHECK_ERR("null out: gs_config_init", gs_config_init(NULL), GS_ERR_INVALID_ARG, NULL);
+    CHECK_ERR("null out: gs_comm_init", gs_comm_init(NULL, NULL), GS_ERR_INVALID_ARG, NULL);
+    CHECK_ERR("null out: gs_comm_init_env", gs_comm_init_env(NULL, NULL), GS_ERR_INVALID_ARG,
+              NULL);
+
+    gs_request_t nreq = GS_REQUEST_NULL;
+    g_current = "gs_wait(GS_REQUEST_NULL)";
+    expect_ok("gs_wait(GS_REQUEST_NULL)", gs_wait(&nreq));
+    g_current = "gs_test(GS_REQUEST_NULL)";
+    gs_status_t st = gs_test(&nreq);
+    if (st != GS_OK)
+        fail("gs_test(GS_REQUEST_NULL)", "returned %s, expected GS_OK", gs_status_name(st));
+    else
+        pass("gs_test(GS_REQUEST_NULL)");
+}
+
+static void check_null_buffers(gs_comm_t comm)
+{
+    float a[64] = {0}, b[64] = {0};
+    size_t n = 4;
+    gs_request_t req = (gs_request_t)&req;
+    CHECK_ERR("null buf: allreduce sendbuf",
+              gs_allreduce(comm, NULL, b, n, GS_DTYPE_F32, GS_OP_SUM), GS_ERR_INVALID_ARG,
+              "sendbuf");
+    CHECK_ERR("null buf: allreduce recvbuf",
+              gs_allreduce(comm, a, NULL, n, GS_DTYPE_F32, GS_OP_SUM), GS_ERR_INVALID_ARG,
+              "recvbuf");
+    CHECK_ERR("null buf: iallreduce sendbuf",
+              gs_iallreduce(comm, NULL, b, n, GS_DTYPE_F32, GS_OP_SUM, &req), GS_ERR_INVALID_ARG,
+              "sendbuf");
+    if (req != (gs_request_t)&req)
+        fail("null buf: request output", "*req_out written although the call failed");
+    CHECK_ERR("null buf: broadcast buf", gs_broadcast(comm, NULL, n, GS_DTYPE_F32, 0),
+              GS_ERR_INVALID_ARG, "buf");
+    CHECK_ERR("null buf: ibroadcast buf", gs_ibroadcast(comm, NULL, n, GS_DTYPE_F32, 0, &req),
+              GS_ERR_INVALID_ARG, "buf");
+    CHECK_ERR("null buf: reduce sendbuf",
+              gs_reduce(comm, NULL, b, n, GS_DTYPE_F32, GS_OP_SUM, 0), GS_ERR_INVALID_ARG,
+              "sendbuf");
+    if (g_world == 1)
+        CHECK_ERR("null buf: reduce recvbuf on root",
+                  gs_reduce(comm, a, NULL, n, GS_DTYPE_F32, GS_OP_SUM, 0), GS_ERR_INVALID_ARG,
+                  "recvbuf");
+    CHECK_ERR("null buf: allgather sendbuf", gs_allgather(comm, NULL, b, 1, GS_DTYPE_F32),
+              GS_ERR_INVALID_ARG, "sendbuf");
+    CHECK_ERR("null buf: allgather recvbuf", gs_allgather(comm, a, NULL, 1, GS_DTYPE_F32),
+              GS_ERR_INVALID_ARG, "recvbuf");
+    CHECK_ERR("null buf: reduce_scatter sendbuf",
+              gs_reduce_scatter(comm, NULL, b, 1, GS_DTYPE_F32, GS_OP_SUM), GS_ERR_INVALID_ARG,
+              "sendbuf");
+    CHECK_ERR("null buf: reduce_scatter recvbuf",
+              gs_reduce_scatter(comm, a, NULL, 1, GS_DTYPE_F32, GS_OP_SUM), GS_ERR_INVALID_ARG,
+              "recvbuf");
+    CHECK_ERR("null buf: alltoall sendbuf", gs_alltoall(comm, NULL, b, 1, GS_DTYPE_F32),
+              GS_ERR_INVALID_ARG, "sendbuf");
+    CHECK_ERR("null buf: alltoall recvbuf", gs_alltoall(comm, a, NULL, 1, GS_DTYPE_F32),
+              GS_ERR_INVALID_ARG, "recvbuf");
+    CHECK_ERR("null buf: send", gs_send(comm, NULL, n, GS_DTYPE_F32, 0, 7), GS_ERR_INVALID_ARG,
+              "buf");
+    CHECK_ERR("null buf: recv", gs_recv(comm, NULL, n, GS_DTYPE_F32, 0, 7), GS_ERR_INVALID_ARG,
+              "buf");
+    CHECK_ERR("null buf: isend", gs_isend(comm, NULL, n, GS_DTYPE_F32, 0, 7, &req),
+              GS_ERR_INVALID_ARG, "buf");
+    CHECK_ERR("null buf: irecv", gs_irecv(comm, NULL, n, GS_DTYPE_F32, 0, 7, &req),
+              GS_ERR_INVALID_ARG, "buf");
+    if (req != (gs_request_t)&req)
+        fail("null buf: request output", "*req_out written although the call failed");
+
+    /* count 0 with NULL buffers is valid (collective: every rank calls). */
+    g_current = "count 0: allreduce NULL";
+    expect_ok("count 0: allreduce NULL", gs_allreduce(comm, NULL, NULL, 0, GS_DTYPE_F32,
+                                                       GS_OP_SUM));
+    g_current = "count 0: broadcast NULL";
+    expect_ok("count 0: broadcast NULL", gs_broadcast(comm, NULL, 0, GS_DTYPE_F64, 0));
+}
+
+static void check_overflow(gs_comm_t comm)
+{
+    /* Valid, tiny buffers: the library must reject the size before touching them. */
+    static float a[16], b[16];
+    gs_request_t req = GS_REQUEST_NULL;
+    const size_t huge = SIZE_MAX / 2;
+    const size_t quarter = SIZE_MAX / 4 + 1; /* quarter * 4 wraps to 0 */
+    CHECK_ERR("overflow: allreduce SIZE_MAX/2",
+              gs_allreduce(comm, a, b, huge, GS_DTYPE_F32, GS_OP_SUM), GS_ERR_INVALID_ARG, NULL);
+    CHECK_ERR("overflow: allreduce (SIZE_MAX/4+1)*4 wraps to 0",
+              gs_allreduce(comm, a, b, quarter, GS_DTYPE_F32, GS_OP_SUM), GS_ERR_INVALID_ARG,
+              NULL);
+    CHECK_ERR("overflow: allreduce f64 SIZE_MAX/8+1",
+              gs_allreduce(comm, a, b, SIZE_MAX / 8 + 1, GS_DTYPE_F64, GS_OP_SUM),
+              GS_ERR_INVALID_ARG, NULL);
+    CHECK_ERR("overflow: iallreduce SIZE_MAX/2",
+              gs_iallreduce(comm, a, b, huge, GS_DTYPE_F32, GS_OP_SUM, &req), GS_ERR_INVALID_ARG,
+              NULL);
+    CHECK_ERR("overflow: broadcast SIZE_MAX/2", gs_broadcast(comm, a, huge, GS_DTYPE_F32, 0),
+              GS_ERR_INVALID_ARG, NULL);
+    CHECK_ERR("overflow: reduce SIZE_MAX/2",
+              gs_reduce(comm, a, b, huge, GS_DTYPE_F32, GS_OP_SUM, 0), GS_ERR_INVALID_ARG, NULL);
+    CHECK_ERR("overflow: allgather SIZE_MAX/2", gs_allgather(comm, a, b, huge, GS_DTYPE_I8),
+              GS_ERR_INVALID_ARG, NULL);
+    if (g_world > 1)
+        CHECK_ERR("overflow: allgather count*world",
+                  gs_allgather(comm, a, b, SIZE_MAX / (size_t)g_world + 1, GS_DTYPE_U8),
+                  GS_ERR_INVALID_ARG, NULL);
+    CHECK_ERR("overflow: reduce_scatter SIZE_MAX/2",
+              gs_reduce_scatter(comm, a, b, huge, GS_DTYPE_F32, GS_OP_SUM), GS_ERR_INVALID_ARG,
+              NULL);
+    CHECK_ERR("overflow: alltoall SIZE_MAX/2", gs_alltoall(comm, a, b, huge, GS_DTYPE_F32),
+              GS_ERR_INVALID_ARG, NULL);
+    CHECK_ERR("overflow: send SIZE_MAX/2", gs_send(comm, a, huge, GS_DTYPE_F32, 0, 9),
+              GS_ERR_INVALID_ARG, NULL);
+    CHECK_ERR("overflow: recv SIZE_MAX/2", gs_recv(comm, a, huge, GS_DTYPE_F32, 0, 9),
+              GS_ERR_INVALID_ARG, NULL);
+}
+
+static void check_types(gs_comm_t comm)
+{
+    float a[8] = {0}, b[8 * 64] = {0};
+    gs_request_t req = GS_REQUEST_NULL;
+    const gs_dtype_t bad_dt = (gs_dtype_t)99;
+    const gs_op_t bad_op = (gs_op_t)99;
+    CHECK_ERR("dtype 99: allreduce", gs_allreduce(comm, a, b, 2, bad_dt, GS_OP_SUM),
+              GS_ERR_INVALID_ARG, "dtype");
+    CHECK_ERR("dtype -1: allreduce", gs_allreduce(comm, a, b, 2, (gs_dtype_t)-1, GS_OP_SUM),
+              GS_ERR_INVALID_ARG, "dtype");
+    CHECK_ERR("dtype COUNT: allreduce", gs_allreduce(comm, a, b, 2, GS_DTYPE_COUNT, GS_OP_SUM),
+              GS_ERR_INVALID_ARG, "dtype");
+    CHECK_ERR("dtype 99: iallreduce", gs_iallreduce(comm, a, b, 2, bad_dt, GS_OP_SUM, &req),
+              GS_ERR_INVALID_ARG, "dtype");
+    CHECK_ERR("dtype 99: broadcast", gs_broadcast(comm, a, 2, bad_dt, 0), GS_ERR_INVALID_ARG,
+              "dtype");
+    CHECK_ERR("dtype 99: allgather", gs_allgather(comm, a, b, 1, bad_dt), GS_ERR_INVALID_ARG,
+              "dtype");
+    CHECK_ERR("dtype 99: alltoall", gs_alltoall(comm, a, b, 1, bad_dt), GS_ERR_INVALID_ARG,
+              "dtype");
+    CHECK_ERR("dtype 99: send", gs_send(comm, a, 1, bad_dt, 0, 3), GS_ERR_INVALID_ARG, "dtype");
+    CHECK_ERR("op 99: allreduce", gs_allreduce(comm, a, b, 2, GS_DTYPE_F32, bad_op),
+              GS_ERR_INVALID_ARG, "op");
+    CHECK_ERR("op -1: allreduce", gs_allreduce(comm, a, b, 2, GS_DTYPE_F32, (gs_op_t)-1),
+              GS_ERR_INVALID_ARG, "op");
+    CHECK_ERR("op 99: reduce", gs_reduce(comm, a, b, 2, GS_DTYPE_F32, bad_op, 0),
+              GS_ERR_INVALID_ARG, "op");
+    CHECK_ERR("op 99: reduce_scatter", gs_reduce_scatter(comm, a, b, 1, GS_DTYPE_F32, bad_op),
+              GS_ERR_INVALID_ARG, "op");
+    CHECK_ERR("avg on i32: allreduce", gs_allreduce(comm, a, b, 2, GS_DTYPE_I32, GS_OP_AVG),
+              GS_ERR_INVALID_ARG, "avg");
+    CHECK_ERR("avg on u8: allreduce", gs_allreduce(comm, a, b, 2, GS_DTYPE_U8, GS_OP_AVG),
+              GS_ERR_INVALID_ARG, "avg");
+    CHECK_ERR("avg on i64: iallreduce",
+              gs_iallreduce(comm, a, b, 2, GS_DTYPE_I64, GS_OP_AVG, &req), GS_ERR_INVALID_ARG,
+              "avg");
+    CHECK_ERR("avg on i8: reduce", gs_reduce(comm, a, b, 2, GS_DTYPE_I8, GS_OP_AVG, 0),
+              GS_ERR_INVALID_ARG, "avg");
+    CHECK_ERR("avg on i32: reduce_scatter",
+              gs_reduce_scatter(comm, a, b, 1, GS_DTYPE_I32, GS_OP_AVG), GS_ERR_INVALID_ARG,
+              "avg");
+
+    gs_allreduce_opts_t o = GS_ALLREDUCE_OPTS_INIT;
+    o.algo = (gs_algo_t)99;
+    CHECK_ERR("algo 99: allreduce_ex",
+              gs_allreduce_ex(comm, a, b, 2, GS_DTYPE_F32, GS_OP_SUM, &o), GS_ERR_INVALID_ARG,
+              "algo");
+}
+
+static void check_ranges(gs_comm_t comm)
+{
+    float a[8] = {0}, b[8] = {0};
+    gs_request_t req = GS_REQUEST_NULL;
+    int w = g_world;
+    CHECK_ERR("root = world: broadcast", gs_broadcast(comm, a, 2, GS_DTYPE_F32, w),
+              GS_ERR_INVALID_ARG, "root");
+    CHECK_ERR("root = -1: broadcast", gs_broadcast(comm, a, 2, GS_DTYPE_F32, -1),
+              GS_ERR_INVALID_ARG, "root");
+    CHECK_ERR("root = world: ibroadcast", gs_ibroadcast(comm, a, 2, GS_DTYPE_F32, w, &req),
+              GS_ERR_INVALID_ARG, "root");
+    CHECK_ERR("root = world: reduce", gs_reduce(comm, a, b, 2, GS_DTYPE_F32, GS_OP_SUM, w),
+              GS_ERR_INVALID_ARG, "root");
+    CHECK_ERR("root = INT_MIN: reduce",
+              gs_reduce(comm, a, b, 2, GS_DTYPE_F32, GS_OP_SUM, -2147483647 - 1),
+              GS_ERR_INVALID_ARG, "root");
+    CHECK_ERR("peer = world: send", gs_send(comm, a, 2, GS_DTYPE_F32, w, 1), GS_ERR_INVALID_ARG,
+              "peer");
+    CHECK_ERR("peer = ANY_SOURCE: send", gs_send(comm, a, 2, GS_DTYPE_F32, GS_ANY_SOURCE, 1),
+              GS_ERR_INVALID_ARG, "peer");
+    CHECK_ERR("peer = world: isend", gs_isend(comm, a, 2, GS_DTYPE_F32, w, 1, &req),
+              GS_ERR_INVALID_ARG, "peer");
+    CHECK_ERR("peer = world: recv", gs_recv(comm, a, 2, GS_DTYPE_F32, w, 1), GS_ERR_INVALID_ARG,
+              "peer");
+    CHECK_ERR("peer = -2: recv", gs_recv(comm, a, 2, GS_DTYPE_F32, -2, 1), GS_ERR_INVALID_ARG,
+              "peer");
+    CHECK_ERR("peer = world+5: irecv", gs_irecv(comm, a, 2, GS_DTYPE_F32, w + 5, 1, &req),
+              GS_ERR_INVALID_ARG, "peer");
+}
+
+/* Bad configuration values fail in gs_comm_init before any networking. */
+static void check_config(int port)
+{
+    struct {
+        const char *label;
+        const char *word;
+        int field;
+        int value;
+    } cases[] = {
+        {"config: rank >= world_size", "rank", 0, 5},
+        {"config: rank -3", "rank", 0, -3},
+        {"config: world_size 0", "world", 1, 0},
+        {"config: timeout_ms -5", "timeout", 2, -5},
+        {"config: tcp_nsocks 99", "nsocks", 3, 99},
+        {"config: slice_bytes 1", "slice", 4, 1},
+        {"config: master_port 70000", "port", 5, 70000},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        gs_config_t cfg;
+        if (gs_config_init(&cfg) != GS_OK) {
+            fail(cases[i].label, "gs_config_init failed: %s", gs_last_error());
+            return;
+        }
+        cfg.rank = 0;
+        cfg.world_size = 2;
+        cfg.master_addr = "127.0.0.1";
+        cfg.master_port = port;
+        cfg.timeout_ms = 2000;
+        switch (cases[i].field) {
+        case 0:
+            cfg.rank = cases[i].value;
+            break;
+        case 1:
+            cfg.world_size = cases[i].value;
+            break;
+        case 2:
+            cfg.timeout_ms = cases[i].value;
+            break;
+        case 3:
+            cfg.tcp_nsocks = cases[i].value;
+            break;
+        case 4:
+            cfg.slice_bytes = cases[i].value;
+            break;
+        default:
+            cfg.master_port = cases[i].value;
+            break;
+        }
+        gs_comm_t c = (gs_comm_t)&c;
+        double t0 = mono_ms();
+        CHECK_ERR(cases[i].label, gs_comm_init(&c, &cfg), GS_ERR_INVALID_ARG, cases[i].word);
+        double ms = mono_ms() - t0;
+        if (c != (gs_comm_t)&c)
+            fail(cases[i].label, "*comm_out written although init failed");
+        if (ms > 1000.0)
+            fail(cases[i].label, "took %.0f ms: the value must be rejected before networking",
+                 ms);
+    }
+
+    gs_config_t cfg;
+    (void)gs_config_init(&cfg);
+    cfg.rank = 0;
+    cfg.world_size = 1;
+    cfg.master_port = port;
+    cfg.timeout_ms = 2000;
+    cfg.transport = "carrier-pigeon";
+    gs_comm_t c = GS_COMM_NULL;
+    g_current = "config: unknown transport";
+    gs_status_t st = gs_comm_init(&c, &cfg);
+    if (st == GS_ERR_INVALID_ARG || st == GS_ERR_UNSUPPORTED)
+        pass("config: unknown transport");
+    else
+        fail("config: unknown transport", "returned %s, expected GS_ERR_INVALID_ARG or "
+             "GS_ERR_UNSUPPORTED", gs_status_name(st));
+    if (st == GS_OK)
+        (void)gs_comm_destroy(c);
+
+    /* A bad environment value is rejected naming the variable. */
+    cfg.transport = NULL;
+    setenv("GS_TCP_NSOCKS", "lots", 1);
+    c = GS_COMM_NULL;
+    g_current = "env: GS_TCP_NSOCKS=lots";
+    st = gs_comm_init(&c, &cfg);
+    expect_err("env: GS_TCP_NSOCKS=lots", st, GS_ERR_INVALID_ARG, "GS_TCP_NSOCKS");
+    if (st == GS_OK)
+        (void)gs_comm_destroy(c);
+    unsetenv("GS_TCP_NSOCKS");
+
+    /* The same single-rank config, valid, works. */
+    c = GS_COMM_NULL;
+    g_current = "config: valid single rank";
+    st = gs_comm_init(&c, &cfg);
+    if (st != GS_OK) {
+        fail("config: valid single rank", "gs_comm_init returned %s: %s", gs_status_name(st),
+             gs_last_error());
+        return;
+    }
+    double x = 2.5, y = 0;
+    st = gs_allreduce(c, &x, &y, 1, GS_DTYPE_F64, GS_OP_SUM);
+    if (st != GS_OK || y != 2.5)
+        fail("config: valid single rank", "allreduce returned %s, value %g", gs_status_name(st),
+             y);
+    else
+        pass("config: valid single rank");
+    expect_ok("config: destroy single rank", gs_comm_destroy(c));
+}
+
+static void check_status_api(void)
+{
+    struct {
+        gs_status_t st;
+        gs_status_scope_t scope;
+    } rows[] = {
+        {GS_OK, GS_SCOPE_NONE},
+        {GS_INPROGRESS, GS_SCOPE_NONE},
+        {GS_ERR_INVALID_ARG, GS_SCOPE_ARGUMENT},
+        {GS_ERR_NO_MEMORY, GS_SCOPE_RESOURCE},
+        {GS_ERR_PEER_FAILED, GS_SCOPE_PEER},
+        {GS_ERR_TIMEOUT, GS_SCOPE_PEER},
+        {GS_ERR_MISMATCH, GS_SCOPE_PEER},
+        {GS_ERR_ABORTED, GS_SCOPE_COMM},
+        {GS_ERR_INTERNAL, GS_SCOPE_INTERNAL},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        const char *name = gs_status_name(rows[i].st);
+        if (gs_status_scope(rows[i].st) != rows[i].scope)
+            fail("status: scope", "%s has scope %d, expected %d", name,
+                 (int)gs_status_scope(rows[i].st), (int)rows[i].scope);
+        else
+            pass("status: scope");
+    }
+    const char *s = gs_strerror((gs_status_t)12345);
+    if (!s || strcmp(s, "unknown status") != 0)
+        fail("status: unknown code", "gs_strerror(12345) = '%s'", s ? s : "(NULL)");
+    else
+        pass("status: unknown code");
+    if (!gs_status_name((gs_status_t)-9999))
+        fail("status: unknown name", "gs_status_name(-9999) returned NULL");
+    else
+        pass("status: unknown name");
+}
+
+/* After all the errors above the communicator still works and is not failed. */
+static void check_still_works(gs_comm_t comm, const char *label)
+{
+    int64_t v[3] = {g_rank + 1, 1, -g_rank}, out[3] = {0, 0, 0};
+    int64_t w = g_world;
+    gs_status_t e = GS_ERR_INTERNAL;
+    g_current = label;
+    gs_status_t st = gs_comm_get_async_error(comm, &e);
+    if (st != GS_OK || e != GS_OK)
+        fail(label, "async error is %s (call %s): argument errors must not be sticky",
+             gs_status_name(e), gs_status_name(st));
+    st = gs_allreduce(comm, v, out, 3, GS_DTYPE_I64, GS_OP_SUM);
+    if (st != GS_OK)
+        fail(label, "gs_allreduce returned %s: %s", gs_status_name(st), gs_last_error());
+    else if (out[0] != w * (w + 1) / 2 || out[1] != w || out[2] != -(w * (w - 1) / 2))
+        fail(label, "gs_allreduce gave %lld %lld %lld", (long long)out[0], (long long)out[1],
+             (long long)out[2]);
+    else
+        pass(label);
+}
+
+/* gs_comm_abort on a duplicate: later calls give GS_ERR_ABORTED; the parent is unharmed. */
+static void check_abort(gs_comm_t comm)
+{
+    gs_comm_t dup = GS_COMM_NULL;
+    g_current = "abort";
+    gs_status_t st = gs_comm_split(comm, 0, g_rank, &dup);
+    if (st != GS_OK) {
+        fail("abort: split", "returned %s: %s", gs_status_name(st), gs_last_error());
+        return;
+    }
+    expect_ok("abort: gs_comm_abort", gs_comm_abort(dup));
+    float x = 1, y = 0;
+    CHECK_ERR("abort: allreduce after abort", gs_allreduce(dup, &x, &y, 1, GS_DTYPE_F32,
+                                                           GS_OP_SUM),
+              GS_ERR_ABORTED, NULL);
+    gs_status_t e = GS_OK;
+    if (gs_comm_get_async_error(dup, &e) != GS_OK || e != GS_ERR_ABORTED)
+        fail("abort: async error", "is %s, expected GS_ERR_ABORTED", gs_status_name(e));
+    else
+        pass("abort: async error");
+    (void)gs_comm_destroy(dup);
+    pass("abort: destroy returned");
+}
+
+static int finish(gs_comm_t comm, const char *prog)
+{
+    int64_t mine[2] = {g_passed, g_failed}, tot[2] = {0, 0};
+    gs_status_t st = gs_allreduce(comm, mine, tot, 2, GS_DTYPE_I64, GS_OP_SUM);
+    int rc;
+    if (st != GS_OK) {
+        printf("%s rank %d: could not agree on the result (%s): %ld passed, %ld failed\n", prog,
+               g_rank, gs_status_name(st), g_passed, g_failed);
+        rc = 1;
+    } else {
+        if (g_rank == 0)
+            printf("%s world=%d: %lld passed, %lld failed (checks summed over ranks)\n", prog,
+                   g_world, (long long)tot[0], (long long)tot[1]);
+        rc = tot[1] ? 1 : 0;
+    }
+    (void)gs_comm_destroy(comm);
+    return rc;
+}
+
+static int run_args(gs_comm_t comm)
+{
+    int port = env_int("GS_MASTER_PORT", "MASTER_PORT", 29500);
+    check_status_api();
+    check_null_comm();
+    check_still_works(comm, "works after null-comm errors");
+    check_null_outputs(comm);
+    check_null_buffers(comm);
+    check_still_works(comm, "works after null-buffer errors");
+    check_overflow(comm);
+    check_still_works(comm, "works after overflow errors");
+    check_types(comm);
+    check_ranges(comm);
+    check_still_works(comm, "works after dtype/op/root/peer errors");
+    /* Each rank uses its own port for the single-rank configs. */
+    check_config(port + 100 + g_rank);
+    check_abort(comm);
+    check_still_works(comm, "works after config errors and abort of a duplicate");
+    return finish(comm, "badinput_check");
+}
+
+/* ------------------------------------------------------------------ */
+/* Ranks that call different collectives                               */
+/* ------------------------------------------------------------------ */
+
+/* Run one mismatched call on a fresh communicator with a short deadline. */
+static void mismatch_case(gs_comm_t comm, const char *label, int which, int port, int short_ms)
+{
+    gs_config_t cfg;
+    (void)gs_config_init(&cfg);
+    cfg.rank = g_rank;
+    cfg.world_size = g_world;
+    cfg.master_port = port;
+    cfg.timeout_ms = short_ms;
+    gs_comm_t mc = GS_COMM_NULL;
+    g_current = label;
+    gs_status_t st = gs_comm_init_env(&mc, &cfg);
+    if (st != GS_OK) {
+        fail(label, "could not create the test communicator on port %d: %s: %s", port,
+             gs_status_name(st), gs_last_error());
+        (void)gs_barrier(comm);
+        return;
+    }
+    float a[2000], b[2000];
+    for (int i = 0; i < 2000; i++)
+        a[i] = (float)i;
+    double t0 = mono_ms();
+    if (which == 0) {
+        /* rank 0 all-reduce, rank 1 broadcast, same size */
+        if (g_rank == 0)
+            st = gs_allreduce(mc, a, b, 1000, GS_DTYPE_F32, GS_OP_SUM);
+        else
+            st = gs_broadcast(mc, a, 1000, GS_DTYPE_F32, 0);
+    } else {
+        /* same collective, different counts */
+        st = gs_allreduce(mc, a, b, g_rank == 0 ? 1000 : 2000, GS_DTYPE_F32, GS_OP_SUM);
+    }
+    double ms = mono_ms() - t0;
+    const char *err = st == GS_OK ? "" : gs_last_error();
+    printf("MISMATCH %s rank=%d status=%s ms=%.0f err=%s\n", label, g_rank, gs_status_name(st),
+           ms, err);
+    if (st == GS_ERR_MISMATCH) {
+        pass(label);
+    } else if (st == GS_ERR_TIMEOUT) {
+        printf("NOTE rank %d %s: GS_ERR_TIMEOUT accepted only because GS_TIMEOUT_MS is short "
+               "(%d ms); GS_ERR_MISMATCH was expected\n",
+               g_rank, label, short_ms);
+        pass(label);
+    } else {
+        fail(label, "returned %s, expected GS_ERR_MISMATCH (or GS_ERR_TIMEOUT): %s",
+             gs_status_name(st), err);
+    }
+    if (ms > short_ms + 2000.0)
+        fail(label, "took %.0f ms with a %d ms deadline", ms, short_ms);
+    /* Keep this communicator open until the other rank has its result too. */
+    st = gs_barrier(comm);
+    if (st != GS_OK)
+        fail(label, "linger barrier on the launcher communicator: %s", gs_status_name(st));
+    (void)gs_comm_destroy(mc);
+}
+
+static int run_mismatch(gs_comm_t comm, int argc, char **argv)
+{
+    int short_ms = 3000;
+    int port2 = env_int("GS_MASTER_PORT", "MASTER_PORT", 29500) + 1;
+    for (int i = 2; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--short-ms") == 0)
+            short_ms = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--port2") == 0)
+            port2 = atoi(argv[i + 1]);
+    }
+    if (g_world != 2) {
+        printf("badinput_check mismatch: needs world size 2, got %d\n", g_world);
+        (void)gs_comm_destroy(comm);
+        return 1;
+    }
+    mismatch_case(comm, "allreduce vs broadcast", 0, port2, short_ms);
+    mismatch_case(comm, "allreduce count 1000 vs 2000", 1, port2 + 1, short_ms);
+    return finish(comm, "badinput_check mismatch");
+}
+
+static int run_init(int argc, char **argv)
+{
+    const char *expect = "ok";
+    for (int i = 2; i + 1 < argc; i += 2)
+        if (strcmp(argv[i], "--expect") == 0)
+            expect = argv[i + 1];
+    int rank = env_int("GS_RANK", "RANK", -1);
+    int world = env_int("GS_WORLD_SIZE", "WORLD_SIZE", -1);
+    gs_comm_t comm = GS_COMM_NULL;
+    double t0 = mono_ms();
+    gs_status_t st = gs_comm_init_env(&comm, NULL);
+    double ms = mono_ms() - t0;
+    const char *err = st == GS_OK ? "" : gs_last_error();
+    printf("INIT rank=%d world=%d status=%s ms=%.0f err=%s\n", rank, world, gs_status_name(st),
+           ms, err);
+    if (st == GS_OK)
+        (void)gs_comm_destroy(comm);
+    const char *name = gs_status_name(st);
+    const char *shortname = strncmp(name, "GS_ERR_", 7) == 0 ? name + 7 : name;
+    char buf[256];
+    snprintf(buf, sizeof(buf), "%s", expect);
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+        if ((strcmp(tok, "ok") == 0 && st == GS_OK) || strcmp(tok, name) == 0 ||
+            strcmp(tok, shortname) == 0)
+            return (st != GS_OK && !err[0]) ? 1 : 0;
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    signal(SIGSEGV, on_crash);
+    signal(SIGBUS, on_crash);
+    signal(SIGABRT, on_crash);
+    const char *mode = argc > 1 && argv[1][0] != '-' ? argv[1] : "args";
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--verbose") == 0)
+            g_verbose = 1;
+    if (strcmp(mode, "init") == 0)
+        return run_init(argc, argv);
+    if (strcmp(mode, "args") != 0 && strcmp(mode, "mismatch") != 0) {
+        fprintf(stderr, "usage: badinput_check [args|mismatch [--short-ms T] [--port2 P]|"
+                        "init [--expect LIST]] [--verbose]\n");
+        return 2;
+    }
+
+    gs_comm_t comm = GS_COMM_NULL;
+    gs_status_t st = gs_comm_init_env(&comm, NULL);
+    if (st != GS_OK) {
+        printf("FAIL badinput_check: gs_comm_init_env returned %s: %s\n", gs_status_name(st),
+               gs_last_error());
+        return 1;
+    }
+    (void)gs_comm_rank(comm, &g_rank);
+    (void)gs_comm_size(comm, &g_world);
+    if (strcmp(mode, "mismatch") == 0)
+        return run_mismatch(comm, argc, argv);
+    return run_args(comm);
+}

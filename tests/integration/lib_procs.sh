@@ -1,0 +1,113 @@
+# SPDX-License-Identifier: Apache-2.0
+# shellcheck shell=bash disable=SC2034
+#
+# lib_procs.sh: shell helpers shared by the integration scripts that start
+# gradsync ranks by hand (run_fault.sh, run_badinput.sh): a scratch folder,
+# free loopback ports, starting a rank with the torchrun variables, waiting
+# for it under a watchdog, reading its "TAG key=value" lines, and killing
+# every process the script started when it exits. Source it after setting
+# PROG (the rank program). Not executable on its own.
+
+PIDS=()
+EXTRA_ENV=()
+PASS=0
+FAIL=0
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/gs_itest.XXXXXX")
+PIDS=()
+PASS=0
+FAIL=0
+
+# Launcher variables from the caller's environment must not leak in.
+unset GS_RANK GS_WORLD_SIZE GS_LOCAL_RANK GS_MASTER_ADDR GS_MASTER_PORT GS_TIMEOUT_MS \
+    RANK WORLD_SIZE LOCAL_RANK MASTER_ADDR MASTER_PORT OMPI_COMM_WORLD_RANK \
+    OMPI_COMM_WORLD_SIZE OMPI_COMM_WORLD_LOCAL_RANK SLURM_PROCID SLURM_NTASKS SLURM_LOCALID
+
+cleanup() {
+    local p
+    for p in "${PIDS[@]}"; do
+        kill -CONT "$p" 2>/dev/null
+        kill -KILL "$p" 2>/dev/null
+    done
+    wait 2>/dev/null
+    if [ -n "${KEEP:-}" ]; then
+        echo "logs kept in $TMP"
+    else
+        rm -rf "$TMP"
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+now_ms() { date +%s%3N; }
+pass() { echo "PASS $*"; PASS=$((PASS + 1)); }
+fail() { echo "FAIL $*"; FAIL=$((FAIL + 1)); }
+
+# Print the tail of every log of case $1, to diagnose a failure.
+dump_logs() {
+    local f
+    for f in "$TMP/$1".*.log; do
+        [ -e "$f" ] || continue
+        echo "---- $(basename "$f")"
+        tail -n 15 "$f"
+    done
+}
+
+free_port() {
+    if python3 -c 'import socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()' \
+        2>/dev/null; then
+        return
+    fi
+    local p i
+    for i in 1 2 3 4 5 6 7 8 9 10; do
+        p=$((20000 + (RANDOM * 7 + i) % 40000))
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+            echo "$p"
+            return
+        fi
+    done
+    echo "$p"
+}
+
+# start_rank RANK WORLD PORT TIMEOUT_MS LOG ARGS... : starts "$PROG ARGS" as one rank
+# (torchrun variables, plus the VAR=value words of the EXTRA_ENV array), sets LASTPID.
+start_rank() {
+    local r=$1 w=$2 port=$3 tmo=$4 log=$5
+    shift 5
+    env ${EXTRA_ENV[@]+"${EXTRA_ENV[@]}"} RANK="$r" WORLD_SIZE="$w" MASTER_ADDR=127.0.0.1 \
+        MASTER_PORT="$port" GS_TIMEOUT_MS="$tmo" "$PROG" "$@" >"$log" 2>&1 &
+    LASTPID=$!
+    PIDS+=("$LASTPID")
+}
+
+# wait_rank PID SECONDS : waits for PID, killing it after SECONDS; sets RC (137 when killed).
+wait_rank() {
+    local pid=$1 wd
+    (
+        sleep "$2" &
+        spid=$!
+        trap 'kill $spid; exit 0' TERM
+        wait "$spid" && kill -KILL "$pid"
+    ) >/dev/null 2>&1 &
+    wd=$!
+    wait "$pid"
+    RC=$?
+    kill "$wd" 2>/dev/null
+    wait "$wd" 2>/dev/null
+}
+
+# wait_line FILE REGEX SECONDS : 0 once a line of FILE matches REGEX.
+wait_line() {
+    local end=$(($(now_ms) + $3 * 1000))
+    until grep -q "$2" "$1" 2>/dev/null; do
+        [ "$(now_ms)" -ge "$end" ] && return 1
+        sleep 0.05
+    done
+    return 0
+}
+
+# field LOG TAG KEY : value of KEY= on the first line of LOG starting with TAG.
+field() {
+    grep -m1 "^$2 " "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$3=//p" | head -n 1
+}
+

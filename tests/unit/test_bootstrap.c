@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Rendezvous wire format: round trips and rejection of malformed bytes. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/bootstrap.h"
+#include "gradsync/gradsync.h"
+
+static gs__boot_hello_t sample_hello(void)
+{
+    gs__boot_hello_t h = {.version = GS_BOOT_VERSION,
+                          .job_hash = 0x1122334455667788ull,
+                          .rank = 3,
+                          .world = 8,
+                          .host_id = 0xabcdefull,
+                          .addr_len = 15};
+    return h;
+}
+
+static void test_bootstrap_hello_roundtrip(void **state)
+{
+    uint8_t buf[GS_BOOT_HELLO_BYTES];
+    gs__boot_hello_t in = sample_hello();
+    gs__boot_hello_t out;
+
+    (void)state;
+    gs__boot_hello_encode(&in, buf);
+    assert_int_equal(buf[0], 'G'); /* little-endian magic "GSBH" */
+    assert_int_equal(buf[3], 'H');
+    assert_int_equal(gs__boot_hello_decode(buf, sizeof(buf), &out), GS_OK);
+    assert_int_equal(out.rank, 3);
+    assert_int_equal(out.world, 8);
+    assert_true(out.job_hash == in.job_hash);
+    assert_true(out.host_id == in.host_id);
+    assert_int_equal(out.addr_len, 15);
+}
+
+static void test_bootstrap_hello_rejects_malformed(void **state)
+{
+    uint8_t buf[GS_BOOT_HELLO_BYTES];
+    gs__boot_hello_t h = sample_hello();
+    gs__boot_hello_t out;
+
+    (void)state;
+    gs__boot_hello_encode(&h, buf);
+    assert_int_equal(gs__boot_hello_decode(buf, 10, &out), GS_ERR_PROTOCOL);
+
+    buf[0] ^= 0xff; /* bad magic */
+    assert_int_equal(gs__boot_hello_decode(buf, sizeof(buf), &out), GS_ERR_PROTOCOL);
+    assert_non_null(strstr(gs_last_error(), "magic"));
+
+    h.version = 99; /* another protocol version */
+    gs__boot_hello_encode(&h, buf);
+    assert_int_equal(gs__boot_hello_decode(buf, sizeof(buf), &out), GS_ERR_VERSION_MISMATCH);
+
+    h = sample_hello();
+    h.addr_len = GS_SOCK_ADDR_MAX; /* would overflow the address buffer */
+    gs__boot_hello_encode(&h, buf);
+    assert_int_equal(gs__boot_hello_decode(buf, sizeof(buf), &out), GS_ERR_PROTOCOL);
+
+    h = sample_hello();
+    h.addr_len = 0;
+    gs__boot_hello_encode(&h, buf);
+    assert_int_equal(gs__boot_hello_decode(buf, sizeof(buf), &out), GS_ERR_PROTOCOL);
+
+    h = sample_hello();
+    h.rank = 8; /* rank >= world */
+    gs__boot_hello_encode(&h, buf);
+    assert_int_equal(gs__boot_hello_decode(buf, sizeof(buf), &out), GS_ERR_PROTOCOL);
+
+    h = sample_hello();
+    h.world = 0;
+    h.rank = 0;
+    gs__boot_hello_encode(&h, buf);
+    assert_int_equal(gs__boot_hello_decode(buf, sizeof(buf), &out), GS_ERR_PROTOCOL);
+}
+
+static void test_bootstrap_table_roundtrip_and_rejects(void **state)
+{
+    uint8_t buf[GS_BOOT_TABLE_HDR_BYTES];
+    gs__boot_table_hdr_t in = {.status = GS_OK, .nonce = 42, .world = 4, .msg_len = 0};
+    gs__boot_table_hdr_t out;
+
+    (void)state;
+    gs__boot_table_hdr_encode(&in, buf);
+    assert_int_equal(gs__boot_table_hdr_decode(buf, sizeof(buf), &out), GS_OK);
+    assert_int_equal(out.world, 4);
+    assert_true(out.nonce == 42);
+
+    in.status = GS_ERR_MISMATCH;
+    in.msg_len = 20;
+    gs__boot_table_hdr_encode(&in, buf);
+    assert_int_equal(gs__boot_table_hdr_decode(buf, sizeof(buf), &out), GS_OK);
+    assert_int_equal(out.status, GS_ERR_MISMATCH);
+
+    in.msg_len = GS_BOOT_MSG_MAX; /* longer than the receiver's buffer */
+    gs__boot_table_hdr_encode(&in, buf);
+    assert_int_equal(gs__boot_table_hdr_decode(buf, sizeof(buf), &out), GS_ERR_PROTOCOL);
+
+    in.status = 7; /* not an error, not OK */
+    in.msg_len = 0;
+    gs__boot_table_hdr_encode(&in, buf);
+    assert_int_equal(gs__boot_table_hdr_decode(buf, sizeof(buf), &out), GS_ERR_PROTOCOL);
+
+    in.status = GS_OK;
+    in.msg_len = 3; /* success carries no message */
+    gs__boot_table_hdr_encode(&in, buf);
+    assert_int_equal(gs__boot_table_hdr_decode(buf, sizeof(buf), &out), GS_ERR_PROTOCOL);
+
+    in.msg_len = 0;
+    gs__boot_table_hdr_encode(&in, buf);
+    buf[1] ^= 1;
+    assert_int_equal(gs__boot_table_hdr_decode(buf, sizeof(buf), &out), GS_ERR_PROTOCOL);
+    assert_int_equal(gs__boot_table_hdr_decode(buf, 5, &out), GS_ERR_PROTOCOL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bootstrap_hello_roundtrip),
+        cmocka_unit_test(test_bootstrap_hello_rejects_malformed),
+        cmocka_unit_test(test_bootstrap_table_roundtrip_and_rejects),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Dependencies point one way: core <- transport <- algo <- api.
+# Fails on an #include that points upward.
+set -uo pipefail
+src=$1
+fail=0
+check() { # folder, forbidden include prefixes...
+  local dir=$1; shift
+  for bad in "$@"; do
+    if grep -rn "#include \"$bad/" "$src/$dir" 2>/dev/null; then
+      echo "error: $dir must not include $bad/ headers"
+      fail=1
+    fi
+  done
+}
+check core transport algo api
+check transport algo api
+check algo api
+[ $fail -eq 0 ] && echo "include direction ok"
+exit $fail

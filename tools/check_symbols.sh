@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Check that libgradsync.so exports exactly the gs_* functions declared with
+# GS_API in the public headers, and that it has a SONAME.
+set -euo pipefail
+lib=$1
+incdir=$2
+exported=$(nm -D --defined-only "$lib" | awk '$2 == "T" {print $3}' | sort -u)
+declared=$(grep -ho 'GS_API [^(]*(' "$incdir"/*.h | sed -E 's/.*[ *]([a-z_0-9]+)\($/\1/' | sort -u)
+if [ "$exported" != "$declared" ]; then
+  echo "exported symbols differ from the GS_API declarations (< exported, > declared):"
+  diff <(echo "$exported") <(echo "$declared") || true
+  exit 1
+fi
+soname=$(readelf -d "$lib" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
+case "$soname" in
+  libgradsync.so.[0-9]*) ;;
+  *) echo "bad or missing SONAME: '$soname'"; exit 1 ;;
+esac
+echo "exported symbols: $(echo "$exported" | wc -l) match the headers; SONAME $soname"
