@@ -5,8 +5,8 @@
 set -euo pipefail
 lib=$1
 incdir=$2
-exported=$(nm -D --defined-only "$lib" | awk '$2 == "T" {print $3}' | sort -u)
-declared=$(grep -ho 'GS_API [^(]*(' "$incdir"/*.h | sed -E 's/.*[ *]([a-z_0-9]+)\($/\1/' | sort -u)
+exported=$(nm -D --defined-only "$lib" | awk '$2 == "T" {sub(/@.*/, "", $3); print $3}' | sort -u)
+declared=$(grep -ho '^GS_API [^(]*(' "$incdir"/*.h | sed -E 's/.*[ *]([a-z_0-9]+)\($/\1/' | sort -u)
 if [ "$exported" != "$declared" ]; then
   echo "exported symbols differ from the GS_API declarations (< exported, > declared):"
   diff <(echo "$exported") <(echo "$declared") || true

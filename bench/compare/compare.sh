@@ -35,7 +35,7 @@ ITERS=10
 TIMEOUT=600
 OUTDIR=
 GLOO_ALGOS=default
-CHECK=--check
+CHECK=(--check)
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -48,7 +48,7 @@ while [ $# -gt 0 ]; do
     --timeout) TIMEOUT=$2; shift 2 ;;
     --out) OUTDIR=$2; shift 2 ;;
     --gloo-algos) GLOO_ALGOS=$2; shift 2 ;;
-    --no-check) CHECK=; shift ;;
+    --no-check) CHECK=(); shift ;;
     -h|--help) usage ;;
     *) echo "compare.sh: unknown argument '$1'" >&2; usage ;;
     esac
@@ -95,11 +95,12 @@ run_one() { # label kind round
     local -a cmd
     case "$kind" in
     gs)
-        cmd=("$GSRUN" -n "$NRANKS" "$GSBENCH" allreduce "${COMMON[@]}" $CHECK -o "$csv") ;;
+        cmd=("$GSRUN" -n "$NRANKS" "$GSBENCH" allreduce "${COMMON[@]}" "${CHECK[@]}" -o "$csv") ;;
     mpi)
         cmd=(mpirun --allow-run-as-root --oversubscribe -np "$NRANKS"
              "$MPIBENCH" "${COMMON[@]}" -o "$csv") ;;
     mpitcp)
+        # shellcheck disable=SC2054 # "tcp,self" is one argument
         cmd=(mpirun --allow-run-as-root --oversubscribe -np "$NRANKS"
              --mca pml ob1 --mca btl tcp,self "$MPIBENCH" "${COMMON[@]}" -o "$csv") ;;
     gloo:*)

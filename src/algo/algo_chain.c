@@ -136,6 +136,7 @@ static gs_status_t chain_pipeline(chain_t *c, chain_addr_fn_t recv_dst, chain_st
                                     recv_dst(c, recv_posted), len * c->esize,
                                     &c->recv[recv_posted]);
             recv_posted++;
+            progressed = 1;
         }
         while ((status == GS_OK) && (recv_done < recv_posted)) {
             chain_slice(c, recv_done, &off, &len);
@@ -157,6 +158,7 @@ static gs_status_t chain_pipeline(chain_t *c, chain_addr_fn_t recv_dst, chain_st
                                     send_src(c, send_posted), len * c->esize,
                                     &c->send[send_posted]);
             send_posted++;
+            progressed = 1;
         }
         while ((status == GS_OK) && (send_done < send_posted)) {
             status = gs__algo_check(ctx, &c->send[send_done], 0, &done);

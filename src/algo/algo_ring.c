@@ -268,16 +268,22 @@ static gs_status_t ring_run(ring_t *g)
                 s->sends_done++;
                 progressed = 1;
             }
-            /* Post what became possible. */
+            /* Post what became possible. A posted request may already be
+             * complete (an immediate write, a message that arrived early),
+             * and a completed send can unblock a receive, so any posting
+             * counts as progress: re-scan before blocking in the transport,
+             * which only wakes for completions still to come. */
             while ((status == GS_OK) && (s->next_send < g->steps) &&
                    ((s->next_send == 0) || (s->recvs_done >= s->next_send))) {
                 status = ring_post_send(g, s->next_send, j);
                 s->next_send++;
+                progressed = 1;
             }
             while ((status == GS_OK) && (s->next_recv < g->steps) &&
                    ring_can_post_recv(g, s->next_recv, j)) {
                 status = ring_post_recv(g, s->next_recv, j);
                 s->next_recv++;
+                progressed = 1;
             }
             if ((s->sends_done == g->steps) && (s->recvs_done == g->steps)) {
                 finished++;

@@ -254,11 +254,12 @@ static void conn_close(gs_tp_t *tp, gs__tcp_conn_t *c)
     }
 }
 
+static void peer_fail_quiet(gs_tp_t *tp, int peer, gs_status_t status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 void gs__tcp_peer_fail(gs_tp_t *tp, int peer, gs_status_t status, const char *fmt, ...)
 {
     gs__tcp_peer_t *p = &tp->peers[peer];
-    struct gs_tp_req *r;
-    struct gs_tp_req *rnext;
     va_list ap;
 
     if (p->fail_status != GS_OK) {
@@ -267,12 +268,39 @@ void gs__tcp_peer_fail(gs_tp_t *tp, int peer, gs_status_t status, const char *fm
     va_start(ap, fmt);
     vsnprintf(p->reason, sizeof(p->reason), fmt, ap);
     va_end(ap);
-    p->fail_status = status;
-    tp->nfailed++;
-    tp->nevents++;
     if (status != GS_ERR_ABORTED) {
         GS_WARN("tcp: rank %d: %s", tp->rank, p->reason);
     }
+    peer_fail_quiet(tp, peer, status, "%s", p->reason);
+}
+
+/* A peer that said goodbye is normal at shutdown: INFO, not WARN. */
+static void peer_left(gs_tp_t *tp, int peer)
+{
+    if (tp->peers[peer].fail_status == GS_OK) {
+        GS_INFO(NET, "tcp: rank %d: peer %d left the communicator", tp->rank, peer);
+    }
+    peer_fail_quiet(tp, peer, GS_ERR_PEER_FAILED, "peer %d left the communicator", peer);
+}
+
+static void peer_fail_quiet(gs_tp_t *tp, int peer, gs_status_t status, const char *fmt, ...)
+{
+    gs__tcp_peer_t *p = &tp->peers[peer];
+    char reason[GS_TCP_REASON_MAX];
+    struct gs_tp_req *r;
+    struct gs_tp_req *rnext;
+    va_list ap;
+
+    if (p->fail_status != GS_OK) {
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(reason, sizeof(reason), fmt, ap);
+    va_end(ap);
+    memcpy(p->reason, reason, sizeof(reason));
+    p->fail_status = status;
+    tp->nfailed++;
+    tp->nevents++;
     for (int i = 0; i < tp->nsocks; i++) {
         gs__tcp_conn_t *c = &p->conns[i];
         gs__tcp_frame_t *f = c->sq_head;
@@ -671,13 +699,15 @@ static void chunk_done(gs_tp_t *tp, gs__tcp_conn_t *c)
 
 static void on_header(gs_tp_t *tp, gs__tcp_conn_t *c);
 
-/* After recv_seq moved on, let a socket parked on the new value continue. */
+/* After recv_seq moved on, let every socket whose header is now usable go on:
+ * a further chunk of the message that just started (seq < recv_seq) or the
+ * start of the next one (seq == recv_seq). */
 static void unpark(gs_tp_t *tp, gs__tcp_peer_t *p)
 {
     for (int i = 0; (i < tp->nsocks) && (p->nparked > 0); i++) {
         gs__tcp_conn_t *c = &p->conns[i];
 
-        if ((c->rstate == GS_TCP_RS_PARKED) && (c->rhdr.seq == p->recv_seq)) {
+        if ((c->rstate == GS_TCP_RS_PARKED) && (c->rhdr.seq <= p->recv_seq)) {
             p->nparked--;
             c->rstate = GS_TCP_RS_HDR;
             on_header(tp, c); /* may start the message and unpark the next one */
@@ -706,8 +736,7 @@ static void on_header(gs_tp_t *tp, gs__tcp_conn_t *c)
         c->bye_rcvd = true;
         p->nbye++;
         if (p->nbye == tp->nsocks) {
-            gs__tcp_peer_fail(tp, c->peer, GS_ERR_PEER_FAILED, "peer %d left the communicator",
-                              c->peer);
+            peer_left(tp, c->peer);
         }
         return;
     }
@@ -765,8 +794,7 @@ static void recv_error(gs_tp_t *tp, gs__tcp_conn_t *c, ssize_t n, int err)
             return;
         }
         if (p->nbye > 0) {
-            gs__tcp_peer_fail(tp, c->peer, GS_ERR_PEER_FAILED, "peer %d left the communicator",
-                              c->peer);
+            peer_left(tp, c->peer);
         } else {
             gs__tcp_peer_fail(tp, c->peer, GS_ERR_PEER_FAILED, "peer %d closed the connection",
                               c->peer);

@@ -555,7 +555,11 @@ gs_status_t gs__tcp_handshake_all(gs_tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX],
         goto out_free;
     }
     for (int p = 0; p < tp->rank; p++) {
-        addrs[p][GS_TP_ADDR_MAX - 1] = '\0';
+        if (memchr(addrs[p], '\0', GS_TP_ADDR_MAX) == NULL) {
+            status = gs__error_set(GS_ERR_INVALID_ARG, "tcp: the address of rank %d is not "
+                                   "NUL-terminated", p);
+            goto out_free;
+        }
         status = gs__sock_parse(addrs[p], "any", &ctx->addrs[p]);
         if (status != GS_OK) {
             goto out_free; /* gs__sock_parse named the address */

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Fuzz target for the rendezvous wire format: the hello that rank 0 reads
+ * from any connection to the master port, and the table header every other
+ * rank reads back. Decoding must never crash, read out of bounds, or accept
+ * an address length that would overflow the address buffer.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "core/bootstrap.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    gs__boot_hello_t h;
+    gs__boot_table_hdr_t t;
+
+    if (gs__boot_hello_decode(data, size, &h) == GS_OK) {
+        /* An accepted hello always describes a sane, bounded address. */
+        if ((h.addr_len == 0) || (h.addr_len >= GS_SOCK_ADDR_MAX) || (h.rank >= h.world)) {
+            __builtin_trap();
+        }
+    }
+    if (gs__boot_table_hdr_decode(data, size, &t) == GS_OK) {
+        if ((t.msg_len >= GS_BOOT_MSG_MAX) || (t.status > 0)) {
+            __builtin_trap();
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,1109 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * In-process tests of the TCP transport: N threads, one transport instance
+ * each, endpoints exchanged through shared memory, loopback sockets. Covers
+ * sizes 0 B .. 8 MiB with 1, 2 and 4 sockets per peer, unexpected messages,
+ * GS_ANY_SOURCE, same-tag ordering, truncation, mismatch, cancel, a peer
+ * that leaves, abort from another thread, garbage on the listening port and
+ * the connect timeout. Rank threads never call cmocka asserts (they are not
+ * thread-safe); they record the first failure and the main thread asserts.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/socket.h"
+#include "transport/tcp/tcp_transport.h"
+#include "transport/tcp/tcp_wire.h"
+#include "transport/transport.h"
+
+#define MAX_RANKS 4
+#define WAIT_MS 10000
+#define TAG_A ((1ull << 48) | 7u)
+#define TAG_B ((2ull << 48) | 7u) /* same masked tag as TAG_A, other check bits */
+
+typedef struct job job_t;
+typedef void (*body_fn_t)(job_t *job, int rank);
+
+struct job {
+    int size;
+    int nsocks;
+    body_fn_t body;
+    body_fn_t pre_connect; /* runs on rank 0 after addresses are known */
+    char addrs[MAX_RANKS][GS_TP_ADDR_MAX];
+    gs_tp_t *tps[MAX_RANKS];
+    gs__counters_t counters[MAX_RANKS];
+    pthread_barrier_t barrier;
+    pthread_mutex_t lock;
+    int failed;
+    char first_failure[512];
+    void *shared; /* per-test data */
+};
+
+typedef struct rank_arg {
+    job_t *job;
+    int rank;
+} rank_arg_t;
+
+static const gs_transport_ops_t *ops = &gs__tcp_ops;
+
+static void job_fail(job_t *job, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void job_fail(job_t *job, int line, const char *fmt, ...)
+{
+    va_list ap;
+
+    pthread_mutex_lock(&job->lock);
+    if (job->failed++ == 0) {
+        int n = snprintf(job->first_failure, sizeof(job->first_failure), "line %d: ", line);
+
+        va_start(ap, fmt);
+        vsnprintf(job->first_failure + n, sizeof(job->first_failure) - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    pthread_mutex_unlock(&job->lock);
+}
+
+#define CHECK(_job, _cond)                                        \
+    do {                                                          \
+        if (!(_cond)) {                                           \
+            job_fail((_job), __LINE__, "check failed: %s", #_cond); \
+        }                                                         \
+    } while (0)
+
+#define CHECK_EQ(_job, _a, _b)                                                                  \
+    do {                                                                                        \
+        long long _va = (long long)(_a);                                                        \
+        long long _vb = (long long)(_b);                                                        \
+        if (_va != _vb) {                                                                       \
+            job_fail((_job), __LINE__, "%s == %lld, expected %s == %lld (%s)", #_a, _va, #_b,   \
+                     _vb, gs__error_get());                                                     \
+        }                                                                                       \
+    } while (0)
+
+/* Progress until req finishes or WAIT_MS passes. Returns 1 when finished. */
+static int wait_req(gs_tp_t *tp, gs_tp_req_t *req, gs_tp_completion_t *comp)
+{
+    uint64_t deadline = gs__deadline_after_ms(WAIT_MS);
+    int done = 0;
+
+    for (;;) {
+        ops->test(tp, req, &done, comp);
+        if (done || (gs__now_ns() >= deadline)) {
+            return done;
+        }
+        (void)ops->progress(tp, deadline);
+    }
+}
+
+/* Wait for a request that must succeed, then release it. */
+static void wait_ok(job_t *job, gs_tp_t *tp, gs_tp_req_t *req, size_t nbytes, int line)
+{
+    gs_tp_completion_t comp;
+
+    memset(&comp, 0, sizeof(comp));
+    if (!wait_req(tp, req, &comp)) {
+        job_fail(job, line, "request did not finish within %d ms", WAIT_MS);
+    } else if (comp.status != GS_OK) {
+        job_fail(job, line, "request failed: %d (%s)", (int)comp.status, gs__error_get());
+    } else if (comp.nbytes != nbytes) {
+        job_fail(job, line, "request moved %zu bytes, expected %zu", comp.nbytes, nbytes);
+    }
+    ops->req_release(tp, req);
+}
+
+static uint8_t pattern(int src, int dst, size_t i, int salt)
+{
+    return (uint8_t)(src * 31 + dst * 7 + (int)(i * 13u) + (int)(i >> 9) + salt);
+}
+
+static void fill(uint8_t *buf, size_t len, int src, int dst, int salt)
+{
+    for (size_t i = 0; i < len; i++) {
+        buf[i] = pattern(src, dst, i, salt);
+    }
+}
+
+static int verify(const uint8_t *buf, size_t len, int src, int dst, int salt)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (buf[i] != pattern(src, dst, i, salt)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static void *rank_main(void *p)
+{
+    rank_arg_t *arg = (rank_arg_t *)p;
+    job_t *job = arg->job;
+    int rank = arg->rank;
+    gs_tp_params_t params = {.rank = rank,
+                             .size = job->size,
+                             .job_id = 0x1234,
+                             .comm_id = 0x99,
+                             .nsocks = job->nsocks,
+                             .ifname = "",
+                             .family = "any",
+                             .master_addr = "127.0.0.1",
+                             .counters = &job->counters[rank]};
+    gs_status_t status;
+
+    status = ops->init(&params, &job->tps[rank]);
+    CHECK_EQ(job, status, GS_OK);
+    if (status == GS_OK) {
+        CHECK_EQ(job, ops->get_address(job->tps[rank], job->addrs[rank], GS_TP_ADDR_MAX), GS_OK);
+    }
+    pthread_barrier_wait(&job->barrier);
+    if (job->failed > 0) {
+        goto out;
+    }
+    if ((rank == 0) && (job->pre_connect != NULL)) {
+        job->pre_connect(job, rank);
+    }
+    status = ops->connect(job->tps[rank], job->addrs, gs__deadline_after_ms(WAIT_MS));
+    CHECK_EQ(job, status, GS_OK);
+    pthread_barrier_wait(&job->barrier);
+    if (job->failed == 0) {
+        job->body(job, rank);
+    }
+out:
+    pthread_barrier_wait(&job->barrier);
+    if (job->tps[rank] != NULL) {
+        ops->finalize(job->tps[rank]);
+        job->tps[rank] = NULL;
+    }
+    return NULL;
+}
+
+static void run_job(int size, int nsocks, body_fn_t body, body_fn_t pre_connect, void *shared)
+{
+    pthread_t threads[MAX_RANKS];
+    rank_arg_t args[MAX_RANKS];
+    job_t *job = calloc(1, sizeof(*job));
+
+    assert_non_null(job);
+    job->size = size;
+    job->nsocks = nsocks;
+    job->body = body;
+    job->pre_connect = pre_connect;
+    job->shared = shared;
+    pthread_barrier_init(&job->barrier, NULL, (unsigned)size);
+    pthread_mutex_init(&job->lock, NULL);
+    for (int r = 0; r < size; r++) {
+        args[r].job = job;
+        args[r].rank = r;
+        assert_int_equal(pthread_create(&threads[r], NULL, rank_main, &args[r]), 0);
+    }
+    for (int r = 0; r < size; r++) {
+        pthread_join(threads[r], NULL);
+    }
+    if (job->failed > 0) {
+        print_error("size %d nsocks %d: %d failures, first: %s\n", size, nsocks, job->failed,
+                    job->first_failure);
+    }
+    assert_int_equal(job->failed, 0);
+    pthread_barrier_destroy(&job->barrier);
+    pthread_mutex_destroy(&job->lock);
+    free(job);
+}
+
+/* ---------------------------------------------------------------------- */
+
+static const size_t exchange_sizes[] = {0, 1, 100 * 1024, 8 * 1024 * 1024};
+
+/* Every rank sends every size to every other rank; receives are posted first. */
+static void body_exchange(job_t *job, int rank)
+{
+    gs_tp_t *tp = job->tps[rank];
+    const size_t nsizes = sizeof(exchange_sizes) / sizeof(exchange_sizes[0]);
+
+    for (size_t s = 0; s < nsizes; s++) {
+        size_t len = exchange_sizes[s];
+        gs_tp_req_t *rreq[MAX_RANKS] = {0};
+        gs_tp_req_t *sreq[MAX_RANKS] = {0};
+        uint8_t *rbuf[MAX_RANKS] = {0};
+        uint8_t *sbuf = malloc(len + 1);
+
+        for (int p = 0; p < job->size; p++) {
+            if (p == rank) {
+                continue;
+            }
+            rbuf[p] = calloc(1, len + 1);
+            CHECK_EQ(job, ops->irecv(tp, p, 100 + s, rbuf[p], len, &rreq[p]), GS_OK);
+        }
+        for (int p = 0; p < job->size; p++) {
+            if (p == rank) {
+                continue;
+            }
+            fill(sbuf, len, rank, p, (int)s);
+            /* One buffer per destination would be needed if contents differed while in
+             * flight; wait for each send before refilling. */
+            CHECK_EQ(job, ops->isend(tp, p, 100 + s, sbuf, len, &sreq[p]), GS_OK);
+            wait_ok(job, tp, sreq[p], len, __LINE__);
+        }
+        for (int p = 0; p < job->size; p++) {
+            if (p == rank) {
+                continue;
+            }
+            wait_ok(job, tp, rreq[p], len, __LINE__);
+            CHECK(job, verify(rbuf[p], len, p, rank, (int)s));
+            free(rbuf[p]);
+        }
+        free(sbuf);
+    }
+}
+
+static void test_tcp_transport_exchange_2ranks_1sock(void **state)
+{
+    (void)state;
+    run_job(2, 1, body_exchange, NULL, NULL);
+}
+
+static void test_tcp_transport_exchange_2ranks_2socks(void **state)
+{
+    (void)state;
+    run_job(2, 2, body_exchange, NULL, NULL);
+}
+
+static void test_tcp_transport_exchange_3ranks_4socks(void **state)
+{
+    (void)state;
+    run_job(3, 4, body_exchange, NULL, NULL);
+}
+
+static void test_tcp_transport_exchange_3ranks_1sock(void **state)
+{
+    (void)state;
+    run_job(3, 1, body_exchange, NULL, NULL);
+}
+
+/* ---------------------------------------------------------------------- */
+
+/* Rank 1 sends before rank 0 posts anything; a later "go" message proves
+ * the earlier ones have at least started to arrive. */
+static void body_unexpected(job_t *job, int rank)
+{
+    static const size_t lens[] = {0, 10, 100 * 1024, 1024 * 1024};
+    gs_tp_t *tp = job->tps[rank];
+    gs_tp_req_t *req;
+    uint8_t go = 0;
+
+    if (rank == 1) {
+        gs_tp_req_t *sreq[4];
+        uint8_t *bufs[4];
+
+        for (int i = 0; i < 4; i++) {
+            bufs[i] = malloc(lens[i] + 1);
+            fill(bufs[i], lens[i], 1, 0, i);
+            CHECK_EQ(job, ops->isend(tp, 0, 200 + i, bufs[i], lens[i], &sreq[i]), GS_OK);
+        }
+        go = 42;
+        CHECK_EQ(job, ops->isend(tp, 0, 299, &go, 1, &req), GS_OK);
+        for (int i = 0; i < 4; i++) {
+            wait_ok(job, tp, sreq[i], lens[i], __LINE__);
+            free(bufs[i]);
+        }
+        wait_ok(job, tp, req, 1, __LINE__);
+        return;
+    }
+    CHECK_EQ(job, ops->irecv(tp, 1, 299, &go, 1, &req), GS_OK);
+    wait_ok(job, tp, req, 1, __LINE__);
+    CHECK_EQ(job, go, 42);
+    /* Receive in reverse order: matching is by tag, not arrival. */
+    for (int i = 3; i >= 0; i--) {
+        uint8_t *buf = calloc(1, lens[i] + 1);
+
+        CHECK_EQ(job, ops->irecv(tp, 1, 200 + i, buf, lens[i] + 1, &req), GS_OK);
+        wait_ok(job, tp, req, lens[i], __LINE__);
+        CHECK(job, verify(buf, lens[i], 1, 0, i));
+        free(buf);
+    }
+}
+
+static void test_tcp_transport_unexpected(void **state)
+{
+    (void)state;
+    run_job(2, 2, body_unexpected, NULL, NULL);
+}
+
+/* ---------------------------------------------------------------------- */
+
+static void body_any_source(job_t *job, int rank)
+{
+    gs_tp_t *tp = job->tps[rank];
+    gs_tp_completion_t comp;
+    gs_tp_req_t *req;
+
+    if (rank != 0) {
+        uint32_t v = 1000u + (uint32_t)rank;
+
+        CHECK_EQ(job, ops->isend(tp, 0, 300, &v, sizeof(v), &req), GS_OK);
+        wait_ok(job, tp, req, sizeof(v), __LINE__);
+        return;
+    }
+    {
+        int seen = 0;
+
+        for (int i = 0; i < job->size - 1; i++) {
+            uint32_t v = 0;
+
+            CHECK_EQ(job, ops->irecv(tp, GS_ANY_SOURCE, 300, &v, sizeof(v), &req), GS_OK);
+            memset(&comp, 0, sizeof(comp));
+            CHECK(job, wait_req(tp, req, &comp));
+            CHECK_EQ(job, comp.status, GS_OK);
+            CHECK(job, (comp.peer >= 1) && (comp.peer < job->size));
+            CHECK_EQ(job, comp.tag, 300);
+            CHECK_EQ(job, v, 1000 + comp.peer);
+            seen |= 1 << comp.peer;
+            ops->req_release(tp, req);
+        }
+        CHECK_EQ(job, seen, ((1 << job->size) - 1) & ~1);
+    }
+}
+
+static void test_tcp_transport_any_source(void **state)
+{
+    (void)state;
+    run_job(3, 2, body_any_source, NULL, NULL);
+}
+
+/* ---------------------------------------------------------------------- */
+
+#define ORDER_N 24
+
+static size_t order_len(int i)
+{
+    /* Mix small (one socket) and striped messages so chunks overtake. */
+    return ((i % 3) == 0) ? (size_t)(300 * 1024 + i) : (size_t)(8 + i);
+}
+
+/* Same tag, many messages: each must land in the receive posted in order. */
+static void body_order(job_t *job, int rank)
+{
+    gs_tp_t *tp = job->tps[rank];
+    gs_tp_req_t *reqs[ORDER_N];
+    uint8_t *bufs[ORDER_N];
+
+    for (int i = 0; i < ORDER_N; i++) {
+        bufs[i] = calloc(1, order_len(i) + 1);
+    }
+    if (rank == 1) {
+        for (int i = 0; i < ORDER_N; i++) {
+            fill(bufs[i], order_len(i), 1, 0, i);
+            CHECK_EQ(job, ops->isend(tp, 0, 400, bufs[i], order_len(i), &reqs[i]), GS_OK);
+        }
+        for (int i = 0; i < ORDER_N; i++) {
+            wait_ok(job, tp, reqs[i], order_len(i), __LINE__);
+        }
+    } else {
+        /* Half posted before data arrives, half matched from the unexpected list. */
+        for (int i = 0; i < ORDER_N / 2; i++) {
+            CHECK_EQ(job, ops->irecv(tp, 1, 400, bufs[i], order_len(i) + 1, &reqs[i]), GS_OK);
+        }
+        for (int i = 0; i < ORDER_N / 2; i++) {
+            wait_ok(job, tp, reqs[i], order_len(i), __LINE__);
+        }
+        for (int i = ORDER_N / 2; i < ORDER_N; i++) {
+            CHECK_EQ(job, ops->irecv(tp, 1, 400, bufs[i], order_len(i) + 1, &reqs[i]), GS_OK);
+        }
+        for (int i = ORDER_N / 2; i < ORDER_N; i++) {
+            wait_ok(job, tp, reqs[i], order_len(i), __LINE__);
+        }
+        for (int i = 0; i < ORDER_N; i++) {
+            CHECK(job, verify(bufs[i], order_len(i), 1, 0, i));
+        }
+    }
+    for (int i = 0; i < ORDER_N; i++) {
+        free(bufs[i]);
+    }
+}
+
+static void test_tcp_transport_same_tag_order_4socks(void **state)
+{
+    (void)state;
+    run_job(2, 4, body_order, NULL, NULL);
+}
+
+/* ---------------------------------------------------------------------- */
+
+/* A message longer than the receive, then a tag mismatch; the stream stays usable. */
+static void body_trunc_mismatch(job_t *job, int rank)
+{
+    gs_tp_t *tp = job->tps[rank];
+    const size_t big = 512 * 1024;
+    uint8_t *sbuf = malloc(big);
+    uint8_t *rbuf = malloc(big);
+    gs_tp_completion_t comp;
+    gs_tp_req_t *req;
+
+    if (rank == 1) {
+        gs_tp_req_t *r[5];
+
+        fill(sbuf, big, 1, 0, 5);
+        CHECK_EQ(job, ops->isend(tp, 0, 500, sbuf, 100, &r[0]), GS_OK);
+        CHECK_EQ(job, ops->isend(tp, 0, 501, sbuf, big, &r[1]), GS_OK);
+        CHECK_EQ(job, ops->isend(tp, 0, TAG_A, sbuf, 64, &r[2]), GS_OK);
+        CHECK_EQ(job, ops->isend(tp, 0, TAG_B, sbuf, big, &r[3]), GS_OK);
+        CHECK_EQ(job, ops->isend(tp, 0, 502, sbuf, 1000, &r[4]), GS_OK);
+        wait_ok(job, tp, r[0], 100, __LINE__);
+        wait_ok(job, tp, r[1], big, __LINE__);
+        wait_ok(job, tp, r[2], 64, __LINE__);
+        wait_ok(job, tp, r[3], big, __LINE__);
+        wait_ok(job, tp, r[4], 1000, __LINE__);
+    } else {
+        /* 100 bytes into 50: truncated, buffer untouched. */
+        memset(rbuf, 0xee, big);
+        CHECK_EQ(job, ops->irecv(tp, 1, 500, rbuf, 50, &req), GS_OK);
+        CHECK(job, wait_req(tp, req, &comp));
+        CHECK_EQ(job, comp.status, GS_ERR_TRUNCATED);
+        CHECK(job, strstr(gs__error_get(), "peer 1") != NULL);
+        CHECK_EQ(job, rbuf[0], 0xee);
+        ops->req_release(tp, req);
+        /* A striped message too long for its receive. */
+        CHECK_EQ(job, ops->irecv(tp, 1, 501, rbuf, big / 2, &req), GS_OK);
+        CHECK(job, wait_req(tp, req, &comp));
+        CHECK_EQ(job, comp.status, GS_ERR_TRUNCATED);
+        CHECK_EQ(job, rbuf[0], 0xee);
+        CHECK_EQ(job, rbuf[big / 2 - 1], 0xee);
+        ops->req_release(tp, req);
+        /* Same masked tag, different check bits. */
+        CHECK_EQ(job, ops->irecv(tp, 1, TAG_B, rbuf, big, &req), GS_OK);
+        CHECK(job, wait_req(tp, req, &comp));
+        CHECK_EQ(job, comp.status, GS_ERR_MISMATCH);
+        CHECK(job, comp.tag == TAG_A);
+        CHECK_EQ(job, rbuf[0], 0xee);
+        ops->req_release(tp, req);
+        CHECK_EQ(job, ops->irecv(tp, 1, TAG_A, rbuf, big, &req), GS_OK);
+        CHECK(job, wait_req(tp, req, &comp));
+        CHECK_EQ(job, comp.status, GS_ERR_MISMATCH);
+        CHECK_EQ(job, rbuf[0], 0xee);
+        ops->req_release(tp, req);
+        /* The next message arrives intact. */
+        CHECK_EQ(job, ops->irecv(tp, 1, 502, rbuf, big, &req), GS_OK);
+        wait_ok(job, tp, req, 1000, __LINE__);
+        CHECK(job, verify(rbuf, 1000, 1, 0, 5));
+    }
+    free(sbuf);
+    free(rbuf);
+}
+
+static void test_tcp_transport_truncation_and_mismatch(void **state)
+{
+    (void)state;
+    run_job(2, 2, body_trunc_mismatch, NULL, NULL);
+}
+
+/* ---------------------------------------------------------------------- */
+
+/* Cancel a send that is queued behind a large one and a posted receive. */
+static void body_cancel(job_t *job, int rank)
+{
+    gs_tp_t *tp = job->tps[rank];
+    const size_t big = 16 * 1024 * 1024;
+    uint8_t *buf = malloc(big);
+    uint8_t small[64];
+    gs_tp_req_t *req;
+    gs_tp_req_t *r2;
+
+    if (rank == 1) {
+        fill(buf, big, 1, 0, 9);
+        memset(small, 0x5a, sizeof(small));
+        CHECK_EQ(job, ops->isend(tp, 0, 600, buf, big, &req), GS_OK);
+        CHECK_EQ(job, ops->isend(tp, 0, 601, small, sizeof(small), &r2), GS_OK);
+        /* Rank 0 is not reading yet, so the small send cannot be on the wire. */
+        CHECK_EQ(job, ops->req_release(tp, r2), GS_OK);
+        CHECK_EQ(job, ops->isend(tp, 0, 602, small, 8, &r2), GS_OK);
+        wait_ok(job, tp, req, big, __LINE__);
+        wait_ok(job, tp, r2, 8, __LINE__);
+        pthread_barrier_wait(&job->barrier);
+    } else {
+        uint8_t got[64];
+        gs_tp_completion_t comp;
+        int done = 0;
+
+        /* A receive that is cancelled before anything matches it. */
+        CHECK_EQ(job, ops->irecv(tp, 1, 777, got, sizeof(got), &req), GS_OK);
+        CHECK_EQ(job, ops->req_release(tp, req), GS_OK);
+        CHECK_EQ(job, ops->irecv(tp, 1, 600, buf, big, &req), GS_OK);
+        CHECK_EQ(job, ops->irecv(tp, 1, 601, got, sizeof(got), &r2), GS_OK);
+        wait_ok(job, tp, req, big, __LINE__);
+        CHECK(job, verify(buf, big, 1, 0, 9));
+        /* The cancelled message never arrives; the next one does. */
+        {
+            gs_tp_req_t *r3;
+
+            CHECK_EQ(job, ops->irecv(tp, 1, 602, got, sizeof(got), &r3), GS_OK);
+            wait_ok(job, tp, r3, 8, __LINE__);
+        }
+        ops->test(tp, r2, &done, &comp);
+        CHECK_EQ(job, done, 0);
+        ops->req_release(tp, r2);
+        pthread_barrier_wait(&job->barrier);
+    }
+    free(buf);
+}
+
+static void test_tcp_transport_cancel(void **state)
+{
+    (void)state;
+    run_job(2, 1, body_cancel, NULL, NULL);
+}
+
+/* ---------------------------------------------------------------------- */
+
+/* Rank 1 finalizes; rank 0's pending receive fails within 2 s, naming it. */
+static void body_peer_left(job_t *job, int rank)
+{
+    gs_tp_t *tp = job->tps[rank];
+    gs_tp_completion_t comp;
+    gs_tp_req_t *req;
+    uint8_t b[8];
+
+    if (rank == 1) {
+        ops->finalize(tp);
+        job->tps[rank] = NULL;
+        return;
+    }
+    CHECK_EQ(job, ops->irecv(tp, 1, 700, b, sizeof(b), &req), GS_OK);
+    {
+        uint64_t deadline = gs__deadline_after_ms(2000);
+        int done = 0;
+
+        while (!done && (gs__now_ns() < deadline)) {
+            ops->progress(tp, deadline);
+            ops->test(tp, req, &done, &comp);
+        }
+        CHECK_EQ(job, done, 1);
+        CHECK_EQ(job, comp.status, GS_ERR_PEER_FAILED);
+        CHECK(job, strstr(gs__error_get(), "peer 1") != NULL);
+        CHECK(job, strstr(gs__error_get(), "left the communicator") != NULL);
+    }
+    ops->req_release(tp, req);
+    /* Later requests to it fail at once. */
+    CHECK_EQ(job, ops->isend(tp, 1, 701, b, sizeof(b), &req), GS_OK);
+    memset(&comp, 0, sizeof(comp));
+    {
+        int done = 0;
+
+        ops->test(tp, req, &done, &comp);
+        CHECK_EQ(job, done, 1);
+        CHECK_EQ(job, comp.status, GS_ERR_PEER_FAILED);
+    }
+    ops->req_release(tp, req);
+}
+
+static void test_tcp_transport_peer_finalized(void **state)
+{
+    (void)state;
+    run_job(2, 2, body_peer_left, NULL, NULL);
+}
+
+/* ---------------------------------------------------------------------- */
+
+static void *aborter(void *p)
+{
+    ops->abort((gs_tp_t *)p);
+    return NULL;
+}
+
+static void body_abort(job_t *job, int rank)
+{
+    gs_tp_t *tp = job->tps[rank];
+    gs_tp_completion_t comp;
+    gs_tp_req_t *req;
+    pthread_t th;
+    uint8_t b[8];
+
+    if (rank != 0) {
+        return;
+    }
+    CHECK_EQ(job, ops->irecv(tp, 1, 800, b, sizeof(b), &req), GS_OK);
+    CHECK_EQ(job, pthread_create(&th, NULL, aborter, tp), 0);
+    {
+        uint64_t deadline = gs__deadline_after_ms(WAIT_MS);
+        gs_status_t status = GS_OK;
+
+        while ((status != GS_ERR_ABORTED) && (gs__now_ns() < deadline)) {
+            status = ops->progress(tp, deadline);
+        }
+        CHECK_EQ(job, status, GS_ERR_ABORTED);
+    }
+    pthread_join(th, NULL);
+    CHECK(job, wait_req(tp, req, &comp));
+    CHECK_EQ(job, comp.status, GS_ERR_ABORTED);
+    ops->req_release(tp, req);
+    CHECK_EQ(job, ops->isend(tp, 1, 801, b, sizeof(b), &req), GS_OK);
+    CHECK(job, wait_req(tp, req, &comp));
+    CHECK_EQ(job, comp.status, GS_ERR_ABORTED);
+    ops->req_release(tp, req);
+}
+
+static void test_tcp_transport_abort(void **state)
+{
+    (void)state;
+    run_job(2, 2, body_abort, NULL, NULL);
+}
+
+/* ---------------------------------------------------------------------- */
+
+/* Before connecting, throw junk at rank 0's listening port. */
+static void pre_connect_garbage(job_t *job, int rank)
+{
+    static const char junk[] = "GET / HTTP/1.0\r\nHost: gradsync\r\n\r\nxxxxxxxxxxxxxxxxxxxxxx";
+    gs__tcp_hs_t hs = {.version = GS_TCP_PROTO_VERSION,
+                       .kind = GS_TCP_HS_HELLO,
+                       .job_id = 0xdead, /* another job */
+                       .comm_id = 0x99,
+                       .rank = 1,
+                       .size = (uint32_t)job->size,
+                       .index = 0,
+                       .nsocks = (uint32_t)job->nsocks};
+    uint8_t buf[GS_TCP_HS_LEN];
+    gs_sockaddr_t addr;
+    int *keep = (int *)job->shared;
+    int fd;
+
+    (void)rank;
+    CHECK_EQ(job, gs__sock_parse(job->addrs[0], "any", &addr), GS_OK);
+    /* Junk, then close. */
+    if (gs__sock_connect(&addr, gs__deadline_after_ms(WAIT_MS), &fd) == GS_OK) {
+        (void)gs__sock_write_full(fd, junk, sizeof(junk), gs__deadline_after_ms(WAIT_MS));
+        close(fd);
+    }
+    /* A well-formed handshake from another job. */
+    gs__tcp_hs_encode(&hs, buf);
+    if (gs__sock_connect(&addr, gs__deadline_after_ms(WAIT_MS), &fd) == GS_OK) {
+        (void)gs__sock_write_full(fd, buf, sizeof(buf), gs__deadline_after_ms(WAIT_MS));
+        close(fd);
+    }
+    /* A future protocol version, kept open. */
+    hs.job_id = 0x1234;
+    hs.version = GS_TCP_PROTO_VERSION + 1;
+    gs__tcp_hs_encode(&hs, buf);
+    if (gs__sock_connect(&addr, gs__deadline_after_ms(WAIT_MS), &fd) == GS_OK) {
+        (void)gs__sock_write_full(fd, buf, sizeof(buf), gs__deadline_after_ms(WAIT_MS));
+        keep[0] = fd;
+    }
+    /* Connects and says nothing, kept open. */
+    if (gs__sock_connect(&addr, gs__deadline_after_ms(WAIT_MS), &fd) == GS_OK) {
+        keep[1] = fd;
+    }
+}
+
+static void body_after_garbage(job_t *job, int rank)
+{
+    gs_tp_t *tp = job->tps[rank];
+    gs_tp_req_t *req;
+    uint32_t v = 77;
+
+    if (rank == 1) {
+        CHECK_EQ(job, ops->isend(tp, 0, 900, &v, sizeof(v), &req), GS_OK);
+        wait_ok(job, tp, req, sizeof(v), __LINE__);
+    } else {
+        v = 0;
+        CHECK_EQ(job, ops->irecv(tp, 1, 900, &v, sizeof(v), &req), GS_OK);
+        wait_ok(job, tp, req, sizeof(v), __LINE__);
+        CHECK_EQ(job, v, 77);
+    }
+}
+
+static void test_tcp_transport_garbage_on_listen_port(void **state)
+{
+    int keep[2] = {-1, -1};
+
+    (void)state;
+    run_job(2, 2, body_after_garbage, pre_connect_garbage, keep);
+    assert_true(keep[0] >= 0);
+    assert_true(keep[1] >= 0);
+    {
+        /* The future-version client was told why before being closed. */
+        uint8_t buf[GS_TCP_HS_LEN];
+        gs__tcp_hs_t ack;
+
+        assert_int_equal(gs__sock_read_full(keep[0], buf, sizeof(buf),
+                                            gs__deadline_after_ms(WAIT_MS)),
+                         GS_OK);
+        assert_int_equal(gs__tcp_hs_decode(buf, sizeof(buf), &ack, NULL, 0), GS_OK);
+        assert_int_equal(ack.kind, GS_TCP_HS_ACK);
+        assert_int_equal(ack.verdict, GS_TCP_HS_BAD_VERSION);
+    }
+    close(keep[0]);
+    close(keep[1]);
+}
+
+/* ---------------------------------------------------------------------- */
+
+static void body_counters(job_t *job, int rank)
+{
+    gs_tp_t *tp = job->tps[rank];
+    uint8_t buf[1000];
+    gs_tp_req_t *req;
+
+    memset(buf, 1, sizeof(buf));
+    if (rank == 1) {
+        CHECK_EQ(job, ops->isend(tp, 0, 950, buf, sizeof(buf), &req), GS_OK);
+        wait_ok(job, tp, req, sizeof(buf), __LINE__);
+        CHECK_EQ(job, atomic_load(&job->counters[1].bytes_sent), sizeof(buf));
+        CHECK_EQ(job, atomic_load(&job->counters[1].msgs_sent), 1);
+    } else {
+        CHECK_EQ(job, ops->irecv(tp, 1, 950, buf, sizeof(buf), &req), GS_OK);
+        wait_ok(job, tp, req, sizeof(buf), __LINE__);
+        CHECK_EQ(job, atomic_load(&job->counters[0].bytes_received), sizeof(buf));
+        CHECK_EQ(job, atomic_load(&job->counters[0].msgs_received), 1);
+    }
+}
+
+static void test_tcp_transport_counters(void **state)
+{
+    (void)state;
+    run_job(2, 1, body_counters, NULL, NULL);
+}
+
+/* ---------------------------------------------------------------------- */
+
+/* ---------------------------------------------------------------------- */
+/* A hand-driven rank 1: raw sockets speaking the wire format, so frames   */
+/* can be put on chosen sockets in a chosen order, or be hostile.          */
+/* ---------------------------------------------------------------------- */
+
+typedef struct fake_peer {
+    gs_tp_t *tp; /* the real rank 0 */
+    int nsocks;
+    int fds[4];
+} fake_peer_t;
+
+static void fake_setup(fake_peer_t *f, int nsocks)
+{
+    gs_tp_params_t params = {.rank = 0,
+                             .size = 2,
+                             .job_id = 0x1234,
+                             .comm_id = 0x99,
+                             .nsocks = nsocks,
+                             .ifname = "",
+                             .family = "any",
+                             .master_addr = "127.0.0.1",
+                             .counters = NULL};
+    char addrs[2][GS_TP_ADDR_MAX];
+    gs_sockaddr_t addr;
+
+    f->nsocks = nsocks;
+    assert_int_equal(ops->init(&params, &f->tp), GS_OK);
+    assert_int_equal(ops->get_address(f->tp, addrs[0], sizeof(addrs[0])), GS_OK);
+    snprintf(addrs[1], sizeof(addrs[1]), "127.0.0.1:1");
+    assert_int_equal(gs__sock_parse(addrs[0], "any", &addr), GS_OK);
+    for (int i = 0; i < nsocks; i++) {
+        gs__tcp_hs_t hs = {.version = GS_TCP_PROTO_VERSION,
+                           .kind = GS_TCP_HS_HELLO,
+                           .job_id = 0x1234,
+                           .comm_id = 0x99,
+                           .rank = 1,
+                           .size = 2,
+                           .index = (uint32_t)i,
+                           .nsocks = (uint32_t)nsocks};
+        uint8_t buf[GS_TCP_HS_LEN];
+
+        /* The kernel completes the TCP handshake from the listen backlog. */
+        assert_int_equal(gs__sock_connect(&addr, gs__deadline_after_ms(WAIT_MS), &f->fds[i]),
+                         GS_OK);
+        gs__tcp_hs_encode(&hs, buf);
+        assert_int_equal(
+            gs__sock_write_full(f->fds[i], buf, sizeof(buf), gs__deadline_after_ms(WAIT_MS)),
+            GS_OK);
+    }
+    assert_int_equal(ops->connect(f->tp, addrs, gs__deadline_after_ms(WAIT_MS)), GS_OK);
+    for (int i = 0; i < nsocks; i++) {
+        uint8_t buf[GS_TCP_HS_LEN];
+        gs__tcp_hs_t ack;
+
+        assert_int_equal(
+            gs__sock_read_full(f->fds[i], buf, sizeof(buf), gs__deadline_after_ms(WAIT_MS)),
+            GS_OK);
+        assert_int_equal(gs__tcp_hs_decode(buf, sizeof(buf), &ack, NULL, 0), GS_OK);
+        assert_int_equal(ack.verdict, GS_TCP_HS_OK);
+        assert_int_equal(ack.rank, 0);
+        assert_int_equal(ack.index, i);
+    }
+}
+
+static void fake_teardown(fake_peer_t *f)
+{
+    for (int i = 0; i < f->nsocks; i++) {
+        close(f->fds[i]);
+    }
+    assert_int_equal(ops->finalize(f->tp), GS_OK);
+}
+
+static void fake_frame(fake_peer_t *f, int sock, uint32_t type, uint64_t seq, uint64_t tag,
+                       uint64_t total, uint64_t off, const uint8_t *payload, uint64_t chunk)
+{
+    gs__tcp_frame_hdr_t h = {.type = type,
+                             .seq = seq,
+                             .tag = tag,
+                             .total_len = total,
+                             .offset = off,
+                             .chunk_len = chunk};
+    uint8_t hdr[GS_TCP_FRAME_HDR_LEN];
+
+    gs__tcp_frame_encode(&h, hdr);
+    assert_int_equal(
+        gs__sock_write_full(f->fds[sock], hdr, sizeof(hdr), gs__deadline_after_ms(WAIT_MS)),
+        GS_OK);
+    if (chunk > 0) {
+        assert_int_equal(gs__sock_write_full(f->fds[sock], payload + off, (size_t)chunk,
+                                             gs__deadline_after_ms(WAIT_MS)),
+                         GS_OK);
+    }
+}
+
+/* Run rank 0's progress until req finishes; returns its completion. */
+static gs_tp_completion_t fake_wait(fake_peer_t *f, gs_tp_req_t *req)
+{
+    gs_tp_completion_t comp;
+
+    memset(&comp, 0, sizeof(comp));
+    comp.status = GS_INPROGRESS;
+    assert_true(wait_req(f->tp, req, &comp));
+    return comp;
+}
+
+/*
+ * Two sockets park on chunks of the same message before it starts; when a
+ * third socket starts it, both must go on (regression: only one did, and the
+ * message never completed).
+ */
+static void test_tcp_transport_two_sockets_parked_on_one_message(void **state)
+{
+    uint8_t msg0[16];
+    uint8_t msg1[3 * 1000];
+    uint8_t got0[16] = {0};
+    uint8_t got1[3 * 1000] = {0};
+    gs_tp_req_t *r0;
+    gs_tp_req_t *r1;
+    fake_peer_t f;
+
+    (void)state;
+    fake_setup(&f, 3);
+    fill(msg0, sizeof(msg0), 1, 0, 1);
+    fill(msg1, sizeof(msg1), 1, 0, 2);
+    fake_frame(&f, 1, GS_TCP_FRAME_DATA, 1, 11, sizeof(msg1), 1000, msg1, 1000);
+    fake_frame(&f, 2, GS_TCP_FRAME_DATA, 1, 11, sizeof(msg1), 2000, msg1, 1000);
+    /* Let rank 0 read both and park them (nothing can complete yet). */
+    assert_int_equal(ops->progress(f.tp, gs__deadline_after_ms(30)), GS_OK);
+    fake_frame(&f, 0, GS_TCP_FRAME_DATA, 0, 10, sizeof(msg0), 0, msg0, sizeof(msg0));
+    fake_frame(&f, 0, GS_TCP_FRAME_DATA, 1, 11, sizeof(msg1), 0, msg1, 1000);
+    assert_int_equal(ops->irecv(f.tp, 1, 10, got0, sizeof(got0), &r0), GS_OK);
+    assert_int_equal(ops->irecv(f.tp, 1, 11, got1, sizeof(got1), &r1), GS_OK);
+    assert_int_equal(fake_wait(&f, r0).status, GS_OK);
+    assert_int_equal(fake_wait(&f, r1).status, GS_OK);
+    assert_memory_equal(got0, msg0, sizeof(msg0));
+    assert_memory_equal(got1, msg1, sizeof(msg1));
+    ops->req_release(f.tp, r0);
+    ops->req_release(f.tp, r1);
+    fake_teardown(&f);
+}
+
+static void expect_protocol_failure(fake_peer_t *f, const char *needle)
+{
+    gs_tp_completion_t comp;
+    gs_tp_req_t *req;
+    uint8_t b[8];
+
+    assert_int_equal(ops->irecv(f->tp, 1, 12345, b, sizeof(b), &req), GS_OK);
+    comp = fake_wait(f, req);
+    assert_int_equal(comp.status, GS_ERR_PROTOCOL);
+    assert_non_null(strstr(gs__error_get(), "peer 1"));
+    assert_non_null(strstr(gs__error_get(), needle));
+    ops->req_release(f->tp, req);
+}
+
+static void test_tcp_transport_bad_frame_fails_peer(void **state)
+{
+    const uint8_t junk[GS_TCP_FRAME_HDR_LEN] = "this is not a frame header at all, really.....";
+    fake_peer_t f;
+
+    (void)state;
+    fake_setup(&f, 1);
+    assert_int_equal(gs__sock_write_full(f.fds[0], junk, sizeof(junk),
+                                         gs__deadline_after_ms(WAIT_MS)),
+                     GS_OK);
+    expect_protocol_failure(&f, "bad frame magic");
+    fake_teardown(&f);
+}
+
+static void test_tcp_transport_chunk_outside_message_fails_peer(void **state)
+{
+    uint8_t payload[64] = {0};
+    fake_peer_t f;
+
+    (void)state;
+    fake_setup(&f, 2);
+    fake_frame(&f, 0, GS_TCP_FRAME_DATA, 0, 10, 64, 0, payload, 32);
+    /* Same message, but it now claims another total length. */
+    fake_frame(&f, 1, GS_TCP_FRAME_DATA, 0, 10, 128, 32, payload, 32);
+    expect_protocol_failure(&f, "does not fit");
+    fake_teardown(&f);
+}
+
+static void test_tcp_transport_all_sockets_parked_fails_peer(void **state)
+{
+    uint8_t payload[8] = {0};
+    fake_peer_t f;
+
+    (void)state;
+    fake_setup(&f, 2);
+    fake_frame(&f, 0, GS_TCP_FRAME_DATA, 5, 10, 8, 0, payload, 8);
+    fake_frame(&f, 1, GS_TCP_FRAME_DATA, 6, 10, 8, 0, payload, 8);
+    expect_protocol_failure(&f, "never started");
+    fake_teardown(&f);
+}
+
+static void test_tcp_transport_close_without_bye_fails_peer(void **state)
+{
+    gs_tp_completion_t comp;
+    gs_tp_req_t *req;
+    uint8_t b[8];
+    fake_peer_t f;
+
+    (void)state;
+    fake_setup(&f, 2);
+    assert_int_equal(ops->irecv(f.tp, GS_ANY_SOURCE, 5, b, sizeof(b), &req), GS_OK);
+    close(f.fds[1]);
+    f.fds[1] = open("/dev/null", 0); /* keep teardown's close harmless */
+    comp = fake_wait(&f, req);
+    assert_int_equal(comp.status, GS_ERR_PEER_FAILED);
+    assert_non_null(strstr(gs__error_get(), "peer 1 closed the connection"));
+    ops->req_release(f.tp, req);
+    fake_teardown(&f);
+}
+
+static void test_tcp_transport_skip_frame_skips_sequence(void **state)
+{
+    uint8_t payload[4] = {1, 2, 3, 4};
+    uint8_t got[4] = {0};
+    gs_tp_req_t *req;
+    fake_peer_t f;
+
+    (void)state;
+    fake_setup(&f, 1);
+    fake_frame(&f, 0, GS_TCP_FRAME_SKIP, 0, 0, 0, 0, NULL, 0);
+    fake_frame(&f, 0, GS_TCP_FRAME_DATA, 1, 10, 4, 0, payload, 4);
+    assert_int_equal(ops->irecv(f.tp, 1, 10, got, sizeof(got), &req), GS_OK);
+    assert_int_equal(fake_wait(&f, req).status, GS_OK);
+    assert_memory_equal(got, payload, sizeof(got));
+    ops->req_release(f.tp, req);
+    fake_teardown(&f);
+}
+
+static void test_tcp_transport_connect_timeout_names_rank(void **state)
+{
+    gs_tp_params_t params = {.rank = 0,
+                             .size = 2,
+                             .job_id = 1,
+                             .comm_id = 2,
+                             .nsocks = 1,
+                             .ifname = "",
+                             .family = "ipv4",
+                             .master_addr = "127.0.0.1",
+                             .counters = NULL};
+    char addrs[2][GS_TP_ADDR_MAX];
+    gs_tp_t *tp = NULL;
+
+    (void)state;
+    assert_int_equal(ops->init(&params, &tp), GS_OK);
+    assert_int_equal(ops->get_address(tp, addrs[0], sizeof(addrs[0])), GS_OK);
+    assert_non_null(strstr(addrs[0], "127.0.0.1:"));
+    snprintf(addrs[1], sizeof(addrs[1]), "127.0.0.1:1");
+    /* Rank 1 never connects to us. */
+    assert_int_equal(ops->connect(tp, addrs, gs__deadline_after_ms(150)), GS_ERR_TIMEOUT);
+    assert_non_null(strstr(gs__error_get(), "missing ranks 1"));
+    assert_int_equal(ops->finalize(tp), GS_OK);
+}
+
+static void test_tcp_transport_bad_args(void **state)
+{
+    gs_tp_params_t params = {.rank = 0, .size = 1, .nsocks = 1, .family = "any"};
+    char small[4];
+    gs_tp_t *tp = NULL;
+    gs_tp_req_t *req = NULL;
+    uint8_t b[4];
+
+    (void)state;
+    params.nsocks = 0;
+    assert_int_equal(ops->init(&params, &tp), GS_ERR_INVALID_ARG);
+    params.nsocks = GS_TCP_MAX_SOCKS + 1;
+    assert_int_equal(ops->init(&params, &tp), GS_ERR_INVALID_ARG);
+    params.nsocks = 1;
+    params.rank = 1;
+    assert_int_equal(ops->init(&params, &tp), GS_ERR_INVALID_ARG);
+    params.rank = 0;
+    params.ifname = "no-such-if0";
+    assert_int_equal(ops->init(&params, &tp), GS_ERR_INVALID_ARG);
+    params.ifname = "";
+    params.master_addr = "127.0.0.1";
+    assert_int_equal(ops->init(&params, &tp), GS_OK);
+    assert_int_equal(ops->get_address(tp, small, sizeof(small)), GS_ERR_INVALID_ARG);
+    /* A world of one connects to nobody. */
+    assert_int_equal(ops->connect(tp, NULL, gs__deadline_after_ms(100)), GS_OK);
+    assert_int_equal(ops->isend(tp, 0, 1, b, sizeof(b), &req), GS_ERR_INVALID_ARG);
+    assert_int_equal(ops->isend(tp, 5, 1, b, sizeof(b), &req), GS_ERR_INVALID_ARG);
+    assert_int_equal(ops->irecv(tp, -7, 1, b, sizeof(b), &req), GS_ERR_INVALID_ARG);
+    assert_int_equal(ops->progress(tp, gs__deadline_after_ms(1)), GS_OK);
+    assert_int_equal(ops->finalize(tp), GS_OK);
+}
+
+static void test_tcp_transport_lookup(void **state)
+{
+    const gs_transport_ops_t *found = NULL;
+
+    (void)state;
+    assert_int_equal(gs__transport_lookup("tcp", &found), GS_OK);
+    assert_ptr_equal(found, &gs__tcp_ops);
+    assert_int_equal(found->abi_size, sizeof(gs_transport_ops_t));
+    assert_int_equal(gs__transport_lookup("carrier-pigeon", &found), GS_ERR_INVALID_ARG);
+    assert_non_null(strstr(gs__error_get(), "carrier-pigeon"));
+    assert_int_equal(gs__transport_lookup(NULL, &found), GS_ERR_INVALID_ARG);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tcp_transport_lookup),
+        cmocka_unit_test(test_tcp_transport_bad_args),
+        cmocka_unit_test(test_tcp_transport_exchange_2ranks_1sock),
+        cmocka_unit_test(test_tcp_transport_exchange_2ranks_2socks),
+        cmocka_unit_test(test_tcp_transport_exchange_3ranks_1sock),
+        cmocka_unit_test(test_tcp_transport_exchange_3ranks_4socks),
+        cmocka_unit_test(test_tcp_transport_unexpected),
+        cmocka_unit_test(test_tcp_transport_any_source),
+        cmocka_unit_test(test_tcp_transport_same_tag_order_4socks),
+        cmocka_unit_test(test_tcp_transport_truncation_and_mismatch),
+        cmocka_unit_test(test_tcp_transport_cancel),
+        cmocka_unit_test(test_tcp_transport_peer_finalized),
+        cmocka_unit_test(test_tcp_transport_abort),
+        cmocka_unit_test(test_tcp_transport_garbage_on_listen_port),
+        cmocka_unit_test(test_tcp_transport_counters),
+        cmocka_unit_test(test_tcp_transport_connect_timeout_names_rank),
+        cmocka_unit_test(test_tcp_transport_two_sockets_parked_on_one_message),
+        cmocka_unit_test(test_tcp_transport_bad_frame_fails_peer),
+        cmocka_unit_test(test_tcp_transport_chunk_outside_message_fails_peer),
+        cmocka_unit_test(test_tcp_transport_all_sockets_parked_fails_peer),
+        cmocka_unit_test(test_tcp_transport_close_without_bye_fails_peer),
+        cmocka_unit_test(test_tcp_transport_skip_frame_skips_sequence),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
