@@ -72,9 +72,10 @@ typedef struct ring {
     size_t block;        /* RS/AG modes: elements per chunk (0 for balanced split) */
     size_t nslices;
     size_t max_chunk;    /* elements */
+    size_t slot_elems;   /* staging slot size: ceil(max_chunk / nslices) */
     const uint8_t *src;  /* local contribution (RS modes) */
     uint8_t *work;       /* full-size buffer holding the chunks */
-    uint8_t *tmp;        /* 2 * max_chunk elements: RS receive staging */
+    uint8_t *tmp;        /* 2 * nslices staging slots for RS receives */
     ring_slot_t *slots;  /* steps * nslices */
     ring_slice_t *slice;
 } ring_t;
@@ -165,12 +166,10 @@ static uint8_t *ring_recv_dst(const ring_t *g, int k, size_t j, size_t *bytes)
     ring_slice_range(g, len, j, &soff, &slen);
     *bytes = slen * g->esize;
     if (k < g->rs_steps) {
-        /* Staging slot (k % 2) of slice j; slices are laid out as in a chunk
-         * of max_chunk elements so they never overlap. */
-        size_t moff, mlen;
-        ring_slice_range(g, g->max_chunk, j, &moff, &mlen);
-        (void)mlen;
-        return g->tmp + ((size_t)(k % 2) * g->max_chunk + moff) * g->esize;
+        /* Staging slot (k % 2, j). Chunks differ in length by one element,
+         * so slice j of one chunk may be one element longer than slice j of
+         * another: slots are slot_elems apart, the longest any slice can be. */
+        return g->tmp + (((size_t)(k % 2) * g->nslices + j) * g->slot_elems) * g->esize;
     }
     return ring_chunk_ptr(g, c) + soff * g->esize;
 }
@@ -381,7 +380,8 @@ static gs_status_t ring_setup_and_run(gs_algo_ctx_t *ctx, const gs_coll_desc_t *
         }
     }
 
-    tmp_bytes = (g.rs_steps > 0) ? 2 * g.max_chunk * g.esize : 0;
+    g.slot_elems = (g.max_chunk + g.nslices - 1) / g.nslices;
+    tmp_bytes = (g.rs_steps > 0) ? 2 * g.nslices * g.slot_elems * g.esize : 0;
     status = gs__algo_scratch(ctx, work_bytes + tmp_bytes, &scratch);
     if (status != GS_OK) {
         return status;

@@ -2,15 +2,16 @@
 /*
  * CPU element-wise reductions, the inner loop of every host all-reduce.
  *
- * Each dtype has one always-inline "body" (a switch over the op around
- * plain C loops written so that GCC and clang auto-vectorise them at -O3)
+ * Each dtype has one always-inline "body" (a switch over the op, one plain
+ * C loop per op, written so that GCC and clang auto-vectorise it at -O3)
  * that is instantiated twice: once as a plain function (the generic path,
  * gs__reduce_generic) and once under target_clones("avx512f", "avx2",
  * "default"), so that the loader picks the widest ISA the CPU has at run
- * time (an ifunc). The library is never built with -march=native.
- * f16 on x86-64 uses F16C intrinsics (8 lanes per step) when the CPU has
- * AVX2 and F16C; bf16 uses integer shifts with round-to-nearest-even in
- * vectorisable C. On other architectures everything is the plain C path.
+ * time (an ifunc; not under TSan). The library is never built with
+ * -march=native. f16 on x86-64 uses F16C intrinsics (8 lanes per step)
+ * when the CPU has AVX2 and F16C; bf16 uses integer shifts with
+ * round-to-nearest-even in vectorisable C, two elements per 32-bit word.
+ * On other architectures everything is the plain C path.
  *
  * Semantics (the same on every path, bit for bit except the payload of a
  * NaN produced from two NaN inputs):

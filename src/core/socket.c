@@ -8,6 +8,9 @@
  */
 #include "core/socket.h"
 
+#include "core/clock.h"
+#include "core/error.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -23,9 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#include "core/clock.h"
-#include "core/error.h"
 
 /* Pause between connection attempts to an address that refused us. */
 #define CONNECT_RETRY_MIN_MS 5

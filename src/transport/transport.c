@@ -8,10 +8,10 @@
  */
 #include "transport/transport.h"
 
-#include <string.h>
-
 #include "core/error.h"
 #include "transport/tcp/tcp_transport.h"
+
+#include <string.h>
 
 static const gs_transport_ops_t *const builtin_transports[] = {
     &gs__tcp_ops,

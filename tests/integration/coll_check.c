@@ -192,46 +192,15 @@ static void put_elem(void *buf, size_t i, gs_dtype_t dt, double v)
 {
     unsigned char *p = (unsigned char *)buf + i * dt_sizes[dt];
     switch (dt) {
-    case GS_DTYPE_F32: {
-        float f = (float)v;
-        memcpy(p, &f, 4);
-        break;
-    }
-    case GS_DTYPE_F64:
-        memcpy(p, &v, 8);
-        break;
-    case GS_DTYPE_F16: {
-        uint16_t h = f32_to_f16((float)v);
-        memcpy(p, &h, 2);
-        break;
-    }
-    case GS_DTYPE_BF16: {
-        uint16_t h = f32_to_bf16((float)v);
-        memcpy(p, &h, 2);
-        break;
-    }
-    case GS_DTYPE_I8: {
-        int8_t x = (int8_t)v;
-        memcpy(p, &x, 1);
-        break;
-    }
-    case GS_DTYPE_U8: {
-        uint8_t x = (uint8_t)v;
-        memcpy(p, &x, 1);
-        break;
-    }
-    case GS_DTYPE_I32: {
-        int32_t x = (int32_t)v;
-        memcpy(p, &x, 4);
-        break;
-    }
-    case GS_DTYPE_I64: {
-        int64_t x = (int64_t)v;
-        memcpy(p, &x, 8);
-        break;
-    }
-    default:
-        break;
+    case GS_DTYPE_F32: { float x = (float)v; memcpy(p, &x, 4); break; }
+    case GS_DTYPE_F64: { memcpy(p, &v, 8); break; }
+    case GS_DTYPE_F16: { uint16_t x = f32_to_f16((float)v); memcpy(p, &x, 2); break; }
+    case GS_DTYPE_BF16: { uint16_t x = f32_to_bf16((float)v); memcpy(p, &x, 2); break; }
+    case GS_DTYPE_I8: { int8_t x = (int8_t)v; memcpy(p, &x, 1); break; }
+    case GS_DTYPE_U8: { uint8_t x = (uint8_t)v; memcpy(p, &x, 1); break; }
+    case GS_DTYPE_I32: { int32_t x = (int32_t)v; memcpy(p, &x, 4); break; }
+    case GS_DTYPE_I64: { int64_t x = (int64_t)v; memcpy(p, &x, 8); break; }
+    default: break;
     }
 }
 
@@ -239,48 +208,15 @@ static double get_elem(const void *buf, size_t i, gs_dtype_t dt)
 {
     const unsigned char *p = (const unsigned char *)buf + i * dt_sizes[dt];
     switch (dt) {
-    case GS_DTYPE_F32: {
-        float f;
-        memcpy(&f, p, 4);
-        return f;
-    }
-    case GS_DTYPE_F64: {
-        double d;
-        memcpy(&d, p, 8);
-        return d;
-    }
-    case GS_DTYPE_F16: {
-        uint16_t h;
-        memcpy(&h, p, 2);
-        return f16_to_f32(h);
-    }
-    case GS_DTYPE_BF16: {
-        uint16_t h;
-        memcpy(&h, p, 2);
-        return bf16_to_f32(h);
-    }
-    case GS_DTYPE_I8: {
-        int8_t x;
-        memcpy(&x, p, 1);
-        return x;
-    }
-    case GS_DTYPE_U8: {
-        uint8_t x;
-        memcpy(&x, p, 1);
-        return x;
-    }
-    case GS_DTYPE_I32: {
-        int32_t x;
-        memcpy(&x, p, 4);
-        return x;
-    }
-    case GS_DTYPE_I64: {
-        int64_t x;
-        memcpy(&x, p, 8);
-        return (double)x;
-    }
-    default:
-        return NAN;
+    case GS_DTYPE_F32: { float x; memcpy(&x, p, 4); return x; }
+    case GS_DTYPE_F64: { double x; memcpy(&x, p, 8); return x; }
+    case GS_DTYPE_F16: { uint16_t x; memcpy(&x, p, 2); return f16_to_f32(x); }
+    case GS_DTYPE_BF16: { uint16_t x; memcpy(&x, p, 2); return bf16_to_f32(x); }
+    case GS_DTYPE_I8: { int8_t x; memcpy(&x, p, 1); return x; }
+    case GS_DTYPE_U8: { uint8_t x; memcpy(&x, p, 1); return x; }
+    case GS_DTYPE_I32: { int32_t x; memcpy(&x, p, 4); return x; }
+    case GS_DTYPE_I64: { int64_t x; memcpy(&x, p, 8); return (double)x; }
+    default: return NAN;
     }
 }
 
@@ -866,13 +802,17 @@ static void case_sendrecv(struct tctx *t, gs_dtype_t dt, size_t count, enum vari
              call_ok(t, label, "gs_recv",
                      gs_recv(t->comm, argbuf(recv, count, v), count, dt, prev, tag));
     } else {
+        /*
+         * Send posted first: operations run in submission order on the
+         * worker, and a send never needs the receive to be posted first.
+         */
         gs_request_t reqs[2] = {GS_REQUEST_NULL, GS_REQUEST_NULL};
         int src = v == VAR_ANY ? GS_ANY_SOURCE : prev;
-        ok = call_ok(t, label, "gs_irecv", gs_irecv(t->comm, recv, count, dt, src, tag, &reqs[0]));
-        if (ok && !call_ok(t, label, "gs_isend",
-                           gs_isend(t->comm, send, count, dt, next, tag, &reqs[1]))) {
+        ok = call_ok(t, label, "gs_isend", gs_isend(t->comm, send, count, dt, next, tag, &reqs[0]));
+        if (ok && !call_ok(t, label, "gs_irecv",
+                           gs_irecv(t->comm, recv, count, dt, src, tag, &reqs[1]))) {
             ok = 0;
-            t->dead = 1; /* the posted receive can no longer be matched */
+            t->dead = 1; /* the posted send can no longer be matched */
         }
         if (ok)
             ok = call_ok(t, label, "gs_waitall", gs_waitall(2, reqs));
@@ -1139,7 +1079,8 @@ static void *multicomm_thread(void *arg)
     for (int it = 0; it < 3 * g_opt.iters && !t->dead; it++)
         for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]) && !t->dead; ci++) {
             size_t n = counts[ci];
-            case_allreduce(t, GS_DTYPE_F32, GS_OP_SUM, n, (enum variant)(it % 2 ? VAR_NB : VAR_BLK));
+            enum variant v = it % 2 ? VAR_NB : VAR_BLK;
+            case_allreduce(t, GS_DTYPE_F32, GS_OP_SUM, n, v);
             if (!t->dead)
                 case_allreduce(t, GS_DTYPE_I32, GS_OP_MAX, n, VAR_INPLACE);
             if (!t->dead)

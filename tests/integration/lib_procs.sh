@@ -80,20 +80,14 @@ start_rank() {
     PIDS+=("$LASTPID")
 }
 
-# wait_rank PID SECONDS : waits for PID, killing it after SECONDS; sets RC (137 when killed).
+# wait_rank PID SECONDS : waits for PID (a child of this shell), killing it after SECONDS;
+# sets RC (137 when killed). No background watchdog: tail --pid polls in the foreground.
 wait_rank() {
-    local pid=$1 wd
-    (
-        sleep "$2" &
-        spid=$!
-        trap 'kill $spid; exit 0' TERM
-        wait "$spid" && kill -KILL "$pid"
-    ) >/dev/null 2>&1 &
-    wd=$!
-    wait "$pid"
+    local pid=$1
+    timeout "$2" tail --pid="$pid" -s 0.05 -f /dev/null >/dev/null 2>&1
+    kill -KILL "$pid" 2>/dev/null
+    { wait "$pid"; } 2>/dev/null # no "Killed" job notice
     RC=$?
-    kill "$wd" 2>/dev/null
-    wait "$wd" 2>/dev/null
 }
 
 # wait_line FILE REGEX SECONDS : 0 once a line of FILE matches REGEX.

@@ -24,7 +24,7 @@ set -u
 PROG=${1:?usage: run_fault.sh PATH/TO/fault_check [kill|nojoin|nomaster|garbage|stop]...}
 shift
 CASES=${*:-kill nojoin nomaster garbage stop}
-# shellcheck source=lib_procs.sh
+# shellcheck source-path=SCRIPTDIR source=lib_procs.sh
 . "$(dirname "$0")/lib_procs.sh"
 
 case_kill() {
@@ -90,7 +90,8 @@ init_only() {
         st=$(field "$TMP/$name.$r.log" INIT status)
         ms=$(field "$TMP/$name.$r.log" INIT ms)
         echo "  $name: rank $r init returned ${st:-nothing} after ${ms:-?} ms (exit status $RC)"
-        if [ "$RC" -ne 0 ] || [ "$st" != GS_ERR_TIMEOUT ] || [ -z "$ms" ] || [ "$ms" -gt 5500 ]; then
+        if [ "$RC" -ne 0 ] || [ "$st" != GS_ERR_TIMEOUT ] || [ -z "$ms" ] ||
+            [ "$ms" -gt 5500 ]; then
             ok=0
         fi
     done
@@ -105,6 +106,7 @@ init_only() {
 # inject PORT SECONDS MARKER : connect to PORT repeatedly and send junk.
 inject() {
     local port=$1 end=$(($(now_ms) + $2 * 1000)) marker=$3 i=0
+    trap - EXIT
     trap '' PIPE
     # One connection that sends a few bytes and then stays silent.
     exec 4<>"/dev/tcp/127.0.0.1/$port" 2>/dev/null && printf 'GS\x00' >&4 2>/dev/null
@@ -112,7 +114,7 @@ inject() {
         if exec 3<>"/dev/tcp/127.0.0.1/$port" 2>/dev/null; then
             case $((i % 5)) in
             0) head -c $((1 + RANDOM % 8192)) /dev/urandom >&3 2>/dev/null ;;
-            1) printf '\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff' >&3 2>/dev/null ;;
+            1) printf '%b' '\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff' >&3 2>/dev/null ;;
             2) printf 'GET / HTTP/1.0\r\n\r\n' >&3 2>/dev/null ;;
             3) head -c 3 /dev/urandom >&3 2>/dev/null ;;
             4) head -c 65536 /dev/zero >&3 2>/dev/null ;;

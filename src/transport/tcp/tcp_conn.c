@@ -1,20 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The TCP data path, run by the worker thread only: per-socket send queues
- * written with sendmsg (header and payload gathered, many frames per call),
- * the per-socket receive state machine (header, then payload read straight
- * into the matched receive's buffer), message matching (posted receives and
- * unexpected messages), and peer failure. Connection setup is in
- * tcp_handshake.c and the request calls are in tcp_transport.c.
- *
- * NOTE: every header is validated by gs__tcp_frame_decode before use, and
- * every chunk is checked against its message before a byte of payload is
- * placed; any violation fails the peer with GS_ERR_PROTOCOL.
+ * The TCP data path, send half and shared bookkeeping, run by the worker
+ * thread only: request completion, the posted and unexpected lists, peer
+ * failure (close the sockets, fail every request involved), and per-socket
+ * send queues written with sendmsg (header and payload gathered, many frames
+ * per call). The receive state machine and matching are in tcp_recv.c,
+ * connection setup in tcp_handshake.c, the request calls in tcp_transport.c.
  */
 #include "transport/tcp/tcp_conn.h"
 
+#include "core/error.h"
+#include "core/log.h"
+
 #include <errno.h>
-#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,11 +21,6 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
-
-#include "core/error.h"
-#include "core/log.h"
-
-static void msg_done(gs_tp_t *tp, gs__tcp_inmsg_t *m);
 
 /* ---------------------------------------------------------------------- */
 /* Requests                                                               */
@@ -72,7 +65,7 @@ void gs__tcp_req_fail_ref(gs_tp_t *tp, struct gs_tp_req *req, gs_status_t status
     finish(tp, req, status);
 }
 
-static void posted_unlink(gs_tp_t *tp, struct gs_tp_req *r)
+void gs__tcp_posted_unlink(gs_tp_t *tp, struct gs_tp_req *r)
 {
     if (r->prev != NULL) {
         r->prev->next = r->next;
@@ -88,7 +81,7 @@ static void posted_unlink(gs_tp_t *tp, struct gs_tp_req *r)
     r->prev = NULL;
 }
 
-static void unexp_unlink(gs_tp_t *tp, gs__tcp_inmsg_t *m)
+void gs__tcp_unexp_unlink(gs_tp_t *tp, gs__tcp_inmsg_t *m)
 {
     if (!m->in_unexp) {
         return;
@@ -108,9 +101,9 @@ static void unexp_unlink(gs_tp_t *tp, gs__tcp_inmsg_t *m)
     m->in_unexp = false;
 }
 
-static void msg_free(gs_tp_t *tp, gs__tcp_inmsg_t *m)
+void gs__tcp_msg_free(gs_tp_t *tp, gs__tcp_inmsg_t *m)
 {
-    unexp_unlink(tp, m);
+    gs__tcp_unexp_unlink(tp, m);
     if (m->buf != NULL) {
         free(m->buf);
         tp->unexp_bytes -= m->total;
@@ -118,128 +111,11 @@ static void msg_free(gs_tp_t *tp, gs__tcp_inmsg_t *m)
     free(m);
 }
 
-static bool tags_match(uint64_t a, uint64_t b)
-{
-    return (a & GS_TP_TAG_MATCH_MASK) == (b & GS_TP_TAG_MATCH_MASK);
-}
-
-/*
- * Decide whether message m may fill receive r (masked tags already equal).
- * On refusal, completes r with GS_ERR_MISMATCH or GS_ERR_TRUNCATED.
- */
-static bool bind_ok(gs_tp_t *tp, struct gs_tp_req *r, int peer, uint64_t tag, uint64_t total)
-{
-    char why[GS_TCP_REASON_MAX];
-
-    r->comp.peer = peer;
-    r->comp.tag = tag;
-    if (tag != r->tag) {
-        snprintf(why, sizeof(why),
-                 "message from peer %d has tag 0x%016" PRIx64 " but the receive expects 0x%016" PRIx64
-                 " (the ranks are running different operations)",
-                 peer, tag, r->tag);
-        GS_WARN("tcp: %s", why);
-        gs__tcp_req_complete(tp, r, GS_ERR_MISMATCH, why);
-        return false;
-    }
-    if (total > r->len) {
-        snprintf(why, sizeof(why),
-                 "message of %" PRIu64 " bytes from peer %d (tag 0x%016" PRIx64
-                 ") is larger than the receive buffer of %zu bytes",
-                 total, peer, tag, r->len);
-        GS_INFO(NET, "tcp: %s", why);
-        gs__tcp_req_complete(tp, r, GS_ERR_TRUNCATED, why);
-        return false;
-    }
-    return true;
-}
-
-void gs__tcp_recv_post(gs_tp_t *tp, struct gs_tp_req *req)
-{
-    gs__tcp_inmsg_t *m;
-
-    for (m = tp->unexp_head; m != NULL; m = m->unext) {
-        if (((req->peer == GS_ANY_SOURCE) || (req->peer == m->peer)) && tags_match(m->tag, req->tag)) {
-            break;
-        }
-    }
-    if (m != NULL) {
-        unexp_unlink(tp, m);
-        if (!bind_ok(tp, req, m->peer, m->tag, m->total)) {
-            if (m->complete) {
-                msg_free(tp, m);
-            }
-            return; /* still arriving: finishes into its own buffer, then freed */
-        }
-        if (m->complete) {
-            if (m->total > 0) {
-                memcpy(req->buf, m->buf, (size_t)m->total);
-            }
-            req->comp.nbytes = (size_t)m->total;
-            msg_free(tp, m);
-            gs__tcp_req_complete(tp, req, GS_OK, NULL);
-            return;
-        }
-        m->req = req;
-        req->msg = m;
-        req->state = GS_TCP_REQ_ACTIVE;
-        return;
-    }
-    if ((req->peer != GS_ANY_SOURCE) && (tp->peers[req->peer].fail_status != GS_OK)) {
-        gs__tcp_req_fail_ref(tp, req, tp->peers[req->peer].fail_status,
-                             tp->peers[req->peer].reason);
-        return;
-    }
-    if ((req->peer == GS_ANY_SOURCE) && (tp->nfailed > 0)) {
-        for (int p = 0; p < tp->size; p++) {
-            if ((p != tp->rank) && (tp->peers[p].fail_status != GS_OK)) {
-                gs__tcp_req_fail_ref(tp, req, tp->peers[p].fail_status, tp->peers[p].reason);
-                return;
-            }
-        }
-    }
-    req->state = GS_TCP_REQ_POSTED;
-    req->prev = tp->posted_tail;
-    req->next = NULL;
-    if (tp->posted_tail != NULL) {
-        tp->posted_tail->next = req;
-    } else {
-        tp->posted_head = req;
-    }
-    tp->posted_tail = req;
-}
-
-void gs__tcp_recv_cancel(gs_tp_t *tp, struct gs_tp_req *req)
-{
-    gs__tcp_inmsg_t *m = req->msg;
-
-    if (req->state == GS_TCP_REQ_POSTED) {
-        posted_unlink(tp, req);
-        return;
-    }
-    if (m == NULL) {
-        return;
-    }
-    m->req = NULL;
-    req->msg = NULL;
-    if (m->dest == GS_TCP_DEST_USER) {
-        /* The user's buffer is going away: drain the rest of the message. */
-        gs__tcp_peer_t *p = &tp->peers[m->peer];
-
-        m->dest = GS_TCP_DEST_DRAIN;
-        for (int i = 0; i < tp->nsocks; i++) {
-            if (p->conns[i].rmsg == m) {
-                p->conns[i].rdst = NULL;
-            }
-        }
-    }
-}
-
 /* ---------------------------------------------------------------------- */
 /* Peer failure                                                           */
 /* ---------------------------------------------------------------------- */
 
-static void conn_close(gs_tp_t *tp, gs__tcp_conn_t *c)
+void gs__tcp_conn_close(gs_tp_t *tp, gs__tcp_conn_t *c)
 {
     if (c->fd < 0) {
         return;
@@ -275,7 +151,7 @@ void gs__tcp_peer_fail(gs_tp_t *tp, int peer, gs_status_t status, const char *fm
 }
 
 /* A peer that said goodbye is normal at shutdown: INFO, not WARN. */
-static void peer_left(gs_tp_t *tp, int peer)
+void gs__tcp_peer_left(gs_tp_t *tp, int peer)
 {
     if (tp->peers[peer].fail_status == GS_OK) {
         GS_INFO(NET, "tcp: rank %d: peer %d left the communicator", tp->rank, peer);
@@ -305,7 +181,7 @@ static void peer_fail_quiet(gs_tp_t *tp, int peer, gs_status_t status, const cha
         gs__tcp_conn_t *c = &p->conns[i];
         gs__tcp_frame_t *f = c->sq_head;
 
-        conn_close(tp, c);
+        gs__tcp_conn_close(tp, c);
         while (f != NULL) {
             gs__tcp_frame_t *fnext = f->next;
 
@@ -334,12 +210,12 @@ static void peer_fail_quiet(gs_tp_t *tp, int peer, gs_status_t status, const cha
             m->req->msg = NULL;
             gs__tcp_req_fail_ref(tp, m->req, status, p->reason);
         }
-        msg_free(tp, m);
+        gs__tcp_msg_free(tp, m);
     }
     for (r = tp->posted_head; r != NULL; r = rnext) {
         rnext = r->next;
         if ((r->peer == peer) || (r->peer == GS_ANY_SOURCE)) {
-            posted_unlink(tp, r);
+            gs__tcp_posted_unlink(tp, r);
             gs__tcp_req_fail_ref(tp, r, status, p->reason);
         }
     }
@@ -544,404 +420,3 @@ void gs__tcp_send_cancel(gs_tp_t *tp, struct gs_tp_req *req)
     gs__tcp_conn_queue(tp, &p->conns[0], skip);
 }
 
-/* ---------------------------------------------------------------------- */
-/* Receive side                                                           */
-/* ---------------------------------------------------------------------- */
-
-static void kick(gs_tp_t *tp, gs__tcp_conn_t *c)
-{
-    if (!c->kicked) {
-        c->kicked = true;
-        tp->nkicked++;
-    }
-}
-
-/* A new message (seq == recv_seq) from peer: bind it to a receive or hold it. */
-static gs__tcp_inmsg_t *msg_start(gs_tp_t *tp, int peer, const gs__tcp_frame_hdr_t *h)
-{
-    gs__tcp_peer_t *p = &tp->peers[peer];
-    struct gs_tp_req *r;
-    gs__tcp_inmsg_t *m = calloc(1, sizeof(*m));
-
-    if (m == NULL) {
-        gs__tcp_peer_fail(tp, peer, GS_ERR_NO_MEMORY,
-                          "out of memory for a message from peer %d", peer);
-        return NULL;
-    }
-    m->peer = peer;
-    m->seq = h->seq;
-    m->tag = h->tag;
-    m->total = h->total_len;
-    for (r = tp->posted_head; r != NULL; r = r->next) {
-        if (((r->peer == peer) || (r->peer == GS_ANY_SOURCE)) && tags_match(r->tag, h->tag)) {
-            break;
-        }
-    }
-    if (r != NULL) {
-        posted_unlink(tp, r);
-        if (bind_ok(tp, r, peer, h->tag, h->total_len)) {
-            m->dest = GS_TCP_DEST_USER;
-            m->req = r;
-            r->msg = m;
-            r->state = GS_TCP_REQ_ACTIVE;
-        } else {
-            m->dest = GS_TCP_DEST_DRAIN;
-        }
-    } else {
-        if (h->total_len > GS_TCP_UNEXP_MAX - tp->unexp_bytes) {
-            free(m);
-            gs__tcp_peer_fail(tp, peer, GS_ERR_PROTOCOL,
-                              "peer %d sent an unexpected message of %" PRIu64
-                              " bytes; %" PRIu64 " bytes are already held (limit %llu)",
-                              peer, h->total_len, tp->unexp_bytes, GS_TCP_UNEXP_MAX);
-            return NULL;
-        }
-        m->buf = malloc((h->total_len > 0) ? (size_t)h->total_len : 1);
-        if (m->buf == NULL) {
-            free(m);
-            gs__tcp_peer_fail(tp, peer, GS_ERR_NO_MEMORY,
-                              "out of memory holding an unexpected message of %" PRIu64
-                              " bytes from peer %d",
-                              h->total_len, peer);
-            return NULL;
-        }
-        tp->unexp_bytes += h->total_len;
-        m->dest = GS_TCP_DEST_UNEXP;
-        m->in_unexp = true;
-        m->uprev = tp->unexp_tail;
-        if (tp->unexp_tail != NULL) {
-            tp->unexp_tail->unext = m;
-        } else {
-            tp->unexp_head = m;
-        }
-        tp->unexp_tail = m;
-    }
-    m->next = p->active;
-    p->active = m;
-    return m;
-}
-
-static void active_unlink(gs__tcp_peer_t *p, gs__tcp_inmsg_t *m)
-{
-    for (gs__tcp_inmsg_t **pp = &p->active; *pp != NULL; pp = &(*pp)->next) {
-        if (*pp == m) {
-            *pp = m->next;
-            m->next = NULL;
-            return;
-        }
-    }
-}
-
-static void msg_done(gs_tp_t *tp, gs__tcp_inmsg_t *m)
-{
-    struct gs_tp_req *r = m->req;
-
-    active_unlink(&tp->peers[m->peer], m);
-    m->complete = true;
-    if (m->dest == GS_TCP_DEST_USER) {
-        r->msg = NULL;
-        r->comp.nbytes = (size_t)m->total;
-        gs__tcp_req_complete(tp, r, GS_OK, NULL);
-        msg_free(tp, m);
-    } else if (m->dest == GS_TCP_DEST_UNEXP) {
-        if (r != NULL) {
-            if (m->total > 0) {
-                memcpy(r->buf, m->buf, (size_t)m->total);
-            }
-            r->msg = NULL;
-            r->comp.nbytes = (size_t)m->total;
-            gs__tcp_req_complete(tp, r, GS_OK, NULL);
-            msg_free(tp, m);
-        } else if (!m->in_unexp) {
-            msg_free(tp, m); /* orphaned: its receive was refused or cancelled */
-        }
-    } else {
-        msg_free(tp, m);
-    }
-}
-
-/* Point the socket at a chunk of message m. */
-static void chunk_start(gs_tp_t *tp, gs__tcp_conn_t *c, gs__tcp_inmsg_t *m)
-{
-    uint8_t *base = NULL;
-
-    c->rmsg = m;
-    c->rleft = c->rhdr.chunk_len;
-    m->claimed += c->rhdr.chunk_len;
-    if (m->dest == GS_TCP_DEST_USER) {
-        base = (uint8_t *)m->req->buf;
-    } else if (m->dest == GS_TCP_DEST_UNEXP) {
-        base = m->buf;
-    }
-    c->rdst = (base != NULL) ? base + c->rhdr.offset : NULL;
-    c->rstate = GS_TCP_RS_PAYLOAD;
-    if (c->rleft == 0) {
-        c->rstate = GS_TCP_RS_HDR;
-        c->rmsg = NULL;
-        if (m->got == m->total) {
-            msg_done(tp, m);
-        }
-    }
-}
-
-static void chunk_done(gs_tp_t *tp, gs__tcp_conn_t *c)
-{
-    gs__tcp_inmsg_t *m = c->rmsg;
-
-    c->rmsg = NULL;
-    c->rdst = NULL;
-    c->rstate = GS_TCP_RS_HDR;
-    m->got += c->rhdr.chunk_len;
-    if (m->got == m->total) {
-        msg_done(tp, m);
-    }
-}
-
-static void on_header(gs_tp_t *tp, gs__tcp_conn_t *c);
-
-/* After recv_seq moved on, let every socket whose header is now usable go on:
- * a further chunk of the message that just started (seq < recv_seq) or the
- * start of the next one (seq == recv_seq). */
-static void unpark(gs_tp_t *tp, gs__tcp_peer_t *p)
-{
-    for (int i = 0; (i < tp->nsocks) && (p->nparked > 0); i++) {
-        gs__tcp_conn_t *c = &p->conns[i];
-
-        if ((c->rstate == GS_TCP_RS_PARKED) && (c->rhdr.seq <= p->recv_seq)) {
-            p->nparked--;
-            c->rstate = GS_TCP_RS_HDR;
-            on_header(tp, c); /* may start the message and unpark the next one */
-            if (p->fail_status != GS_OK) {
-                return;
-            }
-            gs__tcp_conn_update_events(tp, c);
-            kick(tp, c);
-            i = -1; /* rescan: recv_seq moved again */
-        }
-    }
-}
-
-static void on_header(gs_tp_t *tp, gs__tcp_conn_t *c)
-{
-    gs__tcp_peer_t *p = &tp->peers[c->peer];
-    const gs__tcp_frame_hdr_t *h = &c->rhdr;
-    gs__tcp_inmsg_t *m;
-
-    if (c->bye_rcvd) {
-        gs__tcp_peer_fail(tp, c->peer, GS_ERR_PROTOCOL,
-                          "peer %d sent a frame after saying goodbye", c->peer);
-        return;
-    }
-    if (h->type == GS_TCP_FRAME_BYE) {
-        c->bye_rcvd = true;
-        p->nbye++;
-        if (p->nbye == tp->nsocks) {
-            peer_left(tp, c->peer);
-        }
-        return;
-    }
-    if (h->seq < p->recv_seq) {
-        /* A further chunk of a message that has started. */
-        for (m = p->active; (m != NULL) && (m->seq != h->seq); m = m->next) {
-        }
-        if ((h->type != GS_TCP_FRAME_DATA) || (m == NULL) || (m->tag != h->tag) ||
-            (m->total != h->total_len) || (h->chunk_len > m->total - m->claimed) ||
-            (h->chunk_len == 0)) {
-            gs__tcp_peer_fail(tp, c->peer, GS_ERR_PROTOCOL,
-                              "peer %d sent a bad frame header: chunk of message %" PRIu64
-                              " does not fit any message in progress",
-                              c->peer, h->seq);
-            return;
-        }
-        chunk_start(tp, c, m);
-        return;
-    }
-    if (h->seq > p->recv_seq) {
-        c->rstate = GS_TCP_RS_PARKED;
-        p->nparked++;
-        if (p->nparked + p->nbye >= tp->nsocks) {
-            gs__tcp_peer_fail(tp, c->peer, GS_ERR_PROTOCOL,
-                              "peer %d sent a bad frame header: message %" PRIu64
-                              " never started (every socket waits for it)",
-                              c->peer, p->recv_seq);
-            return;
-        }
-        gs__tcp_conn_update_events(tp, c);
-        return;
-    }
-    p->recv_seq++;
-    if (h->type == GS_TCP_FRAME_SKIP) {
-        unpark(tp, p);
-        return;
-    }
-    m = msg_start(tp, c->peer, h);
-    if (m == NULL) {
-        return;
-    }
-    chunk_start(tp, c, m);
-    if (p->nparked > 0) {
-        unpark(tp, p);
-    }
-}
-
-static void recv_error(gs_tp_t *tp, gs__tcp_conn_t *c, ssize_t n, int err)
-{
-    gs__tcp_peer_t *p = &tp->peers[c->peer];
-
-    if (n == 0) {
-        if (c->bye_rcvd) {
-            conn_close(tp, c); /* orderly: the peer already said goodbye */
-            return;
-        }
-        if (p->nbye > 0) {
-            peer_left(tp, c->peer);
-        } else {
-            gs__tcp_peer_fail(tp, c->peer, GS_ERR_PEER_FAILED, "peer %d closed the connection",
-                              c->peer);
-        }
-    } else if (err == ECONNRESET) {
-        gs__tcp_peer_fail(tp, c->peer, GS_ERR_PEER_FAILED, "connection reset by peer %d",
-                          c->peer);
-    } else {
-        gs__tcp_peer_fail(tp, c->peer, GS_ERR_PEER_FAILED, "receiving from peer %d failed: %s",
-                          c->peer, strerror(err));
-    }
-}
-
-/* One recv; returns false when the socket has nothing more now (or failed). */
-static bool do_recv(gs_tp_t *tp, gs__tcp_conn_t *c, void *dst, size_t len, ssize_t *n_out)
-{
-    ssize_t n;
-
-    do {
-        n = recv(c->fd, dst, len, MSG_DONTWAIT);
-    } while ((n < 0) && (errno == EINTR));
-    if (n > 0) {
-        *n_out = n;
-        if ((size_t)n < len) {
-            c->drained = true; /* the kernel had no more; skip the EAGAIN call */
-        }
-        return true;
-    }
-    if ((n < 0) && ((errno == EAGAIN) || (errno == EWOULDBLOCK))) {
-        c->drained = true;
-        return false;
-    }
-    recv_error(tp, c, n, (n < 0) ? errno : 0);
-    return false;
-}
-
-void gs__tcp_conn_read(gs_tp_t *tp, gs__tcp_conn_t *c)
-{
-    gs__tcp_peer_t *p = &tp->peers[c->peer];
-    int budget = GS_TCP_IO_BUDGET;
-    char why[GS_TCP_REASON_MAX];
-    ssize_t n = 0;
-
-    c->drained = false;
-    if (c->kicked) {
-        c->kicked = false;
-        tp->nkicked--;
-    }
-    while ((c->fd >= 0) && (p->fail_status == GS_OK)) {
-        size_t avail = c->rlen - c->rpos;
-
-        if (c->rstate == GS_TCP_RS_PARKED) {
-            return;
-        }
-        if (c->rstate == GS_TCP_RS_HDR) {
-            if (avail >= GS_TCP_FRAME_HDR_LEN) {
-                if (gs__tcp_frame_decode(c->rbuf + c->rpos, avail, &c->rhdr, why, sizeof(why)) !=
-                    GS_OK) {
-                    gs__tcp_peer_fail(tp, c->peer, GS_ERR_PROTOCOL,
-                                      "peer %d sent a bad frame header: %s", c->peer, why);
-                    return;
-                }
-                c->rpos += GS_TCP_FRAME_HDR_LEN;
-                on_header(tp, c);
-                continue;
-            }
-            if (c->drained || (budget-- <= 0)) {
-                break;
-            }
-            if (c->rpos > 0) {
-                memmove(c->rbuf, c->rbuf + c->rpos, avail);
-                c->rpos = 0;
-                c->rlen = avail;
-            }
-            if (!do_recv(tp, c, c->rbuf + c->rlen, GS_TCP_RBUF_LEN - c->rlen, &n)) {
-                return;
-            }
-            c->rlen += (size_t)n;
-            continue;
-        }
-        /* GS_TCP_RS_PAYLOAD */
-        if (avail > 0) {
-            size_t take = (avail < c->rleft) ? avail : (size_t)c->rleft;
-
-            if (c->rdst != NULL) {
-                memcpy(c->rdst, c->rbuf + c->rpos, take);
-                c->rdst += take;
-            }
-            c->rpos += take;
-            c->rleft -= take;
-            if (c->rleft == 0) {
-                chunk_done(tp, c);
-            }
-            continue;
-        }
-        if (c->drained || (budget-- <= 0)) {
-            break;
-        }
-        c->rpos = 0;
-        c->rlen = 0;
-        if (c->rleft >= GS_TCP_RBUF_LEN / 2) {
-            /* Large payload: read it in place (no copy). */
-            void *dst = (c->rdst != NULL) ? (void *)c->rdst : (void *)tp->scratch;
-            size_t cap = (c->rdst != NULL) ? (size_t)c->rleft : GS_TCP_SCRATCH_LEN;
-
-            if (cap > c->rleft) {
-                cap = (size_t)c->rleft;
-            }
-            if (!do_recv(tp, c, dst, cap, &n)) {
-                return;
-            }
-            if (c->rdst != NULL) {
-                c->rdst += n;
-            }
-            c->rleft -= (uint64_t)n;
-            if (c->rleft == 0) {
-                chunk_done(tp, c);
-            }
-        } else {
-            if (!do_recv(tp, c, c->rbuf, GS_TCP_RBUF_LEN, &n)) {
-                return;
-            }
-            c->rlen = (size_t)n;
-        }
-    }
-    /* Whole frames may still sit in rbuf; epoll would not report them. */
-    if ((c->fd >= 0) && (p->fail_status == GS_OK) && (c->rstate != GS_TCP_RS_PARKED) &&
-        (((c->rstate == GS_TCP_RS_HDR) && (c->rlen - c->rpos >= GS_TCP_FRAME_HDR_LEN)) ||
-         ((c->rstate == GS_TCP_RS_PAYLOAD) && (c->rlen > c->rpos)) || !c->drained)) {
-        kick(tp, c);
-    }
-}
-
-void gs__tcp_free_messages(gs_tp_t *tp)
-{
-    for (int p = 0; p < tp->size; p++) {
-        if (p == tp->rank) {
-            continue;
-        }
-        while (tp->peers[p].active != NULL) {
-            gs__tcp_inmsg_t *m = tp->peers[p].active;
-
-            tp->peers[p].active = m->next;
-            msg_free(tp, m);
-        }
-    }
-    while (tp->unexp_head != NULL) {
-        msg_free(tp, tp->unexp_head);
-    }
-}

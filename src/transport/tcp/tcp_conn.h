@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Private types and calls of the TCP transport, shared by its files:
- * tcp_transport.c (the ops table and request calls), tcp_conn.c (per-socket
- * send queues, the receive state machine, matching, peer failure) and
- * tcp_handshake.c (connection setup). Nothing outside src/transport/tcp/
+ * tcp_transport.c (the ops table and request calls), tcp_conn.c (request
+ * completion, peer failure, per-socket send queues), tcp_recv.c (matching and
+ * the receive state machine) and tcp_handshake.c (connection setup). Nothing outside src/transport/tcp/
  * includes this header.
  *
  * Ordering: every message to a peer gets the next per-peer sequence number.
@@ -176,14 +176,26 @@ struct gs_tp {
 
 /* --- tcp_conn.c ------------------------------------------------------ */
 
+/* Close one socket and take it out of the poller. */
+void gs__tcp_conn_close(gs_tp_t *tp, gs__tcp_conn_t *c);
+/* Unlink a receive from the posted list. */
+void gs__tcp_posted_unlink(gs_tp_t *tp, struct gs_tp_req *r);
+/* Unlink a message from the unexpected list (no-op when not on it). */
+void gs__tcp_unexp_unlink(gs_tp_t *tp, gs__tcp_inmsg_t *m);
+/* Unlink and free a message and its held bytes. */
+void gs__tcp_msg_free(gs_tp_t *tp, gs__tcp_inmsg_t *m);
+/* The peer said goodbye on every socket: fail it quietly (INFO, not WARN). */
+void gs__tcp_peer_left(gs_tp_t *tp, int peer);
+
 /* Append a frame to a socket's queue and write at once if it was empty. */
 void gs__tcp_conn_queue(gs_tp_t *tp, gs__tcp_conn_t *c, gs__tcp_frame_t *f);
 /* Write queued frames until EAGAIN or the budget; fails the peer on error. */
 void gs__tcp_conn_flush(gs_tp_t *tp, gs__tcp_conn_t *c);
-/* Read and dispatch frames until EAGAIN or the budget; fails the peer on error. */
-void gs__tcp_conn_read(gs_tp_t *tp, gs__tcp_conn_t *c);
 /* Register the socket's interest (EPOLLIN unless parked, EPOLLOUT while queued). */
 void gs__tcp_conn_update_events(gs_tp_t *tp, gs__tcp_conn_t *c);
+
+/* Take an unfinished send's frames off the queues (cancel). */
+void gs__tcp_send_cancel(gs_tp_t *tp, struct gs_tp_req *req);
 
 /* Mark a peer failed with a reason, close its sockets and fail every request
  * involving it (and every GS_ANY_SOURCE receive). Idempotent. */
@@ -197,13 +209,14 @@ void gs__tcp_req_complete(gs_tp_t *tp, struct gs_tp_req *req, gs_status_t status
 void gs__tcp_req_fail_ref(gs_tp_t *tp, struct gs_tp_req *req, gs_status_t status,
                           const char *reason);
 
+/* --- tcp_recv.c ------------------------------------------------------ */
+
+/* Read and dispatch frames until EAGAIN or the budget; fails the peer on error. */
+void gs__tcp_conn_read(gs_tp_t *tp, gs__tcp_conn_t *c);
 /* Match a new receive against held unexpected messages, else post it. */
 void gs__tcp_recv_post(gs_tp_t *tp, struct gs_tp_req *req);
 /* Detach an unfinished receive from whatever it is bound to (cancel). */
 void gs__tcp_recv_cancel(gs_tp_t *tp, struct gs_tp_req *req);
-/* Take an unfinished send's frames off the queues (cancel). */
-void gs__tcp_send_cancel(gs_tp_t *tp, struct gs_tp_req *req);
-
 /* Free every held message (finalize). */
 void gs__tcp_free_messages(gs_tp_t *tp);
 

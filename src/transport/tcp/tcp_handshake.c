@@ -14,6 +14,10 @@
  */
 #include "transport/tcp/tcp_conn.h"
 
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/log.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
@@ -21,10 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#include "core/clock.h"
-#include "core/error.h"
-#include "core/log.h"
 
 /* Half-open incoming connections held at once; beyond it the oldest goes. */
 #define HS_MAX_INCOMING 256

@@ -9,6 +9,11 @@
  */
 #include "transport/tcp/tcp_transport.h"
 
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "transport/tcp/tcp_conn.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -18,11 +23,6 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include "core/clock.h"
-#include "core/error.h"
-#include "core/log.h"
-#include "transport/tcp/tcp_conn.h"
 
 #define TCP_LISTEN_BACKLOG 1024
 #define TCP_EPOLL_EVENTS 64
@@ -479,7 +479,16 @@ static gs_status_t poll_once(gs_tp_t *tp, int timeout_ms)
         if (c == NULL) {
             uint64_t v;
 
-            (void)read(tp->evfd, &v, sizeof(v));
+            if (read(tp->evfd, &v, sizeof(v)) < 0) {
+                /* EAGAIN: another pass already consumed the wakeup. */
+            }
+            continue;
+        }
+        if ((c->fd >= 0) && (c->rstate == GS_TCP_RS_PARKED) &&
+            ((evs[i].events & (EPOLLERR | EPOLLHUP)) != 0)) {
+            /* Not reading while parked, so the error would be reported forever. */
+            gs__tcp_peer_fail(tp, c->peer, GS_ERR_PEER_FAILED, "connection reset by peer %d",
+                              c->peer);
             continue;
         }
         /* An earlier event of this pass may have closed the socket. */
@@ -574,7 +583,9 @@ static gs_status_t tcp_abort(gs_tp_t *tp)
     }
     atomic_store_explicit(&tp->aborted, 1, memory_order_release);
     /* Wake a progress call sleeping in epoll_wait; a full counter is fine. */
-    (void)write(tp->evfd, &one, sizeof(one));
+    if (write(tp->evfd, &one, sizeof(one)) < 0) {
+        /* EAGAIN: the counter is saturated, a wakeup is already pending. */
+    }
     return GS_OK;
 }
 

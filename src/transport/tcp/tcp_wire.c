@@ -7,11 +7,11 @@
  */
 #include "transport/tcp/tcp_wire.h"
 
+#include "core/socket.h"
+
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
-
-#include "core/socket.h"
 
 /* Byte offsets of the handshake fields. */
 enum {
