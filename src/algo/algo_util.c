@@ -76,7 +76,7 @@ gs_status_t gs__algo_check(gs_algo_ctx_t *ctx, gs_algo_req_t *r, size_t expect, 
     r->req = NULL;
     *done_out = 1;
     if (comp.status != GS_OK) {
-        return gs__error_set(comp.status, "%s: %s rank %d failed: %s", ctx->opname,
+        return gs__error_wrap(comp.status, "%s: %s rank %d failed: %s", ctx->opname,
                              r->is_send ? "send to" : "receive from", r->peer, gs__error_get());
     }
     if (!r->is_send && (expect != (size_t)-1) && (comp.nbytes != expect)) {
@@ -112,7 +112,7 @@ gs_status_t gs__algo_progress(gs_algo_ctx_t *ctx, uint64_t *deadline,
     }
     status = gs__tp_progress(ctx->tr, *deadline);
     if (status != GS_OK) {
-        return gs__error_set(status, "%s: %s", ctx->opname, gs__error_get());
+        return gs__error_wrap(status, "%s: %s", ctx->opname, gs__error_get());
     }
     return GS_OK;
 }

@@ -270,7 +270,7 @@ static gs_status_t boot_send_table(boot_server_t *s, uint64_t nonce, uint64_t de
     for (int r = 1; r < world; r++) {
         gs_status_t st = gs__sock_write_full(s->rank_fd[r], buf, len, deadline);
         if ((st != GS_OK) && (status == GS_OK)) {
-            status = gs__error_set(st, "rendezvous: cannot send the address table to rank %d: %s",
+            status = gs__error_wrap(st, "rendezvous: cannot send the address table to rank %d: %s",
                                    r, gs__error_get());
         }
     }
@@ -332,7 +332,7 @@ static gs_status_t boot_serve(const gs__cfg_t *cfg, const char *my_addr,
     status = boot_listen_any(cfg, &s.listen_fd);
     if (status != GS_OK) {
         free(s.rank_fd);
-        return gs__error_set(status, "rendezvous: rank 0 cannot listen on port %d: %s",
+        return gs__error_wrap(status, "rendezvous: rank 0 cannot listen on port %d: %s",
                              cfg->master_port, gs__error_get());
     }
     GS_INFO(BOOT, "rendezvous: rank 0 waiting for %d ranks on port %d", cfg->world_size - 1,
@@ -479,7 +479,7 @@ static gs_status_t boot_client(const gs__cfg_t *cfg, const char *my_addr,
     if (status != GS_OK) {
         gs_status_t st = (status == GS_ERR_PEER_FAILED) ? GS_ERR_PEER_FAILED : status;
         close(fd);
-        return gs__error_set(st, "rank %d: rendezvous with rank 0 at %s:%d failed: %s",
+        return gs__error_wrap(st, "rank %d: rendezvous with rank 0 at %s:%d failed: %s",
                              cfg->rank, cfg->master_addr, cfg->master_port, gs__error_get());
     }
     if (t.status != GS_OK) {

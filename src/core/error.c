@@ -18,11 +18,14 @@ static _Thread_local char last_error[GS_ERROR_MSG_MAX];
 
 gs_status_t gs__error_set(gs_status_t status, const char *fmt, ...)
 {
+    char msg[GS_ERROR_MSG_MAX];
     va_list ap;
 
+    /* Format aside first: callers often pass gs__error_get() as an argument. */
     va_start(ap, fmt);
-    (void)vsnprintf(last_error, sizeof(last_error), fmt, ap);
+    (void)vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
+    memcpy(last_error, msg, sizeof(last_error));
 
     /* Argument errors are the caller's to handle and often expected (probing
      * calls), so they stay at INFO; everything else is worth a WARN. */
@@ -31,6 +34,18 @@ gs_status_t gs__error_set(gs_status_t status, const char *fmt, ...)
     } else if (GS_IS_ERR(status)) {
         GS_WARN("%s (%s)", last_error, gs_status_name(status));
     }
+    return status;
+}
+
+gs_status_t gs__error_wrap(gs_status_t status, const char *fmt, ...)
+{
+    char msg[GS_ERROR_MSG_MAX];
+    va_list ap;
+
+    va_start(ap, fmt);
+    (void)vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    memcpy(last_error, msg, sizeof(last_error));
     return status;
 }
 

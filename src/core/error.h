@@ -16,6 +16,12 @@
 gs_status_t gs__error_set(gs_status_t status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Add context to an error already reported by a callee: replace this
+ * thread's last error with "fmt ..." (which may include gs__error_get()),
+ * without logging it again, and return @p status. */
+gs_status_t gs__error_wrap(gs_status_t status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 /* Replace this thread's last error text without logging (used to carry a
  * worker thread's error text over to the thread that waits on a request). */
 void gs__error_copy_in(const char *msg);
