@@ -83,7 +83,7 @@ gs_status_t gs__comm_run_task(gs__task_t *task, void *ctx)
     return status;
 }
 
-static gs_comm_t comm_alloc(void)
+gs_comm_t gs__comm_alloc(void)
 {
     gs_comm_t comm = calloc(1, sizeof(*comm));
 
@@ -97,7 +97,7 @@ static gs_comm_t comm_alloc(void)
     return comm;
 }
 
-static void comm_free(gs_comm_t comm)
+void gs__comm_free(gs_comm_t comm)
 {
     free(comm->actx.scratch);
     pthread_mutex_destroy(&comm->err.mu);
@@ -105,7 +105,7 @@ static void comm_free(gs_comm_t comm)
 }
 
 /* Create the transport instance of comm (rank, size, ids and cfg set). */
-static gs_status_t comm_transport_init(gs_comm_t comm)
+gs_status_t gs__comm_transport_init(gs_comm_t comm)
 {
     gs_tp_params_t params;
     gs_status_t status;
@@ -128,7 +128,7 @@ static gs_status_t comm_transport_init(gs_comm_t comm)
 }
 
 /* Connect, set up the algorithm context and start the worker. */
-static gs_status_t comm_start(gs_comm_t comm, char (*addrs)[GS_SOCK_ADDR_MAX])
+gs_status_t gs__comm_start(gs_comm_t comm, char (*addrs)[GS_SOCK_ADDR_MAX])
 {
     gs_status_t status;
 
@@ -158,7 +158,7 @@ static gs_status_t comm_init(gs_comm_t *comm_out, const gs_config_t *cfg, int la
     if (comm_out == NULL) {
         return gs__error_set(GS_ERR_INVALID_ARG, "gs_comm_init: comm_out is NULL");
     }
-    comm = comm_alloc();
+    comm = gs__comm_alloc();
     if (comm == NULL) {
         return GS_ERR_NO_MEMORY;
     }
@@ -167,7 +167,7 @@ static gs_status_t comm_init(gs_comm_t *comm_out, const gs_config_t *cfg, int la
         status = gs__algo_policy_parse(comm->cfg.algo, &comm->policy);
     }
     if (status != GS_OK) {
-        comm_free(comm);
+        gs__comm_free(comm);
         return status;
     }
     gs__cfg_warn_unknown_env();
@@ -179,9 +179,9 @@ static gs_status_t comm_init(gs_comm_t *comm_out, const gs_config_t *cfg, int la
     comm->job_id = gs__hash64(comm->cfg.master_addr, strlen(comm->cfg.master_addr),
                               comm->job_id ^ (uint64_t)comm->cfg.master_port);
 
-    status = comm_transport_init(comm);
+    status = gs__comm_transport_init(comm);
     if (status != GS_OK) {
-        comm_free(comm);
+        gs__comm_free(comm);
         return status;
     }
     addrs = calloc((size_t)comm->size, GS_SOCK_ADDR_MAX);
@@ -195,7 +195,7 @@ static gs_status_t comm_init(gs_comm_t *comm_out, const gs_config_t *cfg, int la
         status = gs__bootstrap_exchange(&comm->cfg, my_addr, addrs, &nonce);
     }
     if (status == GS_OK) {
-        status = comm_start(comm, addrs);
+        status = gs__comm_start(comm, addrs);
     }
     if (status != GS_OK) {
         goto err_finalize;
@@ -209,7 +209,7 @@ static gs_status_t comm_init(gs_comm_t *comm_out, const gs_config_t *cfg, int la
 err_finalize:
     free(addrs);
     comm->tr.ops->finalize(comm->tr.tp);
-    comm_free(comm);
+    gs__comm_free(comm);
     return status;
 }
 
@@ -232,7 +232,7 @@ gs_status_t gs_comm_destroy(gs_comm_t comm)
     }
     gs__worker_stop(&comm->worker);
     status = comm->tr.ops->finalize(comm->tr.tp);
-    comm_free(comm);
+    gs__comm_free(comm);
     return status;
 }
 
@@ -372,7 +372,7 @@ gs_status_t gs_comm_split(gs_comm_t comm, int color, int key, gs_comm_t *newcomm
             }
         }
         qsort(members, (size_t)n, sizeof(*members), split_member_cmp);
-        child = comm_alloc();
+        child = gs__comm_alloc();
         if (child == NULL) {
             local = GS_ERR_NO_MEMORY;
         } else {
@@ -389,7 +389,7 @@ gs_status_t gs_comm_split(gs_comm_t comm, int color, int key, gs_comm_t *newcomm
             }
             child->cfg.rank = child->rank;
             child->cfg.world_size = n;
-            local = comm_transport_init(child);
+            local = gs__comm_transport_init(child);
             if (local == GS_OK) {
                 local = child->tr.ops->get_address(child->tr.tp, my_addr, sizeof(my_addr));
             }
@@ -423,7 +423,7 @@ gs_status_t gs_comm_split(gs_comm_t comm, int color, int key, gs_comm_t *newcomm
             goto out;
         }
     }
-    status = comm_start(child, addrs);
+    status = gs__comm_start(child, addrs);
 out:
     if ((status == GS_OK) && (local == GS_OK) && (child != NULL)) {
         GS_INFO(INIT, "split: color %d rank %d of %d", mine[0], child->rank, child->size);
@@ -434,7 +434,7 @@ out:
         if (child->tr.tp != NULL) {
             child->tr.ops->finalize(child->tr.tp);
         }
-        comm_free(child);
+        gs__comm_free(child);
     }
     free(ck);
     free(all_addrs);
