@@ -126,6 +126,7 @@ gs_status_t gs__chain_broadcast(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
 gs_status_t gs__chain_reduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
 gs_status_t gs__direct_alltoall(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
 gs_status_t gs__direct_barrier(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
+gs_status_t gs__p2p_post(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, gs_algo_req_t *r);
 gs_status_t gs__p2p_send(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
 gs_status_t gs__p2p_recv(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
 

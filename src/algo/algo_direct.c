@@ -9,6 +9,11 @@
  * network is not the bottleneck. In place, the outgoing blocks are first
  * copied to scratch.
  *
+ * Point-to-point: gs__p2p_post() only posts; the communicator keeps the
+ * request in flight on its worker (so a receive posted before a send never
+ * blocks the queue) and checks it with gs__algo_check(). gs__p2p_send/recv
+ * are the blocking forms, for callers that run them as one operation.
+ *
  * Barrier (dissemination, Hensgen et al.): in round k = 0..ceil(log2 n)-1
  * rank r sends an empty message to r + 2^k and waits for one from r - 2^k.
  * Works for any n; ceil(log2 n) * alpha.
@@ -107,13 +112,21 @@ gs_status_t gs__direct_barrier(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
     return GS_OK;
 }
 
+gs_status_t gs__p2p_post(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, gs_algo_req_t *r)
+{
+    const size_t bytes = d->count * gs__dtype_size(d->dtype);
+
+    if (d->kind == GS_COLL_SEND) {
+        return gs__algo_isend(ctx, d->root, GS_TP_TAG_P2P | d->tag, d->sendbuf, bytes, r);
+    }
+    return gs__algo_irecv(ctx, d->root, GS_TP_TAG_P2P | d->tag, d->recvbuf, bytes, r);
+}
+
 gs_status_t gs__p2p_send(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
 {
     gs_algo_req_t req = {0};
-    gs_status_t status;
+    gs_status_t status = gs__p2p_post(ctx, d, &req);
 
-    status = gs__algo_isend(ctx, d->root, GS_TP_TAG_P2P | d->tag, d->sendbuf,
-                            d->count * gs__dtype_size(d->dtype), &req);
     if (status != GS_OK) {
         return status;
     }
@@ -124,9 +137,8 @@ gs_status_t gs__p2p_recv(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
 {
     const size_t bytes = d->count * gs__dtype_size(d->dtype);
     gs_algo_req_t req = {0};
-    gs_status_t status;
+    gs_status_t status = gs__p2p_post(ctx, d, &req);
 
-    status = gs__algo_irecv(ctx, d->root, GS_TP_TAG_P2P | d->tag, d->recvbuf, bytes, &req);
     if (status != GS_OK) {
         return status;
     }

@@ -171,6 +171,7 @@ static gs_status_t coll_blocking(const char *fn, gs_comm_t comm, const gs_coll_d
     }
     memset(&req, 0, sizeof(req));
     req.task.run = gs__comm_run_task;
+    req.task.test = gs__comm_test_task;
     req.comm = comm;
     req.desc = *d;
     status = gs__worker_submit(&comm->worker, &req.task);
@@ -202,6 +203,7 @@ static gs_status_t coll_nonblocking(const char *fn, gs_comm_t comm, const gs_col
         return gs__error_set(GS_ERR_NO_MEMORY, "%s: out of memory for a request", fn);
     }
     req->task.run = gs__comm_run_task;
+    req->task.test = gs__comm_test_task;
     req->comm = comm;
     req->desc = *d;
     status = gs__worker_submit(&comm->worker, &req->task);

@@ -11,6 +11,7 @@
 #include "api/comm_impl.h"
 #include "core/bootstrap.h"
 #include "core/clock.h"
+#include "core/dtype.h"
 #include "core/error.h"
 #include "core/log.h"
 
@@ -67,9 +68,18 @@ gs_status_t gs__comm_run_task(gs__task_t *task, void *ctx)
         return sticky;
     }
     comm->actx.opname = api_names[d->kind];
-    if ((d->kind != GS_COLL_SEND) && (d->kind != GS_COLL_RECV)) {
-        comm->actx.seq = comm->coll_seq++;
+    if ((d->kind == GS_COLL_SEND) || (d->kind == GS_COLL_RECV)) {
+        /* Post and leave in flight: the worker tests it from now on. */
+        status = gs__p2p_post(&comm->actx, d, &req->p2p);
+        if (status == GS_OK) {
+            req->p2p_deadline = gs__now_ns() + comm->actx.timeout_ns;
+            return GS_INPROGRESS;
+        }
+        gs__counter_add(&comm->counters.ops_completed, 1);
+        gs__counter_add(&comm->counters.ops_failed, 1);
+        return status;
     }
+    comm->actx.seq = comm->coll_seq++;
     t0 = gs__now_ns();
     status = gs__algo_run(&comm->actx, &comm->policy, d);
     gs__counter_add(&comm->counters.busy_ns, gs__now_ns() - t0);
@@ -81,6 +91,53 @@ gs_status_t gs__comm_run_task(gs__task_t *task, void *ctx)
         }
     }
     return status;
+}
+
+gs_status_t gs__comm_test_task(gs__task_t *task, void *ctx)
+{
+    struct gs_request *req = (struct gs_request *)task;
+    gs_comm_t comm = (gs_comm_t)ctx;
+    const gs_coll_desc_t *d = &req->desc;
+    const size_t expect = (d->kind == GS_COLL_RECV) ? d->count * gs__dtype_size(d->dtype) : 0;
+    gs_status_t status;
+    int done = 0;
+
+    comm->actx.opname = api_names[d->kind];
+    status = gs__algo_check(&comm->actx, &req->p2p, expect, &done);
+    if (!done) {
+        if (gs__now_ns() < req->p2p_deadline) {
+            return GS_INPROGRESS;
+        }
+        gs__algo_release_all(&comm->actx, &req->p2p, 1);
+        status = gs__error_set(GS_ERR_TIMEOUT,
+                               "%s: rank %d timed out after %d ms waiting to %s rank %d (tag %u)",
+                               api_names[d->kind], comm->rank, comm->cfg.timeout_ms,
+                               d->kind == GS_COLL_SEND ? "send to" : "receive from", d->root,
+                               d->tag);
+    }
+    gs__counter_add(&comm->counters.ops_completed, 1);
+    if (status != GS_OK) {
+        gs__counter_add(&comm->counters.ops_failed, 1);
+        if (comm_error_is_sticky(d->kind, status)) {
+            gs__comm_fail(comm, status, gs__error_get());
+        }
+    }
+    return status;
+}
+
+static void comm_worker_idle(void *ctx, uint64_t wait_ns)
+{
+    gs_comm_t comm = (gs_comm_t)ctx;
+
+    /* Errors surface through the requests' own tests. */
+    (void)gs__tp_progress(&comm->tr, gs__now_ns() + wait_ns);
+}
+
+static void comm_worker_wake(void *ctx)
+{
+    gs_comm_t comm = (gs_comm_t)ctx;
+
+    comm->tr.ops->wake(comm->tr.tp);
 }
 
 gs_comm_t gs__comm_alloc(void)
@@ -130,6 +187,7 @@ gs_status_t gs__comm_transport_init(gs_comm_t comm)
 /* Connect, set up the algorithm context and start the worker. */
 gs_status_t gs__comm_start(gs_comm_t comm, char (*addrs)[GS_SOCK_ADDR_MAX])
 {
+    gs__worker_hooks_t hooks;
     gs_status_t status;
 
     status = comm->tr.ops->connect(comm->tr.tp, addrs,
@@ -143,7 +201,9 @@ gs_status_t gs__comm_start(gs_comm_t comm, char (*addrs)[GS_SOCK_ADDR_MAX])
     comm->actx.timeout_ns = (uint64_t)comm->cfg.timeout_ms * 1000000ull;
     comm->actx.slice_bytes = (size_t)comm->cfg.slice_bytes;
     comm->actx.opname = "gs_comm_init";
-    return gs__worker_start(&comm->worker, comm);
+    hooks.idle = comm_worker_idle;
+    hooks.wake = gs__tp_has_wake(&comm->tr) ? comm_worker_wake : NULL;
+    return gs__worker_start(&comm->worker, comm, &hooks);
 }
 
 static gs_status_t comm_init(gs_comm_t *comm_out, const gs_config_t *cfg, int launcher_env)

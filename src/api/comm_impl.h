@@ -43,6 +43,8 @@ struct gs_request {
     gs__task_t task; /* first: the worker sees only this */
     gs_comm_t comm;
     gs_coll_desc_t desc;
+    gs_algo_req_t p2p;     /* point-to-point: the transport request in flight */
+    uint64_t p2p_deadline; /* point-to-point: fails with GS_ERR_TIMEOUT after this */
 };
 
 /* Record the error that fails @p comm (first one wins). */
@@ -58,7 +60,9 @@ void gs__comm_free(gs_comm_t comm);
 gs_status_t gs__comm_transport_init(gs_comm_t comm);
 gs_status_t gs__comm_start(gs_comm_t comm, char (*addrs)[GS_SOCK_ADDR_MAX]);
 
-/* The task body every request runs on the worker thread. */
+/* The task body every request runs on the worker thread, and the test of a
+ * point-to-point request that run left in flight. */
 gs_status_t gs__comm_run_task(gs__task_t *task, void *ctx);
+gs_status_t gs__comm_test_task(gs__task_t *task, void *ctx);
 
 #endif /* GS_API_COMM_IMPL_H */

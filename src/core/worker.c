@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Worker thread: pops tasks in FIFO order and runs them one at a time. It
- * does not know what a task does; deadlines are enforced inside the tasks.
+ * Worker thread: pops tasks in FIFO order and runs them one at a time. A
+ * task may stay in flight (run() returns GS_INPROGRESS); the worker tests
+ * in-flight tasks after every run and, when the queue is empty, drives the
+ * transport through hooks.idle() until they finish. It does not know what a
+ * task does; deadlines are enforced inside the tasks.
  */
 #include "core/worker.h"
 
@@ -11,50 +14,122 @@
 #include "core/log.h"
 #include "gradsync/gradsync.h"
 
+/* Idle polling period: long when a submit can wake the poller, short when
+ * it cannot (then a new task waits at most this long). */
+#define WORKER_IDLE_WAKEABLE_NS 50000000ull
+#define WORKER_IDLE_POLL_NS 200000ull
+
+static void worker_finish(gs__worker_t *w, gs__task_t *task, gs_status_t status)
+{
+    task->status = status;
+    if (status != GS_OK) {
+        const char *msg = gs__error_get();
+        if (msg[0] == '\0') {
+            msg = gs_strerror(status);
+        }
+        snprintf(task->errmsg, sizeof(task->errmsg), "%s", msg);
+    }
+    pthread_mutex_lock(&w->mu);
+    atomic_store_explicit(&task->done, 1, memory_order_release);
+    pthread_cond_broadcast(&w->cv_done);
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* Test every in-flight task once (worker thread only). */
+static void worker_test_inflight(gs__worker_t *w)
+{
+    gs__task_t **pp = &w->inflight;
+
+    while (*pp != NULL) {
+        gs__task_t *task = *pp;
+        gs_status_t status;
+
+        gs__error_clear();
+        status = task->test(task, w->ctx);
+        if (status == GS_INPROGRESS) {
+            pp = &task->next;
+            continue;
+        }
+        *pp = task->next;
+        task->next = NULL;
+        worker_finish(w, task, status);
+    }
+}
+
+static void worker_run(gs__worker_t *w, gs__task_t *task)
+{
+    gs_status_t status;
+
+    gs__error_clear();
+    status = task->run(task, w->ctx);
+    if ((status == GS_INPROGRESS) && (task->test != NULL)) {
+        /* Append, so that in-flight tasks finish in submission order when
+         * they complete together. */
+        gs__task_t **pp = &w->inflight;
+        while (*pp != NULL) {
+            pp = &(*pp)->next;
+        }
+        task->next = NULL;
+        *pp = task;
+    } else {
+        if (status == GS_INPROGRESS) {
+            status = gs__error_set(GS_ERR_INTERNAL, "a task stayed in flight without a test");
+        }
+        worker_finish(w, task, status);
+    }
+    if (w->inflight != NULL) {
+        worker_test_inflight(w);
+    }
+}
+
 static void *worker_main(void *arg)
 {
     gs__worker_t *w = (gs__worker_t *)arg;
 
     pthread_mutex_lock(&w->mu);
     for (;;) {
-        while ((w->head == NULL) && !w->stop) {
-            pthread_cond_wait(&w->cv_work, &w->mu);
-        }
-        if (w->head == NULL) {
-            break; /* stop requested and queue drained */
-        }
-        gs__task_t *task = w->head;
-        w->head = task->next;
-        if (w->head == NULL) {
-            w->tail = NULL;
-        }
-        pthread_mutex_unlock(&w->mu);
-
-        gs__error_clear();
-        gs_status_t status = task->run(task, w->ctx);
-        task->status = status;
-        if (status != GS_OK) {
-            const char *msg = gs__error_get();
-            if (msg[0] == '\0') {
-                msg = gs_strerror(status);
+        if (w->head != NULL) {
+            gs__task_t *task = w->head;
+            w->head = task->next;
+            if (w->head == NULL) {
+                w->tail = NULL;
             }
-            snprintf(task->errmsg, sizeof(task->errmsg), "%s", msg);
+            pthread_mutex_unlock(&w->mu);
+            worker_run(w, task);
+            pthread_mutex_lock(&w->mu);
+            continue;
         }
-
-        pthread_mutex_lock(&w->mu);
-        atomic_store_explicit(&task->done, 1, memory_order_release);
-        pthread_cond_broadcast(&w->cv_done);
+        if (w->inflight != NULL) {
+            const uint64_t wait = (w->hooks.wake != NULL) ? WORKER_IDLE_WAKEABLE_NS
+                                                          : WORKER_IDLE_POLL_NS;
+            w->idle_polling = 1;
+            pthread_mutex_unlock(&w->mu);
+            if (w->hooks.idle != NULL) {
+                w->hooks.idle(w->ctx, wait);
+            }
+            worker_test_inflight(w);
+            pthread_mutex_lock(&w->mu);
+            w->idle_polling = 0;
+            continue;
+        }
+        if (w->stop) {
+            break; /* stop requested, queue drained, nothing in flight */
+        }
+        pthread_cond_wait(&w->cv_work, &w->mu);
     }
     pthread_mutex_unlock(&w->mu);
     return NULL;
 }
 
-gs_status_t gs__worker_start(gs__worker_t *w, void *ctx)
+gs_status_t gs__worker_start(gs__worker_t *w, void *ctx, const gs__worker_hooks_t *hooks)
 {
     int ret;
 
     memset(w, 0, sizeof(*w));
     w->ctx = ctx;
+    if (hooks != NULL) {
+        w->hooks = *hooks;
+    }
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv_work, NULL);
     pthread_cond_init(&w->cv_done, NULL);
@@ -71,6 +146,8 @@ gs_status_t gs__worker_start(gs__worker_t *w, void *ctx)
 
 gs_status_t gs__worker_submit(gs__worker_t *w, gs__task_t *task)
 {
+    int wake;
+
     task->next = NULL;
     atomic_store_explicit(&task->done, 0, memory_order_relaxed);
     task->status = GS_INPROGRESS;
@@ -88,7 +165,11 @@ gs_status_t gs__worker_submit(gs__worker_t *w, gs__task_t *task)
     }
     w->tail = task;
     pthread_cond_signal(&w->cv_work);
+    wake = w->idle_polling;
     pthread_mutex_unlock(&w->mu);
+    if (wake && (w->hooks.wake != NULL)) {
+        w->hooks.wake(w->ctx);
+    }
     return GS_OK;
 }
 
@@ -106,13 +187,19 @@ gs_status_t gs__worker_wait(gs__worker_t *w, gs__task_t *task)
 
 void gs__worker_stop(gs__worker_t *w)
 {
+    int wake;
+
     if (!w->started) {
         return;
     }
     pthread_mutex_lock(&w->mu);
     w->stop = 1;
     pthread_cond_signal(&w->cv_work);
+    wake = w->idle_polling;
     pthread_mutex_unlock(&w->mu);
+    if (wake && (w->hooks.wake != NULL)) {
+        w->hooks.wake(w->ctx);
+    }
     pthread_join(w->thread, NULL);
     pthread_cond_destroy(&w->cv_done);
     pthread_cond_destroy(&w->cv_work);

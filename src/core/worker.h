@@ -11,6 +11,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 
 #include "core/error.h"
 #include "gradsync/status.h"
@@ -18,16 +19,29 @@
 typedef struct gs__task gs__task_t;
 
 /* Runs on the worker thread. Returns the task's status; on error the last
- * error text of the worker thread is copied into the task. */
+ * error text of the worker thread is copied into the task. run() may return
+ * GS_INPROGRESS to leave the task in flight (point-to-point operations do,
+ * so that a receive posted before a send cannot block the queue); the
+ * worker then calls test() after every later task and while idle, until it
+ * returns anything else. */
 typedef gs_status_t (*gs__task_fn_t)(gs__task_t *task, void *ctx);
 
 struct gs__task {
     gs__task_t *next;
     gs__task_fn_t run;
+    gs__task_fn_t test; /* required when run() can return GS_INPROGRESS */
     atomic_int done; /* 0 queued or running, 1 finished */
     gs_status_t status;
     char errmsg[GS_ERROR_MSG_MAX];
 };
+
+/* What the worker does while tasks are in flight and the queue is empty:
+ * idle() drives the transport for at most wait_ns; wake() (thread-safe, may
+ * be NULL) makes a sleeping idle() return when a task is submitted. */
+typedef struct gs__worker_hooks {
+    void (*idle)(void *ctx, uint64_t wait_ns);
+    void (*wake)(void *ctx);
+} gs__worker_hooks_t;
 
 typedef struct gs__worker {
     pthread_t thread;
@@ -36,13 +50,17 @@ typedef struct gs__worker {
     pthread_cond_t cv_done; /* broadcast when any task finishes */
     gs__task_t *head;
     gs__task_t *tail;
-    void *ctx; /* handed to every task's run() */
+    gs__task_t *inflight; /* worker thread only */
+    void *ctx;            /* handed to every task's run() and test() */
+    gs__worker_hooks_t hooks;
+    int idle_polling;     /* under mu: the worker is inside hooks.idle() */
     int stop;
     int started;
 } gs__worker_t;
 
-/* Initialise and start the thread. Returns GS_OK or GS_ERR_SYSTEM. */
-gs_status_t gs__worker_start(gs__worker_t *w, void *ctx);
+/* Initialise and start the thread. hooks may be NULL when no task ever
+ * stays in flight. Returns GS_OK or GS_ERR_SYSTEM. */
+gs_status_t gs__worker_start(gs__worker_t *w, void *ctx, const gs__worker_hooks_t *hooks);
 
 /* Queue a task (its run field set by the caller). Thread-safe.
  * Returns GS_OK, or GS_ERR_INVALID_USAGE once the worker is stopping. */
@@ -58,7 +76,8 @@ static inline int gs__task_done(const gs__task_t *task)
     return atomic_load_explicit(&((gs__task_t *)task)->done, memory_order_acquire);
 }
 
-/* Run every queued task, then stop and join the thread. Idempotent. */
+/* Run every queued task, wait for every task in flight, then stop and join
+ * the thread. Idempotent. */
 void gs__worker_stop(gs__worker_t *w);
 
 #endif /* GS_CORE_WORKER_H */

@@ -134,6 +134,12 @@ typedef struct gs_transport_ops {
     /* Say goodbye to every peer, close everything and free the instance.
      * Always frees. Returns GS_OK or the first error met. */
     gs_status_t (*finalize)(gs_tp_t *tp);
+
+    /* Optional (may be NULL). Thread-safe, any thread: make a progress call
+     * that is sleeping return early (the worker uses it when an operation
+     * is submitted while it waits on in-flight point-to-point requests).
+     * Without it the worker polls with a short timeout. Returns GS_OK. */
+    gs_status_t (*wake)(gs_tp_t *tp);
 } gs_transport_ops_t;
 
 /* An instance and its ops, as held by a communicator. */
@@ -173,6 +179,11 @@ static inline gs_status_t gs__tp_progress(gs_transport_t *t, uint64_t deadline_n
 static inline gs_status_t gs__tp_req_release(gs_transport_t *t, gs_tp_req_t *req)
 {
     return t->ops->req_release(t->tp, req);
+}
+
+static inline int gs__tp_has_wake(const gs_transport_t *t)
+{
+    return t->ops->wake != NULL;
 }
 
 #endif /* GS_TRANSPORT_TRANSPORT_H */

@@ -41,7 +41,7 @@ static void test_worker_fifo_order_and_status(void **state)
 
     (void)state;
     memset(&log, 0, sizeof(log));
-    assert_int_equal(gs__worker_start(&w, &log), GS_OK);
+    assert_int_equal(gs__worker_start(&w, &log, NULL), GS_OK);
     for (int i = 0; i < 20; i++) {
         memset(&tasks[i], 0, sizeof(tasks[i]));
         tasks[i].id = i;
@@ -68,7 +68,7 @@ static void test_worker_stop_drains_queue(void **state)
 
     (void)state;
     memset(&log, 0, sizeof(log));
-    assert_int_equal(gs__worker_start(&w, &log), GS_OK);
+    assert_int_equal(gs__worker_start(&w, &log, NULL), GS_OK);
     for (int i = 0; i < 5; i++) {
         memset(&tasks[i], 0, sizeof(tasks[i]));
         tasks[i].id = 10 + i;
@@ -78,7 +78,7 @@ static void test_worker_stop_drains_queue(void **state)
     gs__worker_stop(&w);
     assert_int_equal(log.n, 5);
     /* After stop the struct is dead; a new start works again. */
-    assert_int_equal(gs__worker_start(&w, &log), GS_OK);
+    assert_int_equal(gs__worker_start(&w, &log, NULL), GS_OK);
     memset(&late, 0, sizeof(late));
     late.id = 99;
     late.task.run = record_task;

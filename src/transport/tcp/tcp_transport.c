@@ -482,6 +482,7 @@ static gs_status_t poll_once(gs_tp_t *tp, int timeout_ms)
             if (read(tp->evfd, &v, sizeof(v)) < 0) {
                 /* EAGAIN: another pass already consumed the wakeup. */
             }
+            tp->nevents++; /* abort or wake: make progress return */
             continue;
         }
         if ((c->fd >= 0) && (c->rstate == GS_TCP_RS_PARKED) &&
@@ -589,6 +590,19 @@ static gs_status_t tcp_abort(gs_tp_t *tp)
     return GS_OK;
 }
 
+static gs_status_t tcp_wake(gs_tp_t *tp)
+{
+    uint64_t one = 1;
+
+    if (tp == NULL) {
+        return GS_OK;
+    }
+    if (write(tp->evfd, &one, sizeof(one)) < 0) {
+        /* EAGAIN: the counter is saturated, a wakeup is already pending. */
+    }
+    return GS_OK;
+}
+
 /* Send BYE on every healthy socket and give the frames a bounded time to leave. */
 static void say_goodbye(gs_tp_t *tp)
 {
@@ -670,4 +684,5 @@ const gs_transport_ops_t gs__tcp_ops = {
     .req_release = tcp_req_release,
     .abort = tcp_abort,
     .finalize = tcp_finalize,
+    .wake = tcp_wake,
 };
