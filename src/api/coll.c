@@ -174,15 +174,19 @@ static gs_status_t coll_blocking(const char *fn, gs_comm_t comm, const gs_coll_d
     req.task.test = gs__comm_test_task;
     req.comm = comm;
     req.desc = *d;
-    status = gs__worker_submit(&comm->worker, &req.task);
-    if (status != GS_OK) {
+    if ((d->kind == GS_COLL_SEND) || (d->kind == GS_COLL_RECV)) {
+        /* Point-to-point stays in flight on the worker. */
+        status = gs__worker_submit(&comm->worker, &req.task);
+        if (status != GS_OK) {
+            return status;
+        }
+        status = gs__worker_wait(&comm->worker, &req.task);
+        if (status != GS_OK) {
+            gs__error_copy_in(req.task.errmsg);
+        }
         return status;
     }
-    status = gs__worker_wait(&comm->worker, &req.task);
-    if (status != GS_OK) {
-        gs__error_copy_in(req.task.errmsg);
-    }
-    return status;
+    return gs__worker_run_blocking(&comm->worker, &req.task);
 }
 
 static gs_status_t coll_nonblocking(const char *fn, gs_comm_t comm, const gs_coll_desc_t *d,

@@ -82,34 +82,54 @@ static void worker_run(gs__worker_t *w, gs__task_t *task)
     }
 }
 
+static int worker_count_inflight(const gs__worker_t *w)
+{
+    int n = 0;
+    for (const gs__task_t *t = w->inflight; t != NULL; t = t->next) {
+        n++;
+    }
+    return n;
+}
+
 static void *worker_main(void *arg)
 {
     gs__worker_t *w = (gs__worker_t *)arg;
 
     pthread_mutex_lock(&w->mu);
     for (;;) {
+        if (w->inline_active) {
+            /* A caller owns the transport; it signals cv_work when done. */
+            pthread_cond_wait(&w->cv_work, &w->mu);
+            continue;
+        }
         if (w->head != NULL) {
             gs__task_t *task = w->head;
             w->head = task->next;
             if (w->head == NULL) {
                 w->tail = NULL;
             }
+            w->busy = 1;
             pthread_mutex_unlock(&w->mu);
             worker_run(w, task);
             pthread_mutex_lock(&w->mu);
+            w->ninflight = worker_count_inflight(w);
+            w->busy = 0;
             continue;
         }
         if (w->inflight != NULL) {
             const uint64_t wait = (w->hooks.wake != NULL) ? WORKER_IDLE_WAKEABLE_NS
                                                           : WORKER_IDLE_POLL_NS;
             w->idle_polling = 1;
+            w->busy = 1;
             pthread_mutex_unlock(&w->mu);
             if (w->hooks.idle != NULL) {
                 w->hooks.idle(w->ctx, wait);
             }
             worker_test_inflight(w);
             pthread_mutex_lock(&w->mu);
+            w->ninflight = worker_count_inflight(w);
             w->idle_polling = 0;
+            w->busy = 0;
             continue;
         }
         if (w->stop) {
@@ -171,6 +191,45 @@ gs_status_t gs__worker_submit(gs__worker_t *w, gs__task_t *task)
         w->hooks.wake(w->ctx);
     }
     return GS_OK;
+}
+
+gs_status_t gs__worker_run_blocking(gs__worker_t *w, gs__task_t *task)
+{
+    gs_status_t status;
+
+    pthread_mutex_lock(&w->mu);
+    if (w->stop || w->busy || w->inline_active || (w->head != NULL) || (w->ninflight > 0)) {
+        pthread_mutex_unlock(&w->mu);
+        status = gs__worker_submit(w, task);
+        if (status != GS_OK) {
+            return status;
+        }
+        status = gs__worker_wait(w, task);
+        if (status != GS_OK) {
+            gs__error_copy_in(task->errmsg);
+        }
+        return status;
+    }
+    /* The worker sleeps in cv_work with nothing to do: run here, in order,
+     * since the queue is empty. Tasks submitted meanwhile wait for us. */
+    w->inline_active = 1;
+    pthread_mutex_unlock(&w->mu);
+
+    task->next = NULL;
+    task->errmsg[0] = '\0';
+    gs__error_clear();
+    status = task->run(task, w->ctx);
+    if (status == GS_INPROGRESS) {
+        status = gs__error_set(GS_ERR_INTERNAL, "a blocking task stayed in flight");
+    }
+    task->status = status;
+    atomic_store_explicit(&task->done, 1, memory_order_release);
+
+    pthread_mutex_lock(&w->mu);
+    w->inline_active = 0;
+    pthread_cond_signal(&w->cv_work);
+    pthread_mutex_unlock(&w->mu);
+    return status;
 }
 
 gs_status_t gs__worker_wait(gs__worker_t *w, gs__task_t *task)

@@ -54,6 +54,9 @@ typedef struct gs__worker {
     void *ctx;            /* handed to every task's run() and test() */
     gs__worker_hooks_t hooks;
     int idle_polling;     /* under mu: the worker is inside hooks.idle() */
+    int busy;             /* under mu: the worker is running or testing tasks */
+    int inline_active;    /* under mu: a caller runs a task on its own thread */
+    int ninflight;        /* under mu: tasks in flight */
     int stop;
     int started;
 } gs__worker_t;
@@ -65,6 +68,13 @@ gs_status_t gs__worker_start(gs__worker_t *w, void *ctx, const gs__worker_hooks_
 /* Queue a task (its run field set by the caller). Thread-safe.
  * Returns GS_OK, or GS_ERR_INVALID_USAGE once the worker is stopping. */
 gs_status_t gs__worker_submit(gs__worker_t *w, gs__task_t *task);
+
+/* Run @p task on the calling thread if the worker is idle (empty queue,
+ * nothing in flight), which saves two thread hand-offs per blocking call;
+ * otherwise queue it and wait. The task must not stay in flight (its run()
+ * must not return GS_INPROGRESS). Returns the task's status with this
+ * thread's last error set. Thread-safe. */
+gs_status_t gs__worker_run_blocking(gs__worker_t *w, gs__task_t *task);
 
 /* Block until task finished; returns its status. Thread-safe. The worker
  * bounds every task by the communicator deadline, so this returns. */
