@@ -6,7 +6,7 @@ JOBS ?= 2
 CMAKE_FLAGS ?=
 NP ?= 4
 
-.PHONY: help deps build run test test-asan test-unit bench bench-compare clean
+.PHONY: help deps build run test test-asan test-unit bench bench-compare bench-net clean
 
 help:
 	@echo "gradsync make targets:"
@@ -16,6 +16,7 @@ help:
 	@echo "  make test-unit     run only the unit tests"
 	@echo "  make bench         gs-bench all-reduce sweep, 4 KiB to 256 MiB, $(NP) ranks"
 	@echo "  make bench-compare gradsync beside Open MPI and Gloo in one run (bench/compare/compare.sh)"
+	@echo "  make bench-net     all-reduce across 4 lab hosts shaped to 1 Gbit/s: busbw and link efficiency (root)"
 	@echo "  make deps          install the Debian packages (scripts/install-deps.sh)"
 	@echo "  make clean         remove $(BUILD)/ and $(ASAN_BUILD)/"
 
@@ -43,13 +44,16 @@ test-asan: deps
 	      -DCMAKE_BUILD_TYPE=Debug $(CMAKE_FLAGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 GSTEST_TIMEOUT_MULT=3 \
-	    ctest --output-on-failure --timeout 900 -LE slow
+	    ctest --output-on-failure --timeout 900 -LE large
 
 bench: build
 	$(BUILD)/tools/gsrun -n $(NP) --timeout 900 $(BUILD)/bench/gs-bench allreduce -b 4K -e 256M -f 2 -w 3 -n 10
 
 bench-compare: build
 	bash bench/compare/compare.sh $(BUILD) -n $(NP)
+
+bench-net: build
+	bash bench/net/bench_net.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)
