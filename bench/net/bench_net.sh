@@ -1,0 +1,232 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# bench_net.sh (`make bench-net`): all-reduce across the shaped multi-host
+# lab. tests/net/netlab.sh builds H hosts (network namespaces on a bridge,
+# every link shaped with tc tbf at RATE on both veth ends, 256 KB burst);
+# one rank per host runs, for every size, an in-place f32 sum all-reduce:
+#   gradsync   gs-bench, ranks started in their namespaces by lib_lab.sh
+#   mpi        mpi-bench under mpirun, which runs in host 0's namespace; its
+#              launch agent (--mca plm_rsh_agent) starts each orted with
+#              `ip netns exec <host>` under its own UTS namespace and host
+#              name, so no sshd is needed. ob1 over tcp,self on the lab
+#              subnet, mpi_yield_when_idle=1 (the 4 "hosts" share this
+#              machine's cores; Open MPI would otherwise busy-poll as on a
+#              dedicated node)
+#   gloo-ALGO  gloo-bench with a FileStore in a shared folder and
+#              GLOO_BENCH_HOST = the host's lab address
+# Runs are interleaved (gs mpi gloo gs mpi gloo ...) over ROUNDS rounds; for
+# every size the table gives each library's median time over rounds, busbw
+# = 2(n-1)/n * bytes / time, and efficiency = (2(n-1)/n * bytes / RATE) /
+# time, the fraction of the link-rate limit of a ring all-reduce (TCP/IP
+# headers cap it near 95.5% at MTU 1500). Needs root and iproute2 (exit 77
+# otherwise).
+#
+# usage: bench_net.sh BUILD_DIR [--hosts H] [--rate 1gbit] [--burst 256kb] [-b 1M] [-e 64M]
+#                     [-w WARMUP] [-i ITERS] [--rounds R] [--libs gs,mpi,gloo]
+#                     [--gloo-algos ring_chunked,default] [--timeout S] [--out DIR]
+set -u
+
+usage() {
+    sed -n '/^# usage:/,/^$/s/^#//p' "$0" | sed '/^$/d' >&2
+    exit 2
+}
+[ $# -ge 1 ] || usage
+case "$1" in -h|--help) usage ;; esac
+BUILD=$(cd "$1" 2>/dev/null && pwd) || { echo "bench_net: no build folder '$1'" >&2; exit 2; }
+shift
+NH=4
+RATE=1gbit
+BURST=256kb
+MINB=1M
+MAXB=64M
+WARMUP=2
+ITERS=5
+ROUNDS=2
+LIBS=gs,mpi,gloo
+GLOO_ALGOS=ring_chunked,default
+TIMEOUT=300
+OUTDIR=
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --hosts) NH=$2; shift 2 ;;
+    --rate) RATE=$2; shift 2 ;;
+    --burst) BURST=$2; shift 2 ;;
+    -b) MINB=$2; shift 2 ;;
+    -e) MAXB=$2; shift 2 ;;
+    -w) WARMUP=$2; shift 2 ;;
+    -i) ITERS=$2; shift 2 ;;
+    --rounds) ROUNDS=$2; shift 2 ;;
+    --libs) LIBS=$2; shift 2 ;;
+    --gloo-algos) GLOO_ALGOS=$2; shift 2 ;;
+    --timeout) TIMEOUT=$2; shift 2 ;;
+    --out) OUTDIR=$2; shift 2 ;;
+    *) echo "bench_net: unknown argument '$1'" >&2; usage ;;
+    esac
+done
+for v in "$NH" "$WARMUP" "$ITERS" "$ROUNDS" "$TIMEOUT"; do
+    case "$v" in ''|*[!0-9]*) echo "bench_net: '$v' is not a number" >&2; exit 2 ;; esac
+done
+[ "$NH" -ge 2 ] || { echo "bench_net: needs 2 hosts or more" >&2; exit 2; }
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+GSBENCH=$BUILD/bench/gs-bench
+MPIBENCH=$BUILD/bench/mpi-bench
+GLOOBENCH=$BUILD/bench/gloo-bench
+[ -x "$GSBENCH" ] || { echo "bench_net: $GSBENCH missing; build first" >&2; exit 2; }
+
+# shellcheck source-path=SCRIPTDIR/../../tests/net source=../../tests/net/lib_lab.sh
+. "$ROOT/tests/net/lib_lab.sh"
+if [ -z "$OUTDIR" ]; then
+    OUTDIR=$LAB_TMP/results
+    KEEP=1 # the results folder lives in the lab's scratch folder
+fi
+mkdir -p "$OUTDIR"
+LAB_TIMEOUT=$TIMEOUT
+
+RUNS=()
+IFS=, read -r -a libs <<< "$LIBS"
+for l in "${libs[@]}"; do
+    case "$l" in
+    gs) RUNS+=("gradsync|gs") ;;
+    mpi)
+        if [ -x "$MPIBENCH" ] && command -v mpirun >/dev/null 2>&1 &&
+            command -v unshare >/dev/null 2>&1; then
+            RUNS+=("mpi-ob1-tcp|mpi")
+        else
+            echo "bench_net: mpi-bench, mpirun or unshare missing; MPI left out" >&2
+        fi
+        ;;
+    gloo)
+        if [ -x "$GLOOBENCH" ]; then
+            IFS=, read -r -a algos <<< "$GLOO_ALGOS"
+            for a in "${algos[@]}"; do RUNS+=("gloo-$a|gloo:$a"); done
+        else
+            echo "bench_net: gloo-bench not built; Gloo left out" >&2
+        fi
+        ;;
+    *) echo "bench_net: unknown library '$l'" >&2; exit 2 ;;
+    esac
+done
+
+lab_up "$NH" --rate "$RATE" --burst "$BURST"
+COMMON=(-b "$MINB" -e "$MAXB" -f 2 -w "$WARMUP" -n "$ITERS" --inplace --csv)
+
+# Open MPI: hostfile of namespace names; the agent maps a name to its namespace.
+AGENT=$LAB_TMP/mpi_agent.sh
+cat > "$AGENT" <<'EOF'
+#!/bin/sh
+# plm_rsh_agent for the lab: $1 is the host (a namespace name), the rest the
+# orted command line, run by sh as ssh would, under that host's own host name.
+h=$1
+shift
+exec ip netns exec "$h" unshare --uts sh -c 'hostname "$0" && exec sh -c "$1"' "$h" "$*"
+EOF
+chmod +x "$AGENT"
+: > "$LAB_TMP/mpi_hosts"
+IFLIST=
+for ((h = 0; h < NH; h++)); do
+    echo "${LAB_PREFIX}h$h slots=1" >> "$LAB_TMP/mpi_hosts"
+    IFLIST=${IFLIST:+$IFLIST,}nl$h
+done
+
+run_one() { # label kind round
+    local label=$1 kind=$2 round=$3 rc=0 t0=$SECONDS
+    local csv=$OUTDIR/${label}__r${round}.csv log=$OUTDIR/${label}__r${round}.log
+    case "$kind" in
+    gs)
+        lab_launch "$NH" 1 "$GSBENCH" allreduce "${COMMON[@]}" --check -o "$csv"
+        rc=$LAB_RC
+        cat "$LAB_TMP"/rank.*.log > "$log"
+        ;;
+    mpi)
+        # shellcheck disable=SC2016 # expanded by the inner sh
+        timeout -k 10 "$TIMEOUT" ip netns exec "${LAB_PREFIX}h0" unshare --uts \
+            sh -c 'hostname "$0" && exec "$@"' "${LAB_PREFIX}h0" \
+            mpirun --allow-run-as-root --hostfile "$LAB_TMP/mpi_hosts" -np "$NH" --map-by node \
+            --mca plm_rsh_agent "$AGENT" --mca oob_tcp_if_include "$IFLIST" \
+            --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include "$(lab_addr 0 | sed 's/\.[0-9]*$/.0/')/24" \
+            --mca mpi_yield_when_idle 1 \
+            "$MPIBENCH" "${COMMON[@]}" -o "$csv" > "$log" 2>&1 || rc=$?
+        ;;
+    gloo:*)
+        local store=$LAB_TMP/store_${label}_r${round}
+        mkdir -p "$store"
+        # shellcheck disable=SC2016 # expanded in each rank
+        lab_launch "$NH" 1 bash -c 'GLOO_BENCH_HOST=$LAB_HOST_ADDR exec "$@"' gloo \
+            "$GLOOBENCH" --algo "${kind#gloo:}" "${COMMON[@]}" --store "$store" -o "$csv"
+        rc=$LAB_RC
+        cat "$LAB_TMP"/rank.*.log > "$log"
+        ;;
+    esac
+    if [ "$rc" -ne 0 ]; then
+        echo "bench_net: round $round $label failed (exit $rc), see $log" >&2
+        tail -n 5 "$log" >&2
+        mv -f "$csv" "$csv.failed" 2>/dev/null
+    else
+        echo "round $round $label: $((SECONDS - t0)) s" >&2
+    fi
+}
+
+echo "bench_net: $NH hosts at $RATE (tbf burst $BURST), 1 rank per host, sizes $MINB..$MAXB," \
+    "$ROUNDS rounds, results in $OUTDIR" >&2
+for ((r = 1; r <= ROUNDS; r++)); do
+    for entry in "${RUNS[@]}"; do
+        run_one "${entry%%|*}" "${entry#*|}" "$r"
+    done
+done
+
+python3 - "$OUTDIR" "$RATE" "$NH" <<'EOF'
+import csv, os, re, statistics, sys
+
+outdir, rate_s, nh = sys.argv[1], sys.argv[2].lower(), int(sys.argv[3])
+m = re.fullmatch(r"([0-9.]+)\s*(bit|kbit|mbit|gbit|bps|kbps|mbps|gbps)?", rate_s)
+if not m:
+    sys.exit(f"bench_net: cannot read rate {rate_s}")
+mult = {None: 1, "bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9,
+        "bps": 8, "kbps": 8e3, "mbps": 8e6, "gbps": 8e9}[m.group(2)]
+rate = float(m.group(1)) * mult / 8.0  # bytes per second
+data = {}
+for name in sorted(os.listdir(outdir)):
+    fm = re.fullmatch(r"(.+)__r(\d+)\.csv", name)
+    if not fm:
+        continue
+    with open(os.path.join(outdir, name), newline="") as f:
+        rows = [ln for ln in f if ln.strip() and not ln.startswith("#")]
+    for row in csv.DictReader(rows):
+        try:
+            data.setdefault(fm.group(1), {}).setdefault(int(row["size"]), []).append(
+                (float(row["time_us"]) * 1e-6, row.get("wrong", "")))
+        except (KeyError, ValueError):
+            pass
+if not data:
+    sys.exit("bench_net: no results")
+order = sorted(data, key=lambda l: (l != "gradsync", l))
+sizes = sorted({s for l in data for s in data[l]})
+def fsz(s):
+    for u, d in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if s >= d and s % d == 0:
+            return f"{s // d}{u}"
+    return str(s)
+print(f"\nall-reduce f32 sum in place, {nh} hosts x 1 rank, links shaped to {rate_s}"
+      f" ({rate / 1e6:.1f} MB/s); median over rounds")
+print("efficiency = (2(n-1)/n * bytes / link rate) / time; TCP/IP headers cap it near 95.5%\n")
+print("| size | " + " | ".join(f"{l} busbw GB/s | {l} eff" for l in order) + " |")
+print("|---:|" + "---:|---:|" * len(order))
+for s in sizes:
+    cells = []
+    ideal = 2.0 * (nh - 1) / nh * s / rate
+    for l in order:
+        ts = [t for t, _ in data[l].get(s, [])]
+        if not ts:
+            cells += ["-", "-"]
+            continue
+        t = statistics.median(ts)
+        cells += [f"{2.0 * (nh - 1) / nh * s / t / 1e9:.4f}", f"{100.0 * ideal / t:.1f}%"]
+    print(f"| {fsz(s)} | " + " | ".join(cells) + " |")
+bad = [(l, s, w) for l in data for s in data[l] for _, w in data[l][s] if w not in ("", "0", "-1", "N/A")]
+if bad:
+    print(f"\nWRONG RESULTS: {bad}")
+    sys.exit(1)
+EOF
