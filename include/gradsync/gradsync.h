@@ -256,9 +256,13 @@ GS_API gs_status_t gs_allreduce_ex(gs_comm_t comm, const void *sendbuf, void *re
 /**
  * @brief Send count elements of buf to rank @p peer with @p tag. Messages
  * between the same pair with the same tag arrive in order.
- * @return GS_OK when the data has left @p buf; errors as for collectives.
+ * @return GS_OK when the data has left @p buf; GS_ERR_INVALID_ARG when @p peer
+ * is out of range or is the calling rank (copy locally instead); errors as
+ * for collectives.
  * @note Not collective. Blocking with deadline; never needs the receive to be
- * posted first (the receiver buffers unexpected messages).
+ * posted first (the receiver buffers unexpected messages). Point-to-point
+ * operations do not wait for each other in the queue: a gs_irecv() posted
+ * before a gs_isend() on every rank of a ring completes.
  */
 GS_API gs_status_t gs_send(gs_comm_t comm, const void *buf, size_t count, gs_dtype_t dtype,
                            int peer, uint32_t tag);
