@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Dependencies point one way: core <- transport <- algo <- api.
+# Dependencies point one way: core <- transport <- algo <- api, and
+# core <- compress (pure codecs) <- algo.
 # Fails on an #include that points upward.
 set -uo pipefail
 src=$1
@@ -14,8 +15,9 @@ check() { # folder, forbidden include prefixes...
     fi
   done
 }
-check core transport algo api
-check transport algo api
+check core transport algo api compress
+check compress transport algo api
+check transport algo api compress
 check algo api
 [ $fail -eq 0 ] && echo "include direction ok"
 exit $fail

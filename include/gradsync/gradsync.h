@@ -236,9 +236,18 @@ GS_API gs_status_t gs_barrier(gs_comm_t comm);
 typedef struct gs_allreduce_opts {
     size_t size;     /**< sizeof the struct the caller was built with (set by the INIT macro) */
     gs_algo_t algo;  /**< algorithm; GS_ALGO_AUTO lets the library choose */
+    /** Compress with this codec (gradsync/compress.h), or NULL. A codec other
+     * than GS_CODEC_NONE runs the two-phase compressed all-reduce: float dtypes,
+     * GS_OP_SUM or GS_OP_AVG, algo must be GS_ALGO_AUTO. Borrowed for the call
+     * (for gs_iallreduce_ex: until completion). */
+    const struct gs_codec_config *codec;
+    /** Error feedback of this tensor (gs_ef_create(count, dtype)), or NULL to
+     * run a lossy codec without feedback. Used and updated by the call; do not
+     * share one between calls in flight. */
+    struct gs_ef *ef;
 } gs_allreduce_opts_t;
 
-#define GS_ALLREDUCE_OPTS_INIT {sizeof(gs_allreduce_opts_t), GS_ALGO_AUTO}
+#define GS_ALLREDUCE_OPTS_INIT {sizeof(gs_allreduce_opts_t), GS_ALGO_AUTO, NULL, NULL}
 
 /**
  * @brief gs_allreduce() with options (algorithm choice; later: codec, stream).

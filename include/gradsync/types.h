@@ -58,11 +58,16 @@ typedef enum gs_op { GS_OP_MAP(GS_OP_ENUM_ROW) GS_OP_COUNT } gs_op_t;
 #undef GS_OP_ENUM_ROW
 
 /* GS_ALGO_MAP(X): X(name, value, short name). */
-#define GS_ALGO_MAP(X)             \
-    X(GS_ALGO_AUTO, 0, "auto")     \
-    X(GS_ALGO_RING, 1, "ring")     \
-    X(GS_ALGO_CHAIN, 2, "chain")   \
-    X(GS_ALGO_DIRECT, 3, "direct")
+#define GS_ALGO_MAP(X)                                   \
+    X(GS_ALGO_AUTO, 0, "auto")                           \
+    X(GS_ALGO_RING, 1, "ring")                           \
+    X(GS_ALGO_CHAIN, 2, "chain")                         \
+    X(GS_ALGO_DIRECT, 3, "direct")                       \
+    X(GS_ALGO_TREE, 4, "tree")                           \
+    X(GS_ALGO_RECURSIVE_DOUBLING, 5, "rd")               \
+    X(GS_ALGO_RABENSEIFNER, 6, "rabenseifner")           \
+    X(GS_ALGO_BINOMIAL, 7, "binomial")                   \
+    X(GS_ALGO_NATIVE, 8, "native")
 
 #define GS_ALGO_ENUM_ROW(_name, _value, _str) _name = (_value),
 

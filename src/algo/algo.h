@@ -42,7 +42,17 @@ typedef struct gs_coll_desc {
     int root;
     uint32_t tag;
     gs_algo_t algo; /* resolved by gs__algo_select before running */
+    const struct gs_codec_config *codec; /* all-reduce: compress with this codec, or NULL */
+    struct gs_ef *ef;                    /* all-reduce: error feedback state, or NULL */
 } gs_coll_desc_t;
+
+/* The cost model's machine parameters (see algo_select.c): seconds per
+ * message (alpha), per byte sent on one link (beta), per byte reduced (gamma). */
+typedef struct gs_algo_model {
+    double alpha;
+    double beta;
+    double gamma;
+} gs_algo_model_t;
 
 typedef struct gs_algo_ctx {
     gs_transport_t *tr;
@@ -54,6 +64,8 @@ typedef struct gs_algo_ctx {
     void *scratch;         /* grown on demand, freed with the context */
     size_t scratch_cap;
     const char *opname;    /* "gs_allreduce", for error messages */
+    gs_algo_model_t model; /* all zero: the built-in defaults */
+    uint64_t logged[GS_COLL_KIND_COUNT]; /* size classes whose choice was logged at INFO */
 } gs_algo_ctx_t;
 
 /* A posted transport request and what it is for. */
@@ -86,6 +98,11 @@ gs_status_t gs__algo_irecv(gs_algo_ctx_t *ctx, int peer, uint64_t tag, void *buf
  */
 gs_status_t gs__algo_check(gs_algo_ctx_t *ctx, gs_algo_req_t *r, size_t expect, int *done_out);
 
+/* As gs__algo_check, for receives of any length up to the posted size:
+ * also reports the bytes that arrived in *nbytes_out. */
+gs_status_t gs__algo_check_len(gs_algo_ctx_t *ctx, gs_algo_req_t *r, int *done_out,
+                               size_t *nbytes_out);
+
 /* Block in the transport until something happens or the deadline passes.
  * *deadline is the no-progress deadline; the caller renews it (see
  * gs__algo_renew) whenever a request completes. @p waiting_on names the
@@ -106,6 +123,12 @@ gs_status_t gs__algo_wait_all(gs_algo_ctx_t *ctx, gs_algo_req_t *reqs, const siz
 /* Release every still-posted request (after an error). */
 void gs__algo_release_all(gs_algo_ctx_t *ctx, gs_algo_req_t *reqs, size_t n);
 
+/* Send sbytes from sbuf to and receive exactly rbytes into rbuf from @p peer,
+ * both as message @p idx, and wait for both. A zero length skips that half
+ * (the peer computes the same lengths). Returns GS_OK or the first failure. */
+gs_status_t gs__algo_sendrecv(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, int peer, uint32_t idx,
+                              const void *sbuf, size_t sbytes, void *rbuf, size_t rbytes);
+
 /* Balanced split of @p count elements into @p parts: part i starts at
  * *off_out and holds *len_out elements (the first count % parts get one more). */
 static inline void gs__algo_split(size_t count, int parts, int i, size_t *off_out, size_t *len_out)
@@ -125,8 +148,15 @@ gs_status_t gs__ring_allgather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
 gs_status_t gs__chain_broadcast(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
 gs_status_t gs__chain_reduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
 gs_status_t gs__direct_alltoall(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
+/* Compressed all-reduce (algo_compressed.c): d->codec set, float dtype, SUM or AVG. */
+gs_status_t gs__compressed_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
 gs_status_t gs__direct_barrier(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
 gs_status_t gs__p2p_post(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, gs_algo_req_t *r);
+gs_status_t gs__rd_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
+gs_status_t gs__rabenseifner_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
+gs_status_t gs__tree_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
+gs_status_t gs__binomial_broadcast(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
+gs_status_t gs__binomial_reduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
 gs_status_t gs__p2p_send(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
 gs_status_t gs__p2p_recv(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
 
@@ -143,6 +173,35 @@ gs_status_t gs__algo_policy_parse(const char *text, gs_algo_policy_t *out);
  * policy, then the model) and run it. Returns the algorithm's status, or
  * GS_ERR_UNSUPPORTED when a forced algorithm cannot run this collective. */
 gs_status_t gs__algo_run(gs_algo_ctx_t *ctx, const gs_algo_policy_t *policy, gs_coll_desc_t *d);
+
+/*
+ * The fold of recursive doubling and Rabenseifner (pattern_rd.h), shared by
+ * both. fold_in: the even ranks among the first 2*rem send their vector as
+ * message @p idx and get *src_out = NULL (they sit out); their odd partners
+ * reduce it into recvbuf (*src_out = recvbuf); every other rank gets
+ * *src_out = sendbuf. @p tmp holds count elements. fold_out: the odd ranks
+ * send the finished recvbuf back to the even ones as message @p idx.
+ */
+gs_status_t gs__rd_fold_in(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint32_t idx, void *tmp,
+                           const void **src_out);
+gs_status_t gs__rd_fold_out(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint32_t idx);
+
+/* Model parameters from the knobs (alpha in microseconds, bandwidths in MB/s). */
+void gs__algo_model_init(gs_algo_model_t *m, int alpha_us, int beta_mbps, int gamma_mbps);
+
+/* Predicted seconds of @p algo running @p kind on @p n ranks with @p bytes
+ * (the whole vector for allreduce/broadcast/reduce; per rank otherwise) and
+ * pipeline slices of @p slice_bytes; a negative value when @p algo does not
+ * implement @p kind. A zero model means the built-in defaults. Pure. */
+double gs__algo_cost(const gs_algo_model_t *m, gs_coll_kind_t kind, gs_algo_t algo, int n,
+                     size_t bytes, size_t slice_bytes);
+
+/* The model's choice: the cheapest algorithm that implements @p kind. Pure. */
+gs_algo_t gs__algo_choose(const gs_algo_model_t *m, gs_coll_kind_t kind, int n, size_t bytes,
+                          size_t slice_bytes);
+
+/* Name of an algorithm ("ring"), "unknown" when out of range. */
+const char *gs__algo_name(gs_algo_t algo);
 
 /* 1 when @p algo implements @p kind (GS_ALGO_AUTO always does). */
 int gs__algo_offers(gs_coll_kind_t kind, gs_algo_t algo);

@@ -2,16 +2,29 @@
 /*
  * Algorithm selection: the only place that decides which algorithm runs.
  * Precedence: the caller's explicit choice (gs_allreduce_ex opts.algo), then
- * GS_ALGO, then the model. In this release every collective has one
- * bandwidth-optimal algorithm for large messages (ring, chain or direct);
- * the alpha-beta cost model that picks between tree, recursive doubling,
- * Rabenseifner and ring by message size arrives with the algorithms issue
- * and plugs in at algo_choose().
+ * GS_ALGO, then the cost model. It does not run anything itself and keeps
+ * no state but the per-communicator "already logged" bits in the context.
+ *
+ * The model is alpha-beta-gamma (Hockney, with Rabenseifner's reduction
+ * term): a message costs alpha, every byte a rank sends costs beta, every
+ * byte it reduces costs gamma, and an algorithm's time is the sum over its
+ * critical path. Each algorithm file states its formula; cost_*() below
+ * evaluates them. alpha, beta and gamma come from GS_ALGO_ALPHA_US,
+ * GS_ALGO_BETA_MBPS and GS_ALGO_GAMMA_MBPS (defaults in env_table.h, set
+ * from measurements on loopback TCP; docs/design.md has the table), so a
+ * user on a slower or faster network moves every crossover at once
+ * instead of tuning thresholds. The cheapest algorithm wins; on a tie the
+ * later one in GS_ALGO_MAP (see gs__algo_choose).
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "algo/algo.h"
+#include "algo/algo_native.h"
+#include "algo/pattern_rd.h"
+#include "algo/pattern_tree.h"
+#include "core/dtype.h"
+#include "core/env_table.h"
 #include "core/error.h"
 #include "core/log.h"
 
@@ -35,32 +48,209 @@ typedef gs_status_t (*algo_fn_t)(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
 
 /* Which algorithm implements which collective (NULL: not offered). */
 static const algo_fn_t algo_table[GS_COLL_KIND_COUNT][GS_ALGO_COUNT] = {
-    [GS_COLL_ALLREDUCE] = {[GS_ALGO_RING] = gs__ring_allreduce},
-    [GS_COLL_BROADCAST] = {[GS_ALGO_CHAIN] = gs__chain_broadcast},
-    [GS_COLL_REDUCE] = {[GS_ALGO_CHAIN] = gs__chain_reduce},
-    [GS_COLL_ALLGATHER] = {[GS_ALGO_RING] = gs__ring_allgather},
-    [GS_COLL_REDUCE_SCATTER] = {[GS_ALGO_RING] = gs__ring_reduce_scatter},
+    [GS_COLL_ALLREDUCE] = {[GS_ALGO_RING] = gs__ring_allreduce,
+                           [GS_ALGO_TREE] = gs__tree_allreduce,
+                           [GS_ALGO_RECURSIVE_DOUBLING] = gs__rd_allreduce,
+                           [GS_ALGO_RABENSEIFNER] = gs__rabenseifner_allreduce,
+                           [GS_ALGO_NATIVE] = gs__native_allreduce},
+    [GS_COLL_BROADCAST] = {[GS_ALGO_CHAIN] = gs__chain_broadcast,
+                           [GS_ALGO_BINOMIAL] = gs__binomial_broadcast,
+                           [GS_ALGO_NATIVE] = gs__native_broadcast},
+    [GS_COLL_REDUCE] = {[GS_ALGO_CHAIN] = gs__chain_reduce,
+                        [GS_ALGO_BINOMIAL] = gs__binomial_reduce},
+    [GS_COLL_ALLGATHER] = {[GS_ALGO_RING] = gs__ring_allgather,
+                           [GS_ALGO_NATIVE] = gs__native_allgather},
+    [GS_COLL_REDUCE_SCATTER] = {[GS_ALGO_RING] = gs__ring_reduce_scatter,
+                                [GS_ALGO_NATIVE] = gs__native_reduce_scatter},
     [GS_COLL_ALLTOALL] = {[GS_ALGO_DIRECT] = gs__direct_alltoall},
     [GS_COLL_BARRIER] = {[GS_ALGO_DIRECT] = gs__direct_barrier},
     [GS_COLL_SEND] = {[GS_ALGO_DIRECT] = gs__p2p_send},
     [GS_COLL_RECV] = {[GS_ALGO_DIRECT] = gs__p2p_recv},
 };
 
-/* The model's choice when nothing is forced. */
-static gs_algo_t algo_choose(const gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
+/* ------------------------------------------------------------------ */
+/* Cost model                                                          */
+/* ------------------------------------------------------------------ */
+
+void gs__algo_model_init(gs_algo_model_t *m, int alpha_us, int beta_mbps, int gamma_mbps)
 {
-    (void)ctx;
-    switch (d->kind) {
-    case GS_COLL_ALLREDUCE:
-    case GS_COLL_ALLGATHER:
-    case GS_COLL_REDUCE_SCATTER:
-        return GS_ALGO_RING;
-    case GS_COLL_BROADCAST:
-    case GS_COLL_REDUCE:
-        return GS_ALGO_CHAIN;
-    default:
-        return GS_ALGO_DIRECT;
+    m->alpha = (alpha_us > 0 ? alpha_us : GS_ALGO_ALPHA_US_DEFAULT) * 1e-6;
+    m->beta = 1.0 / ((beta_mbps > 0 ? beta_mbps : GS_ALGO_BETA_MBPS_DEFAULT) * 1e6);
+    m->gamma = 1.0 / ((gamma_mbps > 0 ? gamma_mbps : GS_ALGO_GAMMA_MBPS_DEFAULT) * 1e6);
+}
+
+/* Pipeline slices of a message of b bytes (at least 1). */
+static double cost_slices(double b, size_t slice_bytes)
+{
+    const double s = (slice_bytes > 0) ? b / (double)slice_bytes : 1.0;
+
+    return (s < 1.0) ? 1.0 : (double)(size_t)(s + 0.999999);
+}
+
+static double cost_allreduce(const gs_algo_model_t *m, gs_algo_t algo, int n, double b,
+                             size_t slice_bytes)
+{
+    const double a = m->alpha, be = m->beta, g = m->gamma;
+    const int p = gs__rd_pof2(n);
+    const double lp = (double)gs__rd_log2(p);
+    const double fold = (p != n) ? 1.0 : 0.0;
+    const double fn = (double)n;
+
+    switch (algo) {
+    case GS_ALGO_RING:
+        return 2.0 * (fn - 1.0) * a + 2.0 * (fn - 1.0) / fn * b * be + (fn - 1.0) / fn * b * g;
+    case GS_ALGO_RECURSIVE_DOUBLING:
+        return (lp + 2.0 * fold) * (a + b * be) + (lp + fold) * b * g;
+    case GS_ALGO_RABENSEIFNER:
+        return 2.0 * lp * a + 2.0 * ((double)p - 1.0) / (double)p * b * be +
+               ((double)p - 1.0) / (double)p * b * g + fold * (2.0 * (a + b * be) + b * g);
+    case GS_ALGO_TREE: {
+        const double depth = (double)gs__dtree_depth(n);
+        const double half = b / 2.0;
+        const double chunks = cost_slices(half, slice_bytes);
+        const double chunk = half / chunks;
+        /* Bytes the busiest rank sends and reduces (pattern_tree.h shapes). */
+        const double sent = (n == 2) ? b : (n == 3) ? 1.5 * b : 2.0 * b;
+        const double reduced = (n == 2) ? 0.5 * b : b;
+        return 2.0 * depth * (a + chunk * be) + sent * be + reduced * g;
     }
+    default:
+        return -1.0;
+    }
+}
+
+static double cost_rooted(const gs_algo_model_t *m, gs_algo_t algo, int n, double b,
+                          size_t slice_bytes, int reduces)
+{
+    const double per_byte = m->beta + (reduces ? m->gamma : 0.0);
+
+    switch (algo) {
+    case GS_ALGO_CHAIN: {
+        const double s = cost_slices(b, slice_bytes);
+        return ((double)n - 2.0 + s) * (m->alpha + b / s * per_byte);
+    }
+    case GS_ALGO_BINOMIAL:
+        return (double)gs__binom_rounds(n) * (m->alpha + b * per_byte);
+    default:
+        return -1.0;
+    }
+}
+
+double gs__algo_cost(const gs_algo_model_t *model, gs_coll_kind_t kind, gs_algo_t algo, int n,
+                     size_t bytes, size_t slice_bytes)
+{
+    gs_algo_model_t def;
+    const gs_algo_model_t *m = model;
+    const double b = (double)bytes;
+    const double fn = (double)n;
+
+    if (!gs__algo_offers(kind, algo) || (algo == GS_ALGO_AUTO) || (algo == GS_ALGO_NATIVE) ||
+        (n < 1)) {
+        return -1.0;
+    }
+    if ((m == NULL) || (m->alpha <= 0.0)) {
+        gs__algo_model_init(&def, 0, 0, 0);
+        m = &def;
+    }
+    if (n == 1) {
+        return 0.0;
+    }
+    switch (kind) {
+    case GS_COLL_ALLREDUCE:
+        return cost_allreduce(m, algo, n, b, slice_bytes);
+    case GS_COLL_BROADCAST:
+        return cost_rooted(m, algo, n, b, slice_bytes, 0);
+    case GS_COLL_REDUCE:
+        return cost_rooted(m, algo, n, b, slice_bytes, 1);
+    case GS_COLL_ALLGATHER:
+        return (fn - 1.0) * (m->alpha + b * m->beta);
+    case GS_COLL_REDUCE_SCATTER:
+        return (fn - 1.0) * (m->alpha + b * (m->beta + m->gamma));
+    case GS_COLL_ALLTOALL:
+        return (fn - 1.0) * (m->alpha + b * m->beta);
+    case GS_COLL_BARRIER:
+        return (double)gs__binom_rounds(n) * m->alpha;
+    default:
+        return m->alpha + b * m->beta;
+    }
+}
+
+gs_algo_t gs__algo_choose(const gs_algo_model_t *m, gs_coll_kind_t kind, int n, size_t bytes,
+                          size_t slice_bytes)
+{
+    gs_algo_t best = GS_ALGO_AUTO;
+    double best_cost = 0.0;
+
+    if ((unsigned)kind >= GS_COLL_KIND_COUNT) {
+        return GS_ALGO_AUTO;
+    }
+    for (int a = 1; a < GS_ALGO_COUNT; a++) {
+        const double c = gs__algo_cost(m, kind, (gs_algo_t)a, n, bytes, slice_bytes);
+
+        /* On a tie the later algorithm wins. Ties happen at n = 2, where
+         * ring and Rabenseifner are the same exchange and the unsliced
+         * Rabenseifner measured 10-30% faster up to 1 MiB. One rank costs
+         * nothing anywhere: keep the first (ring, chain or direct). */
+        if ((c >= 0.0) && ((best == GS_ALGO_AUTO) || (c < best_cost) ||
+                           ((c == best_cost) && (n > 1)))) {
+            best = (gs_algo_t)a;
+            best_cost = c;
+        }
+    }
+    return best;
+}
+
+/* Bytes the model is asked about: the whole vector, or one rank's block. */
+static size_t algo_bytes(const gs_coll_desc_t *d)
+{
+    return d->count * gs__dtype_size(d->dtype);
+}
+
+/* Size class of a message: 0 for empty, else floor(log2 bytes) + 1, at most 63. */
+static int algo_size_class(size_t bytes)
+{
+    int c = 0;
+
+    while ((bytes > 0) && (c < 63)) {
+        bytes >>= 1;
+        c++;
+    }
+    return c;
+}
+
+/* INFO line, once per (collective, size class) per communicator. */
+static void algo_log_choice(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, gs_algo_t algo,
+                            const char *why)
+{
+    const size_t bytes = algo_bytes(d);
+    const int cls = algo_size_class(bytes);
+    const uint64_t bit = 1ull << cls;
+    char costs[256];
+    size_t used = 0;
+
+    if (!gs__log_enabled(GS_LOG_INFO, GS_SUBSYS_ALGO) || ((ctx->logged[d->kind] & bit) != 0)) {
+        return;
+    }
+    ctx->logged[d->kind] |= bit;
+    costs[0] = '\0';
+    for (int a = 1; (a < GS_ALGO_COUNT) && (used < sizeof(costs)); a++) {
+        const double c = gs__algo_cost(&ctx->model, d->kind, (gs_algo_t)a, ctx->size, bytes,
+                                       ctx->slice_bytes);
+        if (c >= 0.0) {
+            const int w = snprintf(costs + used, sizeof(costs) - used, "%s%s %.1f us",
+                                   (used > 0) ? ", " : "", algo_names[a], c * 1e6);
+            used += (w > 0) ? (size_t)w : 0;
+        }
+    }
+    GS_INFO(ALGO, "%s of %zu bytes (size class %llu..%llu) on %d ranks: %s (%s; model: %s)",
+            coll_names[d->kind], bytes, (cls == 0) ? 0ull : (unsigned long long)(bit >> 1),
+            (cls == 0) ? 0ull : (unsigned long long)(bit - 1ull), ctx->size, algo_names[algo],
+            why, costs);
+}
+
+const char *gs__algo_name(gs_algo_t algo)
+{
+    return ((unsigned)algo < GS_ALGO_COUNT) ? algo_names[algo] : "unknown";
 }
 
 int gs__algo_offers(gs_coll_kind_t kind, gs_algo_t algo)
@@ -151,13 +341,16 @@ gs_status_t gs__algo_policy_parse(const char *text, gs_algo_policy_t *out)
 gs_status_t gs__algo_run(gs_algo_ctx_t *ctx, const gs_algo_policy_t *policy, gs_coll_desc_t *d)
 {
     gs_algo_t algo = d->algo;
+    const char *why = "caller";
     algo_fn_t fn;
 
     if ((algo == GS_ALGO_AUTO) && (policy != NULL)) {
         algo = policy->forced[d->kind];
+        why = "GS_ALGO";
     }
     if (algo == GS_ALGO_AUTO) {
-        algo = algo_choose(ctx, d);
+        algo = gs__algo_choose(&ctx->model, d->kind, ctx->size, algo_bytes(d), ctx->slice_bytes);
+        why = "cost model";
     }
     if (((unsigned)algo >= GS_ALGO_COUNT) || (algo_table[d->kind][algo] == NULL)) {
         return gs__error_set(GS_ERR_UNSUPPORTED, "%s: algorithm '%s' does not implement %s",
@@ -167,6 +360,7 @@ gs_status_t gs__algo_run(gs_algo_ctx_t *ctx, const gs_algo_policy_t *policy, gs_
     }
     d->algo = algo;
     fn = algo_table[d->kind][algo];
+    algo_log_choice(ctx, d, algo, why);
     GS_TRACE(ALGO, "%s: %s count %zu with %s", ctx->opname, coll_names[d->kind], d->count,
              algo_names[algo]);
     return fn(ctx, d);

@@ -88,6 +88,31 @@ gs_status_t gs__algo_check(gs_algo_ctx_t *ctx, gs_algo_req_t *r, size_t expect, 
     return GS_OK;
 }
 
+gs_status_t gs__algo_check_len(gs_algo_ctx_t *ctx, gs_algo_req_t *r, int *done_out,
+                               size_t *nbytes_out)
+{
+    gs_tp_completion_t comp;
+    int done = 0;
+
+    *done_out = 0;
+    if (r->req == NULL) {
+        return GS_OK;
+    }
+    gs__tp_test(ctx->tr, r->req, &done, &comp);
+    if (!done) {
+        return GS_OK;
+    }
+    gs__tp_req_release(ctx->tr, r->req);
+    r->req = NULL;
+    *done_out = 1;
+    *nbytes_out = comp.nbytes;
+    if (comp.status != GS_OK) {
+        return gs__error_wrap(comp.status, "%s: %s rank %d failed: %s", ctx->opname,
+                              r->is_send ? "send to" : "receive from", r->peer, gs__error_get());
+    }
+    return GS_OK;
+}
+
 void gs__algo_renew(const gs_algo_ctx_t *ctx, uint64_t *deadline)
 {
     *deadline = gs__now_ns() + ctx->timeout_ns;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "api/comm_impl.h"
+#include "compress/codec.h"
 #include "core/dtype.h"
 #include "core/error.h"
 
@@ -81,6 +82,37 @@ static gs_status_t coll_check_rank(const char *fn, const char *name, gs_comm_t c
     return GS_OK;
 }
 
+/* A compressed all-reduce: float data, sum or avg, a valid codec, a matching ef. */
+static gs_status_t coll_check_codec(const char *fn, const gs_coll_desc_t *d)
+{
+    gs_codec_resolved_t rc;
+    gs_status_t status;
+
+    if (!gs__dtype_is_float(d->dtype) || ((d->op != GS_OP_SUM) && (d->op != GS_OP_AVG))) {
+        return gs__error_set(GS_ERR_INVALID_ARG,
+                             "%s: a codec needs a float dtype and GS_OP_SUM or GS_OP_AVG, not %s "
+                             "and %s",
+                             fn, gs__dtype_name(d->dtype), gs__op_name(d->op));
+    }
+    if (d->algo != GS_ALGO_AUTO) {
+        return gs__error_set(GS_ERR_INVALID_ARG,
+                             "%s: opts->algo must be GS_ALGO_AUTO with a codec (compressed "
+                             "all-reduce has its own algorithm)",
+                             fn);
+    }
+    status = gs__codec_resolve(d->codec, &rc);
+    if (status != GS_OK) {
+        return status;
+    }
+    if ((d->ef != NULL) && ((d->ef->count != d->count) || (d->ef->dtype != d->dtype))) {
+        return gs__error_set(GS_ERR_INVALID_ARG,
+                             "%s: opts->ef was made for %zu elements of %s, not %zu of %s", fn,
+                             d->ef->count, gs__dtype_name(d->ef->dtype), d->count,
+                             gs__dtype_name(d->dtype));
+    }
+    return GS_OK;
+}
+
 /* Validate a descriptor completely; returns GS_OK or the first problem. */
 static gs_status_t coll_validate(const char *fn, gs_comm_t comm, const gs_coll_desc_t *d)
 {
@@ -98,6 +130,9 @@ static gs_status_t coll_validate(const char *fn, gs_comm_t comm, const gs_coll_d
         }
         if (status == GS_OK) {
             status = coll_check_buf(fn, "recvbuf", d->recvbuf, d->count);
+        }
+        if ((status == GS_OK) && (d->codec != NULL)) {
+            status = coll_check_codec(fn, d);
         }
         if ((status == GS_OK) && !gs__algo_offers(d->kind, d->algo)) {
             status = gs__error_set(GS_ERR_UNSUPPORTED, "%s: opts->algo %d does not implement %s",
@@ -219,13 +254,33 @@ static gs_status_t coll_nonblocking(const char *fn, gs_comm_t comm, const gs_col
     return GS_OK;
 }
 
+/* Fields of a caller's options struct, read only when they fit in its size. */
+#define OPTS_HAS(_opts, _field) \
+    (((_opts) != NULL) &&       \
+     ((_opts)->size >= offsetof(gs_allreduce_opts_t, _field) + sizeof((_opts)->_field)))
+
 static gs_algo_t coll_opts_algo(const gs_allreduce_opts_t *opts)
 {
-    if ((opts == NULL) || (opts->size < offsetof(gs_allreduce_opts_t, algo) + sizeof(opts->algo))) {
-        return GS_ALGO_AUTO;
-    }
-    return opts->algo;
+    return OPTS_HAS(opts, algo) ? opts->algo : GS_ALGO_AUTO;
 }
+
+/* The codec to run, or NULL for none (absent, NULL, or GS_CODEC_NONE). */
+static const struct gs_codec_config *coll_opts_codec(const gs_allreduce_opts_t *opts)
+{
+    const gs_codec_config_t *cfg = OPTS_HAS(opts, codec) ? opts->codec : NULL;
+
+    if ((cfg == NULL) || (cfg->size < offsetof(gs_codec_config_t, kind) + sizeof(cfg->kind)) ||
+        (cfg->kind == GS_CODEC_NONE)) {
+        return NULL;
+    }
+    return cfg;
+}
+
+static struct gs_ef *coll_opts_ef(const gs_allreduce_opts_t *opts)
+{
+    return OPTS_HAS(opts, ef) ? opts->ef : NULL;
+}
+
 
 #define DESC(...) ((gs_coll_desc_t){__VA_ARGS__})
 
@@ -243,7 +298,8 @@ gs_status_t gs_allreduce_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf, 
     return coll_blocking("gs_allreduce_ex", comm,
                          &DESC(.kind = GS_COLL_ALLREDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
                                .count = count, .dtype = dtype, .op = op,
-                               .algo = coll_opts_algo(opts)));
+                               .algo = coll_opts_algo(opts), .codec = coll_opts_codec(opts),
+                               .ef = coll_opts_ef(opts)));
 }
 
 gs_status_t gs_broadcast(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype, int root)
@@ -322,7 +378,8 @@ gs_status_t gs_iallreduce_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf,
     return coll_nonblocking("gs_iallreduce_ex", comm,
                             &DESC(.kind = GS_COLL_ALLREDUCE, .sendbuf = sendbuf,
                                   .recvbuf = recvbuf, .count = count, .dtype = dtype, .op = op,
-                                  .algo = coll_opts_algo(opts)),
+                                  .algo = coll_opts_algo(opts), .codec = coll_opts_codec(opts),
+                                  .ef = coll_opts_ef(opts)),
                             req_out);
 }
 

@@ -9,6 +9,9 @@
 #include <string.h>
 
 #include "api/comm_impl.h"
+#ifdef GS_WITH_MPI
+#include "api/comm_mpi.h"
+#endif
 #include "core/bootstrap.h"
 #include "core/clock.h"
 #include "core/dtype.h"
@@ -81,7 +84,11 @@ gs_status_t gs__comm_run_task(gs__task_t *task, void *ctx)
     }
     comm->actx.seq = comm->coll_seq++;
     t0 = gs__now_ns();
-    status = gs__algo_run(&comm->actx, &comm->policy, d);
+    if (d->codec != NULL) {
+        status = gs__compressed_allreduce(&comm->actx, d);
+    } else {
+        status = gs__algo_run(&comm->actx, &comm->policy, d);
+    }
     gs__counter_add(&comm->counters.busy_ns, gs__now_ns() - t0);
     gs__counter_add(&comm->counters.ops_completed, 1);
     if (status != GS_OK) {
@@ -200,6 +207,8 @@ gs_status_t gs__comm_start(gs_comm_t comm, char (*addrs)[GS_SOCK_ADDR_MAX])
     comm->actx.size = comm->size;
     comm->actx.timeout_ns = (uint64_t)comm->cfg.timeout_ms * 1000000ull;
     comm->actx.slice_bytes = (size_t)comm->cfg.slice_bytes;
+    gs__algo_model_init(&comm->actx.model, comm->cfg.algo_alpha_us, comm->cfg.algo_beta_mbps,
+                        comm->cfg.algo_gamma_mbps);
     comm->actx.opname = "gs_comm_init";
     hooks.idle = comm_worker_idle;
     hooks.wake = gs__tp_has_wake(&comm->tr) ? comm_worker_wake : NULL;
@@ -280,6 +289,15 @@ gs_status_t gs_comm_init(gs_comm_t *comm_out, const gs_config_t *cfg)
 
 gs_status_t gs_comm_init_env(gs_comm_t *comm_out, const gs_config_t *cfg)
 {
+#ifdef GS_WITH_MPI
+    /* Under mpirun/srun without a master address, or with GS_TRANSPORT=mpi. */
+    int handled = 0;
+    const gs_status_t status = gs__comm_init_env_mpi(comm_out, cfg, &handled);
+
+    if (handled) {
+        return status;
+    }
+#endif
     return comm_init(comm_out, cfg, 1);
 }
 

@@ -126,7 +126,7 @@ static const launcher_map_t launcher_maps[] = {
     {"master_port", {"MASTER_PORT", NULL}},
 };
 
-static const char *const known_transports[] = {"tcp"};
+static const char *const known_transports[] = {"tcp", "mpi"};
 static const char *const known_families[] = {"any", "ipv4", "ipv6"};
 
 /* Resolution in progress: the values plus who set each one (for messages). */
@@ -476,7 +476,7 @@ static gs_status_t validate(resolve_ctx_t *ctx, int use_launcher_env)
                          sizeof(known_transports) / sizeof(known_transports[0])) != 0) {
         origin_text(ctx, i_tp, o1, sizeof(o1));
         return gs__error_set(GS_ERR_INVALID_ARG,
-                             "transport \"%.64s\" (from %s) is not known; known transports: tcp",
+                             "transport \"%.64s\" (from %s) is not known; known transports: tcp, mpi",
                              cfg->transport, o1);
     }
     if (normalise_choice(cfg->socket_family, known_families,

@@ -33,6 +33,9 @@ typedef struct gs__cfg {
     char socket_family[GS_CFG_STR_MAX];
     int slice_bytes;
     char algo[GS_CFG_STR_MAX];
+    int algo_alpha_us;
+    int algo_beta_mbps;
+    int algo_gamma_mbps;
     char job_id[GS_CFG_STR_MAX];
     char debug[GS_CFG_STR_MAX];
     char debug_subsys[GS_CFG_STR_MAX];

@@ -22,6 +22,12 @@
 #define GS_ENV_PROC 1
 #define GS_ENV_TEST 2
 
+/* Defaults of the cost model (algo_select.c reads them too), measured on
+ * loopback TCP; docs/design.md has the measurement. */
+#define GS_ALGO_ALPHA_US_DEFAULT 20
+#define GS_ALGO_BETA_MBPS_DEFAULT 2000
+#define GS_ALGO_GAMMA_MBPS_DEFAULT 800
+
 #define GS_ENV_TABLE(X)                                                                            \
     X("GS_RANK", rank, GS_ENV_INT, -1, "", 0, 16777215, GS_ENV_COMM,                               \
       "rank of this process (launchers set RANK, OMPI_COMM_WORLD_RANK or SLURM_PROCID instead)")   \
@@ -37,7 +43,8 @@
       "deadline of every wait: an operation with no progress for this long fails with "            \
       "GS_ERR_TIMEOUT naming the rank")                                                            \
     X("GS_TRANSPORT", transport, GS_ENV_STR, 0, "tcp", 0, 0, GS_ENV_COMM,                          \
-      "transport: tcp")                                                                            \
+      "transport: tcp, or mpi (builds with GS_WITH_MPI; also chosen under mpirun/srun when no "   \
+      "master address is set)")                                                                    \
     X("GS_TCP_NSOCKS", tcp_nsocks, GS_ENV_INT, 2, "", 1, 16, GS_ENV_COMM,                          \
       "TCP sockets per peer; large messages are striped over them")                                \
     X("GS_SOCKET_IFNAME", socket_ifname, GS_ENV_STR, 0, "", 0, 0, GS_ENV_COMM,                     \
@@ -48,6 +55,13 @@
       "pipeline slice size of the ring and chain algorithms (small values are for tests)")        \
     X("GS_ALGO", algo, GS_ENV_STR, 0, "", 0, 0, GS_ENV_COMM,                                       \
       "force an algorithm: NAME for every collective, or COLL:NAME,... (e.g. allreduce:ring)")     \
+    X("GS_ALGO_ALPHA_US", algo_alpha_us, GS_ENV_INT, GS_ALGO_ALPHA_US_DEFAULT, "", 1, 10000000,   \
+      GS_ENV_PROC, "cost model: latency of one message in microseconds (alpha)")                 \
+    X("GS_ALGO_BETA_MBPS", algo_beta_mbps, GS_ENV_INT, GS_ALGO_BETA_MBPS_DEFAULT, "", 1,           \
+      100000000, GS_ENV_PROC,                                                                      \
+      "cost model: bandwidth of one link in MB/s (1/beta; 1 Gbit/s is 125)")                      \
+    X("GS_ALGO_GAMMA_MBPS", algo_gamma_mbps, GS_ENV_INT, GS_ALGO_GAMMA_MBPS_DEFAULT, "", 1,        \
+      100000000, GS_ENV_PROC, "cost model: reduction speed of one rank in MB/s (1/gamma)")       \
     X("GS_JOB_ID", job_id, GS_ENV_STR, 0, "", 0, 0, GS_ENV_COMM,                                   \
       "job name checked in every handshake, so ranks of another job are rejected")                 \
     X("GS_DEBUG", debug, GS_ENV_STR, 0, "WARN", 0, 0, GS_ENV_PROC,                                 \

@@ -10,12 +10,24 @@
 
 #include "core/error.h"
 #include "transport/tcp/tcp_transport.h"
+#ifdef GS_WITH_MPI
+#include "transport/mpi/mpi_transport.h"
+#endif
 
 #include <string.h>
 
 static const gs_transport_ops_t *const builtin_transports[] = {
     &gs__tcp_ops,
+#ifdef GS_WITH_MPI
+    &gs__mpi_ops,
+#endif
 };
+
+#ifdef GS_WITH_MPI
+#define GS_TRANSPORTS_BUILT_IN "tcp, mpi"
+#else
+#define GS_TRANSPORTS_BUILT_IN "tcp (mpi: rebuild with GS_WITH_MPI)"
+#endif
 
 #define BUILTIN_COUNT (sizeof(builtin_transports) / sizeof(builtin_transports[0]))
 
@@ -81,6 +93,6 @@ gs_status_t gs__transport_lookup(const char *name, const gs_transport_ops_t **op
         *ops_out = ops;
         return GS_OK;
     }
-    return gs__error_set(GS_ERR_INVALID_ARG, "transport: unknown transport \"%s\" (built in: tcp)",
-                         name);
+    return gs__error_set(GS_ERR_INVALID_ARG, "transport: unknown transport \"%s\" (built in: %s)",
+                         name, GS_TRANSPORTS_BUILT_IN);
 }

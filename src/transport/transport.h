@@ -140,6 +140,28 @@ typedef struct gs_transport_ops {
      * is submitted while it waits on in-flight point-to-point requests).
      * Without it the worker polls with a short timeout. Returns GS_OK. */
     gs_status_t (*wake)(gs_tp_t *tp);
+
+    /* Optional native collectives (NULL when the transport has none; mpi
+     * fills them and sets GS_TP_CAP_NATIVE_COLL). Used only for
+     * uncompressed work by the "native" algorithm (algo_native.c), with the
+     * argument conventions of the public calls (in place when sendbuf ==
+     * recvbuf, or is the rank's block of recvbuf for allgather; count is the
+     * per-rank block for allgather and reduce_scatter). Collective, worker
+     * thread only, blocking until done or @p deadline_ns (a timed-out
+     * operation is left to the native library and the communicator must be
+     * destroyed). Return GS_OK, GS_ERR_UNSUPPORTED when the native library
+     * cannot do this dtype/op/count (the caller falls back to gradsync's own
+     * algorithm; every rank decides the same way), GS_ERR_TIMEOUT,
+     * GS_ERR_PEER_FAILED, GS_ERR_ABORTED. */
+    gs_status_t (*coll_allreduce)(gs_tp_t *tp, const void *sendbuf, void *recvbuf, size_t count,
+                                  gs_dtype_t dtype, gs_op_t op, uint64_t deadline_ns);
+    gs_status_t (*coll_bcast)(gs_tp_t *tp, void *buf, size_t count, gs_dtype_t dtype, int root,
+                              uint64_t deadline_ns);
+    gs_status_t (*coll_allgather)(gs_tp_t *tp, const void *sendbuf, void *recvbuf, size_t count,
+                                  gs_dtype_t dtype, uint64_t deadline_ns);
+    gs_status_t (*coll_reduce_scatter)(gs_tp_t *tp, const void *sendbuf, void *recvbuf,
+                                       size_t count, gs_dtype_t dtype, gs_op_t op,
+                                       uint64_t deadline_ns);
 } gs_transport_ops_t;
 
 /* An instance and its ops, as held by a communicator. */

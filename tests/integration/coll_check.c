@@ -1288,7 +1288,9 @@ static long parse_mask(const char *arg, const char *const *names, int n)
 
 static int parse_args(int argc, char **argv)
 {
-    static const char *const algo_names[] = {"auto", "ring", "chain", "direct"};
+#define CC_ALGO_NAME_ROW(_name, _value, _str) [_value] = _str,
+    static const char *const algo_names[GS_ALGO_COUNT] = {GS_ALGO_MAP(CC_ALGO_NAME_ROW)};
+#undef CC_ALGO_NAME_ROW
     const char *counts = "0,1,7,w-1,w+1,1000003";
     long m;
 

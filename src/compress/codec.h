@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Internal codec layer: the codec table type (one gs_codec_ops_t per codec,
+ * filled with designated initializers), the resolved parameters every codec
+ * function takes, the payload header (codec_wire.c), the zstd stage
+ * (zstd_wrap.c) and the error-feedback internals (ef.c).
+ *
+ * A codec's functions are pure: they work on f32 spans, never allocate,
+ * never log, and see only a validated gs_codec_params_t. The public entry
+ * points in codec_api.c resolve the configuration, lay out the caller's
+ * scratch, convert dtypes, run error feedback and the zstd stage.
+ * Wire bodies are little-endian; only little-endian hosts are supported.
+ */
+#ifndef GS_COMPRESS_CODEC_H
+#define GS_COMPRESS_CODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gradsync/compress.h"
+
+#if defined(__BYTE_ORDER__) && (__BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__)
+#error "gradsync codecs assume a little-endian host"
+#endif
+
+/* ---------------------------------------------------------------------- */
+/* Defaults and limits                                                    */
+/* ---------------------------------------------------------------------- */
+
+#define GS_CODEC_DEFAULT_BLOCK 256
+#define GS_CODEC_MAX_BLOCK (1 << 24)
+#define GS_CODEC_DEFAULT_RATIO 0.01
+#define GS_CODEC_DEFAULT_LEVELS 7
+#define GS_CODEC_MAX_LEVELS 127
+#define GS_CODEC_DEFAULT_ZSTD_LEVEL 1
+#define GS_CODEC_MAX_ZSTD_LEVEL 19
+/* Largest element count any codec accepts (keeps every size product in range). */
+#define GS_CODEC_MAX_COUNT (SIZE_MAX / 16)
+
+/* ---------------------------------------------------------------------- */
+/* Codec table                                                            */
+/* ---------------------------------------------------------------------- */
+
+/* Flags of a codec (gs_codec_ops_t.flags). */
+#define GS_CODEC_F_LOSSY (1u << 0)      /* decode(encode(x)) != x in general */
+#define GS_CODEC_F_NEEDS_EF (1u << 1)   /* biased: run it with error feedback */
+#define GS_CODEC_F_BLOCKED (1u << 2)    /* uses params.block (one scale per block) */
+#define GS_CODEC_F_LEVELS (1u << 3)     /* params.param is the number of levels */
+#define GS_CODEC_F_SPARSE (1u << 4)     /* params.param is k (elements kept) */
+#define GS_CODEC_F_STOCHASTIC (1u << 5) /* draws from params.seed */
+
+/* Everything a codec function needs, validated by codec_api.c. */
+typedef struct gs_codec_params {
+    size_t count;   /* elements of the tensor */
+    uint32_t block; /* elements per scale (BLOCKED codecs), else 0 */
+    uint32_t param; /* levels (LEVELS) or k (SPARSE), else 0 */
+    uint64_t seed;  /* effective seed (STOCHASTIC codecs; encode only) */
+} gs_codec_params_t;
+
+/* How decode_accumulate writes its output. */
+typedef enum gs_codec_mode {
+    GS_CODEC_MODE_SET = 0, /* dst[i] = decoded[i] (zero where nothing was sent) */
+    GS_CODEC_MODE_ADD = 1  /* dst[i] += alpha * decoded[i] */
+} gs_codec_mode_t;
+
+/* Exact size in bytes of the body for @p p (no header, no zstd). */
+typedef size_t (*gs_codec_body_size_fn_t)(const gs_codec_params_t *p);
+
+/* Encode src[0 .. p->count) into body (exactly body_size(p) bytes, any
+ * alignment). src is finite in the normal case; non-finite values must not
+ * cause undefined behaviour. Returns GS_OK (codecs cannot fail). */
+typedef gs_status_t (*gs_codec_encode_fn_t)(const gs_codec_params_t *p, const float *src,
+                                            uint8_t *body);
+
+/* Decode body (exactly body_size(p) bytes, any alignment, HOSTILE: every
+ * index is checked) into dst as @p mode says. Validates the whole body
+ * before writing: on GS_ERR_PROTOCOL dst is untouched. Sets no error text;
+ * codec_api.c does. */
+typedef gs_status_t (*gs_codec_decode_fn_t)(const gs_codec_params_t *p, const uint8_t *body,
+                                            float *dst, gs_codec_mode_t mode, float alpha);
+
+/* One codec. Filled with designated initializers; every slot is required. */
+typedef struct gs_codec_ops {
+    const char *name;                          /* short name, as in GS_CODEC_MAP */
+    gs_codec_kind_t wire_id;                   /* stable id written into payloads */
+    unsigned flags;                            /* GS_CODEC_F_* */
+    gs_codec_body_size_fn_t encoded_size;      /* body bytes */
+    gs_codec_encode_fn_t encode;               /* f32 -> body */
+    gs_codec_decode_fn_t decode_accumulate;    /* body -> f32 (set or add) */
+} gs_codec_ops_t;
+
+extern const gs_codec_ops_t gs__codec_none_ops;
+extern const gs_codec_ops_t gs__codec_fp16_ops;
+extern const gs_codec_ops_t gs__codec_bf16_ops;
+extern const gs_codec_ops_t gs__codec_int8_ops;
+extern const gs_codec_ops_t gs__codec_qsgd_ops;
+extern const gs_codec_ops_t gs__codec_sign_ops;
+extern const gs_codec_ops_t gs__codec_topk_ops;
+extern const gs_codec_ops_t gs__codec_randk_ops;
+
+/* The codec of @p kind, or NULL for an unknown kind (codec_table.c). */
+const gs_codec_ops_t *gs__codec_lookup(gs_codec_kind_t kind);
+
+/* ---------------------------------------------------------------------- */
+/* Resolved configuration (codec_api.c)                                   */
+/* ---------------------------------------------------------------------- */
+
+typedef struct gs_codec_resolved {
+    const gs_codec_ops_t *ops;
+    uint32_t block;
+    int levels;
+    double ratio;
+    uint64_t seed;
+    gs_codec_zstd_t zstd;
+    int zstd_level;
+} gs_codec_resolved_t;
+
+/* Apply defaults to @p cfg and validate it (GS_ERR_INVALID_ARG with text
+ * naming the field). Reads only the fields inside cfg->size. */
+gs_status_t gs__codec_resolve(const gs_codec_config_t *cfg, gs_codec_resolved_t *out);
+
+/* The parameters for @p count elements: block, levels or k (seed left 0).
+ * GS_ERR_UNSUPPORTED (with text) for a sparse codec past UINT32_MAX. */
+gs_status_t gs__codec_params(const gs_codec_resolved_t *rc, size_t count,
+                             gs_codec_params_t *p_out);
+
+/* ---------------------------------------------------------------------- */
+/* Payload header (codec_wire.c)                                          */
+/* ---------------------------------------------------------------------- */
+
+#define GS_CODEC_WIRE_MAGIC 0x5a435347u /* "GSCZ" read as little-endian u32 */
+#define GS_CODEC_WIRE_VERSION 1u
+#define GS_CODEC_WIRE_FLAG_ZSTD 0x01u
+#define GS_CODEC_WIRE_FLAGS_KNOWN GS_CODEC_WIRE_FLAG_ZSTD
+
+/* The header fields (docs/compression.md has the byte layout). */
+typedef struct gs_codec_hdr {
+    uint8_t version;
+    uint8_t codec;    /* wire id */
+    uint8_t flags;    /* GS_CODEC_WIRE_FLAG_* */
+    uint32_t block;   /* params.block */
+    uint32_t param;   /* params.param */
+    uint64_t count;   /* elements */
+    uint64_t body_len;/* bytes after the header, as stored (after zstd) */
+} gs_codec_hdr_t;
+
+_Static_assert(GS_CODEC_HEADER_BYTES == 32, "the header layout is 32 bytes");
+
+/* Write @p hdr (with magic) into out[0 .. GS_CODEC_HEADER_BYTES). */
+void gs__codec_hdr_encode(const gs_codec_hdr_t *hdr, uint8_t *out);
+
+/* Parse and check a payload of @p len bytes against the expected codec and
+ * params: magic, version, codec id, known flags, reserved byte, count,
+ * block, param, and body_len == len - header. On success *hdr_out is set.
+ * GS_ERR_PROTOCOL with a sentence in why[] otherwise. Pure. */
+gs_status_t gs__codec_hdr_check(const uint8_t *payload, size_t len, gs_codec_kind_t codec,
+                                const gs_codec_params_t *p, gs_codec_hdr_t *hdr_out,
+                                char *why, size_t why_len);
+
+/* ---------------------------------------------------------------------- */
+/* zstd stage (zstd_wrap.c)                                               */
+/* ---------------------------------------------------------------------- */
+
+/* Worst-case compressed size of @p raw bytes. */
+size_t gs__zstd_bound(size_t raw);
+/* Workspace bytes for compressing at @p level and for decompressing. */
+size_t gs__zstd_workspace(int level);
+/* Compress src into dst (capacity gs__zstd_bound(src_len)) using the
+ * caller's workspace (gs__zstd_workspace(level) bytes, 8-aligned).
+ * GS_ERR_INTERNAL (with text) when zstd fails. */
+gs_status_t gs__zstd_compress(const void *src, size_t src_len, void *dst, size_t dst_cap,
+                              int level, void *work, size_t work_len, size_t *len_out);
+/* Decompress a hostile frame into exactly @p raw_len bytes at dst.
+ * GS_ERR_PROTOCOL (reason in why[]) unless it decodes to exactly raw_len. */
+gs_status_t gs__zstd_decompress(const void *src, size_t src_len, void *dst, size_t raw_len,
+                                void *work, size_t work_len, char *why, size_t why_len);
+
+/* ---------------------------------------------------------------------- */
+/* Error feedback internals (ef.c)                                        */
+/* ---------------------------------------------------------------------- */
+
+struct gs_ef {
+    size_t count;
+    gs_dtype_t dtype;
+    uint64_t step;   /* encodes so far; varies the stochastic codecs' draws */
+    float *residual; /* count elements */
+    struct gs_ef *server; /* compressed all-reduce: this rank's chunk of the sum, or NULL */
+};
+
+/* residual[i] += (float)src[i] for a tensor of ef->dtype. */
+void gs__ef_add_input(gs_ef_t ef, const void *src);
+
+/* ---------------------------------------------------------------------- */
+/* Shared helpers                                                         */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * Run-time ISA dispatch for the hot loops, as in core/reduce_cpu.c: an
+ * avx2 and a default clone, picked by the loader. Not under TSan (ifunc
+ * resolvers run before its runtime is up).
+ */
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define GS_CODEC_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define GS_CODEC_TSAN 1
+#endif
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(GS_CODEC_TSAN) && \
+    defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define GS_CODEC_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+#ifndef GS_CODEC_CLONES
+#define GS_CODEC_CLONES
+#endif
+
+/* lowbias32 (C. Wellons): a 32-bit mixer good enough for rounding noise
+ * and index draws, written in 32-bit arithmetic so loops vectorise. */
+static inline uint32_t gs__codec_hash32(uint32_t x)
+{
+    x ^= x >> 16;
+    x *= 0x7feb352du;
+    x ^= x >> 15;
+    x *= 0x846ca68bu;
+    x ^= x >> 16;
+    return x;
+}
+
+/* The 32-bit stream key of a 64-bit seed (splitmix64 finaliser). */
+static inline uint32_t gs__codec_seed32(uint64_t seed)
+{
+    seed += 0x9e3779b97f4a7c15ull;
+    seed = (seed ^ (seed >> 30)) * 0xbf58476d1ce4e5b9ull;
+    seed = (seed ^ (seed >> 27)) * 0x94d049bb133111ebull;
+    return (uint32_t)(seed ^ (seed >> 31));
+}
+
+/* Number of blocks of @p block elements covering @p count elements. */
+static inline size_t gs__codec_nblocks(size_t count, uint32_t block)
+{
+    return (count == 0) ? 0 : (count - 1) / block + 1;
+}
+
+/* Unaligned little-endian loads/stores of f32 scales in bodies. */
+static inline float gs__codec_load_f32(const uint8_t *p)
+{
+    float f;
+
+    __builtin_memcpy(&f, p, sizeof(f));
+    return f;
+}
+
+static inline void gs__codec_store_f32(uint8_t *p, float f)
+{
+    __builtin_memcpy(p, &f, sizeof(f));
+}
+
+#endif /* GS_COMPRESS_CODEC_H */

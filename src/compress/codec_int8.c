@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * int8 codec: one f32 scale per block of params.block elements (the block's
+ * max |x| / 127) and one signed byte per element, round to nearest even.
+ *
+ * Body: nblocks f32 scales, then count int8 codes (code i belongs to
+ * element i). Decoded value = code x scale.
+ * Error bound: |x - y| <= scale / 2 = max|x of its block| / 254 per
+ * element (plus one f32 rounding). A block of zeros has scale 0.
+ * Non-finite inputs make their block's scale non-finite; codes are still
+ * clamped to [-127, 127] without undefined behaviour.
+ */
+#include "compress/codec.h"
+
+#include <float.h>
+#include <math.h>
+
+/* Round to nearest even for |v| < 2^22 with one add and one subtract
+ * (vectorisable; lrintf is not, without -fno-math-errno). */
+static inline float round_even(float v)
+{
+    const float magic = 12582912.0f; /* 1.5 * 2^23 */
+
+    return (v + magic) - magic;
+}
+
+static size_t int8_body_size(const gs_codec_params_t *p)
+{
+    return gs__codec_nblocks(p->count, p->block) * sizeof(float) + p->count;
+}
+
+GS_CODEC_CLONES
+static float block_max_abs(const float *x, size_t n)
+{
+    float m = 0.0f;
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        const float a = fabsf(x[i]);
+
+        /* NOTE: written so that a NaN propagates into m (m < NaN is false,
+         * but NaN >= m is false too: keep m unless a is larger or NaN). */
+        m = (a > m) ? a : m;
+        m = (a != a) ? a : m;
+    }
+    return m;
+}
+
+GS_CODEC_CLONES
+static void quantize_block(const float *x, size_t n, float inv, int8_t *q)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        float v = round_even(x[i] * inv);
+
+        /* NaN maps to -127 (the first compare is false), never to UB. */
+        v = (v >= -127.0f) ? v : -127.0f;
+        v = (v <= 127.0f) ? v : 127.0f;
+        q[i] = (int8_t)v;
+    }
+}
+
+static gs_status_t int8_encode(const gs_codec_params_t *p, const float *src, uint8_t *body)
+{
+    const size_t nb = gs__codec_nblocks(p->count, p->block);
+    int8_t *codes = (int8_t *)(body + nb * sizeof(float));
+    size_t b;
+
+    for (b = 0; b < nb; b++) {
+        const size_t lo = b * p->block;
+        const size_t n = (p->count - lo < p->block) ? p->count - lo : p->block;
+        const float m = block_max_abs(src + lo, n);
+        /* A block of zeros, or so tiny that 127 / m overflows, encodes as
+         * all-zero codes with scale 0. */
+        const float inv = ((m > 0.0f) && (127.0f / m <= FLT_MAX)) ? 127.0f / m : 0.0f;
+        const float scale = (inv > 0.0f) ? m / 127.0f : ((m != m) || (m > FLT_MAX) ? m : 0.0f);
+
+        gs__codec_store_f32(body + b * sizeof(float), scale);
+        quantize_block(src + lo, n, inv, codes + lo);
+    }
+    return GS_OK;
+}
+
+GS_CODEC_CLONES
+static void dequant_block(const int8_t *q, size_t n, float scale, float *dst,
+                          gs_codec_mode_t mode)
+{
+    size_t i;
+
+    if (mode == GS_CODEC_MODE_SET) {
+        for (i = 0; i < n; i++) {
+            dst[i] = (float)q[i] * scale;
+        }
+    } else {
+        for (i = 0; i < n; i++) {
+            dst[i] += (float)q[i] * scale;
+        }
+    }
+}
+
+static gs_status_t int8_decode(const gs_codec_params_t *p, const uint8_t *body, float *dst,
+                               gs_codec_mode_t mode, float alpha)
+{
+    const size_t nb = gs__codec_nblocks(p->count, p->block);
+    const int8_t *codes = (const int8_t *)(body + nb * sizeof(float));
+    size_t b;
+
+    for (b = 0; b < nb; b++) {
+        const size_t lo = b * p->block;
+        const size_t n = (p->count - lo < p->block) ? p->count - lo : p->block;
+        const float scale = gs__codec_load_f32(body + b * sizeof(float));
+
+        dequant_block(codes + lo, n, (mode == GS_CODEC_MODE_SET) ? scale : alpha * scale,
+                      dst + lo, mode);
+    }
+    return GS_OK;
+}
+
+const gs_codec_ops_t gs__codec_int8_ops = {
+    .name = "int8",
+    .wire_id = GS_CODEC_INT8,
+    .flags = GS_CODEC_F_LOSSY | GS_CODEC_F_BLOCKED,
+    .encoded_size = int8_body_size,
+    .encode = int8_encode,
+    .decode_accumulate = int8_decode,
+};

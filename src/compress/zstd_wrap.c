@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The lossless zstd stage over a codec body. Compression and decompression
+ * use libzstd's static contexts (ZSTD_initStaticCCtx / ZSTD_initStaticDCtx)
+ * placed in the caller's scratch, so nothing here allocates, and the
+ * workspace sizes come from the loaded libzstd itself. Decompression treats
+ * the frame as hostile: it must decode to exactly the body size the header
+ * implies, into a buffer of exactly that size (no bomb can grow past it).
+ * The keep-or-drop policy (auto mode, >= 10%) is in codec_api.c.
+ */
+#define ZSTD_STATIC_LINKING_ONLY
+#include "compress/codec.h"
+
+#include "core/error.h"
+
+#include <stdio.h>
+#include <zstd.h>
+
+size_t gs__zstd_bound(size_t raw)
+{
+    return ZSTD_compressBound(raw);
+}
+
+size_t gs__zstd_workspace(int level)
+{
+    const size_t c = ZSTD_estimateCCtxSize(level);
+    const size_t d = ZSTD_estimateDCtxSize();
+
+    return (c > d) ? c : d;
+}
+
+gs_status_t gs__zstd_compress(const void *src, size_t src_len, void *dst, size_t dst_cap,
+                              int level, void *work, size_t work_len, size_t *len_out)
+{
+    ZSTD_CCtx *cctx = ZSTD_initStaticCCtx(work, work_len);
+    size_t ret;
+
+    if (cctx == NULL) {
+        return gs__error_set(GS_ERR_INTERNAL, "zstd: cannot place a compression context in %zu "
+                             "bytes of scratch", work_len);
+    }
+    ret = ZSTD_compressCCtx(cctx, dst, dst_cap, src, src_len, level);
+    if (ZSTD_isError(ret)) {
+        return gs__error_set(GS_ERR_INTERNAL, "zstd: compressing %zu bytes failed: %s", src_len,
+                             ZSTD_getErrorName(ret));
+    }
+    *len_out = ret;
+    return GS_OK;
+}
+
+gs_status_t gs__zstd_decompress(const void *src, size_t src_len, void *dst, size_t raw_len,
+                                void *work, size_t work_len, char *why, size_t why_len)
+{
+    ZSTD_DCtx *dctx = ZSTD_initStaticDCtx(work, work_len);
+    unsigned long long content;
+    size_t ret;
+
+    if (dctx == NULL) {
+        snprintf(why, why_len, "cannot place a zstd decompression context in %zu bytes",
+                 work_len);
+        return GS_ERR_INTERNAL;
+    }
+    content = ZSTD_getFrameContentSize(src, src_len);
+    if ((content == ZSTD_CONTENTSIZE_ERROR) || (content == ZSTD_CONTENTSIZE_UNKNOWN) ||
+        (content != (unsigned long long)raw_len)) {
+        snprintf(why, why_len, "zstd frame does not declare the expected %zu bytes", raw_len);
+        return GS_ERR_PROTOCOL;
+    }
+    ret = ZSTD_decompressDCtx(dctx, dst, raw_len, src, src_len);
+    if (ZSTD_isError(ret)) {
+        snprintf(why, why_len, "zstd frame is corrupt: %s", ZSTD_getErrorName(ret));
+        return GS_ERR_PROTOCOL;
+    }
+    if (ret != raw_len) {
+        snprintf(why, why_len, "zstd frame decoded to %zu bytes, expected %zu", ret, raw_len);
+        return GS_ERR_PROTOCOL;
+    }
+    return GS_OK;
+}

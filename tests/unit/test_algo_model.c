@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The cost model and its use in algo_select.c: knob conversion, costs
+ * only for implemented (collective, algorithm) pairs, costs that grow with
+ * the message, choices that move the way the formulas say (latency-bound
+ * algorithms for small messages, bandwidth-bound ones for large, and the
+ * crossover following alpha), GS_ALGO names of the new algorithms, and the
+ * INFO line logged once per (collective, size class). Runs on one rank, so
+ * gs__algo_run needs no transport.
+ */
+#include "algo/algo.h"
+#include "core/env_table.h"
+#include "core/log.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#define KIB ((size_t)1024)
+#define MIB ((size_t)1024 * 1024)
+#define SLICE ((size_t)262144)
+
+static void test_algo_model_init_converts_knobs(void **state)
+{
+    gs_algo_model_t m;
+
+    (void)state;
+    gs__algo_model_init(&m, 30, 1000, 4000);
+    assert_true((m.alpha > 29.9e-6) && (m.alpha < 30.1e-6));
+    assert_true((m.beta > 0.999e-9) && (m.beta < 1.001e-9));
+    assert_true((m.gamma > 0.249e-9) && (m.gamma < 0.251e-9));
+    gs__algo_model_init(&m, 0, 0, 0);
+    assert_true((m.alpha > (GS_ALGO_ALPHA_US_DEFAULT - 0.1) * 1e-6) &&
+                (m.alpha < (GS_ALGO_ALPHA_US_DEFAULT + 0.1) * 1e-6));
+}
+
+static void test_algo_model_cost_only_for_offered(void **state)
+{
+    (void)state;
+    for (int k = 0; k < GS_COLL_KIND_COUNT; k++) {
+        for (int a = 0; a < GS_ALGO_COUNT; a++) {
+            const double c = gs__algo_cost(NULL, (gs_coll_kind_t)k, (gs_algo_t)a, 4, 4096, SLICE);
+            const int modelled = (a == GS_ALGO_RING) || (a == GS_ALGO_CHAIN) ||
+                                 (a == GS_ALGO_DIRECT) || (a == GS_ALGO_TREE) ||
+                                 (a == GS_ALGO_RECURSIVE_DOUBLING) ||
+                                 (a == GS_ALGO_RABENSEIFNER) || (a == GS_ALGO_BINOMIAL);
+            /* Algorithms outside the model (forced only) have no cost either. */
+            if (modelled && gs__algo_offers((gs_coll_kind_t)k, (gs_algo_t)a)) {
+                assert_true(c > 0.0);
+            } else {
+                assert_true(c < 0.0);
+            }
+        }
+    }
+    assert_true(gs__algo_offers(GS_COLL_ALLREDUCE, GS_ALGO_TREE));
+    assert_true(gs__algo_offers(GS_COLL_ALLREDUCE, GS_ALGO_RECURSIVE_DOUBLING));
+    assert_true(gs__algo_offers(GS_COLL_ALLREDUCE, GS_ALGO_RABENSEIFNER));
+    assert_true(gs__algo_offers(GS_COLL_BROADCAST, GS_ALGO_BINOMIAL));
+    assert_true(gs__algo_offers(GS_COLL_REDUCE, GS_ALGO_BINOMIAL));
+    assert_false(gs__algo_offers(GS_COLL_ALLREDUCE, GS_ALGO_BINOMIAL));
+    assert_false(gs__algo_offers(GS_COLL_BROADCAST, GS_ALGO_TREE));
+}
+
+static void test_algo_model_cost_grows_with_size(void **state)
+{
+    (void)state;
+    for (int n = 2; n <= 64; n++) {
+        for (int a = 1; a < GS_ALGO_COUNT; a++) {
+            for (int k = 0; k < 3; k++) {
+                double prev = -1.0;
+                for (size_t b = 0; b <= 256 * MIB; b = (b == 0) ? 1 : b * 4) {
+                    const double c =
+                        gs__algo_cost(NULL, (gs_coll_kind_t)k, (gs_algo_t)a, n, b, SLICE);
+                    if (c < 0.0) {
+                        break;
+                    }
+                    assert_true(c >= prev);
+                    prev = c;
+                }
+            }
+        }
+    }
+}
+
+static void test_algo_model_choices_follow_size(void **state)
+{
+    (void)state;
+    /* Small all-reduces are latency-bound: recursive doubling (fewest steps)
+     * on powers of two; never the ring's 2(n-1) steps otherwise (the tree's
+     * 2 floor(log2 n) steps beat the fold's two extra ones on some n). */
+    for (int n = 2; n <= 64; n *= 2) {
+        assert_int_equal(gs__algo_choose(NULL, GS_COLL_ALLREDUCE, n, 64, SLICE),
+                         GS_ALGO_RECURSIVE_DOUBLING);
+    }
+    for (int n = 3; n <= 64; n++) {
+        const gs_algo_t a = gs__algo_choose(NULL, GS_COLL_ALLREDUCE, n, 64, SLICE);
+        assert_true((a == GS_ALGO_RECURSIVE_DOUBLING) || (a == GS_ALGO_TREE));
+    }
+    /* Large ones are bandwidth-bound: never recursive doubling or binomial
+     * (with two ranks a binomial broadcast is one message, like the chain). */
+    for (int n = 2; n <= 64; n++) {
+        const gs_algo_t a = gs__algo_choose(NULL, GS_COLL_ALLREDUCE, n, 256 * MIB, SLICE);
+        assert_true((a == GS_ALGO_RING) || (a == GS_ALGO_TREE) || (a == GS_ALGO_RABENSEIFNER));
+    }
+    for (int n = 3; n <= 64; n++) {
+        assert_int_equal(gs__algo_choose(NULL, GS_COLL_BROADCAST, n, 256 * MIB, SLICE),
+                         GS_ALGO_CHAIN);
+        assert_int_equal(gs__algo_choose(NULL, GS_COLL_REDUCE, n, 256 * MIB, SLICE),
+                         GS_ALGO_CHAIN);
+    }
+    /* Rooted collectives: binomial for small messages once the chain is long. */
+    for (int n = 4; n <= 64; n++) {
+        assert_int_equal(gs__algo_choose(NULL, GS_COLL_BROADCAST, n, 64, SLICE), GS_ALGO_BINOMIAL);
+        assert_int_equal(gs__algo_choose(NULL, GS_COLL_REDUCE, n, 64, SLICE), GS_ALGO_BINOMIAL);
+    }
+    /* Single-algorithm collectives and one rank. */
+    assert_int_equal(gs__algo_choose(NULL, GS_COLL_ALLGATHER, 8, 64, SLICE), GS_ALGO_RING);
+    assert_int_equal(gs__algo_choose(NULL, GS_COLL_ALLTOALL, 8, 64, SLICE), GS_ALGO_DIRECT);
+    assert_int_equal(gs__algo_choose(NULL, GS_COLL_ALLREDUCE, 1, 64, SLICE), GS_ALGO_RING);
+    assert_int_equal(gs__algo_choose(NULL, (gs_coll_kind_t)99, 4, 64, SLICE), GS_ALGO_AUTO);
+}
+
+static void test_algo_model_crossover_follows_alpha(void **state)
+{
+    gs_algo_model_t fast, slow;
+
+    (void)state;
+    /* A 1 MiB all-reduce on 12 ranks: with cheap messages the ring's
+     * bandwidth wins; with 10 ms per message its 22 steps do not. */
+    gs__algo_model_init(&fast, 1, 1000, 4000);
+    gs__algo_model_init(&slow, 10000, 1000, 4000);
+    assert_int_equal(gs__algo_choose(&fast, GS_COLL_ALLREDUCE, 12, MIB, SLICE), GS_ALGO_RING);
+    assert_true(gs__algo_choose(&slow, GS_COLL_ALLREDUCE, 12, MIB, SLICE) != GS_ALGO_RING);
+    /* On a power of two Rabenseifner has the ring's bandwidth in fewer steps. */
+    assert_int_equal(gs__algo_choose(&fast, GS_COLL_ALLREDUCE, 16, MIB, SLICE),
+                     GS_ALGO_RABENSEIFNER);
+    /* The chosen algorithm is the cheapest one. */
+    for (int n = 2; n <= 32; n++) {
+        for (size_t b = 1; b <= 64 * MIB; b *= 2) {
+            const gs_algo_t a = gs__algo_choose(&fast, GS_COLL_ALLREDUCE, n, b, SLICE);
+            const double best = gs__algo_cost(&fast, GS_COLL_ALLREDUCE, a, n, b, SLICE);
+            for (int o = 1; o < GS_ALGO_COUNT; o++) {
+                const double c = gs__algo_cost(&fast, GS_COLL_ALLREDUCE, (gs_algo_t)o, n, b, SLICE);
+                assert_true((c < 0.0) || (c >= best));
+            }
+        }
+    }
+}
+
+static void test_algo_model_policy_names(void **state)
+{
+    gs_algo_policy_t p;
+
+    (void)state;
+    assert_string_equal(gs__algo_name(GS_ALGO_RECURSIVE_DOUBLING), "rd");
+    assert_string_equal(gs__algo_name((gs_algo_t)99), "unknown");
+    assert_int_equal(gs__algo_policy_parse("allreduce:tree,broadcast:binomial", &p), GS_OK);
+    assert_int_equal(p.forced[GS_COLL_ALLREDUCE], GS_ALGO_TREE);
+    assert_int_equal(p.forced[GS_COLL_BROADCAST], GS_ALGO_BINOMIAL);
+    assert_int_equal(p.forced[GS_COLL_REDUCE], GS_ALGO_AUTO);
+    assert_int_equal(gs__algo_policy_parse("allreduce:rd", &p), GS_OK);
+    assert_int_equal(p.forced[GS_COLL_ALLREDUCE], GS_ALGO_RECURSIVE_DOUBLING);
+    assert_int_equal(gs__algo_policy_parse("rabenseifner", &p), GS_OK);
+    assert_int_equal(p.forced[GS_COLL_ALLREDUCE], GS_ALGO_RABENSEIFNER);
+    assert_int_equal(p.forced[GS_COLL_BROADCAST], GS_ALGO_AUTO);
+    assert_int_equal(gs__algo_policy_parse("binomial", &p), GS_OK);
+    assert_int_equal(p.forced[GS_COLL_REDUCE], GS_ALGO_BINOMIAL);
+    assert_int_equal(p.forced[GS_COLL_ALLREDUCE], GS_ALGO_AUTO);
+    assert_int_equal(gs__algo_policy_parse("allreduce:binomial", &p), GS_ERR_INVALID_ARG);
+    assert_int_equal(gs__algo_policy_parse("broadcast:tree", &p), GS_ERR_INVALID_ARG);
+}
+
+/* Count the lines of @p path that contain @p needle. */
+static int count_lines(const char *path, const char *needle)
+{
+    char line[1024];
+    int n = 0;
+    FILE *f = fopen(path, "r");
+
+    if (f == NULL) {
+        return -1;
+    }
+    while (fgets(line, sizeof(line), f) != NULL) {
+        n += (strstr(line, needle) != NULL);
+    }
+    fclose(f);
+    return n;
+}
+
+static void test_algo_model_logs_once_per_size_class(void **state)
+{
+    char path[] = "/tmp/gs_algo_model_XXXXXX";
+    const int fd = mkstemp(path);
+    gs_algo_ctx_t ctx;
+    gs_algo_policy_t policy;
+    float src[4096];
+    float dst[4096];
+    gs_coll_desc_t d;
+
+    (void)state;
+    assert_true(fd >= 0);
+    close(fd);
+    setenv("GS_DEBUG", "INFO", 1);
+    setenv("GS_DEBUG_SUBSYS", "ALGO", 1);
+    setenv("GS_DEBUG_FILE", path, 1);
+    gs__log_reset_for_test();
+    gs__log_init();
+
+    memset(&ctx, 0, sizeof(ctx));
+    memset(&policy, 0, sizeof(policy));
+    memset(src, 0, sizeof(src));
+    ctx.size = 1;
+    ctx.slice_bytes = SLICE;
+    ctx.opname = "gs_allreduce";
+    memset(&d, 0, sizeof(d));
+    d.kind = GS_COLL_ALLREDUCE;
+    d.sendbuf = src;
+    d.recvbuf = dst;
+    d.dtype = GS_DTYPE_F32;
+    d.op = GS_OP_SUM;
+    /* 1000 and 1020 floats share a size class (2048..4095 bytes); 4096 does not. */
+    d.count = 1000;
+    assert_int_equal(gs__algo_run(&ctx, &policy, &d), GS_OK);
+    d.algo = GS_ALGO_AUTO;
+    d.count = 1020;
+    assert_int_equal(gs__algo_run(&ctx, &policy, &d), GS_OK);
+    d.algo = GS_ALGO_AUTO;
+    d.count = 4096;
+    assert_int_equal(gs__algo_run(&ctx, &policy, &d), GS_OK);
+    /* A forced choice runs that algorithm; a wrong one is refused. */
+    policy.forced[GS_COLL_ALLREDUCE] = GS_ALGO_TREE;
+    d.algo = GS_ALGO_AUTO;
+    assert_int_equal(gs__algo_run(&ctx, &policy, &d), GS_OK);
+    assert_int_equal(d.algo, GS_ALGO_TREE);
+    d.algo = GS_ALGO_BINOMIAL;
+    assert_int_equal(gs__algo_run(&ctx, &policy, &d), GS_ERR_UNSUPPORTED);
+
+    unsetenv("GS_DEBUG");
+    unsetenv("GS_DEBUG_SUBSYS");
+    unsetenv("GS_DEBUG_FILE");
+    gs__log_reset_for_test();
+    assert_int_equal(count_lines(path, "ALGO allreduce of"), 2);
+    assert_int_equal(count_lines(path, "allreduce of 4000 bytes"), 1);
+    assert_int_equal(count_lines(path, "allreduce of 4080 bytes"), 0);
+    assert_int_equal(count_lines(path, "allreduce of 16384 bytes"), 1);
+    unlink(path);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_algo_model_init_converts_knobs),
+        cmocka_unit_test(test_algo_model_cost_only_for_offered),
+        cmocka_unit_test(test_algo_model_cost_grows_with_size),
+        cmocka_unit_test(test_algo_model_choices_follow_size),
+        cmocka_unit_test(test_algo_model_crossover_follows_alpha),
+        cmocka_unit_test(test_algo_model_policy_names),
+        cmocka_unit_test(test_algo_model_logs_once_per_size_class),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Unit tests for the block quantizers: int8 (codec_int8.c), qsgd
+ * (codec_qsgd.c, 4-bit and 8-bit codes) and sign (codec_sign.c). Each is
+ * checked against its stated error bound on normal data over counts and
+ * block sizes that hit every edge (empty, one element, a partial last
+ * block, odd counts for nibble packing), plus qsgd's unbiasedness and
+ * determinism and sign's exact magnitude and error identity.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "codec_test_util.h"
+
+static const size_t counts[] = {0, 1, 2, 7, 255, 256, 257, 1000, 100003};
+static const int blocks[] = {1, 3, 8, 256, 1000, 1 << 20};
+
+#define NCOUNTS (sizeof(counts) / sizeof(counts[0]))
+#define NBLOCKS (sizeof(blocks) / sizeof(blocks[0]))
+
+static double block_max(const float *x, size_t lo, size_t n)
+{
+    double m = 0;
+    size_t i;
+
+    for (i = lo; i < lo + n; i++) {
+        m = fmax(m, fabs((double)x[i]));
+    }
+    return m;
+}
+
+/* Round trip int8 or qsgd over all counts x blocks; check |x - y| <= the
+ * per-element bound: max|x| / 254 for int8, max|x| / levels for qsgd. */
+static void check_blocked_bound(gs_codec_kind_t kind, int levels)
+{
+    size_t c, bi, i;
+
+    for (c = 0; c < NCOUNTS; c++) {
+        for (bi = 0; bi < NBLOCKS; bi++) {
+            const size_t n = counts[c];
+            const size_t blk = (size_t)blocks[bi];
+            gs_codec_config_t cfg = codec_cfg(kind);
+            float *x = codec_normal_vec(100 + c * 7 + bi, n, 0.01);
+            float *y = malloc((n > 0 ? n : 1) * sizeof(float));
+            codec_buf_t b;
+            size_t nb = (n + blk - 1) / blk, code_bytes;
+
+            assert_non_null(y);
+            cfg.block_size = blocks[bi];
+            cfg.levels = levels;
+            cfg.seed = 42;
+            codec_buf_init(&b, &cfg, n, GS_DTYPE_F32);
+            codec_encode_ok(&cfg, x, n, GS_DTYPE_F32, GS_EF_NULL, &b);
+            code_bytes = ((kind == GS_CODEC_QSGD) && (levels <= 7)) ? (n + 1) / 2 : n;
+            assert_int_equal(b.len, GS_CODEC_HEADER_BYTES + nb * 4 + code_bytes);
+            codec_decode_ok(&cfg, &b, n, GS_DTYPE_F32, y);
+            double m = 0;
+
+            for (i = 0; i < n; i++) {
+                const size_t lo = (i / blk) * blk;
+                double bound;
+
+                if (i == lo) {
+                    m = block_max(x, lo, (n - lo < blk) ? n - lo : blk);
+                }
+                bound =
+                    ((kind == GS_CODEC_INT8) ? m / 254.0 : m / levels) * (1 + 1e-5) + 1e-30;
+                if (fabs((double)x[i] - (double)y[i]) > bound) {
+                    fail_msg("kind %d levels %d n %zu block %zu: x[%zu] %g -> %g, bound %g",
+                             (int)kind, levels, n, blk, i, (double)x[i], (double)y[i], bound);
+                }
+            }
+            codec_buf_free(&b);
+            free(x);
+            free(y);
+        }
+    }
+}
+
+static void test_codec_int8_roundtrip_bound(void **state)
+{
+    (void)state;
+    check_blocked_bound(GS_CODEC_INT8, GS_UNSET);
+}
+
+static void test_codec_qsgd_roundtrip_bound(void **state)
+{
+    (void)state;
+    check_blocked_bound(GS_CODEC_QSGD, 1);
+    check_blocked_bound(GS_CODEC_QSGD, 7);
+    check_blocked_bound(GS_CODEC_QSGD, 8);
+    check_blocked_bound(GS_CODEC_QSGD, 127);
+}
+
+/* A block of zeros (and a block of tiny subnormals) decodes to zeros. */
+static void test_codec_int8_zero_and_tiny_blocks(void **state)
+{
+    const size_t n = 512;
+    float x[512], y[512];
+    gs_codec_config_t cfg = codec_cfg(GS_CODEC_INT8);
+    codec_buf_t b;
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < n; i++) {
+        x[i] = (i < 256) ? 0.0f : 1e-44f;
+    }
+    codec_buf_init(&b, &cfg, n, GS_DTYPE_F32);
+    codec_encode_ok(&cfg, x, n, GS_DTYPE_F32, GS_EF_NULL, &b);
+    codec_decode_ok(&cfg, &b, n, GS_DTYPE_F32, y);
+    for (i = 0; i < n; i++) {
+        assert_true(fabsf(y[i] - x[i]) <= 1e-44f);
+        assert_false(isnan(y[i]));
+    }
+    codec_buf_free(&b);
+}
+
+/* E[decode] = x: average many seeds; each element's mean must be within
+ * 5 standard errors (the variance of one draw is at most step^2 / 4). */
+static void test_codec_qsgd_unbiased(void **state)
+{
+    const size_t n = 64, trials = 4000;
+    float *x = codec_normal_vec(77, n, 1.0), y[64];
+    double mean[64] = {0};
+    gs_codec_config_t cfg = codec_cfg(GS_CODEC_QSGD);
+    codec_buf_t b;
+    size_t t, i;
+    double step;
+
+    (void)state;
+    cfg.levels = 3;
+    cfg.block_size = 64;
+    step = block_max(x, 0, n) / 3;
+    codec_buf_init(&b, &cfg, n, GS_DTYPE_F32);
+    for (t = 0; t < trials; t++) {
+        cfg.seed = t;
+        codec_encode_ok(&cfg, x, n, GS_DTYPE_F32, GS_EF_NULL, &b);
+        codec_decode_ok(&cfg, &b, n, GS_DTYPE_F32, y);
+        for (i = 0; i < n; i++) {
+            mean[i] += y[i];
+        }
+    }
+    for (i = 0; i < n; i++) {
+        const double m = mean[i] / (double)trials;
+
+        if (fabs(m - x[i]) > 5 * step / (2 * sqrt((double)trials))) {
+            fail_msg("element %zu: x %g, mean of decodes %g (step %g)", i, (double)x[i], m, step);
+        }
+    }
+    codec_buf_free(&b);
+    free(x);
+}
+
+/* Same seed, same bytes; another seed, other bytes. */
+static void test_codec_qsgd_deterministic(void **state)
+{
+    const size_t n = 10007;
+    float *x = codec_normal_vec(3, n, 1.0);
+    gs_codec_config_t cfg = codec_cfg(GS_CODEC_QSGD);
+    codec_buf_t a, b;
+
+    (void)state;
+    cfg.seed = 123;
+    codec_buf_init(&a, &cfg, n, GS_DTYPE_F32);
+    codec_buf_init(&b, &cfg, n, GS_DTYPE_F32);
+    codec_encode_ok(&cfg, x, n, GS_DTYPE_F32, GS_EF_NULL, &a);
+    codec_encode_ok(&cfg, x, n, GS_DTYPE_F32, GS_EF_NULL, &b);
+    assert_int_equal(a.len, b.len);
+    assert_memory_equal(a.payload, b.payload, a.len);
+    cfg.seed = 124;
+    codec_encode_ok(&cfg, x, n, GS_DTYPE_F32, GS_EF_NULL, &b);
+    assert_int_equal(a.len, b.len);
+    assert_true(memcmp(a.payload, b.payload, a.len) != 0);
+    codec_buf_free(&a);
+    codec_buf_free(&b);
+    free(x);
+}
+
+/* sign: |y| is the block's mean |x|, the sign is x's, and per block
+ * ||x - y||^2 = ||x||^2 - n scale^2 <= ||x||^2. */
+static void test_codec_sign_roundtrip_exact(void **state)
+{
+    size_t c, bi, i;
+
+    (void)state;
+    for (c = 0; c < NCOUNTS; c++) {
+        for (bi = 0; bi < NBLOCKS; bi++) {
+            const size_t n = counts[c], blk = (size_t)blocks[bi];
+            gs_codec_config_t cfg = codec_cfg(GS_CODEC_SIGN);
+            float *x = codec_normal_vec(500 + c * 7 + bi, n, 2.0);
+            float *y = malloc((n > 0 ? n : 1) * sizeof(float));
+            codec_buf_t b;
+            size_t lo;
+
+            assert_non_null(y);
+            cfg.block_size = blocks[bi];
+            codec_buf_init(&b, &cfg, n, GS_DTYPE_F32);
+            codec_encode_ok(&cfg, x, n, GS_DTYPE_F32, GS_EF_NULL, &b);
+            assert_int_equal(b.len, GS_CODEC_HEADER_BYTES + ((n + blk - 1) / blk) * 4 + (n + 7) / 8);
+            codec_decode_ok(&cfg, &b, n, GS_DTYPE_F32, y);
+            for (lo = 0; lo < n; lo += blk) {
+                const size_t len = (n - lo < blk) ? n - lo : blk;
+                double sabs = 0, xx = 0, ee = 0, scale;
+
+                for (i = lo; i < lo + len; i++) {
+                    sabs += fabs((double)x[i]);
+                }
+                scale = sabs / (double)len;
+                for (i = lo; i < lo + len; i++) {
+                    assert_true(fabs(fabs((double)y[i]) - scale) <= 1e-5 * scale);
+                    assert_true((x[i] < 0) == (y[i] < 0));
+                    xx += (double)x[i] * x[i];
+                    ee += ((double)x[i] - y[i]) * ((double)x[i] - y[i]);
+                }
+                assert_true(fabs(ee - (xx - (double)len * scale * scale)) <= 1e-4 * xx + 1e-12);
+                assert_true(ee <= xx * (1 + 1e-5));
+            }
+            codec_buf_free(&b);
+            free(x);
+            free(y);
+        }
+    }
+}
+
+/* Non-finite inputs give well-formed payloads (and no UB under UBSan). */
+static void test_codec_quant_nonfinite_inputs(void **state)
+{
+    static const gs_codec_kind_t kinds[] = {GS_CODEC_INT8, GS_CODEC_QSGD, GS_CODEC_SIGN};
+    float x[300], y[300];
+    size_t k, i;
+
+    (void)state;
+    for (i = 0; i < 300; i++) {
+        x[i] = (float)i - 150.0f;
+    }
+    x[3] = NAN;
+    x[200] = INFINITY;
+    x[260] = -INFINITY;
+    for (k = 0; k < 3; k++) {
+        gs_codec_config_t cfg = codec_cfg(kinds[k]);
+        codec_buf_t b;
+
+        codec_buf_init(&b, &cfg, 300, GS_DTYPE_F32);
+        codec_encode_ok(&cfg, x, 300, GS_DTYPE_F32, GS_EF_NULL, &b);
+        codec_decode_ok(&cfg, &b, 300, GS_DTYPE_F32, y);
+        codec_buf_free(&b);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_codec_int8_roundtrip_bound),
+        cmocka_unit_test(test_codec_qsgd_roundtrip_bound),
+        cmocka_unit_test(test_codec_int8_zero_and_tiny_blocks),
+        cmocka_unit_test(test_codec_qsgd_unbiased),
+        cmocka_unit_test(test_codec_qsgd_deterministic),
+        cmocka_unit_test(test_codec_sign_roundtrip_exact),
+        cmocka_unit_test(test_codec_quant_nonfinite_inputs),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Unit tests for the sparsifiers: topk (codec_topk.c) keeps exactly the k
+ * largest |x| (checked against a sort, with ties), values bit-exact and
+ * indices ascending; randk (codec_randk.c) keeps exactly one element per
+ * stratum, bit-exact, chosen by the seed. Both: error identity
+ * ||x - y||^2 = sum of the dropped squares, and k = round(ratio x n).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "codec_test_util.h"
+
+static int cmp_desc(const void *a, const void *b)
+{
+    const float x = *(const float *)a, y = *(const float *)b;
+
+    return (x < y) - (x > y);
+}
+
+static size_t expected_k(double ratio, size_t n)
+{
+    double k = floor(ratio * (double)n + 0.5);
+
+    k = (k < 1) ? 1 : k;
+    return (n == 0) ? 0 : (size_t)((k > (double)n) ? (double)n : k);
+}
+
+/* Decode, then check: nonzeros are exact copies of x, the error is the
+ * dropped mass, and (topk) every kept |x| >= every dropped |x|. */
+static void check_sparse(gs_codec_kind_t kind, const float *x, size_t n, double ratio)
+{
+    gs_codec_config_t cfg = codec_cfg(kind);
+    float *y = malloc((n > 0 ? n : 1) * sizeof(float));
+    float *sorted = malloc((n > 0 ? n : 1) * sizeof(float));
+    codec_buf_t b;
+    size_t i, kept = 0, k = expected_k(ratio, n);
+    double dropped = 0, err;
+
+    assert_non_null(y);
+    assert_non_null(sorted);
+    cfg.ratio = ratio;
+    cfg.seed = 99;
+    codec_buf_init(&b, &cfg, n, GS_DTYPE_F32);
+    codec_encode_ok(&cfg, x, n, GS_DTYPE_F32, GS_EF_NULL, &b);
+    assert_int_equal(b.len, GS_CODEC_HEADER_BYTES +
+                                ((kind == GS_CODEC_TOPK) ? 8 * k : 8 + 4 * k));
+    for (i = 0; i < n; i++) {
+        y[i] = -12345.0f; /* decode overwrites every element */
+    }
+    codec_decode_ok(&cfg, &b, n, GS_DTYPE_F32, y);
+    for (i = 0; i < n; i++) {
+        if (y[i] != 0.0f) {
+            assert_true(y[i] == x[i]);
+            kept++;
+        } else {
+            dropped += (double)x[i] * x[i];
+        }
+        sorted[i] = fabsf(x[i]);
+    }
+    assert_int_equal(kept, k); /* inputs have no zeros */
+    err = codec_diff_norm2(x, y, n);
+    assert_true(fabs(err * err - dropped) <= 1e-9 * (dropped + 1));
+    if ((kind == GS_CODEC_TOPK) && (k > 0)) {
+        const float kth = (qsort(sorted, n, sizeof(float), cmp_desc), sorted[k - 1]);
+
+        for (i = 0; i < n; i++) {
+            if (y[i] != 0.0f) {
+                assert_true(fabsf(x[i]) >= kth);
+            } else {
+                assert_true(fabsf(x[i]) <= kth);
+            }
+        }
+    }
+    if ((kind == GS_CODEC_RANDK) && (k > 0)) {
+        /* Exactly one kept element in each stratum [j n / k, (j + 1) n / k). */
+        for (size_t j = 0; j < k; j++) {
+            const size_t lo = (size_t)(((uint64_t)j * n) / k);
+            const size_t hi = (size_t)(((uint64_t)(j + 1) * n) / k);
+            size_t in = 0;
+
+            for (i = lo; i < hi; i++) {
+                in += (y[i] != 0.0f);
+            }
+            assert_int_equal(in, 1);
+        }
+    }
+    codec_buf_free(&b);
+    free(y);
+    free(sorted);
+}
+
+static void test_codec_sparse_roundtrip(void **state)
+{
+    static const size_t counts[] = {0, 1, 2, 3, 100, 1000, 65537};
+    static const double ratios[] = {1e-6, 0.01, 0.1, 0.5, 1.0};
+    size_t c, r, i;
+
+    (void)state;
+    for (c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+        float *x = codec_normal_vec(1000 + c, counts[c], 1.0);
+
+        for (i = 0; i < counts[c]; i++) {
+            x[i] = (x[i] == 0.0f) ? 1.0f : x[i];
+        }
+        for (r = 0; r < sizeof(ratios) / sizeof(ratios[0]); r++) {
+            check_sparse(GS_CODEC_TOPK, x, counts[c], ratios[r]);
+            check_sparse(GS_CODEC_RANDK, x, counts[c], ratios[r]);
+        }
+        free(x);
+    }
+}
+
+/* Many equal magnitudes: topk takes exactly k, the earliest ties first. */
+static void test_codec_topk_ties(void **state)
+{
+    float x[1000], y[1000];
+    gs_codec_config_t cfg = codec_cfg(GS_CODEC_TOPK);
+    codec_buf_t b;
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < 1000; i++) {
+        x[i] = ((i % 2) != 0) ? 0.5f : -0.5f;
+    }
+    x[900] = 2.0f;
+    cfg.ratio = 0.01; /* k = 10 */
+    codec_buf_init(&b, &cfg, 1000, GS_DTYPE_F32);
+    codec_encode_ok(&cfg, x, 1000, GS_DTYPE_F32, GS_EF_NULL, &b);
+    codec_decode_ok(&cfg, &b, 1000, GS_DTYPE_F32, y);
+    assert_true(y[900] == 2.0f);
+    for (i = 0; i < 1000; i++) {
+        if (i == 900) {
+            continue;
+        }
+        assert_true(y[i] == ((i < 9) ? x[i] : 0.0f));
+    }
+    codec_buf_free(&b);
+}
+
+/* randk: the seed decides the indices; the decoder takes it from the body. */
+static void test_codec_randk_seed(void **state)
+{
+    const size_t n = 10000;
+    float *x = codec_normal_vec(8, n, 1.0), *y1 = malloc(n * 4), *y2 = malloc(n * 4);
+    gs_codec_config_t cfg = codec_cfg(GS_CODEC_RANDK);
+    codec_buf_t b;
+
+    (void)state;
+    assert_non_null(y1);
+    assert_non_null(y2);
+    cfg.ratio = 0.05;
+    cfg.seed = 1;
+    codec_buf_init(&b, &cfg, n, GS_DTYPE_F32);
+    codec_encode_ok(&cfg, x, n, GS_DTYPE_F32, GS_EF_NULL, &b);
+    codec_decode_ok(&cfg, &b, n, GS_DTYPE_F32, y1);
+    cfg.seed = 2; /* the decoder's own seed does not matter */
+    codec_decode_ok(&cfg, &b, n, GS_DTYPE_F32, y2);
+    assert_memory_equal(y1, y2, n * 4);
+    codec_encode_ok(&cfg, x, n, GS_DTYPE_F32, GS_EF_NULL, &b);
+    codec_decode_ok(&cfg, &b, n, GS_DTYPE_F32, y2);
+    assert_true(memcmp(y1, y2, n * 4) != 0);
+    codec_buf_free(&b);
+    free(x);
+    free(y1);
+    free(y2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_codec_sparse_roundtrip),
+        cmocka_unit_test(test_codec_topk_ties),
+        cmocka_unit_test(test_codec_randk_seed),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
