@@ -13,6 +13,10 @@
  * loop, the collective runs once more and every output element is compared
  * with a serial reference. Only rank 0 prints. Exit status: 0 success,
  * 1 a gradsync error or wrong results, 2 a usage error.
+ * allreduce --codec NAME [--ef] [--ratio R] runs the compressed all-reduce
+ * on normal f32 data and adds the bytes that crossed the wire (the
+ * gs_comm_counters bytes_sent delta per call) and the relative error against
+ * the exact result (gs_bench_codec.c; docs/bench.md, "Compressed all-reduce").
  */
 #include <errno.h>
 #include <getopt.h>
@@ -25,6 +29,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "gs_bench_codec.h"
+
+#include "gradsync/compress.h"
 #include "gradsync/gradsync.h"
 
 #define BENCH_EXIT_FAIL 1
@@ -108,6 +115,12 @@ typedef struct bench {
     int iters;
     bool check;
     bool inplace;
+    bool use_codec;          /* --codec given (allreduce only) */
+    bool use_ef;             /* --ef: one gs_ef_t per size, reset before the error run */
+    const char *codec_name;
+    gs_codec_config_t codec;
+    gs_ef_t ef;
+    float *codec_input;      /* in-place --codec runs restore their input from here */
     out_format_t format;
     const char *out_path;
     /* runtime */
@@ -130,6 +143,7 @@ static void usage(FILE *f)
             "usage: gs-bench COLLECTIVE [options]   (launch with: gsrun -n N gs-bench ...)\n"
             "collectives: allreduce broadcast reduce allgather reduce_scatter alltoall\n"
             "             sendrecv (ring neighbour exchange) barrier\n"
+            "       gs-bench codec [-e BYTES] [-w N] [-n N] [--zstd off|on|auto]  (codec throughput)\n"
             "  -b, --minbytes SIZE   smallest size in bytes (K/M/G suffixes), default 8\n"
             "  -e, --maxbytes SIZE   largest size in bytes, default 32M\n"
             "  -f, --stepfactor N    multiply the size by N (>= 2), default 2\n"
@@ -151,11 +165,15 @@ static void usage(FILE *f)
     fprintf(f, ", default sum\n"
                "  -c, --check           verify every size (exit 1 when any element is wrong)\n"
                "      --inplace         in-place buffers (default out-of-place)\n"
+               "      --codec NAME      allreduce through a codec (f32, sum|avg):%s\n"
+               "      --ef              with error feedback (one gs_ef_t per size)\n"
+               "      --ratio R         topk/randk fraction kept, default 0.01\n"
                "      --csv | --json    machine-readable output (rank 0)\n"
                "  -o, --out FILE        write the output to FILE instead of stdout (rank 0)\n"
                "  -h, --help            this text\n"
                "sizes are total buffer bytes as in nccl-tests (allgather: receive buffer,\n"
-               "reduce_scatter: send buffer, alltoall: either buffer).\n");
+               "reduce_scatter: send buffer, alltoall: either buffer).\n",
+            gs_bench_codec_names());
 }
 
 static _Noreturn void usage_error(const char *msg, const char *arg)
@@ -250,7 +268,8 @@ static int lookup_name(const name_info_t *table, size_t n, const char *name)
     return -1;
 }
 
-enum { OPT_ALGO = 256, OPT_DTYPE, OPT_OP, OPT_INPLACE, OPT_CSV, OPT_JSON };
+enum { OPT_ALGO = 256, OPT_DTYPE, OPT_OP, OPT_INPLACE, OPT_CSV, OPT_JSON, OPT_CODEC, OPT_EF,
+       OPT_RATIO };
 
 static void parse_args(bench_t *b, int argc, char **argv)
 {
@@ -270,9 +289,12 @@ static void parse_args(bench_t *b, int argc, char **argv)
         {"inplace", no_argument, NULL, OPT_INPLACE},
         {"csv", no_argument, NULL, OPT_CSV},
         {"json", no_argument, NULL, OPT_JSON},
+        {"codec", required_argument, NULL, OPT_CODEC},
+        {"ef", no_argument, NULL, OPT_EF},
+        {"ratio", required_argument, NULL, OPT_RATIO},
         {NULL, 0, NULL, 0},
     };
-    bool algo_set = false, op_set = false, root_set = false;
+    bool algo_set = false, op_set = false, root_set = false, ratio_set = false;
 
     if (argc < 2) {
         usage(stderr);
@@ -365,6 +387,26 @@ static void parse_args(bench_t *b, int argc, char **argv)
         case OPT_JSON:
             b->format = OUT_JSON;
             break;
+        case OPT_CODEC:
+            if (gs_bench_codec_lookup(optarg, &b->codec.kind) != 0) {
+                usage_error("unknown --codec", optarg);
+            }
+            b->use_codec = true;
+            b->codec_name = optarg;
+            break;
+        case OPT_EF:
+            b->use_ef = true;
+            break;
+        case OPT_RATIO: {
+            char *end = NULL;
+            b->codec.ratio = strtod(optarg, &end);
+            if (end == optarg || *end != '\0' || !(b->codec.ratio > 0.0) ||
+                !(b->codec.ratio <= 1.0)) {
+                usage_error("--ratio must be in (0, 1]", optarg);
+            }
+            ratio_set = true;
+            break;
+        }
         default:
             usage_error("bad option", NULL);
         }
@@ -391,6 +433,20 @@ static void parse_args(bench_t *b, int argc, char **argv)
     }
     if (b->inplace && b->coll->kind == COLL_SENDRECV) {
         usage_error("--inplace does not apply to sendrecv", NULL);
+    }
+    if ((b->use_ef || ratio_set) && !b->use_codec) {
+        usage_error("--ef and --ratio need --codec", NULL);
+    }
+    if (b->use_codec) {
+        if (b->coll->kind != COLL_ALLREDUCE) {
+            usage_error("--codec applies to allreduce only", NULL);
+        }
+        if (b->dt->dtype != GS_DTYPE_F32 || (b->op != GS_OP_SUM && b->op != GS_OP_AVG)) {
+            usage_error("--codec needs --dtype f32 and --op sum or avg", NULL);
+        }
+        if (b->algo != GS_ALGO_AUTO || b->check) {
+            usage_error("--codec excludes --algo and --check (it reports rel.err instead)", NULL);
+        }
     }
 }
 
@@ -623,6 +679,10 @@ static gs_status_t run_once(bench_t *b, size_t count)
     case COLL_ALLREDUCE: {
         gs_allreduce_opts_t opts = GS_ALLREDUCE_OPTS_INIT;
         opts.algo = b->algo;
+        if (b->use_codec) {
+            opts.codec = &b->codec;
+            opts.ef = b->ef;
+        }
         return gs_allreduce_ex(b->comm, b->inplace ? recv : send, recv, count, dt, b->op,
                                &opts);
     }
@@ -812,6 +872,9 @@ typedef struct row {
     double algbw;        /* GB/s */
     double busbw;        /* GB/s */
     int64_t wrong;       /* -1 when not checked */
+    double wire_bytes;   /* --codec: bytes_sent per call, the largest over ranks */
+    double wirebw;       /* --codec: wire_bytes / time, GB/s */
+    double relerr;       /* --codec: ||out - exact|| / ||exact||, the largest over ranks */
 } row_t;
 
 static const char *op_name(gs_op_t op)
@@ -841,18 +904,23 @@ static void print_header(const bench_t *b)
 
     if (b->format == OUT_CSV) {
         fprintf(f, "coll,nranks,size,count,type,redop,root,algo,inplace,time_us,algbw_gbps,"
-                   "busbw_gbps,wrong\n");
+                   "busbw_gbps,wrong%s\n",
+                b->use_codec ? ",codec,ef,wire_bytes,wirebw_gbps,rel_err" : "");
         return;
     }
     if (b->format == OUT_JSON) {
         fprintf(f,
                 "{\"bench\": \"gs-bench\", \"coll\": \"%s\", \"nranks\": %d, \"dtype\": \"%s\", "
                 "\"op\": \"%s\", \"root\": %d, \"algo\": \"%s\", \"inplace\": %s, "
-                "\"warmup\": %d, \"iters\": %d, \"check\": %s, \"version\": \"%s\",\n"
-                " \"rows\": [",
+                "\"warmup\": %d, \"iters\": %d, \"check\": %s, \"version\": \"%s\",\n",
                 b->coll->name, b->nranks, b->dt->name, redop, b->coll->rooted ? b->root : -1,
                 algo_name(b->algo), b->inplace ? "true" : "false", b->warmup, b->iters,
                 b->check ? "true" : "false", gs_version_string());
+        if (b->use_codec) {
+            fprintf(f, " \"codec\": \"%s\", \"ef\": %s,\n", b->codec_name,
+                    b->use_ef ? "true" : "false");
+        }
+        fprintf(f, " \"rows\": [");
         return;
     }
     fprintf(f, "# gs-bench %s: nranks %d, dtype %s, op %s, algo %s, gradsync %s\n",
@@ -862,6 +930,20 @@ static void print_header(const bench_t *b)
                "slowest rank\n#\n",
             b->inplace ? "in-place" : "out-of-place", b->warmup, b->iters,
             b->check ? "on" : "off");
+    if (b->use_codec) {
+        const bool sparse = b->codec.kind == GS_CODEC_TOPK || b->codec.kind == GS_CODEC_RANDK;
+        fprintf(f, "# codec %s%s", b->codec_name, b->use_ef ? "+ef" : " (no ef)");
+        if (sparse) {
+            fprintf(f, ", ratio %g", b->codec.ratio > 0 ? b->codec.ratio : 0.01);
+        }
+        fprintf(f, "; busbw on the uncompressed size (effective); wire = bytes sent per rank "
+                   "and call; rel.err of one call vs the exact f32 result\n");
+        fprintf(f, "# %12s %12s %8s %6s %6s %10s %8s %8s %12s %8s %9s\n", "size", "count", "type",
+                "redop", "root", "time", "algbw", "busbw", "wire", "wirebw", "rel.err");
+        fprintf(f, "# %12s %12s %8s %6s %6s %10s %8s %8s %12s %8s %9s\n", "(B)", "(elements)", "",
+                "", "", "(us)", "(GB/s)", "(GB/s)", "(B)", "(GB/s)", "");
+        return;
+    }
     fprintf(f, "# %12s %12s %8s %6s %6s %10s %8s %8s %7s\n", "size", "count", "type", "redop",
             "root", "time", "algbw", "busbw", "#wrong");
     fprintf(f, "# %12s %12s %8s %6s %6s %10s %8s %8s %7s\n", "(B)", "(elements)", "", "", "",
@@ -875,15 +957,29 @@ static void print_row(const bench_t *b, const row_t *row, bool first)
     int root = b->coll->rooted ? b->root : -1;
 
     if (b->format == OUT_CSV) {
-        fprintf(f, "%s,%d,%zu,%zu,%s,%s,%d,%s,%d,%.3f,%.4f,%.4f,%" PRId64 "\n", b->coll->name,
+        fprintf(f, "%s,%d,%zu,%zu,%s,%s,%d,%s,%d,%.3f,%.4f,%.4f,%" PRId64, b->coll->name,
                 b->nranks, row->bytes, row->count, b->dt->name, redop, root, algo_name(b->algo),
                 b->inplace ? 1 : 0, row->time_us, row->algbw, row->busbw, row->wrong);
+        if (b->use_codec) {
+            fprintf(f, ",%s,%d,%.0f,%.4f,%.4e", b->codec_name, b->use_ef ? 1 : 0,
+                    row->wire_bytes, row->wirebw, row->relerr);
+        }
+        fprintf(f, "\n");
     } else if (b->format == OUT_JSON) {
         fprintf(f,
                 "%s\n  {\"size\": %zu, \"count\": %zu, \"time_us\": %.3f, \"best_us\": %.3f, "
-                "\"algbw_gbps\": %.4f, \"busbw_gbps\": %.4f, \"wrong\": %" PRId64 "}",
+                "\"algbw_gbps\": %.4f, \"busbw_gbps\": %.4f, \"wrong\": %" PRId64,
                 first ? "" : ",", row->bytes, row->count, row->time_us, row->best_us, row->algbw,
                 row->busbw, row->wrong);
+        if (b->use_codec) {
+            fprintf(f, ", \"wire_bytes\": %.0f, \"wirebw_gbps\": %.4f, \"rel_err\": %.4e",
+                    row->wire_bytes, row->wirebw, row->relerr);
+        }
+        fprintf(f, "}");
+    } else if (b->use_codec) {
+        fprintf(f, "  %12zu %12zu %8s %6s %6d %10.2f %8.3f %8.3f %12.0f %8.3f %9.2e\n", row->bytes,
+                row->count, b->dt->name, redop, root, row->time_us, row->algbw, row->busbw,
+                row->wire_bytes, row->wirebw, row->relerr);
     } else {
         char wrong[32];
         if (row->wrong < 0) {
@@ -897,19 +993,39 @@ static void print_row(const bench_t *b, const row_t *row, bool first)
     fflush(f);
 }
 
+/* --codec, in place: every call starts from the same input (outside the timer). */
+static void codec_restore(bench_t *b, size_t count)
+{
+    if (b->use_codec && b->inplace) {
+        memcpy(b->recvbuf, b->codec_input, count * sizeof(float));
+    }
+}
+
 static void bench_size(bench_t *b, size_t count, row_t *row)
 {
     int iters = b->iters;
+    gs_counters_t c0 = {.size = sizeof(gs_counters_t)}, c1 = {.size = sizeof(gs_counters_t)};
 
+    if (b->use_ef) {
+        BENCH_CHECK(b, gs_ef_destroy(b->ef));
+        b->ef = GS_EF_NULL;
+        BENCH_CHECK(b, gs_ef_create(count, GS_DTYPE_F32, &b->ef));
+    }
     BENCH_CHECK(b, gs_barrier(b->comm));
     for (int k = 0; k < b->warmup; k++) {
+        codec_restore(b, count);
         run_checked(b, count);
     }
     BENCH_CHECK(b, gs_barrier(b->comm));
+    double wire = 0.0;
     for (int k = 0; k < iters; k++) {
+        codec_restore(b, count);
+        BENCH_CHECK(b, gs_comm_counters(b->comm, &c0));
         double t0 = now_s();
         run_checked(b, count);
         b->times[k] = now_s() - t0;
+        BENCH_CHECK(b, gs_comm_counters(b->comm, &c1));
+        wire += (double)(c1.bytes_sent - c0.bytes_sent);
     }
     BENCH_CHECK(b, gs_allreduce(b->comm, b->times, b->times, (size_t)iters, GS_DTYPE_F64,
                                 GS_OP_MAX));
@@ -924,6 +1040,26 @@ static void bench_size(bench_t *b, size_t count, row_t *row)
     row->algbw = median > 0 ? (double)row->bytes / median / 1e9 : 0.0;
     row->busbw = row->algbw * busbw_factor(b);
     row->wrong = -1;
+    row->wire_bytes = 0.0;
+    row->wirebw = 0.0;
+    row->relerr = 0.0;
+
+    if (b->use_codec) {
+        /* The bytes of one call on the busiest rank, and the error of one call from a zero
+         * residual, the largest over ranks (every rank checks the whole output). */
+        double v[2] = {wire / iters, 0.0};
+        if (b->use_ef) {
+            BENCH_CHECK(b, gs_ef_reset(b->ef));
+        }
+        codec_restore(b, count);
+        run_checked(b, count);
+        v[1] = gs_bench_codec_relerr((const float *)b->recvbuf, count, b->nranks,
+                                     b->op == GS_OP_AVG);
+        BENCH_CHECK(b, gs_allreduce(b->comm, v, v, 2, GS_DTYPE_F64, GS_OP_MAX));
+        row->wire_bytes = v[0];
+        row->wirebw = median > 0 ? v[0] / median / 1e9 : 0.0;
+        row->relerr = v[1];
+    }
 
     if (b->check) {
         int64_t wrong;
@@ -958,8 +1094,13 @@ int main(int argc, char **argv)
         .factor = 2,
         .warmup = 5,
         .iters = 20,
+        .codec = GS_CODEC_CONFIG_INIT,
         .format = OUT_TEXT,
     };
+
+    if ((argc > 1) && (strcmp(argv[1], "codec") == 0)) {
+        return gs_bench_codec_main(argc - 1, argv + 1);
+    }
     int status_exit = 0;
 
     parse_args(&b, argc, argv);
@@ -989,6 +1130,9 @@ int main(int argc, char **argv)
     b.sendbuf = alloc_buf(buf_bytes);
     b.recvbuf = alloc_buf(buf_bytes);
     b.times = calloc((size_t)b.iters, sizeof(double));
+    if (b.use_codec && b.inplace) {
+        b.codec_input = alloc_buf(buf_bytes);
+    }
     if (b.times == NULL) {
         fprintf(stderr, "gs-bench: out of memory\n");
         return BENCH_EXIT_FAIL;
@@ -1013,6 +1157,9 @@ int main(int argc, char **argv)
         if (b.inplace && b.coll->reduces) {
             memset(b.sendbuf, 0, buf_bytes);
             memset(b.recvbuf, 0, buf_bytes);
+        }
+        if (b.use_codec) { /* normal data: the codecs' error depends on the values */
+            gs_bench_codec_fill(b.inplace ? b.codec_input : (float *)b.sendbuf, count, b.rank);
         }
         bench_size(&b, count, &row);
         if (b.rank == 0) {
@@ -1051,6 +1198,8 @@ int main(int argc, char **argv)
         status_exit = BENCH_EXIT_FAIL;
     }
     free(b.times);
+    free(b.codec_input);
+    BENCH_CHECK(&b, gs_ef_destroy(b.ef));
     free(b.sendbuf);
     free(b.recvbuf);
     BENCH_CHECK(&b, gs_comm_destroy(b.comm));

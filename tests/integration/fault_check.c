@@ -18,7 +18,8 @@
  * LIST is "ok" or a comma list of accepted status names (GS_ERR_TIMEOUT or
  * just TIMEOUT). Exit status 0 when the outcome is accepted, 1 otherwise,
  * 2 for bad arguments. A failure outcome also requires gs_last_error() to
- * name a rank ("rank N" or "peer N") and the next call to fail (sticky).
+ * name a rank ("rank N" or "peer N"; with --victim, N must be the victim)
+ * and the next call to fail (sticky).
  */
 #include <gradsync/gradsync.h>
 
@@ -75,8 +76,9 @@ static int status_accepted(gs_status_t st, const char *list)
     return 0;
 }
 
-/* True when @p msg contains "rank N" or "peer N" (any case). */
-static int names_a_rank(const char *msg)
+/* True when @p msg contains "rank N" or "peer N" (any case), with N equal
+ * to @p want, or any number when want < 0. */
+static int names_rank(const char *msg, int want)
 {
     for (const char *p = msg; *p; p++) {
         if (strncasecmp(p, "rank", 4) != 0 && strncasecmp(p, "peer", 4) != 0)
@@ -84,7 +86,9 @@ static int names_a_rank(const char *msg)
         const char *q = p + 4;
         while (*q == ' ' || *q == '=' || *q == ':' || *q == '#')
             q++;
-        if (isdigit((unsigned char)*q))
+        if (!isdigit((unsigned char)*q))
+            continue;
+        if (want < 0 || strtol(q, NULL, 10) == want)
             return 1;
     }
     return 0;
@@ -197,8 +201,12 @@ static int run_loop(void)
 
     int ok = status_accepted(st, expect) && !bad_data;
     if (st != GS_OK) {
-        if (!names_a_rank(err)) {
-            printf("FAIL rank=%d: gs_last_error() does not name a rank: '%s'\n", rank, err);
+        if (!names_rank(err, g_opt.victim)) {
+            if (g_opt.victim >= 0)
+                printf("FAIL rank=%d: gs_last_error() does not name the killed rank %d: '%s'\n",
+                       rank, g_opt.victim, err);
+            else
+                printf("FAIL rank=%d: gs_last_error() does not name a rank: '%s'\n", rank, err);
             ok = 0;
         }
         /* Sticky: the next call fails at once; the async error is set. */

@@ -7,9 +7,10 @@
 # MASTER_PORT on a free loopback port, and every process is bounded by a
 # watchdog and killed on exit. Cases:
 #   kill      kill -9 of one rank (it raises SIGKILL on itself) in the middle
-#             of a 64 MiB f32 all-reduce loop on 4 ranks, GS_TIMEOUT_MS=20000:
-#             every survivor gets GS_ERR_PEER_FAILED or GS_ERR_TIMEOUT within
-#             2 s of the kill, with gs_last_error() naming a rank
+#             of a 64 MiB f32 all-reduce loop, GS_TIMEOUT_MS=20000, on 4 ranks
+#             (victim 2) and on 5 ranks (victim 3; kill4/kill5 run one): EVERY
+#             survivor gets GS_ERR_PEER_FAILED within 2 s of the kill, with
+#             gs_last_error() naming the killed rank, and the error is sticky
 #   nojoin    world size 3 but only ranks 0 and 1 start, GS_TIMEOUT_MS=3000:
 #             both fail gs_comm_init with GS_ERR_TIMEOUT within ~5 s
 #   nomaster  world size 3 but rank 0 (the rendezvous host) never starts
@@ -21,58 +22,57 @@
 # Prints "N passed, M failed"; exit status 1 when any case failed.
 set -u
 
-PROG=${1:?usage: run_fault.sh PATH/TO/fault_check [kill|nojoin|nomaster|garbage|stop]...}
+PROG=${1:?usage: run_fault.sh PATH/TO/fault_check [kill|kill4|kill5|nojoin|nomaster|garbage|stop]...}
 shift
 CASES=${*:-kill nojoin nomaster garbage stop}
 # shellcheck source-path=SCRIPTDIR source=lib_procs.sh
 . "$(dirname "$0")/lib_procs.sh"
 
-case_kill() {
-    local n=4 victim=2 port r pids=() rcs=() ok=1 kill_t st t dt
+# kill_case WORLD VICTIM : the victim raises SIGKILL in the middle of an all-reduce.
+kill_case() {
+    local n=$1 victim=$2 name="kill$1" port r pids=() rcs=() ok=1 kill_t st t dt err
     port=$(free_port)
     for ((r = 0; r < n; r++)); do
-        start_rank "$r" "$n" "$port" 20000 "$TMP/kill.$r.log" loop --count 16777216 \
-            --victim "$victim" --kill-after 3 --max-seconds 60
+        start_rank "$r" "$n" "$port" 20000 "$TMP/$name.$r.log" loop --count 16777216 \
+            --victim "$victim" --kill-after 3 --max-seconds 60 --expect PEER_FAILED
         pids[r]=$LASTPID
     done
     for ((r = 0; r < n; r++)); do
         wait_rank "${pids[r]}" 120
         rcs[r]=$RC
     done
-    kill_t=$(field "$TMP/kill.$victim.log" KILL t_ms)
+    kill_t=$(field "$TMP/$name.$victim.log" KILL t_ms)
     if [ -z "$kill_t" ]; then
-        fail "kill: victim rank $victim never reached the kill point"
-        dump_logs kill
+        fail "$name: victim rank $victim never reached the kill point"
+        dump_logs "$name"
         return
     fi
     if [ "${rcs[victim]}" -ne 137 ]; then
-        echo "  kill: victim exit status ${rcs[victim]}, expected 137 (SIGKILL)"
+        echo "  $name: victim exit status ${rcs[victim]}, expected 137 (SIGKILL)"
         ok=0
     fi
     for ((r = 0; r < n; r++)); do
         [ "$r" -eq "$victim" ] && continue
-        st=$(field "$TMP/kill.$r.log" RESULT status)
-        t=$(field "$TMP/kill.$r.log" RESULT t_ms)
+        st=$(field "$TMP/$name.$r.log" RESULT status)
+        t=$(field "$TMP/$name.$r.log" RESULT t_ms)
+        err=$(sed -n 's/^RESULT .* err=//p' "$TMP/$name.$r.log" | head -n 1)
         if [ -z "$t" ]; then
-            echo "  kill: rank $r printed no RESULT (exit status ${rcs[r]})"
+            echo "  $name: rank $r printed no RESULT (exit status ${rcs[r]})"
             ok=0
             continue
         fi
         dt=$((t - kill_t))
-        echo "  kill: rank $r got $st $dt ms after the kill (exit status ${rcs[r]})"
-        case "$st" in
-        GS_ERR_PEER_FAILED | GS_ERR_TIMEOUT) ;;
-        *) ok=0 ;;
-        esac
-        if [ "$dt" -gt 2000 ] || [ "${rcs[r]}" -ne 0 ]; then
+        echo "  $name: rank $r got $st $dt ms after the kill (exit status ${rcs[r]}): $err"
+        # fault_check exits 1 unless the error names rank $victim and is sticky.
+        if [ "$st" != GS_ERR_PEER_FAILED ] || [ "$dt" -gt 2000 ] || [ "${rcs[r]}" -ne 0 ]; then
             ok=0
         fi
     done
     if [ "$ok" -eq 1 ]; then
-        pass "kill: every survivor failed with a named peer error within 2 s"
+        pass "$name: every survivor failed with GS_ERR_PEER_FAILED naming rank $victim within 2 s"
     else
-        fail "kill: survivors did not all fail promptly and cleanly"
-        dump_logs kill
+        fail "$name: survivors did not all fail promptly with GS_ERR_PEER_FAILED naming rank $victim"
+        dump_logs "$name"
     fi
 }
 
@@ -209,7 +209,9 @@ case_stop() {
 
 for c in $CASES; do
     case "$c" in
-    kill) case_kill ;;
+    kill) kill_case 4 2 && kill_case 5 3 ;;
+    kill4) kill_case 4 2 ;;
+    kill5) kill_case 5 3 ;;
     nojoin) init_only nojoin 3 0 1 ;;
     nomaster) init_only nomaster 3 1 2 ;;
     garbage) case_garbage ;;

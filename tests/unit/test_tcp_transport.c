@@ -4,8 +4,12 @@
  * each, endpoints exchanged through shared memory, loopback sockets. Covers
  * sizes 0 B .. 8 MiB with 1, 2 and 4 sockets per peer, unexpected messages,
  * GS_ANY_SOURCE, same-tag ordering, truncation, mismatch, cancel, a peer
- * that leaves, abort from another thread, garbage on the listening port and
- * the connect timeout. Rank threads never call cmocka asserts (they are not
+ * that leaves, abort from another thread, garbage on the listening port,
+ * the connect timeout, hostile frames from a hand-driven peer
+ * (tcp_fake_peer.h), and failure propagation between real ranks (a rank
+ * killed, or cut off from one rank only so that the others learn of it from
+ * DOWN frames, fails every survivor's receive naming it within 2 s; the
+ * frame-level DOWN tests are in test_tcp_down.c). Rank threads never call cmocka asserts (they are not
  * thread-safe); they record the first failure and the main thread asserts.
  */
 #include <pthread.h>
@@ -25,6 +29,8 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/socket.h"
+#include "tcp_fake_peer.h"
+#include "transport/tcp/tcp_conn.h"
 #include "transport/tcp/tcp_transport.h"
 #include "transport/tcp/tcp_wire.h"
 #include "transport/transport.h"
@@ -774,111 +780,97 @@ static void test_tcp_transport_counters(void **state)
 }
 
 /* ---------------------------------------------------------------------- */
-
-/* ---------------------------------------------------------------------- */
-/* A hand-driven rank 1: raw sockets speaking the wire format, so frames   */
-/* can be put on chosen sockets in a chosen order, or be hostile.          */
+/* Failure propagation                                                    */
 /* ---------------------------------------------------------------------- */
 
-typedef struct fake_peer {
-    gs_tp_t *tp; /* the real rank 0 */
-    int nsocks;
-    int fds[4];
-} fake_peer_t;
+typedef struct kill_job {
+    int only;                /* rank 3 cuts its sockets to this rank only; -1: to all */
+    _Atomic uint64_t kill_ns; /* when rank 3 cut them */
+    double ms[MAX_RANKS];    /* per survivor: kill to failed receive */
+} kill_job_t;
 
-static void fake_setup(fake_peer_t *f, int nsocks)
+/*
+ * Ranks 0..2 each wait on a receive from a live rank that never sends
+ * ((r + 1) % 3); rank 3 "dies" by closing its sockets without BYE (all of
+ * them, or only those to one rank, so that the others can only learn of it
+ * through a DOWN frame). Every survivor's receive must fail with
+ * GS_ERR_PEER_FAILED naming rank 3 within 2 s; later receives fail at once;
+ * sends to live ranks still complete.
+ */
+static void body_kill(job_t *job, int rank)
 {
-    gs_tp_params_t params = {.rank = 0,
-                             .size = 2,
-                             .job_id = 0x1234,
-                             .comm_id = 0x99,
-                             .nsocks = nsocks,
-                             .ifname = "",
-                             .family = "any",
-                             .master_addr = "127.0.0.1",
-                             .counters = NULL};
-    char addrs[2][GS_TP_ADDR_MAX];
-    gs_sockaddr_t addr;
-
-    f->nsocks = nsocks;
-    assert_int_equal(ops->init(&params, &f->tp), GS_OK);
-    assert_int_equal(ops->get_address(f->tp, addrs[0], sizeof(addrs[0])), GS_OK);
-    snprintf(addrs[1], sizeof(addrs[1]), "127.0.0.1:1");
-    assert_int_equal(gs__sock_parse(addrs[0], "any", &addr), GS_OK);
-    for (int i = 0; i < nsocks; i++) {
-        gs__tcp_hs_t hs = {.version = GS_TCP_PROTO_VERSION,
-                           .kind = GS_TCP_HS_HELLO,
-                           .job_id = 0x1234,
-                           .comm_id = 0x99,
-                           .rank = 1,
-                           .size = 2,
-                           .index = (uint32_t)i,
-                           .nsocks = (uint32_t)nsocks};
-        uint8_t buf[GS_TCP_HS_LEN];
-
-        /* The kernel completes the TCP handshake from the listen backlog. */
-        assert_int_equal(gs__sock_connect(&addr, gs__deadline_after_ms(WAIT_MS), &f->fds[i]),
-                         GS_OK);
-        gs__tcp_hs_encode(&hs, buf);
-        assert_int_equal(
-            gs__sock_write_full(f->fds[i], buf, sizeof(buf), gs__deadline_after_ms(WAIT_MS)),
-            GS_OK);
-    }
-    assert_int_equal(ops->connect(f->tp, addrs, gs__deadline_after_ms(WAIT_MS)), GS_OK);
-    for (int i = 0; i < nsocks; i++) {
-        uint8_t buf[GS_TCP_HS_LEN];
-        gs__tcp_hs_t ack;
-
-        assert_int_equal(
-            gs__sock_read_full(f->fds[i], buf, sizeof(buf), gs__deadline_after_ms(WAIT_MS)),
-            GS_OK);
-        assert_int_equal(gs__tcp_hs_decode(buf, sizeof(buf), &ack, NULL, 0), GS_OK);
-        assert_int_equal(ack.verdict, GS_TCP_HS_OK);
-        assert_int_equal(ack.rank, 0);
-        assert_int_equal(ack.index, i);
-    }
-}
-
-static void fake_teardown(fake_peer_t *f)
-{
-    for (int i = 0; i < f->nsocks; i++) {
-        close(f->fds[i]);
-    }
-    assert_int_equal(ops->finalize(f->tp), GS_OK);
-}
-
-static void fake_frame(fake_peer_t *f, int sock, uint32_t type, uint64_t seq, uint64_t tag,
-                       uint64_t total, uint64_t off, const uint8_t *payload, uint64_t chunk)
-{
-    gs__tcp_frame_hdr_t h = {.type = type,
-                             .seq = seq,
-                             .tag = tag,
-                             .total_len = total,
-                             .offset = off,
-                             .chunk_len = chunk};
-    uint8_t hdr[GS_TCP_FRAME_HDR_LEN];
-
-    gs__tcp_frame_encode(&h, hdr);
-    assert_int_equal(
-        gs__sock_write_full(f->fds[sock], hdr, sizeof(hdr), gs__deadline_after_ms(WAIT_MS)),
-        GS_OK);
-    if (chunk > 0) {
-        assert_int_equal(gs__sock_write_full(f->fds[sock], payload + off, (size_t)chunk,
-                                             gs__deadline_after_ms(WAIT_MS)),
-                         GS_OK);
-    }
-}
-
-/* Run rank 0's progress until req finishes; returns its completion. */
-static gs_tp_completion_t fake_wait(fake_peer_t *f, gs_tp_req_t *req)
-{
+    kill_job_t *k = (kill_job_t *)job->shared;
+    gs_tp_t *tp = job->tps[rank];
+    const int from = (rank + 1) % 3;
     gs_tp_completion_t comp;
+    gs_tp_req_t *req;
+    uint8_t b[8] = {0};
+    double ms;
+    int done;
 
+    if (rank == 3) {
+        pthread_barrier_wait(&job->barrier); /* the others have posted */
+        atomic_store(&k->kill_ns, gs__now_ns());
+        for (int p = 0; p < 3; p++) {
+            for (int i = 0; (i < tp->nsocks) && ((k->only < 0) || (p == k->only)); i++) {
+                gs__tcp_conn_close(tp, &tp->peers[p].conns[i]);
+            }
+        }
+        return;
+    }
+    CHECK_EQ(job, ops->irecv(tp, from, 800, b, sizeof(b), &req), GS_OK);
+    pthread_barrier_wait(&job->barrier);
     memset(&comp, 0, sizeof(comp));
-    comp.status = GS_INPROGRESS;
-    assert_true(wait_req(f->tp, req, &comp));
-    return comp;
+    done = wait_req(tp, req, &comp);
+    ms = (double)(gs__now_ns() - atomic_load(&k->kill_ns)) / 1e6;
+    k->ms[rank] = ms;
+    CHECK_EQ(job, done, 1);
+    CHECK_EQ(job, comp.status, GS_ERR_PEER_FAILED);
+    CHECK(job, strstr(gs__error_get(), "rank 3 failed") != NULL);
+    if ((k->only >= 0) && (rank != k->only)) {
+        CHECK(job, strstr(gs__error_get(), "reported by rank 1") != NULL);
+    }
+    CHECK(job, ms < 2000.0);
+    ops->req_release(tp, req);
+    CHECK_EQ(job, ops->irecv(tp, from, 801, b, sizeof(b), &req), GS_OK);
+    done = 0;
+    ops->test(tp, req, &done, &comp);
+    CHECK_EQ(job, done, 1);
+    CHECK_EQ(job, comp.status, GS_ERR_PEER_FAILED);
+    ops->req_release(tp, req);
+    CHECK_EQ(job, ops->isend(tp, from, 802, b, sizeof(b), &req), GS_OK);
+    wait_ok(job, tp, req, sizeof(b), __LINE__);
 }
+
+static void run_kill(int only, int nsocks)
+{
+    kill_job_t k;
+
+    memset(&k, 0, sizeof(k));
+    k.only = only;
+    atomic_init(&k.kill_ns, 0);
+    run_job(4, nsocks, body_kill, NULL, &k);
+    print_message("kill (cut to %s): receive failed %.1f / %.1f / %.1f ms after the kill\n",
+                  (only < 0) ? "all" : "rank 1 only", k.ms[0], k.ms[1], k.ms[2]);
+}
+
+static void test_tcp_transport_killed_rank_fails_every_receive(void **state)
+{
+    (void)state;
+    run_kill(-1, 2);
+}
+
+static void test_tcp_transport_down_frame_reaches_ranks_that_saw_nothing(void **state)
+{
+    (void)state;
+    run_kill(1, 1);
+}
+
+/* ---------------------------------------------------------------------- */
+/* A hand-driven rank 1 (tcp_fake_peer.h): raw sockets speaking the wire   */
+/* format, so frames can be put on chosen sockets in a chosen order, or be */
+/* hostile.                                                                */
+/* ---------------------------------------------------------------------- */
 
 /*
  * Two sockets park on chunks of the same message before it starts; when a
@@ -916,20 +908,6 @@ static void test_tcp_transport_two_sockets_parked_on_one_message(void **state)
     fake_teardown(&f);
 }
 
-static void expect_protocol_failure(fake_peer_t *f, const char *needle)
-{
-    gs_tp_completion_t comp;
-    gs_tp_req_t *req;
-    uint8_t b[8];
-
-    assert_int_equal(ops->irecv(f->tp, 1, 12345, b, sizeof(b), &req), GS_OK);
-    comp = fake_wait(f, req);
-    assert_int_equal(comp.status, GS_ERR_PROTOCOL);
-    assert_non_null(strstr(gs__error_get(), "peer 1"));
-    assert_non_null(strstr(gs__error_get(), needle));
-    ops->req_release(f->tp, req);
-}
-
 static void test_tcp_transport_bad_frame_fails_peer(void **state)
 {
     const uint8_t junk[GS_TCP_FRAME_HDR_LEN] = "this is not a frame header at all, really.....";
@@ -937,7 +915,7 @@ static void test_tcp_transport_bad_frame_fails_peer(void **state)
 
     (void)state;
     fake_setup(&f, 1);
-    assert_int_equal(gs__sock_write_full(f.fds[0], junk, sizeof(junk),
+    assert_int_equal(gs__sock_write_full(f.fds[1][0], junk, sizeof(junk),
                                          gs__deadline_after_ms(WAIT_MS)),
                      GS_OK);
     expect_protocol_failure(&f, "bad frame magic");
@@ -981,8 +959,8 @@ static void test_tcp_transport_close_without_bye_fails_peer(void **state)
     (void)state;
     fake_setup(&f, 2);
     assert_int_equal(ops->irecv(f.tp, GS_ANY_SOURCE, 5, b, sizeof(b), &req), GS_OK);
-    close(f.fds[1]);
-    f.fds[1] = open("/dev/null", 0); /* keep teardown's close harmless */
+    close(f.fds[1][1]);
+    f.fds[1][1] = open("/dev/null", 0); /* keep teardown's close harmless */
     comp = fake_wait(&f, req);
     assert_int_equal(comp.status, GS_ERR_PEER_FAILED);
     assert_non_null(strstr(gs__error_get(), "peer 1 closed the connection"));
@@ -1103,6 +1081,8 @@ int main(void)
         cmocka_unit_test(test_tcp_transport_all_sockets_parked_fails_peer),
         cmocka_unit_test(test_tcp_transport_close_without_bye_fails_peer),
         cmocka_unit_test(test_tcp_transport_skip_frame_skips_sequence),
+        cmocka_unit_test(test_tcp_transport_killed_rank_fails_every_receive),
+        cmocka_unit_test(test_tcp_transport_down_frame_reaches_ranks_that_saw_nothing),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,7 +2,8 @@
 /*
  * Unit tests of the TCP wire format: frame header and handshake round
  * trips, exact byte layout (little-endian, offsets of docs/wire.md), and
- * rejection of every malformed header and mismatched handshake.
+ * rejection of every malformed header (DOWN frames included) and mismatched
+ * handshake.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -95,7 +96,8 @@ static void test_tcp_wire_frame_rejects_malformed(void **state)
     assert_int_equal(decode(buf, &out), GS_ERR_PROTOCOL);
     /* Unknown types. */
     for (unsigned t = 0; t < 256; t++) {
-        if ((t == GS_TCP_FRAME_DATA) || (t == GS_TCP_FRAME_BYE) || (t == GS_TCP_FRAME_SKIP)) {
+        if ((t == GS_TCP_FRAME_DATA) || (t == GS_TCP_FRAME_BYE) || (t == GS_TCP_FRAME_SKIP) ||
+            (t == GS_TCP_FRAME_DOWN)) {
             continue;
         }
         gs__tcp_frame_encode(&h, buf);
@@ -154,6 +156,56 @@ static void test_tcp_wire_frame_rejects_malformed(void **state)
     h.total_len = 1;
     gs__tcp_frame_encode(&h, buf);
     assert_int_equal(decode(buf, &out), GS_ERR_PROTOCOL);
+}
+
+/* DOWN: the failed rank in tag, everything else zero, tag a valid int. */
+static void test_tcp_wire_down_frame(void **state)
+{
+    uint8_t buf[GS_TCP_FRAME_HDR_LEN];
+    gs__tcp_frame_hdr_t h;
+    gs__tcp_frame_hdr_t out;
+    char why[160] = "";
+
+    (void)state;
+    memset(&h, 0, sizeof(h));
+    h.type = GS_TCP_FRAME_DOWN;
+    h.tag = 5;
+    gs__tcp_frame_encode(&h, buf);
+    assert_int_equal(buf[4], 4);
+    assert_int_equal(buf[16], 5);
+    assert_int_equal(decode(buf, &out), GS_OK);
+    assert_int_equal(out.type, GS_TCP_FRAME_DOWN);
+    assert_true((out.tag == 5) && (out.seq == 0) && (out.total_len == 0) && (out.offset == 0) &&
+                (out.chunk_len == 0));
+    h.tag = 0; /* rank 0 is a rank */
+    gs__tcp_frame_encode(&h, buf);
+    assert_int_equal(decode(buf, &out), GS_OK);
+    h.tag = INT32_MAX;
+    gs__tcp_frame_encode(&h, buf);
+    assert_int_equal(decode(buf, &out), GS_OK);
+    /* Not a rank. */
+    h.tag = (uint64_t)INT32_MAX + 1u;
+    gs__tcp_frame_encode(&h, buf);
+    assert_int_equal(gs__tcp_frame_decode(buf, sizeof(buf), &out, why, sizeof(why)),
+                     GS_ERR_PROTOCOL);
+    assert_non_null(strstr(why, "down frame names rank"));
+    h.tag = UINT64_MAX;
+    gs__tcp_frame_encode(&h, buf);
+    assert_int_equal(decode(buf, &out), GS_ERR_PROTOCOL);
+    /* Every other field must be zero. */
+    for (int field = 0; field < 4; field++) {
+        memset(&h, 0, sizeof(h));
+        h.type = GS_TCP_FRAME_DOWN;
+        h.tag = 1;
+        h.seq = (field == 0) ? 1u : 0u;
+        h.total_len = (field == 1) ? 8u : 0u;
+        h.offset = (field == 2) ? 1u : 0u;
+        h.chunk_len = (field == 3) ? 8u : 0u;
+        gs__tcp_frame_encode(&h, buf);
+        assert_int_equal(gs__tcp_frame_decode(buf, sizeof(buf), &out, why, sizeof(why)),
+                         GS_ERR_PROTOCOL);
+        assert_non_null(strstr(why, "down frame with non-zero fields"));
+    }
 }
 
 static void test_tcp_wire_frame_decode_writes_reason(void **state)
@@ -300,6 +352,7 @@ int main(void)
         cmocka_unit_test(test_tcp_wire_frame_roundtrip),
         cmocka_unit_test(test_tcp_wire_frame_layout_is_little_endian),
         cmocka_unit_test(test_tcp_wire_frame_rejects_malformed),
+        cmocka_unit_test(test_tcp_wire_down_frame),
         cmocka_unit_test(test_tcp_wire_frame_decode_writes_reason),
         cmocka_unit_test(test_tcp_wire_handshake_roundtrip),
         cmocka_unit_test(test_tcp_wire_handshake_rejects_malformed),

@@ -133,21 +133,126 @@ void gs__tcp_conn_close(gs_tp_t *tp, gs__tcp_conn_t *c)
 static void peer_fail_quiet(gs_tp_t *tp, int peer, gs_status_t status, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-void gs__tcp_peer_fail(gs_tp_t *tp, int peer, gs_status_t status, const char *fmt, ...)
+/*
+ * Tell every other healthy peer that rank x failed, with a DOWN frame on
+ * each of its sockets: the receiver may be parked on some of them (not
+ * reading until an earlier message starts elsewhere), and it must meet a
+ * DOWN before the BYE or close that follows on any socket it does read.
+ */
+static void report_down(gs_tp_t *tp, int x)
+{
+    for (int q = 0; q < tp->size; q++) {
+        /* A failed send below may fail q or others: re-check every time. */
+        for (int i = 0; (q != tp->rank) && (q != x) && (i < tp->nsocks); i++) {
+            gs__tcp_conn_t *c = &tp->peers[q].conns[i];
+
+            if ((c->fd >= 0) && (tp->peers[q].fail_status == GS_OK)) {
+                gs__tcp_queue_down(tp, c, x);
+            }
+        }
+    }
+}
+
+void gs__tcp_queue_down(gs_tp_t *tp, gs__tcp_conn_t *c, int failed)
+{
+    gs__tcp_frame_t *f = calloc(1, sizeof(*f));
+    gs__tcp_frame_hdr_t hdr;
+
+    if (f == NULL) {
+        GS_WARN("tcp: rank %d: out of memory telling peer %d that rank %d failed", tp->rank,
+                c->peer, failed);
+        return;
+    }
+    memset(&hdr, 0, sizeof(hdr));
+    hdr.type = GS_TCP_FRAME_DOWN;
+    hdr.tag = (uint64_t)failed;
+    gs__tcp_frame_encode(&hdr, f->hdr);
+    f->owned = true;
+    gs__tcp_conn_queue(tp, c, f);
+}
+
+static void peer_fail_va(gs_tp_t *tp, int peer, gs_status_t status, bool remote,
+                         const char *fmt, va_list ap) __attribute__((format(printf, 5, 0)));
+
+static void peer_fail_va(gs_tp_t *tp, int peer, gs_status_t status, bool remote,
+                         const char *fmt, va_list ap)
 {
     gs__tcp_peer_t *p = &tp->peers[peer];
-    va_list ap;
+    char down[GS_TCP_REASON_MAX + 32]; /* truncated to GS_TCP_REASON_MAX by go_down */
 
     if (p->fail_status != GS_OK) {
         return;
     }
-    va_start(ap, fmt);
     vsnprintf(p->reason, sizeof(p->reason), fmt, ap);
-    va_end(ap);
+    if (remote && (status == GS_ERR_PEER_FAILED) && tp->connected &&
+        (tp->down_status == GS_OK) && !p->reading_last) {
+        /* Before blaming the peer for a broken connection, read what it sent
+         * before that: a DOWN naming the rank that really failed (or a BYE)
+         * may still sit unread on one of its sockets. A read that fails the
+         * peer itself lands here again and goes straight on. */
+        char saved[GS_TCP_REASON_MAX];
+
+        memcpy(saved, p->reason, sizeof(saved));
+        p->reading_last = true;
+        for (int i = 0; (i < tp->nsocks) && (p->fail_status == GS_OK); i++) {
+            if ((p->conns[i].fd >= 0) && (p->conns[i].rstate != GS_TCP_RS_PARKED)) {
+                gs__tcp_conn_read(tp, &p->conns[i]);
+            }
+        }
+        p->reading_last = false;
+        if (p->fail_status != GS_OK) {
+            return;
+        }
+        memcpy(p->reason, saved, sizeof(saved));
+    }
     if (status != GS_ERR_ABORTED) {
         GS_WARN("tcp: rank %d: %s", tp->rank, p->reason);
     }
     peer_fail_quiet(tp, peer, status, "%s", p->reason);
+    /* Only the first failure is reported: once down, later ones are most
+     * likely its echoes (survivors leaving), and blaming them would mislead. */
+    if (!remote || ((status != GS_ERR_PEER_FAILED) && (status != GS_ERR_PROTOCOL)) ||
+        !tp->connected || tp->leaving || (tp->down_status != GS_OK) ||
+        atomic_load_explicit(&tp->aborted, memory_order_relaxed)) {
+        return;
+    }
+    snprintf(down, sizeof(down), "rank %d failed (%s)", peer, p->reason);
+    gs__tcp_go_down(tp, peer, down);
+    report_down(tp, peer);
+}
+
+void gs__tcp_peer_fail(gs_tp_t *tp, int peer, gs_status_t status, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    peer_fail_va(tp, peer, status, true, fmt, ap);
+    va_end(ap);
+}
+
+void gs__tcp_peer_drop(gs_tp_t *tp, int peer, gs_status_t status, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    peer_fail_va(tp, peer, status, false, fmt, ap);
+    va_end(ap);
+}
+
+void gs__tcp_go_down(gs_tp_t *tp, int failed, const char *reason)
+{
+    size_t n = strnlen(reason, sizeof(tp->down_reason) - 1);
+
+    if (tp->down_status != GS_OK) {
+        return;
+    }
+    memcpy(tp->down_reason, reason, n); /* truncates a long reason */
+    tp->down_reason[n] = '\0';
+    tp->down_status = GS_ERR_PEER_FAILED;
+    tp->down_rank = failed;
+    tp->nevents++;
+    GS_WARN("tcp: rank %d: %s; every pending and later receive fails", tp->rank, reason);
+    gs__tcp_recv_go_down(tp);
 }
 
 /* A peer that said goodbye is normal at shutdown: INFO, not WARN. */
@@ -165,6 +270,7 @@ static void peer_fail_quiet(gs_tp_t *tp, int peer, gs_status_t status, const cha
     char reason[GS_TCP_REASON_MAX];
     struct gs_tp_req *r;
     struct gs_tp_req *rnext;
+    const char *why;
     va_list ap;
 
     if (p->fail_status != GS_OK) {
@@ -175,6 +281,7 @@ static void peer_fail_quiet(gs_tp_t *tp, int peer, gs_status_t status, const cha
     va_end(ap);
     memcpy(p->reason, reason, sizeof(reason));
     p->fail_status = status;
+    why = gs__tcp_peer_why(tp, p);
     tp->nfailed++;
     tp->nevents++;
     for (int i = 0; i < tp->nsocks; i++) {
@@ -188,7 +295,7 @@ static void peer_fail_quiet(gs_tp_t *tp, int peer, gs_status_t status, const cha
             if (f->owned) {
                 free(f);
             } else if (f->req != NULL) {
-                gs__tcp_req_fail_ref(tp, f->req, status, p->reason);
+                gs__tcp_req_fail_ref(tp, f->req, status, why);
             }
             f = fnext;
         }
@@ -208,7 +315,7 @@ static void peer_fail_quiet(gs_tp_t *tp, int peer, gs_status_t status, const cha
         p->active = m->next;
         if (m->req != NULL) {
             m->req->msg = NULL;
-            gs__tcp_req_fail_ref(tp, m->req, status, p->reason);
+            gs__tcp_req_fail_ref(tp, m->req, status, why);
         }
         gs__tcp_msg_free(tp, m);
     }
@@ -216,7 +323,7 @@ static void peer_fail_quiet(gs_tp_t *tp, int peer, gs_status_t status, const cha
         rnext = r->next;
         if ((r->peer == peer) || (r->peer == GS_ANY_SOURCE)) {
             gs__tcp_posted_unlink(tp, r);
-            gs__tcp_req_fail_ref(tp, r, status, p->reason);
+            gs__tcp_req_fail_ref(tp, r, status, why);
         }
     }
 }
@@ -248,7 +355,7 @@ void gs__tcp_conn_update_events(gs_tp_t *tp, gs__tcp_conn_t *c)
     if (epoll_ctl(tp->epfd, EPOLL_CTL_MOD, c->fd, &ev) == 0) {
         c->events = want;
     } else {
-        gs__tcp_peer_fail(tp, c->peer, GS_ERR_PEER_FAILED,
+        gs__tcp_peer_drop(tp, c->peer, GS_ERR_PEER_FAILED,
                           "epoll_ctl on the socket to peer %d failed: %s", c->peer,
                           strerror(errno));
     }
@@ -373,6 +480,50 @@ void gs__tcp_conn_queue(gs_tp_t *tp, gs__tcp_conn_t *c, gs__tcp_frame_t *f)
     }
 }
 
+/*
+ * While down, a send released mid-wire finishes from a private copy instead
+ * of cutting the stream: a cut would look like a crash of this rank to the
+ * receiver (which would then blame us, not the rank that failed) and would
+ * drop the DOWN frames queued behind it. The data is the caller's, copied
+ * before release returns, so the receiver gets exactly what was sent.
+ * Returns false when out of memory (the caller cuts the stream).
+ */
+static bool send_detach(gs_tp_t *tp, struct gs_tp_req *req)
+{
+    gs__tcp_peer_t *p = &tp->peers[req->peer];
+
+    for (int i = 0; i < tp->nsocks; i++) {
+        gs__tcp_conn_t *c = &p->conns[i];
+
+        for (gs__tcp_frame_t **pp = &c->sq_head; *pp != NULL; pp = &(*pp)->next) {
+            gs__tcp_frame_t *f = *pp;
+            gs__tcp_frame_t *copy;
+
+            if (f->req != req) {
+                continue;
+            }
+            copy = malloc(sizeof(*copy) + (size_t)f->payload_len);
+            if (copy == NULL) {
+                return false; /* frames copied so far are owned and freed with the queue */
+            }
+            memcpy(copy, f, sizeof(*copy));
+            if (f->payload_len > 0) {
+                memcpy(copy + 1, f->payload, (size_t)f->payload_len);
+            }
+            copy->payload = (const uint8_t *)(copy + 1);
+            copy->req = NULL;
+            copy->owned = true;
+            *pp = copy;
+            if (c->sq_tail == f) {
+                c->sq_tail = copy;
+            }
+        }
+    }
+    GS_INFO(NET, "tcp: rank %d: a send to peer %d released mid-wire finishes from a copy",
+            tp->rank, req->peer);
+    return true;
+}
+
 void gs__tcp_send_cancel(gs_tp_t *tp, struct gs_tp_req *req)
 {
     gs__tcp_peer_t *p = &tp->peers[req->peer];
@@ -380,8 +531,11 @@ void gs__tcp_send_cancel(gs_tp_t *tp, struct gs_tp_req *req)
     gs__tcp_frame_hdr_t hdr;
 
     if (req->on_wire) {
+        if ((tp->down_status != GS_OK) && send_detach(tp, req)) {
+            return;
+        }
         /* A receiver mid-message cannot resynchronise on this stream. */
-        gs__tcp_peer_fail(tp, req->peer, GS_ERR_PEER_FAILED,
+        gs__tcp_peer_drop(tp, req->peer, GS_ERR_PEER_FAILED,
                           "a send to peer %d was cancelled after part of it was sent", req->peer);
         return;
     }

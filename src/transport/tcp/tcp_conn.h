@@ -12,6 +12,15 @@
  * header belongs to a later message "parks" until the earlier one has
  * started), so matching sees messages in the order they were sent no matter
  * which socket carried them, and a chunk finds its message by (peer, seq).
+ *
+ * Failure propagation: a peer that fails for a remote cause (close without
+ * BYE, reset, I/O error, protocol error) is reported to every other healthy
+ * peer with one DOWN frame, and the instance goes "down": every posted and
+ * later receive, from any peer, fails with GS_ERR_PEER_FAILED naming the
+ * failed rank (a message still arriving from a live peer is drained). A
+ * DOWN frame received does the same without being passed on. Sends to live
+ * peers are left alone; one released mid-wire while down finishes from a
+ * private copy, so the stream (and the DOWN frames behind it) stays intact.
  */
 #ifndef GS_TRANSPORT_TCP_TCP_CONN_H
 #define GS_TRANSPORT_TCP_TCP_CONN_H
@@ -121,6 +130,7 @@ typedef struct gs__tcp_peer {
     unsigned rot; /* first socket of the next striped message */
     int nparked;
     int nbye;
+    bool reading_last;       /* reading what it sent before blaming it (tcp_conn.c) */
     gs_status_t fail_status; /* GS_OK while the peer is healthy */
     char reason[GS_TCP_REASON_MAX];
 } gs__tcp_peer_t;
@@ -171,8 +181,21 @@ struct gs_tp {
     uint64_t nevents; /* completions and peer failures so far */
     int nkicked;
     int nfailed;
+    bool leaving;            /* finalize queued BYE: nothing may follow it */
+    gs_status_t down_status; /* GS_OK until a peer failure makes every receive fail */
+    int down_rank;           /* the failed rank named in down_reason */
+    char down_reason[GS_TCP_REASON_MAX];
     uint8_t *scratch;
 };
+
+/* The sentence a request involving failed peer p fails with: once the
+ * instance is down, the failure that took it down (later peer failures are
+ * most likely its echoes), else the peer's own reason. */
+static inline const char *gs__tcp_peer_why(const gs_tp_t *tp, const gs__tcp_peer_t *p)
+{
+    return ((tp->down_status != GS_OK) && (p->fail_status != GS_ERR_ABORTED)) ? tp->down_reason
+                                                                               : p->reason;
+}
 
 /* --- tcp_conn.c ------------------------------------------------------ */
 
@@ -198,9 +221,24 @@ void gs__tcp_conn_update_events(gs_tp_t *tp, gs__tcp_conn_t *c);
 void gs__tcp_send_cancel(gs_tp_t *tp, struct gs_tp_req *req);
 
 /* Mark a peer failed with a reason, close its sockets and fail every request
- * involving it (and every GS_ANY_SOURCE receive). Idempotent. */
+ * involving it (and every GS_ANY_SOURCE receive). Idempotent. For a remote
+ * cause (status GS_ERR_PEER_FAILED or GS_ERR_PROTOCOL, once connected and
+ * before finalize) also report the peer to every other healthy peer with a
+ * DOWN frame and take the instance down (gs__tcp_go_down). */
 void gs__tcp_peer_fail(gs_tp_t *tp, int peer, gs_status_t status, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* Like gs__tcp_peer_fail for a local cause (a cancelled send cut a stream,
+ * epoll_ctl failed, or a DOWN frame reported the peer): never reports the
+ * peer and never takes the instance down. Idempotent. */
+void gs__tcp_peer_drop(gs_tp_t *tp, int peer, gs_status_t status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Take the instance down: rank @p failed has failed, for @p reason
+ * (copied; the first call wins): every posted, bound and later receive
+ * fails with GS_ERR_PEER_FAILED, held unexpected messages are freed, and
+ * messages still arriving are drained. Sends are not touched. */
+void gs__tcp_go_down(gs_tp_t *tp, int failed, const char *reason);
+/* Queue a DOWN(failed) frame on socket c (owned; dropped when out of memory). */
+void gs__tcp_queue_down(gs_tp_t *tp, gs__tcp_conn_t *c, int failed);
 
 /* Finish a request with a status; reason (copied) may be NULL for GS_OK. */
 void gs__tcp_req_complete(gs_tp_t *tp, struct gs_tp_req *req, gs_status_t status,
@@ -219,6 +257,8 @@ void gs__tcp_recv_post(gs_tp_t *tp, struct gs_tp_req *req);
 void gs__tcp_recv_cancel(gs_tp_t *tp, struct gs_tp_req *req);
 /* Free every held message (finalize). */
 void gs__tcp_free_messages(gs_tp_t *tp);
+/* The receive half of gs__tcp_go_down (down_status and down_reason are set). */
+void gs__tcp_recv_go_down(gs_tp_t *tp);
 
 /* --- tcp_handshake.c ------------------------------------------------- */
 

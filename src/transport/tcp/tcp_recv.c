@@ -66,6 +66,11 @@ void gs__tcp_recv_post(gs_tp_t *tp, struct gs_tp_req *req)
 {
     gs__tcp_inmsg_t *m;
 
+    if (tp->down_status != GS_OK) {
+        gs__tcp_req_fail_ref(tp, req, tp->down_status, tp->down_reason);
+        return;
+    }
+
     for (m = tp->unexp_head; m != NULL; m = m->unext) {
         if (((req->peer == GS_ANY_SOURCE) || (req->peer == m->peer)) && tags_match(m->tag, req->tag)) {
             break;
@@ -171,6 +176,13 @@ static gs__tcp_inmsg_t *msg_start(gs_tp_t *tp, int peer, const gs__tcp_frame_hdr
     m->seq = h->seq;
     m->tag = h->tag;
     m->total = h->total_len;
+    if (tp->down_status != GS_OK) {
+        /* No receive will ever take it: drain, hold nothing. */
+        m->dest = GS_TCP_DEST_DRAIN;
+        m->next = p->active;
+        p->active = m;
+        return m;
+    }
     for (r = tp->posted_head; r != NULL; r = r->next) {
         if (((r->peer == peer) || (r->peer == GS_ANY_SOURCE)) && tags_match(r->tag, h->tag)) {
             break;
@@ -320,6 +332,27 @@ static void unpark(gs_tp_t *tp, gs__tcp_peer_t *p)
     }
 }
 
+/*
+ * DOWN(x) from a live peer: x failed. Fail x here too (closing its sockets,
+ * without reporting it again: the reporter told everyone) and go down.
+ */
+static void on_down(gs_tp_t *tp, gs__tcp_conn_t *c)
+{
+    uint64_t x = c->rhdr.tag; /* <= INT32_MAX, checked by the decoder */
+    char reason[GS_TCP_REASON_MAX];
+
+    if ((x >= (uint64_t)tp->size) || (x == (uint64_t)tp->rank) || (x == (uint64_t)c->peer)) {
+        gs__tcp_peer_fail(tp, c->peer, GS_ERR_PROTOCOL,
+                          "peer %d sent a bad frame header: down frame names rank %" PRIu64
+                          " (world size %d, receiver %d)",
+                          c->peer, x, tp->size, tp->rank);
+        return;
+    }
+    snprintf(reason, sizeof(reason), "rank %d failed (reported by rank %d)", (int)x, c->peer);
+    gs__tcp_peer_drop(tp, (int)x, GS_ERR_PEER_FAILED, "%s", reason);
+    gs__tcp_go_down(tp, (int)x, reason);
+}
+
 static void on_header(gs_tp_t *tp, gs__tcp_conn_t *c)
 {
     gs__tcp_peer_t *p = &tp->peers[c->peer];
@@ -329,6 +362,10 @@ static void on_header(gs_tp_t *tp, gs__tcp_conn_t *c)
     if (c->bye_rcvd) {
         gs__tcp_peer_fail(tp, c->peer, GS_ERR_PROTOCOL,
                           "peer %d sent a frame after saying goodbye", c->peer);
+        return;
+    }
+    if (h->type == GS_TCP_FRAME_DOWN) {
+        on_down(tp, c); /* a control frame: no sequence number */
         return;
     }
     if (h->type == GS_TCP_FRAME_BYE) {
@@ -542,5 +579,50 @@ void gs__tcp_free_messages(gs_tp_t *tp)
     }
     while (tp->unexp_head != NULL) {
         gs__tcp_msg_free(tp, tp->unexp_head);
+    }
+}
+
+void gs__tcp_recv_go_down(gs_tp_t *tp)
+{
+    struct gs_tp_req *r;
+
+    /* Messages still arriving: detach and fail their receives, drain the rest. */
+    for (int q = 0; q < tp->size; q++) {
+        gs__tcp_peer_t *p = &tp->peers[q];
+
+        if (q == tp->rank) {
+            continue;
+        }
+        for (gs__tcp_inmsg_t *m = p->active; m != NULL; m = m->next) {
+            if (m->req != NULL) {
+                r = m->req;
+                m->req = NULL;
+                r->msg = NULL;
+                gs__tcp_req_fail_ref(tp, r, tp->down_status, tp->down_reason);
+            }
+            if (m->dest == GS_TCP_DEST_DRAIN) {
+                continue;
+            }
+            gs__tcp_unexp_unlink(tp, m);
+            if (m->buf != NULL) {
+                free(m->buf);
+                m->buf = NULL;
+                tp->unexp_bytes -= m->total;
+            }
+            m->dest = GS_TCP_DEST_DRAIN;
+            for (int i = 0; i < tp->nsocks; i++) {
+                if (p->conns[i].rmsg == m) {
+                    p->conns[i].rdst = NULL; /* never into a buffer that is gone */
+                }
+            }
+        }
+    }
+    /* What is left on the unexpected list is complete and unwanted now. */
+    while (tp->unexp_head != NULL) {
+        gs__tcp_msg_free(tp, tp->unexp_head);
+    }
+    while ((r = tp->posted_head) != NULL) {
+        gs__tcp_posted_unlink(tp, r);
+        gs__tcp_req_fail_ref(tp, r, tp->down_status, tp->down_reason);
     }
 }

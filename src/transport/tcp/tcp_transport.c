@@ -4,8 +4,9 @@
  * get_address, connect (tcp_handshake.c does the work), isend/irecv (cut a
  * message into frames, match or post a receive), test, progress (epoll over
  * every socket plus an eventfd for abort), req_release, abort, finalize.
- * The socket-level state machines live in tcp_conn.c. Everything except
- * abort runs on the one thread that drives the instance.
+ * The socket-level state machines live in tcp_conn.c and tcp_recv.c (also
+ * failure propagation with DOWN frames, see tcp_conn.h). Everything except
+ * abort and wake runs on the one thread that drives the instance.
  */
 #include "transport/tcp/tcp_transport.h"
 
@@ -130,6 +131,7 @@ static gs_status_t tcp_init(const gs_tp_params_t *params, gs_tp_t **tp_out)
     tp->listen_fd = -1;
     tp->epfd = -1;
     tp->evfd = -1;
+    tp->down_rank = -1;
     atomic_init(&tp->aborted, 0);
     tp->peers = calloc((size_t)tp->size, sizeof(*tp->peers));
     tp->scratch = malloc(GS_TCP_SCRATCH_LEN);
@@ -336,7 +338,7 @@ static gs_status_t tcp_isend(gs_tp_t *tp, int peer, uint64_t tag, const void *bu
         return GS_OK;
     }
     if (p->fail_status != GS_OK) {
-        gs__tcp_req_fail_ref(tp, req, p->fail_status, p->reason);
+        gs__tcp_req_fail_ref(tp, req, p->fail_status, gs__tcp_peer_why(tp, p));
         return GS_OK;
     }
     req->seq = p->send_seq++;
@@ -377,7 +379,7 @@ static gs_status_t tcp_isend(gs_tp_t *tp, int peer, uint64_t tag, const void *bu
         p->rot = (p->rot + 1u) % (unsigned)tp->nsocks;
     }
     if (p->fail_status != GS_OK) {
-        gs__tcp_req_fail_ref(tp, req, p->fail_status, p->reason);
+        gs__tcp_req_fail_ref(tp, req, p->fail_status, gs__tcp_peer_why(tp, p));
     }
     return GS_OK;
 }
@@ -603,11 +605,27 @@ static gs_status_t tcp_wake(gs_tp_t *tp)
     return GS_OK;
 }
 
-/* Send BYE on every healthy socket and give the frames a bounded time to leave. */
+/*
+ * Send BYE on every healthy socket and give the frames a bounded time to
+ * leave. A down instance first repeats DOWN(failed rank) on every socket,
+ * before its BYE: a peer that has not heard of the failure yet then blames
+ * that rank, not us for leaving mid-operation. Never answered, so this
+ * cannot storm.
+ */
 static void say_goodbye(gs_tp_t *tp)
 {
     uint64_t deadline = gs__deadline_after_ms(GS_TCP_BYE_TIMEOUT_MS);
 
+    tp->leaving = true; /* no DOWN frame may follow a BYE */
+    for (int p = 0; (p < tp->size) && (tp->down_status != GS_OK); p++) {
+        for (int i = 0; (p != tp->rank) && (p != tp->down_rank) && (i < tp->nsocks); i++) {
+            gs__tcp_conn_t *c = &tp->peers[p].conns[i];
+
+            if ((c->fd >= 0) && (tp->peers[p].fail_status == GS_OK)) {
+                gs__tcp_queue_down(tp, c, tp->down_rank);
+            }
+        }
+    }
     for (int p = 0; p < tp->size; p++) {
         for (int i = 0; (p != tp->rank) && (i < tp->nsocks); i++) {
             gs__tcp_conn_t *c = &tp->peers[p].conns[i];

@@ -214,7 +214,7 @@ gs_status_t gs__tcp_frame_decode(const uint8_t *buf, size_t len, gs__tcp_frame_h
     }
     h.type = buf[FR_OFF_TYPE];
     if ((h.type != GS_TCP_FRAME_DATA) && (h.type != GS_TCP_FRAME_BYE) &&
-        (h.type != GS_TCP_FRAME_SKIP)) {
+        (h.type != GS_TCP_FRAME_SKIP) && (h.type != GS_TCP_FRAME_DOWN)) {
         return reject(GS_ERR_PROTOCOL, why, whylen, "unknown frame type %" PRIu32, h.type);
     }
     if ((buf[FR_OFF_FLAGS] != 0) || (get_le16(buf + FR_OFF_RSVD) != 0)) {
@@ -232,6 +232,14 @@ gs_status_t gs__tcp_frame_decode(const uint8_t *buf, size_t len, gs__tcp_frame_h
     } else if (h.type == GS_TCP_FRAME_SKIP) {
         if ((h.tag | h.total_len | h.offset | h.chunk_len) != 0) {
             return reject(GS_ERR_PROTOCOL, why, whylen, "skip frame with non-zero fields");
+        }
+    } else if (h.type == GS_TCP_FRAME_DOWN) {
+        if ((h.seq | h.total_len | h.offset | h.chunk_len) != 0) {
+            return reject(GS_ERR_PROTOCOL, why, whylen, "down frame with non-zero fields");
+        }
+        if (h.tag > (uint64_t)INT32_MAX) {
+            return reject(GS_ERR_PROTOCOL, why, whylen,
+                          "down frame names rank %" PRIu64 ", not a rank", h.tag);
         }
     } else {
         if (h.total_len > GS_TCP_MAX_MSG) {

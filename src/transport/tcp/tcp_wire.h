@@ -16,8 +16,9 @@
 
 #include "gradsync/status.h"
 
-/* Protocol version carried in every handshake. Bump on any layout change. */
-#define GS_TCP_PROTO_VERSION 1u
+/* Protocol version carried in every handshake. Bump on any layout change.
+ * 2: adds the DOWN frame. */
+#define GS_TCP_PROTO_VERSION 2u
 
 /* "GSHS" and "GSFR" as bytes on the wire. */
 #define GS_TCP_HS_MAGIC 0x53485347u
@@ -49,6 +50,7 @@ typedef enum gs__tcp_hs_verdict {
 #define GS_TCP_FRAME_DATA 1u /* a chunk of a message */
 #define GS_TCP_FRAME_BYE 2u  /* the sender is leaving; no frame follows on this socket */
 #define GS_TCP_FRAME_SKIP 3u /* message seq was cancelled before any byte was sent */
+#define GS_TCP_FRAME_DOWN 4u /* rank `tag` failed (control frame: takes no sequence number) */
 
 /* A decoded handshake (HELLO from the connecting side, ACK in reply). */
 typedef struct gs__tcp_hs {
@@ -106,8 +108,11 @@ void gs__tcp_frame_encode(const gs__tcp_frame_hdr_t *hdr, uint8_t *buf);
 
 /* Decode and validate a frame header: magic, known type, zero reserved bytes,
  * total_len <= GS_TCP_MAX_MSG, offset + chunk_len <= total_len without
- * overflow, chunk_len > 0 unless total_len == 0, and all-zero fields for BYE
- * and SKIP. Returns GS_OK or GS_ERR_PROTOCOL with a reason in why[whylen]. */
+ * overflow, chunk_len > 0 unless total_len == 0, all-zero fields for BYE
+ * and SKIP (but seq), and for DOWN zero seq/total/offset/chunk with a tag
+ * (the failed rank) <= INT32_MAX; whether that rank exists and is not the
+ * receiver is the caller's check. Returns GS_OK or GS_ERR_PROTOCOL with a
+ * reason in why[whylen]. */
 gs_status_t gs__tcp_frame_decode(const uint8_t *buf, size_t len, gs__tcp_frame_hdr_t *out,
                                  char *why, size_t whylen);
 

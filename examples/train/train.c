@@ -1,0 +1,676 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Data-parallel training with compressed gradients: a one-hidden-layer MLP
+ * (or, with --hidden 0, softmax regression) trained with SGD + momentum on a
+ * deterministic synthetic classification problem (Gaussian clusters with
+ * label noise; train_data.c) or on a CSV file. Every rank builds the same
+ * data set, trains on its shard of the training split and averages the
+ * flattened gradient with gs_allreduce_ex(GS_OP_AVG), through a codec when
+ * --codec is not "none". Error feedback is on for every lossy codec unless
+ * --no-ef: one gs_ef_t for the flattened gradient (as a DDP bucket would
+ * have), kept for the whole run. Rank 0 prints the training loss, the
+ * held-out loss and accuracy per epoch, and a last line
+ *
+ *     final: loss L acc A          (held-out cross-entropy, accuracy in %)
+ *
+ * that scripts parse. Launch:
+ *
+ *     gsrun -n 4 build/examples/train/train --codec int8
+ *     gsrun -n 4 build/examples/train/train --codec topk --ratio 0.01
+ *     gsrun -n 2 build/examples/train/train --data iris.csv --epochs 50
+ *
+ * What it does not do: no threads, no BLAS, no checkpointing. Exit status:
+ * 0 success, 1 a gradsync error (gs_last_error() is printed) or ranks whose
+ * parameters diverged, 2 a usage or data error.
+ */
+#include "train_data.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <gradsync/compress.h>
+#include <gradsync/gradsync.h>
+
+#define CODEC_NAME_ROW(_name, _value, _str) {(_str), (_name)},
+
+typedef struct codec_name {
+    const char *name;
+    gs_codec_kind_t kind;
+} codec_name_t;
+
+static const codec_name_t codec_names[] = {GS_CODEC_MAP(CODEC_NAME_ROW)};
+
+typedef struct train_args {
+    const char *codec;
+    double ratio;          /* topk / randk; <= 0: library default */
+    int block;             /* <= 0: library default */
+    bool ef;
+    int epochs;
+    double lr;
+    double momentum;
+    size_t batch;          /* global: split evenly over the ranks */
+    uint64_t seed;
+    const char *data;      /* CSV file, or NULL for the synthetic set */
+    size_t hidden;         /* 0: softmax regression */
+    double held_out;       /* fraction of the samples kept for evaluation */
+    synth_params_t synth;
+} train_args_t;
+
+/* Parameters, flattened: [w1 (h x d), b1 (h)] when h > 0, then w2 (c x in), b2 (c). */
+typedef struct model {
+    size_t d, h, c, in;    /* in = h, or d for softmax regression */
+    size_t nparams;
+    size_t off_b1, off_w2, off_b2;
+    float *theta, *grad, *vel;
+    float *act, *dact, *z; /* per-sample scratch: h, h, c */
+} model_t;
+
+static int g_rank;
+
+static int gs_failed(gs_status_t status, const char *what)
+{
+    if (status == GS_OK) {
+        return 0;
+    }
+    fprintf(stderr, "train: rank %d: %s failed: %s: %s\n", g_rank, what, gs_status_name(status),
+            gs_last_error());
+    return 1;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ===================================================================== */
+/* Command line                                                          */
+/* ===================================================================== */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: train [--codec none|fp16|bf16|int8|qsgd|sign|topk|randk] [--ratio R]\n"
+            "             [--block B] [--no-ef] [--epochs N] [--lr X] [--momentum X]\n"
+            "             [--batch N] [--seed N] [--hidden H] [--held-out F]\n"
+            "             [--data FILE.csv | --samples N --features D --classes C\n"
+            "              --clusters K --spread S --label-noise P]\n"
+            "  launch with: gsrun -n N train ...  (rank 0 prints; last line 'final: loss L acc A')\n"
+            "  --codec      gradient codec (default none); --ratio for topk/randk (default 0.01)\n"
+            "  --no-ef      run a lossy codec without error feedback (on by default)\n"
+            "  --batch      global batch, split over the ranks (default 256)\n"
+            "  --hidden     hidden units, 0 for softmax regression (default 64)\n"
+            "  --data       CSV: integer label, then the features, one sample per line\n");
+}
+
+static bool parse_num(const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+
+    if ((end == s) || (*end != '\0') || !(v >= lo) || !(v <= hi)) {
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+/* Returns 0, or 2 after printing a usage error (on rank 0). */
+static int parse_args(int argc, char **argv, train_args_t *a)
+{
+    enum { O_RATIO = 256, O_BLOCK, O_NOEF, O_MOM, O_HID, O_HELD, O_SAMP, O_FEAT, O_CLS, O_CLU,
+           O_SPREAD, O_NOISE };
+    static const struct option longopts[] = {
+        {"codec", required_argument, NULL, 'c'},   {"ratio", required_argument, NULL, O_RATIO},
+        {"block", required_argument, NULL, O_BLOCK}, {"no-ef", no_argument, NULL, O_NOEF},
+        {"epochs", required_argument, NULL, 'e'},  {"lr", required_argument, NULL, 'l'},
+        {"momentum", required_argument, NULL, O_MOM}, {"batch", required_argument, NULL, 'b'},
+        {"seed", required_argument, NULL, 's'},    {"data", required_argument, NULL, 'd'},
+        {"hidden", required_argument, NULL, O_HID}, {"held-out", required_argument, NULL, O_HELD},
+        {"samples", required_argument, NULL, O_SAMP}, {"features", required_argument, NULL, O_FEAT},
+        {"classes", required_argument, NULL, O_CLS}, {"clusters", required_argument, NULL, O_CLU},
+        {"spread", required_argument, NULL, O_SPREAD},
+        {"label-noise", required_argument, NULL, O_NOISE}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    int c, li = -1;
+
+    while ((c = getopt_long(argc, argv, "c:e:l:b:s:d:h", longopts, &li)) != -1) {
+        double v = 0;
+        bool ok = true;
+
+        switch (c) {
+        case 'c':
+            a->codec = optarg;
+            break;
+        case O_RATIO:
+            ok = parse_num(optarg, 1e-9, 1, &a->ratio);
+            break;
+        case O_BLOCK:
+            ok = parse_num(optarg, 1, 1 << 24, &v);
+            a->block = (int)v;
+            break;
+        case O_NOEF:
+            a->ef = false;
+            break;
+        case 'e':
+            ok = parse_num(optarg, 1, 100000, &v);
+            a->epochs = (int)v;
+            break;
+        case 'l':
+            ok = parse_num(optarg, 1e-9, 100, &a->lr);
+            break;
+        case O_MOM:
+            ok = parse_num(optarg, 0, 0.999, &a->momentum);
+            break;
+        case 'b':
+            ok = parse_num(optarg, 1, 1 << 24, &v);
+            a->batch = (size_t)v;
+            break;
+        case 's':
+            ok = parse_num(optarg, 0, 1e15, &v);
+            a->seed = (uint64_t)v;
+            a->synth.seed = a->seed;
+            break;
+        case 'd':
+            a->data = optarg;
+            break;
+        case O_HID:
+            ok = parse_num(optarg, 0, 1 << 16, &v);
+            a->hidden = (size_t)v;
+            break;
+        case O_HELD:
+            ok = parse_num(optarg, 0.001, 0.9, &a->held_out);
+            break;
+        case O_SAMP:
+            ok = parse_num(optarg, 2, 1e8, &v);
+            a->synth.samples = (size_t)v;
+            break;
+        case O_FEAT:
+            ok = parse_num(optarg, 1, 1 << 20, &v);
+            a->synth.features = (size_t)v;
+            break;
+        case O_CLS:
+            ok = parse_num(optarg, 2, 65536, &v);
+            a->synth.classes = (int)v;
+            break;
+        case O_CLU:
+            ok = parse_num(optarg, 1, 1024, &v);
+            a->synth.clusters = (int)v;
+            break;
+        case O_SPREAD:
+            ok = parse_num(optarg, 0, 1000, &a->synth.spread);
+            break;
+        case O_NOISE:
+            ok = parse_num(optarg, 0, 1, &a->synth.label_noise);
+            break;
+        case 'h':
+            if (g_rank == 0) {
+                usage(stdout);
+            }
+            return -1;
+        default:
+            if (g_rank == 0) {
+                usage(stderr);
+            }
+            return 2;
+        }
+        if (!ok) {
+            if (g_rank == 0) {
+                if (li >= 0) {
+                    fprintf(stderr, "train: bad value '%s' for --%s\n", optarg, longopts[li].name);
+                } else {
+                    fprintf(stderr, "train: bad value '%s' for -%c\n", optarg, c);
+                }
+            }
+            return 2;
+        }
+        li = -1;
+    }
+    if (optind < argc) {
+        if (g_rank == 0) {
+            fprintf(stderr, "train: unexpected argument '%s'\n", argv[optind]);
+        }
+        return 2;
+    }
+    return 0;
+}
+
+static int make_codec(const train_args_t *a, gs_codec_config_t *cfg, bool *compress)
+{
+    for (size_t i = 0; i < sizeof(codec_names) / sizeof(codec_names[0]); i++) {
+        if (strcmp(a->codec, codec_names[i].name) == 0) {
+            cfg->kind = codec_names[i].kind;
+            if (a->ratio > 0) {
+                cfg->ratio = a->ratio;
+            }
+            if (a->block > 0) {
+                cfg->block_size = a->block;
+            }
+            cfg->seed = a->seed;
+            *compress = (cfg->kind != GS_CODEC_NONE);
+            return 0;
+        }
+    }
+    if (g_rank == 0) {
+        fprintf(stderr, "train: unknown --codec '%s' (none fp16 bf16 int8 qsgd sign topk randk)\n",
+                a->codec);
+    }
+    return 2;
+}
+
+/* ===================================================================== */
+/* Model                                                                 */
+/* ===================================================================== */
+
+static int model_init(model_t *m, size_t d, size_t h, size_t c, uint64_t seed)
+{
+    uint64_t rng = seed * 0x9e3779b97f4a7c15ull + 7;
+    const size_t w1 = h * d;
+    float *w2;
+
+    memset(m, 0, sizeof(*m));
+    m->d = d;
+    m->h = h;
+    m->c = c;
+    m->in = (h > 0) ? h : d;
+    m->off_b1 = w1;
+    m->off_w2 = w1 + h;
+    m->off_b2 = m->off_w2 + c * m->in;
+    m->nparams = m->off_b2 + c;
+    m->theta = calloc(m->nparams, sizeof(float));
+    m->grad = calloc(m->nparams, sizeof(float));
+    m->vel = calloc(m->nparams, sizeof(float));
+    m->act = calloc(m->in + 1, sizeof(float));
+    m->dact = calloc(m->in + 1, sizeof(float));
+    m->z = calloc(c, sizeof(float));
+    if ((m->theta == NULL) || (m->grad == NULL) || (m->vel == NULL) || (m->act == NULL) ||
+        (m->dact == NULL) || (m->z == NULL)) {
+        return -1;
+    }
+    /* He initialisation for the ReLU layer, Glorot-like for the output. */
+    for (size_t i = 0; i < w1; i++) {
+        m->theta[i] = (float)(sqrt(2.0 / (double)d) * train_rng_normal(&rng));
+    }
+    w2 = m->theta + m->off_w2;
+    for (size_t i = 0; i < c * m->in; i++) {
+        w2[i] = (float)(sqrt(1.0 / (double)m->in) * train_rng_normal(&rng));
+    }
+    return 0;
+}
+
+static void model_free(model_t *m)
+{
+    free(m->theta);
+    free(m->grad);
+    free(m->vel);
+    free(m->act);
+    free(m->dact);
+    free(m->z);
+}
+
+/* Logits of sample x into m->z (and the hidden activations into m->act).
+ * Returns the cross-entropy of label y; *pred_out = arg max. */
+static double model_forward(model_t *m, const float *x, int y, int *pred_out)
+{
+    const float *w2 = m->theta + m->off_w2, *b2 = m->theta + m->off_b2;
+    const float *in = x;
+    double zmax, sum = 0;
+    int pred = 0;
+
+    if (m->h > 0) {
+        const float *w1 = m->theta, *b1 = m->theta + m->off_b1;
+
+        for (size_t j = 0; j < m->h; j++) {
+            const float *row = w1 + j * m->d;
+            float s = b1[j];
+
+            for (size_t k = 0; k < m->d; k++) {
+                s += row[k] * x[k];
+            }
+            m->act[j] = (s > 0.0f) ? s : 0.0f;
+        }
+        in = m->act;
+    }
+    for (size_t o = 0; o < m->c; o++) {
+        const float *row = w2 + o * m->in;
+        float s = b2[o];
+
+        for (size_t k = 0; k < m->in; k++) {
+            s += row[k] * in[k];
+        }
+        m->z[o] = s;
+        pred = (s > m->z[pred]) ? (int)o : pred;
+    }
+    zmax = m->z[pred];
+    for (size_t o = 0; o < m->c; o++) {
+        sum += exp((double)m->z[o] - zmax);
+    }
+    *pred_out = pred;
+    return zmax + log(sum) - (double)m->z[y];
+}
+
+/* Adds the gradient of sample (x, y)'s loss to m->grad; returns the loss. */
+static double model_backward(model_t *m, const float *x, int y)
+{
+    const float *w2 = m->theta + m->off_w2;
+    float *g = m->grad, *gw2 = g + m->off_w2, *gb2 = g + m->off_b2;
+    const float *in = (m->h > 0) ? m->act : x;
+    int pred;
+    const double loss = model_forward(m, x, y, &pred);
+    const double zmax = m->z[pred];
+    double sum = 0;
+
+    for (size_t o = 0; o < m->c; o++) {
+        sum += exp((double)m->z[o] - zmax);
+    }
+    if (m->h > 0) {
+        memset(m->dact, 0, m->h * sizeof(float));
+    }
+    for (size_t o = 0; o < m->c; o++) {
+        /* dL/dz = softmax(z) - onehot(y). */
+        const float dz = (float)(exp((double)m->z[o] - zmax) / sum) - ((int)o == y ? 1.0f : 0.0f);
+        float *grow = gw2 + o * m->in;
+        const float *wrow = w2 + o * m->in;
+
+        gb2[o] += dz;
+        for (size_t k = 0; k < m->in; k++) {
+            grow[k] += dz * in[k];
+        }
+        if (m->h > 0) {
+            for (size_t k = 0; k < m->h; k++) {
+                m->dact[k] += dz * wrow[k];
+            }
+        }
+    }
+    for (size_t j = 0; j < m->h; j++) {
+        const float dh = (m->act[j] > 0.0f) ? m->dact[j] : 0.0f;
+        float *grow = g + j * m->d;
+
+        if (dh == 0.0f) {
+            continue;
+        }
+        g[m->off_b1 + j] += dh;
+        for (size_t k = 0; k < m->d; k++) {
+            grow[k] += dh * x[k];
+        }
+    }
+    return loss;
+}
+
+/* ===================================================================== */
+/* Training                                                              */
+/* ===================================================================== */
+
+typedef struct run {
+    gs_comm_t comm;
+    int rank, size;
+    const train_args_t *args;
+    gs_codec_config_t codec;
+    bool compress;
+    gs_ef_t ef;
+    model_t model;
+    train_data_t train, test;
+    size_t shard_lo, shard_n; /* this rank's part of the training split */
+    size_t *order;            /* shard_n indices, shuffled each epoch */
+} run_t;
+
+static void split_range(size_t n, int parts, int i, size_t *lo, size_t *len)
+{
+    const size_t base = n / (size_t)parts, extra = n % (size_t)parts, ui = (size_t)i;
+
+    *lo = ui * base + (ui < extra ? ui : extra);
+    *len = base + (ui < extra ? 1 : 0);
+}
+
+/* Held-out loss sum, correct count and sample count over this rank's share
+ * of the test split, summed over all ranks (an uncompressed f64 all-reduce). */
+static int evaluate(run_t *r, double *loss_out, double *acc_out, double train_stats[2])
+{
+    size_t lo, len;
+    double v[5] = {0, 0, 0, train_stats[0], train_stats[1]};
+
+    split_range(r->test.n, r->size, r->rank, &lo, &len);
+    for (size_t i = lo; i < lo + len; i++) {
+        int pred;
+
+        v[0] += model_forward(&r->model, r->test.x + i * r->test.d, r->test.y[i], &pred);
+        v[1] += (pred == r->test.y[i]);
+        v[2] += 1;
+    }
+    if (gs_failed(gs_allreduce(r->comm, v, v, 5, GS_DTYPE_F64, GS_OP_SUM), "gs_allreduce (eval)")) {
+        return -1;
+    }
+    *loss_out = v[0] / v[2];
+    *acc_out = 100.0 * v[1] / v[2];
+    train_stats[0] = v[3];
+    train_stats[1] = v[4];
+    return 0;
+}
+
+/* One epoch: returns 0 and fills the per-rank loss sum and sample count. */
+static int train_epoch(run_t *r, int epoch, size_t per_rank, size_t steps, double stats[2])
+{
+    model_t *m = &r->model;
+    gs_allreduce_opts_t opts = GS_ALLREDUCE_OPTS_INIT;
+    uint64_t rng = (r->args->seed + 1) * 0xd1342543de82ef95ull + (uint64_t)epoch * 1000003u +
+                   (uint64_t)r->rank;
+    const float lr = (float)r->args->lr, mu = (float)r->args->momentum;
+
+    if (r->compress) {
+        opts.codec = &r->codec;
+        opts.ef = r->ef;
+    }
+    for (size_t i = r->shard_n; i > 1; i--) {
+        const size_t j = train_rng_below(&rng, i), t = r->order[i - 1];
+
+        r->order[i - 1] = r->order[j];
+        r->order[j] = t;
+    }
+    for (size_t s = 0; s < steps; s++) {
+        const float inv = 1.0f / (float)per_rank;
+
+        memset(m->grad, 0, m->nparams * sizeof(float));
+        for (size_t b = 0; b < per_rank; b++) {
+            const size_t i = r->order[s * per_rank + b];
+
+            stats[0] += model_backward(m, r->train.x + i * r->train.d, r->train.y[i]);
+            stats[1] += 1;
+        }
+        for (size_t k = 0; k < m->nparams; k++) {
+            m->grad[k] *= inv;
+        }
+        if (gs_failed(gs_allreduce_ex(r->comm, m->grad, m->grad, m->nparams, GS_DTYPE_F32,
+                                      GS_OP_AVG, &opts),
+                      "gs_allreduce_ex (gradient)")) {
+            return -1;
+        }
+        for (size_t k = 0; k < m->nparams; k++) {
+            m->vel[k] = mu * m->vel[k] + m->grad[k];
+            m->theta[k] -= lr * m->vel[k];
+        }
+    }
+    return 0;
+}
+
+/* Every rank must hold the same parameters: the all-reduce gives every rank
+ * the same average, and the update is deterministic. */
+static int check_replicas(run_t *r)
+{
+    double sum = 0, v[2];
+
+    for (size_t k = 0; k < r->model.nparams; k++) {
+        sum += (double)r->model.theta[k] * (double)(k % 7 + 1);
+    }
+    v[0] = sum;
+    v[1] = -sum;
+    if (gs_failed(gs_allreduce(r->comm, v, v, 2, GS_DTYPE_F64, GS_OP_MAX), "gs_allreduce (check)")) {
+        return -1;
+    }
+    if (v[0] != -v[1]) {
+        fprintf(stderr, "train: rank %d: parameters differ across ranks (checksums %.17g .. %.17g)\n",
+                r->rank, -v[1], v[0]);
+        return -1;
+    }
+    return 0;
+}
+
+static int train_run(run_t *r)
+{
+    const train_args_t *a = r->args;
+    const size_t per_rank = a->batch / (size_t)r->size;
+    size_t steps, min_shard;
+    gs_counters_t c0 = {.size = sizeof(gs_counters_t)}, c1 = {.size = sizeof(gs_counters_t)};
+    double loss = 0, acc = 0;
+
+    if (per_rank == 0) {
+        if (r->rank == 0) {
+            fprintf(stderr, "train: --batch %zu is smaller than the %d ranks\n", a->batch, r->size);
+        }
+        return 2;
+    }
+    min_shard = r->train.n / (size_t)r->size;
+    steps = min_shard / per_rank; /* the same on every rank: the all-reduces must match */
+    if (steps == 0) {
+        if (r->rank == 0) {
+            fprintf(stderr, "train: %zu training samples per rank, fewer than the batch of %zu\n",
+                    min_shard, per_rank);
+        }
+        return 2;
+    }
+    split_range(r->train.n, r->size, r->rank, &r->shard_lo, &r->shard_n);
+    r->order = malloc(r->shard_n * sizeof(size_t));
+    if (r->order == NULL) {
+        fprintf(stderr, "train: out of memory\n");
+        return 1;
+    }
+    for (size_t i = 0; i < r->shard_n; i++) {
+        r->order[i] = r->shard_lo + i;
+    }
+    if (r->rank == 0) {
+        printf("train: %d ranks, %zu train / %zu held-out samples, %zu features, %d classes; "
+               "%s %zu params; codec %s%s; batch %zu (%zu per rank), %zu steps/epoch, lr %g, "
+               "momentum %g\n",
+               r->size, r->train.n, r->test.n, r->train.d, r->train.classes,
+               r->model.h > 0 ? "mlp" : "softmax", r->model.nparams, a->codec,
+               !r->compress ? "" : (r->ef != GS_EF_NULL ? "+ef" : " (no ef)"),
+               per_rank * (size_t)r->size, per_rank, steps, a->lr, a->momentum);
+        fflush(stdout);
+    }
+    for (int e = 1; e <= a->epochs; e++) {
+        double stats[2] = {0, 0};
+        const double t0 = now_s();
+
+        if (gs_failed(gs_comm_counters(r->comm, &c0), "gs_comm_counters") ||
+            (train_epoch(r, e, per_rank, steps, stats) != 0) ||
+            gs_failed(gs_comm_counters(r->comm, &c1), "gs_comm_counters") ||
+            (evaluate(r, &loss, &acc, stats) != 0)) {
+            return 1;
+        }
+        if (!isfinite(loss) && (r->rank == 0)) {
+            printf("epoch %d: the loss is not finite; training diverged\n", e);
+        }
+        if (r->rank == 0) {
+            printf("epoch %3d/%d  train loss %.4f  held-out loss %.4f  acc %6.2f%%  "
+                   "sent %.2f MB/rank  %.2f s\n",
+                   e, a->epochs, stats[0] / stats[1], loss, acc,
+                   (double)(c1.bytes_sent - c0.bytes_sent) / 1e6, now_s() - t0);
+            fflush(stdout);
+        }
+    }
+    if (check_replicas(r) != 0) {
+        return 1;
+    }
+    if (r->rank == 0) {
+        printf("final: loss %.4f acc %.2f\n", loss, acc);
+    }
+    return 0;
+}
+
+/* Builds the data set (every rank the same), splits and standardises it. */
+static int load_data(run_t *r, train_data_t *all)
+{
+    const train_args_t *a = r->args;
+    size_t held;
+
+    if (a->data != NULL) {
+        char err[512];
+
+        if (train_data_load_csv(a->data, all, err, sizeof(err)) != 0) {
+            if (r->rank == 0) {
+                fprintf(stderr, "train: %s\n", err);
+            }
+            return 2;
+        }
+    } else if (train_data_synth(&a->synth, all) != 0) {
+        return 2;
+    }
+    train_data_shuffle(all, a->seed);
+    held = (size_t)((double)all->n * a->held_out + 0.5);
+    held = (held < 1) ? 1 : (held >= all->n ? all->n - 1 : held);
+    train_data_split(all, held, &r->train, &r->test);
+    train_data_standardise(&r->train, all);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    train_args_t args = {
+        .codec = "none", .ratio = 0, .block = 0, .ef = true, .epochs = 10, .lr = 0.05,
+        .momentum = 0.9, .batch = 256, .seed = 1, .data = NULL, .hidden = 64, .held_out = 0.2,
+        .synth = {.samples = 50000, .features = 128, .classes = 10, .clusters = 2, .spread = 0.25,
+                  .label_noise = 0.1, .seed = 1}};
+    run_t r = {.comm = NULL, .args = &args, .codec = GS_CODEC_CONFIG_INIT, .ef = GS_EF_NULL};
+    train_data_t all = {0};
+    int rc;
+
+    if (gs_failed(gs_comm_init_env(&r.comm, NULL), "gs_comm_init_env")) {
+        return 1;
+    }
+    if (gs_failed(gs_comm_rank(r.comm, &r.rank), "gs_comm_rank") ||
+        gs_failed(gs_comm_size(r.comm, &r.size), "gs_comm_size")) {
+        gs_comm_destroy(r.comm);
+        return 1;
+    }
+    g_rank = r.rank;
+    rc = parse_args(argc, argv, &args);
+    if (rc == 0) {
+        rc = make_codec(&args, &r.codec, &r.compress);
+    }
+    if (rc == 0) {
+        rc = load_data(&r, &all);
+    }
+    if ((rc == 0) && (model_init(&r.model, r.train.d, args.hidden, (size_t)r.train.classes,
+                                 args.seed) != 0)) {
+        fprintf(stderr, "train: out of memory for the model\n");
+        rc = 1;
+    }
+    /* Rank 0's initial parameters are everyone's, as in DDP. */
+    if ((rc == 0) && gs_failed(gs_broadcast(r.comm, r.model.theta, r.model.nparams, GS_DTYPE_F32, 0),
+                               "gs_broadcast (parameters)")) {
+        rc = 1;
+    }
+    if ((rc == 0) && r.compress && args.ef &&
+        gs_failed(gs_ef_create(r.model.nparams, GS_DTYPE_F32, &r.ef), "gs_ef_create")) {
+        rc = 1;
+    }
+    if (rc == 0) {
+        rc = train_run(&r);
+    }
+    if (gs_failed(gs_ef_destroy(r.ef), "gs_ef_destroy") && (rc == 0)) {
+        rc = 1;
+    }
+    model_free(&r.model);
+    train_data_free(&all);
+    free(r.order);
+    if (gs_failed(gs_comm_destroy(r.comm), "gs_comm_destroy") && (rc == 0)) {
+        rc = 1;
+    }
+    return (rc < 0) ? 0 : rc;
+}
