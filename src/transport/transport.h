@@ -21,7 +21,11 @@
  *   them (copying once) until a receive matches. Sends therefore never wait
  *   for the receiver to post.
  * - A peer that closes or resets its connection fails every pending and
- *   later request that involves it with GS_ERR_PEER_FAILED.
+ *   later request that involves it with GS_ERR_PEER_FAILED. A transport
+ *   that can tell other ranks (TCP: a DOWN frame) does so, and a rank that
+ *   learns of a failure, first or second hand, fails every pending and later
+ *   receive, whichever peer it names, with a reason naming the failed rank:
+ *   the communicator is dead, and every rank should say who killed it.
  */
 #ifndef GS_TRANSPORT_TRANSPORT_H
 #define GS_TRANSPORT_TRANSPORT_H
@@ -123,8 +127,10 @@ typedef struct gs_transport_ops {
     gs_status_t (*progress)(gs_tp_t *tp, uint64_t deadline_ns);
 
     /* Free a request. An unfinished receive is cancelled; an unfinished send
-     * is cancelled, and if part of it is already on the wire the connection
-     * to that peer is closed (the stream cannot be resumed). Returns GS_OK. */
+     * is cancelled, and if part of it is already on the wire the transport
+     * either finishes it from a private copy (TCP, once a failure is known)
+     * or closes the connection to that peer (the stream cannot be resumed).
+     * Either way the caller's buffer is never touched again. Returns GS_OK. */
     gs_status_t (*req_release)(gs_tp_t *tp, gs_tp_req_t *req);
 
     /* Thread-safe, any thread: make progress return GS_ERR_ABORTED and every
