@@ -59,35 +59,6 @@ gs_status_t gs__algo_irecv(gs_algo_ctx_t *ctx, int peer, uint64_t tag, void *buf
     return gs__tp_irecv(ctx->tr, peer, tag, buf, len, &r->req);
 }
 
-gs_status_t gs__algo_check(gs_algo_ctx_t *ctx, gs_algo_req_t *r, size_t expect, int *done_out)
-{
-    gs_tp_completion_t comp;
-    int done = 0;
-
-    *done_out = 0;
-    if (r->req == NULL) {
-        return GS_OK;
-    }
-    gs__tp_test(ctx->tr, r->req, &done, &comp);
-    if (!done) {
-        return GS_OK;
-    }
-    gs__tp_req_release(ctx->tr, r->req);
-    r->req = NULL;
-    *done_out = 1;
-    if (comp.status != GS_OK) {
-        return gs__error_wrap(comp.status, "%s: %s rank %d failed: %s", ctx->opname,
-                             r->is_send ? "send to" : "receive from", r->peer, gs__error_get());
-    }
-    if (!r->is_send && (expect != (size_t)-1) && (comp.nbytes != expect)) {
-        return gs__error_set(GS_ERR_MISMATCH,
-                             "%s: rank %d sent %zu bytes where %zu were expected (do all ranks "
-                             "pass the same count and dtype?)",
-                             ctx->opname, comp.peer, comp.nbytes, expect);
-    }
-    return GS_OK;
-}
-
 gs_status_t gs__algo_check_len(gs_algo_ctx_t *ctx, gs_algo_req_t *r, int *done_out,
                                size_t *nbytes_out)
 {
@@ -106,11 +77,29 @@ gs_status_t gs__algo_check_len(gs_algo_ctx_t *ctx, gs_algo_req_t *r, int *done_o
     r->req = NULL;
     *done_out = 1;
     *nbytes_out = comp.nbytes;
+    if (!r->is_send && (comp.status == GS_OK)) {
+        r->peer = comp.peer; /* resolves GS_ANY_SOURCE for messages and callers */
+    }
     if (comp.status != GS_OK) {
         return gs__error_wrap(comp.status, "%s: %s rank %d failed: %s", ctx->opname,
                               r->is_send ? "send to" : "receive from", r->peer, gs__error_get());
     }
     return GS_OK;
+}
+
+gs_status_t gs__algo_check(gs_algo_ctx_t *ctx, gs_algo_req_t *r, size_t expect, int *done_out)
+{
+    size_t nbytes = 0;
+    gs_status_t status = gs__algo_check_len(ctx, r, done_out, &nbytes);
+
+    if ((status == GS_OK) && *done_out && !r->is_send && (expect != (size_t)-1) &&
+        (nbytes != expect)) {
+        return gs__error_set(GS_ERR_MISMATCH,
+                             "%s: rank %d sent %zu bytes where %zu were expected (do all ranks "
+                             "pass the same count and dtype?)",
+                             ctx->opname, r->peer, nbytes, expect);
+    }
+    return status;
 }
 
 void gs__algo_renew(const gs_algo_ctx_t *ctx, uint64_t *deadline)
