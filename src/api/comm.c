@@ -184,6 +184,7 @@ gs_status_t gs__comm_transport_init(gs_comm_t comm)
     params.job_id = comm->job_id;
     params.comm_id = comm->comm_id;
     params.nsocks = comm->cfg.tcp_nsocks;
+    params.spin_us = comm->cfg.tcp_spin_us;
     params.ifname = comm->cfg.socket_ifname;
     params.family = comm->cfg.socket_family;
     params.master_addr = comm->cfg.master_addr;

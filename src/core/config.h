@@ -29,6 +29,7 @@ typedef struct gs__cfg {
     int timeout_ms;
     char transport[GS_CFG_STR_MAX];
     int tcp_nsocks;
+    int tcp_spin_us;
     char socket_ifname[GS_CFG_STR_MAX];
     char socket_family[GS_CFG_STR_MAX];
     int slice_bytes;

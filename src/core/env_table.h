@@ -47,6 +47,9 @@
       "master address is set)")                                                                    \
     X("GS_TCP_NSOCKS", tcp_nsocks, GS_ENV_INT, 2, "", 1, 16, GS_ENV_COMM,                          \
       "TCP sockets per peer; large messages are striped over them")                                \
+    X("GS_TCP_SPIN_US", tcp_spin_us, GS_ENV_INT, 0, "", 0, 100000, GS_ENV_PROC,                    \
+      "TCP: poll (yielding the core) this many microseconds before sleeping in epoll; trades CPU " \
+      "for latency")                                                                               \
     X("GS_SOCKET_IFNAME", socket_ifname, GS_ENV_STR, 0, "", 0, 0, GS_ENV_COMM,                     \
       "network interface to listen on (default: the one that routes to the master address)")       \
     X("GS_SOCKET_FAMILY", socket_family, GS_ENV_STR, 0, "any", 0, 0, GS_ENV_COMM,                  \

@@ -179,6 +179,7 @@ struct gs_tp {
     gs__tcp_inmsg_t *unexp_tail;
     uint64_t unexp_bytes;
     uint64_t nevents; /* completions and peer failures so far */
+    uint64_t spin_ns; /* progress polls this long before sleeping (GS_TCP_SPIN_US) */
     int nkicked;
     int nfailed;
     bool leaving;            /* finalize queued BYE: nothing may follow it */
