@@ -52,6 +52,7 @@ typedef struct gs_algo_model {
     double alpha;
     double beta;
     double gamma;
+    double cache_bytes; /* last-level cache: unsliced messages beyond it pay a memory pass */
 } gs_algo_model_t;
 
 typedef struct gs_algo_ctx {

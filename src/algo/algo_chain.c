@@ -58,7 +58,8 @@ static void chain_slice(const chain_t *c, size_t j, size_t *off, size_t *len)
     *len = hi - lo;
 }
 
-static gs_status_t chain_setup(chain_t *c, gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, int toward_root)
+static gs_status_t chain_setup(chain_t *c, gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
+                               int toward_root)
 {
     const int n = ctx->size;
     size_t slice_elems;

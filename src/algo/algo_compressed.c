@@ -75,15 +75,16 @@ static gs_status_t comp_exchange(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, co
     memset(l->reqs, 0, sizeof(gs_algo_req_t) * 2 * (size_t)n);
     for (int i = 1; (i < n) && (status == GS_OK); i++) {
         const int from = (r - i + n) % n;
-        status = gs__algo_irecv(ctx, from, gs__algo_tag(ctx, d, phase), l->recv + (size_t)from * l->cap,
-                                l->cap, &l->reqs[2 * from]);
+        status = gs__algo_irecv(ctx, from, gs__algo_tag(ctx, d, phase),
+                                l->recv + (size_t)from * l->cap, l->cap, &l->reqs[2 * from]);
         left += (status == GS_OK);
     }
     for (int i = 1; (i < n) && (status == GS_OK); i++) {
         const int to = (r + i) % n;
         const int slot = send_same_slot ? r : to;
-        status = gs__algo_isend(ctx, to, gs__algo_tag(ctx, d, phase), l->send + (size_t)slot * l->cap,
-                                l->send_len[slot], &l->reqs[2 * to + 1]);
+        status = gs__algo_isend(ctx, to, gs__algo_tag(ctx, d, phase),
+                                l->send + (size_t)slot * l->cap, l->send_len[slot],
+                                &l->reqs[2 * to + 1]);
         left += (status == GS_OK);
     }
     gs__algo_renew(ctx, &deadline);

@@ -44,8 +44,8 @@ gs_status_t gs__direct_alltoall(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
     if (src == dst) {
         /* In place: keep the outgoing blocks, since receives overwrite them. */
         const size_t roff = (block * (size_t)n + 15) & ~(size_t)15;
-        status = gs__algo_scratch(ctx, roff + (size_t)n * 2 * (sizeof(gs_algo_req_t) + sizeof(size_t)),
-                                  &scratch);
+        status = gs__algo_scratch(
+            ctx, roff + (size_t)n * 2 * (sizeof(gs_algo_req_t) + sizeof(size_t)), &scratch);
         if (status != GS_OK) {
             return status;
         }

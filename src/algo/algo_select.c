@@ -72,11 +72,40 @@ static const algo_fn_t algo_table[GS_COLL_KIND_COUNT][GS_ALGO_COUNT] = {
 /* Cost model                                                          */
 /* ------------------------------------------------------------------ */
 
+/* Size of the last-level cache from sysfs ("32768K"), or 32 MiB when it
+ * cannot be read (sysconf's value is wrong on some VMs). */
+static double algo_llc_bytes(void)
+{
+    static const char *const paths[] = {"/sys/devices/system/cpu/cpu0/cache/index3/size",
+                                        "/sys/devices/system/cpu/cpu0/cache/index2/size"};
+    for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+        FILE *f = fopen(paths[i], "r");
+        unsigned long v = 0;
+        char unit = 0;
+        int got;
+
+        if (f == NULL) {
+            continue;
+        }
+        got = fscanf(f, "%lu%c", &v, &unit);
+        fclose(f);
+        if (got >= 1 && v > 0) {
+            const double scale = (unit == 'K') ? 1024.0 : (unit == 'M') ? 1048576.0 : 1.0;
+            const double bytes = (double)v * scale;
+            if ((bytes >= 65536.0) && (bytes <= 4294967296.0)) {
+                return bytes;
+            }
+        }
+    }
+    return 32.0 * 1048576.0;
+}
+
 void gs__algo_model_init(gs_algo_model_t *m, int alpha_us, int beta_mbps, int gamma_mbps)
 {
     m->alpha = (alpha_us > 0 ? alpha_us : GS_ALGO_ALPHA_US_DEFAULT) * 1e-6;
     m->beta = 1.0 / ((beta_mbps > 0 ? beta_mbps : GS_ALGO_BETA_MBPS_DEFAULT) * 1e6);
     m->gamma = 1.0 / ((gamma_mbps > 0 ? gamma_mbps : GS_ALGO_GAMMA_MBPS_DEFAULT) * 1e6);
+    m->cache_bytes = algo_llc_bytes();
 }
 
 /* Pipeline slices of a message of b bytes (at least 1). */
@@ -99,11 +128,19 @@ static double cost_allreduce(const gs_algo_model_t *m, gs_algo_t algo, int n, do
     switch (algo) {
     case GS_ALGO_RING:
         return 2.0 * (fn - 1.0) * a + 2.0 * (fn - 1.0) / fn * b * be + (fn - 1.0) / fn * b * g;
+    /* The unsliced algorithms stage whole messages (b for recursive doubling,
+     * b/2 for Rabenseifner's first halving) before reducing them; past the
+     * last-level cache the staged bytes come back from memory, one more pass
+     * that the ring's cache-sized slices avoid. Measured on the 2-core VM
+     * (32 MiB L3, 4 ranks): ring 8-10% faster from 64 MiB, Rabenseifner
+     * faster from 2 to 8 MiB, even at 16 MiB. */
     case GS_ALGO_RECURSIVE_DOUBLING:
-        return (lp + 2.0 * fold) * (a + b * be) + (lp + fold) * b * g;
+        return (lp + 2.0 * fold) * (a + b * be) + (lp + fold) * b * g +
+               ((b >= m->cache_bytes) ? (lp + fold) * b * g : 0.0);
     case GS_ALGO_RABENSEIFNER:
         return 2.0 * lp * a + 2.0 * ((double)p - 1.0) / (double)p * b * be +
-               ((double)p - 1.0) / (double)p * b * g + fold * (2.0 * (a + b * be) + b * g);
+               ((double)p - 1.0) / (double)p * b * g + fold * (2.0 * (a + b * be) + b * g) +
+               ((b / 2.0 >= m->cache_bytes) ? ((double)p - 1.0) / (double)p * b * g : 0.0);
     case GS_ALGO_TREE: {
         const double depth = (double)gs__dtree_depth(n);
         const double half = b / 2.0;
@@ -327,8 +364,8 @@ gs_status_t gs__algo_policy_parse(const char *text, gs_algo_policy_t *out)
             if ((algo_lookup(colon + 1, len - clen - 1, &algo) != 0) ||
                 ((algo != GS_ALGO_AUTO) && (algo_table[kind][algo] == NULL))) {
                 return gs__error_set(GS_ERR_INVALID_ARG,
-                                     "GS_ALGO: '%.*s' is not an algorithm of %s", (int)(len - clen - 1),
-                                     colon + 1, coll_names[kind]);
+                                     "GS_ALGO: '%.*s' is not an algorithm of %s",
+                                     (int)(len - clen - 1), colon + 1, coll_names[kind]);
             }
             p.forced[kind] = algo;
         }

@@ -154,6 +154,25 @@ static void test_algo_model_crossover_follows_alpha(void **state)
     }
 }
 
+static void test_algo_model_cache_favours_sliced_ring(void **state)
+{
+    gs_algo_model_t m;
+
+    (void)state;
+    gs__algo_model_init(&m, 0, 0, 0);
+    m.cache_bytes = 32.0 * MIB;
+    /* Halves that fit the cache: Rabenseifner's fewer steps win on 4 ranks. */
+    assert_int_equal(gs__algo_choose(&m, GS_COLL_ALLREDUCE, 4, 4 * MIB, SLICE),
+                     GS_ALGO_RABENSEIFNER);
+    /* Halves that do not: the sliced ring avoids the extra memory pass. */
+    assert_int_equal(gs__algo_choose(&m, GS_COLL_ALLREDUCE, 4, 256 * MIB, SLICE), GS_ALGO_RING);
+    assert_int_equal(gs__algo_choose(&m, GS_COLL_ALLREDUCE, 2, 256 * MIB, SLICE), GS_ALGO_RING);
+    /* A huge cache takes the penalty away again. */
+    m.cache_bytes = 4096.0 * MIB;
+    assert_int_equal(gs__algo_choose(&m, GS_COLL_ALLREDUCE, 4, 256 * MIB, SLICE),
+                     GS_ALGO_RABENSEIFNER);
+}
+
 static void test_algo_model_policy_names(void **state)
 {
     gs_algo_policy_t p;
@@ -261,6 +280,7 @@ int main(void)
         cmocka_unit_test(test_algo_model_cost_grows_with_size),
         cmocka_unit_test(test_algo_model_choices_follow_size),
         cmocka_unit_test(test_algo_model_crossover_follows_alpha),
+        cmocka_unit_test(test_algo_model_cache_favours_sliced_ring),
         cmocka_unit_test(test_algo_model_policy_names),
         cmocka_unit_test(test_algo_model_logs_once_per_size_class),
     };
