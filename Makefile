@@ -44,7 +44,11 @@ test-asan: deps
 	      -DCMAKE_BUILD_TYPE=Debug $(CMAKE_FLAGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 GSTEST_TIMEOUT_MULT=3 \
-	    ctest --output-on-failure --timeout 900 -LE large
+	    ctest --output-on-failure --timeout 900 -LE 'large|mpi'
+	@# Open MPI leaks its own allocations at exit (op tables, MCA components it
+	@# unloads), so the MPI tests run with ASan's memory checks but not LSan.
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 GSTEST_TIMEOUT_MULT=3 \
+	    ctest --output-on-failure --timeout 900 -L mpi
 
 bench: build
 	$(BUILD)/tools/gsrun -n $(NP) --timeout 900 $(BUILD)/bench/gs-bench allreduce -b 4K -e 256M -f 2 -w 3 -n 10

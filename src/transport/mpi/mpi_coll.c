@@ -179,7 +179,7 @@ gs_status_t gs__mpi_coll_reduce_scatter(gs_tp_t *tp, const void *sendbuf, void *
         return start_failed("MPI_Ireduce_scatter_block", ret);
     }
     status = gs__mpi_tp_wait(tp, &mreq, deadline_ns, "MPI_Ireduce_scatter_block");
-    if ((status == GS_OK) &&
+    if ((status == GS_OK) && (count > 0) &&
         ((const char *)recvbuf ==
          (const char *)sendbuf + (size_t)rank * count * gs__dtype_size(dtype)) &&
         (rank > 0)) {
