@@ -126,8 +126,15 @@ static double cost_allreduce(const gs_algo_model_t *m, gs_algo_t algo, int n, do
     const double fn = (double)n;
 
     switch (algo) {
-    case GS_ALGO_RING:
-        return 2.0 * (fn - 1.0) * a + 2.0 * (fn - 1.0) / fn * b * be + (fn - 1.0) / fn * b * g;
+    case GS_ALGO_RING: {
+        /* When a byte takes longer to cross the link than to reduce (a real
+         * network, not loopback, where the same cores do both), the ring's
+         * slices hide the reduction behind the next slice's transfer. */
+        const double s = cost_slices(b / fn, slice_bytes);
+        const double hidden = (be > g) ? (fn - 1.0) / fn * b * g * (1.0 - 1.0 / s) : 0.0;
+        return 2.0 * (fn - 1.0) * a + 2.0 * (fn - 1.0) / fn * b * be + (fn - 1.0) / fn * b * g -
+               hidden;
+    }
     /* The unsliced algorithms stage whole messages (b for recursive doubling,
      * b/2 for Rabenseifner's first halving) before reducing them; past the
      * last-level cache the staged bytes come back from memory, one more pass

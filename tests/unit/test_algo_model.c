@@ -173,6 +173,22 @@ static void test_algo_model_cache_favours_sliced_ring(void **state)
                      GS_ALGO_RABENSEIFNER);
 }
 
+static void test_algo_model_slow_link_hides_reduce_in_ring(void **state)
+{
+    gs_algo_model_t lan;
+
+    (void)state;
+    /* 1 Gbit/s links (118 MB/s) and an 800 MB/s reduction: the ring's
+     * pipeline hides the reduction, Rabenseifner's unsliced steps cannot. */
+    gs__algo_model_init(&lan, 20, 118, 800);
+    lan.cache_bytes = 32.0 * MIB;
+    assert_int_equal(gs__algo_choose(&lan, GS_COLL_ALLREDUCE, 4, 8 * MIB, SLICE), GS_ALGO_RING);
+    assert_int_equal(gs__algo_choose(&lan, GS_COLL_ALLREDUCE, 4, 2 * MIB, SLICE), GS_ALGO_RING);
+    /* Small messages stay latency-bound. */
+    assert_int_equal(gs__algo_choose(&lan, GS_COLL_ALLREDUCE, 4, 4096, SLICE),
+                     GS_ALGO_RECURSIVE_DOUBLING);
+}
+
 static void test_algo_model_policy_names(void **state)
 {
     gs_algo_policy_t p;
@@ -281,6 +297,7 @@ int main(void)
         cmocka_unit_test(test_algo_model_choices_follow_size),
         cmocka_unit_test(test_algo_model_crossover_follows_alpha),
         cmocka_unit_test(test_algo_model_cache_favours_sliced_ring),
+        cmocka_unit_test(test_algo_model_slow_link_hides_reduce_in_ring),
         cmocka_unit_test(test_algo_model_policy_names),
         cmocka_unit_test(test_algo_model_logs_once_per_size_class),
     };
