@@ -187,6 +187,10 @@ struct gs_ef {
     struct gs_ef *server; /* compressed all-reduce: this rank's chunk of the sum, or NULL */
 };
 
+/* max |x[i]| over n values; a NaN anywhere gives NaN (codec_int8.c,
+ * shared by the blocked quantizers). */
+float gs__codec_max_abs(const float *x, size_t n);
+
 /* residual[i] += (float)src[i] for a tensor of ef->dtype. */
 void gs__ef_add_input(gs_ef_t ef, const void *src);
 

@@ -30,7 +30,7 @@ static size_t int8_body_size(const gs_codec_params_t *p)
 }
 
 GS_CODEC_CLONES
-static float block_max_abs(const float *x, size_t n)
+float gs__codec_max_abs(const float *x, size_t n)
 {
     float m = 0.0f;
     size_t i;
@@ -70,7 +70,7 @@ static gs_status_t int8_encode(const gs_codec_params_t *p, const float *src, uin
     for (b = 0; b < nb; b++) {
         const size_t lo = b * p->block;
         const size_t n = (p->count - lo < p->block) ? p->count - lo : p->block;
-        const float m = block_max_abs(src + lo, n);
+        const float m = gs__codec_max_abs(src + lo, n);
         /* A block of zeros, or so tiny that 127 / m overflows, encodes as
          * all-zero codes with scale 0. */
         const float inv = ((m > 0.0f) && (127.0f / m <= FLT_MAX)) ? 127.0f / m : 0.0f;

@@ -34,21 +34,6 @@ static size_t qsgd_body_size(const gs_codec_params_t *p)
     return gs__codec_nblocks(p->count, p->block) * sizeof(float) + codes;
 }
 
-GS_CODEC_CLONES
-static float qsgd_max_abs(const float *x, size_t n)
-{
-    float m = 0.0f;
-    size_t i;
-
-    for (i = 0; i < n; i++) {
-        const float a = fabsf(x[i]);
-
-        m = (a > m) ? a : m;
-        m = (a != a) ? a : m;
-    }
-    return m;
-}
-
 /* Codes of x[0 .. n) (global index first .. first + n) into q. */
 GS_CODEC_CLONES
 static void qsgd_quantize(const float *x, size_t n, uint32_t first, uint32_t key, float inv,
@@ -101,7 +86,7 @@ static gs_status_t qsgd_encode(const gs_codec_params_t *p, const float *src, uin
     for (b = 0; b < nb; b++) {
         const size_t lo = b * p->block;
         const size_t n = (p->count - lo < p->block) ? p->count - lo : p->block;
-        const float m = qsgd_max_abs(src + lo, n);
+        const float m = gs__codec_max_abs(src + lo, n);
         const float inv = ((m > 0.0f) && (levels / m <= FLT_MAX)) ? levels / m : 0.0f;
         const float step = (inv > 0.0f) ? m / levels : ((m != m) || (m > FLT_MAX) ? m : 0.0f);
 
