@@ -127,10 +127,13 @@ GS_API gs_status_t gs_comm_init(gs_comm_t *comm_out, const gs_config_t *cfg);
 GS_API gs_status_t gs_comm_init_env(gs_comm_t *comm_out, const gs_config_t *cfg);
 
 /**
- * @brief Finish every submitted operation, stop the worker, close the
+ * @brief Finish every submitted collective, stop the worker, close the
  * transport and free the communicator. Always frees, even after errors.
+ * Point-to-point operations still in flight (a gs_irecv nobody will match)
+ * are cancelled and complete with GS_ERR_ABORTED; release their requests
+ * with gs_wait() or gs_test() as usual, which is allowed after destroy.
  * @return GS_OK, or the first error met while shutting down.
- * @note Local. Do not use @p comm (or requests on it) afterwards.
+ * @note Local. Do not use @p comm afterwards.
  */
 GS_API gs_status_t gs_comm_destroy(gs_comm_t comm);
 

@@ -111,6 +111,15 @@ gs_status_t gs__comm_test_task(gs__task_t *task, void *ctx)
 
     comm->actx.opname = api_names[d->kind];
     status = gs__algo_check(&comm->actx, &req->p2p, expect, &done);
+    if (!done && atomic_load(&comm->destroying)) {
+        /* Nobody will complete it now: do not hold gs_comm_destroy hostage. */
+        gs__algo_release_all(&comm->actx, &req->p2p, 1);
+        done = 1;
+        status = gs__error_set(GS_ERR_ABORTED,
+                               "%s: the communicator was destroyed while this operation (peer "
+                               "%d, tag %u) was pending",
+                               api_names[d->kind], d->root, d->tag);
+    }
     if (!done) {
         if (gs__now_ns() < req->p2p_deadline) {
             return GS_INPROGRESS;
@@ -158,6 +167,7 @@ gs_comm_t gs__comm_alloc(void)
     pthread_mutex_init(&comm->err.mu, NULL);
     atomic_init(&comm->err.status, GS_OK);
     atomic_init(&comm->split_seq, 0);
+    atomic_init(&comm->destroying, 0);
     return comm;
 }
 
@@ -309,6 +319,9 @@ gs_status_t gs_comm_destroy(gs_comm_t comm)
     if (comm == NULL) {
         return gs__error_set(GS_ERR_INVALID_ARG, "gs_comm_destroy: comm is NULL");
     }
+    /* Queued operations still run (they have deadlines); point-to-point
+     * operations left in flight are cancelled with GS_ERR_ABORTED. */
+    atomic_store(&comm->destroying, 1);
     gs__worker_stop(&comm->worker);
     status = comm->tr.ops->finalize(comm->tr.tp);
     gs__comm_free(comm);

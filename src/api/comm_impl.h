@@ -30,6 +30,7 @@ struct gs_comm {
     uint64_t comm_id;
     uint64_t job_id;
     atomic_uint split_seq;     /* splits made from this comm, for child comm ids */
+    atomic_int destroying;     /* gs_comm_destroy has begun: in-flight p2p is cancelled */
     gs_transport_t tr;
     gs__worker_t worker;
     gs_algo_ctx_t actx;        /* used by the worker thread only */

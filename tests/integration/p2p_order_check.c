@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <gradsync/gradsync.h>
 
@@ -111,9 +112,31 @@ int main(void)
 
     total = wrong;
     CHECK(gs_allreduce(comm, &total, &total, 1, GS_DTYPE_I64, GS_OP_SUM));
+
+    /* A receive nobody will match must not hold destroy until GS_TIMEOUT_MS:
+     * it is cancelled with GS_ERR_ABORTED, and its request is still released. */
+    {
+        int never = 0;
+        gs_request_t orphan;
+        struct timespec t0, t1;
+        double dt;
+        gs_status_t st;
+        CHECK(gs_irecv(comm, &never, 1, GS_DTYPE_I32, GS_ANY_SOURCE, 77, &orphan));
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        gs_comm_destroy(comm);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        dt = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+        st = gs_wait(&orphan);
+        /* A peer that destroyed first fails an any-source receive instead. */
+        if (((st != GS_ERR_ABORTED) && (st != GS_ERR_PEER_FAILED)) || (dt > 5.0) ||
+            (orphan != GS_REQUEST_NULL)) {
+            fprintf(stderr, "rank %d: destroy with a pending receive took %.2f s, wait gave %s\n",
+                    rank, dt, gs_status_name(st));
+            total++;
+        }
+    }
     if (rank == 0) {
         printf("p2p_order_check: %d passed, %d failed\n", total == 0 ? 1 : 0, total == 0 ? 0 : 1);
     }
-    gs_comm_destroy(comm);
     return total == 0 ? 0 : 1;
 }
