@@ -19,6 +19,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/host.h"
 #include "core/log.h"
 
 /* Hellos that have not completed within this long are dropped, so a
@@ -465,7 +466,7 @@ static gs_status_t boot_client(const gs__cfg_t *cfg, const char *my_addr,
     h.job_hash = boot_job_hash(cfg);
     h.rank = (uint32_t)cfg->rank;
     h.world = (uint32_t)cfg->world_size;
-    h.host_id = gethostid();
+    h.host_id = gs__host_id(cfg->host_id);
     h.addr_len = (uint32_t)alen;
     gs__boot_hello_encode(&h, hello);
     memcpy(hello + GS_BOOT_HELLO_BYTES, my_addr, alen);

@@ -37,6 +37,7 @@ typedef struct gs__cfg {
     int algo_alpha_us;
     int algo_beta_mbps;
     int algo_gamma_mbps;
+    char host_id[GS_CFG_STR_MAX];
     char job_id[GS_CFG_STR_MAX];
     char debug[GS_CFG_STR_MAX];
     char debug_subsys[GS_CFG_STR_MAX];

@@ -65,6 +65,9 @@
       "cost model: bandwidth of one link in MB/s (1/beta; 1 Gbit/s is 125)")                      \
     X("GS_ALGO_GAMMA_MBPS", algo_gamma_mbps, GS_ENV_INT, GS_ALGO_GAMMA_MBPS_DEFAULT, "", 1,        \
       100000000, GS_ENV_PROC, "cost model: reduction speed of one rank in MB/s (1/gamma)")       \
+    X("GS_HOST_ID", host_id, GS_ENV_STR, 0, "", 0, 0, GS_ENV_PROC,                                 \
+      "name of this rank's host; ranks with equal names share memory (default: hostname, boot id " \
+      "and network namespace; set it to pretend one machine is several hosts)")                   \
     X("GS_JOB_ID", job_id, GS_ENV_STR, 0, "", 0, 0, GS_ENV_COMM,                                   \
       "job name checked in every handshake, so ranks of another job are rejected")                 \
     X("GS_DEBUG", debug, GS_ENV_STR, 0, "WARN", 0, 0, GS_ENV_PROC,                                 \
