@@ -17,6 +17,12 @@
  * on normal f32 data and adds the bytes that crossed the wire (the
  * gs_comm_counters bytes_sent delta per call) and the relative error against
  * the exact result (gs_bench_codec.c; docs/bench.md, "Compressed all-reduce").
+ * With --algo auto (the default) every row names the algorithm that ran
+ * (gs_comm_stats' last_algo right after the timed loop, checked equal on
+ * every rank). --stats prints, after the run, each rank's slowest link: the
+ * peer it spent the most time blocked on (gs_comm_peer_stats, gathered to
+ * rank 0), the most waited-on rank and the slowest link overall
+ * (docs/stats.md explains how to read it).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -123,6 +129,9 @@ typedef struct bench {
     float *codec_input;      /* in-place --codec runs restore their input from here */
     out_format_t format;
     const char *out_path;
+    const char *transport;   /* --transport NAME, or NULL for GS_TRANSPORT/default */
+    bool stats;              /* --stats: print the slowest link per rank after the run */
+    bool show_algo;          /* --algo auto: a column with the algorithm that ran */
     /* runtime */
     gs_comm_t comm;
     int rank;
@@ -163,7 +172,10 @@ static void usage(FILE *f)
         fprintf(f, "%s%s", i ? "|" : "", op_table[i].name);
     }
     fprintf(f, ", default sum\n"
+               "      --transport NAME  tcp|mpi (mpi: launch with mpirun), default GS_TRANSPORT\n"
                "  -c, --check           verify every size (exit 1 when any element is wrong)\n"
+               "      --stats           after the run, print each rank's slowest link (the peer\n"
+               "                        it waited on longest) and the most waited-on rank\n"
                "      --inplace         in-place buffers (default out-of-place)\n"
                "      --codec NAME      allreduce through a codec (f32, sum|avg):%s\n"
                "      --ef              with error feedback (one gs_ef_t per size)\n"
@@ -269,7 +281,7 @@ static int lookup_name(const name_info_t *table, size_t n, const char *name)
 }
 
 enum { OPT_ALGO = 256, OPT_DTYPE, OPT_OP, OPT_INPLACE, OPT_CSV, OPT_JSON, OPT_CODEC, OPT_EF,
-       OPT_RATIO };
+       OPT_RATIO, OPT_TRANSPORT, OPT_STATS };
 
 static void parse_args(bench_t *b, int argc, char **argv)
 {
@@ -292,6 +304,8 @@ static void parse_args(bench_t *b, int argc, char **argv)
         {"codec", required_argument, NULL, OPT_CODEC},
         {"ef", no_argument, NULL, OPT_EF},
         {"ratio", required_argument, NULL, OPT_RATIO},
+        {"transport", required_argument, NULL, OPT_TRANSPORT},
+        {"stats", no_argument, NULL, OPT_STATS},
         {NULL, 0, NULL, 0},
     };
     bool algo_set = false, op_set = false, root_set = false, ratio_set = false;
@@ -407,6 +421,15 @@ static void parse_args(bench_t *b, int argc, char **argv)
             ratio_set = true;
             break;
         }
+        case OPT_TRANSPORT:
+            if ((strcmp(optarg, "tcp") != 0) && (strcmp(optarg, "mpi") != 0)) {
+                usage_error("unknown --transport (tcp or mpi)", optarg);
+            }
+            b->transport = optarg;
+            break;
+        case OPT_STATS:
+            b->stats = true;
+            break;
         default:
             usage_error("bad option", NULL);
         }
@@ -875,7 +898,10 @@ typedef struct row {
     double wire_bytes;   /* --codec: bytes_sent per call, the largest over ranks */
     double wirebw;       /* --codec: wire_bytes / time, GB/s */
     double relerr;       /* --codec: ||out - exact|| / ||exact||, the largest over ranks */
+    int algo_used;       /* gs_algo_t of the timed calls; ALGO_MIXED when ranks disagree */
 } row_t;
+
+#define ALGO_MIXED (-1)
 
 static const char *op_name(gs_op_t op)
 {
@@ -897,6 +923,12 @@ static const char *algo_name(gs_algo_t algo)
     return "?";
 }
 
+/* The algorithm that ran for a row ("mixed" when ranks disagreed: a bug). */
+static const char *row_algo_name(const row_t *row)
+{
+    return (row->algo_used == ALGO_MIXED) ? "mixed" : algo_name((gs_algo_t)row->algo_used);
+}
+
 static void print_header(const bench_t *b)
 {
     FILE *f = b->out;
@@ -904,7 +936,8 @@ static void print_header(const bench_t *b)
 
     if (b->format == OUT_CSV) {
         fprintf(f, "coll,nranks,size,count,type,redop,root,algo,inplace,time_us,algbw_gbps,"
-                   "busbw_gbps,wrong%s\n",
+                   "busbw_gbps,wrong%s%s\n",
+                b->show_algo ? ",algo_used" : "",
                 b->use_codec ? ",codec,ef,wire_bytes,wirebw_gbps,rel_err" : "");
         return;
     }
@@ -944,10 +977,10 @@ static void print_header(const bench_t *b)
                 "", "", "(us)", "(GB/s)", "(GB/s)", "(B)", "(GB/s)", "");
         return;
     }
-    fprintf(f, "# %12s %12s %8s %6s %6s %10s %8s %8s %7s\n", "size", "count", "type", "redop",
-            "root", "time", "algbw", "busbw", "#wrong");
-    fprintf(f, "# %12s %12s %8s %6s %6s %10s %8s %8s %7s\n", "(B)", "(elements)", "", "", "",
-            "(us)", "(GB/s)", "(GB/s)", "");
+    fprintf(f, "# %12s %12s %8s %6s %6s %10s %8s %8s %7s%s\n", "size", "count", "type", "redop",
+            "root", "time", "algbw", "busbw", "#wrong", b->show_algo ? "  algo" : "");
+    fprintf(f, "# %12s %12s %8s %6s %6s %10s %8s %8s %7s%s\n", "(B)", "(elements)", "", "", "",
+            "(us)", "(GB/s)", "(GB/s)", "", b->show_algo ? "  (auto chose)" : "");
 }
 
 static void print_row(const bench_t *b, const row_t *row, bool first)
@@ -960,6 +993,9 @@ static void print_row(const bench_t *b, const row_t *row, bool first)
         fprintf(f, "%s,%d,%zu,%zu,%s,%s,%d,%s,%d,%.3f,%.4f,%.4f,%" PRId64, b->coll->name,
                 b->nranks, row->bytes, row->count, b->dt->name, redop, root, algo_name(b->algo),
                 b->inplace ? 1 : 0, row->time_us, row->algbw, row->busbw, row->wrong);
+        if (b->show_algo) {
+            fprintf(f, ",%s", row_algo_name(row));
+        }
         if (b->use_codec) {
             fprintf(f, ",%s,%d,%.0f,%.4f,%.4e", b->codec_name, b->use_ef ? 1 : 0,
                     row->wire_bytes, row->wirebw, row->relerr);
@@ -971,6 +1007,9 @@ static void print_row(const bench_t *b, const row_t *row, bool first)
                 "\"algbw_gbps\": %.4f, \"busbw_gbps\": %.4f, \"wrong\": %" PRId64,
                 first ? "" : ",", row->bytes, row->count, row->time_us, row->best_us, row->algbw,
                 row->busbw, row->wrong);
+        if (b->show_algo) {
+            fprintf(f, ", \"algo_used\": \"%s\"", row_algo_name(row));
+        }
         if (b->use_codec) {
             fprintf(f, ", \"wire_bytes\": %.0f, \"wirebw_gbps\": %.4f, \"rel_err\": %.4e",
                     row->wire_bytes, row->wirebw, row->relerr);
@@ -987,8 +1026,9 @@ static void print_row(const bench_t *b, const row_t *row, bool first)
         } else {
             snprintf(wrong, sizeof(wrong), "%" PRId64, row->wrong);
         }
-        fprintf(f, "  %12zu %12zu %8s %6s %6d %10.2f %8.3f %8.3f %7s\n", row->bytes, row->count,
-                b->dt->name, redop, root, row->time_us, row->algbw, row->busbw, wrong);
+        fprintf(f, "  %12zu %12zu %8s %6s %6d %10.2f %8.3f %8.3f %7s%s%s\n", row->bytes,
+                row->count, b->dt->name, redop, root, row->time_us, row->algbw, row->busbw, wrong,
+                b->show_algo ? "  " : "", b->show_algo ? row_algo_name(row) : "");
     }
     fflush(f);
 }
@@ -999,6 +1039,40 @@ static void codec_restore(bench_t *b, size_t count)
     if (b->use_codec && b->inplace) {
         memcpy(b->recvbuf, b->codec_input, count * sizeof(float));
     }
+}
+
+/* The statistics row (gs_coll_type_t) of a benchmarked collective. */
+static gs_coll_type_t coll_type_of(coll_kind_t kind)
+{
+    switch (kind) {
+    case COLL_ALLREDUCE: return GS_COLL_TYPE_ALLREDUCE;
+    case COLL_BROADCAST: return GS_COLL_TYPE_BROADCAST;
+    case COLL_REDUCE: return GS_COLL_TYPE_REDUCE;
+    case COLL_ALLGATHER: return GS_COLL_TYPE_ALLGATHER;
+    case COLL_REDUCE_SCATTER: return GS_COLL_TYPE_REDUCE_SCATTER;
+    case COLL_ALLTOALL: return GS_COLL_TYPE_ALLTOALL;
+    case COLL_SENDRECV: return GS_COLL_TYPE_SEND;
+    case COLL_BARRIER: return GS_COLL_TYPE_BARRIER;
+    }
+    return GS_COLL_TYPE_ALLREDUCE;
+}
+
+/* The algorithm the last call of the benchmarked collective ran on this rank. */
+static int last_algo(const bench_t *b)
+{
+    gs_comm_stats_t st = GS_COMM_STATS_INIT;
+
+    BENCH_CHECK(b, gs_comm_stats(b->comm, &st));
+    return (int)st.coll[coll_type_of(b->coll->kind)].last_algo;
+}
+
+/* @p algo if every rank reports it, ALGO_MIXED otherwise (collective). */
+static int agreed_algo(const bench_t *b, int algo)
+{
+    int32_t v[2] = {algo, -algo}; /* max of both: the largest and minus the smallest */
+
+    BENCH_CHECK(b, gs_allreduce(b->comm, v, v, 2, GS_DTYPE_I32, GS_OP_MAX));
+    return (v[0] == -v[1]) ? v[0] : ALGO_MIXED;
 }
 
 static void bench_size(bench_t *b, size_t count, row_t *row)
@@ -1027,6 +1101,8 @@ static void bench_size(bench_t *b, size_t count, row_t *row)
         BENCH_CHECK(b, gs_comm_counters(b->comm, &c1));
         wire += (double)(c1.bytes_sent - c0.bytes_sent);
     }
+    /* Read before the bookkeeping all-reduces below choose their own algorithm. */
+    const int algo_used = b->show_algo ? last_algo(b) : (int)b->algo;
     BENCH_CHECK(b, gs_allreduce(b->comm, b->times, b->times, (size_t)iters, GS_DTYPE_F64,
                                 GS_OP_MAX));
     qsort(b->times, (size_t)iters, sizeof(double), cmp_double);
@@ -1043,6 +1119,7 @@ static void bench_size(bench_t *b, size_t count, row_t *row)
     row->wire_bytes = 0.0;
     row->wirebw = 0.0;
     row->relerr = 0.0;
+    row->algo_used = b->show_algo ? agreed_algo(b, algo_used) : algo_used;
 
     if (b->use_codec) {
         /* The bytes of one call on the busiest rank, and the error of one call from a zero
@@ -1069,6 +1146,148 @@ static void bench_size(bench_t *b, size_t count, row_t *row)
         BENCH_CHECK(b, gs_allreduce(b->comm, &wrong, &wrong, 1, GS_DTYPE_I64, GS_OP_SUM));
         row->wrong = wrong;
     }
+}
+
+/* ===================================================================== */
+/* --stats: the slowest link of every rank                               */
+/* ===================================================================== */
+
+/* What each rank contributes: its slowest peer, then its wait on every peer. */
+enum {
+    ST_PEER,       /* the peer this rank waited on longest, -1 when none */
+    ST_RECV_WAIT,  /* ns blocked until a message from it arrived */
+    ST_SEND_WAIT,  /* ns blocked until a send to it finished */
+    ST_SENT,       /* bytes sent to it */
+    ST_RECEIVED,   /* bytes received from it */
+    ST_BUSY,       /* ns this rank spent in collectives */
+    ST_WAIT,       /* ns this rank spent blocked on any peer */
+    ST_FIXED       /* then one wait (ns) per peer */
+};
+
+/* Gather every rank's row (ST_FIXED + nranks int64) into a new array (collective). */
+static int64_t *stats_gather(const bench_t *b)
+{
+    const size_t n = (size_t)b->nranks;
+    const size_t width = ST_FIXED + n;
+    int64_t *mine = calloc(width, sizeof(int64_t));
+    int64_t *all = calloc(width * n, sizeof(int64_t));
+    gs_comm_stats_t cs = GS_COMM_STATS_INIT;
+
+    if ((mine == NULL) || (all == NULL)) {
+        fprintf(stderr, "gs-bench: out of memory for --stats\n");
+        exit(BENCH_EXIT_FAIL);
+    }
+    mine[ST_PEER] = -1;
+    for (int p = 0; p < b->nranks; p++) {
+        gs_peer_stats_t ps = GS_PEER_STATS_INIT;
+        BENCH_CHECK(b, gs_comm_peer_stats(b->comm, p, &ps));
+        mine[ST_FIXED + p] = (int64_t)(ps.recv_wait_ns + ps.send_wait_ns);
+        if ((p != b->rank) && ((mine[ST_PEER] < 0) ||
+                               (mine[ST_FIXED + p] > mine[ST_FIXED + mine[ST_PEER]]))) {
+            mine[ST_PEER] = p;
+            mine[ST_RECV_WAIT] = (int64_t)ps.recv_wait_ns;
+            mine[ST_SEND_WAIT] = (int64_t)ps.send_wait_ns;
+            mine[ST_SENT] = (int64_t)ps.bytes_sent;
+            mine[ST_RECEIVED] = (int64_t)ps.bytes_received;
+        }
+    }
+    BENCH_CHECK(b, gs_comm_stats(b->comm, &cs));
+    mine[ST_BUSY] = (int64_t)cs.busy_ns;
+    mine[ST_WAIT] = (int64_t)cs.wait_ns;
+    BENCH_CHECK(b, gs_allgather(b->comm, mine, all, width, GS_DTYPE_I64));
+    free(mine);
+    return all;
+}
+
+/* The rank the others waited on longest in total, and that total (ns). */
+static int most_waited_on(const bench_t *b, const int64_t *all, int64_t *total_out)
+{
+    const size_t width = ST_FIXED + (size_t)b->nranks;
+    int best = -1;
+    int64_t best_total = 0;
+
+    for (int p = 0; p < b->nranks; p++) {
+        int64_t total = 0;
+        for (int r = 0; r < b->nranks; r++) {
+            total += (r != p) ? all[(size_t)r * width + ST_FIXED + (size_t)p] : 0;
+        }
+        if ((best < 0) || (total > best_total)) {
+            best = p;
+            best_total = total;
+        }
+    }
+    *total_out = best_total;
+    return best;
+}
+
+static void print_stats_text(const bench_t *b, const int64_t *all, FILE *f)
+{
+    const size_t width = ST_FIXED + (size_t)b->nranks;
+    int worst = -1;
+    int64_t worst_wait = -1;
+    int64_t waited_total = 0;
+    int waited_rank = most_waited_on(b, all, &waited_total);
+
+    fprintf(f, "#\n# --stats: time each rank spent blocked waiting on one peer, whole run "
+               "(docs/stats.md)\n");
+    fprintf(f, "# %5s %5s %10s %10s %10s %7s %12s %12s\n", "rank", "peer", "wait", "recv-wait",
+            "send-wait", "of busy", "sent", "received");
+    fprintf(f, "# %5s %5s %10s %10s %10s %7s %12s %12s\n", "", "", "(ms)", "(ms)", "(ms)", "",
+            "(MB)", "(MB)");
+    for (int r = 0; r < b->nranks; r++) {
+        const int64_t *row = &all[(size_t)r * width];
+        const double wait = (double)(row[ST_RECV_WAIT] + row[ST_SEND_WAIT]);
+        if (row[ST_PEER] < 0) {
+            fprintf(f, "# %5d %5s\n", r, "-");
+            continue;
+        }
+        fprintf(f, "# %5d %5d %10.2f %10.2f %10.2f %6.1f%% %12.2f %12.2f\n", r,
+                (int)row[ST_PEER], wait / 1e6, (double)row[ST_RECV_WAIT] / 1e6,
+                (double)row[ST_SEND_WAIT] / 1e6,
+                row[ST_BUSY] > 0 ? 100.0 * wait / (double)row[ST_BUSY] : 0.0,
+                (double)row[ST_SENT] / 1e6, (double)row[ST_RECEIVED] / 1e6);
+        if (wait > (double)worst_wait) {
+            worst = r;
+            worst_wait = row[ST_RECV_WAIT] + row[ST_SEND_WAIT];
+        }
+    }
+    if ((worst < 0) || (waited_rank < 0)) {
+        fprintf(f, "# slowest link: none (one rank)\n#\n");
+        return;
+    }
+    {
+        const int64_t *row = &all[(size_t)worst * width];
+        const bool recv = row[ST_RECV_WAIT] >= row[ST_SEND_WAIT];
+        fprintf(f, "# slowest link: rank %d waited %.2f ms on rank %d (mostly %s)\n", worst,
+                (double)worst_wait / 1e6, (int)row[ST_PEER],
+                recv ? "for its data: that rank or the link into this one is slow"
+                     : "for sends to finish: that rank reads slowly or the link is slow");
+    }
+    fprintf(f, "# most waited-on rank: %d (the other ranks waited %.2f ms on it in total; one "
+               "rank waited on by all is a straggler, a single pair is a slow link)\n#\n",
+            waited_rank, (double)waited_total / 1e6);
+}
+
+static void print_stats_json(const bench_t *b, const int64_t *all, FILE *f)
+{
+    const size_t width = ST_FIXED + (size_t)b->nranks;
+    int64_t waited_total = 0;
+    const int waited_rank = most_waited_on(b, all, &waited_total);
+
+    fprintf(f, ",\n \"stats\": {\"most_waited_on\": %d, \"most_waited_on_ms\": %.3f, "
+               "\"slowest_links\": [",
+            waited_rank, (double)waited_total / 1e6);
+    for (int r = 0; r < b->nranks; r++) {
+        const int64_t *row = &all[(size_t)r * width];
+        fprintf(f,
+                "%s\n  {\"rank\": %d, \"peer\": %d, \"recv_wait_ms\": %.3f, \"send_wait_ms\": %.3f, "
+                "\"sent_bytes\": %" PRId64 ", \"received_bytes\": %" PRId64 ", \"busy_ms\": %.3f, "
+                "\"wait_ms\": %.3f}",
+                r ? "," : "", r, (int)row[ST_PEER], (double)row[ST_RECV_WAIT] / 1e6,
+                (double)row[ST_SEND_WAIT] / 1e6, row[ST_SENT], row[ST_RECEIVED],
+                (double)row[ST_BUSY] / 1e6, (double)row[ST_WAIT] / 1e6);
+    }
+    fprintf(f, "\n ]}");
 }
 
 static void *alloc_buf(size_t bytes)
@@ -1104,8 +1323,12 @@ int main(int argc, char **argv)
     int status_exit = 0;
 
     parse_args(&b, argc, argv);
+    b.show_algo = (b.algo == GS_ALGO_AUTO) && !b.use_codec && (b.coll->kind != COLL_SENDRECV);
 
-    BENCH_CHECK(NULL, gs_comm_init_env(&b.comm, NULL));
+    gs_config_t cfg;
+    BENCH_CHECK(NULL, gs_config_init(&cfg));
+    cfg.transport = b.transport; /* NULL: GS_TRANSPORT or the default */
+    BENCH_CHECK(NULL, gs_comm_init_env(&b.comm, &cfg));
     BENCH_CHECK(&b, gs_comm_rank(b.comm, &b.rank));
     BENCH_CHECK(&b, gs_comm_size(b.comm, &b.nranks));
     if (b.coll->rooted && b.root >= b.nranks) {
@@ -1177,14 +1400,23 @@ int main(int argc, char **argv)
         bytes = bytes > 0 ? bytes * b.factor : 1;
     }
 
+    int64_t *stats = b.stats ? stats_gather(&b) : NULL;
     if (b.rank == 0) {
         if (b.format == OUT_JSON) {
-            fprintf(b.out, "\n ], \"avg_busbw_gbps\": %.4f, \"wrong_total\": %" PRId64 "}\n",
+            fprintf(b.out, "\n ], \"avg_busbw_gbps\": %.4f, \"wrong_total\": %" PRId64,
                     busbw_sum / nrows, b.check ? wrong_total : (int64_t)-1);
+            if (stats != NULL) {
+                print_stats_json(&b, stats, b.out);
+            }
+            fprintf(b.out, "}\n");
         } else if (b.format == OUT_TEXT) {
             fprintf(b.out, "# Out of bounds values : %" PRId64 " %s\n", wrong_total,
                     !b.check ? "(not checked)" : wrong_total ? "FAILED" : "OK");
             fprintf(b.out, "# Avg bus bandwidth    : %.4f\n#\n", busbw_sum / nrows);
+        }
+        if (stats != NULL && b.format != OUT_JSON) {
+            /* CSV stays machine-readable: the table goes to stderr. */
+            print_stats_text(&b, stats, b.format == OUT_TEXT ? b.out : stderr);
         }
         fflush(b.out);
         if (b.out != stdout) {
@@ -1197,6 +1429,7 @@ int main(int argc, char **argv)
         }
         status_exit = BENCH_EXIT_FAIL;
     }
+    free(stats);
     free(b.times);
     free(b.codec_input);
     BENCH_CHECK(&b, gs_ef_destroy(b.ef));

@@ -74,7 +74,8 @@ mkdir -p "$OUTDIR"
 COMMON=(-b "$MINB" -e "$MAXB" -f 2 -w "$WARMUP" -n "$ITERS" --inplace --csv)
 
 # Each entry: label|kind. Labels become file names and table columns.
-RUNS=("gradsync|gs")
+# gradsync-tcp: the same with GS_SHM=0 (its TCP path between local ranks).
+RUNS=("gradsync|gs" "gradsync-tcp|gstcp")
 if [ -x "$MPIBENCH" ] && command -v mpirun >/dev/null 2>&1; then
     RUNS+=("mpi-default|mpi" "mpi-ob1-tcp|mpitcp")
 else
@@ -96,6 +97,9 @@ run_one() { # label kind round
     case "$kind" in
     gs)
         cmd=("$GSRUN" -n "$NRANKS" "$GSBENCH" allreduce "${COMMON[@]}" "${CHECK[@]}" -o "$csv") ;;
+    gstcp)
+        cmd=(env GS_SHM=0 "$GSRUN" -n "$NRANKS" "$GSBENCH" allreduce "${COMMON[@]}" "${CHECK[@]}"
+             -o "$csv") ;;
     mpi)
         cmd=(mpirun --allow-run-as-root --oversubscribe -np "$NRANKS"
              "$MPIBENCH" "${COMMON[@]}" -o "$csv") ;;

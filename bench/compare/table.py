@@ -18,7 +18,7 @@ import statistics
 import sys
 
 FILE_RE = re.compile(r"^(?P<label>.+)__r(?P<round>\d+)\.csv$")
-ORDER = ["gradsync", "mpi-default", "mpi-ob1-tcp"]
+ORDER = ["gradsync", "gradsync-tcp", "mpi-default", "mpi-ob1-tcp"]
 
 
 def load(directory):

@@ -22,9 +22,18 @@
 # headers cap it near 95.5% at MTU 1500). Needs root and iproute2 (exit 77
 # otherwise).
 #
+# --codecs int8,sign,topk:0.01 adds compressed all-reduces (gs-bench
+# allreduce --codec NAME [--ratio R] --ef, labels gs-NAME) and the
+# uncompressed ring they are measured against (gs-bench --algo ring, label
+# gs-ring); a second table gives, per size and codec, the median time, the
+# speed-up over gs-ring, the issue's target where it has one (int8 3.3x,
+# sign 12x, topk 1% 15x), the wire bytes per rank and the relative error
+# against the exact f32 sum. --libs none runs only those.
+#
 # usage: bench_net.sh BUILD_DIR [--hosts H] [--rate 1gbit] [--burst 256kb] [-b 1M] [-e 64M]
-#                     [-w WARMUP] [-i ITERS] [--rounds R] [--libs gs,mpi,gloo]
-#                     [--gloo-algos ring_chunked,default] [--timeout S] [--out DIR]
+#                     [-w WARMUP] [-i ITERS] [--rounds R] [--libs gs,mpi,gloo|none]
+#                     [--gloo-algos ring_chunked,default] [--codecs C[:RATIO],...]
+#                     [--timeout S] [--out DIR]
 set -u
 
 usage() {
@@ -47,6 +56,7 @@ LIBS=gs,mpi,gloo
 GLOO_ALGOS=ring_chunked,default
 TIMEOUT=300
 OUTDIR=
+CODECS=
 while [ $# -gt 0 ]; do
     case "$1" in
     --hosts) NH=$2; shift 2 ;;
@@ -59,6 +69,7 @@ while [ $# -gt 0 ]; do
     --rounds) ROUNDS=$2; shift 2 ;;
     --libs) LIBS=$2; shift 2 ;;
     --gloo-algos) GLOO_ALGOS=$2; shift 2 ;;
+    --codecs) CODECS=$2; shift 2 ;;
     --timeout) TIMEOUT=$2; shift 2 ;;
     --out) OUTDIR=$2; shift 2 ;;
     *) echo "bench_net: unknown argument '$1'" >&2; usage ;;
@@ -106,24 +117,29 @@ for l in "${libs[@]}"; do
             echo "bench_net: gloo-bench not built; Gloo left out" >&2
         fi
         ;;
+    none) ;;
     *) echo "bench_net: unknown library '$l'" >&2; exit 2 ;;
     esac
 done
+if [ -n "$CODECS" ]; then
+    RUNS+=("gs-ring|gsring")
+    IFS=, read -r -a codecs <<< "$CODECS"
+    for c in "${codecs[@]}"; do
+        case "${c%%:*}" in
+        fp16|bf16|int8|qsgd|sign|topk|randk|none) ;;
+        *) echo "bench_net: unknown codec '${c%%:*}'" >&2; exit 2 ;;
+        esac
+        RUNS+=("gs-${c/:/-}|codec:$c")
+    done
+fi
+[ ${#RUNS[@]} -gt 0 ] || { echo "bench_net: nothing to run" >&2; exit 2; }
 
 lab_up "$NH" --rate "$RATE" --burst "$BURST"
 COMMON=(-b "$MINB" -e "$MAXB" -f 2 -w "$WARMUP" -n "$ITERS" --inplace --csv)
 
-# Open MPI: hostfile of namespace names; the agent maps a name to its namespace.
-AGENT=$LAB_TMP/mpi_agent.sh
-cat > "$AGENT" <<'EOF'
-#!/bin/sh
-# plm_rsh_agent for the lab: $1 is the host (a namespace name), the rest the
-# orted command line, run by sh as ssh would, under that host's own host name.
-h=$1
-shift
-exec ip netns exec "$h" unshare --uts sh -c 'hostname "$0" && exec sh -c "$1"' "$h" "$*"
-EOF
-chmod +x "$AGENT"
+# Open MPI: hostfile of namespace names; the launch agent (shared with
+# tests/net/test_mpi_lab.sh) maps a name to its namespace.
+AGENT=$ROOT/tests/net/netns_agent.sh
 : > "$LAB_TMP/mpi_hosts"
 IFLIST=
 for ((h = 0; h < NH; h++)); do
@@ -137,6 +153,19 @@ run_one() { # label kind round
     case "$kind" in
     gs)
         lab_launch "$NH" 1 "$GSBENCH" allreduce "${COMMON[@]}" --check -o "$csv"
+        rc=$LAB_RC
+        cat "$LAB_TMP"/rank.*.log > "$log"
+        ;;
+    gsring)
+        lab_launch "$NH" 1 "$GSBENCH" allreduce "${COMMON[@]}" --algo ring --check -o "$csv"
+        rc=$LAB_RC
+        cat "$LAB_TMP"/rank.*.log > "$log"
+        ;;
+    codec:*)
+        local spec=${kind#codec:} extra=()
+        [ "${spec#*:}" != "$spec" ] && extra=(--ratio "${spec#*:}")
+        lab_launch "$NH" 1 "$GSBENCH" allreduce "${COMMON[@]}" --codec "${spec%%:*}" \
+            "${extra[@]}" --ef -o "$csv"
         rc=$LAB_RC
         cat "$LAB_TMP"/rank.*.log > "$log"
         ;;
@@ -188,6 +217,7 @@ mult = {None: 1, "bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9,
         "bps": 8, "kbps": 8e3, "mbps": 8e6, "gbps": 8e9}[m.group(2)]
 rate = float(m.group(1)) * mult / 8.0  # bytes per second
 data = {}
+extra = {}  # codec runs: label -> size -> [(rel_err, wire bytes)]
 for name in sorted(os.listdir(outdir)):
     fm = re.fullmatch(r"(.+)__r(\d+)\.csv", name)
     if not fm:
@@ -198,6 +228,9 @@ for name in sorted(os.listdir(outdir)):
         try:
             data.setdefault(fm.group(1), {}).setdefault(int(row["size"]), []).append(
                 (float(row["time_us"]) * 1e-6, row.get("wrong", "")))
+            if row.get("rel_err"):
+                extra.setdefault(fm.group(1), {}).setdefault(int(row["size"]), []).append(
+                    (float(row["rel_err"]), float(row["wire_bytes"])))
         except (KeyError, ValueError):
             pass
 if not data:
@@ -225,6 +258,25 @@ for s in sizes:
         t = statistics.median(ts)
         cells += [f"{2.0 * (nh - 1) / nh * s / t / 1e9:.4f}", f"{100.0 * ideal / t:.1f}%"]
     print(f"| {fsz(s)} | " + " | ".join(cells) + " |")
+if extra and "gs-ring" in data:
+    targets = {"gs-int8": 3.3, "gs-sign": 12.0, "gs-topk-0.01": 15.0, "gs-topk": 15.0}
+    print("\ncompressed all-reduce (with EF) against the uncompressed ring (gs-ring), median "
+          "time over rounds; rel.err = ||out - exact|| / ||exact||, largest over rounds\n")
+    print("| size | codec | time ms | ring ms | speed-up | target | wire bytes/rank | rel.err |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|")
+    for s in sizes:
+        ring = [t for t, _ in data["gs-ring"].get(s, [])]
+        for l in sorted(extra):
+            ts = [t for t, _ in data[l].get(s, [])]
+            if not ts or not ring:
+                continue
+            t, tr = statistics.median(ts), statistics.median(ring)
+            errs = extra[l].get(s, [(float("nan"), 0.0)])
+            tgt = targets.get(l)
+            mark = "" if tgt is None else (f"{tgt:g}x " + ("met" if tr / t >= tgt else "MISSED"))
+            print(f"| {fsz(s)} | {l[3:]} | {t * 1e3:.1f} | {tr * 1e3:.1f} | {tr / t:.2f}x | "
+                  f"{mark or '-'} | {statistics.median(w for _, w in errs):.0f} | "
+                  f"{max(e for e, _ in errs):.3e} |")
 bad = [(l, s, w) for l in data for s in data[l] for _, w in data[l][s] if w not in ("", "0", "-1", "N/A")]
 if bad:
     print(f"\nWRONG RESULTS: {bad}")

@@ -521,6 +521,20 @@ static int check_replicas(run_t *r)
     return 0;
 }
 
+/* The largest of every rank's @p rc. Only rank 0 reports bad arguments and
+ * bad data: the ranks leave together, so that a fast rank's exit cannot
+ * make gsrun stop rank 0 before it has printed why. */
+static int ranks_agree(gs_comm_t comm, int rc)
+{
+    int32_t worst = rc;
+
+    if (gs_failed(gs_allreduce(comm, &worst, &worst, 1, GS_DTYPE_I32, GS_OP_MAX),
+                  "gs_allreduce (error check)")) {
+        return (rc != 0) ? rc : 1;
+    }
+    return (int)worst;
+}
+
 static int train_run(run_t *r)
 {
     const train_args_t *a = r->args;
@@ -643,8 +657,9 @@ int main(int argc, char **argv)
     if (rc == 0) {
         rc = make_codec(&args, &r.codec, &r.compress);
     }
+    rc = ranks_agree(r.comm, rc);
     if (rc == 0) {
-        rc = load_data(&r, &all);
+        rc = ranks_agree(r.comm, load_data(&r, &all));
     }
     if ((rc == 0) && (model_init(&r.model, r.train.d, args.hidden, (size_t)r.train.classes,
                                  args.seed) != 0)) {

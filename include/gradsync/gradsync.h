@@ -132,6 +132,8 @@ GS_API gs_status_t gs_comm_init_env(gs_comm_t *comm_out, const gs_config_t *cfg)
  * Point-to-point operations still in flight (a gs_irecv nobody will match)
  * are cancelled and complete with GS_ERR_ABORTED; release their requests
  * with gs_wait() or gs_test() as usual, which is allowed after destroy.
+ * With GS_STATS_FILE set, appends the communicator's final statistics line
+ * (docs/stats.md) once the worker has stopped.
  * @return GS_OK, or the first error met while shutting down.
  * @note Local. Do not use @p comm afterwards.
  */
@@ -183,6 +185,110 @@ typedef struct gs_counters {
  * @note Local, thread-safe; values are a consistent-enough snapshot.
  */
 GS_API gs_status_t gs_comm_counters(gs_comm_t comm, gs_counters_t *counters_out);
+
+/* ===================================================================== */
+/* Traffic statistics                                                    */
+/* ===================================================================== */
+/*
+ * Where did the time go? gs_comm_stats() gives the totals of a communicator
+ * and, per collective kind, the calls, bytes, busy time and the algorithm
+ * that ran last (what the cost model or GS_ALGO chose). gs_comm_peer_stats()
+ * gives, per peer, bytes and messages each way and the time this rank spent
+ * blocked waiting on that peer: the peer with the most wait time is the
+ * slow link (or the slow rank) seen from here. GS_STATS_FILE writes the same
+ * numbers as JSON lines at gs_comm_destroy() (and every GS_STATS_INTERVAL_MS);
+ * docs/stats.md shows how to read them. Counters only grow: take the
+ * difference of two reads to measure an interval. Reading is local,
+ * thread-safe and lock-free; values are read one by one, so a read taken
+ * while operations run is only approximately consistent across fields.
+ */
+
+/** @brief Collective kinds: the indexes of gs_comm_stats_t.coll[]. Values are stable. */
+typedef enum gs_coll_type {
+    GS_COLL_TYPE_ALLREDUCE = 0,
+    GS_COLL_TYPE_BROADCAST = 1,
+    GS_COLL_TYPE_REDUCE = 2,
+    GS_COLL_TYPE_ALLGATHER = 3,
+    GS_COLL_TYPE_REDUCE_SCATTER = 4,
+    GS_COLL_TYPE_ALLTOALL = 5,
+    GS_COLL_TYPE_BARRIER = 6,
+    GS_COLL_TYPE_SEND = 7,
+    GS_COLL_TYPE_RECV = 8,
+    GS_COLL_TYPE_COUNT = 9 /**< kinds known to this header (at most GS_STATS_COLL_MAX) */
+} gs_coll_type_t;
+
+/** @brief Slots of gs_comm_stats_t.coll[]; fixed, so kinds can be added without an ABI break. */
+#define GS_STATS_COLL_MAX 16
+
+/** @brief Statistics of one collective kind (a fixed-layout element of gs_comm_stats_t). */
+typedef struct gs_coll_stats {
+    uint64_t ops;        /**< calls finished (any status) */
+    uint64_t bytes;      /**< sum of count x dtype size over those calls (count as passed) */
+    uint64_t busy_ns;    /**< time spent running them */
+    gs_algo_t last_algo; /**< algorithm of the latest successful call; GS_ALGO_AUTO when none
+                              ran yet, for point-to-point and for the compressed all-reduce */
+} gs_coll_stats_t;
+
+/** @brief Statistics of one communicator. Append-only; size first (GS_COMM_STATS_INIT). */
+typedef struct gs_comm_stats {
+    size_t size;             /**< set by the caller (GS_COMM_STATS_INIT); the library sets it
+                                  to the bytes it wrote */
+    int rank;                /**< this rank in the communicator */
+    int nranks;              /**< ranks in the communicator */
+    uint64_t comm_id;        /**< communicator id (equal on every rank of the communicator) */
+    uint64_t bytes_sent;     /**< payload bytes sent, counted by the transport */
+    uint64_t bytes_received; /**< payload bytes received, counted by the transport */
+    uint64_t msgs_sent;      /**< transport messages sent */
+    uint64_t msgs_received;  /**< transport messages received */
+    uint64_t ops_completed;  /**< operations finished (any status) */
+    uint64_t ops_failed;     /**< operations finished with an error */
+    uint64_t busy_ns;        /**< time spent running collectives */
+    uint64_t wait_ns;        /**< time blocked waiting on peers (sum of gs_peer_stats_t waits) */
+    gs_coll_stats_t coll[GS_STATS_COLL_MAX]; /**< per kind, indexed by gs_coll_type_t */
+} gs_comm_stats_t;
+
+#define GS_COMM_STATS_INIT \
+    {sizeof(gs_comm_stats_t), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, {{0, 0, 0, GS_ALGO_AUTO}}}
+
+/** @brief What this rank exchanged with one peer. Append-only; size first (GS_PEER_STATS_INIT). */
+typedef struct gs_peer_stats {
+    size_t size;             /**< set by the caller (GS_PEER_STATS_INIT) */
+    int peer;                /**< the peer's rank (written by the call) */
+    uint64_t bytes_sent;     /**< payload bytes sent to the peer by the algorithms */
+    uint64_t bytes_received; /**< payload bytes received from the peer */
+    uint64_t msgs_sent;      /**< messages sent to the peer */
+    uint64_t msgs_received;  /**< messages received from the peer */
+    uint64_t send_wait_ns;   /**< time blocked until a send to the peer finished */
+    uint64_t recv_wait_ns;   /**< time blocked until a message from the peer arrived */
+} gs_peer_stats_t;
+
+#define GS_PEER_STATS_INIT {sizeof(gs_peer_stats_t), 0, 0, 0, 0, 0, 0, 0}
+
+/**
+ * @brief Read the statistics of @p comm into @p stats_out, whose size field
+ * the caller sets first (GS_COMM_STATS_INIT); fields beyond it are not
+ * written, and fields this library does not know are zeroed.
+ * @return GS_OK; GS_ERR_INVALID_ARG when @p comm or @p stats_out is NULL or
+ * stats_out->size is smaller than the first version of the struct or
+ * implausibly large (an uninitialised struct).
+ * @note Local, thread-safe, lock-free; works on a failed communicator too.
+ */
+GS_API gs_status_t gs_comm_stats(gs_comm_t comm, gs_comm_stats_t *stats_out);
+
+/**
+ * @brief Read what this rank exchanged with @p peer (0 <= peer < size; the
+ * calling rank's own entry is all zero) into @p stats_out, whose size field
+ * the caller sets first (GS_PEER_STATS_INIT). Counted for every algorithm
+ * that runs over gradsync's transports (GS_ALGO_NATIVE collectives of the
+ * MPI transport are not broken down by peer). Wait time is the time this
+ * rank spent blocked in the transport, charged to the peer whose message or
+ * send completion ended the wait; the totals of all peers add up to
+ * gs_comm_stats_t.wait_ns.
+ * @return GS_OK; GS_ERR_INVALID_ARG when @p comm or @p stats_out is NULL,
+ * stats_out->size is wrong (as for gs_comm_stats()) or @p peer is out of range.
+ * @note Local, thread-safe, lock-free.
+ */
+GS_API gs_status_t gs_comm_peer_stats(gs_comm_t comm, int peer, gs_peer_stats_t *stats_out);
 
 /* ===================================================================== */
 /* Blocking collectives                                                  */

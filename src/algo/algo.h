@@ -53,7 +53,43 @@ typedef struct gs_algo_model {
     double beta;
     double gamma;
     double cache_bytes; /* last-level cache: unsliced messages beyond it pay a memory pass */
+    double intra_alpha; /* alpha and beta between ranks of one host (hierarchical phases) */
+    double intra_beta;
 } gs_algo_model_t;
+
+/*
+ * Which ranks share a host (algo_hosts.c), from the host ids exchanged at
+ * bootstrap. Hosts are numbered in order of their lowest rank; the
+ * host-grouped order lists host 0's ranks (ascending), then host 1's, and
+ * so on, so that a ring or chain over it crosses between hosts only
+ * nhosts times. All zero (nhosts 0, NULL arrays): unknown, which the
+ * algorithms treat as the identity order with one rank per host.
+ */
+typedef struct gs_algo_hosts {
+    int nhosts;     /* distinct hosts */
+    int local_rank; /* this rank among its host's ranks (ascending rank order) */
+    int local_size; /* ranks on this rank's host */
+    int min_local;  /* fewest ranks on any host */
+    int max_local;  /* most ranks on any host */
+    uint64_t *ids;  /* rank -> host id, size entries */
+    int *host_of;   /* rank -> host index */
+    int *order;     /* position -> rank, host-grouped */
+    int *pos;       /* rank -> position in order */
+    int *first;     /* host -> its first position in order; nhosts + 1 entries */
+} gs_algo_hosts_t;
+
+/*
+ * The order in which the ring, chain and tree visit ranks: position p is
+ * rank order[p]. NULL order: the identity over all ctx->size ranks. The
+ * hierarchical all-reduce points it at a sub-group (the ranks of one host,
+ * or one rank per host) to run the ring there; n and pos then describe
+ * the sub-group. See gs__route_*() below.
+ */
+typedef struct gs_algo_route {
+    const int *order; /* position -> rank, n entries, or NULL */
+    int n;            /* positions */
+    int pos;          /* this rank's position */
+} gs_algo_route_t;
 
 typedef struct gs_algo_ctx {
     gs_transport_t *tr;
@@ -67,6 +103,13 @@ typedef struct gs_algo_ctx {
     const char *opname;    /* "gs_allreduce", for error messages */
     gs_algo_model_t model; /* all zero: the built-in defaults */
     uint64_t logged[GS_COLL_KIND_COUNT]; /* size classes whose choice was logged at INFO */
+    gs_algo_hosts_t hosts; /* which ranks share a host (set by the communicator) */
+    gs_algo_route_t route; /* ring/chain/tree order: hosts.order, or a sub-group */
+    /* Traffic statistics (algo_util.c): per-peer counters, ctx->size entries, or NULL; and
+     * the time blocked in the transport since the last completion, charged to the peer of
+     * the request that completes next. */
+    struct gs__peer_counters *peer_ctr;
+    uint64_t wait_pending_ns;
 } gs_algo_ctx_t;
 
 /* A posted transport request and what it is for. */
@@ -142,10 +185,68 @@ static inline void gs__algo_split(size_t count, int parts, int i, size_t *off_ou
     *len_out = base + (ui < extra ? 1 : 0);
 }
 
+/* Ranks taking part in the route, this rank's position, and the rank at
+ * position @p p (ctx->route; NULL order means the identity). */
+static inline int gs__route_n(const gs_algo_ctx_t *ctx)
+{
+    return (ctx->route.order != NULL) ? ctx->route.n : ctx->size;
+}
+
+static inline int gs__route_pos(const gs_algo_ctx_t *ctx)
+{
+    return (ctx->route.order != NULL) ? ctx->route.pos : ctx->rank;
+}
+
+static inline int gs__route_rank(const gs_algo_ctx_t *ctx, int p)
+{
+    return (ctx->route.order != NULL) ? ctx->route.order[p] : p;
+}
+
+/* Position of @p rank in the route, -1 when it takes no part. */
+int gs__route_pos_of(const gs_algo_ctx_t *ctx, int rank);
+
+/*
+ * Fill *h from the host id of every rank (ids[0..n)) as seen by @p rank.
+ * Allocates; release with gs__algo_hosts_free. Returns GS_OK or
+ * GS_ERR_NO_MEMORY (h untouched). Pure otherwise.
+ */
+gs_status_t gs__algo_hosts_init(gs_algo_hosts_t *h, const uint64_t *ids, int n, int rank);
+void gs__algo_hosts_free(gs_algo_hosts_t *h);
+
+/* Point ctx->route at the host-grouped order of ctx->hosts (identity when unknown). */
+void gs__algo_route_hosts(gs_algo_ctx_t *ctx);
+
+/* Model parameters GS_TUNE=probe must leave alone (set explicitly by the user). */
+#define GS_PROBE_KEEP_ALPHA (1u << 0)
+#define GS_PROBE_KEEP_BETA (1u << 1)
+#define GS_PROBE_KEEP_GAMMA (1u << 2)
+#define GS_PROBE_KEEP_INTRA_ALPHA (1u << 3)
+#define GS_PROBE_KEEP_INTRA_BETA (1u << 4)
+
+/*
+ * GS_TUNE=probe (algo_probe.c): time small and large messages to the ring
+ * neighbours and a reduction, agree with every rank on the slowest value of
+ * each, and write them into ctx->model except those flagged in @p keep.
+ * Collective over ctx's ranks; runs before any collective (its tags use a
+ * sequence number collectives do not reach). Tens of ms on loopback.
+ * Returns GS_OK or the exchange's failure (GS_ERR_TIMEOUT, GS_ERR_PEER_FAILED,
+ * GS_ERR_NO_MEMORY).
+ */
+gs_status_t gs__algo_probe(gs_algo_ctx_t *ctx, unsigned keep);
+
 /* Algorithms (each file's header comment states its costs and step tables). */
 gs_status_t gs__ring_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
 gs_status_t gs__ring_reduce_scatter(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
 gs_status_t gs__ring_allgather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
+/* The two phases of the ring all-reduce on their own, over ctx->route, for
+ * the hierarchical all-reduce. Chunk c is elements [bounds[c], bounds[c+1])
+ * of the d->count-element vector (route n + 1 entries; NULL: the balanced
+ * split). rs_chunks: position p ends with chunk (p+1) mod n reduced over the
+ * route (op as given; AVG is not scaled) in recvbuf; other chunks of
+ * recvbuf hold partial sums. ag_chunks: position p holds chunk (p+1) mod n
+ * in recvbuf; every position ends with every chunk. */
+gs_status_t gs__ring_rs_chunks(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, const size_t *bounds);
+gs_status_t gs__ring_ag_chunks(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, const size_t *bounds);
 gs_status_t gs__chain_broadcast(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
 gs_status_t gs__chain_reduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
 gs_status_t gs__direct_alltoall(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
@@ -156,6 +257,7 @@ gs_status_t gs__p2p_post(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, gs_algo_re
 gs_status_t gs__rd_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
 gs_status_t gs__rabenseifner_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
 gs_status_t gs__tree_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
+gs_status_t gs__hier_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
 gs_status_t gs__binomial_broadcast(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
 gs_status_t gs__binomial_reduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
 gs_status_t gs__p2p_send(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
@@ -196,6 +298,27 @@ void gs__algo_model_init(gs_algo_model_t *m, int alpha_us, int beta_mbps, int ga
  * implement @p kind. A zero model means the built-in defaults. Pure. */
 double gs__algo_cost(const gs_algo_model_t *m, gs_coll_kind_t kind, gs_algo_t algo, int n,
                      size_t bytes, size_t slice_bytes);
+
+/* How the ranks sit on hosts, as the cost model sees it. */
+typedef struct gs_algo_shape {
+    int n;         /* ranks */
+    int nhosts;    /* hosts */
+    int min_local; /* fewest ranks on a host */
+    int max_local; /* most ranks on a host */
+} gs_algo_shape_t;
+
+/* Intra-host link parameters (microseconds, MB/s; <= 0: the built-in defaults). */
+void gs__algo_model_set_intra(gs_algo_model_t *m, int alpha_us, int beta_mbps);
+
+/* gs__algo_cost and gs__algo_choose for ranks spread over hosts: the flat
+ * algorithms pay the model's alpha and beta (the links between hosts), the
+ * hierarchical all-reduce pays intra_alpha and intra_beta inside a host and
+ * is offered only when some host has several ranks and there are several
+ * hosts. gs__algo_cost(n) is the shape {n, n, 1, 1}. Pure. */
+double gs__algo_cost_shape(const gs_algo_model_t *m, gs_coll_kind_t kind, gs_algo_t algo,
+                           const gs_algo_shape_t *shape, size_t bytes, size_t slice_bytes);
+gs_algo_t gs__algo_choose_shape(const gs_algo_model_t *m, gs_coll_kind_t kind,
+                                const gs_algo_shape_t *shape, size_t bytes, size_t slice_bytes);
 
 /* The model's choice: the cheapest algorithm that implements @p kind. Pure. */
 gs_algo_t gs__algo_choose(const gs_algo_model_t *m, gs_coll_kind_t kind, int n, size_t bytes,

@@ -2,7 +2,10 @@
 /*
  * Pipelined chain broadcast and reduce.
  *
- * Ranks are ordered by distance from the root, d = (rank - root) mod n.
+ * Ranks are ordered by distance from the root along ctx->route (the
+ * host-grouped order, algo_hosts.c, so the chain crosses between hosts
+ * once per host): d = (pos(rank) - pos(root)) mod n, and "d-1", "d+1"
+ * below are the ranks at those distances.
  * Broadcast: d receives each slice from d-1 straight into the user's buffer
  * and forwards it to d+1; the last rank only receives. Reduce: the data
  * flows the other way, d receives a partial sum from d+1, adds its own
@@ -61,20 +64,25 @@ static void chain_slice(const chain_t *c, size_t j, size_t *off, size_t *len)
 static gs_status_t chain_setup(chain_t *c, gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
                                int toward_root)
 {
-    const int n = ctx->size;
+    const int n = gs__route_n(ctx);
+    const int root_pos = gs__route_pos_of(ctx, d->root);
     size_t slice_elems;
 
     memset(c, 0, sizeof(*c));
     c->ctx = ctx;
     c->d = d;
     c->esize = gs__dtype_size(d->dtype);
-    c->dist = (ctx->rank - d->root + n) % n;
+    if (root_pos < 0) {
+        return gs__error_set(GS_ERR_INTERNAL, "%s: root %d is not on the chain", ctx->opname,
+                             d->root);
+    }
+    c->dist = (gs__route_pos(ctx) - root_pos + n) % n;
     if (toward_root) {
-        c->from = (c->dist < n - 1) ? (d->root + c->dist + 1) % n : -1;
-        c->to = (c->dist > 0) ? (d->root + c->dist - 1) % n : -1;
+        c->from = (c->dist < n - 1) ? gs__route_rank(ctx, (root_pos + c->dist + 1) % n) : -1;
+        c->to = (c->dist > 0) ? gs__route_rank(ctx, (root_pos + c->dist - 1) % n) : -1;
     } else {
-        c->from = (c->dist > 0) ? (d->root + c->dist - 1) % n : -1;
-        c->to = (c->dist < n - 1) ? (d->root + c->dist + 1) % n : -1;
+        c->from = (c->dist > 0) ? gs__route_rank(ctx, (root_pos + c->dist - 1) % n) : -1;
+        c->to = (c->dist < n - 1) ? gs__route_rank(ctx, (root_pos + c->dist + 1) % n) : -1;
     }
     slice_elems = ctx->slice_bytes / c->esize;
     if (slice_elems == 0) {

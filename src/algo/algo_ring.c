@@ -29,6 +29,17 @@
  * rank r ends owning chunk r, which lands directly in the user's recvbuf;
  * the other partial sums live in scratch. All-gather is the all-gather
  * phase with rank r owning chunk r.
+ *
+ * Order: "r" above is a position on ctx->route, not a rank. The ring runs
+ * over the host-grouped order (algo_hosts.c), so that it crosses between
+ * hosts once per host; position p is rank order[p], sends go to the rank
+ * at p+1 and receives come from the rank at p-1. All-reduce chunks are
+ * numbered by position (any numbering every rank agrees on works). The
+ * blocks of reduce-scatter and all-gather belong to ranks, so position p
+ * carries the block of rank order[p] and each rank still ends with its own
+ * block. With ranks launched host by host the order is the identity.
+ * gs__ring_rs_chunks/ag_chunks run the two all-reduce phases alone over a
+ * sub-group route with caller-given chunk bounds (algo_hier.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +52,15 @@
 #define RING_MAX_SLICES 4096
 #define RING_RECV_AHEAD 2
 
-typedef enum ring_mode { RING_ALLREDUCE, RING_REDUCE_SCATTER, RING_ALLGATHER } ring_mode_t;
+/* RS_CHUNKS and AG_CHUNKS are the two halves of RING_ALLREDUCE on their own
+ * (the hierarchical all-reduce runs them inside each host). */
+typedef enum ring_mode {
+    RING_ALLREDUCE,
+    RING_REDUCE_SCATTER,
+    RING_ALLGATHER,
+    RING_RS_CHUNKS,
+    RING_AG_CHUNKS
+} ring_mode_t;
 
 typedef struct ring_slot {
     gs_algo_req_t send;
@@ -59,10 +78,10 @@ typedef struct ring {
     gs_algo_ctx_t *ctx;
     const gs_coll_desc_t *d;
     ring_mode_t mode;
-    int n;
-    int r;
-    int next;
-    int prev;
+    int n;               /* positions on the route */
+    int q;               /* this rank's position; chunk ids below are positions */
+    int next;            /* rank at position q+1 */
+    int prev;            /* rank at position q-1 */
     size_t esize;
     int rs_steps;
     int steps;
@@ -70,6 +89,7 @@ typedef struct ring {
     int ag_base;         /* AG step t sends chunk (ag_base - t) */
     size_t total;        /* elements in the full buffer */
     size_t block;        /* RS/AG modes: elements per chunk (0 for balanced split) */
+    const size_t *bounds; /* chunk modes: chunk c is [bounds[c], bounds[c+1]), or NULL */
     size_t nslices;
     size_t max_chunk;    /* elements */
     size_t slot_elems;   /* staging slot size: ceil(max_chunk / nslices) */
@@ -88,9 +108,13 @@ static inline int ring_mod(int a, int n)
 
 static void ring_chunk(const ring_t *g, int c, size_t *off, size_t *len)
 {
-    if (g->block != 0 || g->mode != RING_ALLREDUCE) {
-        *off = (size_t)c * g->block;
+    if ((g->mode == RING_REDUCE_SCATTER) || (g->mode == RING_ALLGATHER)) {
+        /* Blocks belong to ranks: position c carries the block of its rank. */
+        *off = (size_t)gs__route_rank(g->ctx, c) * g->block;
         *len = g->block;
+    } else if (g->bounds != NULL) {
+        *off = g->bounds[c];
+        *len = g->bounds[c + 1] - g->bounds[c];
     } else {
         gs__algo_split(g->total, g->n, c, off, len);
     }
@@ -111,7 +135,7 @@ static uint8_t *ring_chunk_ptr(const ring_t *g, int c)
     size_t off;
     size_t len;
 
-    if ((g->mode == RING_REDUCE_SCATTER) && (c == g->r)) {
+    if ((g->mode == RING_REDUCE_SCATTER) && (c == g->q)) {
         return (uint8_t *)g->d->recvbuf;
     }
     ring_chunk(g, c, &off, &len);
@@ -218,7 +242,7 @@ static void ring_process(ring_t *g, int k, size_t j)
     staged = ring_recv_dst(g, k, j, &bytes);
     dst = ring_chunk_ptr(g, c) + soff * g->esize;
     gs__reduce(dst, staged, g->src + (off + soff) * g->esize, slen, d->dtype, d->op);
-    if ((k == g->rs_steps - 1) && (d->op == GS_OP_AVG)) {
+    if ((k == g->rs_steps - 1) && (d->op == GS_OP_AVG) && (g->mode != RING_RS_CHUNKS)) {
         gs__reduce_scale(dst, slen, d->dtype, g->n);
     }
 }
@@ -311,7 +335,8 @@ static gs_status_t ring_run(ring_t *g)
     return status;
 }
 
-static gs_status_t ring_setup_and_run(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, ring_mode_t mode)
+static gs_status_t ring_setup_and_run(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, ring_mode_t mode,
+                                      const size_t *bounds)
 {
     ring_t g;
     gs_status_t status;
@@ -324,10 +349,10 @@ static gs_status_t ring_setup_and_run(gs_algo_ctx_t *ctx, const gs_coll_desc_t *
     g.ctx = ctx;
     g.d = d;
     g.mode = mode;
-    g.n = ctx->size;
-    g.r = ctx->rank;
-    g.next = ring_mod(g.r + 1, g.n);
-    g.prev = ring_mod(g.r - 1, g.n);
+    g.n = gs__route_n(ctx);
+    g.q = gs__route_pos(ctx);
+    g.next = gs__route_rank(ctx, ring_mod(g.q + 1, g.n));
+    g.prev = gs__route_rank(ctx, ring_mod(g.q - 1, g.n));
     g.esize = gs__dtype_size(d->dtype);
     g.src = (const uint8_t *)d->sendbuf;
 
@@ -336,8 +361,8 @@ static gs_status_t ring_setup_and_run(gs_algo_ctx_t *ctx, const gs_coll_desc_t *
         g.total = d->count;
         g.rs_steps = g.n - 1;
         g.steps = 2 * (g.n - 1);
-        g.rs_base = g.r;
-        g.ag_base = g.r + 1;
+        g.rs_base = g.q;
+        g.ag_base = g.q + 1;
         g.work = (uint8_t *)d->recvbuf;
         g.max_chunk = (d->count + (size_t)g.n - 1) / (size_t)g.n;
         break;
@@ -346,7 +371,7 @@ static gs_status_t ring_setup_and_run(gs_algo_ctx_t *ctx, const gs_coll_desc_t *
         g.block = d->count;
         g.rs_steps = g.n - 1;
         g.steps = g.n - 1;
-        g.rs_base = g.r - 1;
+        g.rs_base = g.q - 1;
         g.max_chunk = d->count;
         work_bytes = g.total * g.esize;
         break;
@@ -355,9 +380,25 @@ static gs_status_t ring_setup_and_run(gs_algo_ctx_t *ctx, const gs_coll_desc_t *
         g.block = d->count;
         g.rs_steps = 0;
         g.steps = g.n - 1;
-        g.ag_base = g.r;
+        g.ag_base = g.q;
         g.work = (uint8_t *)d->recvbuf;
         g.max_chunk = d->count;
+        break;
+    case RING_RS_CHUNKS:
+    case RING_AG_CHUNKS:
+        g.total = d->count;
+        g.bounds = bounds;
+        g.rs_steps = (mode == RING_RS_CHUNKS) ? g.n - 1 : 0;
+        g.steps = g.n - 1;
+        g.rs_base = g.q;
+        g.ag_base = g.q + 1;
+        g.work = (uint8_t *)d->recvbuf;
+        g.max_chunk = (bounds != NULL) ? 0 : (d->count + (size_t)g.n - 1) / (size_t)g.n;
+        for (int c = 0; (bounds != NULL) && (c < g.n); c++) {
+            if (bounds[c + 1] - bounds[c] > g.max_chunk) {
+                g.max_chunk = bounds[c + 1] - bounds[c];
+            }
+        }
         break;
     }
 
@@ -405,17 +446,24 @@ static gs_status_t ring_setup_and_run(gs_algo_ctx_t *ctx, const gs_coll_desc_t *
     return status;
 }
 
-gs_status_t gs__ring_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
+/* All-reduce and its reduce-scatter half: one rank (or nothing to move) is a copy. */
+static gs_status_t ring_reduce_or_copy(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
+                                       ring_mode_t mode, const size_t *bounds)
 {
     const size_t bytes = d->count * gs__dtype_size(d->dtype);
 
-    if (ctx->size == 1 || d->count == 0) {
+    if ((gs__route_n(ctx) == 1) || (d->count == 0)) {
         if ((d->sendbuf != d->recvbuf) && (bytes > 0)) {
             memcpy(d->recvbuf, d->sendbuf, bytes);
         }
         return GS_OK;
     }
-    return ring_setup_and_run(ctx, d, RING_ALLREDUCE);
+    return ring_setup_and_run(ctx, d, mode, bounds);
+}
+
+gs_status_t gs__ring_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
+{
+    return ring_reduce_or_copy(ctx, d, RING_ALLREDUCE, NULL);
 }
 
 gs_status_t gs__ring_reduce_scatter(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
@@ -429,7 +477,7 @@ gs_status_t gs__ring_reduce_scatter(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
         }
         return GS_OK;
     }
-    return ring_setup_and_run(ctx, d, RING_REDUCE_SCATTER);
+    return ring_setup_and_run(ctx, d, RING_REDUCE_SCATTER, NULL);
 }
 
 gs_status_t gs__ring_allgather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
@@ -443,5 +491,18 @@ gs_status_t gs__ring_allgather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
     if (ctx->size == 1 || d->count == 0) {
         return GS_OK;
     }
-    return ring_setup_and_run(ctx, d, RING_ALLGATHER);
+    return ring_setup_and_run(ctx, d, RING_ALLGATHER, NULL);
+}
+
+gs_status_t gs__ring_rs_chunks(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, const size_t *bounds)
+{
+    return ring_reduce_or_copy(ctx, d, RING_RS_CHUNKS, bounds);
+}
+
+gs_status_t gs__ring_ag_chunks(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, const size_t *bounds)
+{
+    if ((gs__route_n(ctx) == 1) || (d->count == 0)) {
+        return GS_OK;
+    }
+    return ring_setup_and_run(ctx, d, RING_AG_CHUNKS, bounds);
 }

@@ -15,6 +15,12 @@
  * user on a slower or faster network moves every crossover at once
  * instead of tuning thresholds. The cheapest algorithm wins; on a tie the
  * later one in GS_ALGO_MAP (see gs__algo_choose).
+ *
+ * Hosts: alpha and beta describe the links the flat algorithms cross (the
+ * network between hosts on a cluster, loopback on one machine). The
+ * hierarchical all-reduce also pays GS_ALGO_INTRA_ALPHA_US and
+ * GS_ALGO_INTRA_BETA_MBPS inside each host, and is a candidate only when
+ * there are several hosts and some host has several ranks (ctx->hosts).
  */
 #include <stdio.h>
 #include <string.h>
@@ -52,7 +58,8 @@ static const algo_fn_t algo_table[GS_COLL_KIND_COUNT][GS_ALGO_COUNT] = {
                            [GS_ALGO_TREE] = gs__tree_allreduce,
                            [GS_ALGO_RECURSIVE_DOUBLING] = gs__rd_allreduce,
                            [GS_ALGO_RABENSEIFNER] = gs__rabenseifner_allreduce,
-                           [GS_ALGO_NATIVE] = gs__native_allreduce},
+                           [GS_ALGO_NATIVE] = gs__native_allreduce,
+                           [GS_ALGO_HIERARCHICAL] = gs__hier_allreduce},
     [GS_COLL_BROADCAST] = {[GS_ALGO_CHAIN] = gs__chain_broadcast,
                            [GS_ALGO_BINOMIAL] = gs__binomial_broadcast,
                            [GS_ALGO_NATIVE] = gs__native_broadcast},
@@ -106,6 +113,13 @@ void gs__algo_model_init(gs_algo_model_t *m, int alpha_us, int beta_mbps, int ga
     m->beta = 1.0 / ((beta_mbps > 0 ? beta_mbps : GS_ALGO_BETA_MBPS_DEFAULT) * 1e6);
     m->gamma = 1.0 / ((gamma_mbps > 0 ? gamma_mbps : GS_ALGO_GAMMA_MBPS_DEFAULT) * 1e6);
     m->cache_bytes = algo_llc_bytes();
+    gs__algo_model_set_intra(m, 0, 0);
+}
+
+void gs__algo_model_set_intra(gs_algo_model_t *m, int alpha_us, int beta_mbps)
+{
+    m->intra_alpha = (alpha_us > 0 ? alpha_us : GS_ALGO_INTRA_ALPHA_US_DEFAULT) * 1e-6;
+    m->intra_beta = 1.0 / ((beta_mbps > 0 ? beta_mbps : GS_ALGO_INTRA_BETA_MBPS_DEFAULT) * 1e6);
 }
 
 /* Pipeline slices of a message of b bytes (at least 1). */
@@ -180,12 +194,45 @@ static double cost_rooted(const gs_algo_model_t *m, gs_algo_t algo, int n, doubl
     }
 }
 
+/*
+ * algo_hier.c's formula: ring reduce-scatter and all-gather inside a host
+ * (intra parameters), the ring all-reduce of B/m between hosts, where the m
+ * rings of a host share its link, so that link carries 2(H-1)/H B. Uneven
+ * hosts: m is the largest host, and the busiest rank runs up to
+ * ceil(max/min) rings between hosts one after the other.
+ */
+static double cost_hier(const gs_algo_model_t *m, const gs_algo_shape_t *sh, double b,
+                        size_t slice_bytes)
+{
+    const double fm = (double)sh->max_local;
+    const double fh = (double)sh->nhosts;
+    const double runs = (double)((sh->max_local + sh->min_local - 1) / sh->min_local);
+    const double intra = 2.0 * (fm - 1.0) * m->intra_alpha +
+                         2.0 * (fm - 1.0) / fm * b * m->intra_beta + (fm - 1.0) / fm * b * m->gamma;
+    const double s = cost_slices(b / (fh * fm), slice_bytes);
+    const double hidden =
+        (m->beta > m->gamma) ? (fh - 1.0) / fh * (b / fm) * m->gamma * (1.0 - 1.0 / s) : 0.0;
+    const double inter = runs * 2.0 * (fh - 1.0) * m->alpha + 2.0 * (fh - 1.0) / fh * b * m->beta +
+                         (fh - 1.0) / fh * (b / fm) * m->gamma - hidden;
+
+    return intra + inter;
+}
+
 double gs__algo_cost(const gs_algo_model_t *model, gs_coll_kind_t kind, gs_algo_t algo, int n,
                      size_t bytes, size_t slice_bytes)
+{
+    const gs_algo_shape_t flat = {.n = n, .nhosts = n, .min_local = 1, .max_local = 1};
+
+    return gs__algo_cost_shape(model, kind, algo, &flat, bytes, slice_bytes);
+}
+
+double gs__algo_cost_shape(const gs_algo_model_t *model, gs_coll_kind_t kind, gs_algo_t algo,
+                           const gs_algo_shape_t *shape, size_t bytes, size_t slice_bytes)
 {
     gs_algo_model_t def;
     const gs_algo_model_t *m = model;
     const double b = (double)bytes;
+    const int n = shape->n;
     const double fn = (double)n;
 
     if (!gs__algo_offers(kind, algo) || (algo == GS_ALGO_AUTO) || (algo == GS_ALGO_NATIVE) ||
@@ -195,6 +242,15 @@ double gs__algo_cost(const gs_algo_model_t *model, gs_coll_kind_t kind, gs_algo_
     if ((m == NULL) || (m->alpha <= 0.0)) {
         gs__algo_model_init(&def, 0, 0, 0);
         m = &def;
+    }
+    if (algo == GS_ALGO_HIERARCHICAL) {
+        /* Offered only where it differs from the ring: several hosts, and
+         * some host with several ranks. It still runs anywhere if forced. */
+        if ((shape->nhosts < 2) || (shape->max_local < 2) || (shape->min_local < 1) ||
+            (shape->nhosts * shape->min_local > n)) {
+            return -1.0;
+        }
+        return cost_hier(m, shape, b, slice_bytes);
     }
     if (n == 1) {
         return 0.0;
@@ -222,6 +278,15 @@ double gs__algo_cost(const gs_algo_model_t *model, gs_coll_kind_t kind, gs_algo_
 gs_algo_t gs__algo_choose(const gs_algo_model_t *m, gs_coll_kind_t kind, int n, size_t bytes,
                           size_t slice_bytes)
 {
+    const gs_algo_shape_t flat = {.n = n, .nhosts = n, .min_local = 1, .max_local = 1};
+
+    return gs__algo_choose_shape(m, kind, &flat, bytes, slice_bytes);
+}
+
+gs_algo_t gs__algo_choose_shape(const gs_algo_model_t *m, gs_coll_kind_t kind,
+                                const gs_algo_shape_t *shape, size_t bytes, size_t slice_bytes)
+{
+    const int n = shape->n;
     gs_algo_t best = GS_ALGO_AUTO;
     double best_cost = 0.0;
 
@@ -229,7 +294,7 @@ gs_algo_t gs__algo_choose(const gs_algo_model_t *m, gs_coll_kind_t kind, int n, 
         return GS_ALGO_AUTO;
     }
     for (int a = 1; a < GS_ALGO_COUNT; a++) {
-        const double c = gs__algo_cost(m, kind, (gs_algo_t)a, n, bytes, slice_bytes);
+        const double c = gs__algo_cost_shape(m, kind, (gs_algo_t)a, shape, bytes, slice_bytes);
 
         /* On a tie the later algorithm wins. Ties happen at n = 2, where
          * ring and Rabenseifner are the same exchange and the unsliced
@@ -242,6 +307,19 @@ gs_algo_t gs__algo_choose(const gs_algo_model_t *m, gs_coll_kind_t kind, int n, 
         }
     }
     return best;
+}
+
+/* The host layout of the context as the model sees it (unknown: one rank per host). */
+static gs_algo_shape_t algo_shape(const gs_algo_ctx_t *ctx)
+{
+    gs_algo_shape_t sh = {.n = ctx->size, .nhosts = ctx->size, .min_local = 1, .max_local = 1};
+
+    if (ctx->hosts.nhosts > 0) {
+        sh.nhosts = ctx->hosts.nhosts;
+        sh.min_local = ctx->hosts.min_local;
+        sh.max_local = ctx->hosts.max_local;
+    }
+    return sh;
 }
 
 /* Bytes the model is asked about: the whole vector, or one rank's block. */
@@ -269,7 +347,8 @@ static void algo_log_choice(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, gs_algo
     const size_t bytes = algo_bytes(d);
     const int cls = algo_size_class(bytes);
     const uint64_t bit = 1ull << cls;
-    char costs[256];
+    const gs_algo_shape_t shape = algo_shape(ctx);
+    char costs[320];
     size_t used = 0;
 
     if (!gs__log_enabled(GS_LOG_INFO, GS_SUBSYS_ALGO) || ((ctx->logged[d->kind] & bit) != 0)) {
@@ -278,18 +357,19 @@ static void algo_log_choice(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, gs_algo
     ctx->logged[d->kind] |= bit;
     costs[0] = '\0';
     for (int a = 1; (a < GS_ALGO_COUNT) && (used < sizeof(costs)); a++) {
-        const double c = gs__algo_cost(&ctx->model, d->kind, (gs_algo_t)a, ctx->size, bytes,
-                                       ctx->slice_bytes);
+        const double c = gs__algo_cost_shape(&ctx->model, d->kind, (gs_algo_t)a, &shape, bytes,
+                                             ctx->slice_bytes);
         if (c >= 0.0) {
             const int w = snprintf(costs + used, sizeof(costs) - used, "%s%s %.1f us",
                                    (used > 0) ? ", " : "", algo_names[a], c * 1e6);
             used += (w > 0) ? (size_t)w : 0;
         }
     }
-    GS_INFO(ALGO, "%s of %zu bytes (size class %llu..%llu) on %d ranks: %s (%s; model: %s)",
+    GS_INFO(ALGO,
+            "%s of %zu bytes (size class %llu..%llu) on %d ranks, %d hosts: %s (%s; model: %s)",
             coll_names[d->kind], bytes, (cls == 0) ? 0ull : (unsigned long long)(bit >> 1),
-            (cls == 0) ? 0ull : (unsigned long long)(bit - 1ull), ctx->size, algo_names[algo],
-            why, costs);
+            (cls == 0) ? 0ull : (unsigned long long)(bit - 1ull), ctx->size, shape.nhosts,
+            algo_names[algo], why, costs);
 }
 
 const char *gs__algo_name(gs_algo_t algo)
@@ -393,7 +473,9 @@ gs_status_t gs__algo_run(gs_algo_ctx_t *ctx, const gs_algo_policy_t *policy, gs_
         why = "GS_ALGO";
     }
     if (algo == GS_ALGO_AUTO) {
-        algo = gs__algo_choose(&ctx->model, d->kind, ctx->size, algo_bytes(d), ctx->slice_bytes);
+        const gs_algo_shape_t shape = algo_shape(ctx);
+        algo = gs__algo_choose_shape(&ctx->model, d->kind, &shape, algo_bytes(d),
+                                     ctx->slice_bytes);
         why = "cost model";
     }
     if (((unsigned)algo >= GS_ALGO_COUNT) || (algo_table[d->kind][algo] == NULL)) {

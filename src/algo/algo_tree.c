@@ -22,6 +22,9 @@
  * against the ring's 2(n-1) alpha + 2(n-1)/n B beta: the same bandwidth
  * for large n with log n latency; for small n the ring moves less.
  *
+ * Ranks: the trees are built over positions of ctx->route (the
+ * host-grouped order of algo_hosts.c; the identity when ranks are launched
+ * host by host), and the step tables below use positions.
  * Odd n: nothing special (the in-order trees exist for every n and rank 0
  * is a leaf of both when n is odd). count < 2: a tree whose half is empty
  * sends nothing. In place: a leaf sends sendbuf and then receives the
@@ -315,7 +318,12 @@ static size_t tree_half_setup(tree_t *g, int t, size_t slice_elems)
 
     memset(h, 0, sizeof(*h));
     h->t = t;
-    gs__dtree_node(ctx->size, t, ctx->rank, &h->parent, &c0, &c1);
+    /* The trees are built over positions of the host-grouped order, so
+     * that subtrees stay on one host where they can. */
+    gs__dtree_node(gs__route_n(ctx), t, gs__route_pos(ctx), &h->parent, &c0, &c1);
+    h->parent = (h->parent >= 0) ? gs__route_rank(ctx, h->parent) : -1;
+    c0 = (c0 >= 0) ? gs__route_rank(ctx, c0) : -1;
+    c1 = (c1 >= 0) ? gs__route_rank(ctx, c1) : -1;
     h->is_root = (h->parent < 0);
     h->child[0] = (c0 >= 0) ? c0 : c1;
     h->child[1] = (c0 >= 0) ? c1 : -1;

@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Helpers shared by every algorithm: message tags, scratch memory, posting
- * and checking requests, and waiting with a no-progress deadline.
+ * and checking requests, and waiting with a no-progress deadline. Every
+ * request of every algorithm passes through here, which is why the per-peer
+ * statistics (bytes, messages, time blocked waiting on each peer) are counted
+ * here and not in each transport.
  */
 #include "algo/algo.h"
 
 #include <stdlib.h>
 
 #include "core/clock.h"
+#include "core/counters.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/socket.h"
@@ -41,6 +45,41 @@ gs_status_t gs__algo_scratch(gs_algo_ctx_t *ctx, size_t bytes, void **out)
     }
     *out = ctx->scratch;
     return GS_OK;
+}
+
+/*
+ * Statistics: charge a finished request to its peer. The time blocked since
+ * the previous completion goes to this request, because its completion is
+ * what ended the wait (a request that finished earlier was not the one being
+ * waited for). Bytes count only on success. One relaxed add per counter.
+ */
+static void algo_stats_complete(gs_algo_ctx_t *ctx, const gs_algo_req_t *r, size_t nbytes, int ok)
+{
+    gs__peer_counters_t *pc;
+    const uint64_t wait = ctx->wait_pending_ns;
+
+    ctx->wait_pending_ns = 0;
+    if ((ctx->peer_ctr == NULL) || (r->peer < 0) || (r->peer >= ctx->size)) {
+        return;
+    }
+    pc = &ctx->peer_ctr[r->peer];
+    if (r->is_send) {
+        if (ok) {
+            gs__counter_add(&pc->bytes_sent, nbytes);
+            gs__counter_add(&pc->msgs_sent, 1);
+        }
+        if (wait > 0) {
+            gs__counter_add(&pc->send_wait_ns, wait);
+        }
+    } else {
+        if (ok) {
+            gs__counter_add(&pc->bytes_received, nbytes);
+            gs__counter_add(&pc->msgs_received, 1);
+        }
+        if (wait > 0) {
+            gs__counter_add(&pc->recv_wait_ns, wait);
+        }
+    }
 }
 
 gs_status_t gs__algo_isend(gs_algo_ctx_t *ctx, int peer, uint64_t tag, const void *buf, size_t len,
@@ -80,6 +119,7 @@ gs_status_t gs__algo_check_len(gs_algo_ctx_t *ctx, gs_algo_req_t *r, int *done_o
     if (!r->is_send && (comp.status == GS_OK)) {
         r->peer = comp.peer; /* resolves GS_ANY_SOURCE for messages and callers */
     }
+    algo_stats_complete(ctx, r, comp.nbytes, comp.status == GS_OK);
     if (comp.status != GS_OK) {
         return gs__error_wrap(comp.status, "%s: %s rank %d failed: %s", ctx->opname,
                               r->is_send ? "send to" : "receive from", r->peer, gs__error_get());
@@ -110,10 +150,12 @@ void gs__algo_renew(const gs_algo_ctx_t *ctx, uint64_t *deadline)
 gs_status_t gs__algo_progress(gs_algo_ctx_t *ctx, uint64_t *deadline,
                               const gs_algo_req_t *waiting_on)
 {
+    const uint64_t t0 = gs__now_ns();
     gs_status_t status;
 
-    if (gs__now_ns() >= *deadline) {
+    if (t0 >= *deadline) {
         if (waiting_on != NULL) {
+            algo_stats_complete(ctx, waiting_on, 0, 0); /* the wait that timed out is its */
             return gs__error_set(GS_ERR_TIMEOUT,
                                  "%s: rank %d timed out after %llu ms waiting to %s rank %d",
                                  ctx->opname, ctx->rank,
@@ -125,6 +167,7 @@ gs_status_t gs__algo_progress(gs_algo_ctx_t *ctx, uint64_t *deadline,
                              ctx->rank, (unsigned long long)(ctx->timeout_ns / 1000000ull));
     }
     status = gs__tp_progress(ctx->tr, *deadline);
+    ctx->wait_pending_ns += gs__now_ns() - t0;
     if (status != GS_OK) {
         return gs__error_wrap(status, "%s: %s", ctx->opname, gs__error_get());
     }

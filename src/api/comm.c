@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "api/comm_impl.h"
+#include "api/comm_stats.h"
 #ifdef GS_WITH_MPI
 #include "api/comm_mpi.h"
 #endif
@@ -16,6 +17,7 @@
 #include "core/clock.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/host.h"
 #include "core/log.h"
 
 #define COMM_WORLD_ID 0x776f726c64ull /* "world" */
@@ -61,13 +63,13 @@ gs_status_t gs__comm_run_task(gs__task_t *task, void *ctx)
     const gs_status_t sticky = (gs_status_t)atomic_load(&comm->err.status);
     gs_status_t status;
     uint64_t t0;
+    uint64_t t1;
 
     if (sticky != GS_OK) {
         pthread_mutex_lock(&comm->err.mu);
         gs__error_copy_in(comm->err.msg);
         pthread_mutex_unlock(&comm->err.mu);
-        gs__counter_add(&comm->counters.ops_completed, 1);
-        gs__counter_add(&comm->counters.ops_failed, 1);
+        gs__comm_stats_op_done(comm, d, sticky, 0);
         return sticky;
     }
     comm->actx.opname = api_names[d->kind];
@@ -78,25 +80,25 @@ gs_status_t gs__comm_run_task(gs__task_t *task, void *ctx)
             req->p2p_deadline = gs__now_ns() + comm->actx.timeout_ns;
             return GS_INPROGRESS;
         }
-        gs__counter_add(&comm->counters.ops_completed, 1);
-        gs__counter_add(&comm->counters.ops_failed, 1);
+        gs__comm_stats_op_done(comm, d, status, 0);
         return status;
     }
     comm->actx.seq = comm->coll_seq++;
+    /* Time blocked while only point-to-point work was in flight is not this collective's. */
+    comm->actx.wait_pending_ns = 0;
     t0 = gs__now_ns();
     if (d->codec != NULL) {
         status = gs__compressed_allreduce(&comm->actx, d);
     } else {
         status = gs__algo_run(&comm->actx, &comm->policy, d);
     }
-    gs__counter_add(&comm->counters.busy_ns, gs__now_ns() - t0);
-    gs__counter_add(&comm->counters.ops_completed, 1);
-    if (status != GS_OK) {
-        gs__counter_add(&comm->counters.ops_failed, 1);
-        if (comm_error_is_sticky(d->kind, status)) {
-            gs__comm_fail(comm, status, gs__error_get());
-        }
+    t1 = gs__now_ns();
+    gs__counter_add(&comm->counters.busy_ns, t1 - t0);
+    gs__comm_stats_op_done(comm, d, status, t1 - t0);
+    if ((status != GS_OK) && comm_error_is_sticky(d->kind, status)) {
+        gs__comm_fail(comm, status, gs__error_get());
     }
+    gs__comm_stats_tick(comm, t1);
     return status;
 }
 
@@ -107,6 +109,7 @@ gs_status_t gs__comm_test_task(gs__task_t *task, void *ctx)
     const gs_coll_desc_t *d = &req->desc;
     const size_t expect = (d->kind == GS_COLL_RECV) ? d->count * gs__dtype_size(d->dtype) : 0;
     gs_status_t status;
+    uint64_t now;
     int done = 0;
 
     comm->actx.opname = api_names[d->kind];
@@ -131,22 +134,29 @@ gs_status_t gs__comm_test_task(gs__task_t *task, void *ctx)
                                d->kind == GS_COLL_SEND ? "send to" : "receive from", d->root,
                                d->tag);
     }
-    gs__counter_add(&comm->counters.ops_completed, 1);
-    if (status != GS_OK) {
-        gs__counter_add(&comm->counters.ops_failed, 1);
-        if (comm_error_is_sticky(d->kind, status)) {
-            gs__comm_fail(comm, status, gs__error_get());
-        }
+    now = gs__now_ns();
+    /* The request was posted one timeout before its deadline. */
+    gs__comm_stats_op_done(comm, d, status, now - (req->p2p_deadline - comm->actx.timeout_ns));
+    if ((status != GS_OK) && comm_error_is_sticky(d->kind, status)) {
+        gs__comm_fail(comm, status, gs__error_get());
     }
+    gs__comm_stats_tick(comm, now);
     return status;
 }
 
 static void comm_worker_idle(void *ctx, uint64_t wait_ns)
 {
     gs_comm_t comm = (gs_comm_t)ctx;
+    const uint64_t t0 = gs__now_ns();
+    uint64_t t1;
 
     /* Errors surface through the requests' own tests. */
-    (void)gs__tp_progress(&comm->tr, gs__now_ns() + wait_ns);
+    (void)gs__tp_progress(&comm->tr, t0 + wait_ns);
+    /* Only point-to-point work is in flight: the wait is charged to the peer
+     * whose request completes next (algo_util.c). */
+    t1 = gs__now_ns();
+    comm->actx.wait_pending_ns += t1 - t0;
+    gs__comm_stats_tick(comm, t1);
 }
 
 static void comm_worker_wake(void *ctx)
@@ -173,7 +183,9 @@ gs_comm_t gs__comm_alloc(void)
 
 void gs__comm_free(gs_comm_t comm)
 {
+    gs__comm_stats_free(comm);
     free(comm->actx.scratch);
+    gs__algo_hosts_free(&comm->actx.hosts);
     pthread_mutex_destroy(&comm->err.mu);
     free(comm);
 }
@@ -198,16 +210,54 @@ gs_status_t gs__comm_transport_init(gs_comm_t comm)
     params.ifname = comm->cfg.socket_ifname;
     params.family = comm->cfg.socket_family;
     params.master_addr = comm->cfg.master_addr;
+    params.host_id = gs__host_id(comm->cfg.host_id);
+    params.shm = comm->cfg.shm;
+    params.shm_bytes = comm->cfg.shm_bytes;
+    params.shm_test_free = comm->cfg.shm_test_free;
     params.counters = &comm->counters;
     return comm->tr.ops->init(&params, &comm->tr.tp);
 }
 
 /* Connect, set up the algorithm context and start the worker. */
-gs_status_t gs__comm_start(gs_comm_t comm, char (*addrs)[GS_SOCK_ADDR_MAX])
+/* The model parameters the user set explicitly, which GS_TUNE=probe keeps. */
+static unsigned comm_probe_keep(const gs__cfg_t *cfg)
+{
+    static const struct {
+        const char *env;
+        unsigned bit;
+    } knobs[] = {
+        {"GS_ALGO_ALPHA_US", GS_PROBE_KEEP_ALPHA},
+        {"GS_ALGO_BETA_MBPS", GS_PROBE_KEEP_BETA},
+        {"GS_ALGO_GAMMA_MBPS", GS_PROBE_KEEP_GAMMA},
+        {"GS_ALGO_INTRA_ALPHA_US", GS_PROBE_KEEP_INTRA_ALPHA},
+        {"GS_ALGO_INTRA_BETA_MBPS", GS_PROBE_KEEP_INTRA_BETA},
+    };
+    unsigned keep = 0;
+    int i;
+    size_t k;
+
+    for (i = 0; i < gs__cfg_num_knobs(); i++) {
+        for (k = 0; k < sizeof(knobs) / sizeof(knobs[0]); k++) {
+            if ((strcmp(gs__cfg_knob_name(i), knobs[k].env) == 0) &&
+                (cfg->source[i] != GS_CFG_SRC_DEFAULT)) {
+                keep |= knobs[k].bit;
+            }
+        }
+    }
+    return keep;
+}
+
+gs_status_t gs__comm_start(gs_comm_t comm, char (*addrs)[GS_SOCK_ADDR_MAX], const uint64_t *hosts)
 {
     gs__worker_hooks_t hooks;
     gs_status_t status;
 
+    status = gs__algo_hosts_init(&comm->actx.hosts, hosts, comm->size, comm->rank);
+    if (status != GS_OK) {
+        return status;
+    }
+    GS_INFO(INIT, "rank %d: %d host(s), local rank %d of %d on this host", comm->rank,
+            comm->actx.hosts.nhosts, comm->actx.hosts.local_rank, comm->actx.hosts.local_size);
     status = comm->tr.ops->connect(comm->tr.tp, addrs,
                                    gs__deadline_after_ms(comm->cfg.timeout_ms));
     if (status != GS_OK) {
@@ -220,7 +270,20 @@ gs_status_t gs__comm_start(gs_comm_t comm, char (*addrs)[GS_SOCK_ADDR_MAX])
     comm->actx.slice_bytes = (size_t)comm->cfg.slice_bytes;
     gs__algo_model_init(&comm->actx.model, comm->cfg.algo_alpha_us, comm->cfg.algo_beta_mbps,
                         comm->cfg.algo_gamma_mbps);
+    gs__algo_model_set_intra(&comm->actx.model, comm->cfg.algo_intra_alpha_us,
+                             comm->cfg.algo_intra_beta_mbps);
+    gs__algo_route_hosts(&comm->actx);
     comm->actx.opname = "gs_comm_init";
+    if (strcmp(comm->cfg.tune, "probe") == 0) {
+        status = gs__algo_probe(&comm->actx, comm_probe_keep(&comm->cfg));
+        if (status != GS_OK) {
+            return status;
+        }
+    }
+    status = gs__comm_stats_setup(comm);
+    if (status != GS_OK) {
+        return status;
+    }
     hooks.idle = comm_worker_idle;
     hooks.wake = gs__tp_has_wake(&comm->tr) ? comm_worker_wake : NULL;
     return gs__worker_start(&comm->worker, comm, &hooks);
@@ -230,6 +293,7 @@ static gs_status_t comm_init(gs_comm_t *comm_out, const gs_config_t *cfg, int la
 {
     char my_addr[GS_SOCK_ADDR_MAX];
     char (*addrs)[GS_SOCK_ADDR_MAX] = NULL;
+    uint64_t *hosts = NULL;
     uint64_t nonce = 0;
     gs_comm_t comm;
     gs_status_t status;
@@ -265,22 +329,24 @@ static gs_status_t comm_init(gs_comm_t *comm_out, const gs_config_t *cfg, int la
         return status;
     }
     addrs = calloc((size_t)comm->size, GS_SOCK_ADDR_MAX);
-    if (addrs == NULL) {
+    hosts = calloc((size_t)comm->size, sizeof(*hosts));
+    if ((addrs == NULL) || (hosts == NULL)) {
         status = gs__error_set(GS_ERR_NO_MEMORY, "gs_comm_init: out of memory for %d addresses",
                                comm->size);
         goto err_finalize;
     }
     status = comm->tr.ops->get_address(comm->tr.tp, my_addr, sizeof(my_addr));
     if (status == GS_OK) {
-        status = gs__bootstrap_exchange(&comm->cfg, my_addr, addrs, &nonce);
+        status = gs__bootstrap_exchange(&comm->cfg, my_addr, addrs, hosts, &nonce);
     }
     if (status == GS_OK) {
-        status = gs__comm_start(comm, addrs);
+        status = gs__comm_start(comm, addrs, hosts);
     }
     if (status != GS_OK) {
         goto err_finalize;
     }
     free(addrs);
+    free(hosts);
     GS_INFO(INIT, "communicator ready: rank %d of %d, transport %s, address %s", comm->rank,
             comm->size, comm->tr.ops->name, my_addr);
     *comm_out = comm;
@@ -288,6 +354,7 @@ static gs_status_t comm_init(gs_comm_t *comm_out, const gs_config_t *cfg, int la
 
 err_finalize:
     free(addrs);
+    free(hosts);
     comm->tr.ops->finalize(comm->tr.tp);
     gs__comm_free(comm);
     return status;
@@ -323,6 +390,9 @@ gs_status_t gs_comm_destroy(gs_comm_t comm)
      * operations left in flight are cancelled with GS_ERR_ABORTED. */
     atomic_store(&comm->destroying, 1);
     gs__worker_stop(&comm->worker);
+    if (comm->cfg.stats_file[0] != '\0') {
+        gs__comm_stats_emit(comm, gs__now_ns(), 1);
+    }
     status = comm->tr.ops->finalize(comm->tr.tp);
     gs__comm_free(comm);
     return status;
@@ -428,6 +498,7 @@ gs_status_t gs_comm_split(gs_comm_t comm, int color, int key, gs_comm_t *newcomm
     int32_t *ck = NULL;
     char (*all_addrs)[GS_SOCK_ADDR_MAX] = NULL;
     char (*addrs)[GS_SOCK_ADDR_MAX] = NULL;
+    uint64_t *hosts = NULL;
     char my_addr[GS_SOCK_ADDR_MAX];
     split_member_t *members = NULL;
     gs_comm_t child = NULL;
@@ -500,11 +571,15 @@ gs_status_t gs_comm_split(gs_comm_t comm, int color, int key, gs_comm_t *newcomm
         goto out;
     }
     addrs = calloc((size_t)n, GS_SOCK_ADDR_MAX);
-    if (addrs == NULL) {
+    hosts = calloc((size_t)n, sizeof(*hosts));
+    if ((addrs == NULL) || (hosts == NULL)) {
         status = gs__error_set(GS_ERR_NO_MEMORY, "gs_comm_split: out of memory");
         goto out;
     }
     for (int i = 0; i < n; i++) {
+        /* The parent's host table already knows every member's host. */
+        hosts[i] = (comm->actx.hosts.ids != NULL) ? comm->actx.hosts.ids[members[i].parent_rank]
+                                                  : (uint64_t)members[i].parent_rank + 1;
         memcpy(addrs[i], all_addrs[members[i].parent_rank], GS_SOCK_ADDR_MAX);
         addrs[i][GS_SOCK_ADDR_MAX - 1] = '\0';
         if (addrs[i][0] == '\0') {
@@ -515,7 +590,7 @@ gs_status_t gs_comm_split(gs_comm_t comm, int color, int key, gs_comm_t *newcomm
             goto out;
         }
     }
-    status = gs__comm_start(child, addrs);
+    status = gs__comm_start(child, addrs, hosts);
 out:
     if ((status == GS_OK) && (local == GS_OK) && (child != NULL)) {
         GS_INFO(INIT, "split: color %d rank %d of %d", mine[0], child->rank, child->size);
@@ -532,5 +607,6 @@ out:
     free(all_addrs);
     free(members);
     free(addrs);
+    free(hosts);
     return status;
 }

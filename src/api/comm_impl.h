@@ -54,12 +54,13 @@ void gs__comm_fail(gs_comm_t comm, gs_status_t status, const char *msg);
 /* Building blocks of communicator creation (comm.c), shared with other
  * bootstrap paths (MPI): allocate a zeroed comm with its error state; free
  * it (after the transport is finalized); create comm->tr from comm->cfg,
- * rank, size, job_id and comm_id; connect to addrs (one per rank) and start
+ * rank, size, job_id and comm_id; connect to addrs (one per rank), build
+ * the host table from hosts (every rank's host id, core/host.h) and start
  * the worker. Each returns GS_OK or the failing step's status. */
 gs_comm_t gs__comm_alloc(void);
 void gs__comm_free(gs_comm_t comm);
 gs_status_t gs__comm_transport_init(gs_comm_t comm);
-gs_status_t gs__comm_start(gs_comm_t comm, char (*addrs)[GS_SOCK_ADDR_MAX]);
+gs_status_t gs__comm_start(gs_comm_t comm, char (*addrs)[GS_SOCK_ADDR_MAX], const uint64_t *hosts);
 
 /* The task body every request runs on the worker thread, and the test of a
  * point-to-point request that run left in flight. */

@@ -16,6 +16,7 @@
 
 #include "api/comm_impl.h"
 #include "core/error.h"
+#include "core/host.h"
 #include "core/log.h"
 #include "core/socket.h"
 #include "gradsync/mpi.h"
@@ -58,6 +59,8 @@ static gs_status_t comm_init_over(gs_comm_t *comm_out, MPI_Comm user_comm, const
 {
     char my_addr[GS_SOCK_ADDR_MAX];
     char (*addrs)[GS_SOCK_ADDR_MAX] = NULL;
+    uint64_t *hosts = NULL;
+    uint64_t my_host = gs__host_id(rcfg->host_id);
     MPI_Comm dup = MPI_COMM_NULL;
     gs_comm_t comm = NULL;
     gs_status_t status;
@@ -80,12 +83,20 @@ static gs_status_t comm_init_over(gs_comm_t *comm_out, MPI_Comm user_comm, const
     }
     MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
     addrs = calloc((size_t)size, GS_SOCK_ADDR_MAX);
+    hosts = calloc((size_t)size, sizeof(*hosts));
     comm = gs__comm_alloc();
-    if ((addrs == NULL) || (comm == NULL)) {
+    if ((addrs == NULL) || (hosts == NULL) || (comm == NULL)) {
         local = gs__error_set(GS_ERR_NO_MEMORY, "gs_comm_init_mpi: out of memory for %d ranks",
                               size);
     } else {
         comm->cfg = *rcfg;
+        /* No rendezvous here: the built-in master address (loopback) would
+         * make the tcp transport listen on loopback, out of reach of other
+         * hosts. Without one it listens on GS_SOCKET_IFNAME, else on the
+         * first non-loopback interface that is up. */
+        if (knob_source(rcfg, "GS_MASTER_ADDR") == GS_CFG_SRC_DEFAULT) {
+            comm->cfg.master_addr[0] = '\0';
+        }
         comm->cfg.rank = rank;
         comm->cfg.world_size = size;
         comm->rank = rank;
@@ -102,18 +113,26 @@ static gs_status_t comm_init_over(gs_comm_t *comm_out, MPI_Comm user_comm, const
     if (local != GS_OK) {
         memset(my_addr, 0, sizeof(my_addr));
     }
-    if (addrs == NULL) {
-        /* Take part in the exchange without keeping the result. */
+    if ((addrs == NULL) || (hosts == NULL)) {
+        /* Take part in both exchanges without keeping the results. */
         char sink[GS_SOCK_ADDR_MAX];
         char *all = malloc((size_t)size * GS_SOCK_ADDR_MAX);
         ret = MPI_Allgather(my_addr, GS_SOCK_ADDR_MAX, MPI_CHAR, (all != NULL) ? all : sink,
                             (all != NULL) ? GS_SOCK_ADDR_MAX : 0, MPI_CHAR, dup);
+        if (ret == MPI_SUCCESS) {
+            ret = MPI_Allgather(&my_host, 1, MPI_UINT64_T, (all != NULL) ? all : sink,
+                                (all != NULL) ? 1 : 0, MPI_UINT64_T, dup);
+        }
         free(all);
         status = local;
         goto out;
     }
     ret = MPI_Allgather(my_addr, GS_SOCK_ADDR_MAX, MPI_CHAR, addrs, GS_SOCK_ADDR_MAX, MPI_CHAR,
                         dup);
+    if (ret == MPI_SUCCESS) {
+        /* Every rank's host id, for the host table (algo_hosts.c). */
+        ret = MPI_Allgather(&my_host, 1, MPI_UINT64_T, hosts, 1, MPI_UINT64_T, dup);
+    }
     if (ret != MPI_SUCCESS) {
         status = gs__error_set(GS_ERR_PEER_FAILED, "gs_comm_init_mpi: MPI_Allgather failed: %s",
                                gs__mpi_errstr(ret));
@@ -141,12 +160,13 @@ static gs_status_t comm_init_over(gs_comm_t *comm_out, MPI_Comm user_comm, const
         }
         dup = MPI_COMM_NULL; /* the transport frees it */
     }
-    status = gs__comm_start(comm, addrs);
+    status = gs__comm_start(comm, addrs, hosts);
 out:
     if (dup != MPI_COMM_NULL) {
         MPI_Comm_free(&dup);
     }
     free(addrs);
+    free(hosts);
     if (status == GS_OK) {
         GS_INFO(INIT, "communicator ready over MPI: rank %d of %d, transport %s", comm->rank,
                 comm->size, comm->tr.ops->name);

@@ -68,6 +68,38 @@ gs_status_t gs__boot_hello_decode(const uint8_t *in, size_t len, gs__boot_hello_
         return gs__error_set(GS_ERR_PROTOCOL, "rendezvous hello has rank %u of world size %u",
                              out->rank, out->world);
     }
+    if (out->host_id == 0) {
+        return gs__error_set(GS_ERR_PROTOCOL, "rendezvous hello from rank %u has host id 0",
+                             out->rank);
+    }
+    return GS_OK;
+}
+
+void gs__boot_entry_encode(uint32_t addr_len, uint64_t host_id, uint8_t *out)
+{
+    gs__put_le32(out + 0, addr_len);
+    gs__put_le64(out + 4, host_id);
+}
+
+gs_status_t gs__boot_entry_decode(const uint8_t *in, size_t len, uint32_t *addr_len_out,
+                                  uint64_t *host_id_out)
+{
+    uint32_t alen;
+    uint64_t host;
+
+    if (len < GS_BOOT_ENTRY_BYTES) {
+        return gs__error_set(GS_ERR_PROTOCOL, "rendezvous table entry is %zu bytes, expected %d",
+                             len, GS_BOOT_ENTRY_BYTES);
+    }
+    alen = gs__get_le32(in);
+    host = gs__get_le64(in + 4);
+    if ((alen == 0) || (alen >= GS_SOCK_ADDR_MAX) || (host == 0)) {
+        return gs__error_set(GS_ERR_PROTOCOL,
+                             "rendezvous table entry has address length %u and host id %llx",
+                             alen, (unsigned long long)host);
+    }
+    *addr_len_out = alen;
+    *host_id_out = host;
     return GS_OK;
 }
 
@@ -123,6 +155,7 @@ typedef struct boot_server {
     int npending;
     int *rank_fd;                       /* world entries; -1 until joined */
     char (*addrs)[GS_SOCK_ADDR_MAX];    /* world entries */
+    uint64_t *hosts;                    /* world entries */
     int joined;
     gs_status_t fail_status;
     char fail_msg[GS_BOOT_MSG_MAX];
@@ -175,6 +208,7 @@ static void boot_register(boot_server_t *s, int i, const gs__boot_hello_t *h)
         s->rank_fd[h->rank] = c->fd;
         memcpy(s->addrs[h->rank], c->buf + GS_BOOT_HELLO_BYTES, h->addr_len);
         s->addrs[h->rank][h->addr_len] = '\0';
+        s->hosts[h->rank] = h->host_id;
         s->joined++;
         GS_INFO(BOOT, "rendezvous: rank %u joined from %s (%d of %d)", h->rank, c->peer,
                 s->joined, cfg->world_size);
@@ -252,7 +286,7 @@ static void boot_accept(boot_server_t *s)
 static gs_status_t boot_send_table(boot_server_t *s, uint64_t nonce, uint64_t deadline)
 {
     const int world = s->cfg->world_size;
-    size_t cap = GS_BOOT_TABLE_HDR_BYTES + (size_t)world * (4 + GS_SOCK_ADDR_MAX);
+    size_t cap = GS_BOOT_TABLE_HDR_BYTES + (size_t)world * (GS_BOOT_ENTRY_BYTES + GS_SOCK_ADDR_MAX);
     uint8_t *buf = malloc(cap);
     size_t len = GS_BOOT_TABLE_HDR_BYTES;
     gs__boot_table_hdr_t h = {.status = GS_OK, .nonce = nonce, .world = (uint32_t)world};
@@ -264,9 +298,9 @@ static gs_status_t boot_send_table(boot_server_t *s, uint64_t nonce, uint64_t de
     gs__boot_table_hdr_encode(&h, buf);
     for (int r = 0; r < world; r++) {
         uint32_t alen = (uint32_t)strlen(s->addrs[r]);
-        gs__put_le32(buf + len, alen);
-        memcpy(buf + len + 4, s->addrs[r], alen);
-        len += 4 + alen;
+        gs__boot_entry_encode(alen, s->hosts[r], buf + len);
+        memcpy(buf + len + GS_BOOT_ENTRY_BYTES, s->addrs[r], alen);
+        len += GS_BOOT_ENTRY_BYTES + alen;
     }
     for (int r = 1; r < world; r++) {
         gs_status_t st = gs__sock_write_full(s->rank_fd[r], buf, len, deadline);
@@ -309,7 +343,8 @@ static gs_status_t boot_listen_any(const gs__cfg_t *cfg, int *fd_out)
 }
 
 static gs_status_t boot_serve(const gs__cfg_t *cfg, const char *my_addr,
-                              char (*addrs)[GS_SOCK_ADDR_MAX], uint64_t *nonce_out)
+                              char (*addrs)[GS_SOCK_ADDR_MAX], uint64_t *hosts,
+                              uint64_t *nonce_out)
 {
     const uint64_t deadline = gs__deadline_after_ms(cfg->timeout_ms);
     boot_server_t s;
@@ -319,6 +354,7 @@ static gs_status_t boot_serve(const gs__cfg_t *cfg, const char *my_addr,
     memset(&s, 0, sizeof(s));
     s.cfg = cfg;
     s.addrs = addrs;
+    s.hosts = hosts;
     s.rank_fd = malloc(sizeof(int) * (size_t)cfg->world_size);
     if (s.rank_fd == NULL) {
         return gs__error_set(GS_ERR_NO_MEMORY, "rendezvous: out of memory for %d ranks",
@@ -328,6 +364,7 @@ static gs_status_t boot_serve(const gs__cfg_t *cfg, const char *my_addr,
         s.rank_fd[r] = -1;
     }
     snprintf(addrs[0], GS_SOCK_ADDR_MAX, "%s", my_addr);
+    hosts[0] = gs__host_id(cfg->host_id);
     s.joined = 1;
 
     status = boot_listen_any(cfg, &s.listen_fd);
@@ -431,7 +468,8 @@ static gs_status_t boot_serve(const gs__cfg_t *cfg, const char *my_addr,
 /* ---------------------------------------------------------------------- */
 
 static gs_status_t boot_client(const gs__cfg_t *cfg, const char *my_addr,
-                               char (*addrs)[GS_SOCK_ADDR_MAX], uint64_t *nonce_out)
+                               char (*addrs)[GS_SOCK_ADDR_MAX], uint64_t *hosts,
+                               uint64_t *nonce_out)
 {
     const uint64_t deadline = gs__deadline_after_ms(cfg->timeout_ms);
     uint8_t hello[GS_BOOT_HELLO_BYTES + GS_SOCK_ADDR_MAX];
@@ -498,16 +536,15 @@ static gs_status_t boot_client(const gs__cfg_t *cfg, const char *my_addr,
                              t.world, cfg->world_size);
     }
     for (int r = 0; (r < cfg->world_size) && (status == GS_OK); r++) {
-        uint8_t lenbuf[4];
+        uint8_t entry[GS_BOOT_ENTRY_BYTES];
         uint32_t len;
-        status = gs__sock_read_full(fd, lenbuf, 4, deadline + 5000000000ull);
+        status = gs__sock_read_full(fd, entry, sizeof(entry), deadline + 5000000000ull);
         if (status != GS_OK) {
             break;
         }
-        len = gs__get_le32(lenbuf);
-        if ((len == 0) || (len >= GS_SOCK_ADDR_MAX)) {
-            status = gs__error_set(GS_ERR_PROTOCOL, "rendezvous table: rank %d address length %u",
-                                   r, len);
+        status = gs__boot_entry_decode(entry, sizeof(entry), &len, &hosts[r]);
+        if (status != GS_OK) {
+            status = gs__error_wrap(status, "rendezvous table, rank %d: %s", r, gs__error_get());
             break;
         }
         status = gs__sock_read_full(fd, addrs[r], len, deadline + 5000000000ull);
@@ -521,15 +558,17 @@ static gs_status_t boot_client(const gs__cfg_t *cfg, const char *my_addr,
 }
 
 gs_status_t gs__bootstrap_exchange(const gs__cfg_t *cfg, const char *my_addr,
-                                   char (*addrs_out)[GS_SOCK_ADDR_MAX], uint64_t *nonce_out)
+                                   char (*addrs_out)[GS_SOCK_ADDR_MAX], uint64_t *hosts_out,
+                                   uint64_t *nonce_out)
 {
     if (cfg->world_size == 1) {
         snprintf(addrs_out[0], GS_SOCK_ADDR_MAX, "%s", my_addr);
+        hosts_out[0] = gs__host_id(cfg->host_id);
         *nonce_out = gs__now_ns();
         return GS_OK;
     }
     if (cfg->rank == 0) {
-        return boot_serve(cfg, my_addr, addrs_out, nonce_out);
+        return boot_serve(cfg, my_addr, addrs_out, hosts_out, nonce_out);
     }
-    return boot_client(cfg, my_addr, addrs_out, nonce_out);
+    return boot_client(cfg, my_addr, addrs_out, hosts_out, nonce_out);
 }

@@ -3,7 +3,8 @@
  * Rendezvous: rank 0 listens on GS_MASTER_ADDR:GS_MASTER_PORT, every other
  * rank connects and sends a hello (job, rank, world size, its transport
  * address); when all have arrived, rank 0 answers each with the table of
- * every rank's address and a random job nonce, then closes the port. It
+ * every rank's address and host id (core/host.h: ranks with equal ids share
+ * a machine) and a random job nonce, then closes the port. It
  * validates every hello: connections with a bad magic or version are logged
  * and dropped without disturbing the job; a different job id is refused;
  * ranks that disagree on the world size, or a rank that joins twice, fail
@@ -23,9 +24,10 @@
 
 #define GS_BOOT_MAGIC_HELLO 0x48425347u /* "GSBH" */
 #define GS_BOOT_MAGIC_TABLE 0x54425347u /* "GSBT" */
-#define GS_BOOT_VERSION 1u
+#define GS_BOOT_VERSION 2u /* 2: table entries carry the host id */
 #define GS_BOOT_HELLO_BYTES 40
 #define GS_BOOT_TABLE_HDR_BYTES 24
+#define GS_BOOT_ENTRY_BYTES 12
 #define GS_BOOT_MSG_MAX 256
 
 typedef struct gs__boot_hello {
@@ -53,15 +55,25 @@ typedef struct gs__boot_table_hdr {
 void gs__boot_table_hdr_encode(const gs__boot_table_hdr_t *h, uint8_t *out);
 gs_status_t gs__boot_table_hdr_decode(const uint8_t *in, size_t len, gs__boot_table_hdr_t *out);
 
+/* One row of the table, before its address text: the address length and
+ * the rank's host id. decode returns GS_OK or GS_ERR_PROTOCOL (address
+ * length 0 or >= GS_SOCK_ADDR_MAX, host id 0); the message says which. */
+void gs__boot_entry_encode(uint32_t addr_len, uint64_t host_id, uint8_t *out);
+gs_status_t gs__boot_entry_decode(const uint8_t *in, size_t len, uint32_t *addr_len_out,
+                                  uint64_t *host_id_out);
+
 /*
  * Exchange transport addresses with every rank. cfg gives rank, world size,
  * master address/port, timeout and job id. my_addr is this rank's transport
- * address. On success addrs_out[i] holds rank i's address (world_size rows)
- * and *nonce_out the job nonce. Blocking, bounded by cfg->timeout_ms.
+ * address. On success addrs_out[i] holds rank i's address and hosts_out[i]
+ * its host id (world_size rows each; this rank's id is
+ * gs__host_id(cfg->host_id)) and *nonce_out the job nonce. Blocking,
+ * bounded by cfg->timeout_ms.
  * Returns GS_OK, GS_ERR_TIMEOUT, GS_ERR_MISMATCH, GS_ERR_PROTOCOL,
  * GS_ERR_SYSTEM, GS_ERR_NO_MEMORY.
  */
 gs_status_t gs__bootstrap_exchange(const gs__cfg_t *cfg, const char *my_addr,
-                                   char (*addrs_out)[GS_SOCK_ADDR_MAX], uint64_t *nonce_out);
+                                   char (*addrs_out)[GS_SOCK_ADDR_MAX], uint64_t *hosts_out,
+                                   uint64_t *nonce_out);
 
 #endif /* GS_CORE_BOOTSTRAP_H */

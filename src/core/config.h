@@ -30,6 +30,9 @@ typedef struct gs__cfg {
     char transport[GS_CFG_STR_MAX];
     int tcp_nsocks;
     int tcp_spin_us;
+    int shm;
+    int shm_bytes;
+    int shm_test_free;
     char socket_ifname[GS_CFG_STR_MAX];
     char socket_family[GS_CFG_STR_MAX];
     int slice_bytes;
@@ -37,11 +40,16 @@ typedef struct gs__cfg {
     int algo_alpha_us;
     int algo_beta_mbps;
     int algo_gamma_mbps;
+    int algo_intra_alpha_us;
+    int algo_intra_beta_mbps;
+    char tune[GS_CFG_STR_MAX];
     char host_id[GS_CFG_STR_MAX];
     char job_id[GS_CFG_STR_MAX];
     char debug[GS_CFG_STR_MAX];
     char debug_subsys[GS_CFG_STR_MAX];
     char debug_file[GS_CFG_STR_MAX];
+    char stats_file[GS_CFG_STR_MAX];
+    int stats_interval_ms;
     gs_cfg_source_t source[32]; /* indexed by env_table.h row */
 } gs__cfg_t;
 

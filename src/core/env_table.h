@@ -27,6 +27,10 @@
 #define GS_ALGO_ALPHA_US_DEFAULT 20
 #define GS_ALGO_BETA_MBPS_DEFAULT 2000
 #define GS_ALGO_GAMMA_MBPS_DEFAULT 800
+/* Between ranks of one host (the hierarchical all-reduce's inner phases):
+ * the loopback TCP measurement above until a faster local path measures. */
+#define GS_ALGO_INTRA_ALPHA_US_DEFAULT 20
+#define GS_ALGO_INTRA_BETA_MBPS_DEFAULT 2000
 
 #define GS_ENV_TABLE(X)                                                                            \
     X("GS_RANK", rank, GS_ENV_INT, -1, "", 0, 16777215, GS_ENV_COMM,                               \
@@ -50,6 +54,13 @@
     X("GS_TCP_SPIN_US", tcp_spin_us, GS_ENV_INT, 0, "", 0, 100000, GS_ENV_PROC,                    \
       "TCP: poll (yielding the core) this many microseconds before sleeping in epoll; trades CPU " \
       "for latency")                                                                               \
+    X("GS_SHM", shm, GS_ENV_INT, 1, "", 0, 1, GS_ENV_PROC,                                         \
+      "carry the traffic between ranks on the same host through shared memory (1) or TCP (0)")    \
+    X("GS_SHM_BYTES", shm_bytes, GS_ENV_INT, 1048576, "", 1024, 1073741824, GS_ENV_PROC,           \
+      "shared-memory ring size per direction and pair of local ranks; /dev/shm needs "            \
+      "2 x this + 8 KiB per pair")                                                                 \
+    X("GS_SHM_TEST_FREE_BYTES", shm_test_free, GS_ENV_INT, -1, "", 0, 2147483647, GS_ENV_TEST,     \
+      "pretend /dev/shm has this many bytes free (tests of the TCP fallback)")                     \
     X("GS_SOCKET_IFNAME", socket_ifname, GS_ENV_STR, 0, "", 0, 0, GS_ENV_COMM,                     \
       "network interface to listen on (default: the one that routes to the master address)")       \
     X("GS_SOCKET_FAMILY", socket_family, GS_ENV_STR, 0, "any", 0, 0, GS_ENV_COMM,                  \
@@ -65,11 +76,29 @@
       "cost model: bandwidth of one link in MB/s (1/beta; 1 Gbit/s is 125)")                      \
     X("GS_ALGO_GAMMA_MBPS", algo_gamma_mbps, GS_ENV_INT, GS_ALGO_GAMMA_MBPS_DEFAULT, "", 1,        \
       100000000, GS_ENV_PROC, "cost model: reduction speed of one rank in MB/s (1/gamma)")       \
+    X("GS_ALGO_INTRA_ALPHA_US", algo_intra_alpha_us, GS_ENV_INT, GS_ALGO_INTRA_ALPHA_US_DEFAULT, \
+      "", 1, 10000000, GS_ENV_PROC,                                                                \
+      "cost model: latency of one message between ranks of one host (the alpha of the "           \
+      "hierarchical all-reduce's intra-host phases; GS_ALGO_ALPHA_US is the one between hosts)")   \
+    X("GS_ALGO_INTRA_BETA_MBPS", algo_intra_beta_mbps, GS_ENV_INT,                                 \
+      GS_ALGO_INTRA_BETA_MBPS_DEFAULT, "", 1, 100000000, GS_ENV_PROC,                              \
+      "cost model: bandwidth between ranks of one host in MB/s; with several hosts, "              \
+      "GS_ALGO_BETA_MBPS is the link between hosts and the hierarchical all-reduce is chosen "     \
+      "when it is slow enough")                                                                    \
+    X("GS_TUNE", tune, GS_ENV_STR, 0, "", 0, 0, GS_ENV_PROC,                                       \
+      "probe: measure link latency, bandwidth and reduction speed at init (tens of ms) and feed "  \
+      "the cost model with the slowest rank's numbers; GS_ALGO_* values set explicitly still win") \
     X("GS_HOST_ID", host_id, GS_ENV_STR, 0, "", 0, 0, GS_ENV_PROC,                                 \
       "name of this rank's host; ranks with equal names share memory (default: hostname, boot id " \
       "and network namespace; set it to pretend one machine is several hosts)")                   \
     X("GS_JOB_ID", job_id, GS_ENV_STR, 0, "", 0, 0, GS_ENV_COMM,                                   \
       "job name checked in every handshake, so ranks of another job are rejected")                 \
+    X("GS_STATS_FILE", stats_file, GS_ENV_STR, 0, "", 0, 0, GS_ENV_PROC,                          \
+      "write each communicator's traffic statistics (totals, per collective, per peer) to this "   \
+      "file as JSON lines at gs_comm_destroy; %h host, %p pid, %r rank (docs/stats.md)")          \
+    X("GS_STATS_INTERVAL_MS", stats_interval_ms, GS_ENV_INT, 0, "", 0, 86400000, GS_ENV_PROC,     \
+      "with GS_STATS_FILE: also write a line every this many milliseconds while operations run " \
+      "(0: only at destroy)")                                                                      \
     X("GS_DEBUG", debug, GS_ENV_STR, 0, "WARN", 0, 0, GS_ENV_PROC,                                 \
       "log level: NONE, VERSION, WARN, INFO or TRACE")                                             \
     X("GS_DEBUG_SUBSYS", debug_subsys, GS_ENV_STR, 0, "INIT,BOOT,ENV", 0, 0, GS_ENV_PROC,          \

@@ -267,6 +267,12 @@ static int expand_path(const char *tmpl, char *out, size_t out_len, int rank)
     return 0;
 }
 
+int gs__log_expand_path(const char *tmpl, char *out, size_t out_len, int rank)
+{
+    gs__log_init(); /* reads the host name */
+    return expand_path(tmpl, out, out_len, rank);
+}
+
 static void log_read_host(void)
 {
     char *dot;

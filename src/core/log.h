@@ -10,6 +10,7 @@
 #define GS_CORE_LOG_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 
 typedef enum gs_log_level {
     GS_LOG_NONE = 0,
@@ -45,6 +46,10 @@ extern atomic_uint gs__log_subsys_mask;
 void gs__log_init(void);
 /* Set the rank printed in the line prefix of this process (-1: none). */
 void gs__log_set_rank(int rank);
+
+/* Expand %h (short host name), %p (pid), %r (@p rank, "-" when negative) and
+ * %% in @p tmpl, as for GS_DEBUG_FILE. Returns 0, or -1 when it does not fit. */
+int gs__log_expand_path(const char *tmpl, char *out, size_t out_len, int rank);
 
 /* Test hook: close the log file and forget the parsed environment, so the
  * next gs__log_init() reads GS_DEBUG* again. Not thread-safe against logging

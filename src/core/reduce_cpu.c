@@ -657,7 +657,7 @@ GS_REDUCE_F16C_TARGET static void scale_f16_f16c(uint16_t *buf, size_t n, float 
  * state) plus the F16C cpuid bit, looked up once: cpuid traps to the
  * hypervisor in a VM, and clang's __builtin_cpu_supports has no "f16c".
  */
-static int have_f16c(void)
+int gs__cpu_has_avx2_f16c(void)
 {
     static atomic_int cached; /* 0: not looked up yet, 1: no, 2: yes */
     int v = atomic_load_explicit(&cached, memory_order_relaxed);
@@ -670,6 +670,11 @@ static int have_f16c(void)
         atomic_store_explicit(&cached, v, memory_order_relaxed);
     }
     return v == 2;
+}
+#else
+int gs__cpu_has_avx2_f16c(void)
+{
+    return 0;
 }
 #endif /* GS_REDUCE_X86 */
 
@@ -721,7 +726,7 @@ void gs__reduce(void *dst, const void *a, const void *b, size_t n, gs_dtype_t dt
         break;
     case GS_DTYPE_F16:
 #if defined(GS_REDUCE_X86)
-        if (have_f16c()) {
+        if (gs__cpu_has_avx2_f16c()) {
             reduce_f16_f16c(dst, a, b, n, op);
             break;
         }
@@ -786,7 +791,7 @@ void gs__reduce_scale(void *buf, size_t n, gs_dtype_t dt, int divisor)
         break;
     case GS_DTYPE_F16:
 #if defined(GS_REDUCE_X86)
-        if (have_f16c()) {
+        if (gs__cpu_has_avx2_f16c()) {
             scale_f16_f16c(buf, n, (float)divisor);
             break;
         }

@@ -24,6 +24,10 @@ void gs__reduce(void *dst, const void *a, const void *b, size_t n, gs_dtype_t dt
 /* buf[i] = buf[i] / divisor for float dtypes (computed in f32/f64, rounded once). */
 void gs__reduce_scale(void *buf, size_t n, gs_dtype_t dt, int divisor);
 
+/* 1 when the CPU has AVX2 (with the OS saving YMM state) and F16C, else 0;
+ * looked up once, thread-safe. Shared with the codec kernels. */
+int gs__cpu_has_avx2_f16c(void);
+
 /* Name of the code path chosen at run time ("avx512", "avx2", "generic"). */
 const char *gs__reduce_isa(void);
 

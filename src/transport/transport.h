@@ -69,6 +69,10 @@ typedef struct gs_tp_params {
     const char *ifname;       /* interface to listen on, "" for auto */
     const char *family;       /* "any", "ipv4", "ipv6" */
     const char *master_addr;  /* used by tcp to pick the interface that routes there */
+    uint64_t host_id;         /* gs__host_id(); 0: unknown, never use shared memory (tcp) */
+    int shm;                  /* 1: shared memory for peers with our host id (tcp, GS_SHM) */
+    int shm_bytes;            /* ring bytes per direction and pair (tcp, GS_SHM_BYTES) */
+    int shm_test_free;        /* >= 0: pretend /dev/shm has this much free (GS_SHM_TEST_FREE_BYTES) */
     gs__counters_t *counters; /* where to count bytes and messages; may be NULL */
 } gs_tp_params_t;
 

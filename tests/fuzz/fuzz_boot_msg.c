@@ -2,8 +2,9 @@
 /*
  * Fuzz target for the rendezvous wire format: the hello that rank 0 reads
  * from any connection to the master port, and the table header every other
- * rank reads back. Decoding must never crash, read out of bounds, or accept
- * an address length that would overflow the address buffer.
+ * rank reads back, with its per-rank entries (address length and host id).
+ * Decoding must never crash, read out of bounds, or accept an address
+ * length that would overflow the address buffer.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -17,6 +18,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     gs__boot_hello_t h;
     gs__boot_table_hdr_t t;
+    uint32_t alen;
+    uint64_t host;
 
     if (gs__boot_hello_decode(data, size, &h) == GS_OK) {
         /* An accepted hello always describes a sane, bounded address. */
@@ -27,6 +30,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (gs__boot_table_hdr_decode(data, size, &t) == GS_OK) {
         if ((t.msg_len >= GS_BOOT_MSG_MAX) || (t.status > 0)) {
             __builtin_trap();
+        }
+    }
+    /* A table entry, wherever it starts: at the input or after a header. */
+    for (size_t off = 0; off <= GS_BOOT_TABLE_HDR_BYTES; off += GS_BOOT_TABLE_HDR_BYTES) {
+        if ((size >= off) &&
+            (gs__boot_entry_decode(data + off, size - off, &alen, &host) == GS_OK)) {
+            if ((alen == 0) || (alen >= GS_SOCK_ADDR_MAX) || (host == 0)) {
+                __builtin_trap();
+            }
         }
     }
     return 0;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * libFuzzer target for the TCP wire decoders: every input is fed to the
- * frame-header decoder and to the handshake decoder and checker. Whatever
+ * frame-header decoder, the handshake decoder and checker, and the
+ * shared-memory setup record decoder. Whatever
  * decodes must re-encode to the same bytes, and must satisfy the invariants
  * the transport relies on (offset + chunk within total, total bounded).
  * Built with -fsanitize=fuzzer; regression_driver.c replays the corpus
@@ -50,6 +51,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         }
         (void)gs__tcp_hs_verdict_str(hs.verdict);
+    }
+    {
+        /* The shared-memory setup record: a decoded name is NUL-terminated. */
+        gs__tcp_shm_msg_t m;
+        uint8_t rec[GS_TCP_SHM_LEN];
+
+        if (gs__tcp_shm_decode(data, size, &m, why, sizeof(why)) == GS_OK) {
+            if (memchr(m.name, '\0', sizeof(m.name)) == NULL) {
+                abort();
+            }
+            gs__tcp_shm_encode(&m, rec);
+            if (memcmp(rec, data, GS_TCP_SHM_LEN) != 0) {
+                abort();
+            }
+        }
     }
     return 0;
 }

@@ -288,6 +288,64 @@ static void test_algo_model_logs_once_per_size_class(void **state)
     unlink(path);
 }
 
+/* The hierarchical all-reduce: offered only with several hosts and several
+ * ranks on some host; chosen when the links between hosts are slow and the
+ * message large; never for one rank per host (where the flat shape keeps
+ * every earlier choice). */
+static void test_algo_model_hier_follows_hosts(void **state)
+{
+    const gs_algo_shape_t h4x2 = {.n = 8, .nhosts = 4, .min_local = 2, .max_local = 2};
+    const gs_algo_shape_t one_host = {.n = 8, .nhosts = 1, .min_local = 8, .max_local = 8};
+    const gs_algo_shape_t each = {.n = 8, .nhosts = 8, .min_local = 1, .max_local = 1};
+    const gs_algo_shape_t uneven = {.n = 6, .nhosts = 3, .min_local = 1, .max_local = 3};
+    gs_algo_model_t lan;
+    gs_algo_model_t same;
+
+    (void)state;
+    gs__algo_model_init(&lan, 50, 119, 0); /* 1 Gbit/s between hosts */
+    gs__algo_model_set_intra(&lan, 20, 2000);
+    gs__algo_model_init(&same, 0, 0, 0); /* between hosts as fast as inside one */
+
+    assert_true(gs__algo_cost(&lan, GS_COLL_ALLREDUCE, GS_ALGO_HIERARCHICAL, 8, MIB, SLICE) < 0.0);
+    assert_true(gs__algo_cost_shape(&lan, GS_COLL_ALLREDUCE, GS_ALGO_HIERARCHICAL, &one_host, MIB,
+                                    SLICE) < 0.0);
+    assert_true(gs__algo_cost_shape(&lan, GS_COLL_ALLREDUCE, GS_ALGO_HIERARCHICAL, &each, MIB,
+                                    SLICE) < 0.0);
+    assert_true(gs__algo_cost_shape(&lan, GS_COLL_BROADCAST, GS_ALGO_HIERARCHICAL, &h4x2, MIB,
+                                    SLICE) < 0.0);
+    assert_true(gs__algo_cost_shape(&lan, GS_COLL_ALLREDUCE, GS_ALGO_HIERARCHICAL, &uneven, MIB,
+                                    SLICE) > 0.0);
+
+    /* Slow links between hosts: hier for large messages, not for tiny ones. */
+    for (size_t b = 4 * MIB; b <= 256 * MIB; b *= 4) {
+        assert_int_equal(gs__algo_choose_shape(&lan, GS_COLL_ALLREDUCE, &h4x2, b, SLICE),
+                         GS_ALGO_HIERARCHICAL);
+    }
+    assert_int_not_equal(gs__algo_choose_shape(&lan, GS_COLL_ALLREDUCE, &h4x2, 4 * KIB, SLICE),
+                         GS_ALGO_HIERARCHICAL);
+    /* Equal links: the extra intra-host phases never pay. */
+    for (size_t b = 4 * KIB; b <= 256 * MIB; b *= 4) {
+        assert_int_not_equal(gs__algo_choose_shape(&same, GS_COLL_ALLREDUCE, &h4x2, b, SLICE),
+                             GS_ALGO_HIERARCHICAL);
+    }
+    /* A slower inside of the host makes hier dearer. */
+    {
+        gs_algo_model_t slow_intra = lan;
+        gs__algo_model_set_intra(&slow_intra, 20, 200);
+        assert_true(gs__algo_cost_shape(&slow_intra, GS_COLL_ALLREDUCE, GS_ALGO_HIERARCHICAL,
+                                        &h4x2, 64 * MIB, SLICE) >
+                    gs__algo_cost_shape(&lan, GS_COLL_ALLREDUCE, GS_ALGO_HIERARCHICAL, &h4x2,
+                                        64 * MIB, SLICE));
+    }
+    /* The flat shape is exactly the old model for every collective and size. */
+    for (int k = 0; k < GS_COLL_KIND_COUNT; k++) {
+        for (size_t b = 1; b <= 256 * MIB; b *= 8) {
+            assert_int_equal(gs__algo_choose_shape(&lan, (gs_coll_kind_t)k, &each, b, SLICE),
+                             gs__algo_choose(&lan, (gs_coll_kind_t)k, 8, b, SLICE));
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -300,6 +358,7 @@ int main(void)
         cmocka_unit_test(test_algo_model_slow_link_hides_reduce_in_ring),
         cmocka_unit_test(test_algo_model_policy_names),
         cmocka_unit_test(test_algo_model_logs_once_per_size_class),
+        cmocka_unit_test(test_algo_model_hier_follows_hosts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -48,6 +48,22 @@ static void test_algo_policy_rejects(void **state)
     assert_int_equal(gs__algo_policy_parse("allreduce:", &p), GS_ERR_INVALID_ARG);
 }
 
+static void test_algo_policy_hier(void **state)
+{
+    gs_algo_policy_t p;
+
+    (void)state;
+    assert_int_equal(gs__algo_policy_parse("allreduce:hier", &p), GS_OK);
+    assert_int_equal(p.forced[GS_COLL_ALLREDUCE], GS_ALGO_HIERARCHICAL);
+    assert_int_equal(gs__algo_policy_parse("hier", &p), GS_OK); /* only the all-reduce has it */
+    assert_int_equal(p.forced[GS_COLL_ALLREDUCE], GS_ALGO_HIERARCHICAL);
+    assert_int_equal(p.forced[GS_COLL_BROADCAST], GS_ALGO_AUTO);
+    assert_int_equal(gs__algo_policy_parse("broadcast:hier", &p), GS_ERR_INVALID_ARG);
+    assert_string_equal(gs__algo_name(GS_ALGO_HIERARCHICAL), "hier");
+    assert_true(gs__algo_offers(GS_COLL_ALLREDUCE, GS_ALGO_HIERARCHICAL));
+    assert_false(gs__algo_offers(GS_COLL_REDUCE_SCATTER, GS_ALGO_HIERARCHICAL));
+}
+
 static void test_algo_offers(void **state)
 {
     (void)state;
@@ -107,6 +123,7 @@ int main(void)
         cmocka_unit_test(test_algo_policy_bare_name),
         cmocka_unit_test(test_algo_policy_per_collective),
         cmocka_unit_test(test_algo_policy_rejects),
+        cmocka_unit_test(test_algo_policy_hier),
         cmocka_unit_test(test_algo_offers),
         cmocka_unit_test(test_algo_split_covers_exactly),
         cmocka_unit_test(test_algo_tag_layout),

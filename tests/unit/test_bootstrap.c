@@ -78,6 +78,44 @@ static void test_bootstrap_hello_rejects_malformed(void **state)
     h.rank = 0;
     gs__boot_hello_encode(&h, buf);
     assert_int_equal(gs__boot_hello_decode(buf, sizeof(buf), &out), GS_ERR_PROTOCOL);
+
+    h = sample_hello();
+    h.host_id = 0; /* gs__host_id never gives 0 */
+    gs__boot_hello_encode(&h, buf);
+    assert_int_equal(gs__boot_hello_decode(buf, sizeof(buf), &out), GS_ERR_PROTOCOL);
+    assert_non_null(strstr(gs_last_error(), "host id"));
+
+    h = sample_hello();
+    h.version = 1; /* protocol 1 tables carried no host ids */
+    gs__boot_hello_encode(&h, buf);
+    assert_int_equal(gs__boot_hello_decode(buf, sizeof(buf), &out), GS_ERR_VERSION_MISMATCH);
+}
+
+static void test_bootstrap_entry_roundtrip_and_rejects(void **state)
+{
+    uint8_t buf[GS_BOOT_ENTRY_BYTES];
+    uint32_t alen = 0;
+    uint64_t host = 0;
+
+    (void)state;
+    gs__boot_entry_encode(17, 0x0102030405060708ull, buf);
+    assert_int_equal(buf[0], 17); /* little endian: length first, then the id */
+    assert_int_equal(buf[4], 0x08);
+    assert_int_equal(gs__boot_entry_decode(buf, sizeof(buf), &alen, &host), GS_OK);
+    assert_int_equal(alen, 17);
+    assert_true(host == 0x0102030405060708ull);
+
+    assert_int_equal(gs__boot_entry_decode(buf, GS_BOOT_ENTRY_BYTES - 1, &alen, &host),
+                     GS_ERR_PROTOCOL);
+    alen = 99;
+    gs__boot_entry_encode(GS_SOCK_ADDR_MAX, 5, buf); /* would overflow the address buffer */
+    assert_int_equal(gs__boot_entry_decode(buf, sizeof(buf), &alen, &host), GS_ERR_PROTOCOL);
+    assert_int_equal(alen, 99); /* outputs written only on success */
+    gs__boot_entry_encode(0, 5, buf);
+    assert_int_equal(gs__boot_entry_decode(buf, sizeof(buf), &alen, &host), GS_ERR_PROTOCOL);
+    gs__boot_entry_encode(12, 0, buf);
+    assert_int_equal(gs__boot_entry_decode(buf, sizeof(buf), &alen, &host), GS_ERR_PROTOCOL);
+    assert_non_null(strstr(gs_last_error(), "host id"));
 }
 
 static void test_bootstrap_table_roundtrip_and_rejects(void **state)
@@ -125,6 +163,7 @@ int main(void)
         cmocka_unit_test(test_bootstrap_hello_roundtrip),
         cmocka_unit_test(test_bootstrap_hello_rejects_malformed),
         cmocka_unit_test(test_bootstrap_table_roundtrip_and_rejects),
+        cmocka_unit_test(test_bootstrap_entry_roundtrip_and_rejects),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

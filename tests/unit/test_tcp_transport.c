@@ -168,6 +168,14 @@ static void *rank_main(void *p)
                              .counters = &job->counters[rank]};
     gs_status_t status;
 
+    /* GS_TEST_TCP_SHM=BYTES: the same tests over shared-memory rings of that size. */
+    if (getenv("GS_TEST_TCP_SHM") != NULL) {
+        params.host_id = 1;
+        params.shm = 1;
+        params.shm_bytes = atoi(getenv("GS_TEST_TCP_SHM"));
+        params.shm_test_free = -1;
+    }
+
     status = ops->init(&params, &job->tps[rank]);
     CHECK_EQ(job, status, GS_OK);
     if (status == GS_OK) {

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The MPI transport (mpi_transport.c, mpi_coll.c) and the process-wide MPI
- * ownership it shares with the MPI bootstrap (mpi_env.c). Compiled only when
+ * The MPI transport (mpi_transport.c and the files mpi_internal.h lists,
+ * mpi_coll.c) and the process-wide MPI ownership it shares with the MPI
+ * bootstrap (mpi_env.c). Compiled only when
  * the build has MPI (GS_WITH_MPI). This header includes <mpi.h>; it is
  * included only by the MPI transport files, transport.c and
  * src/api/comm_mpi.c.

@@ -343,8 +343,8 @@ void gs__tcp_conn_update_events(gs_tp_t *tp, gs__tcp_conn_t *c)
     if (c->rstate != GS_TCP_RS_PARKED) {
         want |= EPOLLIN;
     }
-    if (c->sq_head != NULL) {
-        want |= EPOLLOUT;
+    if ((c->sq_head != NULL) && (c->shm == NULL)) {
+        want |= EPOLLOUT; /* a ring's room is announced by the peer's doorbell */
     }
     if (want == c->events) {
         return;
@@ -388,6 +388,7 @@ static void send_error(gs_tp_t *tp, gs__tcp_conn_t *c, int err)
 void gs__tcp_conn_flush(gs_tp_t *tp, gs__tcp_conn_t *c)
 {
     int budget = GS_TCP_IO_BUDGET;
+    bool wrote = false;
 
     while ((c->sq_head != NULL) && (c->fd >= 0) && (budget-- > 0)) {
         struct iovec iov[GS_TCP_IOV_MAX];
@@ -419,10 +420,18 @@ void gs__tcp_conn_flush(gs_tp_t *tp, gs__tcp_conn_t *c)
                 niov++;
             }
         }
-        memset(&mh, 0, sizeof(mh));
-        mh.msg_iov = iov;
-        mh.msg_iovlen = niov;
-        n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (c->shm != NULL) {
+            n = gs__tcp_shm_write(tp, c, iov, niov);
+            if (n <= 0) {
+                break; /* full (the sweep or a doorbell resumes it), or the peer failed */
+            }
+            wrote = true;
+        } else {
+            memset(&mh, 0, sizeof(mh));
+            mh.msg_iov = iov;
+            mh.msg_iovlen = niov;
+            n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        }
         if (n < 0) {
             if (errno == EINTR) {
                 continue;
@@ -458,6 +467,9 @@ void gs__tcp_conn_flush(gs_tp_t *tp, gs__tcp_conn_t *c)
         if (short_write) {
             break; /* the socket buffer is full; EPOLLOUT will say when to go on */
         }
+    }
+    if (wrote && (c->fd >= 0)) {
+        gs__tcp_shm_wake_reader(tp, c);
     }
     gs__tcp_conn_update_events(tp, c);
 }

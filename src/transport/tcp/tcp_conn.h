@@ -3,8 +3,9 @@
  * Private types and calls of the TCP transport, shared by its files:
  * tcp_transport.c (the ops table and request calls), tcp_conn.c (request
  * completion, peer failure, per-socket send queues), tcp_recv.c (matching and
- * the receive state machine) and tcp_handshake.c (connection setup). Nothing outside src/transport/tcp/
- * includes this header.
+ * the receive state machine), tcp_handshake.c (connection setup) and
+ * tcp_shm.c (shared-memory links to peers on the same host). Nothing outside
+ * src/transport/tcp/ (and its tests) includes this header.
  *
  * Ordering: every message to a peer gets the next per-peer sequence number.
  * A large message is cut into chunks that travel on different sockets; the
@@ -29,8 +30,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
 
 #include "core/socket.h"
+#include "transport/shm/shm_seg.h"
 #include "transport/tcp/tcp_wire.h"
 #include "transport/transport.h"
 
@@ -100,6 +104,26 @@ typedef struct gs__tcp_inmsg {
     bool complete;
 } gs__tcp_inmsg_t;
 
+/*
+ * The shared-memory link of a peer on the same host (tcp_shm.c): the frame
+ * stream of its socket 0 goes through two rings in a shared segment instead
+ * of send()/recv(); the socket stays open for the doorbell (one byte when
+ * the other side sleeps) and for failure detection (EOF when the process
+ * dies). Frames, matching and failure handling are the TCP ones unchanged.
+ */
+typedef struct gs__tcp_shm {
+    gs__shm_seg_t seg;
+    gs__shm_ring_t tx;
+    gs__shm_ring_t rx;
+    uint64_t ring_bytes;
+    bool sock_closed; /* the socket said EOF or failed: fail once the ring is drained */
+    int sock_err;     /* its errno, 0 for EOF */
+} gs__tcp_shm_t;
+
+/* The byte a doorbell carries (anything else on a shared-memory link's socket
+ * is a protocol error). */
+#define GS_TCP_SHM_DOORBELL 0x47u
+
 /* One socket to a peer. */
 typedef struct gs__tcp_conn {
     int fd; /* -1 once closed */
@@ -120,6 +144,7 @@ typedef struct gs__tcp_conn {
     uint8_t *rbuf;
     size_t rpos;
     size_t rlen;
+    gs__tcp_shm_t *shm; /* socket 0 of a peer on the same host: frames go through it */
 } gs__tcp_conn_t;
 
 typedef struct gs__tcp_peer {
@@ -131,6 +156,8 @@ typedef struct gs__tcp_peer {
     int nparked;
     int nbye;
     bool reading_last;       /* reading what it sent before blaming it (tcp_conn.c) */
+    bool shm_offered;        /* its handshake on socket 0 offered shared memory */
+    gs__tcp_shm_t *shm;      /* owned shared-memory link (also conns[0].shm once set up) */
     gs_status_t fail_status; /* GS_OK while the peer is healthy */
     char reason[GS_TCP_REASON_MAX];
 } gs__tcp_peer_t;
@@ -187,6 +214,12 @@ struct gs_tp {
     int down_rank;           /* the failed rank named in down_reason */
     char down_reason[GS_TCP_REASON_MAX];
     uint8_t *scratch;
+    bool shm_offer;          /* we offer shared memory to peers (GS_SHM and a host id) */
+    uint64_t host_id;
+    uint64_t shm_bytes;      /* ring bytes per direction we ask for */
+    int shm_test_free;       /* GS_SHM_TEST_FREE_BYTES, -1 when unset */
+    gs__tcp_conn_t **shm_conns; /* the conns with a shared-memory link */
+    int nshm;
 };
 
 /* The sentence a request involving failed peer p fails with: once the
@@ -250,8 +283,12 @@ void gs__tcp_req_fail_ref(gs_tp_t *tp, struct gs_tp_req *req, gs_status_t status
 
 /* --- tcp_recv.c ------------------------------------------------------ */
 
-/* Read and dispatch frames until EAGAIN or the budget; fails the peer on error. */
+/* Read and dispatch frames until EAGAIN or the budget; fails the peer on error.
+ * A shared-memory link first consumes the doorbells on its socket. */
 void gs__tcp_conn_read(gs_tp_t *tp, gs__tcp_conn_t *c);
+/* A shared-memory link's frames only, leaving its socket alone (the
+ * progress sweep: no recv that would find nothing). */
+void gs__tcp_conn_read_ring(gs_tp_t *tp, gs__tcp_conn_t *c);
 /* Match a new receive against held unexpected messages, else post it. */
 void gs__tcp_recv_post(gs_tp_t *tp, struct gs_tp_req *req);
 /* Detach an unfinished receive from whatever it is bound to (cancel). */
@@ -270,5 +307,38 @@ void gs__tcp_recv_go_down(gs_tp_t *tp);
  * GS_ERR_NO_MEMORY, GS_ERR_INVALID_ARG. */
 gs_status_t gs__tcp_handshake_all(gs_tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX],
                                   uint64_t deadline_ns);
+
+/* --- tcp_shm.c ------------------------------------------------------ */
+
+/* After the handshakes, before the sockets join epoll: agree with every
+ * peer that offered shared memory whether it shares our host, and set up a
+ * segment with each that does (the lower rank creates it). A peer for
+ * which /dev/shm is too small, or the segment cannot be made or mapped,
+ * falls back to TCP with a WARN on both sides. Blocking until deadline_ns.
+ * Returns GS_OK, GS_ERR_TIMEOUT, GS_ERR_PEER_FAILED (a peer closed its
+ * socket), GS_ERR_PROTOCOL (a bad setup record), GS_ERR_ABORTED,
+ * GS_ERR_NO_MEMORY. */
+gs_status_t gs__tcp_shm_setup(gs_tp_t *tp, uint64_t deadline_ns);
+/* Write gathered bytes into c's ring; returns bytes written (0: full) or -1
+ * after failing the peer (corrupt ring). */
+ssize_t gs__tcp_shm_write(gs_tp_t *tp, gs__tcp_conn_t *c, const struct iovec *iov, size_t niov);
+/* Read up to len bytes from c's ring into dst (NULL discards); returns
+ * bytes read (0: empty) or -1 after failing the peer (corrupt ring). */
+ssize_t gs__tcp_shm_read(gs_tp_t *tp, gs__tcp_conn_t *c, void *dst, size_t len);
+/* Ring the peer's doorbell if it sleeps on bytes we wrote. */
+void gs__tcp_shm_wake_reader(gs_tp_t *tp, gs__tcp_conn_t *c);
+/* Ring the peer's doorbell if it waits for space we freed. */
+void gs__tcp_shm_wake_writer(gs_tp_t *tp, gs__tcp_conn_t *c);
+/* Consume doorbell bytes on c's socket; notes EOF/errors in c->shm. */
+void gs__tcp_shm_drain_doorbell(gs_tp_t *tp, gs__tcp_conn_t *c);
+/* Before sleeping in epoll: arm every link's sleep flags; true when one of
+ * them has work already (do not sleep). */
+bool gs__tcp_shm_arm(gs_tp_t *tp);
+/* After epoll: clear the flags. */
+void gs__tcp_shm_disarm(gs_tp_t *tp);
+/* Read every link with bytes waiting and flush every one with room. */
+void gs__tcp_shm_sweep(gs_tp_t *tp);
+/* Unmap and unlink every segment (finalize, error paths). */
+void gs__tcp_shm_free(gs_tp_t *tp);
 
 #endif /* GS_TRANSPORT_TCP_TCP_CONN_H */

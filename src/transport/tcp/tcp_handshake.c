@@ -95,6 +95,8 @@ static void fill_hs(const gs_tp_t *tp, gs__tcp_hs_t *hs, uint32_t kind, uint32_t
     hs->size = (uint32_t)tp->size;
     hs->index = (uint32_t)index;
     hs->nsocks = (uint32_t)tp->nsocks;
+    /* Socket 0 offers shared memory (tcp_shm.c decides after the handshakes). */
+    hs->flags = ((index == 0) && tp->shm_offer) ? GS_TCP_HS_F_SHM : 0;
 }
 
 static void out_schedule_retry(hs_slot_t *s, uint64_t now, const char *why)
@@ -209,6 +211,9 @@ static gs_status_t out_got_ack(hs_ctx_t *ctx, hs_slot_t *s)
                              (ack.index != (uint32_t)s->index) ? "wrong socket index" : why);
     }
     tp->peers[s->peer].conns[s->index].fd = s->fd;
+    if (s->index == 0) {
+        tp->peers[s->peer].shm_offered = ((ack.flags & GS_TCP_HS_F_SHM) != 0);
+    }
     s->fd = -1;
     s->state = HS_DONE;
     return GS_OK;
@@ -331,6 +336,9 @@ static void in_step(hs_ctx_t *ctx, hs_slot_t *s)
         ctx->claimed[hello.rank * (uint32_t)tp->nsocks + hello.index] = true;
         s->peer = (int)hello.rank;
         s->index = (int)hello.index;
+        if (s->index == 0) {
+            tp->peers[s->peer].shm_offered = ((hello.flags & GS_TCP_HS_F_SHM) != 0);
+        }
         fill_hs(tp, &hello, GS_TCP_HS_ACK, GS_TCP_HS_OK, s->index);
         gs__tcp_hs_encode(&hello, s->buf);
         s->done = 0;

@@ -444,11 +444,34 @@ static void recv_error(gs_tp_t *tp, gs__tcp_conn_t *c, ssize_t n, int err)
     }
 }
 
+/* One ring read of a shared-memory link: an empty ring after the socket
+ * closed is the EOF (or error) the socket reported. */
+static bool do_recv_shm(gs_tp_t *tp, gs__tcp_conn_t *c, void *dst, size_t len, ssize_t *n_out)
+{
+    ssize_t n = gs__tcp_shm_read(tp, c, dst, len);
+
+    if (n > 0) {
+        *n_out = n;
+        if ((size_t)n < len) {
+            c->drained = true;
+        }
+        return true;
+    }
+    c->drained = true;
+    if ((n == 0) && c->shm->sock_closed) {
+        recv_error(tp, c, (c->shm->sock_err != 0) ? -1 : 0, c->shm->sock_err);
+    }
+    return false;
+}
+
 /* One recv; returns false when the socket has nothing more now (or failed). */
 static bool do_recv(gs_tp_t *tp, gs__tcp_conn_t *c, void *dst, size_t len, ssize_t *n_out)
 {
     ssize_t n;
 
+    if (c->shm != NULL) {
+        return do_recv_shm(tp, c, dst, len, n_out);
+    }
     do {
         n = recv(c->fd, dst, len, MSG_DONTWAIT);
     } while ((n < 0) && (errno == EINTR));
@@ -467,12 +490,35 @@ static bool do_recv(gs_tp_t *tp, gs__tcp_conn_t *c, void *dst, size_t len, ssize
     return false;
 }
 
+static void conn_read_frames(gs_tp_t *tp, gs__tcp_conn_t *c);
+
 void gs__tcp_conn_read(gs_tp_t *tp, gs__tcp_conn_t *c)
+{
+    if (c->shm == NULL) {
+        conn_read_frames(tp, c);
+        return;
+    }
+    gs__tcp_shm_drain_doorbell(tp, c);
+    gs__tcp_conn_read_ring(tp, c);
+}
+
+void gs__tcp_conn_read_ring(gs_tp_t *tp, gs__tcp_conn_t *c)
+{
+    conn_read_frames(tp, c);
+    if (c->fd >= 0) {
+        gs__tcp_shm_wake_writer(tp, c); /* we may have freed room it waits for */
+    }
+}
+
+static void conn_read_frames(gs_tp_t *tp, gs__tcp_conn_t *c)
 {
     gs__tcp_peer_t *p = &tp->peers[c->peer];
     int budget = GS_TCP_IO_BUDGET;
     char why[GS_TCP_REASON_MAX];
     ssize_t n = 0;
+    /* A ring costs no syscall per read: take headers exactly and every
+     * payload straight to its destination (one copy out of the ring). */
+    bool exact = (c->shm != NULL);
 
     c->drained = false;
     if (c->kicked) {
@@ -505,7 +551,9 @@ void gs__tcp_conn_read(gs_tp_t *tp, gs__tcp_conn_t *c)
                 c->rpos = 0;
                 c->rlen = avail;
             }
-            if (!do_recv(tp, c, c->rbuf + c->rlen, GS_TCP_RBUF_LEN - c->rlen, &n)) {
+            if (!do_recv(tp, c, c->rbuf + c->rlen,
+                         exact ? (GS_TCP_FRAME_HDR_LEN - avail) : (GS_TCP_RBUF_LEN - c->rlen),
+                         &n)) {
                 return;
             }
             c->rlen += (size_t)n;
@@ -531,7 +579,7 @@ void gs__tcp_conn_read(gs_tp_t *tp, gs__tcp_conn_t *c)
         }
         c->rpos = 0;
         c->rlen = 0;
-        if (c->rleft >= GS_TCP_RBUF_LEN / 2) {
+        if (exact || (c->rleft >= GS_TCP_RBUF_LEN / 2)) {
             /* Large payload: read it in place (no copy). */
             void *dst = (c->rdst != NULL) ? (void *)c->rdst : (void *)tp->scratch;
             size_t cap = (c->rdst != NULL) ? (size_t)c->rleft : GS_TCP_SCRATCH_LEN;

@@ -55,6 +55,7 @@ static gs_status_t resolve_route(const char *text, const char *family, gs_sockad
 
 static void free_instance(gs_tp_t *tp)
 {
+    gs__tcp_shm_free(tp);
     if (tp->peers != NULL) {
         for (int p = 0; p < tp->size; p++) {
             gs__tcp_conn_t *conns = tp->peers[p].conns;
@@ -134,6 +135,13 @@ static gs_status_t tcp_init(const gs_tp_params_t *params, gs_tp_t **tp_out)
     tp->epfd = -1;
     tp->evfd = -1;
     tp->down_rank = -1;
+    tp->host_id = params->host_id;
+    tp->shm_offer = (params->shm != 0) && (params->host_id != 0) && (tp->size > 1);
+    tp->shm_bytes = (uint64_t)params->shm_bytes;
+    if ((tp->shm_bytes < GS_SHM_MIN_BYTES) || (tp->shm_bytes > GS_SHM_MAX_BYTES)) {
+        tp->shm_offer = false; /* unset or out of range (in-process tests): TCP only */
+    }
+    tp->shm_test_free = params->shm_test_free;
     atomic_init(&tp->aborted, 0);
     tp->peers = calloc((size_t)tp->size, sizeof(*tp->peers));
     tp->scratch = malloc(GS_TCP_SCRATCH_LEN);
@@ -242,6 +250,10 @@ static gs_status_t tcp_connect(gs_tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX], uint6
     if (status != GS_OK) {
         return status;
     }
+    status = gs__tcp_shm_setup(tp, deadline_ns);
+    if (status != GS_OK) {
+        return status;
+    }
     close(tp->listen_fd);
     tp->listen_fd = -1;
     for (int p = 0; p < tp->size; p++) {
@@ -260,7 +272,8 @@ static gs_status_t tcp_connect(gs_tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX], uint6
         }
     }
     tp->connected = true;
-    GS_INFO(NET, "tcp: rank %d connected to %d peers", tp->rank, tp->size - 1);
+    GS_INFO(NET, "tcp: rank %d connected to %d peers (%d through shared memory)", tp->rank,
+            tp->size - 1, tp->nshm);
     return GS_OK;
 }
 
@@ -327,7 +340,10 @@ static gs_status_t tcp_isend(gs_tp_t *tp, int peer, uint64_t tag, const void *bu
         return gs__error_set(GS_ERR_INVALID_USAGE, "tcp: isend before connect on rank %d",
                              tp->rank);
     }
-    nframes = ((len >= GS_TCP_STRIPE_MIN) && (tp->nsocks > 1)) ? tp->nsocks : 1;
+    /* A local peer's messages all take its shared-memory link (socket 0). */
+    nframes = ((len >= GS_TCP_STRIPE_MIN) && (tp->nsocks > 1) && (tp->peers[peer].shm == NULL))
+                  ? tp->nsocks
+                  : 1;
     status = req_alloc(tp, GS_TCP_REQ_SEND, nframes, peer, tag, (void *)buf, len, &req);
     if (status != GS_OK) {
         return status;
@@ -366,6 +382,8 @@ static gs_status_t tcp_isend(gs_tp_t *tp, int peer, uint64_t tag, const void *bu
 
         if (nframes > 1) {
             c = &p->conns[(p->rot + (unsigned)i) % (unsigned)tp->nsocks];
+        } else if (p->shm != NULL) {
+            c = &p->conns[0];
         } else {
             /* A single frame goes where it waits least. */
             c = &p->conns[0];
@@ -469,7 +487,13 @@ static gs_status_t poll_once(gs_tp_t *tp, int timeout_ms)
     if (tp->nkicked > 0) {
         timeout_ms = 0;
     }
+    if ((timeout_ms != 0) && (tp->nshm > 0) && gs__tcp_shm_arm(tp)) {
+        timeout_ms = 0; /* a ring has work: no sleep, no doorbell needed */
+    }
     n = epoll_wait(tp->epfd, evs, TCP_EPOLL_EVENTS, timeout_ms);
+    if (tp->nshm > 0) {
+        gs__tcp_shm_disarm(tp);
+    }
     if (n < 0) {
         if (errno == EINTR) {
             return GS_OK;
@@ -514,6 +538,9 @@ static gs_status_t poll_once(gs_tp_t *tp, int timeout_ms)
                 }
             }
         }
+    }
+    if (tp->nshm > 0) {
+        gs__tcp_shm_sweep(tp);
     }
     return GS_OK;
 }

@@ -12,6 +12,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 /* Byte offsets of the handshake fields. */
 enum {
@@ -25,7 +26,7 @@ enum {
     HS_OFF_SIZE = 28,
     HS_OFF_INDEX = 32,  /* u16 */
     HS_OFF_NSOCKS = 34, /* u16 */
-    HS_OFF_RSVD = 36    /* u32, zero */
+    HS_OFF_FLAGS = 36   /* u32, GS_TCP_HS_F_* */
 };
 
 /* Byte offsets of the frame header fields. */
@@ -41,7 +42,7 @@ enum {
     FR_OFF_CHUNK = 40
 };
 
-_Static_assert(HS_OFF_RSVD + 4 == GS_TCP_HS_LEN, "handshake layout");
+_Static_assert(HS_OFF_FLAGS + 4 == GS_TCP_HS_LEN, "handshake layout");
 _Static_assert(FR_OFF_CHUNK + 8 == GS_TCP_FRAME_HDR_LEN, "frame layout");
 
 static void put_le16(uint8_t *p, uint32_t v)
@@ -82,7 +83,7 @@ void gs__tcp_hs_encode(const gs__tcp_hs_t *hs, uint8_t *buf)
     gs__put_le32(buf + HS_OFF_SIZE, hs->size);
     put_le16(buf + HS_OFF_INDEX, hs->index);
     put_le16(buf + HS_OFF_NSOCKS, hs->nsocks);
-    gs__put_le32(buf + HS_OFF_RSVD, 0);
+    gs__put_le32(buf + HS_OFF_FLAGS, hs->flags);
 }
 
 gs_status_t gs__tcp_hs_decode(const uint8_t *buf, size_t len, gs__tcp_hs_t *out, char *why,
@@ -108,6 +109,7 @@ gs_status_t gs__tcp_hs_decode(const uint8_t *buf, size_t len, gs__tcp_hs_t *out,
     hs.size = gs__get_le32(buf + HS_OFF_SIZE);
     hs.index = get_le16(buf + HS_OFF_INDEX);
     hs.nsocks = get_le16(buf + HS_OFF_NSOCKS);
+    hs.flags = gs__get_le32(buf + HS_OFF_FLAGS);
     if (hs.version != GS_TCP_PROTO_VERSION) {
         *out = hs;
         return reject(GS_ERR_VERSION_MISMATCH, why, whylen,
@@ -122,8 +124,9 @@ gs_status_t gs__tcp_hs_decode(const uint8_t *buf, size_t len, gs__tcp_hs_t *out,
         return reject(GS_ERR_PROTOCOL, why, whylen, "bad handshake verdict %" PRIu32,
                       hs.verdict);
     }
-    if (gs__get_le32(buf + HS_OFF_RSVD) != 0) {
-        return reject(GS_ERR_PROTOCOL, why, whylen, "reserved handshake bytes are not zero");
+    if ((hs.flags & ~GS_TCP_HS_F_KNOWN) != 0) {
+        return reject(GS_ERR_PROTOCOL, why, whylen, "unknown handshake flags 0x%08" PRIx32,
+                      hs.flags);
     }
     *out = hs;
     return GS_OK;
@@ -260,5 +263,87 @@ gs_status_t gs__tcp_frame_decode(const uint8_t *buf, size_t len, gs__tcp_frame_h
         }
     }
     *out = h;
+    return GS_OK;
+}
+
+/* Byte offsets of the shared-memory setup record. */
+enum {
+    SM_OFF_MAGIC = 0,
+    SM_OFF_KIND = 4, /* u8 */
+    SM_OFF_OK = 5,   /* u8, 0 or 1 */
+    SM_OFF_RSVD = 6, /* u16, zero */
+    SM_OFF_HOST = 8,
+    SM_OFF_RING = 16,
+    SM_OFF_NONCE = 24,
+    SM_OFF_NAME = 32 /* GS_TCP_SHM_NAME_LEN bytes, NUL-padded */
+};
+
+_Static_assert(SM_OFF_NAME + GS_TCP_SHM_NAME_LEN == GS_TCP_SHM_LEN, "shm record layout");
+
+void gs__tcp_shm_encode(const gs__tcp_shm_msg_t *m, uint8_t *buf)
+{
+    size_t n = strnlen(m->name, GS_TCP_SHM_NAME_LEN - 1);
+
+    gs__put_le32(buf + SM_OFF_MAGIC, GS_TCP_SHM_MAGIC);
+    buf[SM_OFF_KIND] = (uint8_t)m->kind;
+    buf[SM_OFF_OK] = (uint8_t)(m->ok ? 1 : 0);
+    put_le16(buf + SM_OFF_RSVD, 0);
+    gs__put_le64(buf + SM_OFF_HOST, m->host_id);
+    gs__put_le64(buf + SM_OFF_RING, m->ring_bytes);
+    gs__put_le64(buf + SM_OFF_NONCE, m->nonce);
+    memset(buf + SM_OFF_NAME, 0, GS_TCP_SHM_NAME_LEN);
+    memcpy(buf + SM_OFF_NAME, m->name, n);
+}
+
+gs_status_t gs__tcp_shm_decode(const uint8_t *buf, size_t len, gs__tcp_shm_msg_t *out, char *why,
+                               size_t whylen)
+{
+    gs__tcp_shm_msg_t m;
+    const uint8_t *name = buf + SM_OFF_NAME;
+    size_t n;
+
+    if (len < GS_TCP_SHM_LEN) {
+        return reject(GS_ERR_PROTOCOL, why, whylen, "shm record of %zu bytes, expected %d", len,
+                      GS_TCP_SHM_LEN);
+    }
+    if (gs__get_le32(buf + SM_OFF_MAGIC) != GS_TCP_SHM_MAGIC) {
+        return reject(GS_ERR_PROTOCOL, why, whylen, "bad shm record magic 0x%08" PRIx32,
+                      gs__get_le32(buf + SM_OFF_MAGIC));
+    }
+    memset(&m, 0, sizeof(m));
+    m.kind = buf[SM_OFF_KIND];
+    if ((m.kind < GS_TCP_SHM_OFFER) || (m.kind > GS_TCP_SHM_MAPPED)) {
+        return reject(GS_ERR_PROTOCOL, why, whylen, "unknown shm record kind %" PRIu32, m.kind);
+    }
+    if ((buf[SM_OFF_OK] > 1) || (get_le16(buf + SM_OFF_RSVD) != 0)) {
+        return reject(GS_ERR_PROTOCOL, why, whylen, "bad shm record flags");
+    }
+    m.ok = (buf[SM_OFF_OK] == 1);
+    m.host_id = gs__get_le64(buf + SM_OFF_HOST);
+    m.ring_bytes = gs__get_le64(buf + SM_OFF_RING);
+    m.nonce = gs__get_le64(buf + SM_OFF_NONCE);
+    n = strnlen((const char *)name, GS_TCP_SHM_NAME_LEN);
+    if (n == GS_TCP_SHM_NAME_LEN) {
+        return reject(GS_ERR_PROTOCOL, why, whylen, "shm segment name is not NUL-terminated");
+    }
+    for (size_t i = n; i < GS_TCP_SHM_NAME_LEN; i++) {
+        if (name[i] != 0) {
+            return reject(GS_ERR_PROTOCOL, why, whylen, "bytes after the shm segment name");
+        }
+    }
+    memcpy(m.name, name, GS_TCP_SHM_NAME_LEN); /* NUL-padded, checked above */
+    if ((m.kind == GS_TCP_SHM_CREATE) && m.ok && (n == 0)) {
+        return reject(GS_ERR_PROTOCOL, why, whylen, "shm create record without a name");
+    }
+    if (((m.kind != GS_TCP_SHM_CREATE) || !m.ok) && (n != 0)) {
+        return reject(GS_ERR_PROTOCOL, why, whylen, "shm record with an unexpected name");
+    }
+    if ((m.kind != GS_TCP_SHM_MAPPED) && m.ok &&
+        ((m.ring_bytes < GS_TCP_SHM_MIN_RING) || (m.ring_bytes > GS_TCP_SHM_MAX_RING))) {
+        return reject(GS_ERR_PROTOCOL, why, whylen,
+                      "shm ring of %" PRIu64 " bytes, expected %llu..%llu", m.ring_bytes,
+                      GS_TCP_SHM_MIN_RING, GS_TCP_SHM_MAX_RING);
+    }
+    *out = m;
     return GS_OK;
 }

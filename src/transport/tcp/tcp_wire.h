@@ -11,14 +11,16 @@
 #ifndef GS_TRANSPORT_TCP_TCP_WIRE_H
 #define GS_TRANSPORT_TCP_TCP_WIRE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "gradsync/status.h"
 
 /* Protocol version carried in every handshake. Bump on any layout change.
- * 2: adds the DOWN frame. */
-#define GS_TCP_PROTO_VERSION 2u
+ * 2: adds the DOWN frame. 3: handshake flags (shared-memory offer) and the
+ * shared-memory setup records. */
+#define GS_TCP_PROTO_VERSION 3u
 
 /* "GSHS" and "GSFR" as bytes on the wire. */
 #define GS_TCP_HS_MAGIC 0x53485347u
@@ -31,6 +33,10 @@
 #define GS_TCP_MAX_MSG (1ull << 44)
 /* Most sockets per peer a handshake may announce. */
 #define GS_TCP_MAX_SOCKS 16
+
+/* Handshake flags (a HELLO or ACK on socket 0 only). */
+#define GS_TCP_HS_F_SHM 1u /* this side would carry the pair's frames in shared memory */
+#define GS_TCP_HS_F_KNOWN GS_TCP_HS_F_SHM
 
 /* Handshake kinds. */
 #define GS_TCP_HS_HELLO 1u
@@ -63,6 +69,7 @@ typedef struct gs__tcp_hs {
     uint32_t size;  /* the sender's world size */
     uint32_t index; /* socket index within the pair, < nsocks */
     uint32_t nsocks;
+    uint32_t flags; /* GS_TCP_HS_F_* */
 } gs__tcp_hs_t;
 
 /* What the accepting side expects of a HELLO (and the connector of an ACK). */
@@ -85,11 +92,47 @@ typedef struct gs__tcp_frame_hdr {
     uint64_t chunk_len; /* payload bytes that follow this header */
 } gs__tcp_frame_hdr_t;
 
+/*
+ * Shared-memory setup records, exchanged on socket 0 right after the
+ * handshakes of a pair whose HELLO and ACK both carried GS_TCP_HS_F_SHM
+ * (tcp_shm.c): both send OFFER (host id, ring size); when the host ids
+ * match, the lower rank answers CREATE (ok and the segment name, or not ok
+ * when it could not make one) and the higher one MAPPED (ok or not).
+ */
+#define GS_TCP_SHM_MAGIC 0x4d534347u /* "GCSM" */
+#define GS_TCP_SHM_LEN 96
+#define GS_TCP_SHM_NAME_LEN 64
+#define GS_TCP_SHM_MIN_RING 1024ull
+#define GS_TCP_SHM_MAX_RING (1ull << 30)
+#define GS_TCP_SHM_OFFER 1u
+#define GS_TCP_SHM_CREATE 2u
+#define GS_TCP_SHM_MAPPED 3u
+
+typedef struct gs__tcp_shm_msg {
+    uint32_t kind;       /* GS_TCP_SHM_* */
+    bool ok;             /* OFFER: wants shm; CREATE: segment made; MAPPED: segment mapped */
+    uint64_t host_id;    /* OFFER */
+    uint64_t ring_bytes; /* OFFER, CREATE: bytes per direction */
+    uint64_t nonce;      /* CREATE: the segment header's nonce */
+    char name[GS_TCP_SHM_NAME_LEN]; /* CREATE with ok: the segment name, else empty */
+} gs__tcp_shm_msg_t;
+
+/* Write a setup record into buf[GS_TCP_SHM_LEN]. Never fails. */
+void gs__tcp_shm_encode(const gs__tcp_shm_msg_t *m, uint8_t *buf);
+
+/* Decode and validate a setup record: magic, known kind, ok 0/1, zero
+ * reserved bytes, a NUL-terminated, zero-padded name present exactly in an
+ * ok CREATE, and ring_bytes within GS_TCP_SHM_MIN_RING..MAX_RING in an ok
+ * OFFER or CREATE. Whether the name is a safe segment name is the caller's
+ * check. Returns GS_OK or GS_ERR_PROTOCOL with a reason in why[whylen]. */
+gs_status_t gs__tcp_shm_decode(const uint8_t *buf, size_t len, gs__tcp_shm_msg_t *out, char *why,
+                               size_t whylen);
+
 /* Write a handshake into buf[GS_TCP_HS_LEN]. Never fails. */
 void gs__tcp_hs_encode(const gs__tcp_hs_t *hs, uint8_t *buf);
 
 /* Decode len bytes. Returns GS_OK, GS_ERR_PROTOCOL (short, bad magic, unknown
- * kind or verdict, reserved bits set) or GS_ERR_VERSION_MISMATCH (our magic,
+ * kind or verdict, unknown flags) or GS_ERR_VERSION_MISMATCH (our magic,
  * another protocol version; *out is still filled). Writes a reason into
  * why[whylen] on failure (may be NULL). */
 gs_status_t gs__tcp_hs_decode(const uint8_t *buf, size_t len, gs__tcp_hs_t *out, char *why,

@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# run_shm.sh: checks of the shared-memory path between ranks on one host
+# (src/transport/tcp/tcp_shm.c) that need to read the ranks' logs:
+#   used      on by default: every rank of 3 logs "2 through shared memory";
+#             GS_SHM=0 gives "0 through shared memory"; results correct
+#   fallback  /dev/shm "too small" (GS_SHM_TEST_FREE_BYTES=1000): a WARN
+#             naming the bytes free and the bytes needed, every pair on TCP,
+#             results still correct
+#   tmpfs     a real 16 KiB /dev/shm in a private mount namespace
+#             (unshare -m, needs root; skipped otherwise): same as fallback,
+#             found by statvfs
+#   mixed     4 ranks on two pretend hosts (GS_HOST_ID a,b,a,b via run_hosts.sh):
+#             each rank reaches its host mate through shared memory and the
+#             other two over TCP, results correct
+#   kill      run_fault.sh's kill -9 case on 4 ranks (now over shared memory)
+# After every case: no /dev/shm/gradsync-PID-* segment whose creator PID is
+# dead (segments are unlinked as soon as both sides mapped them).
+# usage: run_shm.sh GSRUN COLL_CHECK FAULT_CHECK [CASE...]
+set -u
+
+GSRUN=${1:?usage: run_shm.sh GSRUN COLL_CHECK FAULT_CHECK [CASE...]}
+COLL=${2:?coll_check}
+FAULT=${3:?fault_check}
+shift 3
+CASES=${*:-used fallback tmpfs mixed kill}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+pass=0
+failed=0
+export GS_TIMEOUT_MS=20000
+# shellcheck disable=SC2054 # comma lists are single arguments of coll_check
+ARGS=(--colls allreduce,broadcast,allgather,sendrecv --dtypes f32 --ops sum --counts 1,w+1,100003)
+
+fail() {
+    echo "FAIL: $*"
+    failed=$((failed + 1))
+}
+
+ok() {
+    echo "ok: $*"
+    pass=$((pass + 1))
+}
+
+# leaked: segments in /dev/shm whose creating process is gone.
+leak_check() {
+    local f pid left=0
+    for f in /dev/shm/gradsync-*; do
+        [ -e "$f" ] || continue
+        pid=${f#/dev/shm/gradsync-}
+        pid=${pid%%-*}
+        if ! kill -0 "$pid" 2>/dev/null; then
+            echo "  leaked segment $f (process $pid is gone)"
+            left=1
+        fi
+    done
+    if [ "$left" -eq 0 ]; then ok "$1: no segment left in /dev/shm"; else fail "$1: segments leaked"; fi
+}
+
+# run LOG ENV... : coll_check on 3 ranks with GS_DEBUG=INFO for NET; status in RC.
+run3() {
+    local log=$1
+    shift
+    env GS_DEBUG=INFO GS_DEBUG_SUBSYS=NET "$@" "$GSRUN" -n 3 --timeout 120 "$COLL" "${ARGS[@]}" \
+        >"$log" 2>&1
+    RC=$?
+}
+
+expect_rc0() { # LOG WHAT: RC must be 0
+    if [ "$RC" -eq 0 ]; then
+        ok "$2"
+    else
+        fail "$2 (exit $RC)"
+        tail -n 20 "$1"
+    fi
+}
+
+expect_in() { # LOG PATTERN COUNT WHAT
+    local n
+    n=$(grep -c -- "$2" "$1")
+    if [ "$n" -ge "$3" ]; then
+        ok "$4"
+    else
+        fail "$4 (found $n lines matching '$2', expected >= $3)"
+        tail -n 20 "$1"
+    fi
+}
+
+case_used() {
+    run3 "$TMP/used.log"
+    expect_rc0 "$TMP/used.log" "used: coll_check passed"
+    expect_in "$TMP/used.log" "connected to 2 peers (2 through shared memory)" 3 \
+        "used: every rank reaches both peers through shared memory"
+    run3 "$TMP/off.log" GS_SHM=0
+    expect_rc0 "$TMP/off.log" "off: coll_check passed"
+    expect_in "$TMP/off.log" "connected to 2 peers (0 through shared memory)" 3 \
+        "off: GS_SHM=0 keeps every pair on TCP"
+    leak_check used
+}
+
+check_fallback() { # LOG WHAT
+    expect_rc0 "$1" "$2: coll_check passed on TCP"
+    expect_in "$1" "no shared memory with rank .* bytes free, the segment .* needs [0-9]* bytes" 3 \
+        "$2: WARN names the bytes free and needed (one per pair)"
+    expect_in "$1" "connected to 2 peers (0 through shared memory)" 3 "$2: every pair fell back to TCP"
+}
+
+case_fallback() {
+    run3 "$TMP/fallback.log" GS_SHM_TEST_FREE_BYTES=1000
+    check_fallback "$TMP/fallback.log" fallback
+    leak_check fallback
+}
+
+case_tmpfs() {
+    if [ "$(id -u)" -ne 0 ] ||
+        ! unshare -m sh -c 'mount -t tmpfs -o size=16k gs_probe /dev/shm' 2>/dev/null; then
+        echo "skipped: tmpfs (needs root, unshare -m and mount)"
+        return
+    fi
+    local log=$TMP/tmpfs.log
+    unshare -m bash -c 'mount -t tmpfs -o size=16k gs_small_shm /dev/shm &&
+        exec env GS_DEBUG=INFO GS_DEBUG_SUBSYS=NET "$@"' _ "$GSRUN" -n 3 --timeout 120 "$COLL" \
+        "${ARGS[@]}" >"$log" 2>&1
+    RC=$?
+    check_fallback "$log" tmpfs
+}
+
+case_mixed() {
+    GS_DEBUG=INFO GS_DEBUG_SUBSYS=NET bash "$(dirname "$0")/run_hosts.sh" "$GSRUN" a,b,a,b 120 \
+        "$COLL" "${ARGS[@]}" >"$TMP/mixed.log" 2>&1
+    RC=$?
+    expect_rc0 "$TMP/mixed.log" "mixed: coll_check passed"
+    expect_in "$TMP/mixed.log" "connected to 3 peers (1 through shared memory)" 4 \
+        "mixed: shared memory with the host mate only"
+    leak_check mixed
+}
+
+case_kill() {
+    if bash "$(dirname "$0")/run_fault.sh" "$FAULT" kill4 >"$TMP/kill.log" 2>&1; then
+        ok "kill: survivors fail with GS_ERR_PEER_FAILED naming the rank"
+    else
+        fail "kill: run_fault.sh kill4"
+        tail -n 30 "$TMP/kill.log"
+    fi
+    leak_check kill
+}
+
+for c in $CASES; do
+    "case_$c"
+done
+echo "$pass passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,335 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The TCP transport's shared-memory links, in process: two rank threads on
+ * one "host" (equal host ids). Covers: links are set up (and not when the
+ * host ids differ, or one side has GS_SHM off, or /dev/shm is too small),
+ * messages in both directions at once through a ring smaller than them, a
+ * peer that corrupts the ring's position (GS_ERR_PROTOCOL, no read outside
+ * the mapping), a byte other than a doorbell on the link's socket
+ * (GS_ERR_PROTOCOL), and no segment left in /dev/shm. Rank threads record
+ * failures; the main thread asserts (cmocka is not thread-safe).
+ */
+#include <dirent.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "transport/tcp/tcp_conn.h"
+#include "transport/tcp/tcp_transport.h"
+#include "transport/transport.h"
+
+#define WAIT_MS 10000
+#define TAG ((3ull << 48) | 5u)
+
+typedef struct job job_t;
+typedef void (*body_fn_t)(job_t *job, int rank);
+
+struct job {
+    uint64_t host_id[2];
+    int shm[2];
+    int test_free;
+    body_fn_t body;
+    char addrs[2][GS_TP_ADDR_MAX];
+    gs_tp_t *tps[2];
+    pthread_barrier_t barrier;
+    pthread_mutex_t lock;
+    int failed;
+    char first_failure[512];
+    int nshm[2];
+};
+
+typedef struct rank_arg {
+    job_t *job;
+    int rank;
+} rank_arg_t;
+
+static const gs_transport_ops_t *ops = &gs__tcp_ops;
+
+static void job_fail(job_t *job, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void job_fail(job_t *job, int line, const char *fmt, ...)
+{
+    va_list ap;
+
+    pthread_mutex_lock(&job->lock);
+    if (job->failed++ == 0) {
+        int n = snprintf(job->first_failure, sizeof(job->first_failure), "line %d: ", line);
+
+        va_start(ap, fmt);
+        vsnprintf(job->first_failure + n, sizeof(job->first_failure) - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    pthread_mutex_unlock(&job->lock);
+}
+
+#define CHECK_EQ(_job, _a, _b)                                                                  \
+    do {                                                                                        \
+        long long _va = (long long)(_a);                                                        \
+        long long _vb = (long long)(_b);                                                        \
+        if (_va != _vb) {                                                                       \
+            job_fail((_job), __LINE__, "%s == %lld, expected %s == %lld (%s)", #_a, _va, #_b,   \
+                     _vb, gs__error_get());                                                     \
+        }                                                                                       \
+    } while (0)
+
+/* Progress until req finishes; returns its status (GS_ERR_TIMEOUT if it never did). */
+static gs_status_t wait_req(gs_tp_t *tp, gs_tp_req_t *req, size_t *nbytes)
+{
+    uint64_t deadline = gs__deadline_after_ms(WAIT_MS);
+    gs_tp_completion_t comp;
+    int done = 0;
+
+    memset(&comp, 0, sizeof(comp));
+    for (;;) {
+        ops->test(tp, req, &done, &comp);
+        if (done) {
+            break;
+        }
+        if (gs__now_ns() >= deadline) {
+            ops->req_release(tp, req);
+            return GS_ERR_TIMEOUT;
+        }
+        (void)ops->progress(tp, deadline);
+    }
+    if (nbytes != NULL) {
+        *nbytes = comp.nbytes;
+    }
+    ops->req_release(tp, req);
+    return comp.status;
+}
+
+static void *rank_main(void *p)
+{
+    rank_arg_t *arg = (rank_arg_t *)p;
+    job_t *job = arg->job;
+    int rank = arg->rank;
+    gs_tp_params_t params = {.rank = rank,
+                             .size = 2,
+                             .job_id = 0x5151,
+                             .comm_id = 0x77,
+                             .nsocks = 2,
+                             .ifname = "",
+                             .family = "any",
+                             .master_addr = "127.0.0.1",
+                             .host_id = job->host_id[rank],
+                             .shm = job->shm[rank],
+                             .shm_bytes = 1024,
+                             .shm_test_free = job->test_free};
+    gs_status_t status = ops->init(&params, &job->tps[rank]);
+
+    CHECK_EQ(job, status, GS_OK);
+    if (status == GS_OK) {
+        CHECK_EQ(job, ops->get_address(job->tps[rank], job->addrs[rank], GS_TP_ADDR_MAX), GS_OK);
+    }
+    pthread_barrier_wait(&job->barrier);
+    if (job->failed == 0) {
+        CHECK_EQ(job, ops->connect(job->tps[rank], job->addrs, gs__deadline_after_ms(WAIT_MS)),
+                 GS_OK);
+        job->nshm[rank] = job->tps[rank]->nshm;
+    }
+    pthread_barrier_wait(&job->barrier);
+    if ((job->failed == 0) && (job->body != NULL)) {
+        job->body(job, rank);
+    }
+    pthread_barrier_wait(&job->barrier);
+    if (job->tps[rank] != NULL) {
+        ops->finalize(job->tps[rank]);
+    }
+    return NULL;
+}
+
+static void run_job(job_t *job)
+{
+    pthread_t threads[2];
+    rank_arg_t args[2];
+
+    pthread_barrier_init(&job->barrier, NULL, 2);
+    pthread_mutex_init(&job->lock, NULL);
+    for (int r = 0; r < 2; r++) {
+        args[r].job = job;
+        args[r].rank = r;
+        assert_int_equal(pthread_create(&threads[r], NULL, rank_main, &args[r]), 0);
+    }
+    for (int r = 0; r < 2; r++) {
+        pthread_join(threads[r], NULL);
+    }
+    if (job->failed > 0) {
+        print_error("%d failures, first: %s\n", job->failed, job->first_failure);
+    }
+    assert_int_equal(job->failed, 0);
+    pthread_barrier_destroy(&job->barrier);
+    pthread_mutex_destroy(&job->lock);
+}
+
+static void job_init(job_t *job, body_fn_t body)
+{
+    memset(job, 0, sizeof(*job));
+    job->host_id[0] = 42;
+    job->host_id[1] = 42;
+    job->shm[0] = 1;
+    job->shm[1] = 1;
+    job->test_free = -1;
+    job->body = body;
+}
+
+/* Segments of this process still named in /dev/shm. */
+static int my_segments(void)
+{
+    char prefix[64];
+    struct dirent *e;
+    DIR *d = opendir("/dev/shm");
+    int n = 0;
+
+    snprintf(prefix, sizeof(prefix), "gradsync-%d-", (int)getpid());
+    while ((d != NULL) && ((e = readdir(d)) != NULL)) {
+        n += (strncmp(e->d_name, prefix, strlen(prefix)) == 0) ? 1 : 0;
+    }
+    if (d != NULL) {
+        closedir(d);
+    }
+    return n;
+}
+
+/* ---------------------------------------------------------------------- */
+
+#define BIG (300u * 1024u + 7u) /* ~300 rings' worth */
+
+/* Both ranks send BIG bytes and a small message to each other at once. */
+static void body_both_ways(job_t *job, int rank)
+{
+    gs_tp_t *tp = job->tps[rank];
+    int peer = 1 - rank;
+    uint8_t *sbuf = malloc(BIG);
+    uint8_t *rbuf = calloc(1, BIG);
+    uint8_t small_in[40] = {0};
+    uint8_t small_out[40];
+    gs_tp_req_t *rr = NULL;
+    gs_tp_req_t *rs = NULL;
+    gs_tp_req_t *sr = NULL;
+    gs_tp_req_t *ss = NULL;
+    size_t n = 0;
+
+    for (size_t i = 0; i < BIG; i++) {
+        sbuf[i] = (uint8_t)(i * 29u + (unsigned)rank);
+    }
+    memset(small_out, 0x60 + rank, sizeof(small_out));
+    CHECK_EQ(job, ops->irecv(tp, peer, TAG, rbuf, BIG, &rr), GS_OK);
+    CHECK_EQ(job, ops->isend(tp, peer, TAG, sbuf, BIG, &sr), GS_OK);
+    CHECK_EQ(job, ops->isend(tp, peer, TAG + 1, small_out, sizeof(small_out), &ss), GS_OK);
+    CHECK_EQ(job, wait_req(tp, rr, &n), GS_OK);
+    CHECK_EQ(job, n, BIG);
+    /* The small one arrived unexpected behind the big one. */
+    CHECK_EQ(job, ops->irecv(tp, peer, TAG + 1, small_in, sizeof(small_in), &rs), GS_OK);
+    CHECK_EQ(job, wait_req(tp, rs, &n), GS_OK);
+    CHECK_EQ(job, wait_req(tp, sr, NULL), GS_OK);
+    CHECK_EQ(job, wait_req(tp, ss, NULL), GS_OK);
+    for (size_t i = 0; i < BIG; i++) {
+        if (rbuf[i] != (uint8_t)(i * 29u + (unsigned)peer)) {
+            job_fail(job, __LINE__, "rank %d: byte %zu wrong", rank, i);
+            break;
+        }
+    }
+    CHECK_EQ(job, small_in[39], 0x60 + peer);
+    free(sbuf);
+    free(rbuf);
+}
+
+static void test_links_both_ways(void **state)
+{
+    job_t job;
+
+    (void)state;
+    job_init(&job, body_both_ways);
+    run_job(&job);
+    assert_int_equal(job.nshm[0], 1);
+    assert_int_equal(job.nshm[1], 1);
+    assert_int_equal(my_segments(), 0);
+}
+
+static void test_no_link_when_not_local(void **state)
+{
+    job_t job;
+
+    (void)state;
+    job_init(&job, body_both_ways);
+    job.host_id[1] = 43; /* another host */
+    run_job(&job);
+    assert_int_equal(job.nshm[0], 0);
+    assert_int_equal(job.nshm[1], 0);
+    job_init(&job, body_both_ways);
+    job.shm[0] = 0; /* GS_SHM=0 on one side */
+    run_job(&job);
+    assert_int_equal(job.nshm[0], 0);
+    assert_int_equal(job.nshm[1], 0);
+    job_init(&job, body_both_ways);
+    job.test_free = 100; /* /dev/shm too small: both fall back */
+    run_job(&job);
+    assert_int_equal(job.nshm[0], 0);
+    assert_int_equal(job.nshm[1], 0);
+    assert_int_equal(my_segments(), 0);
+}
+
+/* Rank 0 acts as a buggy peer: it moves the tail of the ring rank 1 reads
+ * more than a ring ahead (or writes a non-doorbell byte on the socket). */
+static int hostile_mode;
+
+static void body_hostile(job_t *job, int rank)
+{
+    gs_tp_t *tp = job->tps[rank];
+    uint8_t buf[64];
+    gs_tp_req_t *req = NULL;
+
+    if (rank == 0) {
+        gs__tcp_conn_t *c = &tp->peers[1].conns[0];
+        uint8_t b = (hostile_mode == 0) ? GS_TCP_SHM_DOORBELL : 'X';
+
+        if (hostile_mode == 0) {
+            atomic_store(&c->shm->tx.ctl->tail, c->shm->tx.pos + c->shm->tx.size + 4096);
+        }
+        CHECK_EQ(job, send(c->fd, &b, 1, MSG_NOSIGNAL), 1);
+        return;
+    }
+    CHECK_EQ(job, ops->irecv(tp, 0, TAG, buf, sizeof(buf), &req), GS_OK);
+    CHECK_EQ(job, wait_req(tp, req, NULL), GS_ERR_PROTOCOL);
+    if (strstr(gs__error_get(), (hostile_mode == 0) ? "corrupted the shared-memory ring"
+                                                     : "only doorbells") == NULL) {
+        job_fail(job, __LINE__, "unexpected reason: %s", gs__error_get());
+    }
+}
+
+static void test_corrupt_ring_is_protocol_error(void **state)
+{
+    job_t job;
+
+    (void)state;
+    hostile_mode = 0;
+    job_init(&job, body_hostile);
+    run_job(&job);
+    assert_int_equal(job.nshm[1], 1);
+    hostile_mode = 1;
+    job_init(&job, body_hostile);
+    run_job(&job);
+    assert_int_equal(my_segments(), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_links_both_ways),
+        cmocka_unit_test(test_no_link_when_not_local),
+        cmocka_unit_test(test_corrupt_ring_is_protocol_error),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
