@@ -22,49 +22,86 @@
  * codecs): receives are posted with the codec's upper bound and the real
  * length comes from the transport.
  *
- * Sparsifiers (top-k, random-k) run through the same scheme, so each chunk
- * is sparsified once by its sender and once by its owner; both residuals
- * keep what was dropped. Odd world sizes and counts < n need nothing
- * special: chunks may be empty, and an empty chunk still sends its header.
+ * Sparsifiers (top-k, random-k) take the paths of algo_sparse.c (an
+ * all-gather of (index, value) pairs, or a dense all-reduce of the k values
+ * of a shared random draw) unless the result would be at least as dense as
+ * the tensor; only then do they run through this scheme, sparsified once
+ * by the sender and once by the owner, both residuals keeping what was
+ * dropped. Odd world sizes and counts < n need nothing special: chunks may
+ * be empty, and an empty chunk still sends its header.
  *
  * Step table, n = 3 (chunk c of rank r written c@r; E = encode):
  *   phase 1:  r0 sends E(1@0) to r1, E(2@0) to r2; receives E(0@1), E(0@2)
  *   phase 2:  r0 sums 0@0+0@1+0@2, encodes S0, sends it to r1 and r2;
  *             receives S1 from r1, S2 from r2; decodes S0 S1 S2.
+ *
+ * Pipelining. Each chunk is cut into slices of GS_SLICE_BYTES of input
+ * (rounded down to whole codec blocks, at least one block), each its own
+ * payload with its own header, validated on receipt like a whole chunk.
+ * Every receive of both phases is posted first. Phase 1 then encodes slice
+ * s for every peer (ours last) and sends it without waiting, and between
+ * slices polls the transport once without blocking, so the link carries
+ * slice s while the CPU encodes slice s + 1. Whatever has arrived is
+ * summed at once, in rank order per slice (so the f32 sums are those of the
+ * unsliced scheme); a slice whose n copies are in is averaged, encoded with
+ * the server residual and sent (phase 2 of that slice) while later slices
+ * are still in phase 1, and received sums are decoded as they come. Since
+ * slices start on codec blocks, every scale and code is the one the whole
+ * chunk would get: the result is bit-identical to the unsliced scheme
+ * whatever the slice size (tests/integration compress_slices_w*). Codecs
+ * whose output depends on the whole payload (top-k's selection, qsgd's
+ * noise drawn by index) keep one slice per chunk. In-place is safe: the
+ * sum of slice s of chunk c can only arrive after rank c got our encoding
+ * of it, i.e. after we read that part of the input.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "algo/algo.h"
+#include "algo/algo_comp.h"
 #include "compress/codec.h"
 #include "core/clock.h"
 #include "core/dtype.h"
 #include "core/error.h"
 
 #define COMP_ALIGN 64
+/* Slices per chunk at most: message indices 2 x slice + phase stay < 2^24. */
+#define COMP_MAX_SLICES ((size_t)1 << 20)
 
-typedef struct comp_layout {
-    size_t cap;            /* encoded bytes of the largest chunk */
-    size_t scratch;        /* codec scratch bytes */
-    uint8_t *send;         /* n * cap: phase 1 payloads, then [r] = the encoded sum */
-    uint8_t *recv;         /* n * cap: phase 1 receives, then phase 2 receives */
-    size_t *send_len;      /* n */
-    size_t *recv_len;      /* n */
-    float *acc;            /* chunk r, f32 */
+/* Request kinds; each has a row of n x max_ns requests (peer, slice). */
+enum { COMP_P1_RECV = 0, COMP_P1_SEND = 1, COMP_P2_RECV = 2, COMP_P2_SEND = 3, COMP_KINDS = 4 };
+
+typedef struct comp_state {
+    gs_algo_ctx_t *ctx;
+    const gs_coll_desc_t *d;
+    gs_ef_t ef;          /* worker residual, or NULL */
+    gs_ef_t server;      /* server residual of our chunk, or NULL */
+    size_t esize;        /* bytes per element of d->dtype */
+    int n, r;
+    size_t slice;        /* elements per slice: a multiple of the codec block */
+    size_t max_ns;       /* slices of the largest chunk */
+    size_t cap;          /* slot bytes: the encoded size of one slice, aligned */
+    size_t scratch;      /* codec scratch bytes */
+    size_t own_off, own_len;
+    uint8_t *p1_send;    /* [c][s]: phase 1 payload for rank c */
+    uint8_t *p1_recv;    /* [q][s]: slice s of our chunk from rank q (q = r: our own) */
+    uint8_t *p2;         /* [c][s]: encoded sum of slice s of chunk c (c = r: ours, sent) */
+    size_t *len;         /* [kind][peer][s]: payload bytes */
+    uint8_t *got;        /* [q][s]: the phase 1 slice from q is here */
+    uint32_t *next_q;    /* [s]: ranks summed into slice s of acc so far (n + 1: sent) */
+    float *acc;          /* our chunk, f32 */
     uint8_t *codec_scratch;
-    gs_algo_req_t *reqs;   /* 2n */
-} comp_layout_t;
+    gs_algo_req_t *reqs; /* [kind][peer][s] */
+    size_t left;         /* requests posted and not finished */
+} comp_state_t;
 
 static size_t comp_align(size_t x)
 {
     return (x + COMP_ALIGN - 1) & ~(size_t)(COMP_ALIGN - 1);
 }
 
-/* Post receives from every peer into recv slots and sends of send slots
- * (send_slot(c) for peer c), then wait for all; records the received
- * lengths. */
-static gs_status_t comp_exchange(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, comp_layout_t *l,
-                                 uint32_t phase, int send_same_slot)
+gs_status_t gs__comp_exchange(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint32_t phase,
+                              const gs_comp_xchg_t *x)
 {
     const int n = ctx->size;
     const int r = ctx->rank;
@@ -72,19 +109,19 @@ static gs_status_t comp_exchange(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, co
     uint64_t deadline;
     int left = 0;
 
-    memset(l->reqs, 0, sizeof(gs_algo_req_t) * 2 * (size_t)n);
+    memset(x->reqs, 0, sizeof(gs_algo_req_t) * 2 * (size_t)n);
     for (int i = 1; (i < n) && (status == GS_OK); i++) {
         const int from = (r - i + n) % n;
         status = gs__algo_irecv(ctx, from, gs__algo_tag(ctx, d, phase),
-                                l->recv + (size_t)from * l->cap, l->cap, &l->reqs[2 * from]);
+                                x->recv + (size_t)from * x->cap, x->cap, &x->reqs[2 * from]);
         left += (status == GS_OK);
     }
     for (int i = 1; (i < n) && (status == GS_OK); i++) {
         const int to = (r + i) % n;
-        const int slot = send_same_slot ? r : to;
+        const int slot = x->send_same_slot ? r : to;
         status = gs__algo_isend(ctx, to, gs__algo_tag(ctx, d, phase),
-                                l->send + (size_t)slot * l->cap, l->send_len[slot],
-                                &l->reqs[2 * to + 1]);
+                                x->send + (size_t)slot * x->cap, x->send_len[slot],
+                                &x->reqs[2 * to + 1]);
         left += (status == GS_OK);
     }
     gs__algo_renew(ctx, &deadline);
@@ -93,7 +130,7 @@ static gs_status_t comp_exchange(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, co
         int progressed = 0;
 
         for (int i = 0; (i < 2 * n) && (status == GS_OK); i++) {
-            gs_algo_req_t *q = &l->reqs[i];
+            gs_algo_req_t *q = &x->reqs[i];
             size_t nbytes = 0;
             int done = 0;
 
@@ -105,7 +142,7 @@ static gs_status_t comp_exchange(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, co
                 left--;
                 progressed = 1;
                 if (!q->is_send) {
-                    l->recv_len[q->peer] = nbytes;
+                    x->recv_len[q->peer] = nbytes;
                 }
             } else if (blame == NULL) {
                 blame = q;
@@ -120,54 +157,137 @@ static gs_status_t comp_exchange(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, co
         }
     }
     if (status != GS_OK) {
-        gs__algo_release_all(ctx, l->reqs, 2 * (size_t)n);
+        gs__algo_release_all(ctx, x->reqs, 2 * (size_t)n);
     }
     return status;
 }
 
-static gs_status_t comp_layout(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, comp_layout_t *l)
+/* ---------------------------------------------------------------------- */
+/* Slices                                                                 */
+/* ---------------------------------------------------------------------- */
+
+/* Elements per slice. Slices start on codec blocks, so every block, and
+ * with it every scale, is the one the whole chunk would have: the bits do
+ * not depend on the slice size. Codecs whose output depends on the whole
+ * payload (top-k's selection, the noise of qsgd and random-k, drawn by
+ * index in the payload) keep one slice per chunk. */
+static size_t comp_slice_elems(const gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
+                               size_t max_chunk)
 {
-    const gs_codec_config_t *cfg = (const gs_codec_config_t *)d->codec;
-    const size_t n = (size_t)ctx->size;
-    const size_t max_chunk = (d->count + n - 1) / n;
-    size_t own_off, own_len, sc_in, sc_acc, total;
+    const size_t whole = (max_chunk > 0) ? max_chunk : 1;
+    gs_codec_resolved_t rc;
+    size_t unit = 64, e;
+
+    if (gs__codec_resolve(d->codec, &rc) != GS_OK) {
+        gs__error_clear(); /* comp_layout reports it */
+        return whole;
+    }
+    if ((rc.ops->flags & (GS_CODEC_F_SPARSE | GS_CODEC_F_STOCHASTIC)) != 0) {
+        return whole;
+    }
+    if ((rc.ops->flags & GS_CODEC_F_BLOCKED) != 0) {
+        unit = rc.block;
+    }
+    e = ctx->slice_bytes / gs__dtype_size(d->dtype);
+    e -= e % unit;
+    e = (e < unit) ? unit : e;
+    if (max_chunk / e >= COMP_MAX_SLICES) {
+        e = (max_chunk / COMP_MAX_SLICES / unit + 1) * unit;
+    }
+    return e;
+}
+
+static size_t comp_nslices(const comp_state_t *st, size_t chunk_len)
+{
+    return (chunk_len == 0) ? 1 : (chunk_len - 1) / st->slice + 1;
+}
+
+/* Slices of chunk c. */
+static size_t comp_chunk_ns(const comp_state_t *st, int c)
+{
+    size_t off, len;
+
+    gs__algo_split(st->d->count, st->n, c, &off, &len);
+    return comp_nslices(st, len);
+}
+
+/* Elements [*off_out, *off_out + *len_out) of the tensor: slice s of chunk c. */
+static void comp_slice(const comp_state_t *st, int c, size_t s, size_t *off_out,
+                       size_t *len_out)
+{
+    size_t off, len, lo;
+
+    gs__algo_split(st->d->count, st->n, c, &off, &len);
+    lo = s * st->slice;
+    *off_out = off + lo;
+    *len_out = (len > lo) ? ((len - lo < st->slice) ? len - lo : st->slice) : 0;
+}
+
+static size_t comp_ix(const comp_state_t *st, int kind, int peer, size_t s)
+{
+    return ((size_t)kind * (size_t)st->n + (size_t)peer) * st->max_ns + s;
+}
+
+static uint8_t *comp_slot(const comp_state_t *st, uint8_t *base, int peer, size_t s)
+{
+    return base + ((size_t)peer * st->max_ns + s) * st->cap;
+}
+
+static gs_status_t comp_layout(comp_state_t *st)
+{
+    const gs_codec_config_t *cfg = st->d->codec;
+    const size_t n = (size_t)st->n;
+    const size_t max_chunk = (st->d->count + n - 1) / n;
+    size_t slots, slice_max, sc_in, sc_acc, total;
     uint8_t *base = NULL;
     gs_status_t status;
     void *mem = NULL;
 
-    gs__algo_split(d->count, ctx->size, ctx->rank, &own_off, &own_len);
-    status = gs_codec_encoded_size(cfg, max_chunk, d->dtype, &l->cap);
+    st->slice = comp_slice_elems(st->ctx, st->d, max_chunk);
+    st->max_ns = comp_nslices(st, max_chunk);
+    slice_max = (st->slice < max_chunk) ? st->slice : max_chunk;
+    status = gs_codec_encoded_size(cfg, slice_max, st->d->dtype, &st->cap);
     if (status == GS_OK) {
-        status = gs_codec_scratch_size(cfg, max_chunk, d->dtype, &sc_in);
+        status = gs_codec_scratch_size(cfg, slice_max, st->d->dtype, &sc_in);
     }
     if (status == GS_OK) {
-        status = gs_codec_scratch_size(cfg, own_len, GS_DTYPE_F32, &sc_acc);
+        status = gs_codec_scratch_size(cfg, slice_max, GS_DTYPE_F32, &sc_acc);
     }
     if (status != GS_OK) {
         return status;
     }
-    l->cap = comp_align(l->cap);
-    l->scratch = (sc_in > sc_acc) ? sc_in : sc_acc;
-    total = 2 * n * l->cap + comp_align(2 * n * sizeof(size_t)) +
-            comp_align(own_len * sizeof(float) + 1) + comp_align(l->scratch + 1) +
-            comp_align(2 * n * sizeof(gs_algo_req_t));
-    status = gs__algo_scratch(ctx, total + COMP_ALIGN, &mem);
+    st->cap = comp_align(st->cap);
+    st->scratch = (sc_in > sc_acc) ? sc_in : sc_acc;
+    slots = n * st->max_ns;
+    total = 3 * slots * st->cap + comp_align(COMP_KINDS * slots * sizeof(size_t)) +
+            comp_align(slots) + comp_align(st->max_ns * sizeof(uint32_t)) +
+            comp_align(st->own_len * sizeof(float) + 1) + comp_align(st->scratch + 1) +
+            comp_align(COMP_KINDS * slots * sizeof(gs_algo_req_t));
+    status = gs__algo_scratch(st->ctx, total + COMP_ALIGN, &mem);
     if (status != GS_OK) {
         return status;
     }
     base = (uint8_t *)comp_align((size_t)mem);
-    l->send = base;
-    base += n * l->cap;
-    l->recv = base;
-    base += n * l->cap;
-    l->send_len = (size_t *)base;
-    l->recv_len = l->send_len + n;
-    base += comp_align(2 * n * sizeof(size_t));
-    l->acc = (float *)base;
-    base += comp_align(own_len * sizeof(float) + 1);
-    l->codec_scratch = base;
-    base += comp_align(l->scratch + 1);
-    l->reqs = (gs_algo_req_t *)base;
+    st->p1_send = base;
+    base += slots * st->cap;
+    st->p1_recv = base;
+    base += slots * st->cap;
+    st->p2 = base;
+    base += slots * st->cap;
+    st->len = (size_t *)(void *)base;
+    base += comp_align(COMP_KINDS * slots * sizeof(size_t));
+    st->got = base;
+    memset(st->got, 0, slots);
+    base += comp_align(slots);
+    st->next_q = (uint32_t *)(void *)base;
+    memset(st->next_q, 0, st->max_ns * sizeof(uint32_t));
+    base += comp_align(st->max_ns * sizeof(uint32_t));
+    st->acc = (float *)(void *)base;
+    base += comp_align(st->own_len * sizeof(float) + 1);
+    st->codec_scratch = base;
+    base += comp_align(st->scratch + 1);
+    st->reqs = (gs_algo_req_t *)(void *)base;
+    memset(st->reqs, 0, COMP_KINDS * slots * sizeof(gs_algo_req_t));
     return GS_OK;
 }
 
@@ -194,95 +314,288 @@ static gs_status_t comp_server_ef(gs_ef_t ef, size_t own_len, gs_ef_t *out)
     return GS_OK;
 }
 
+/* A view of @p len elements of residual @p ef from element @p off (the
+ * step counter is the parent's, so every slice draws alike). */
+static gs_ef_t comp_ef_view(gs_ef_t ef, size_t off, size_t len, struct gs_ef *view)
+{
+    if (ef == GS_EF_NULL) {
+        return GS_EF_NULL;
+    }
+    *view = *ef;
+    view->count = len;
+    view->residual = ef->residual + off;
+    view->server = GS_EF_NULL;
+    return view;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The pipeline                                                           */
+/* ---------------------------------------------------------------------- */
+
+/* Post request (kind, peer, s) on @p buf: @p bytes to send, or up to cap
+ * to receive. Phase 1 is message 2s, phase 2 message 2s + 1. */
+static gs_status_t comp_post(comp_state_t *st, int kind, int peer, size_t s, uint8_t *buf,
+                             size_t bytes)
+{
+    const uint64_t tag = gs__algo_tag(st->ctx, st->d, (uint32_t)(2 * s + (kind >= COMP_P2_RECV)));
+    gs_algo_req_t *q = &st->reqs[comp_ix(st, kind, peer, s)];
+    gs_status_t status;
+
+    if ((kind == COMP_P1_SEND) || (kind == COMP_P2_SEND)) {
+        status = gs__algo_isend(st->ctx, peer, tag, buf, bytes, q);
+    } else {
+        status = gs__algo_irecv(st->ctx, peer, tag, buf, st->cap, q);
+    }
+    st->left += (status == GS_OK);
+    return status;
+}
+
+/* Decode slice s of chunk c's sum (phase 2) into the output. */
+static gs_status_t comp_decode_sum(comp_state_t *st, int c, size_t s)
+{
+    const gs_coll_desc_t *d = st->d;
+    size_t off, len;
+    gs_status_t status;
+
+    comp_slice(st, c, s, &off, &len);
+    status = gs_codec_decode(d->codec, comp_slot(st, st->p2, c, s),
+                             st->len[comp_ix(st, COMP_P2_RECV, c, s)], len, d->dtype,
+                             st->codec_scratch, st->scratch, (uint8_t *)d->recvbuf + off * st->esize);
+    if (status != GS_OK) {
+        status = gs__error_wrap(status, "%s: the compressed sum from rank %d is bad: %s",
+                                st->ctx->opname, c, gs__error_get());
+    }
+    return status;
+}
+
+/* Sum, in rank order, the phase 1 copies of slice s of our chunk that have
+ * arrived; once all n are in: average, encode with the server residual,
+ * send to every peer and decode our own. */
+static gs_status_t comp_reduce(comp_state_t *st, size_t s)
+{
+    const gs_coll_desc_t *d = st->d;
+    const size_t ir = comp_ix(st, COMP_P2_RECV, st->r, s);
+    size_t off, len, loff;
+    struct gs_ef view;
+    gs_status_t status = GS_OK;
+
+    comp_slice(st, st->r, s, &off, &len);
+    loff = off - st->own_off;
+    while ((status == GS_OK) && (st->next_q[s] < (uint32_t)st->n) &&
+           st->got[(size_t)st->next_q[s] * st->max_ns + s]) {
+        const int q = (int)st->next_q[s];
+
+        if (q == 0) {
+            memset(st->acc + loff, 0, len * sizeof(float));
+        }
+        status = gs_codec_decode_accumulate(d->codec, comp_slot(st, st->p1_recv, q, s),
+                                            st->len[comp_ix(st, COMP_P1_RECV, q, s)], len,
+                                            GS_DTYPE_F32, st->codec_scratch, st->scratch,
+                                            st->acc + loff);
+        if (status != GS_OK) {
+            return gs__error_wrap(status, "%s: the compressed chunk from rank %d is bad: %s",
+                                  st->ctx->opname, q, gs__error_get());
+        }
+        st->next_q[s]++;
+    }
+    if ((status != GS_OK) || (st->next_q[s] != (uint32_t)st->n)) {
+        return status;
+    }
+    st->next_q[s]++;
+    if (d->op == GS_OP_AVG) {
+        const float inv = 1.0f / (float)st->n;
+
+        for (size_t i = 0; i < len; i++) {
+            st->acc[loff + i] *= inv;
+        }
+    }
+    status = gs_codec_encode(d->codec, st->acc + loff, len, GS_DTYPE_F32,
+                             comp_ef_view(st->server, loff, len, &view), st->codec_scratch,
+                             st->scratch, comp_slot(st, st->p2, st->r, s), st->cap, &st->len[ir]);
+    for (int i = 1; (i < st->n) && (status == GS_OK); i++) {
+        status = comp_post(st, COMP_P2_SEND, (st->r + i) % st->n, s,
+                           comp_slot(st, st->p2, st->r, s), st->len[ir]);
+    }
+    return (status == GS_OK) ? comp_decode_sum(st, st->r, s) : status;
+}
+
+/* Phase 1: encode slice s of chunk c with the worker residual; send it to
+ * rank c, or (our own chunk) sum it in. */
+static gs_status_t comp_encode(comp_state_t *st, int c, size_t s)
+{
+    const gs_coll_desc_t *d = st->d;
+    const int own = (c == st->r);
+    uint8_t *slot = comp_slot(st, own ? st->p1_recv : st->p1_send, c, s);
+    size_t *len_out = &st->len[comp_ix(st, own ? COMP_P1_RECV : COMP_P1_SEND, c, s)];
+    size_t off, len;
+    struct gs_ef view;
+    gs_status_t status;
+
+    comp_slice(st, c, s, &off, &len);
+    status = gs_codec_encode(d->codec, (const uint8_t *)d->sendbuf + off * st->esize, len,
+                             d->dtype, comp_ef_view(st->ef, off, len, &view), st->codec_scratch,
+                             st->scratch, slot, st->cap, len_out);
+    if (status != GS_OK) {
+        return status;
+    }
+    if (!own) {
+        return comp_post(st, COMP_P1_SEND, c, s, slot, *len_out);
+    }
+    st->got[(size_t)st->r * st->max_ns + s] = 1;
+    return comp_reduce(st, s);
+}
+
+/* Act on every finished request. *progressed_out: one finished; *blame_out:
+ * the first still pending (for a timeout message). */
+static gs_status_t comp_drain(comp_state_t *st, int *progressed_out,
+                              const gs_algo_req_t **blame_out)
+{
+    const size_t row = (size_t)st->n * st->max_ns;
+    gs_status_t status = GS_OK;
+
+    *blame_out = NULL;
+    for (size_t i = 0; (i < COMP_KINDS * row) && (status == GS_OK); i++) {
+        gs_algo_req_t *q = &st->reqs[i];
+        const int kind = (int)(i / row);
+        const int peer = (int)((i % row) / st->max_ns);
+        const size_t s = i % st->max_ns;
+        size_t nbytes = 0;
+        int done = 0;
+
+        if (q->req == NULL) {
+            continue;
+        }
+        status = gs__algo_check_len(st->ctx, q, &done, &nbytes);
+        if (!done) {
+            *blame_out = (*blame_out == NULL) ? q : *blame_out;
+            continue;
+        }
+        st->left--;
+        *progressed_out = 1;
+        if ((status == GS_OK) && (kind == COMP_P1_RECV)) {
+            st->len[i] = nbytes;
+            st->got[(size_t)peer * st->max_ns + s] = 1;
+            status = comp_reduce(st, s);
+        } else if ((status == GS_OK) && (kind == COMP_P2_RECV)) {
+            st->len[i] = nbytes;
+            status = comp_decode_sum(st, peer, s);
+        }
+    }
+    return status;
+}
+
+/* Let the transport move bytes without blocking, then act on what finished. */
+static gs_status_t comp_poke(comp_state_t *st)
+{
+    const gs_algo_req_t *blame;
+    int progressed = 0;
+    gs_status_t status = gs__tp_progress(st->ctx->tr, 0);
+
+    if (status != GS_OK) {
+        return gs__error_wrap(status, "%s: %s", st->ctx->opname, gs__error_get());
+    }
+    return comp_drain(st, &progressed, &blame);
+}
+
+/* Block until every request has finished (deadline renewed on progress). */
+static gs_status_t comp_wait(comp_state_t *st)
+{
+    gs_status_t status = GS_OK;
+    uint64_t deadline;
+
+    gs__algo_renew(st->ctx, &deadline);
+    while ((status == GS_OK) && (st->left > 0)) {
+        const gs_algo_req_t *blame = NULL;
+        int progressed = 0;
+
+        status = comp_drain(st, &progressed, &blame);
+        if ((status == GS_OK) && (st->left > 0)) {
+            if (progressed) {
+                gs__algo_renew(st->ctx, &deadline);
+            } else {
+                status = gs__algo_progress(st->ctx, &deadline, blame);
+            }
+        }
+    }
+    return status;
+}
+
+/* Post every receive: the n - 1 copies of each slice of our chunk, and the
+ * sum of each slice of every other chunk. */
+static gs_status_t comp_post_receives(comp_state_t *st)
+{
+    const size_t own_ns = comp_nslices(st, st->own_len);
+    gs_status_t status = GS_OK;
+
+    for (int i = 1; (i < st->n) && (status == GS_OK); i++) {
+        const int q = (st->r - i + st->n) % st->n;
+        const size_t ns = comp_chunk_ns(st, q);
+
+        for (size_t s = 0; (s < own_ns) && (status == GS_OK); s++) {
+            status = comp_post(st, COMP_P1_RECV, q, s, comp_slot(st, st->p1_recv, q, s), 0);
+        }
+        for (size_t s = 0; (s < ns) && (status == GS_OK); s++) {
+            status = comp_post(st, COMP_P2_RECV, q, s, comp_slot(st, st->p2, q, s), 0);
+        }
+    }
+    return status;
+}
+
 gs_status_t gs__compressed_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
 {
-    const gs_codec_config_t *cfg = (const gs_codec_config_t *)d->codec;
-    gs_ef_t ef = (gs_ef_t)d->ef;
-    const int n = ctx->size;
-    const int r = ctx->rank;
-    const size_t esize = gs__dtype_size(d->dtype);
-    const uint8_t *src = (const uint8_t *)d->sendbuf;
-    uint8_t *dst = (uint8_t *)d->recvbuf;
-    size_t own_off, own_len;
-    comp_layout_t l;
-    gs_ef_t server = GS_EF_NULL;
+    comp_state_t st;
+    gs_sparse_path_t path;
     gs_status_t status;
 
     if (d->count == 0) {
         return GS_OK;
     }
-    gs__algo_split(d->count, n, r, &own_off, &own_len);
-    status = comp_layout(ctx, d, &l);
+    path = gs__sparse_path(d, ctx->size);
+    if (path != GS_SPARSE_NO) {
+        return gs__sparse_allreduce(ctx, d, path);
+    }
+    memset(&st, 0, sizeof(st));
+    st.ctx = ctx;
+    st.d = d;
+    st.ef = (gs_ef_t)d->ef;
+    st.esize = gs__dtype_size(d->dtype);
+    st.n = ctx->size;
+    st.r = ctx->rank;
+    gs__algo_split(d->count, st.n, st.r, &st.own_off, &st.own_len);
+    status = comp_layout(&st);
     if (status == GS_OK) {
-        status = comp_server_ef(ef, own_len, &server);
+        status = comp_server_ef(st.ef, st.own_len, &st.server);
     }
-    if (status != GS_OK) {
-        return status;
+    if (status == GS_OK) {
+        status = comp_post_receives(&st);
     }
+    /* Phase 1, slice by slice, every peer's slice s before anyone's s + 1,
+     * our own last; between slices the transport moves what is queued and
+     * what has arrived is summed (phase 2 starts per slice as soon as its
+     * n copies are in). */
+    for (size_t s = 0; (s < st.max_ns) && (status == GS_OK); s++) {
+        for (int i = 1; (i <= st.n) && (status == GS_OK); i++) {
+            const int c = (st.r + i) % st.n;
 
-    /* Phase 1: encode every chunk with a view of the worker residual. */
-    for (int c = 0; (c < n) && (status == GS_OK); c++) {
-        size_t off, len;
-        struct gs_ef view;
-        gs__algo_split(d->count, n, c, &off, &len);
-        if (ef != GS_EF_NULL) {
-            view = *ef;
-            view.count = len;
-            view.residual = ef->residual + off;
-            view.server = GS_EF_NULL;
-        }
-        status = gs_codec_encode(cfg, src + off * esize, len, d->dtype,
-                                 (ef != GS_EF_NULL) ? &view : GS_EF_NULL, l.codec_scratch,
-                                 l.scratch, l.send + (size_t)c * l.cap, l.cap, &l.send_len[c]);
-    }
-    if (ef != GS_EF_NULL) {
-        ef->step++;
-    }
-    if (status == GS_OK) {
-        /* Our own chunk never crosses the wire: decode it from the send slot. */
-        memcpy(l.recv + (size_t)r * l.cap, l.send + (size_t)r * l.cap, l.send_len[r]);
-        l.recv_len[r] = l.send_len[r];
-        status = comp_exchange(ctx, d, &l, 0, 0);
-    }
-
-    /* Sum the n encoded copies of chunk r in f32; AVG divides once. */
-    if (status == GS_OK) {
-        memset(l.acc, 0, own_len * sizeof(float));
-        for (int q = 0; (q < n) && (status == GS_OK); q++) {
-            status = gs_codec_decode_accumulate(cfg, l.recv + (size_t)q * l.cap, l.recv_len[q],
-                                                own_len, GS_DTYPE_F32, l.codec_scratch, l.scratch,
-                                                l.acc);
-            if (status != GS_OK) {
-                status = gs__error_wrap(status, "%s: the compressed chunk from rank %d is bad: %s",
-                                        ctx->opname, q, gs__error_get());
+            if (s < comp_chunk_ns(&st, c)) {
+                status = comp_encode(&st, c, s);
             }
         }
-    }
-    if ((status == GS_OK) && (d->op == GS_OP_AVG)) {
-        const float inv = 1.0f / (float)n;
-        for (size_t i = 0; i < own_len; i++) {
-            l.acc[i] *= inv;
+        if (status == GS_OK) {
+            status = comp_poke(&st);
         }
     }
-    /* Phase 2: encode the sum with the server residual; all-gather. */
-    if (status == GS_OK) {
-        status = gs_codec_encode(cfg, l.acc, own_len, GS_DTYPE_F32, server, l.codec_scratch,
-                                 l.scratch, l.send + (size_t)r * l.cap, l.cap, &l.send_len[r]);
+    if (st.ef != GS_EF_NULL) {
+        st.ef->step++;
     }
     if (status == GS_OK) {
-        memcpy(l.recv + (size_t)r * l.cap, l.send + (size_t)r * l.cap, l.send_len[r]);
-        l.recv_len[r] = l.send_len[r];
-        status = comp_exchange(ctx, d, &l, 1, 1);
+        status = comp_wait(&st);
     }
-    for (int c = 0; (c < n) && (status == GS_OK); c++) {
-        size_t off, len;
-        gs__algo_split(d->count, n, c, &off, &len);
-        status = gs_codec_decode(cfg, l.recv + (size_t)c * l.cap, l.recv_len[c], len, d->dtype,
-                                 l.codec_scratch, l.scratch, dst + off * esize);
-        if (status != GS_OK) {
-            status = gs__error_wrap(status, "%s: the compressed sum from rank %d is bad: %s",
-                                    ctx->opname, c, gs__error_get());
-        }
+    if ((status == GS_OK) && (st.server != GS_EF_NULL)) {
+        st.server->step++;
+    }
+    if ((status != GS_OK) && (st.reqs != NULL)) {
+        gs__algo_release_all(ctx, st.reqs, COMP_KINDS * (size_t)st.n * st.max_ns);
     }
     return status;
 }

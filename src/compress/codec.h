@@ -79,7 +79,17 @@ typedef gs_status_t (*gs_codec_encode_fn_t)(const gs_codec_params_t *p, const fl
 typedef gs_status_t (*gs_codec_decode_fn_t)(const gs_codec_params_t *p, const uint8_t *body,
                                             float *dst, gs_codec_mode_t mode, float alpha);
 
-/* One codec. Filled with designated initializers; every slot is required. */
+/* Error-feedback encode fused into one pass over memory: residual[i] +=
+ * src[i]; body = encode(residual); residual -= decode(body). The body and
+ * the new residual are bit-identical to running those three steps one
+ * after the other (codec_api.c's unfused sequence: gs__ef_add_f32, encode,
+ * decode_accumulate with alpha -1). src and residual hold p->count f32.
+ * Returns GS_OK. */
+typedef gs_status_t (*gs_codec_encode_ef_fn_t)(const gs_codec_params_t *p, const float *src,
+                                               float *residual, uint8_t *body);
+
+/* One codec. Filled with designated initializers; every slot is required
+ * except encode_ef (NULL: codec_api.c runs the unfused sequence). */
 typedef struct gs_codec_ops {
     const char *name;                          /* short name, as in GS_CODEC_MAP */
     gs_codec_kind_t wire_id;                   /* stable id written into payloads */
@@ -87,6 +97,7 @@ typedef struct gs_codec_ops {
     gs_codec_body_size_fn_t encoded_size;      /* body bytes */
     gs_codec_encode_fn_t encode;               /* f32 -> body */
     gs_codec_decode_fn_t decode_accumulate;    /* body -> f32 (set or add) */
+    gs_codec_encode_ef_fn_t encode_ef;         /* fused error-feedback encode, or NULL */
 } gs_codec_ops_t;
 
 extern const gs_codec_ops_t gs__codec_none_ops;
@@ -194,6 +205,15 @@ float gs__codec_max_abs(const float *x, size_t n);
 /* residual[i] += (float)src[i] for a tensor of ef->dtype. */
 void gs__ef_add_input(gs_ef_t ef, const void *src);
 
+/* -1.0f, read at run time. NOTE: the fused encodes scale by -1 as
+ * decode_accumulate does with its alpha argument; a constant -1.0f * s is
+ * folded into -s, which flips the sign bit of a NaN scale where the
+ * multiply keeps it, and the residuals would differ in that bit. */
+extern volatile const float gs__codec_minus_one;
+
+/* r[i] += x[i] for i < n (f32; the add of gs__ef_add_input). */
+void gs__ef_add_f32(float *r, const float *x, size_t n);
+
 /* ---------------------------------------------------------------------- */
 /* Shared helpers                                                         */
 /* ---------------------------------------------------------------------- */
@@ -220,6 +240,38 @@ void gs__ef_add_input(gs_ef_t ef, const void *src);
 #ifndef GS_CODEC_CLONES
 #define GS_CODEC_CLONES
 #endif
+
+/*
+ * Hand-vectorised kernels (codec_simd.c, x86-64 AVX2 + F16C), bit-identical
+ * to the plain C loops of the codecs. Call them only when gs__codec_isa()
+ * is non-zero (the CPU has AVX2 and F16C, as core/reduce_cpu.c's
+ * gs__cpu_has_avx2_f16c() says, and gs__codec_force_scalar is 0).
+ * n counts elements, nbytes whole sign bytes (8 elements each); add
+ * selects dst += alpha * v (dst = v otherwise).
+ */
+extern int gs__codec_force_scalar; /* test hook: 1 = plain C only */
+int gs__codec_isa(void);
+void gs__codec_f16_encode_simd(const float *x, size_t n, uint8_t *out);
+void gs__codec_f16_decode_simd(const uint8_t *in, size_t n, float *dst, int add, float alpha);
+void gs__codec_bf16_encode_simd(const float *x, size_t n, uint8_t *out);
+void gs__codec_sign_pack_simd(const float *x, size_t nbytes, uint8_t *bits);
+void gs__codec_sign_unpack_simd(const uint8_t *bits, size_t nbytes, float s, float *dst, int add);
+/* max |x| into *m_out and 1, or 0 (nothing written) when x holds a NaN. */
+int gs__codec_max_abs_simd(const float *x, size_t n, float *m_out);
+void gs__codec_int8_quantize_simd(const float *x, size_t n, float inv, int8_t *q);
+/* Fused error-feedback steps: r[i] += x[i] for i < n, then max |r| into
+ * *m_out and 1, or 0 (nothing written, r still updated) when r holds a NaN. */
+int gs__codec_add_max_abs_simd(const float *x, float *r, size_t n, float *m_out);
+/* r[i] += x[i] for i < n (x NULL: r unchanged), then the sign codec's mean
+ * |r| over n >= 1 elements, with its eight interleaved partial sums. */
+float gs__codec_add_mean_abs_simd(const float *x, float *r, size_t n);
+/* top-k: the k-th largest key (|x| bits) t and the ties at t to keep, as
+ * codec_topk.c's radix select finds them; 0 (nothing written) when the
+ * plain select must run instead. Then the (index, value) body. */
+int gs__codec_topk_threshold_simd(const float *x, size_t n, size_t k, uint32_t *t_out,
+                                  size_t *ties_out);
+void gs__codec_topk_select_simd(const float *x, size_t n, size_t k, uint32_t t, size_t ties,
+                                uint8_t *body);
 
 /* lowbias32 (C. Wellons): a 32-bit mixer good enough for rounding noise
  * and index draws, written in 32-bit arithmetic so loops vectorise. */

@@ -319,6 +319,7 @@ gs_status_t gs_codec_encode(const gs_codec_config_t *cfg, const void *src, size_
     uint8_t *base = NULL, *out = dst, *body;
     const float *x;
     size_t raw, need;
+    int fused;
     gs_status_t status;
 
     status = prepare(fn, cfg, count, dtype, &rc, &p, &lay);
@@ -344,10 +345,13 @@ gs_status_t gs_codec_encode(const gs_codec_config_t *cfg, const void *src, size_
     if (status != GS_OK) {
         return status;
     }
+    fused = (ef != NULL) && (dtype == GS_DTYPE_F32) && (rc.ops->encode_ef != NULL);
     if (ef != NULL) {
         /* Every step draws differently (qsgd noise, randk strata). */
         p.seed = rc.seed + ef->step * 0x9e3779b97f4a7c15ull;
-        gs__ef_add_input(ef, src);
+        if (!fused) {
+            gs__ef_add_input(ef, src);
+        }
         x = ef->residual;
     } else if (dtype == GS_DTYPE_F32) {
         p.seed = rc.seed;
@@ -359,11 +363,18 @@ gs_status_t gs_codec_encode(const gs_codec_config_t *cfg, const void *src, size_
     }
     raw = rc.ops->encoded_size(&p);
     body = out + GS_CODEC_HEADER_BYTES;
-    status = rc.ops->encode(&p, x, body);
+    if (fused) {
+        /* residual += src, encode, residual -= decoded, in one pass. */
+        status = rc.ops->encode_ef(&p, (const float *)src, ef->residual, body);
+    } else {
+        status = rc.ops->encode(&p, x, body);
+    }
     if (status != GS_OK) {
         return status;
     }
-    if (ef != NULL) {
+    if ((ef != NULL) && fused) {
+        ef->step++;
+    } else if (ef != NULL) {
         /* The new residual is what the payload does not carry. */
         status = rc.ops->decode_accumulate(&p, body, ef->residual, GS_CODEC_MODE_ADD, -1.0f);
         if (status != GS_OK) {

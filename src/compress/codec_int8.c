@@ -61,25 +61,22 @@ static void quantize_block(const float *x, size_t n, float inv, int8_t *q)
     }
 }
 
-static gs_status_t int8_encode(const gs_codec_params_t *p, const float *src, uint8_t *body)
+/* Store the scale of a block of max |x| = m and quantize its n elements. */
+static float int8_block(const float *x, size_t n, float m, int simd, uint8_t *scale_out,
+                        int8_t *q)
 {
-    const size_t nb = gs__codec_nblocks(p->count, p->block);
-    int8_t *codes = (int8_t *)(body + nb * sizeof(float));
-    size_t b;
+    /* A block of zeros, or so tiny that 127 / m overflows, encodes as
+     * all-zero codes with scale 0. */
+    const float inv = ((m > 0.0f) && (127.0f / m <= FLT_MAX)) ? 127.0f / m : 0.0f;
+    const float scale = (inv > 0.0f) ? m / 127.0f : ((m != m) || (m > FLT_MAX) ? m : 0.0f);
 
-    for (b = 0; b < nb; b++) {
-        const size_t lo = b * p->block;
-        const size_t n = (p->count - lo < p->block) ? p->count - lo : p->block;
-        const float m = gs__codec_max_abs(src + lo, n);
-        /* A block of zeros, or so tiny that 127 / m overflows, encodes as
-         * all-zero codes with scale 0. */
-        const float inv = ((m > 0.0f) && (127.0f / m <= FLT_MAX)) ? 127.0f / m : 0.0f;
-        const float scale = (inv > 0.0f) ? m / 127.0f : ((m != m) || (m > FLT_MAX) ? m : 0.0f);
-
-        gs__codec_store_f32(body + b * sizeof(float), scale);
-        quantize_block(src + lo, n, inv, codes + lo);
+    gs__codec_store_f32(scale_out, scale);
+    if (simd) {
+        gs__codec_int8_quantize_simd(x, n, inv, q);
+    } else {
+        quantize_block(x, n, inv, q);
     }
-    return GS_OK;
+    return scale;
 }
 
 GS_CODEC_CLONES
@@ -117,6 +114,59 @@ static gs_status_t int8_decode(const gs_codec_params_t *p, const uint8_t *body, 
     return GS_OK;
 }
 
+/* Encode src block by block. With a residual res (error feedback, the
+ * fused encode_ef), each block first does res += src and encodes res, then
+ * res -= decoded while the block is still in L1: one pass over src and the
+ * residual instead of four, with the steps of the unfused sequence. */
+static void int8_encode_blocks(const gs_codec_params_t *p, const float *src, float *res,
+                               uint8_t *body)
+{
+    const size_t nb = gs__codec_nblocks(p->count, p->block);
+    int8_t *codes = (int8_t *)(body + nb * sizeof(float));
+    const int simd = gs__codec_isa();
+    size_t b;
+
+    for (b = 0; b < nb; b++) {
+        const size_t lo = b * p->block;
+        const size_t n = (p->count - lo < p->block) ? p->count - lo : p->block;
+        const float *x = (res != NULL) ? res + lo : src + lo;
+        float m;
+        int have_m;
+
+        if (res != NULL) {
+            if (!simd) {
+                gs__ef_add_f32(res + lo, src + lo, n);
+            }
+            have_m = simd && gs__codec_add_max_abs_simd(src + lo, res + lo, n, &m);
+        } else {
+            have_m = simd && gs__codec_max_abs_simd(x, n, &m);
+        }
+        if (!have_m) {
+            m = gs__codec_max_abs(x, n);
+        }
+        const float scale = int8_block(x, n, m, simd, body + b * sizeof(float), codes + lo);
+
+        if (res != NULL) {
+            /* decode_accumulate's ADD with alpha -1, written the same way. */
+            dequant_block(codes + lo, n, gs__codec_minus_one * scale, res + lo,
+                          GS_CODEC_MODE_ADD);
+        }
+    }
+}
+
+static gs_status_t int8_encode(const gs_codec_params_t *p, const float *src, uint8_t *body)
+{
+    int8_encode_blocks(p, src, NULL, body);
+    return GS_OK;
+}
+
+static gs_status_t int8_encode_ef(const gs_codec_params_t *p, const float *src, float *res,
+                                  uint8_t *body)
+{
+    int8_encode_blocks(p, src, res, body);
+    return GS_OK;
+}
+
 const gs_codec_ops_t gs__codec_int8_ops = {
     .name = "int8",
     .wire_id = GS_CODEC_INT8,
@@ -124,4 +174,5 @@ const gs_codec_ops_t gs__codec_int8_ops = {
     .encoded_size = int8_body_size,
     .encode = int8_encode,
     .decode_accumulate = int8_decode,
+    .encode_ef = int8_encode_ef,
 };

@@ -72,7 +72,11 @@ static gs_status_t sign_encode(const gs_codec_params_t *p, const float *src, uin
 
         gs__codec_store_f32(body + b * sizeof(float), sign_mean_abs(src + lo, n));
     }
-    sign_pack(src, full, bits);
+    if (gs__codec_isa()) {
+        gs__codec_sign_pack_simd(src, full, bits);
+    } else {
+        sign_pack(src, full, bits);
+    }
     if (full * 8 < p->count) {
         unsigned last = 0;
 
@@ -111,8 +115,75 @@ static gs_status_t sign_decode(const gs_codec_params_t *p, const uint8_t *body, 
         const size_t n = (p->count - lo < p->block) ? p->count - lo : p->block;
         const float scale = gs__codec_load_f32(body + b * sizeof(float));
 
-        sign_unpack(bits, lo, n, (mode == GS_CODEC_MODE_SET) ? scale : alpha * scale, dst + lo,
-                    mode);
+        const float s = (mode == GS_CODEC_MODE_SET) ? scale : alpha * scale;
+
+        if (gs__codec_isa()) {
+            /* Whole sign bytes inside the block go 8 at a time; the
+             * elements before the first and after the last run plain. */
+            const size_t head = ((lo + 7) / 8 * 8 - lo < n) ? (lo + 7) / 8 * 8 - lo : n;
+            const size_t nbytes = (n - head) / 8;
+            const size_t done = head + 8 * nbytes;
+
+            sign_unpack(bits, lo, head, s, dst + lo, mode);
+            gs__codec_sign_unpack_simd(bits + (lo + head) / 8, nbytes, s, dst + lo + head,
+                                       mode == GS_CODEC_MODE_ADD);
+            sign_unpack(bits, lo + done, n - done, s, dst + lo + done, mode);
+        } else {
+            sign_unpack(bits, lo, n, s, dst + lo, mode);
+        }
+    }
+    return GS_OK;
+}
+
+/* One block at a time (the block stays in L1 between the steps): add,
+ * mean |r|, pack, and the residual update of decode_accumulate with
+ * alpha -1. Blocks must start on a sign byte; other block sizes take the
+ * unfused sequence. */
+static gs_status_t sign_encode_ef(const gs_codec_params_t *p, const float *src, float *res,
+                                  uint8_t *body)
+{
+    const size_t nb = gs__codec_nblocks(p->count, p->block);
+    uint8_t *bits = body + nb * sizeof(float);
+    const int simd = gs__codec_isa();
+    size_t b;
+
+    if (p->block % 8 != 0) {
+        gs__ef_add_f32(res, src, p->count);
+        sign_encode(p, res, body);
+        return sign_decode(p, body, res, GS_CODEC_MODE_ADD, gs__codec_minus_one);
+    }
+    for (b = 0; b < nb; b++) {
+        const size_t lo = b * p->block;
+        const size_t n = (p->count - lo < p->block) ? p->count - lo : p->block;
+        const size_t full = n / 8, done = 8 * full;
+        float *r = res + lo;
+        uint8_t *bb = bits + lo / 8;
+        float scale, s;
+
+        if (simd) {
+            scale = gs__codec_add_mean_abs_simd(src + lo, r, n);
+        } else {
+            gs__ef_add_f32(r, src + lo, n);
+            scale = sign_mean_abs(r, n);
+        }
+        gs__codec_store_f32(body + b * sizeof(float), scale);
+        s = gs__codec_minus_one * scale;
+        if (simd) {
+            gs__codec_sign_pack_simd(r, full, bb);
+            gs__codec_sign_unpack_simd(bb, full, s, r, 1);
+        } else {
+            sign_pack(r, full, bb);
+            sign_unpack(bits, lo, done, s, r, GS_CODEC_MODE_ADD);
+        }
+        if (done < n) { /* the last block's partial byte */
+            unsigned last = 0;
+
+            for (size_t i = done; i < n; i++) {
+                last |= (r[i] < 0.0f ? 1u : 0u) << (i - done);
+            }
+            bb[full] = (uint8_t)last;
+            sign_unpack(bits, lo + done, n - done, s, r + done, GS_CODEC_MODE_ADD);
+        }
     }
     return GS_OK;
 }
@@ -124,4 +195,5 @@ const gs_codec_ops_t gs__codec_sign_ops = {
     .encoded_size = sign_body_size,
     .encode = sign_encode,
     .decode_accumulate = sign_decode,
+    .encode_ef = sign_encode_ef,
 };

@@ -8,7 +8,10 @@
  * an 8-bit histogram find the k-th largest key T without scratch memory or
  * sorting, then one pass keeps every element with key > T and the first
  * (in index order) of those equal to T until k are kept. Deterministic,
- * O(5 n), no allocation.
+ * O(5 n), no allocation. On x86-64 with AVX2, codec_simd.c finds the same
+ * threshold with an 11/11/9-bit radix select whose passes filter 8 keys at
+ * a time against a lower bound taken from a sample (only the few keys above
+ * it reach a histogram), and selects the same elements.
  *
  * Body: k u32 indices (strictly ascending, < count), then k f32 values.
  * Decode checks the indices before writing anything.
@@ -73,6 +76,10 @@ static gs_status_t topk_encode(const gs_codec_params_t *p, const float *src, uin
     uint32_t t;
 
     if (k == 0) {
+        return GS_OK;
+    }
+    if (gs__codec_isa() && gs__codec_topk_threshold_simd(src, p->count, k, &t, &ties)) {
+        gs__codec_topk_select_simd(src, p->count, k, t, ties, body);
         return GS_OK;
     }
     t = topk_threshold(src, p->count, k, &ties);

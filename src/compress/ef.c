@@ -71,8 +71,10 @@ gs_status_t gs_ef_destroy(gs_ef_t ef)
     return GS_OK;
 }
 
+volatile const float gs__codec_minus_one = -1.0f;
+
 GS_CODEC_CLONES
-static void add_f32(float *r, const float *x, size_t n)
+void gs__ef_add_f32(float *r, const float *x, size_t n)
 {
     size_t i;
 
@@ -87,7 +89,7 @@ void gs__ef_add_input(gs_ef_t ef, const void *src)
 
     switch (ef->dtype) {
     case GS_DTYPE_F32:
-        add_f32(ef->residual, (const float *)src, ef->count);
+        gs__ef_add_f32(ef->residual, (const float *)src, ef->count);
         break;
     case GS_DTYPE_F64:
         for (i = 0; i < ef->count; i++) {

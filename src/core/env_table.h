@@ -66,7 +66,8 @@
     X("GS_SOCKET_FAMILY", socket_family, GS_ENV_STR, 0, "any", 0, 0, GS_ENV_COMM,                  \
       "address family: any, ipv4 or ipv6")                                                         \
     X("GS_SLICE_BYTES", slice_bytes, GS_ENV_INT, 262144, "", 64, 1073741824, GS_ENV_COMM,          \
-      "pipeline slice size of the ring and chain algorithms (small values are for tests)")        \
+      "pipeline slice size of the ring, the chain and the compressed all-reduce, in input bytes "  \
+      "(small values are for tests)")                                                              \
     X("GS_ALGO", algo, GS_ENV_STR, 0, "", 0, 0, GS_ENV_COMM,                                       \
       "force an algorithm: NAME for every collective, or COLL:NAME,... (e.g. allreduce:ring)")     \
     X("GS_ALGO_ALPHA_US", algo_alpha_us, GS_ENV_INT, GS_ALGO_ALPHA_US_DEFAULT, "", 1, 10000000,   \

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Shared parts of the compressed all-reduce: the two-phase scheme for the
+ * quantizers (algo_compressed.c) and the sparse paths for top-k and
+ * random-k (algo_sparse.c). Internal to src/algo.
+ */
+#ifndef GS_ALGO_ALGO_COMP_H
+#define GS_ALGO_ALGO_COMP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "algo/algo.h"
+
+/* One all-peers exchange of variable-length payloads: slot q of recv
+ * (cap bytes each) receives from rank q; rank q is sent slot q of send,
+ * or slot `rank` to every peer when send_same_slot is set (all-gather).
+ * recv_len[q] gets the received length. reqs holds 2n entries. */
+typedef struct gs_comp_xchg {
+    const uint8_t *send;
+    uint8_t *recv;
+    size_t cap;
+    const size_t *send_len;
+    size_t *recv_len;
+    gs_algo_req_t *reqs;
+    int send_same_slot;
+} gs_comp_xchg_t;
+
+/* Post every receive and send of message @p phase of collective @p d and
+ * wait for all of them (deadline renewed on progress). Blocking; on error
+ * every request is released. Returns GS_OK or the transport's status
+ * (GS_ERR_TIMEOUT, GS_ERR_PROTOCOL for an oversized message, ...). */
+gs_status_t gs__comp_exchange(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint32_t phase,
+                              const gs_comp_xchg_t *x);
+
+/* Which path a compressed all-reduce takes (decided from the configuration,
+ * count, dtype and world size alone, so every rank agrees without a message). */
+typedef enum gs_sparse_path {
+    GS_SPARSE_NO = 0,     /* a quantizer, or a sparsifier too dense: two-phase scheme */
+    GS_SPARSE_GATHER = 1, /* top-k: all-gather of (index, value) payloads and a sum */
+    GS_SPARSE_SHARED = 2  /* random-k: shared indices, dense all-reduce of the k values */
+} gs_sparse_path_t;
+
+/* The path for @p d on @p n ranks. Pure; a configuration that does not
+ * resolve gives GS_SPARSE_NO (the two-phase path then reports it). */
+gs_sparse_path_t gs__sparse_path(const gs_coll_desc_t *d, int n);
+
+/* Run the sparse all-reduce of @p d along @p path (GATHER or SHARED).
+ * Collective, blocking. Returns GS_OK; GS_ERR_PROTOCOL for a malformed
+ * payload from a peer or ranks that disagree on the random-k draw;
+ * GS_ERR_NO_MEMORY; the transport's errors. */
+gs_status_t gs__sparse_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
+                                 gs_sparse_path_t path);
+
+#endif /* GS_ALGO_ALGO_COMP_H */

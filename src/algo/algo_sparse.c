@@ -1,0 +1,290 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Compressed all-reduce for the sparsifiers (top-k, random-k): no second
+ * sparsification, no server residual.
+ *
+ * top-k (GS_SPARSE_GATHER): every rank adds its worker residual, keeps its
+ * own k largest, and sends the (index, value) payload to every peer (an
+ * all-gather over all peers at once). Every rank decodes the n payloads in
+ * rank order into an f32 sum (indices checked < count before any write;
+ * GS_ERR_PROTOCOL naming the sender otherwise), divides once for AVG and
+ * converts to the tensor's dtype: all ranks end bit-identical. Wire bytes
+ * per rank: (n-1) * 8k, against 2(n-1)/n * 4 count for the uncompressed ring.
+ *
+ * random-k (GS_SPARSE_SHARED): the indices are a function of the seed, the
+ * count and k (codec_randk.c), and the seed of every step is cfg.seed plus
+ * the error-feedback step, equal on every rank. So every rank draws the
+ * same k coordinates and only the values need summing: a plain dense
+ * all-reduce of k f32 values (chosen by the cost model), 2(n-1)/n * 4k
+ * bytes per rank, cheaper than an all-gather. One more value rides along,
+ * a 12-bit digest of the seed: its sum must be n times each rank's own,
+ * so ranks whose draws differ (another cfg.seed, an ef reset on one rank)
+ * get GS_ERR_PROTOCOL instead of a silently wrong sum.
+ *
+ * Error feedback: the worker residual (gs_codec_encode with the caller's
+ * gs_ef_t) keeps what this rank did not send. The sum is not sparsified
+ * again, so there is nothing for a server residual to keep.
+ *
+ * Dense fallback (gs__sparse_path): when the union of the pairs would be
+ * at least as large as the dense tensor (n * k * 8 >= count * dtype size
+ * for top-k; k * 4 >= count * dtype size for random-k), the two-phase
+ * scheme of algo_compressed.c runs instead. The rule uses only the
+ * configuration, count, dtype and n, so every rank takes the same path
+ * without a message.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo/algo.h"
+#include "algo/algo_comp.h"
+#include "compress/codec.h"
+#include "core/dtype.h"
+#include "core/error.h"
+
+#define SPARSE_ALIGN 64
+#define SPARSE_BODY_OFF (GS_CODEC_HEADER_BYTES + sizeof(uint64_t)) /* randk values */
+#define SPARSE_DIGEST_MASK 0xfffu
+
+static size_t sparse_align(size_t x)
+{
+    return (x + SPARSE_ALIGN - 1) & ~(size_t)(SPARSE_ALIGN - 1);
+}
+
+gs_sparse_path_t gs__sparse_path(const gs_coll_desc_t *d, int n)
+{
+    gs_codec_resolved_t rc;
+    gs_codec_params_t p;
+    size_t dense, pair_bytes;
+
+    /* Anything the two-phase path would reject goes there, to be reported. */
+    if ((d->codec == NULL) || (gs__codec_resolve(d->codec, &rc) != GS_OK) ||
+        ((rc.ops->flags & GS_CODEC_F_SPARSE) == 0) || !gs__dtype_is_float(d->dtype) ||
+        (d->count > GS_CODEC_MAX_COUNT)) {
+        return GS_SPARSE_NO;
+    }
+    if (gs__codec_params(&rc, d->count, &p) != GS_OK) {
+        gs__error_clear(); /* past 2^32 - 1 elements: the chunks of the two-phase path may fit */
+        return GS_SPARSE_NO;
+    }
+    dense = d->count * gs__dtype_size(d->dtype); /* count <= SIZE_MAX / 16: no overflow */
+    if (rc.ops->wire_id == GS_CODEC_RANDK) {
+        return ((size_t)p.param * sizeof(float) >= dense) ? GS_SPARSE_NO : GS_SPARSE_SHARED;
+    }
+    /* top-k: the union of n * k pairs against the dense tensor, as
+     * n * 8k >= dense without overflow. */
+    pair_bytes = (size_t)p.param * (sizeof(uint32_t) + sizeof(float));
+    return (pair_bytes >= (dense + (size_t)n - 1) / (size_t)n) ? GS_SPARSE_NO : GS_SPARSE_GATHER;
+}
+
+/* dst (count elements of dtype) = acc, rounded once per element. */
+static void sparse_store(const float *acc, size_t count, gs_dtype_t dtype, void *dst)
+{
+    size_t i;
+
+    switch (dtype) {
+    case GS_DTYPE_F32:
+        if ((void *)acc != dst) {
+            memcpy(dst, acc, count * sizeof(float));
+        }
+        break;
+    case GS_DTYPE_F64:
+        for (i = 0; i < count; i++) {
+            ((double *)dst)[i] = (double)acc[i];
+        }
+        break;
+    case GS_DTYPE_F16:
+        for (i = 0; i < count; i++) {
+            ((uint16_t *)dst)[i] = gs__f32_to_f16(acc[i]);
+        }
+        break;
+    default: /* GS_DTYPE_BF16 (the path checked a float dtype) */
+        for (i = 0; i < count; i++) {
+            ((uint16_t *)dst)[i] = gs__f32_to_bf16(acc[i]);
+        }
+        break;
+    }
+}
+
+static void sparse_scale(float *v, size_t n, float s)
+{
+    for (size_t i = 0; i < n; i++) {
+        v[i] *= s;
+    }
+}
+
+/* Scratch bytes the codec needs for @p count elements of @p dtype and of f32. */
+static gs_status_t sparse_codec_scratch(const gs_codec_config_t *cfg, size_t count,
+                                        gs_dtype_t dtype, size_t *out)
+{
+    size_t a = 0, b = 0;
+    gs_status_t status = gs_codec_scratch_size(cfg, count, dtype, &a);
+
+    if (status == GS_OK) {
+        status = gs_codec_scratch_size(cfg, count, GS_DTYPE_F32, &b);
+    }
+    *out = (a > b) ? a : b;
+    return status;
+}
+
+/* top-k: all-gather of the payloads, sum in rank order. */
+static gs_status_t sparse_gather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
+{
+    const gs_codec_config_t *cfg = d->codec;
+    const size_t n = (size_t)ctx->size;
+    const int r = ctx->rank;
+    const int f32 = (d->dtype == GS_DTYPE_F32);
+    size_t cap, sc, total;
+    uint8_t *base, *recv, *codec_scratch;
+    size_t *lens;
+    float *acc;
+    gs_algo_req_t *reqs;
+    void *mem = NULL;
+    gs_status_t status;
+
+    status = gs_codec_encoded_size(cfg, d->count, d->dtype, &cap);
+    if (status == GS_OK) {
+        status = sparse_codec_scratch(cfg, d->count, d->dtype, &sc);
+    }
+    if (status != GS_OK) {
+        return status;
+    }
+    cap = sparse_align(cap);
+    total = n * cap + sparse_align(n * sizeof(size_t)) +
+            (f32 ? 0 : sparse_align(d->count * sizeof(float))) + sparse_align(sc + 1) +
+            sparse_align(2 * n * sizeof(gs_algo_req_t));
+    status = gs__algo_scratch(ctx, total + SPARSE_ALIGN, &mem);
+    if (status != GS_OK) {
+        return status;
+    }
+    base = (uint8_t *)sparse_align((size_t)mem);
+    recv = base;
+    base += n * cap;
+    lens = (size_t *)(void *)base;
+    base += sparse_align(n * sizeof(size_t));
+    acc = f32 ? (float *)d->recvbuf : (float *)(void *)base;
+    base += f32 ? 0 : sparse_align(d->count * sizeof(float));
+    codec_scratch = base;
+    base += sparse_align(sc + 1);
+    reqs = (gs_algo_req_t *)(void *)base;
+
+    /* Our payload sits in our own receive slot and goes to every peer. The
+     * input is read only here, so recvbuf may alias sendbuf. */
+    status = gs_codec_encode(cfg, d->sendbuf, d->count, d->dtype, d->ef, codec_scratch, sc,
+                             recv + (size_t)r * cap, cap, &lens[r]);
+    if (status == GS_OK) {
+        const gs_comp_xchg_t x = {
+            .send = recv,
+            .recv = recv,
+            .cap = cap,
+            .send_len = lens,
+            .recv_len = lens,
+            .reqs = reqs,
+            .send_same_slot = 1,
+        };
+
+        status = gs__comp_exchange(ctx, d, 0, &x);
+    }
+    if (status == GS_OK) {
+        memset(acc, 0, d->count * sizeof(float));
+    }
+    for (size_t q = 0; (q < n) && (status == GS_OK); q++) {
+        status = gs_codec_decode_accumulate(cfg, recv + q * cap, lens[q], d->count, GS_DTYPE_F32,
+                                            codec_scratch, sc, acc);
+        if (status != GS_OK) {
+            status = gs__error_wrap(status, "%s: the top-k payload from rank %zu is bad: %s",
+                                    ctx->opname, q, gs__error_get());
+        }
+    }
+    if (status == GS_OK) {
+        if (d->op == GS_OP_AVG) {
+            sparse_scale(acc, d->count, 1.0f / (float)n);
+        }
+        sparse_store(acc, d->count, d->dtype, d->recvbuf);
+    }
+    return status;
+}
+
+/* random-k: same draw on every rank, dense all-reduce of the k values. */
+static gs_status_t sparse_shared(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
+{
+    gs_codec_config_t cfg = GS_CODEC_CONFIG_INIT;
+    const size_t cfg_bytes = (d->codec->size < sizeof(cfg)) ? d->codec->size : sizeof(cfg);
+    const float n = (float)ctx->size;
+    gs_coll_desc_t sum;
+    size_t cap, len = 0, sc = 0, k;
+    uint8_t *payload;
+    float *vals, digest;
+    uint64_t seed;
+    void *scratch = NULL;
+    gs_status_t status;
+
+    /* The caller's configuration with the zstd stage off: the values are
+     * summed as raw f32, so there is no payload to compress. */
+    memcpy(&cfg, d->codec, cfg_bytes);
+    cfg.size = sizeof(cfg);
+    cfg.zstd = GS_CODEC_ZSTD_OFF;
+    status = gs_codec_encoded_size(&cfg, d->count, d->dtype, &cap);
+    if (status == GS_OK) {
+        status = sparse_codec_scratch(&cfg, d->count, d->dtype, &sc);
+    }
+    if (status != GS_OK) {
+        return status;
+    }
+    /* Own buffer: the inner all-reduce may grow and reuse ctx's scratch. */
+    payload = malloc(cap + sizeof(float));
+    if (payload == NULL) {
+        return gs__error_set(GS_ERR_NO_MEMORY, "%s: no memory for a random-k payload of %zu bytes",
+                             ctx->opname, cap);
+    }
+    if (sc > 0) {
+        status = gs__algo_scratch(ctx, sc, &scratch);
+    }
+    if (status == GS_OK) {
+        status = gs_codec_encode(&cfg, d->sendbuf, d->count, d->dtype, d->ef, scratch, sc, payload,
+                                 cap, &len);
+    }
+    if (status == GS_OK) {
+        k = (len - SPARSE_BODY_OFF) / sizeof(float);
+        vals = (float *)(void *)(payload + SPARSE_BODY_OFF);
+        memcpy(&seed, payload + GS_CODEC_HEADER_BYTES, sizeof(seed));
+        digest = (float)(gs__codec_seed32(seed) & SPARSE_DIGEST_MASK);
+        vals[k] = digest;
+        memset(&sum, 0, sizeof(sum));
+        sum.kind = GS_COLL_ALLREDUCE;
+        sum.sendbuf = vals;
+        sum.recvbuf = vals;
+        sum.count = k + 1;
+        sum.dtype = GS_DTYPE_F32;
+        sum.op = GS_OP_SUM;
+        sum.tag = d->tag;
+        sum.algo = GS_ALGO_AUTO;
+        status = gs__algo_run(ctx, NULL, &sum);
+        if ((status == GS_OK) && (vals[k] != digest * n)) {
+            status = gs__error_set(GS_ERR_PROTOCOL,
+                                   "%s: the ranks drew different random-k coordinates (seed "
+                                   "digest sum %g, expected %g): cfg.seed or the error-feedback "
+                                   "step differ between ranks; use one seed everywhere and "
+                                   "create and reset the gs_ef_t on all ranks together",
+                                   ctx->opname, (double)vals[k], (double)(digest * n));
+        }
+    }
+    if (status == GS_OK) {
+        if (d->op == GS_OP_AVG) {
+            sparse_scale(vals, k, 1.0f / n);
+        }
+        /* The inner all-reduce may have moved ctx's scratch: fetch it again. */
+        if (sc > 0) {
+            status = gs__algo_scratch(ctx, sc, &scratch);
+        }
+    }
+    if (status == GS_OK) {
+        status = gs_codec_decode(&cfg, payload, len, d->count, d->dtype, scratch, sc, d->recvbuf);
+    }
+    free(payload);
+    return status;
+}
+
+gs_status_t gs__sparse_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, gs_sparse_path_t path)
+{
+    return (path == GS_SPARSE_SHARED) ? sparse_shared(ctx, d) : sparse_gather(ctx, d);
+}
