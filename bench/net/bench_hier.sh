@@ -22,39 +22,27 @@
 #                      [--algos ring,hier,auto] [--timeout S] [--out DIR]
 set -u
 
-usage() {
-    sed -n '/^# usage:/,/^$/s/^#//p' "$0" | sed '/^$/d' >&2
-    exit 2
-}
-[ $# -ge 1 ] || usage
-case "$1" in -h | --help) usage ;; esac
-BUILD=$(cd "$1" 2>/dev/null && pwd) || { echo "bench_hier: no build folder '$1'" >&2; exit 2; }
-shift
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source-path=SCRIPTDIR/../../tests/net source=../../tests/net/lib_script.sh
+. "$ROOT/tests/net/lib_script.sh"
+BUILD=$(lab_build_dir bench_hier "$@") || exit 2
+shift
 GSBENCH=$BUILD/bench/gs-bench
 NH=4 RPH=2 RATE=1gbit MINB=1M MAXB=64M WARMUP=2 ITERS=5 ROUNDS=3 ALGOS=ring,hier,auto
 LAB_TIMEOUT=300
 OUTDIR=
 while [ $# -gt 0 ]; do
     case "$1" in
-    --hosts) NH=$2; shift 2 ;;
-    --rph) RPH=$2; shift 2 ;;
-    --rate) RATE=$2; shift 2 ;;
-    --place) LAB_PLACE=$2; shift 2 ;;
-    -b) MINB=$2; shift 2 ;;
-    -e) MAXB=$2; shift 2 ;;
-    -w) WARMUP=$2; shift 2 ;;
-    -i) ITERS=$2; shift 2 ;;
-    --rounds) ROUNDS=$2; shift 2 ;;
     --algos) ALGOS=$2; shift 2 ;;
-    --timeout) LAB_TIMEOUT=$2; shift 2 ;;
-    --out) OUTDIR=$2; shift 2 ;;
-    *) echo "bench_hier: unknown argument '$1'" >&2; usage ;;
+    *)
+        lab_opt "--hosts --rph --rate --place -b -e -w -i --rounds --timeout --out" "$@" ||
+            lab_unknown bench_hier "$1"
+        shift 2
+        ;;
     esac
 done
-for v in "$NH" "$RPH" "$WARMUP" "$ITERS" "$ROUNDS" "$LAB_TIMEOUT"; do
-    case "$v" in '' | *[!0-9]*) echo "bench_hier: '$v' is not a number" >&2; exit 2 ;; esac
-done
+lab_whole "$NH" "$RPH" "$WARMUP" "$ITERS" "$ROUNDS" "$LAB_TIMEOUT" ||
+    { echo "bench_hier: '$LAB_NAN' is not a number" >&2; exit 2; }
 [ -x "$GSBENCH" ] || { echo "bench_hier: $GSBENCH is not built" >&2; exit 2; }
 mbps=$(python3 -c '
 import re, sys
@@ -77,55 +65,40 @@ echo "bench_hier: $NH hosts x $RPH ranks (${LAB_PLACE:-block}) at $RATE, sizes $
     "algorithms ${algos[*]}, $ROUNDS rounds, results in $OUTDIR" >&2
 for ((r = 1; r <= ROUNDS; r++)); do
     for a in "${algos[@]}"; do
-        csv=$OUTDIR/${a}__r$r.csv
-        t0=$SECONDS
-        lab_launch "$NH" "$RPH" "$GSBENCH" allreduce -b "$MINB" -e "$MAXB" -f 2 -w "$WARMUP" \
-            -n "$ITERS" --inplace --check --csv --algo "$a" -o "$csv"
-        cat "$LAB_TMP"/rank.*.log >"$OUTDIR/${a}__r$r.log"
-        if [ "$LAB_RC" -ne 0 ]; then
-            echo "bench_hier: round $r $a failed, see $OUTDIR/${a}__r$r.log" >&2
-            mv -f "$csv" "$csv.failed" 2>/dev/null
-        else
-            echo "round $r $a: $((SECONDS - t0)) s" >&2
-        fi
+        csv=$OUTDIR/${a}__r$r.csv log=$OUTDIR/${a}__r$r.log rc=0 t0=$SECONDS
+        lab_bench_launch "$log" "$NH" "$RPH" "$GSBENCH" allreduce -b "$MINB" -e "$MAXB" -f 2 \
+            -w "$WARMUP" -n "$ITERS" --inplace --check --csv --algo "$a" -o "$csv" || rc=$?
+        lab_bench_done bench_hier "$r" "$a" "$rc" "$csv" "$log" "$t0"
     done
 done
 
-python3 - "$OUTDIR" "$mbps" "$NH" "$RPH" "$ALGOS" <<'EOF'
-import csv, os, re, statistics, sys
+PYTHONPATH=$ROOT/bench/net${PYTHONPATH:+:$PYTHONPATH} \
+    python3 - "$OUTDIR" "$mbps" "$NH" "$RPH" "$ALGOS" <<'EOF'
+import statistics, sys
+
+from labcsv import fsz, rows
 
 outdir, mbps = sys.argv[1], float(sys.argv[2])
 nh, rph, algos = int(sys.argv[3]), int(sys.argv[4]), sys.argv[5].split(",")
 rate = mbps * 1e6
 data, ran = {}, {}
-for name in sorted(os.listdir(outdir)):
-    fm = re.fullmatch(r"(.+)__r(\d+)\.csv", name)
-    if not fm:
-        continue
-    with open(os.path.join(outdir, name), newline="") as f:
-        rows = [ln for ln in f if ln.strip() and not ln.startswith("#")]
-    for row in csv.DictReader(rows):
-        try:
-            data.setdefault(fm.group(1), {}).setdefault(int(row["size"]), []).append(
-                float(row["time_us"]) * 1e-6)
-            ran.setdefault(fm.group(1), {})[int(row["size"])] = row.get("algo", "")
-        except (KeyError, ValueError):
-            pass
+for label, row in rows(outdir):
+    try:
+        data.setdefault(label, {}).setdefault(int(row["size"]), []).append(
+            float(row["time_us"]) * 1e-6)
+        ran.setdefault(label, {})[int(row["size"])] = row.get("algo_used") or row.get("algo", "")
+    except (KeyError, ValueError):
+        pass
 if not data:
     sys.exit("bench_hier: no results")
 algos = [a for a in algos if a in data]
 sizes = sorted({s for a in data for s in data[a]})
-def fsz(s):
-    for u, d in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
-        if s >= d and s % d == 0:
-            return f"{s // d}{u}"
-    return str(s)
 print(f"\nall-reduce f32 sum in place, {nh} hosts x {rph} ranks, links at {mbps:.0f} MB/s;"
       " median time over rounds")
 print("eff = (2(H-1)/H * bytes / link rate) / time (the host-link limit of any all-reduce)\n")
 head = " | ".join(f"{a} ms | {a} eff" for a in algos)
 has_ratio = ("ring" in algos) and ("hier" in algos)
-print(f"| size | {head} |" + (" hier/ring |" if has_ratio else "") + (" auto ran |" if "auto" in algos else ""))
+print(f"| size | {head} |" + (" ring/hier time |" if has_ratio else "") + (" auto ran |" if "auto" in algos else ""))
 print("|---:|" + "---:|---:|" * len(algos) + ("---:|" if has_ratio else "") + ("---|" if "auto" in algos else ""))
 for s in sizes:
     ideal = 2.0 * (nh - 1) / nh * s / rate

@@ -36,13 +36,11 @@
 #                     [--timeout S] [--out DIR]
 set -u
 
-usage() {
-    sed -n '/^# usage:/,/^$/s/^#//p' "$0" | sed '/^$/d' >&2
-    exit 2
-}
-[ $# -ge 1 ] || usage
-case "$1" in -h|--help) usage ;; esac
-BUILD=$(cd "$1" 2>/dev/null && pwd) || { echo "bench_net: no build folder '$1'" >&2; exit 2; }
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+# shellcheck source-path=SCRIPTDIR/../../tests/net source=../../tests/net/lib_script.sh
+. "$ROOT/tests/net/lib_script.sh"
+BUILD=$(lab_build_dir bench_net "$@") || exit 2
 shift
 NH=4
 RATE=1gbit
@@ -54,34 +52,26 @@ ITERS=5
 ROUNDS=2
 LIBS=gs,mpi,gloo
 GLOO_ALGOS=ring_chunked,default
-TIMEOUT=300
+LAB_TIMEOUT=300
 OUTDIR=
 CODECS=
 while [ $# -gt 0 ]; do
     case "$1" in
-    --hosts) NH=$2; shift 2 ;;
-    --rate) RATE=$2; shift 2 ;;
     --burst) BURST=$2; shift 2 ;;
-    -b) MINB=$2; shift 2 ;;
-    -e) MAXB=$2; shift 2 ;;
-    -w) WARMUP=$2; shift 2 ;;
-    -i) ITERS=$2; shift 2 ;;
-    --rounds) ROUNDS=$2; shift 2 ;;
     --libs) LIBS=$2; shift 2 ;;
     --gloo-algos) GLOO_ALGOS=$2; shift 2 ;;
     --codecs) CODECS=$2; shift 2 ;;
-    --timeout) TIMEOUT=$2; shift 2 ;;
-    --out) OUTDIR=$2; shift 2 ;;
-    *) echo "bench_net: unknown argument '$1'" >&2; usage ;;
+    *)
+        lab_opt "--hosts --rate -b -e -w -i --rounds --timeout --out" "$@" ||
+            lab_unknown bench_net "$1"
+        shift 2
+        ;;
     esac
 done
-for v in "$NH" "$WARMUP" "$ITERS" "$ROUNDS" "$TIMEOUT"; do
-    case "$v" in ''|*[!0-9]*) echo "bench_net: '$v' is not a number" >&2; exit 2 ;; esac
-done
+lab_whole "$NH" "$WARMUP" "$ITERS" "$ROUNDS" "$LAB_TIMEOUT" ||
+    { echo "bench_net: '$LAB_NAN' is not a number" >&2; exit 2; }
 [ "$NH" -ge 2 ] || { echo "bench_net: needs 2 hosts or more" >&2; exit 2; }
 
-HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
 GSBENCH=$BUILD/bench/gs-bench
 MPIBENCH=$BUILD/bench/mpi-bench
 GLOOBENCH=$BUILD/bench/gloo-bench
@@ -94,7 +84,6 @@ if [ -z "$OUTDIR" ]; then
     KEEP=1 # the results folder lives in the lab's scratch folder
 fi
 mkdir -p "$OUTDIR"
-LAB_TIMEOUT=$TIMEOUT
 
 RUNS=()
 IFS=, read -r -a libs <<< "$LIBS"
@@ -152,26 +141,22 @@ run_one() { # label kind round
     local csv=$OUTDIR/${label}__r${round}.csv log=$OUTDIR/${label}__r${round}.log
     case "$kind" in
     gs)
-        lab_launch "$NH" 1 "$GSBENCH" allreduce "${COMMON[@]}" --check -o "$csv"
-        rc=$LAB_RC
-        cat "$LAB_TMP"/rank.*.log > "$log"
+        lab_bench_launch "$log" "$NH" 1 "$GSBENCH" allreduce "${COMMON[@]}" --check -o "$csv" ||
+            rc=$?
         ;;
     gsring)
-        lab_launch "$NH" 1 "$GSBENCH" allreduce "${COMMON[@]}" --algo ring --check -o "$csv"
-        rc=$LAB_RC
-        cat "$LAB_TMP"/rank.*.log > "$log"
+        lab_bench_launch "$log" "$NH" 1 "$GSBENCH" allreduce "${COMMON[@]}" --algo ring --check \
+            -o "$csv" || rc=$?
         ;;
     codec:*)
         local spec=${kind#codec:} extra=()
         [ "${spec#*:}" != "$spec" ] && extra=(--ratio "${spec#*:}")
-        lab_launch "$NH" 1 "$GSBENCH" allreduce "${COMMON[@]}" --codec "${spec%%:*}" \
-            "${extra[@]}" --ef -o "$csv"
-        rc=$LAB_RC
-        cat "$LAB_TMP"/rank.*.log > "$log"
+        lab_bench_launch "$log" "$NH" 1 "$GSBENCH" allreduce "${COMMON[@]}" \
+            --codec "${spec%%:*}" "${extra[@]}" --ef -o "$csv" || rc=$?
         ;;
     mpi)
         # shellcheck disable=SC2016 # expanded by the inner sh
-        timeout -k 10 "$TIMEOUT" ip netns exec "${LAB_PREFIX}h0" unshare --uts \
+        timeout -k 10 "$LAB_TIMEOUT" ip netns exec "${LAB_PREFIX}h0" unshare --uts \
             sh -c 'hostname "$0" && exec "$@"' "${LAB_PREFIX}h0" \
             mpirun --allow-run-as-root --hostfile "$LAB_TMP/mpi_hosts" -np "$NH" --map-by node \
             --mca plm_rsh_agent "$AGENT" --mca oob_tcp_if_include "$IFLIST" \
@@ -183,19 +168,11 @@ run_one() { # label kind round
         local store=$LAB_TMP/store_${label}_r${round}
         mkdir -p "$store"
         # shellcheck disable=SC2016 # expanded in each rank
-        lab_launch "$NH" 1 bash -c 'GLOO_BENCH_HOST=$LAB_HOST_ADDR exec "$@"' gloo \
-            "$GLOOBENCH" --algo "${kind#gloo:}" "${COMMON[@]}" --store "$store" -o "$csv"
-        rc=$LAB_RC
-        cat "$LAB_TMP"/rank.*.log > "$log"
+        lab_bench_launch "$log" "$NH" 1 bash -c 'GLOO_BENCH_HOST=$LAB_HOST_ADDR exec "$@"' gloo \
+            "$GLOOBENCH" --algo "${kind#gloo:}" "${COMMON[@]}" --store "$store" -o "$csv" || rc=$?
         ;;
     esac
-    if [ "$rc" -ne 0 ]; then
-        echo "bench_net: round $round $label failed (exit $rc), see $log" >&2
-        tail -n 5 "$log" >&2
-        mv -f "$csv" "$csv.failed" 2>/dev/null
-    else
-        echo "round $round $label: $((SECONDS - t0)) s" >&2
-    fi
+    lab_bench_done bench_net "$round" "$label" "$rc" "$csv" "$log" "$t0"
 }
 
 echo "bench_net: $NH hosts at $RATE (tbf burst $BURST), 1 rank per host, sizes $MINB..$MAXB," \
@@ -206,8 +183,10 @@ for ((r = 1; r <= ROUNDS; r++)); do
     done
 done
 
-python3 - "$OUTDIR" "$RATE" "$NH" <<'EOF'
-import csv, os, re, statistics, sys
+PYTHONPATH=$HERE${PYTHONPATH:+:$PYTHONPATH} python3 - "$OUTDIR" "$RATE" "$NH" <<'EOF'
+import re, statistics, sys
+
+from labcsv import fsz, rows
 
 outdir, rate_s, nh = sys.argv[1], sys.argv[2].lower(), int(sys.argv[3])
 m = re.fullmatch(r"([0-9.]+)\s*(bit|kbit|mbit|gbit|bps|kbps|mbps|gbps)?", rate_s)
@@ -218,30 +197,19 @@ mult = {None: 1, "bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9,
 rate = float(m.group(1)) * mult / 8.0  # bytes per second
 data = {}
 extra = {}  # codec runs: label -> size -> [(rel_err, wire bytes)]
-for name in sorted(os.listdir(outdir)):
-    fm = re.fullmatch(r"(.+)__r(\d+)\.csv", name)
-    if not fm:
-        continue
-    with open(os.path.join(outdir, name), newline="") as f:
-        rows = [ln for ln in f if ln.strip() and not ln.startswith("#")]
-    for row in csv.DictReader(rows):
-        try:
-            data.setdefault(fm.group(1), {}).setdefault(int(row["size"]), []).append(
-                (float(row["time_us"]) * 1e-6, row.get("wrong", "")))
-            if row.get("rel_err"):
-                extra.setdefault(fm.group(1), {}).setdefault(int(row["size"]), []).append(
-                    (float(row["rel_err"]), float(row["wire_bytes"])))
-        except (KeyError, ValueError):
-            pass
+for label, row in rows(outdir):
+    try:
+        data.setdefault(label, {}).setdefault(int(row["size"]), []).append(
+            (float(row["time_us"]) * 1e-6, row.get("wrong", "")))
+        if row.get("rel_err"):
+            extra.setdefault(label, {}).setdefault(int(row["size"]), []).append(
+                (float(row["rel_err"]), float(row["wire_bytes"])))
+    except (KeyError, ValueError):
+        pass
 if not data:
     sys.exit("bench_net: no results")
 order = sorted(data, key=lambda l: (l != "gradsync", l))
 sizes = sorted({s for l in data for s in data[l]})
-def fsz(s):
-    for u, d in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
-        if s >= d and s % d == 0:
-            return f"{s // d}{u}"
-    return str(s)
 print(f"\nall-reduce f32 sum in place, {nh} hosts x 1 rank, links shaped to {rate_s}"
       f" ({rate / 1e6:.1f} MB/s); median over rounds")
 print("efficiency = (2(n-1)/n * bytes / link rate) / time; TCP/IP headers cap it near 95.5%\n")

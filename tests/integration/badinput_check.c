@@ -25,7 +25,6 @@
 #include <gradsync/gradsync.h>
 
 #include <signal.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,11 +34,9 @@
 #include <time.h>
 #include <unistd.h>
 
-static int g_rank;
+#include "check_report.h"
+
 static int g_world = 1;
-static long g_passed;
-static long g_failed;
-static int g_verbose;
 static const char *volatile g_current = "startup";
 
 static double mono_ms(void)
@@ -59,24 +56,6 @@ static void on_crash(int sig)
     (void)rc;
     signal(sig, SIG_DFL);
     raise(sig);
-}
-
-__attribute__((format(printf, 2, 3))) static void fail(const char *label, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    printf("FAIL rank %d %s: %s\n", g_rank, label, msg);
-    g_failed++;
-}
-
-static void pass(const char *label)
-{
-    g_passed++;
-    if (g_verbose)
-        printf("ok   rank %d %s\n", g_rank, label);
 }
 
 /*

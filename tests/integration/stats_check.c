@@ -33,28 +33,14 @@
 #include <strings.h>
 #include <time.h>
 
+#include "check_report.h"
+
 #define RING_ITERS 3
 #define RING_COUNT_PER_RANK 3001 /* f32 elements per rank: N = 4 * 3001 * n bytes */
 #define DELAY_MS 300
 #define DELAY_MIN_MS 250
 
-static int g_rank;
 static int g_size = 1;
-static long g_passed;
-static long g_failed;
-static int g_verbose;
-
-__attribute__((format(printf, 2, 3))) static void fail(const char *label, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    printf("FAIL rank %d %s: %s\n", g_rank, label, msg);
-    g_failed++;
-}
 
 static void check(const char *label, int ok, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -65,10 +51,7 @@ static void check(const char *label, int ok, const char *fmt, ...)
     va_list ap;
 
     if (ok) {
-        g_passed++;
-        if (g_verbose) {
-            printf("ok   rank %d %s\n", g_rank, label);
-        }
+        pass(label);
         return;
     }
     va_start(ap, fmt);

@@ -18,57 +18,28 @@ usage() {
         "[--no-ifname] [--rate R] [--timeout S] [-- ARGS...]" >&2
     exit 2
 }
-[ $# -ge 3 ] || usage
-PROG=$1 NH=$2 RPH=$3
+# shellcheck source=lib_script.sh
+. "$(dirname "$0")/lib_script.sh"
+lab_coll_args run_coll "$@" || usage
 shift 3
-for v in "$NH" "$RPH"; do
-    case "$v" in ''|*[!0-9]*) usage ;; esac
-done
-[ -x "$PROG" ] || { echo "run_coll: $PROG is not executable" >&2; exit 2; }
-RATE_OPTS=()
+RATE=
 LAB_TIMEOUT=180
 while [ $# -gt 0 ]; do
     case "$1" in
-    --place) LAB_PLACE=$2; shift 2 ;;
     --no-ifname) LAB_IFNAME=0; shift ;;
-    --rate) RATE_OPTS=(--rate "$2"); shift 2 ;;
-    --timeout) LAB_TIMEOUT=$2; shift 2 ;;
     --) shift; break ;;
-    *) usage ;;
+    *) lab_opt "--place --rate --timeout" "$@" || usage; shift 2 ;;
     esac
 done
 
 # shellcheck source=lib_lab.sh
 . "$(dirname "$0")/lib_lab.sh"
-LAB_ENV=(GS_DEBUG=INFO GS_DEBUG_SUBSYS=NET "GS_TIMEOUT_MS=${GS_TIMEOUT_MS:-30000}")
-for v in GS_SLICE_BYTES GS_TCP_NSOCKS GS_ALGO; do
-    [ -n "${!v:-}" ] && LAB_ENV+=("$v=${!v}")
-done
+lab_coll_env NET GS_SLICE_BYTES GS_TCP_NSOCKS GS_ALGO
 
-lab_up "$NH" ${RATE_OPTS[@]+"${RATE_OPTS[@]}"}
+lab_up "$NH" ${RATE:+--rate "$RATE"}
 WORLD=$((NH * RPH))
 echo "run_coll: $WORLD ranks on $NH hosts ($RPH per host, ${LAB_PLACE:-block} placement," \
     "GS_SOCKET_IFNAME $([ "${LAB_IFNAME:-1}" = 1 ] && echo set || echo unset)): $(basename "$PROG") $*"
-t0=$(lab_now_ms)
-lab_launch "$NH" "$RPH" "$PROG" "$@"
-dt=$(($(lab_now_ms) - t0))
-
-ok=1
-for ((r = 0; r < WORLD; r++)); do
-    if [ "${RCS[r]}" -ne 0 ]; then
-        echo "run_coll: rank $r (host ${LAB_HOST[r]}) exited ${RCS[r]}"
-        ok=0
-    fi
-done
-summary=$(grep -m1 -E ' [0-9]+ passed, [0-9]+ failed' "$LAB_TMP/rank.0.log")
-echo "run_coll: rank 0: ${summary:-no summary line} (${dt} ms)"
-case "$summary" in *" 0 failed"*) ;; *) ok=0 ;; esac
-lab_check_listen "$WORLD" || ok=0
-grep -h "FAIL " "$LAB_TMP"/rank.*.log | head -n 20
-if [ "$ok" -ne 1 ]; then
-    lab_dump 20
-    echo "run_coll: FAIL"
-    exit 1
-fi
-echo "run_coll: PASS (every rank listened on its own host's address)"
-exit 0
+lab_coll_run run_coll "" "$NH" "$RPH" "$PROG" "$@"
+lab_check_listen "$WORLD" || LAB_OK=0
+lab_verdict run_coll "PASS (every rank listened on its own host's address)"

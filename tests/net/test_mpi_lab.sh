@@ -30,25 +30,22 @@ usage() {
 }
 skip() { echo "test_mpi_lab: SKIP: $*" >&2; exit 77; }
 
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=lib_script.sh
+. "$HERE/lib_script.sh"
 [ $# -ge 1 ] || usage
 GSBENCH=$1
 shift
-NH=2 RPH=2 TRANSPORTS=mpi,tcp TIMEOUT=120
+NH=2 RPH=2 TRANSPORTS=mpi,tcp LAB_TIMEOUT=120
 while [ $# -gt 0 ]; do
     case "$1" in
-    --hosts) NH=$2; shift 2 ;;
-    --rph) RPH=$2; shift 2 ;;
     --transports) TRANSPORTS=$2; shift 2 ;;
-    --timeout) TIMEOUT=$2; shift 2 ;;
-    *) usage ;;
+    *) lab_opt "--hosts --rph --timeout" "$@" || usage; shift 2 ;;
     esac
 done
-for v in "$NH" "$RPH" "$TIMEOUT"; do
-    case "$v" in ''|*[!0-9]*) usage ;; esac
-done
+lab_whole "$NH" "$RPH" "$LAB_TIMEOUT" || usage
 [ -x "$GSBENCH" ] || { echo "test_mpi_lab: $GSBENCH is not executable" >&2; exit 2; }
 
-HERE=$(cd "$(dirname "$0")" && pwd)
 AGENT=$HERE/netns_agent.sh
 CHECK=$HERE/../mpi/bench_check.sh
 [ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces)"
@@ -114,7 +111,7 @@ for tp in "${tps[@]}"; do
     # The worked example of docs/cluster.md: mpirun starts in host 0 through
     # the same agent that starts the other hosts' daemons.
     if ! BENCH_CHECK_LOG=$LAB_TMP/job_$tp.log bash "$CHECK" "$NP" "$tp" 3 \
-        timeout -k 10 "$TIMEOUT" "$AGENT" "${LAB_PREFIX}h0" \
+        timeout -k 10 "$LAB_TIMEOUT" "$AGENT" "${LAB_PREFIX}h0" \
         "$MPIRUN" --allow-run-as-root --bind-to none -np "$NP" --hostfile "$HOSTFILE" \
         --mca plm_rsh_agent "$AGENT" \
         --mca pml ob1 --mca btl tcp,self \
