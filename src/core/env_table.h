@@ -51,9 +51,10 @@
       "master address is set)")                                                                    \
     X("GS_TCP_NSOCKS", tcp_nsocks, GS_ENV_INT, 2, "", 1, 16, GS_ENV_COMM,                          \
       "TCP sockets per peer; large messages are striped over them")                                \
-    X("GS_TCP_SPIN_US", tcp_spin_us, GS_ENV_INT, 0, "", 0, 100000, GS_ENV_PROC,                    \
-      "TCP: poll (yielding the core) this many microseconds before sleeping in epoll; trades CPU " \
-      "for latency")                                                                               \
+    X("GS_TCP_SPIN_US", tcp_spin_us, GS_ENV_INT, -1, "", -1, 100000, GS_ENV_PROC,                  \
+      "poll (yielding the core) this many microseconds before sleeping in epoll; trades CPU for "  \
+      "latency. -1: 100 when every peer is on shared memory (polling reads the rings, no "         \
+      "syscall), else 0")                                                                          \
     X("GS_SHM", shm, GS_ENV_INT, 1, "", 0, 1, GS_ENV_PROC,                                         \
       "carry the traffic between ranks on the same host through shared memory (1) or TCP (0)")    \
     X("GS_SHM_BYTES", shm_bytes, GS_ENV_INT, 1048576, "", 1024, 1073741824, GS_ENV_PROC,           \

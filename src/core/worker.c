@@ -227,7 +227,12 @@ gs_status_t gs__worker_run_blocking(gs__worker_t *w, gs__task_t *task)
 
     pthread_mutex_lock(&w->mu);
     w->inline_active = 0;
-    pthread_cond_signal(&w->cv_work);
+    if ((w->head != NULL) || w->stop) {
+        /* Only then has the worker something to do: waking it for nothing
+         * would cost every blocking call a thread switch (on a busy host,
+         * a preemption of another rank). */
+        pthread_cond_signal(&w->cv_work);
+    }
     pthread_mutex_unlock(&w->mu);
     return status;
 }

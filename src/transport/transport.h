@@ -65,7 +65,7 @@ typedef struct gs_tp_params {
     uint64_t job_id;          /* hash of the job, checked in handshakes */
     uint64_t comm_id;         /* communicator id, checked in handshakes */
     int nsocks;               /* sockets per peer (tcp) */
-    int spin_us;              /* poll this long before sleeping in progress (tcp); 0: never */
+    int spin_us;              /* poll this long before sleeping (tcp); 0: never, -1: auto */
     const char *ifname;       /* interface to listen on, "" for auto */
     const char *family;       /* "any", "ipv4", "ipv6" */
     const char *master_addr;  /* used by tcp to pick the interface that routes there */

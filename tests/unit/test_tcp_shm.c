@@ -6,8 +6,11 @@
  * messages in both directions at once through a ring smaller than them, a
  * peer that corrupts the ring's position (GS_ERR_PROTOCOL, no read outside
  * the mapping), a byte other than a doorbell on the link's socket
- * (GS_ERR_PROTOCOL), and no segment left in /dev/shm. Rank threads record
- * failures; the main thread asserts (cmocka is not thread-safe).
+ * (GS_ERR_PROTOCOL), no segment left in /dev/shm, and polling before
+ * sleeping (GS_TCP_SPIN_US): on by default only when every peer is local,
+ * and an abort or a peer's closed socket ends a spinning wait at once.
+ * Rank threads record failures; the main thread asserts (cmocka is not
+ * thread-safe).
  */
 #include <dirent.h>
 #include <pthread.h>
@@ -19,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -38,6 +42,7 @@ typedef void (*body_fn_t)(job_t *job, int rank);
 struct job {
     uint64_t host_id[2];
     int shm[2];
+    int spin_us[2];
     int test_free;
     body_fn_t body;
     char addrs[2][GS_TP_ADDR_MAX];
@@ -47,6 +52,7 @@ struct job {
     int failed;
     char first_failure[512];
     int nshm[2];
+    uint64_t spin_ns[2];
 };
 
 typedef struct rank_arg {
@@ -119,6 +125,7 @@ static void *rank_main(void *p)
                              .job_id = 0x5151,
                              .comm_id = 0x77,
                              .nsocks = 2,
+                             .spin_us = job->spin_us[rank],
                              .ifname = "",
                              .family = "any",
                              .master_addr = "127.0.0.1",
@@ -137,6 +144,7 @@ static void *rank_main(void *p)
         CHECK_EQ(job, ops->connect(job->tps[rank], job->addrs, gs__deadline_after_ms(WAIT_MS)),
                  GS_OK);
         job->nshm[rank] = job->tps[rank]->nshm;
+        job->spin_ns[rank] = job->tps[rank]->spin_ns;
     }
     pthread_barrier_wait(&job->barrier);
     if ((job->failed == 0) && (job->body != NULL)) {
@@ -323,12 +331,118 @@ static void test_corrupt_ring_is_protocol_error(void **state)
     assert_int_equal(my_segments(), 0);
 }
 
+/* Spinning waits: rank 1 waits for a message that never comes, polling
+ * for up to SPIN_LONG_US; SPIN_ACT_MS in, rank 0 aborts rank 1's instance
+ * (mode 0) or shuts its sockets to rank 1 down as a killed process would
+ * (mode 1). Rank 1 must see it while still spinning, well before the spin
+ * is over (a spin that looked only at the rings would notice neither). */
+#define SPIN_LONG_US 1000000
+#define SPIN_ACT_MS 20
+#define SPIN_NOTICE_MS 300
+
+static int spin_mode;
+static atomic_int spin_waiting;
+static _Atomic uint64_t spin_act_ns;
+
+static void body_spin_interrupted(job_t *job, int rank)
+{
+    gs_tp_t *tp = job->tps[rank];
+    uint8_t buf[64];
+    gs_tp_req_t *req = NULL;
+    gs_status_t status;
+    uint64_t t0;
+    uint64_t t1;
+
+    if (rank == 0) {
+        struct timespec d = {0, SPIN_ACT_MS * 1000000L};
+        uint64_t give_up = gs__deadline_after_ms(WAIT_MS);
+
+        while (!atomic_load(&spin_waiting) && (gs__now_ns() < give_up)) {
+            nanosleep(&d, NULL);
+        }
+        nanosleep(&d, NULL);
+        atomic_store(&spin_act_ns, gs__now_ns());
+        if (spin_mode == 0) {
+            CHECK_EQ(job, ops->abort(job->tps[1]), GS_OK);
+        } else {
+            for (int i = 0; i < tp->nsocks; i++) {
+                CHECK_EQ(job, shutdown(tp->peers[1].conns[i].fd, SHUT_RDWR), 0);
+            }
+        }
+        return;
+    }
+    CHECK_EQ(job, ops->irecv(tp, 0, TAG, buf, sizeof(buf), &req), GS_OK);
+    t0 = gs__now_ns();
+    atomic_store(&spin_waiting, 1);
+    status = wait_req(tp, req, NULL);
+    t1 = gs__now_ns();
+    CHECK_EQ(job, status, (spin_mode == 0) ? GS_ERR_ABORTED : GS_ERR_PEER_FAILED);
+    if ((atomic_load(&spin_act_ns) < t0) ||
+        (t1 - atomic_load(&spin_act_ns) > SPIN_NOTICE_MS * 1000000ull)) {
+        job_fail(job, __LINE__, "mode %d: the wait started %.1f ms before the event and ended "
+                 "%.1f ms after it (spinning %d ms)", spin_mode,
+                 ((double)atomic_load(&spin_act_ns) - (double)t0) / 1e6,
+                 ((double)t1 - (double)atomic_load(&spin_act_ns)) / 1e6, SPIN_LONG_US / 1000);
+    }
+}
+
+static void test_spin_interrupted(void **state)
+{
+    job_t job;
+
+    (void)state;
+    for (spin_mode = 0; spin_mode < 2; spin_mode++) {
+        atomic_store(&spin_act_ns, 0);
+        atomic_store(&spin_waiting, 0);
+        job_init(&job, body_spin_interrupted);
+        job.spin_us[0] = SPIN_LONG_US;
+        job.spin_us[1] = SPIN_LONG_US;
+        run_job(&job);
+        assert_int_equal(job.nshm[1], 1);
+        assert_int_equal(job.spin_ns[1], SPIN_LONG_US * 1000ull);
+    }
+    assert_int_equal(my_segments(), 0);
+}
+
+/* GS_TCP_SPIN_US=-1 (the default) spins only when every peer is local;
+ * 0 never spins. Traffic still flows either way. */
+static void test_spin_auto(void **state)
+{
+    job_t job;
+
+    (void)state;
+    job_init(&job, body_both_ways);
+    job.spin_us[0] = -1;
+    job.spin_us[1] = -1;
+    run_job(&job);
+    assert_int_equal(job.nshm[0], 1);
+    assert_true(job.spin_ns[0] > 0);
+    assert_true(job.spin_ns[1] > 0);
+    job_init(&job, body_both_ways);
+    job.spin_us[0] = -1;
+    job.spin_us[1] = -1;
+    job.host_id[1] = 43; /* another host: TCP, no spinning */
+    run_job(&job);
+    assert_int_equal(job.nshm[0], 0);
+    assert_int_equal(job.spin_ns[0], 0);
+    assert_int_equal(job.spin_ns[1], 0);
+    job_init(&job, body_both_ways);
+    job.spin_us[0] = 0; /* off, although local */
+    job.spin_us[1] = -1;
+    run_job(&job);
+    assert_int_equal(job.nshm[0], 1);
+    assert_int_equal(job.spin_ns[0], 0);
+    assert_true(job.spin_ns[1] > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_links_both_ways),
         cmocka_unit_test(test_no_link_when_not_local),
         cmocka_unit_test(test_corrupt_ring_is_protocol_error),
+        cmocka_unit_test(test_spin_interrupted),
+        cmocka_unit_test(test_spin_auto),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -175,6 +175,10 @@ static void *rank_main(void *p)
         params.shm_bytes = atoi(getenv("GS_TEST_TCP_SHM"));
         params.shm_test_free = -1;
     }
+    /* GS_TEST_TCP_SPIN_US=N: poll before sleeping (-1: auto, as GS_TCP_SPIN_US). */
+    if (getenv("GS_TEST_TCP_SPIN_US") != NULL) {
+        params.spin_us = atoi(getenv("GS_TEST_TCP_SPIN_US"));
+    }
 
     status = ops->init(&params, &job->tps[rank]);
     CHECK_EQ(job, status, GS_OK);

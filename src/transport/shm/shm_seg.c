@@ -27,6 +27,11 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+/* Map every page at once: otherwise the first pass of small messages
+ * through a fresh ring takes a page fault per 4 KiB on each side (a 4-rank
+ * 4 KiB all-reduce ran 2-3x slower for its first ~250 calls). */
+#define SEG_MAP_FLAGS (MAP_SHARED | MAP_POPULATE)
+
 #define SEG_MAGIC 0x314d485343475347ull /* "GSGCSHM1" */
 #define SEG_VERSION 1u
 #define SEG_CTL_OFF 4096u
@@ -167,7 +172,7 @@ gs_status_t gs__shm_seg_create(gs__shm_seg_t *seg, gs__shm_seg_id_t *id, long lo
                          seg->name, strerror(ret));
         goto err_close;
     }
-    base = mmap(NULL, (size_t)need, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    base = mmap(NULL, (size_t)need, PROT_READ | PROT_WRITE, SEG_MAP_FLAGS, fd, 0);
     if (base == MAP_FAILED) {
         status = explain(GS_ERR_SYSTEM, why, whylen, "mmap of %s (%" PRIu64 " bytes) failed: %s",
                          seg->name, need, strerror(errno));
@@ -227,7 +232,7 @@ gs_status_t gs__shm_seg_open(gs__shm_seg_t *seg, const char *name, const gs__shm
                          (long long)st.st_size, need);
         goto err_close;
     }
-    base = mmap(NULL, (size_t)need, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    base = mmap(NULL, (size_t)need, PROT_READ | PROT_WRITE, SEG_MAP_FLAGS, fd, 0);
     if (base == MAP_FAILED) {
         status = explain(GS_ERR_SYSTEM, why, whylen, "mmap of %s failed: %s", name,
                          strerror(errno));

@@ -206,7 +206,9 @@ struct gs_tp {
     gs__tcp_inmsg_t *unexp_tail;
     uint64_t unexp_bytes;
     uint64_t nevents; /* completions and peer failures so far */
-    uint64_t spin_ns; /* progress polls this long before sleeping (GS_TCP_SPIN_US) */
+    int spin_us;      /* GS_TCP_SPIN_US as given: -1 auto, 0 off, > 0 microseconds */
+    uint64_t spin_ns; /* progress polls this long before sleeping (set at connect) */
+    bool spin_rings;  /* every peer is local: spin passes read the rings, not epoll */
     int nkicked;
     int nfailed;
     bool leaving;            /* finalize queued BYE: nothing may follow it */

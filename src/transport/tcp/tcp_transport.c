@@ -28,6 +28,12 @@
 
 #define TCP_LISTEN_BACKLOG 1024
 #define TCP_EPOLL_EVENTS 64
+/* GS_TCP_SPIN_US=-1 (the default): how long progress polls before sleeping
+ * when every peer is on shared memory (docs/design.md, "Polling"). */
+#define TCP_SHM_SPIN_US 100
+/* A spin pass that only reads the rings also looks at the sockets and the
+ * eventfd (a peer's EOF, a wake) every this many passes. */
+#define TCP_SPIN_EPOLL_EVERY 16
 
 static const char tcp_abort_reason[] = "the communicator was aborted";
 
@@ -127,7 +133,7 @@ static gs_status_t tcp_init(const gs_tp_params_t *params, gs_tp_t **tp_out)
     tp->rank = params->rank;
     tp->size = params->size;
     tp->nsocks = params->nsocks;
-    tp->spin_ns = (params->spin_us > 0) ? (uint64_t)params->spin_us * 1000ull : 0;
+    tp->spin_us = params->spin_us;
     tp->job_id = params->job_id;
     tp->comm_id = params->comm_id;
     tp->counters = params->counters;
@@ -272,8 +278,17 @@ static gs_status_t tcp_connect(gs_tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX], uint6
         }
     }
     tp->connected = true;
-    GS_INFO(NET, "tcp: rank %d connected to %d peers (%d through shared memory)", tp->rank,
-            tp->size - 1, tp->nshm);
+    /* Auto: poll only when every peer is a ring away, so that polling costs
+     * no syscall and the answer of a small message is microseconds away. */
+    tp->spin_rings = (tp->size > 1) && (tp->nshm == tp->size - 1);
+    if (tp->spin_us > 0) {
+        tp->spin_ns = (uint64_t)tp->spin_us * 1000ull;
+    } else if ((tp->spin_us < 0) && tp->spin_rings) {
+        tp->spin_ns = (uint64_t)TCP_SHM_SPIN_US * 1000ull;
+    }
+    GS_INFO(NET, "tcp: rank %d connected to %d peers (%d through shared memory), polling %llu us "
+            "before sleeping", tp->rank, tp->size - 1, tp->nshm,
+            (unsigned long long)(tp->spin_ns / 1000ull));
     return GS_OK;
 }
 
@@ -556,8 +571,8 @@ static gs_status_t tcp_progress(gs_tp_t *tp, uint64_t deadline_ns)
     }
     start = tp->nevents;
     spin_until = (tp->spin_ns > 0) ? gs__now_ns() + tp->spin_ns : 0;
-    for (;;) {
-        gs_status_t status;
+    for (unsigned pass = 1;; pass++) {
+        gs_status_t status = GS_OK;
         uint64_t now;
 
         if (atomic_load_explicit(&tp->aborted, memory_order_acquire)) {
@@ -567,7 +582,16 @@ static gs_status_t tcp_progress(gs_tp_t *tp, uint64_t deadline_ns)
         if (!tp->connected) {
             return GS_OK;
         }
-        status = poll_once(tp, timeout_ms);
+        if ((spin_until != 0) && (timeout_ms == 0) && tp->spin_rings && (tp->nkicked == 0) &&
+            ((pass % TCP_SPIN_EPOLL_EVERY) != 1)) {
+            /* Spinning on rings only: no syscall. The abort flag is read
+             * above on every pass; sockets (a peer's EOF) and the eventfd
+             * (a wake) on the first pass, so a progress(0) call sees them
+             * as before, and every TCP_SPIN_EPOLL_EVERY passes after it. */
+            gs__tcp_shm_sweep(tp);
+        } else {
+            status = poll_once(tp, timeout_ms);
+        }
         if (status != GS_OK) {
             return status;
         }
