@@ -126,6 +126,54 @@ static gs_status_t sparse_codec_scratch(const gs_codec_config_t *cfg, size_t cou
     return status;
 }
 
+/* The sum of the n gathered payloads into acc (count f32), divided by n
+ * for AVG. Without zstd, codec_topk.c checks every payload and then sums
+ * them in one blocked pass over acc; with the zstd stage, each payload is
+ * decoded into acc in turn. Both give the same bits. */
+static gs_status_t sparse_sum(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint8_t *recv,
+                              size_t cap, const size_t *lens, const uint8_t **slots, size_t *cursor,
+                              uint8_t *codec_scratch, size_t sc, float *acc)
+{
+    const size_t n = (size_t)ctx->size;
+    const float inv = 1.0f / (float)n;
+    gs_codec_resolved_t rc;
+    gs_codec_params_t p;
+    gs_status_t status = GS_OK;
+
+    if ((gs__codec_resolve(d->codec, &rc) == GS_OK) && (rc.zstd == GS_CODEC_ZSTD_OFF) &&
+        (gs__codec_params(&rc, d->count, &p) == GS_OK)) {
+        char why[192];
+        size_t bad = 0;
+
+        for (size_t q = 0; q < n; q++) {
+            slots[q] = recv + q * cap;
+        }
+        status = gs__codec_topk_sum(&p, slots, lens, n, (d->op == GS_OP_AVG) ? &inv : NULL, acc,
+                                    cursor, &bad, why, sizeof(why));
+        if (status != GS_OK) {
+            status = gs__error_set(status,
+                                   "%s: the top-k payload from rank %zu is bad: malformed topk "
+                                   "payload: %s",
+                                   ctx->opname, bad, why);
+        }
+        return status;
+    }
+    gs__error_clear(); /* resolve and params succeeded on this path before */
+    memset(acc, 0, d->count * sizeof(float));
+    for (size_t q = 0; (q < n) && (status == GS_OK); q++) {
+        status = gs_codec_decode_accumulate(d->codec, recv + q * cap, lens[q], d->count,
+                                            GS_DTYPE_F32, codec_scratch, sc, acc);
+        if (status != GS_OK) {
+            status = gs__error_wrap(status, "%s: the top-k payload from rank %zu is bad: %s",
+                                    ctx->opname, q, gs__error_get());
+        }
+    }
+    if ((status == GS_OK) && (d->op == GS_OP_AVG)) {
+        sparse_scale(acc, d->count, inv);
+    }
+    return status;
+}
+
 /* top-k: all-gather of the payloads, sum in rank order. */
 static gs_status_t sparse_gather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
 {
@@ -135,7 +183,8 @@ static gs_status_t sparse_gather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
     const int f32 = (d->dtype == GS_DTYPE_F32);
     size_t cap, sc, total;
     uint8_t *base, *recv, *codec_scratch;
-    size_t *lens;
+    size_t *lens, *cursor;
+    const uint8_t **slots;
     float *acc;
     gs_algo_req_t *reqs;
     void *mem = NULL;
@@ -149,7 +198,7 @@ static gs_status_t sparse_gather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
         return status;
     }
     cap = sparse_align(cap);
-    total = n * cap + sparse_align(n * sizeof(size_t)) +
+    total = n * cap + sparse_align(2 * n * sizeof(size_t)) + sparse_align(n * sizeof(void *)) +
             (f32 ? 0 : sparse_align(d->count * sizeof(float))) + sparse_align(sc + 1) +
             sparse_align(2 * n * sizeof(gs_algo_req_t));
     status = gs__algo_scratch(ctx, total + SPARSE_ALIGN, &mem);
@@ -160,7 +209,10 @@ static gs_status_t sparse_gather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
     recv = base;
     base += n * cap;
     lens = (size_t *)(void *)base;
-    base += sparse_align(n * sizeof(size_t));
+    cursor = lens + n;
+    base += sparse_align(2 * n * sizeof(size_t));
+    slots = (const uint8_t **)(void *)base;
+    base += sparse_align(n * sizeof(void *));
     acc = f32 ? (float *)d->recvbuf : (float *)(void *)base;
     base += f32 ? 0 : sparse_align(d->count * sizeof(float));
     codec_scratch = base;
@@ -185,20 +237,9 @@ static gs_status_t sparse_gather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
         status = gs__comp_exchange(ctx, d, 0, &x);
     }
     if (status == GS_OK) {
-        memset(acc, 0, d->count * sizeof(float));
-    }
-    for (size_t q = 0; (q < n) && (status == GS_OK); q++) {
-        status = gs_codec_decode_accumulate(cfg, recv + q * cap, lens[q], d->count, GS_DTYPE_F32,
-                                            codec_scratch, sc, acc);
-        if (status != GS_OK) {
-            status = gs__error_wrap(status, "%s: the top-k payload from rank %zu is bad: %s",
-                                    ctx->opname, q, gs__error_get());
-        }
+        status = sparse_sum(ctx, d, recv, cap, lens, slots, cursor, codec_scratch, sc, acc);
     }
     if (status == GS_OK) {
-        if (d->op == GS_OP_AVG) {
-            sparse_scale(acc, d->count, 1.0f / (float)n);
-        }
         sparse_store(acc, d->count, d->dtype, d->recvbuf);
     }
     return status;

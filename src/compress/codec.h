@@ -256,6 +256,11 @@ void gs__codec_f16_decode_simd(const uint8_t *in, size_t n, float *dst, int add,
 void gs__codec_bf16_encode_simd(const float *x, size_t n, uint8_t *out);
 void gs__codec_sign_pack_simd(const float *x, size_t nbytes, uint8_t *bits);
 void gs__codec_sign_unpack_simd(const uint8_t *bits, size_t nbytes, float s, float *dst, int add);
+/* gs__codec_sign_pack_simd(r, nbytes, bits), then
+ * gs__codec_sign_unpack_simd(bits, nbytes, s, r, 1), in one pass; s must
+ * not be NaN (where both addends are NaN, which one the sum carries depends
+ * on the operand order the compiler picks). */
+void gs__codec_sign_pack_update_simd(float *r, size_t nbytes, float s, uint8_t *bits);
 /* max |x| into *m_out and 1, or 0 (nothing written) when x holds a NaN. */
 int gs__codec_max_abs_simd(const float *x, size_t n, float *m_out);
 void gs__codec_int8_quantize_simd(const float *x, size_t n, float inv, int8_t *q);
@@ -272,6 +277,27 @@ int gs__codec_topk_threshold_simd(const float *x, size_t n, size_t k, uint32_t *
                                   size_t *ties_out);
 void gs__codec_topk_select_simd(const float *x, size_t n, size_t k, uint32_t t, size_t ties,
                                 uint8_t *body);
+/* top-k in one pass: v[i] = a[i] + b[i], stored into out[i] (b NULL: v = a,
+ * nothing stored); the indices i with |v[i]| bits >= lo, ascending, as
+ * little-endian u32 into cand (any alignment) while they fit in cap
+ * entries. Returns how many there are (more than cap: the list is cut). */
+size_t gs__codec_topk_collect_simd(const float *a, const float *b, float *out, size_t n,
+                                   uint32_t lo, uint8_t *cand, size_t cap);
+
+/*
+ * The sum of the top-k payloads of an all-gather (codec_topk.c), for
+ * algo_sparse.c: payloads[q] (lens[q] bytes, HOSTILE) are checked first,
+ * header (codec, count, k, no zstd, exact body length) and every index
+ * (< count, strictly ascending); on GS_ERR_PROTOCOL *bad_out is the payload
+ * and why[] the reason, and dst is untouched. Then dst[i] = 0 + v_0 + v_1 +
+ * ... over the payloads holding index i, in payload order (the bits of
+ * decode-accumulating them one by one into zeros), times *scale when scale
+ * is not NULL, written block by block in one pass over dst. cursor holds
+ * nb entries of scratch.
+ */
+gs_status_t gs__codec_topk_sum(const gs_codec_params_t *p, const uint8_t *const *payloads,
+                               const size_t *lens, size_t nb, const float *scale, float *dst,
+                               size_t *cursor, size_t *bad_out, char *why, size_t why_len);
 
 /* lowbias32 (C. Wellons): a 32-bit mixer good enough for rounding noise
  * and index draws, written in 32-bit arithmetic so loops vectorise. */

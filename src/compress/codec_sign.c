@@ -168,7 +168,9 @@ static gs_status_t sign_encode_ef(const gs_codec_params_t *p, const float *src, 
         }
         gs__codec_store_f32(body + b * sizeof(float), scale);
         s = gs__codec_minus_one * scale;
-        if (simd) {
+        if (simd && (s == s)) {
+            gs__codec_sign_pack_update_simd(r, full, s, bb);
+        } else if (simd) { /* a NaN scale: the separate steps give its bits */
             gs__codec_sign_pack_simd(r, full, bb);
             gs__codec_sign_unpack_simd(bb, full, s, r, 1);
         } else {

@@ -23,10 +23,15 @@
  *     at a time against a lower bound from a strided sample (only the keys
  *     above it reach a histogram); then the same index-order selection.
  *     When the sample's bound leaves fewer than k keys, the plain select
- *     runs instead.
+ *     runs instead. The one-pass path of codec_topk.c uses the collect
+ *     kernel: the (optional) residual add, the key test against a bound and
+ *     a left-pack of the hit lanes' indices (a 256-entry permutation table)
+ *     into the body, 8 elements a step.
  *   - sign: bit i of the byte is the sign test x < 0 (ordered, so -0 and
  *     NaN give 0), by VMOVMSKPS; decode rebuilds +-scale by XOR of the
- *     sign bit.
+ *     sign bit. The error-feedback encode packs and updates the residual
+ *     from the same compare (pack_update), for blocks whose scale is not
+ *     NaN.
  * fp16 and bf16 tails (n % 8 elements) go through the same vector step on
  * a padded copy; the other kernels finish with the plain loop's arithmetic.
  */
@@ -186,6 +191,23 @@ SIMD_TARGET void gs__codec_sign_unpack_simd(const uint8_t *bits, size_t nbytes, 
 
     for (j = 0; j < nbytes; j++) {
         sign_unpack_step(bits[j], vs, dst + 8 * j, add);
+    }
+}
+
+SIMD_TARGET void gs__codec_sign_pack_update_simd(float *r, size_t nbytes, float s, uint8_t *bits)
+{
+    const __m256 zero = _mm256_setzero_ps(), vs = _mm256_set1_ps(s);
+    const __m256 sbit = _mm256_castsi256_ps(_mm256_set1_epi32((int)0x80000000u));
+    size_t j;
+
+    /* The lanes of the compare are the bits of the byte: the same +-s as
+     * sign_unpack_step builds from the stored byte. */
+    for (j = 0; j < nbytes; j++) {
+        const __m256 v = _mm256_loadu_ps(r + 8 * j);
+        const __m256 lt = _mm256_cmp_ps(v, zero, _CMP_LT_OQ);
+
+        bits[j] = (uint8_t)_mm256_movemask_ps(lt);
+        _mm256_storeu_ps(r + 8 * j, _mm256_add_ps(v, _mm256_xor_ps(vs, _mm256_and_ps(lt, sbit))));
     }
 }
 
@@ -480,6 +502,82 @@ SIMD_TARGET void gs__codec_topk_select_simd(const float *x, size_t n, size_t k, 
     }
 }
 
+/* lut[b]: the lane numbers of the set bits of b, lowest first, one byte
+ * each (for the left-pack of the candidate indices). */
+static void topk_pack_lut(uint64_t lut[256])
+{
+    for (unsigned b = 0; b < 256; b++) {
+        uint64_t e = 0;
+        unsigned c = 0;
+
+        for (unsigned t = 0; t < 8; t++) {
+            if ((b >> t) & 1u) {
+                e |= (uint64_t)t << (8 * c++);
+            }
+        }
+        lut[b] = e;
+    }
+}
+
+SIMD_TARGET size_t gs__codec_topk_collect_simd(const float *a, const float *b, float *out, size_t n,
+                                               uint32_t lo, uint8_t *cand, size_t cap)
+{
+    const __m256i absmask = _mm256_set1_epi32(0x7fffffff), vlo = _mm256_set1_epi32((int)lo - 1);
+    const __m256i step = _mm256_set1_epi32(SIMD_LANES);
+    __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    uint64_t lut[256];
+    size_t i, m = 0;
+
+    topk_pack_lut(lut);
+    for (i = 0; i + SIMD_LANES <= n; i += SIMD_LANES) {
+        __m256 v = _mm256_loadu_ps(a + i);
+        unsigned hit;
+
+        if (b != NULL) {
+            v = _mm256_add_ps(v, _mm256_loadu_ps(b + i));
+            _mm256_storeu_ps(out + i, v);
+        }
+        /* keys are < 2^31: the signed compare is fine, and lo = 0 takes all */
+        hit = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(
+            _mm256_cmpgt_epi32(_mm256_and_si256(_mm256_castps_si256(v), absmask), vlo)));
+        if ((hit != 0) && (m + SIMD_LANES <= cap)) {
+            /* Left-pack the hit lanes' indices: 8 stored, popcount kept. */
+            const __m256i perm = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)lut[hit]));
+
+            _mm256_storeu_si256((__m256i *)(void *)(cand + m * sizeof(uint32_t)),
+                                _mm256_permutevar8x32_epi32(idx, perm));
+            m += (size_t)__builtin_popcount(hit);
+        } else {
+            for (; hit != 0; hit &= hit - 1) {
+                const uint32_t e = (uint32_t)(i + (size_t)__builtin_ctz(hit));
+
+                if (m < cap) {
+                    memcpy(cand + m * sizeof(uint32_t), &e, sizeof(e));
+                }
+                m++;
+            }
+        }
+        idx = _mm256_add_epi32(idx, step);
+    }
+    for (; i < n; i++) {
+        float v = a[i];
+
+        if (b != NULL) {
+            v = a[i] + b[i];
+            out[i] = v;
+        }
+        if (topk_key(v) >= lo) {
+            const uint32_t e = (uint32_t)i;
+
+            if (m < cap) {
+                memcpy(cand + m * sizeof(uint32_t), &e, sizeof(e));
+            }
+            m++;
+        }
+    }
+    return m;
+}
+
 #else /* !GS_CODEC_X86: the plain C loops only */
 
 int gs__codec_isa(void)
@@ -510,6 +608,11 @@ void gs__codec_sign_pack_simd(const float *x, size_t nbytes, uint8_t *bits)
 void gs__codec_sign_unpack_simd(const uint8_t *bits, size_t nbytes, float s, float *dst, int add)
 {
     (void)bits, (void)nbytes, (void)s, (void)dst, (void)add;
+}
+
+void gs__codec_sign_pack_update_simd(float *r, size_t nbytes, float s, uint8_t *bits)
+{
+    (void)r, (void)nbytes, (void)s, (void)bits;
 }
 
 int gs__codec_max_abs_simd(const float *x, size_t n, float *m_out)
@@ -546,6 +649,13 @@ void gs__codec_topk_select_simd(const float *x, size_t n, size_t k, uint32_t t, 
                                 uint8_t *body)
 {
     (void)x, (void)n, (void)k, (void)t, (void)ties, (void)body;
+}
+
+size_t gs__codec_topk_collect_simd(const float *a, const float *b, float *out, size_t n,
+                                   uint32_t lo, uint8_t *cand, size_t cap)
+{
+    (void)a, (void)b, (void)out, (void)n, (void)lo, (void)cand, (void)cap;
+    return 0;
 }
 
 #endif /* GS_CODEC_X86 */
