@@ -12,7 +12,7 @@
  *   badinput_check mismatch [--short-ms T] [--port2 P]
  *       world size 2: rank 0 calls gs_allreduce while rank 1 calls
  *       gs_broadcast (then: same call, different counts) on a communicator
- *       with a short deadline on port P (default: master port + 1). Both
+ *       with a short deadline on port P (default: a free port rank 0 picks). Both
  *       must return an error: GS_ERR_MISMATCH expected, GS_ERR_TIMEOUT
  *       accepted and reported as such. A second communicator (the launcher's)
  *       keeps both ranks alive until both have their result.
@@ -24,6 +24,7 @@
  */
 #include <gradsync/gradsync.h>
 
+#include <netinet/in.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -31,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -614,10 +616,43 @@ static int run_args(gs_comm_t comm)
 /* Ranks that call different collectives                               */
 /* ------------------------------------------------------------------ */
 
-/* Run one mismatched call on a fresh communicator with a short deadline. */
+/* A TCP port that is free now (the kernel's choice), or -1. A fixed port
+ * such as the launcher's + 1 can be held by another test's listener when
+ * ctest runs tests in parallel. */
+static int free_port(void)
+{
+    struct sockaddr_in a;
+    socklen_t len = sizeof(a);
+    int port = -1;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+        return -1;
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin_port);
+    close(fd);
+    return port;
+}
+
+/* Run one mismatched call on a fresh communicator with a short deadline.
+ * port > 0: rendezvous there; otherwise rank 0 picks a free port and
+ * broadcasts it over the launcher communicator. */
 static void mismatch_case(gs_comm_t comm, const char *label, int which, int port, int short_ms)
 {
     gs_config_t cfg;
+    if (port <= 0) {
+        int32_t p = (g_rank == 0) ? free_port() : 0;
+        gs_status_t bst = gs_broadcast(comm, &p, 1, GS_DTYPE_I32, 0);
+        if (bst != GS_OK || p <= 0) {
+            fail(label, "could not agree on a free port (%s, port %d)", gs_status_name(bst),
+                 (int)p);
+            return;
+        }
+        port = (int)p;
+    }
     (void)gs_config_init(&cfg);
     cfg.rank = g_rank;
     cfg.world_size = g_world;
@@ -673,7 +708,7 @@ static void mismatch_case(gs_comm_t comm, const char *label, int which, int port
 static int run_mismatch(gs_comm_t comm, int argc, char **argv)
 {
     int short_ms = 3000;
-    int port2 = env_int("GS_MASTER_PORT", "MASTER_PORT", 29500) + 1;
+    int port2 = 0; /* 0: a free port chosen by rank 0 for each case */
     for (int i = 2; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--short-ms") == 0)
             short_ms = atoi(argv[i + 1]);
@@ -686,7 +721,7 @@ static int run_mismatch(gs_comm_t comm, int argc, char **argv)
         return 1;
     }
     mismatch_case(comm, "allreduce vs broadcast", 0, port2, short_ms);
-    mismatch_case(comm, "allreduce count 1000 vs 2000", 1, port2 + 1, short_ms);
+    mismatch_case(comm, "allreduce count 1000 vs 2000", 1, port2 > 0 ? port2 + 1 : 0, short_ms);
     return finish(comm, "badinput_check mismatch");
 }
 
