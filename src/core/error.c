@@ -75,3 +75,15 @@ GS_API const char *gs_last_error(void)
 {
     return last_error;
 }
+
+gs_status_t gs__error_explain(gs_status_t status, char *why, size_t whylen, const char *fmt, ...)
+{
+    va_list ap;
+
+    if ((why != NULL) && (whylen > 0)) {
+        va_start(ap, fmt);
+        (void)vsnprintf(why, whylen, fmt, ap);
+        va_end(ap);
+    }
+    return status;
+}

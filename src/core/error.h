@@ -7,6 +7,8 @@
 #ifndef GS_CORE_ERROR_H
 #define GS_CORE_ERROR_H
 
+#include <stddef.h>
+
 #include "gradsync/status.h"
 
 #define GS_ERROR_MSG_MAX 512
@@ -31,5 +33,11 @@ const char *gs__error_get(void);
 
 /* Clear this thread's last error. */
 void gs__error_clear(void);
+
+/* For pure decoders that explain a rejection to their caller instead of
+ * setting the thread's error: write "fmt ..." into why (when why is not
+ * NULL and whylen > 0) and return @p status. */
+gs_status_t gs__error_explain(gs_status_t status, char *why, size_t whylen, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 #endif /* GS_CORE_ERROR_H */

@@ -14,11 +14,11 @@
 #include "transport/shm/shm_seg.h"
 
 #include "core/clock.h"
+#include "core/error.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -52,21 +52,6 @@ _Static_assert(sizeof(seg_hdr_t) <= SEG_CTL_OFF, "segment header fits its page")
 _Static_assert(SEG_CTL_OFF + 2 * sizeof(gs__shm_ring_ctl_t) <= GS_SHM_SEG_OVERHEAD,
                "segment control blocks fit before the data");
 
-static gs_status_t explain(gs_status_t status, char *why, size_t whylen, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static gs_status_t explain(gs_status_t status, char *why, size_t whylen, const char *fmt, ...)
-{
-    va_list ap;
-
-    if ((why != NULL) && (whylen > 0)) {
-        va_start(ap, fmt);
-        vsnprintf(why, whylen, fmt, ap);
-        va_end(ap);
-    }
-    return status;
-}
-
 uint64_t gs__shm_seg_bytes(uint64_t ring_bytes)
 {
     return GS_SHM_SEG_OVERHEAD + 2 * ring_bytes;
@@ -81,7 +66,7 @@ gs_status_t gs__shm_free_bytes(long long test_free, uint64_t *free_out, char *wh
         return GS_OK;
     }
     if (statvfs(GS_SHM_DIR, &sv) != 0) {
-        return explain(GS_ERR_SYSTEM, why, whylen, "statvfs(%s) failed: %s", GS_SHM_DIR,
+        return gs__error_explain(GS_ERR_SYSTEM, why, whylen, "statvfs(%s) failed: %s", GS_SHM_DIR,
                        strerror(errno));
     }
     *free_out = (uint64_t)sv.f_bavail * (uint64_t)sv.f_frsize;
@@ -139,7 +124,7 @@ gs_status_t gs__shm_seg_create(gs__shm_seg_t *seg, gs__shm_seg_id_t *id, long lo
         return status;
     }
     if (avail < need) {
-        return explain(GS_ERR_NO_RESOURCE, why, whylen,
+        return gs__error_explain(GS_ERR_NO_RESOURCE, why, whylen,
                        "%s has %" PRIu64 " bytes free, the segment for ranks %u and %u needs %" PRIu64
                        " bytes (GS_SHM_BYTES=%" PRIu64 " per direction)",
                        GS_SHM_DIR, avail, id->lo, id->hi, need, id->ring_bytes);
@@ -149,32 +134,32 @@ gs_status_t gs__shm_seg_create(gs__shm_seg_t *seg, gs__shm_seg_id_t *id, long lo
              id->hi, id->nonce);
     fd = shm_open(seg->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) {
-        return explain(GS_ERR_SYSTEM, why, whylen, "shm_open(%s) failed: %s", seg->name,
+        return gs__error_explain(GS_ERR_SYSTEM, why, whylen, "shm_open(%s) failed: %s", seg->name,
                        strerror(errno));
     }
     seg->named = true;
     if (ftruncate(fd, (off_t)need) != 0) {
-        status = explain(GS_ERR_SYSTEM, why, whylen, "ftruncate of %s to %" PRIu64 " bytes failed: %s",
+        status = gs__error_explain(GS_ERR_SYSTEM, why, whylen, "ftruncate of %s to %" PRIu64 " bytes failed: %s",
                          seg->name, need, strerror(errno));
         goto err_close;
     }
     /* Reserve the pages now: on tmpfs a later write past the free space is a SIGBUS. */
     ret = posix_fallocate(fd, 0, (off_t)need);
     if ((ret == ENOSPC) || (ret == EFBIG)) {
-        status = explain(GS_ERR_NO_RESOURCE, why, whylen,
+        status = gs__error_explain(GS_ERR_NO_RESOURCE, why, whylen,
                          "%s is too small: reserving %" PRIu64
                          " bytes for the segment of ranks %u and %u failed (%s)",
                          GS_SHM_DIR, need, id->lo, id->hi, strerror(ret));
         goto err_close;
     }
     if ((ret != 0) && (ret != EOPNOTSUPP) && (ret != EINVAL)) {
-        status = explain(GS_ERR_SYSTEM, why, whylen, "posix_fallocate of %s failed: %s",
+        status = gs__error_explain(GS_ERR_SYSTEM, why, whylen, "posix_fallocate of %s failed: %s",
                          seg->name, strerror(ret));
         goto err_close;
     }
     base = mmap(NULL, (size_t)need, PROT_READ | PROT_WRITE, SEG_MAP_FLAGS, fd, 0);
     if (base == MAP_FAILED) {
-        status = explain(GS_ERR_SYSTEM, why, whylen, "mmap of %s (%" PRIu64 " bytes) failed: %s",
+        status = gs__error_explain(GS_ERR_SYSTEM, why, whylen, "mmap of %s (%" PRIu64 " bytes) failed: %s",
                          seg->name, need, strerror(errno));
         goto err_close;
     }
@@ -213,28 +198,28 @@ gs_status_t gs__shm_seg_open(gs__shm_seg_t *seg, const char *name, const gs__shm
 
     memset(seg, 0, sizeof(*seg));
     if (!gs__shm_name_ok(name)) {
-        return explain(GS_ERR_PROTOCOL, why, whylen, "bad segment name");
+        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "bad segment name");
     }
     snprintf(seg->name, sizeof(seg->name), "%s", name);
     fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
     if (fd < 0) {
-        return explain(GS_ERR_SYSTEM, why, whylen, "shm_open(%s) failed: %s", name,
+        return gs__error_explain(GS_ERR_SYSTEM, why, whylen, "shm_open(%s) failed: %s", name,
                        strerror(errno));
     }
     if (fstat(fd, &st) != 0) {
-        status = explain(GS_ERR_SYSTEM, why, whylen, "fstat of %s failed: %s", name,
+        status = gs__error_explain(GS_ERR_SYSTEM, why, whylen, "fstat of %s failed: %s", name,
                          strerror(errno));
         goto err_close;
     }
     if ((uint64_t)st.st_size != need) {
-        status = explain(GS_ERR_PROTOCOL, why, whylen,
+        status = gs__error_explain(GS_ERR_PROTOCOL, why, whylen,
                          "segment %s has %lld bytes, expected %" PRIu64, name,
                          (long long)st.st_size, need);
         goto err_close;
     }
     base = mmap(NULL, (size_t)need, PROT_READ | PROT_WRITE, SEG_MAP_FLAGS, fd, 0);
     if (base == MAP_FAILED) {
-        status = explain(GS_ERR_SYSTEM, why, whylen, "mmap of %s failed: %s", name,
+        status = gs__error_explain(GS_ERR_SYSTEM, why, whylen, "mmap of %s failed: %s", name,
                          strerror(errno));
         goto err_close;
     }
@@ -245,7 +230,7 @@ gs_status_t gs__shm_seg_open(gs__shm_seg_t *seg, const char *name, const gs__shm
         (hdr.job_id != id->job_id) || (hdr.comm_id != id->comm_id) || (hdr.lo != id->lo) ||
         (hdr.hi != id->hi) || (hdr.ring_bytes != id->ring_bytes) || (hdr.nonce != id->nonce)) {
         munmap(base, (size_t)need);
-        return explain(GS_ERR_PROTOCOL, why, whylen,
+        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen,
                        "segment %s does not belong to ranks %u and %u of this communicator", name,
                        id->lo, id->hi);
     }

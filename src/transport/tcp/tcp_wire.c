@@ -7,10 +7,10 @@
  */
 #include "transport/tcp/tcp_wire.h"
 
+#include "core/error.h"
 #include "core/socket.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -56,21 +56,6 @@ static uint32_t get_le16(const uint8_t *p)
     return (uint32_t)p[0] | ((uint32_t)p[1] << 8);
 }
 
-static gs_status_t reject(gs_status_t status, char *why, size_t whylen, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static gs_status_t reject(gs_status_t status, char *why, size_t whylen, const char *fmt, ...)
-{
-    va_list ap;
-
-    if ((why != NULL) && (whylen > 0)) {
-        va_start(ap, fmt);
-        vsnprintf(why, whylen, fmt, ap);
-        va_end(ap);
-    }
-    return status;
-}
-
 void gs__tcp_hs_encode(const gs__tcp_hs_t *hs, uint8_t *buf)
 {
     gs__put_le32(buf + HS_OFF_MAGIC, GS_TCP_HS_MAGIC);
@@ -93,12 +78,12 @@ gs_status_t gs__tcp_hs_decode(const uint8_t *buf, size_t len, gs__tcp_hs_t *out,
     uint32_t magic;
 
     if (len < GS_TCP_HS_LEN) {
-        return reject(GS_ERR_PROTOCOL, why, whylen, "handshake of %zu bytes, expected %d", len,
+        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "handshake of %zu bytes, expected %d", len,
                       GS_TCP_HS_LEN);
     }
     magic = gs__get_le32(buf + HS_OFF_MAGIC);
     if (magic != GS_TCP_HS_MAGIC) {
-        return reject(GS_ERR_PROTOCOL, why, whylen, "bad handshake magic 0x%08" PRIx32, magic);
+        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "bad handshake magic 0x%08" PRIx32, magic);
     }
     hs.version = get_le16(buf + HS_OFF_VERSION);
     hs.kind = buf[HS_OFF_KIND];
@@ -112,20 +97,20 @@ gs_status_t gs__tcp_hs_decode(const uint8_t *buf, size_t len, gs__tcp_hs_t *out,
     hs.flags = gs__get_le32(buf + HS_OFF_FLAGS);
     if (hs.version != GS_TCP_PROTO_VERSION) {
         *out = hs;
-        return reject(GS_ERR_VERSION_MISMATCH, why, whylen,
+        return gs__error_explain(GS_ERR_VERSION_MISMATCH, why, whylen,
                       "protocol version %" PRIu32 ", this library speaks %u", hs.version,
                       GS_TCP_PROTO_VERSION);
     }
     if ((hs.kind != GS_TCP_HS_HELLO) && (hs.kind != GS_TCP_HS_ACK)) {
-        return reject(GS_ERR_PROTOCOL, why, whylen, "unknown handshake kind %" PRIu32, hs.kind);
+        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "unknown handshake kind %" PRIu32, hs.kind);
     }
     if ((hs.verdict > GS_TCP_HS_VERDICT_MAX) ||
         ((hs.kind == GS_TCP_HS_HELLO) && (hs.verdict != GS_TCP_HS_OK))) {
-        return reject(GS_ERR_PROTOCOL, why, whylen, "bad handshake verdict %" PRIu32,
+        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "bad handshake verdict %" PRIu32,
                       hs.verdict);
     }
     if ((hs.flags & ~GS_TCP_HS_F_KNOWN) != 0) {
-        return reject(GS_ERR_PROTOCOL, why, whylen, "unknown handshake flags 0x%08" PRIx32,
+        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "unknown handshake flags 0x%08" PRIx32,
                       hs.flags);
     }
     *out = hs;
@@ -136,34 +121,34 @@ gs__tcp_hs_verdict_t gs__tcp_hs_check(const gs__tcp_hs_t *hs, const gs__tcp_hs_e
                                       char *why, size_t whylen)
 {
     if (hs->version != GS_TCP_PROTO_VERSION) {
-        reject(GS_ERR_VERSION_MISMATCH, why, whylen, "protocol version %" PRIu32 ", expected %u",
+        gs__error_explain(GS_ERR_VERSION_MISMATCH, why, whylen, "protocol version %" PRIu32 ", expected %u",
                hs->version, GS_TCP_PROTO_VERSION);
         return GS_TCP_HS_BAD_VERSION;
     }
     if ((hs->job_id != exp->job_id) || (hs->comm_id != exp->comm_id)) {
-        reject(GS_ERR_MISMATCH, why, whylen,
+        gs__error_explain(GS_ERR_MISMATCH, why, whylen,
                "job/comm id 0x%016" PRIx64 "/0x%016" PRIx64 ", expected 0x%016" PRIx64
                "/0x%016" PRIx64,
                hs->job_id, hs->comm_id, exp->job_id, exp->comm_id);
         return GS_TCP_HS_BAD_JOB;
     }
     if ((int64_t)hs->size != (int64_t)exp->size) {
-        reject(GS_ERR_MISMATCH, why, whylen, "world size %" PRIu32 ", expected %d", hs->size,
+        gs__error_explain(GS_ERR_MISMATCH, why, whylen, "world size %" PRIu32 ", expected %d", hs->size,
                exp->size);
         return GS_TCP_HS_BAD_RANK;
     }
     if (((int64_t)hs->rank < (int64_t)exp->rank_lo) || ((int64_t)hs->rank > (int64_t)exp->rank_hi)) {
-        reject(GS_ERR_MISMATCH, why, whylen, "rank %" PRIu32 ", expected %d..%d", hs->rank,
+        gs__error_explain(GS_ERR_MISMATCH, why, whylen, "rank %" PRIu32 ", expected %d..%d", hs->rank,
                exp->rank_lo, exp->rank_hi);
         return GS_TCP_HS_BAD_RANK;
     }
     if ((int64_t)hs->nsocks != (int64_t)exp->nsocks) {
-        reject(GS_ERR_MISMATCH, why, whylen, "%" PRIu32 " sockets per peer, expected %d",
+        gs__error_explain(GS_ERR_MISMATCH, why, whylen, "%" PRIu32 " sockets per peer, expected %d",
                hs->nsocks, exp->nsocks);
         return GS_TCP_HS_BAD_RANK;
     }
     if (hs->index >= hs->nsocks) {
-        reject(GS_ERR_MISMATCH, why, whylen, "socket index %" PRIu32 " of %" PRIu32, hs->index,
+        gs__error_explain(GS_ERR_MISMATCH, why, whylen, "socket index %" PRIu32 " of %" PRIu32, hs->index,
                hs->nsocks);
         return GS_TCP_HS_BAD_RANK;
     }
@@ -208,20 +193,20 @@ gs_status_t gs__tcp_frame_decode(const uint8_t *buf, size_t len, gs__tcp_frame_h
     uint32_t magic;
 
     if (len < GS_TCP_FRAME_HDR_LEN) {
-        return reject(GS_ERR_PROTOCOL, why, whylen, "frame header of %zu bytes, expected %d",
+        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "frame header of %zu bytes, expected %d",
                       len, GS_TCP_FRAME_HDR_LEN);
     }
     magic = gs__get_le32(buf + FR_OFF_MAGIC);
     if (magic != GS_TCP_FRAME_MAGIC) {
-        return reject(GS_ERR_PROTOCOL, why, whylen, "bad frame magic 0x%08" PRIx32, magic);
+        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "bad frame magic 0x%08" PRIx32, magic);
     }
     h.type = buf[FR_OFF_TYPE];
     if ((h.type != GS_TCP_FRAME_DATA) && (h.type != GS_TCP_FRAME_BYE) &&
         (h.type != GS_TCP_FRAME_SKIP) && (h.type != GS_TCP_FRAME_DOWN)) {
-        return reject(GS_ERR_PROTOCOL, why, whylen, "unknown frame type %" PRIu32, h.type);
+        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "unknown frame type %" PRIu32, h.type);
     }
     if ((buf[FR_OFF_FLAGS] != 0) || (get_le16(buf + FR_OFF_RSVD) != 0)) {
-        return reject(GS_ERR_PROTOCOL, why, whylen, "reserved frame bytes are not zero");
+        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "reserved frame bytes are not zero");
     }
     h.seq = gs__get_le64(buf + FR_OFF_SEQ);
     h.tag = gs__get_le64(buf + FR_OFF_TAG);
@@ -230,35 +215,35 @@ gs_status_t gs__tcp_frame_decode(const uint8_t *buf, size_t len, gs__tcp_frame_h
     h.chunk_len = gs__get_le64(buf + FR_OFF_CHUNK);
     if (h.type == GS_TCP_FRAME_BYE) {
         if ((h.seq | h.tag | h.total_len | h.offset | h.chunk_len) != 0) {
-            return reject(GS_ERR_PROTOCOL, why, whylen, "bye frame with non-zero fields");
+            return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "bye frame with non-zero fields");
         }
     } else if (h.type == GS_TCP_FRAME_SKIP) {
         if ((h.tag | h.total_len | h.offset | h.chunk_len) != 0) {
-            return reject(GS_ERR_PROTOCOL, why, whylen, "skip frame with non-zero fields");
+            return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "skip frame with non-zero fields");
         }
     } else if (h.type == GS_TCP_FRAME_DOWN) {
         if ((h.seq | h.total_len | h.offset | h.chunk_len) != 0) {
-            return reject(GS_ERR_PROTOCOL, why, whylen, "down frame with non-zero fields");
+            return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "down frame with non-zero fields");
         }
         if (h.tag > (uint64_t)INT32_MAX) {
-            return reject(GS_ERR_PROTOCOL, why, whylen,
+            return gs__error_explain(GS_ERR_PROTOCOL, why, whylen,
                           "down frame names rank %" PRIu64 ", not a rank", h.tag);
         }
     } else {
         if (h.total_len > GS_TCP_MAX_MSG) {
-            return reject(GS_ERR_PROTOCOL, why, whylen,
+            return gs__error_explain(GS_ERR_PROTOCOL, why, whylen,
                           "message length %" PRIu64 " exceeds the limit of %llu bytes",
                           h.total_len, GS_TCP_MAX_MSG);
         }
         /* Both are <= 2^64-1; compare without forming offset + chunk_len. */
         if ((h.offset > h.total_len) || (h.chunk_len > h.total_len - h.offset)) {
-            return reject(GS_ERR_PROTOCOL, why, whylen,
+            return gs__error_explain(GS_ERR_PROTOCOL, why, whylen,
                           "chunk [%" PRIu64 ", +%" PRIu64 ") lies outside a message of %" PRIu64
                           " bytes",
                           h.offset, h.chunk_len, h.total_len);
         }
         if ((h.chunk_len == 0) && (h.total_len != 0)) {
-            return reject(GS_ERR_PROTOCOL, why, whylen,
+            return gs__error_explain(GS_ERR_PROTOCOL, why, whylen,
                           "empty chunk of a message of %" PRIu64 " bytes", h.total_len);
         }
     }
@@ -303,20 +288,20 @@ gs_status_t gs__tcp_shm_decode(const uint8_t *buf, size_t len, gs__tcp_shm_msg_t
     size_t n;
 
     if (len < GS_TCP_SHM_LEN) {
-        return reject(GS_ERR_PROTOCOL, why, whylen, "shm record of %zu bytes, expected %d", len,
+        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "shm record of %zu bytes, expected %d", len,
                       GS_TCP_SHM_LEN);
     }
     if (gs__get_le32(buf + SM_OFF_MAGIC) != GS_TCP_SHM_MAGIC) {
-        return reject(GS_ERR_PROTOCOL, why, whylen, "bad shm record magic 0x%08" PRIx32,
+        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "bad shm record magic 0x%08" PRIx32,
                       gs__get_le32(buf + SM_OFF_MAGIC));
     }
     memset(&m, 0, sizeof(m));
     m.kind = buf[SM_OFF_KIND];
     if ((m.kind < GS_TCP_SHM_OFFER) || (m.kind > GS_TCP_SHM_MAPPED)) {
-        return reject(GS_ERR_PROTOCOL, why, whylen, "unknown shm record kind %" PRIu32, m.kind);
+        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "unknown shm record kind %" PRIu32, m.kind);
     }
     if ((buf[SM_OFF_OK] > 1) || (get_le16(buf + SM_OFF_RSVD) != 0)) {
-        return reject(GS_ERR_PROTOCOL, why, whylen, "bad shm record flags");
+        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "bad shm record flags");
     }
     m.ok = (buf[SM_OFF_OK] == 1);
     m.host_id = gs__get_le64(buf + SM_OFF_HOST);
@@ -324,23 +309,23 @@ gs_status_t gs__tcp_shm_decode(const uint8_t *buf, size_t len, gs__tcp_shm_msg_t
     m.nonce = gs__get_le64(buf + SM_OFF_NONCE);
     n = strnlen((const char *)name, GS_TCP_SHM_NAME_LEN);
     if (n == GS_TCP_SHM_NAME_LEN) {
-        return reject(GS_ERR_PROTOCOL, why, whylen, "shm segment name is not NUL-terminated");
+        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "shm segment name is not NUL-terminated");
     }
     for (size_t i = n; i < GS_TCP_SHM_NAME_LEN; i++) {
         if (name[i] != 0) {
-            return reject(GS_ERR_PROTOCOL, why, whylen, "bytes after the shm segment name");
+            return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "bytes after the shm segment name");
         }
     }
     memcpy(m.name, name, GS_TCP_SHM_NAME_LEN); /* NUL-padded, checked above */
     if ((m.kind == GS_TCP_SHM_CREATE) && m.ok && (n == 0)) {
-        return reject(GS_ERR_PROTOCOL, why, whylen, "shm create record without a name");
+        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "shm create record without a name");
     }
     if (((m.kind != GS_TCP_SHM_CREATE) || !m.ok) && (n != 0)) {
-        return reject(GS_ERR_PROTOCOL, why, whylen, "shm record with an unexpected name");
+        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "shm record with an unexpected name");
     }
     if ((m.kind != GS_TCP_SHM_MAPPED) && m.ok &&
         ((m.ring_bytes < GS_TCP_SHM_MIN_RING) || (m.ring_bytes > GS_TCP_SHM_MAX_RING))) {
-        return reject(GS_ERR_PROTOCOL, why, whylen,
+        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen,
                       "shm ring of %" PRIu64 " bytes, expected %llu..%llu", m.ring_bytes,
                       GS_TCP_SHM_MIN_RING, GS_TCP_SHM_MAX_RING);
     }
