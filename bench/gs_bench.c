@@ -106,13 +106,18 @@ static const coll_info_t coll_table[] = {
     {COLL_BARRIER, "barrier", false, false, false},
 };
 
+#define BENCH_MAX_ALGOS 16
+
 typedef enum out_format { OUT_TEXT, OUT_CSV, OUT_JSON } out_format_t;
 
 typedef struct bench {
     const coll_info_t *coll;
     const dtype_info_t *dt;
     gs_op_t op;
-    gs_algo_t algo;
+    gs_algo_t algo;          /* the algorithm of the row being measured */
+    gs_algo_t algos[BENCH_MAX_ALGOS]; /* --algo LIST: measured in turn at every size */
+    int nalgos;
+    int rounds;              /* --rounds: passes over the list per size, rows show medians */
     int root;
     size_t min_bytes;
     size_t max_bytes;
@@ -159,7 +164,8 @@ static void usage(FILE *f)
             "  -w, --warmup N        warm-up iterations per size, default 5\n"
             "  -n, --iters N         timed iterations per size, default 20\n"
             "  -r, --root R          root of broadcast/reduce, default 0\n"
-            "      --algo NAME       allreduce algorithm:");
+            "      --algo LIST       allreduce algorithm, or a comma list measured in turn at\n"
+            "                        every size (with auto: auto/best per size):");
     for (size_t i = 0; i < BENCH_COUNTOF(algo_table); i++) {
         fprintf(f, " %s", algo_table[i].name);
     }
@@ -172,6 +178,8 @@ static void usage(FILE *f)
         fprintf(f, "%s%s", i ? "|" : "", op_table[i].name);
     }
     fprintf(f, ", default sum\n"
+               "      --rounds N        passes over the --algo list per size, interleaved;\n"
+               "                        rows show the median of the passes, default 1\n"
                "      --transport NAME  tcp|mpi (mpi: launch with mpirun), default GS_TRANSPORT\n"
                "  -c, --check           verify every size (exit 1 when any element is wrong)\n"
                "      --stats           after the run, print each rank's slowest link (the peer\n"
@@ -281,7 +289,45 @@ static int lookup_name(const name_info_t *table, size_t n, const char *name)
 }
 
 enum { OPT_ALGO = 256, OPT_DTYPE, OPT_OP, OPT_INPLACE, OPT_CSV, OPT_JSON, OPT_CODEC, OPT_EF,
-       OPT_RATIO, OPT_TRANSPORT, OPT_STATS };
+       OPT_RATIO, OPT_TRANSPORT, OPT_STATS, OPT_ROUNDS };
+
+/* --algo NAME[,NAME...]: each a known algorithm, at most BENCH_MAX_ALGOS, no repeats. */
+static void parse_algo_list(bench_t *b, const char *text)
+{
+    char name[64];
+    const char *s = text;
+
+    b->nalgos = 0;
+    for (;;) {
+        const char *end = strchr(s, ',');
+        const size_t len = (end != NULL) ? (size_t)(end - s) : strlen(s);
+        int v;
+
+        if ((len == 0) || (len >= sizeof(name))) {
+            usage_error("--algo wants NAME or NAME,NAME,...", text);
+        }
+        memcpy(name, s, len);
+        name[len] = '\0';
+        v = lookup_name(algo_table, BENCH_COUNTOF(algo_table), name);
+        if (v < 0) {
+            usage_error("unknown --algo", name);
+        }
+        for (int i = 0; i < b->nalgos; i++) {
+            if (b->algos[i] == (gs_algo_t)v) {
+                usage_error("--algo names an algorithm twice", name);
+            }
+        }
+        if (b->nalgos == BENCH_MAX_ALGOS) {
+            usage_error("--algo names too many algorithms", text);
+        }
+        b->algos[b->nalgos++] = (gs_algo_t)v;
+        if (end == NULL) {
+            break;
+        }
+        s = end + 1;
+    }
+    b->algo = b->algos[0];
+}
 
 static void parse_args(bench_t *b, int argc, char **argv)
 {
@@ -306,6 +352,7 @@ static void parse_args(bench_t *b, int argc, char **argv)
         {"ratio", required_argument, NULL, OPT_RATIO},
         {"transport", required_argument, NULL, OPT_TRANSPORT},
         {"stats", no_argument, NULL, OPT_STATS},
+        {"rounds", required_argument, NULL, OPT_ROUNDS},
         {NULL, 0, NULL, 0},
     };
     bool algo_set = false, op_set = false, root_set = false, ratio_set = false;
@@ -363,15 +410,13 @@ static void parse_args(bench_t *b, int argc, char **argv)
         case 'h':
             usage(stdout);
             exit(0);
-        case OPT_ALGO: {
-            int v = lookup_name(algo_table, BENCH_COUNTOF(algo_table), optarg);
-            if (v < 0) {
-                usage_error("unknown --algo", optarg);
-            }
-            b->algo = (gs_algo_t)v;
+        case OPT_ALGO:
+            parse_algo_list(b, optarg);
             algo_set = true;
             break;
-        }
+        case OPT_ROUNDS:
+            b->rounds = parse_int(optarg, 1, 1000, "--rounds");
+            break;
         case OPT_DTYPE:
             b->dt = NULL;
             for (size_t i = 0; i < BENCH_COUNTOF(dtype_table); i++) {
@@ -440,7 +485,8 @@ static void parse_args(bench_t *b, int argc, char **argv)
     if (b->min_bytes > b->max_bytes) {
         usage_error("-b is larger than -e", NULL);
     }
-    if (algo_set && b->algo != GS_ALGO_AUTO && b->coll->kind != COLL_ALLREDUCE) {
+    if (algo_set && (b->nalgos > 1 || b->algo != GS_ALGO_AUTO) &&
+        b->coll->kind != COLL_ALLREDUCE) {
         usage_error("--algo applies to allreduce only (set GS_ALGO for the others)", NULL);
     }
     if (op_set && !b->coll->reduces) {
@@ -467,7 +513,7 @@ static void parse_args(bench_t *b, int argc, char **argv)
         if (b->dt->dtype != GS_DTYPE_F32 || (b->op != GS_OP_SUM && b->op != GS_OP_AVG)) {
             usage_error("--codec needs --dtype f32 and --op sum or avg", NULL);
         }
-        if (b->algo != GS_ALGO_AUTO || b->check) {
+        if (b->nalgos > 1 || b->algo != GS_ALGO_AUTO || b->check) {
             usage_error("--codec excludes --algo and --check (it reports rel.err instead)", NULL);
         }
     }
@@ -929,10 +975,27 @@ static const char *row_algo_name(const row_t *row)
     return (row->algo_used == ALGO_MIXED) ? "mixed" : algo_name((gs_algo_t)row->algo_used);
 }
 
+/* The --algo list as given ("auto,ring,rd"). */
+static const char *algo_list_text(const bench_t *b, char *buf, size_t size)
+{
+    size_t used = 0;
+
+    buf[0] = '\0';
+    for (int i = 0; (i < b->nalgos) && (used < size); i++) {
+        const int w = snprintf(buf + used, size - used, "%s%s", i ? "," : "",
+                               algo_name(b->algos[i]));
+        used += (w > 0) ? (size_t)w : 0;
+    }
+    return buf;
+}
+
 static void print_header(const bench_t *b)
 {
     FILE *f = b->out;
     const char *redop = b->coll->reduces ? op_name(b->op) : "none";
+    char algos[BENCH_MAX_ALGOS * 16];
+
+    algo_list_text(b, algos, sizeof(algos));
 
     if (b->format == OUT_CSV) {
         fprintf(f, "coll,nranks,size,count,type,redop,root,algo,inplace,time_us,algbw_gbps,"
@@ -947,7 +1010,7 @@ static void print_header(const bench_t *b)
                 "\"op\": \"%s\", \"root\": %d, \"algo\": \"%s\", \"inplace\": %s, "
                 "\"warmup\": %d, \"iters\": %d, \"check\": %s, \"version\": \"%s\",\n",
                 b->coll->name, b->nranks, b->dt->name, redop, b->coll->rooted ? b->root : -1,
-                algo_name(b->algo), b->inplace ? "true" : "false", b->warmup, b->iters,
+                algos, b->inplace ? "true" : "false", b->warmup, b->iters,
                 b->check ? "true" : "false", gs_version_string());
         if (b->use_codec) {
             fprintf(f, " \"codec\": \"%s\", \"ef\": %s,\n", b->codec_name,
@@ -957,12 +1020,16 @@ static void print_header(const bench_t *b)
         return;
     }
     fprintf(f, "# gs-bench %s: nranks %d, dtype %s, op %s, algo %s, gradsync %s\n",
-            b->coll->name, b->nranks, b->dt->name, redop, algo_name(b->algo),
-            gs_version_string());
+            b->coll->name, b->nranks, b->dt->name, redop, algos, gs_version_string());
     fprintf(f, "# %s, warmup %d, iters %d, check %s; time = median over iterations of the "
-               "slowest rank\n#\n",
+               "slowest rank\n",
             b->inplace ? "in-place" : "out-of-place", b->warmup, b->iters,
             b->check ? "on" : "off");
+    if (b->rounds > 1) {
+        fprintf(f, "# %d rounds over the algorithms, interleaved; a row is the median round\n",
+                b->rounds);
+    }
+    fprintf(f, "#\n");
     if (b->use_codec) {
         const bool sparse = b->codec.kind == GS_CODEC_TOPK || b->codec.kind == GS_CODEC_RANDK;
         fprintf(f, "# codec %s%s", b->codec_name, b->use_ef ? "+ef" : " (no ef)");
@@ -980,7 +1047,8 @@ static void print_header(const bench_t *b)
     fprintf(f, "# %12s %12s %8s %6s %6s %10s %8s %8s %7s%s\n", "size", "count", "type", "redop",
             "root", "time", "algbw", "busbw", "#wrong", b->show_algo ? "  algo" : "");
     fprintf(f, "# %12s %12s %8s %6s %6s %10s %8s %8s %7s%s\n", "(B)", "(elements)", "", "", "",
-            "(us)", "(GB/s)", "(GB/s)", "", b->show_algo ? "  (auto chose)" : "");
+            "(us)", "(GB/s)", "(GB/s)", "",
+            !b->show_algo ? "" : (b->nalgos > 1) ? "  (asked->ran)" : "  (auto chose)");
 }
 
 static void print_row(const bench_t *b, const row_t *row, bool first)
@@ -1007,6 +1075,9 @@ static void print_row(const bench_t *b, const row_t *row, bool first)
                 "\"algbw_gbps\": %.4f, \"busbw_gbps\": %.4f, \"wrong\": %" PRId64,
                 first ? "" : ",", row->bytes, row->count, row->time_us, row->best_us, row->algbw,
                 row->busbw, row->wrong);
+        if (b->nalgos > 1) {
+            fprintf(f, ", \"algo\": \"%s\"", algo_name(b->algo));
+        }
         if (b->show_algo) {
             fprintf(f, ", \"algo_used\": \"%s\"", row_algo_name(row));
         }
@@ -1026,9 +1097,14 @@ static void print_row(const bench_t *b, const row_t *row, bool first)
         } else {
             snprintf(wrong, sizeof(wrong), "%" PRId64, row->wrong);
         }
-        fprintf(f, "  %12zu %12zu %8s %6s %6d %10.2f %8.3f %8.3f %7s%s%s\n", row->bytes,
+        char ran[40] = "";
+        if (b->show_algo) {
+            snprintf(ran, sizeof(ran), "  %s%s", (b->nalgos > 1 && b->algo == GS_ALGO_AUTO) ?
+                     "auto->" : "", row_algo_name(row));
+        }
+        fprintf(f, "  %12zu %12zu %8s %6s %6d %10.2f %8.3f %8.3f %7s%s\n", row->bytes,
                 row->count, b->dt->name, redop, root, row->time_us, row->algbw, row->busbw, wrong,
-                b->show_algo ? "  " : "", b->show_algo ? row_algo_name(row) : "");
+                ran);
     }
     fflush(f);
 }
@@ -1073,6 +1149,70 @@ static int agreed_algo(const bench_t *b, int algo)
 
     BENCH_CHECK(b, gs_allreduce(b->comm, v, v, 2, GS_DTYPE_I32, GS_OP_MAX));
     return (v[0] == -v[1]) ? v[0] : ALGO_MIXED;
+}
+
+/* Index of @p algo in the --algo list, or -1. */
+static int algo_index(const bench_t *b, gs_algo_t algo)
+{
+    for (int i = 0; i < b->nalgos; i++) {
+        if (b->algos[i] == algo) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+static int cmp_row_time(const void *a, const void *b)
+{
+    const double x = ((const row_t *)a)->time_us, y = ((const row_t *)b)->time_us;
+    return (x > y) - (x < y);
+}
+
+/* The median of @p n rounds of one algorithm at one size (rounds reordered). */
+static void row_median(row_t *rounds, int n, row_t *out)
+{
+    const double bus_per_alg = (rounds[0].algbw > 0.0) ? rounds[0].busbw / rounds[0].algbw : 0.0;
+    double best = rounds[0].best_us;
+    int64_t wrong = -1;
+
+    for (int r = 0; r < n; r++) {
+        best = (rounds[r].best_us < best) ? rounds[r].best_us : best;
+        wrong = (rounds[r].wrong > wrong) ? rounds[r].wrong : wrong;
+    }
+    qsort(rounds, (size_t)n, sizeof(row_t), cmp_row_time);
+    *out = rounds[(n - 1) / 2];
+    out->time_us = (n % 2) ? rounds[n / 2].time_us
+                           : 0.5 * (rounds[n / 2 - 1].time_us + rounds[n / 2].time_us);
+    out->best_us = best;
+    out->wrong = wrong;
+    out->algbw = (out->time_us > 0.0) ? (double)out->bytes / out->time_us / 1e3 : 0.0;
+    out->busbw = out->algbw * bus_per_alg;
+}
+
+/*
+ * With auto and forced algorithms in the --algo list: auto's median time over
+ * the best forced one's at this size, printed under the rows (text) or to
+ * stderr (csv, json), and returned; 0 when the list has no such pair.
+ */
+static double print_auto_ratio(const bench_t *b, const row_t *rows)
+{
+    const int ai = algo_index(b, GS_ALGO_AUTO);
+    int best = -1;
+    double ratio;
+
+    for (int i = 0; i < b->nalgos; i++) {
+        if ((i != ai) && ((best < 0) || (rows[i].time_us < rows[best].time_us))) {
+            best = i;
+        }
+    }
+    if ((ai < 0) || (best < 0) || (rows[best].time_us <= 0.0)) {
+        return 0.0;
+    }
+    ratio = rows[ai].time_us / rows[best].time_us;
+    fprintf((b->format == OUT_TEXT) ? b->out : stderr,
+            "#  %zu bytes: auto (%s) / best forced (%s) = %.2f\n", rows[ai].bytes,
+            row_algo_name(&rows[ai]), algo_name(b->algos[best]), ratio);
+    return ratio;
 }
 
 static void bench_size(bench_t *b, size_t count, row_t *row)
@@ -1308,6 +1448,9 @@ int main(int argc, char **argv)
         .dt = &dtype_table[0],
         .op = GS_OP_SUM,
         .algo = GS_ALGO_AUTO,
+        .algos = {GS_ALGO_AUTO},
+        .nalgos = 1,
+        .rounds = 1,
         .min_bytes = 8,
         .max_bytes = 32u << 20,
         .factor = 2,
@@ -1323,7 +1466,8 @@ int main(int argc, char **argv)
     int status_exit = 0;
 
     parse_args(&b, argc, argv);
-    b.show_algo = (b.algo == GS_ALGO_AUTO) && !b.use_codec && (b.coll->kind != COLL_SENDRECV);
+    b.show_algo = ((b.nalgos > 1) || (b.algo == GS_ALGO_AUTO)) && !b.use_codec &&
+                  (b.coll->kind != COLL_SENDRECV);
 
     gs_config_t cfg;
     BENCH_CHECK(NULL, gs_config_init(&cfg));
@@ -1368,8 +1512,15 @@ int main(int argc, char **argv)
     int nrows = 0;
     int64_t wrong_total = 0;
     size_t bytes = b.min_bytes;
+    size_t worst_bytes = 0;
+    double worst_ratio = 0.0;
+    row_t *hist = calloc((size_t)b.rounds * BENCH_MAX_ALGOS, sizeof(row_t));
+    if (hist == NULL) {
+        fprintf(stderr, "gs-bench: out of memory\n");
+        return BENCH_EXIT_FAIL;
+    }
     for (;;) {
-        row_t row;
+        row_t rows[BENCH_MAX_ALGOS];
         size_t count = b.coll->kind == COLL_BARRIER ? 0 : count_for(&b, bytes);
         /*
          * Timed runs read the check pattern; in-place reductions read zeros
@@ -1384,14 +1535,35 @@ int main(int argc, char **argv)
         if (b.use_codec) { /* normal data: the codecs' error depends on the values */
             gs_bench_codec_fill(b.inplace ? b.codec_input : (float *)b.sendbuf, count, b.rank);
         }
-        bench_size(&b, count, &row);
-        if (b.rank == 0) {
-            print_row(&b, &row, nrows == 0);
+        /* Rounds outside, algorithms inside, each round starting one later
+         * (A B C, B C A, C A B, ...): a noisy moment of the machine hits every
+         * algorithm alike, and none is always the first after a size change
+         * (measured: the first one ran up to 1.5x slower). */
+        for (int r = 0; r < b.rounds; r++) {
+            for (int j = 0; j < b.nalgos; j++) {
+                const int i = (j + r) % b.nalgos;
+                b.algo = b.algos[i];
+                bench_size(&b, count, &hist[i * b.rounds + r]);
+            }
         }
-        busbw_sum += row.busbw;
-        nrows++;
-        if (row.wrong > 0) {
-            wrong_total += row.wrong;
+        for (int i = 0; i < b.nalgos; i++) {
+            row_median(&hist[i * b.rounds], b.rounds, &rows[i]);
+            b.algo = b.algos[i];
+            if (b.rank == 0) {
+                print_row(&b, &rows[i], nrows == 0);
+            }
+            busbw_sum += rows[i].busbw;
+            nrows++;
+            if (rows[i].wrong > 0) {
+                wrong_total += rows[i].wrong;
+            }
+        }
+        if (b.rank == 0) {
+            double ratio = print_auto_ratio(&b, rows);
+            if (ratio > worst_ratio) {
+                worst_ratio = ratio;
+                worst_bytes = rows[0].bytes;
+            }
         }
         if (b.coll->kind == COLL_BARRIER || bytes >= b.max_bytes ||
             (bytes > 0 && bytes > b.max_bytes / b.factor)) {
@@ -1412,7 +1584,12 @@ int main(int argc, char **argv)
         } else if (b.format == OUT_TEXT) {
             fprintf(b.out, "# Out of bounds values : %" PRId64 " %s\n", wrong_total,
                     !b.check ? "(not checked)" : wrong_total ? "FAILED" : "OK");
-            fprintf(b.out, "# Avg bus bandwidth    : %.4f\n#\n", busbw_sum / nrows);
+            fprintf(b.out, "# Avg bus bandwidth    : %.4f\n", busbw_sum / nrows);
+            if (worst_ratio > 0.0) {
+                fprintf(b.out, "# Worst auto/best      : %.2f at %zu bytes\n", worst_ratio,
+                        worst_bytes);
+            }
+            fprintf(b.out, "#\n");
         }
         if (stats != NULL && b.format != OUT_JSON) {
             /* CSV stays machine-readable: the table goes to stderr. */
@@ -1430,6 +1607,7 @@ int main(int argc, char **argv)
         status_exit = BENCH_EXIT_FAIL;
     }
     free(stats);
+    free(hist);
     free(b.times);
     free(b.codec_input);
     BENCH_CHECK(&b, gs_ef_destroy(b.ef));

@@ -87,6 +87,45 @@ print("gs-bench --stats --json: ok")' "$DIR/bench.json"; then
         cat "$DIR/bench_ring.log"
         fail "gs-bench --algo ring failed or shows the auto algo column"
     fi
+    # --algo LIST --rounds N: one row per algorithm and size, in the list's order, each
+    # row run by the algorithm it names (auto by a real one), checked, and auto/best lines.
+    if ! "$GSRUN" -n 3 --timeout 120 "$BENCH" allreduce -b 4K -e 64K -f 16 -w 1 -n 3 --check \
+        --algo auto,ring,rd --rounds 3 --json -o "$DIR/bench_list.json" \
+        > "$DIR/bench_list.log" 2>&1; then
+        cat "$DIR/bench_list.log"
+        fail "gs-bench --algo auto,ring,rd --rounds 3 failed"
+    elif ! python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+rows = j["rows"]
+assert j["algo"] == "auto,ring,rd", j["algo"]
+assert [r["size"] for r in rows] == [4096] * 3 + [65536] * 3, rows
+assert [r["algo"] for r in rows] == ["auto", "ring", "rd"] * 2, rows
+assert [r["algo_used"] for r in rows[1:3] + rows[4:6]] == ["ring", "rd"] * 2, rows
+assert all(rows[i]["algo_used"] not in ("auto", "mixed", "?") for i in (0, 3)), rows
+assert all(r["wrong"] == 0 and r["time_us"] > 0 for r in rows), rows
+print("gs-bench --algo LIST --rounds --json: ok")' "$DIR/bench_list.json"; then
+        fail "gs-bench --algo LIST --json output is wrong"
+    elif ! grep -q "4096 bytes: auto (.*) / best forced (.*) = [0-9.]*" "$DIR/bench_list.log"; then
+        cat "$DIR/bench_list.log"
+        fail "gs-bench --algo LIST: no auto/best line"
+    fi
+    if ! "$GSRUN" -n 2 --timeout 60 "$BENCH" allreduce -b 4K -e 4K -w 1 -n 2 --algo tree,ring \
+        --rounds 2 > "$DIR/bench_list2.log" 2>&1 || ! grep -q "2 rounds over the algorithms" \
+        "$DIR/bench_list2.log" || grep -q "auto/best" "$DIR/bench_list2.log"; then
+        cat "$DIR/bench_list2.log"
+        fail "gs-bench --algo tree,ring --rounds 2 (text): wrong output"
+    fi
+    for bad in "--algo ring,ring" "--algo ring,,rd" "--algo ring,nope" "--rounds 0" \
+        "--algo auto,ring --codec int8"; do
+        # shellcheck disable=SC2086 # each case is several words
+        "$BENCH" allreduce -b 4K -e 4K $bad > "$DIR/bench_bad.log" 2>&1
+        rc=$?
+        if [ "$rc" -ne 2 ]; then
+            cat "$DIR/bench_bad.log"
+            fail "gs-bench $bad: exit $rc, expected the usage error 2"
+        fi
+    done
 fi
 
 if [ "$fails" -ne 0 ]; then
