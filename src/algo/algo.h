@@ -55,6 +55,9 @@ typedef struct gs_algo_model {
     double cache_bytes; /* last-level cache: unsliced messages beyond it pay a memory pass */
     double intra_alpha; /* alpha and beta between ranks of one host (hierarchical phases) */
     double intra_beta;
+    int flat_intra;     /* 1: every rank on one host, every pair on shared memory, so the
+                         * flat algorithms pay intra_alpha and intra_beta too (agreed by
+                         * every rank at init: gs__algo_model_agree_local) */
 } gs_algo_model_t;
 
 /*
@@ -233,6 +236,17 @@ void gs__algo_route_hosts(gs_algo_ctx_t *ctx);
  * GS_ERR_NO_MEMORY).
  */
 gs_status_t gs__algo_probe(gs_algo_ctx_t *ctx, unsigned keep);
+
+/*
+ * Set ctx->model.flat_intra when every rank says that all its peers are on
+ * its host and reached over shared memory (@p local: this rank's view). The
+ * ranks agree (a ring of running maxima, like the probe's), so every model
+ * stays identical even where one pair fell back to TCP. Then the model's
+ * cache shrinks by @p ring_bytes, what the host's shared-memory rings take
+ * of it. Collective over ctx's ranks, before any collective; a few small
+ * messages. Returns GS_OK or the exchange's failure.
+ */
+gs_status_t gs__algo_model_agree_local(gs_algo_ctx_t *ctx, int local, double ring_bytes);
 
 /* Algorithms (each file's header comment states its costs and step tables). */
 gs_status_t gs__ring_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);

@@ -27,6 +27,8 @@
 /* Sequence number of the probe's messages: collectives count up from 0
  * and cannot reach it before the probe (which runs before any of them) is done. */
 #define PROBE_SEQ 0xffffffu
+/* The same for gs__algo_model_agree_local, which runs before or after the probe. */
+#define AGREE_SEQ 0xfffffeu
 
 /* What the agreement exchanges: the largest (slowest) value of each; -1: no sample. */
 enum { P_ALPHA, P_BETA, P_INTRA_ALPHA, P_INTRA_BETA, P_GAMMA, P_COUNT };
@@ -129,6 +131,60 @@ static gs_status_t probe_agree(probe_t *p, double v[P_COUNT])
     return GS_OK;
 }
 
+/* The probe's ring neighbours and the signature of its tags. */
+static void probe_setup(gs_algo_ctx_t *ctx, probe_t *p)
+{
+    const int n = gs__route_n(ctx);
+    const int pos = gs__route_pos(ctx);
+
+    memset(p, 0, sizeof(*p));
+    p->ctx = ctx;
+    p->desc.kind = GS_COLL_BARRIER;
+    p->desc.dtype = GS_DTYPE_U8;
+    p->desc.root = -1;
+    p->desc.count = 0x9e3779b9u; /* a signature no barrier has */
+    p->right = gs__route_rank(ctx, (pos + 1) % n);
+    p->left = gs__route_rank(ctx, (pos + n - 1) % n);
+}
+
+gs_status_t gs__algo_model_agree_local(gs_algo_ctx_t *ctx, int local, double ring_bytes)
+{
+    const uint32_t saved_seq = ctx->seq;
+    double v[P_COUNT] = {0.0};
+    probe_t p;
+    gs_status_t status;
+
+    ctx->model.flat_intra = 0;
+    if (gs__route_n(ctx) < 2) {
+        return GS_OK;
+    }
+    probe_setup(ctx, &p);
+    v[0] = local ? 0.0 : 1.0; /* the maximum is 0 only when every rank is local */
+    ctx->seq = AGREE_SEQ;
+    status = probe_agree(&p, v);
+    ctx->seq = saved_seq;
+    if (status != GS_OK) {
+        return gs__error_wrap(status, "gs_comm_init: agreeing on the shared-memory model");
+    }
+    ctx->model.flat_intra = (v[0] == 0.0);
+    if (ctx->model.flat_intra) {
+        /* The rings live in the cache the data needs; keep an eighth at least. */
+        const double left = ctx->model.cache_bytes - ring_bytes;
+        const double floor = ctx->model.cache_bytes / 8.0;
+        ctx->model.cache_bytes = (left > floor) ? left : floor;
+    }
+    GS_INFO(ALGO,
+            "rank %d: cost model prices %s (this rank %s; last-level cache left for data %.1f "
+            "MiB)",
+            ctx->rank,
+            ctx->model.flat_intra ? "every algorithm with the intra-host parameters (all ranks "
+                                    "on one host, shared memory between every pair)"
+                                  : "the flat algorithms with the network parameters",
+            local ? "has shared memory with every peer" : "has a peer over TCP",
+            ctx->model.cache_bytes / 1048576.0);
+    return GS_OK;
+}
+
 /* Write v[k] into *dst unless it has no sample or the user set the value. */
 static void probe_apply(double *dst, double v, int keep)
 {
@@ -140,7 +196,6 @@ static void probe_apply(double *dst, double v, int keep)
 gs_status_t gs__algo_probe(gs_algo_ctx_t *ctx, unsigned keep)
 {
     const int n = gs__route_n(ctx);
-    const int pos = gs__route_pos(ctx);
     const uint32_t saved_seq = ctx->seq;
     const uint64_t t_start = gs__now_ns();
     double v[P_COUNT];
@@ -163,14 +218,7 @@ gs_status_t gs__algo_probe(gs_algo_ctx_t *ctx, unsigned keep)
                              3 * PROBE_BIG_BYTES);
     }
     memset(buf, 0, 3 * (size_t)PROBE_BIG_BYTES);
-    memset(&p, 0, sizeof(p));
-    p.ctx = ctx;
-    p.desc.kind = GS_COLL_BARRIER;
-    p.desc.dtype = GS_DTYPE_U8;
-    p.desc.root = -1;
-    p.desc.count = 0x9e3779b9u; /* a signature no barrier has */
-    p.right = gs__route_rank(ctx, (pos + 1) % n);
-    p.left = gs__route_rank(ctx, (pos + n - 1) % n);
+    probe_setup(ctx, &p);
     intra = (ctx->hosts.nhosts > 0) &&
             (ctx->hosts.host_of[ctx->rank] == ctx->hosts.host_of[p.right]);
     ctx->seq = PROBE_SEQ;

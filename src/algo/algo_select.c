@@ -21,6 +21,12 @@
  * hierarchical all-reduce also pays GS_ALGO_INTRA_ALPHA_US and
  * GS_ALGO_INTRA_BETA_MBPS inside each host, and is a candidate only when
  * there are several hosts and some host has several ranks (ctx->hosts).
+ * When every rank is on one host and every pair talks over shared memory
+ * (model.flat_intra, agreed at init), the flat algorithms pay the intra
+ * parameters as well: a shared-memory hop costs a fraction of a loopback
+ * TCP one, which moves the recursive-doubling/Rabenseifner crossover from
+ * about 16 KiB down to 8 KiB. The last-level cache is shared by a host's
+ * ranks (the cost of the unsliced algorithms counts them).
  */
 #include <stdio.h>
 #include <string.h>
@@ -113,6 +119,7 @@ void gs__algo_model_init(gs_algo_model_t *m, int alpha_us, int beta_mbps, int ga
     m->beta = 1.0 / ((beta_mbps > 0 ? beta_mbps : GS_ALGO_BETA_MBPS_DEFAULT) * 1e6);
     m->gamma = 1.0 / ((gamma_mbps > 0 ? gamma_mbps : GS_ALGO_GAMMA_MBPS_DEFAULT) * 1e6);
     m->cache_bytes = algo_llc_bytes();
+    m->flat_intra = 0;
     gs__algo_model_set_intra(m, 0, 0);
 }
 
@@ -131,7 +138,7 @@ static double cost_slices(double b, size_t slice_bytes)
 }
 
 static double cost_allreduce(const gs_algo_model_t *m, gs_algo_t algo, int n, double b,
-                             size_t slice_bytes)
+                             size_t slice_bytes, int sharing)
 {
     const double a = m->alpha, be = m->beta, g = m->gamma;
     const int p = gs__rd_pof2(n);
@@ -150,18 +157,22 @@ static double cost_allreduce(const gs_algo_model_t *m, gs_algo_t algo, int n, do
                hidden;
     }
     /* The unsliced algorithms stage whole messages (b for recursive doubling,
-     * b/2 for Rabenseifner's first halving) before reducing them; past the
-     * last-level cache the staged bytes come back from memory, one more pass
-     * that the ring's cache-sized slices avoid. Measured on the 2-core VM
-     * (32 MiB L3, 4 ranks): ring 8-10% faster from 64 MiB, Rabenseifner
-     * faster from 2 to 8 MiB, even at 16 MiB. */
+     * b/2 for Rabenseifner's first halving) while touching the whole vector:
+     * a working set of 2b and 1.5b. When the working sets of the
+     * ranks sharing this host's last-level cache (@p sharing) exceed it, the
+     * staged bytes come back from memory, one more pass that the ring's
+     * cache-sized slices avoid. Measured on the 2-core VM (32 MiB L3, 4 ranks
+     * on one host): the ring 8-25% faster than Rabenseifner from 16 MiB over
+     * shared memory and from 64 MiB over loopback TCP, Rabenseifner faster
+     * from 16 KiB to 4 MiB. */
     case GS_ALGO_RECURSIVE_DOUBLING:
         return (lp + 2.0 * fold) * (a + b * be) + (lp + fold) * b * g +
-               ((b >= m->cache_bytes) ? (lp + fold) * b * g : 0.0);
+               ((2.0 * b * sharing >= m->cache_bytes) ? (lp + fold) * b * g : 0.0);
     case GS_ALGO_RABENSEIFNER:
         return 2.0 * lp * a + 2.0 * ((double)p - 1.0) / (double)p * b * be +
                ((double)p - 1.0) / (double)p * b * g + fold * (2.0 * (a + b * be) + b * g) +
-               ((b / 2.0 >= m->cache_bytes) ? ((double)p - 1.0) / (double)p * b * g : 0.0);
+               ((1.5 * b * sharing >= m->cache_bytes) ? ((double)p - 1.0) / (double)p * b * g
+                                                        : 0.0);
     case GS_ALGO_TREE: {
         const double depth = (double)gs__dtree_depth(n);
         const double half = b / 2.0;
@@ -230,6 +241,7 @@ double gs__algo_cost_shape(const gs_algo_model_t *model, gs_coll_kind_t kind, gs
                            const gs_algo_shape_t *shape, size_t bytes, size_t slice_bytes)
 {
     gs_algo_model_t def;
+    gs_algo_model_t local;
     const gs_algo_model_t *m = model;
     const double b = (double)bytes;
     const int n = shape->n;
@@ -255,9 +267,18 @@ double gs__algo_cost_shape(const gs_algo_model_t *model, gs_coll_kind_t kind, gs
     if (n == 1) {
         return 0.0;
     }
+    if (m->flat_intra) {
+        /* One host, shared memory between every pair: the flat algorithms'
+         * links are intra-host links too. */
+        local = *m;
+        local.alpha = m->intra_alpha;
+        local.beta = m->intra_beta;
+        m = &local;
+    }
     switch (kind) {
     case GS_COLL_ALLREDUCE:
-        return cost_allreduce(m, algo, n, b, slice_bytes);
+        return cost_allreduce(m, algo, n, b, slice_bytes,
+                              (shape->max_local > 1) ? shape->max_local : 1);
     case GS_COLL_BROADCAST:
         return cost_rooted(m, algo, n, b, slice_bytes, 0);
     case GS_COLL_REDUCE:

@@ -27,9 +27,11 @@
 #define GS_ALGO_ALPHA_US_DEFAULT 20
 #define GS_ALGO_BETA_MBPS_DEFAULT 2000
 #define GS_ALGO_GAMMA_MBPS_DEFAULT 800
-/* Between ranks of one host (the hierarchical all-reduce's inner phases):
- * the loopback TCP measurement above until a faster local path measures. */
-#define GS_ALGO_INTRA_ALPHA_US_DEFAULT 20
+/* Between ranks of one host over shared memory (the hierarchical
+ * all-reduce's inner phases, and every algorithm when the whole job is on
+ * one host with shared memory between every pair): fitted to the forced-
+ * algorithm sweep on 4 ranks (docs/design.md). */
+#define GS_ALGO_INTRA_ALPHA_US_DEFAULT 10
 #define GS_ALGO_INTRA_BETA_MBPS_DEFAULT 2000
 
 #define GS_ENV_TABLE(X)                                                                            \
@@ -80,8 +82,9 @@
       100000000, GS_ENV_PROC, "cost model: reduction speed of one rank in MB/s (1/gamma)")       \
     X("GS_ALGO_INTRA_ALPHA_US", algo_intra_alpha_us, GS_ENV_INT, GS_ALGO_INTRA_ALPHA_US_DEFAULT, \
       "", 1, 10000000, GS_ENV_PROC,                                                                \
-      "cost model: latency of one message between ranks of one host (the alpha of the "           \
-      "hierarchical all-reduce's intra-host phases; GS_ALGO_ALPHA_US is the one between hosts)")   \
+      "cost model: latency of one message between ranks of one host over shared memory (the "     \
+      "alpha of the hierarchical all-reduce's intra-host phases, and of every algorithm when all " \
+      "ranks share one host and shared memory; GS_ALGO_ALPHA_US is the one between hosts)")       \
     X("GS_ALGO_INTRA_BETA_MBPS", algo_intra_beta_mbps, GS_ENV_INT,                                 \
       GS_ALGO_INTRA_BETA_MBPS_DEFAULT, "", 1, 100000000, GS_ENV_PROC,                              \
       "cost model: bandwidth between ranks of one host in MB/s; with several hosts, "              \

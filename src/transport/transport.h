@@ -152,6 +152,11 @@ typedef struct gs_transport_ops {
      * Without it the worker polls with a short timeout. Returns GS_OK. */
     gs_status_t (*wake)(gs_tp_t *tp);
 
+    /* Optional (may be NULL: none). After connect: how many peers this
+     * rank reaches over shared memory (the cost model prices a job whose
+     * every pair does so with its intra-host parameters). Any thread. */
+    int (*shm_peers)(gs_tp_t *tp);
+
     /* Optional native collectives (NULL when the transport has none; mpi
      * fills them and sets GS_TP_CAP_NATIVE_COLL). Used only for
      * uncompressed work by the "native" algorithm (algo_native.c), with the

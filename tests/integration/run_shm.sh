@@ -15,6 +15,12 @@
 #             each rank reaches its host mate through shared memory and the
 #             other two over TCP, results correct
 #   kill      run_fault.sh's kill -9 case on 4 ranks (now over shared memory)
+#   model     the cost model prices the flat algorithms as intra-host only
+#             when every pair is on shared memory, and every rank agrees:
+#             with rank 1 alone unable to create its segments (pairs 1-2 and
+#             1-3 on TCP) rank 0 still sees all its peers on shared memory but
+#             takes the network parameters like the others (a disagreement
+#             would pick different algorithms at 16 KiB: GS_ERR_MISMATCH)
 # After every case: no /dev/shm/gradsync-PID-* segment whose creator PID is
 # dead (segments are unlinked as soon as both sides mapped them).
 # usage: run_shm.sh GSRUN COLL_CHECK FAULT_CHECK [CASE...]
@@ -24,7 +30,7 @@ GSRUN=${1:?usage: run_shm.sh GSRUN COLL_CHECK FAULT_CHECK [CASE...]}
 COLL=${2:?coll_check}
 FAULT=${3:?fault_check}
 shift 3
-CASES=${*:-used fallback tmpfs mixed kill}
+CASES=${*:-used fallback tmpfs mixed kill model}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 pass=0
@@ -144,6 +150,31 @@ case_kill() {
         tail -n 30 "$TMP/kill.log"
     fi
     leak_check kill
+}
+
+case_model() {
+    local log=$TMP/model.log
+    # Pinned so that 16 KiB is rd with the network alpha and Rabenseifner with the intra one.
+    local pin=(GS_ALGO_ALPHA_US=20 GS_ALGO_INTRA_ALPHA_US=10 GS_DEBUG=INFO GS_DEBUG_SUBSYS=NET,ALGO)
+    env "${pin[@]}" "$GSRUN" -n 4 --timeout 120 "$COLL" --colls allreduce --dtypes f32 --ops sum \
+        --counts 4096,w+1 >"$log" 2>&1
+    RC=$?
+    expect_rc0 "$log" "model: coll_check passed"
+    expect_in "$log" "prices every algorithm with the intra-host parameters" 4 \
+        "model: all on shared memory, every rank prices with the intra parameters"
+    expect_in "$log" "allreduce of 16384 bytes .*: rabenseifner (cost model" 4 \
+        "model: 16 KiB all-reduce takes Rabenseifner on shared memory"
+    env "${pin[@]}" "$GSRUN" -n 4 --timeout 120 bash -c \
+        'if [ "$GS_RANK" = 1 ]; then export GS_SHM_TEST_FREE_BYTES=1000; fi; exec "$@"' _ \
+        "$COLL" --colls allreduce --dtypes f32 --ops sum --counts 4096,w+1 >"$log" 2>&1
+    RC=$?
+    expect_rc0 "$log" "model (one pair on TCP): coll_check passed"
+    expect_in "$log" "connected to 3 peers (3 through shared memory)" 1 \
+        "model (one pair on TCP): rank 0 still has shared memory with all three peers"
+    expect_in "$log" "prices the flat algorithms with the network parameters" 4 \
+        "model (one pair on TCP): every rank agrees on the network parameters"
+    expect_in "$log" "allreduce of 16384 bytes .*: rd (cost model" 4 \
+        "model (one pair on TCP): 16 KiB all-reduce takes recursive doubling everywhere"
 }
 
 for c in $CASES; do

@@ -173,6 +173,59 @@ static void test_algo_model_cache_favours_sliced_ring(void **state)
                      GS_ALGO_RABENSEIFNER);
 }
 
+/* Ranks of one host share its last-level cache: four of them push the
+ * unsliced Rabenseifner out of it at a quarter of the size one rank does. */
+static void test_algo_model_shared_cache_counts_local_ranks(void **state)
+{
+    gs_algo_model_t m;
+    const gs_algo_shape_t one_host = {.n = 4, .nhosts = 1, .min_local = 4, .max_local = 4};
+    const gs_algo_shape_t four_hosts = {.n = 4, .nhosts = 4, .min_local = 1, .max_local = 1};
+
+    (void)state;
+    gs__algo_model_init(&m, 0, 0, 0);
+    m.cache_bytes = 32.0 * MIB;
+    assert_int_equal(gs__algo_choose_shape(&m, GS_COLL_ALLREDUCE, &four_hosts, 8 * MIB, SLICE),
+                     GS_ALGO_RABENSEIFNER);
+    assert_int_equal(gs__algo_choose_shape(&m, GS_COLL_ALLREDUCE, &one_host, 8 * MIB, SLICE),
+                     GS_ALGO_RING);
+    assert_true(gs__algo_cost_shape(&m, GS_COLL_ALLREDUCE, GS_ALGO_RABENSEIFNER, &one_host,
+                                    8 * MIB, SLICE) >
+                gs__algo_cost_shape(&m, GS_COLL_ALLREDUCE, GS_ALGO_RABENSEIFNER, &four_hosts,
+                                    8 * MIB, SLICE));
+}
+
+/* flat_intra: every algorithm pays the intra-host alpha and beta, which
+ * moves the recursive doubling / Rabenseifner crossover down; without it
+ * the intra parameters do not touch the flat algorithms. */
+static void test_algo_model_flat_intra_uses_intra_parameters(void **state)
+{
+    gs_algo_model_t m;
+    const gs_algo_shape_t one_host = {.n = 4, .nhosts = 1, .min_local = 4, .max_local = 4};
+    double net, intra;
+
+    (void)state;
+    gs__algo_model_init(&m, 20, 2000, 800);
+    gs__algo_model_set_intra(&m, 10, 2000);
+    assert_int_equal(m.flat_intra, 0);
+    net = gs__algo_cost_shape(&m, GS_COLL_ALLREDUCE, GS_ALGO_RECURSIVE_DOUBLING, &one_host,
+                              16 * KIB, SLICE);
+    assert_int_equal(gs__algo_choose_shape(&m, GS_COLL_ALLREDUCE, &one_host, 16 * KIB, SLICE),
+                     GS_ALGO_RECURSIVE_DOUBLING);
+    gs__algo_model_set_intra(&m, 1000, 1); /* unused while flat_intra is 0 */
+    assert_true(gs__algo_cost_shape(&m, GS_COLL_ALLREDUCE, GS_ALGO_RECURSIVE_DOUBLING,
+                                    &one_host, 16 * KIB, SLICE) == net);
+    gs__algo_model_set_intra(&m, 10, 2000);
+    m.flat_intra = 1;
+    intra = gs__algo_cost_shape(&m, GS_COLL_ALLREDUCE, GS_ALGO_RECURSIVE_DOUBLING, &one_host,
+                                16 * KIB, SLICE);
+    /* Two steps of rd: 2 * (20 - 10) us less. */
+    assert_true((net - intra > 19.9e-6) && (net - intra < 20.1e-6));
+    assert_int_equal(gs__algo_choose_shape(&m, GS_COLL_ALLREDUCE, &one_host, 16 * KIB, SLICE),
+                     GS_ALGO_RABENSEIFNER);
+    assert_int_equal(gs__algo_choose_shape(&m, GS_COLL_ALLREDUCE, &one_host, 2 * KIB, SLICE),
+                     GS_ALGO_RECURSIVE_DOUBLING);
+}
+
 static void test_algo_model_slow_link_hides_reduce_in_ring(void **state)
 {
     gs_algo_model_t lan;
@@ -355,6 +408,8 @@ int main(void)
         cmocka_unit_test(test_algo_model_choices_follow_size),
         cmocka_unit_test(test_algo_model_crossover_follows_alpha),
         cmocka_unit_test(test_algo_model_cache_favours_sliced_ring),
+        cmocka_unit_test(test_algo_model_shared_cache_counts_local_ranks),
+        cmocka_unit_test(test_algo_model_flat_intra_uses_intra_parameters),
         cmocka_unit_test(test_algo_model_slow_link_hides_reduce_in_ring),
         cmocka_unit_test(test_algo_model_policy_names),
         cmocka_unit_test(test_algo_model_logs_once_per_size_class),

@@ -655,6 +655,11 @@ static gs_status_t tcp_abort(gs_tp_t *tp)
     return GS_OK;
 }
 
+static int tcp_shm_peers(gs_tp_t *tp)
+{
+    return tp->nshm;
+}
+
 static gs_status_t tcp_wake(gs_tp_t *tp)
 {
     uint64_t one = 1;
@@ -766,4 +771,5 @@ const gs_transport_ops_t gs__tcp_ops = {
     .abort = tcp_abort,
     .finalize = tcp_finalize,
     .wake = tcp_wake,
+    .shm_peers = tcp_shm_peers,
 };
