@@ -13,6 +13,7 @@ help:
 	@echo "  make run           install deps, build, run a $(NP)-rank all-reduce demo and a short gs-bench"
 	@echo "  make test          install deps, build with -Werror, run every test (ctest)"
 	@echo "  make test-asan     build with AddressSanitizer+UBSan in $(ASAN_BUILD)/ and run the tests"
+	@echo "                     but the 'large' and 'exhaustive' ones (make test runs those)"
 	@echo "  make test-unit     run only the unit tests"
 	@echo "  make bench         gs-bench all-reduce sweep, 4 KiB to 256 MiB, $(NP) ranks"
 	@echo "  make bench-compare gradsync beside Open MPI and Gloo in one run (bench/compare/compare.sh)"
@@ -39,16 +40,19 @@ test: build
 test-unit: build
 	cd $(BUILD) && ctest --output-on-failure -L unit
 
+# The sanitizer pass skips the 'large' runs (gigabytes) and the 'exhaustive' ones: more world
+# sizes, host layouts and lab repeats of code that a smaller test of the same family already
+# runs under the sanitizers (the labels are set in tests/*/CMakeLists.txt).
 test-asan: deps
 	cmake -S . -B $(ASAN_BUILD) -DGS_WERROR=ON -DGS_ASAN=ON -DGS_UBSAN=ON -DGS_BUILD_BENCH=OFF \
 	      -DCMAKE_BUILD_TYPE=Debug $(CMAKE_FLAGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 GSTEST_TIMEOUT_MULT=3 \
-	    ctest --output-on-failure --timeout 900 -LE 'large|mpi'
+	    ctest --output-on-failure --timeout 900 -LE 'large|mpi|exhaustive'
 	@# Open MPI leaks its own allocations at exit (op tables, MCA components it
 	@# unloads), so the MPI tests run with ASan's memory checks but not LSan.
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 GSTEST_TIMEOUT_MULT=3 \
-	    ctest --output-on-failure --timeout 900 -L mpi
+	    ctest --output-on-failure --timeout 900 -L mpi -LE exhaustive
 
 bench: build
 	$(BUILD)/tools/gsrun -n $(NP) --timeout 900 $(BUILD)/bench/gs-bench allreduce -b 4K -e 256M -f 2 -w 3 -n 10
