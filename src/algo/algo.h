@@ -310,6 +310,18 @@ void gs__algo_model_init(gs_algo_model_t *m, int alpha_us, int beta_mbps, int ga
  * (the whole vector for allreduce/broadcast/reduce; per rank otherwise) and
  * pipeline slices of @p slice_bytes; a negative value when @p algo does not
  * implement @p kind. A zero model means the built-in defaults. Pure. */
+/*
+ * The start of recursive doubling and Rabenseifner (algo_rd.c). One rank or
+ * count 0: no message; recvbuf gets sendbuf's bytes when out of place and
+ * *done_out = 1, nothing is left to do. Otherwise *done_out = 0, *tmp_out is
+ * scratch of count elements and gs__rd_fold_in has run as message 0
+ * (*src_out as it sets it; the caller ends with gs__rd_fold_out). Returns
+ * GS_OK, GS_ERR_NO_MEMORY, or the fold's failure; on a failure the caller
+ * returns it at once.
+ */
+gs_status_t gs__rd_start(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, void **tmp_out,
+                         const void **src_out, int *done_out);
+
 double gs__algo_cost(const gs_algo_model_t *m, gs_coll_kind_t kind, gs_algo_t algo, int n,
                      size_t bytes, size_t slice_bytes);
 

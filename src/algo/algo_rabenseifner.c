@@ -41,17 +41,18 @@
  * Message indices: fold 0, RS step s -> 1 + s, AG step s -> 1 + k + s,
  * unfold 1 + 2k.
  */
-#include <string.h>
-
 #include "algo/algo.h"
 #include "algo/pattern_rd.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/reduce_cpu.h"
 
-/* Element range [*off, *off + *len) of blocks [lo, hi). */
-static void rab_range(size_t count, int p, int lo, int hi, size_t *off, size_t *len)
+/* Element range [*off, *off + *len) of the aligned window of m blocks that holds block v. */
+static void rab_window(size_t count, int p, int v, int m, size_t *off, size_t *len)
 {
+    int lo, hi;
+
+    gs__rd_window(v, m, &lo, &hi);
     *off = gs__rd_block_off(count, p, lo);
     *len = gs__rd_block_off(count, p, hi) - *off;
 }
@@ -63,35 +64,25 @@ gs_status_t gs__rabenseifner_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t 
     const int k = gs__rd_log2(p);
     const int v = gs__rd_newrank(n, ctx->rank);
     const size_t esize = gs__dtype_size(d->dtype);
-    const size_t bytes = d->count * esize;
     uint8_t *const dst = (uint8_t *)d->recvbuf;
     const uint8_t *src = NULL;
     const void *fold_src = NULL;
     void *tmp = NULL;
-    gs_status_t status;
+    int done = 0;
+    gs_status_t status = gs__rd_start(ctx, d, &tmp, &fold_src, &done);
     int s = 0;
 
-    if ((n == 1) || (d->count == 0)) {
-        if ((d->sendbuf != d->recvbuf) && (bytes > 0)) {
-            memcpy(d->recvbuf, d->sendbuf, bytes);
-        }
-        return GS_OK;
-    }
-    status = gs__algo_scratch(ctx, bytes, &tmp);
-    if (status == GS_OK) {
-        status = gs__rd_fold_in(ctx, d, 0, tmp, &fold_src);
+    if ((status != GS_OK) || done) {
+        return status;
     }
     src = (const uint8_t *)fold_src;
     /* Reduce-scatter by recursive halving. */
     for (int m = p / 2; (status == GS_OK) && (src != NULL) && (m >= 1); m /= 2, s++) {
         const int peer = gs__rd_oldrank(n, v ^ m);
-        int klo, khi, slo, shi;
         size_t koff, klen, soff, slen;
 
-        gs__rd_window(v, m, &klo, &khi);
-        gs__rd_window(v ^ m, m, &slo, &shi);
-        rab_range(d->count, p, klo, khi, &koff, &klen);
-        rab_range(d->count, p, slo, shi, &soff, &slen);
+        rab_window(d->count, p, v, m, &koff, &klen);     /* kept */
+        rab_window(d->count, p, v ^ m, m, &soff, &slen); /* sent */
         status = gs__algo_sendrecv(ctx, d, peer, (uint32_t)(1 + s), src + soff * esize,
                                    slen * esize, tmp, klen * esize);
         if (status != GS_OK) {
@@ -107,19 +98,16 @@ gs_status_t gs__rabenseifner_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t 
     if ((status == GS_OK) && (src != NULL) && (d->op == GS_OP_AVG)) {
         size_t off, len;
 
-        rab_range(d->count, p, v, v + 1, &off, &len);
+        rab_window(d->count, p, v, 1, &off, &len);
         gs__reduce_scale(dst + off * esize, len, d->dtype, n);
     }
     /* All-gather by recursive doubling, receiving in place. */
     for (int m = 1; (status == GS_OK) && (src != NULL) && (m < p); m *= 2, s++) {
         const int peer = gs__rd_oldrank(n, v ^ m);
-        int mlo, mhi, plo, phi;
         size_t moff, mlen, poff, plen;
 
-        gs__rd_window(v, m, &mlo, &mhi);
-        gs__rd_window(v ^ m, m, &plo, &phi);
-        rab_range(d->count, p, mlo, mhi, &moff, &mlen);
-        rab_range(d->count, p, plo, phi, &poff, &plen);
+        rab_window(d->count, p, v, m, &moff, &mlen);     /* sent */
+        rab_window(d->count, p, v ^ m, m, &poff, &plen); /* received */
         status = gs__algo_sendrecv(ctx, d, peer, (uint32_t)(1 + s), dst + moff * esize,
                                    mlen * esize, dst + poff * esize, plen * esize);
     }

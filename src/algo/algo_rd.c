@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Recursive doubling all-reduce, for small messages, and the pieces it
- * shares with Rabenseifner (algo_rabenseifner.c): the fold of the ranks
- * beyond a power of two and a blocking send+receive.
+ * shares with Rabenseifner (algo_rabenseifner.c): the start (nothing to
+ * send for one rank or no elements, else scratch and the fold in), the fold
+ * of the ranks beyond a power of two and a blocking send+receive.
  *
  * What: with p = 2^k ranks, step s = 0..k-1 exchanges the whole vector
  * with the rank whose (new) rank differs in bit s and reduces it into the
@@ -112,6 +113,29 @@ gs_status_t gs__rd_fold_out(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint32_
     return gs__algo_sendrecv(ctx, d, peer, idx, d->recvbuf, bytes, NULL, 0);
 }
 
+gs_status_t gs__rd_start(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, void **tmp_out,
+                         const void **src_out, int *done_out)
+{
+    const size_t bytes = d->count * gs__dtype_size(d->dtype);
+    gs_status_t status;
+
+    *tmp_out = NULL;
+    *src_out = NULL;
+    *done_out = 0;
+    if ((ctx->size == 1) || (d->count == 0)) {
+        if ((d->sendbuf != d->recvbuf) && (bytes > 0)) {
+            memcpy(d->recvbuf, d->sendbuf, bytes);
+        }
+        *done_out = 1;
+        return GS_OK;
+    }
+    status = gs__algo_scratch(ctx, bytes, tmp_out);
+    if (status != GS_OK) {
+        return status;
+    }
+    return gs__rd_fold_in(ctx, d, 0, *tmp_out, src_out);
+}
+
 gs_status_t gs__rd_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
 {
     const int n = ctx->size;
@@ -121,17 +145,11 @@ gs_status_t gs__rd_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
     const int steps = gs__rd_log2(gs__rd_pof2(n));
     const void *src = NULL;
     void *tmp = NULL;
-    gs_status_t status;
+    int done = 0;
+    gs_status_t status = gs__rd_start(ctx, d, &tmp, &src, &done);
 
-    if ((n == 1) || (d->count == 0)) {
-        if ((d->sendbuf != d->recvbuf) && (bytes > 0)) {
-            memcpy(d->recvbuf, d->sendbuf, bytes);
-        }
-        return GS_OK;
-    }
-    status = gs__algo_scratch(ctx, bytes, &tmp);
-    if (status == GS_OK) {
-        status = gs__rd_fold_in(ctx, d, 0, tmp, &src);
+    if ((status != GS_OK) || done) {
+        return status;
     }
     for (int s = 0; (status == GS_OK) && (src != NULL) && (s < steps); s++) {
         const int peer = gs__rd_peer(n, r, s);

@@ -29,6 +29,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "tcp_test_harness.h"
 #include "transport/tcp/tcp_conn.h"
 #include "transport/tcp/tcp_transport.h"
 #include "transport/transport.h"
@@ -48,9 +49,7 @@ struct job {
     char addrs[2][GS_TP_ADDR_MAX];
     gs_tp_t *tps[2];
     pthread_barrier_t barrier;
-    pthread_mutex_t lock;
-    int failed;
-    char first_failure[512];
+    tcp_fails_t fails;
     int nshm[2];
     uint64_t spin_ns[2];
 };
@@ -62,57 +61,22 @@ typedef struct rank_arg {
 
 static const gs_transport_ops_t *ops = &gs__tcp_ops;
 
-static void job_fail(job_t *job, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void job_fail(job_t *job, int line, const char *fmt, ...)
-{
-    va_list ap;
-
-    pthread_mutex_lock(&job->lock);
-    if (job->failed++ == 0) {
-        int n = snprintf(job->first_failure, sizeof(job->first_failure), "line %d: ", line);
-
-        va_start(ap, fmt);
-        vsnprintf(job->first_failure + n, sizeof(job->first_failure) - (size_t)n, fmt, ap);
-        va_end(ap);
-    }
-    pthread_mutex_unlock(&job->lock);
-}
-
-#define CHECK_EQ(_job, _a, _b)                                                                  \
-    do {                                                                                        \
-        long long _va = (long long)(_a);                                                        \
-        long long _vb = (long long)(_b);                                                        \
-        if (_va != _vb) {                                                                       \
-            job_fail((_job), __LINE__, "%s == %lld, expected %s == %lld (%s)", #_a, _va, #_b,   \
-                     _vb, gs__error_get());                                                     \
-        }                                                                                       \
-    } while (0)
-
-/* Progress until req finishes; returns its status (GS_ERR_TIMEOUT if it never did). */
+/* Progress until req finishes, then release it; returns its status (GS_ERR_TIMEOUT if it
+ * never did). */
 static gs_status_t wait_req(gs_tp_t *tp, gs_tp_req_t *req, size_t *nbytes)
 {
-    uint64_t deadline = gs__deadline_after_ms(WAIT_MS);
     gs_tp_completion_t comp;
-    int done = 0;
+    gs_status_t status = GS_ERR_TIMEOUT;
 
     memset(&comp, 0, sizeof(comp));
-    for (;;) {
-        ops->test(tp, req, &done, &comp);
-        if (done) {
-            break;
+    if (tcp_wait_req(tp, req, &comp, WAIT_MS)) {
+        status = comp.status;
+        if (nbytes != NULL) {
+            *nbytes = comp.nbytes;
         }
-        if (gs__now_ns() >= deadline) {
-            ops->req_release(tp, req);
-            return GS_ERR_TIMEOUT;
-        }
-        (void)ops->progress(tp, deadline);
-    }
-    if (nbytes != NULL) {
-        *nbytes = comp.nbytes;
     }
     ops->req_release(tp, req);
-    return comp.status;
+    return status;
 }
 
 static void *rank_main(void *p)
@@ -140,14 +104,14 @@ static void *rank_main(void *p)
         CHECK_EQ(job, ops->get_address(job->tps[rank], job->addrs[rank], GS_TP_ADDR_MAX), GS_OK);
     }
     pthread_barrier_wait(&job->barrier);
-    if (job->failed == 0) {
+    if (job->fails.failed == 0) {
         CHECK_EQ(job, ops->connect(job->tps[rank], job->addrs, gs__deadline_after_ms(WAIT_MS)),
                  GS_OK);
         job->nshm[rank] = job->tps[rank]->nshm;
         job->spin_ns[rank] = job->tps[rank]->spin_ns;
     }
     pthread_barrier_wait(&job->barrier);
-    if ((job->failed == 0) && (job->body != NULL)) {
+    if ((job->fails.failed == 0) && (job->body != NULL)) {
         job->body(job, rank);
     }
     pthread_barrier_wait(&job->barrier);
@@ -163,7 +127,7 @@ static void run_job(job_t *job)
     rank_arg_t args[2];
 
     pthread_barrier_init(&job->barrier, NULL, 2);
-    pthread_mutex_init(&job->lock, NULL);
+    tcp_fails_init(&job->fails);
     for (int r = 0; r < 2; r++) {
         args[r].job = job;
         args[r].rank = r;
@@ -172,12 +136,8 @@ static void run_job(job_t *job)
     for (int r = 0; r < 2; r++) {
         pthread_join(threads[r], NULL);
     }
-    if (job->failed > 0) {
-        print_error("%d failures, first: %s\n", job->failed, job->first_failure);
-    }
-    assert_int_equal(job->failed, 0);
+    assert_int_equal(tcp_fails_end(&job->fails, ""), 0);
     pthread_barrier_destroy(&job->barrier);
-    pthread_mutex_destroy(&job->lock);
 }
 
 static void job_init(job_t *job, body_fn_t body)
@@ -244,7 +204,7 @@ static void body_both_ways(job_t *job, int rank)
     CHECK_EQ(job, wait_req(tp, ss, NULL), GS_OK);
     for (size_t i = 0; i < BIG; i++) {
         if (rbuf[i] != (uint8_t)(i * 29u + (unsigned)peer)) {
-            job_fail(job, __LINE__, "rank %d: byte %zu wrong", rank, i);
+            tcp_fail(&job->fails, __LINE__, "rank %d: byte %zu wrong", rank, i);
             break;
         }
     }
@@ -312,7 +272,7 @@ static void body_hostile(job_t *job, int rank)
     CHECK_EQ(job, wait_req(tp, req, NULL), GS_ERR_PROTOCOL);
     if (strstr(gs__error_get(), (hostile_mode == 0) ? "corrupted the shared-memory ring"
                                                      : "only doorbells") == NULL) {
-        job_fail(job, __LINE__, "unexpected reason: %s", gs__error_get());
+        tcp_fail(&job->fails, __LINE__, "unexpected reason: %s", gs__error_get());
     }
 }
 
@@ -379,9 +339,10 @@ static void body_spin_interrupted(job_t *job, int rank)
     CHECK_EQ(job, status, (spin_mode == 0) ? GS_ERR_ABORTED : GS_ERR_PEER_FAILED);
     if ((atomic_load(&spin_act_ns) < t0) ||
         (t1 - atomic_load(&spin_act_ns) > SPIN_NOTICE_MS * 1000000ull)) {
-        job_fail(job, __LINE__, "mode %d: the wait started %.1f ms before the event and ended "
-                 "%.1f ms after it (spinning %d ms)", spin_mode,
-                 ((double)atomic_load(&spin_act_ns) - (double)t0) / 1e6,
+        tcp_fail(&job->fails, __LINE__,
+                 "mode %d: the wait started %.1f ms before the event and ended "
+                 "%.1f ms after it (spinning %d ms)",
+                 spin_mode, ((double)atomic_load(&spin_act_ns) - (double)t0) / 1e6,
                  ((double)t1 - (double)atomic_load(&spin_act_ns)) / 1e6, SPIN_LONG_US / 1000);
     }
 }

@@ -30,6 +30,7 @@
 #include "core/error.h"
 #include "core/socket.h"
 #include "tcp_fake_peer.h"
+#include "tcp_test_harness.h"
 #include "transport/tcp/tcp_conn.h"
 #include "transport/tcp/tcp_transport.h"
 #include "transport/tcp/tcp_wire.h"
@@ -52,9 +53,7 @@ struct job {
     gs_tp_t *tps[MAX_RANKS];
     gs__counters_t counters[MAX_RANKS];
     pthread_barrier_t barrier;
-    pthread_mutex_t lock;
-    int failed;
-    char first_failure[512];
+    tcp_fails_t fails;
     void *shared; /* per-test data */
 };
 
@@ -65,67 +64,18 @@ typedef struct rank_arg {
 
 static const gs_transport_ops_t *ops = &gs__tcp_ops;
 
-static void job_fail(job_t *job, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void job_fail(job_t *job, int line, const char *fmt, ...)
-{
-    va_list ap;
-
-    pthread_mutex_lock(&job->lock);
-    if (job->failed++ == 0) {
-        int n = snprintf(job->first_failure, sizeof(job->first_failure), "line %d: ", line);
-
-        va_start(ap, fmt);
-        vsnprintf(job->first_failure + n, sizeof(job->first_failure) - (size_t)n, fmt, ap);
-        va_end(ap);
-    }
-    pthread_mutex_unlock(&job->lock);
-}
-
-#define CHECK(_job, _cond)                                        \
-    do {                                                          \
-        if (!(_cond)) {                                           \
-            job_fail((_job), __LINE__, "check failed: %s", #_cond); \
-        }                                                         \
-    } while (0)
-
-#define CHECK_EQ(_job, _a, _b)                                                                  \
-    do {                                                                                        \
-        long long _va = (long long)(_a);                                                        \
-        long long _vb = (long long)(_b);                                                        \
-        if (_va != _vb) {                                                                       \
-            job_fail((_job), __LINE__, "%s == %lld, expected %s == %lld (%s)", #_a, _va, #_b,   \
-                     _vb, gs__error_get());                                                     \
-        }                                                                                       \
-    } while (0)
-
-/* Progress until req finishes or WAIT_MS passes. Returns 1 when finished. */
-static int wait_req(gs_tp_t *tp, gs_tp_req_t *req, gs_tp_completion_t *comp)
-{
-    uint64_t deadline = gs__deadline_after_ms(WAIT_MS);
-    int done = 0;
-
-    for (;;) {
-        ops->test(tp, req, &done, comp);
-        if (done || (gs__now_ns() >= deadline)) {
-            return done;
-        }
-        (void)ops->progress(tp, deadline);
-    }
-}
-
 /* Wait for a request that must succeed, then release it. */
 static void wait_ok(job_t *job, gs_tp_t *tp, gs_tp_req_t *req, size_t nbytes, int line)
 {
     gs_tp_completion_t comp;
 
     memset(&comp, 0, sizeof(comp));
-    if (!wait_req(tp, req, &comp)) {
-        job_fail(job, line, "request did not finish within %d ms", WAIT_MS);
+    if (!tcp_wait_req(tp, req, &comp, WAIT_MS)) {
+        tcp_fail(&job->fails, line, "request did not finish within %d ms", WAIT_MS);
     } else if (comp.status != GS_OK) {
-        job_fail(job, line, "request failed: %d (%s)", (int)comp.status, gs__error_get());
+        tcp_fail(&job->fails, line, "request failed: %d (%s)", (int)comp.status, gs__error_get());
     } else if (comp.nbytes != nbytes) {
-        job_fail(job, line, "request moved %zu bytes, expected %zu", comp.nbytes, nbytes);
+        tcp_fail(&job->fails, line, "request moved %zu bytes, expected %zu", comp.nbytes, nbytes);
     }
     ops->req_release(tp, req);
 }
@@ -186,7 +136,7 @@ static void *rank_main(void *p)
         CHECK_EQ(job, ops->get_address(job->tps[rank], job->addrs[rank], GS_TP_ADDR_MAX), GS_OK);
     }
     pthread_barrier_wait(&job->barrier);
-    if (job->failed > 0) {
+    if (job->fails.failed > 0) {
         goto out;
     }
     if ((rank == 0) && (job->pre_connect != NULL)) {
@@ -195,7 +145,7 @@ static void *rank_main(void *p)
     status = ops->connect(job->tps[rank], job->addrs, gs__deadline_after_ms(WAIT_MS));
     CHECK_EQ(job, status, GS_OK);
     pthread_barrier_wait(&job->barrier);
-    if (job->failed == 0) {
+    if (job->fails.failed == 0) {
         job->body(job, rank);
     }
 out:
@@ -211,6 +161,7 @@ static void run_job(int size, int nsocks, body_fn_t body, body_fn_t pre_connect,
 {
     pthread_t threads[MAX_RANKS];
     rank_arg_t args[MAX_RANKS];
+    char what[64];
     job_t *job = calloc(1, sizeof(*job));
 
     assert_non_null(job);
@@ -220,7 +171,7 @@ static void run_job(int size, int nsocks, body_fn_t body, body_fn_t pre_connect,
     job->pre_connect = pre_connect;
     job->shared = shared;
     pthread_barrier_init(&job->barrier, NULL, (unsigned)size);
-    pthread_mutex_init(&job->lock, NULL);
+    tcp_fails_init(&job->fails);
     for (int r = 0; r < size; r++) {
         args[r].job = job;
         args[r].rank = r;
@@ -229,13 +180,9 @@ static void run_job(int size, int nsocks, body_fn_t body, body_fn_t pre_connect,
     for (int r = 0; r < size; r++) {
         pthread_join(threads[r], NULL);
     }
-    if (job->failed > 0) {
-        print_error("size %d nsocks %d: %d failures, first: %s\n", size, nsocks, job->failed,
-                    job->first_failure);
-    }
-    assert_int_equal(job->failed, 0);
+    snprintf(what, sizeof(what), "size %d nsocks %d: ", size, nsocks);
+    assert_int_equal(tcp_fails_end(&job->fails, what), 0);
     pthread_barrier_destroy(&job->barrier);
-    pthread_mutex_destroy(&job->lock);
     free(job);
 }
 
@@ -381,7 +328,7 @@ static void body_any_source(job_t *job, int rank)
 
             CHECK_EQ(job, ops->irecv(tp, GS_ANY_SOURCE, 300, &v, sizeof(v), &req), GS_OK);
             memset(&comp, 0, sizeof(comp));
-            CHECK(job, wait_req(tp, req, &comp));
+            CHECK(job, tcp_wait_req(tp, req, &comp, WAIT_MS));
             CHECK_EQ(job, comp.status, GS_OK);
             CHECK(job, (comp.peer >= 1) && (comp.peer < job->size));
             CHECK_EQ(job, comp.tag, 300);
@@ -486,27 +433,27 @@ static void body_trunc_mismatch(job_t *job, int rank)
         /* 100 bytes into 50: truncated, buffer untouched. */
         memset(rbuf, 0xee, big);
         CHECK_EQ(job, ops->irecv(tp, 1, 500, rbuf, 50, &req), GS_OK);
-        CHECK(job, wait_req(tp, req, &comp));
+        CHECK(job, tcp_wait_req(tp, req, &comp, WAIT_MS));
         CHECK_EQ(job, comp.status, GS_ERR_TRUNCATED);
         CHECK(job, strstr(gs__error_get(), "peer 1") != NULL);
         CHECK_EQ(job, rbuf[0], 0xee);
         ops->req_release(tp, req);
         /* A striped message too long for its receive. */
         CHECK_EQ(job, ops->irecv(tp, 1, 501, rbuf, big / 2, &req), GS_OK);
-        CHECK(job, wait_req(tp, req, &comp));
+        CHECK(job, tcp_wait_req(tp, req, &comp, WAIT_MS));
         CHECK_EQ(job, comp.status, GS_ERR_TRUNCATED);
         CHECK_EQ(job, rbuf[0], 0xee);
         CHECK_EQ(job, rbuf[big / 2 - 1], 0xee);
         ops->req_release(tp, req);
         /* Same masked tag, different check bits. */
         CHECK_EQ(job, ops->irecv(tp, 1, TAG_B, rbuf, big, &req), GS_OK);
-        CHECK(job, wait_req(tp, req, &comp));
+        CHECK(job, tcp_wait_req(tp, req, &comp, WAIT_MS));
         CHECK_EQ(job, comp.status, GS_ERR_MISMATCH);
         CHECK(job, comp.tag == TAG_A);
         CHECK_EQ(job, rbuf[0], 0xee);
         ops->req_release(tp, req);
         CHECK_EQ(job, ops->irecv(tp, 1, TAG_A, rbuf, big, &req), GS_OK);
-        CHECK(job, wait_req(tp, req, &comp));
+        CHECK(job, tcp_wait_req(tp, req, &comp, WAIT_MS));
         CHECK_EQ(job, comp.status, GS_ERR_MISMATCH);
         CHECK_EQ(job, rbuf[0], 0xee);
         ops->req_release(tp, req);
@@ -661,11 +608,11 @@ static void body_abort(job_t *job, int rank)
         CHECK_EQ(job, status, GS_ERR_ABORTED);
     }
     pthread_join(th, NULL);
-    CHECK(job, wait_req(tp, req, &comp));
+    CHECK(job, tcp_wait_req(tp, req, &comp, WAIT_MS));
     CHECK_EQ(job, comp.status, GS_ERR_ABORTED);
     ops->req_release(tp, req);
     CHECK_EQ(job, ops->isend(tp, 1, 801, b, sizeof(b), &req), GS_OK);
-    CHECK(job, wait_req(tp, req, &comp));
+    CHECK(job, tcp_wait_req(tp, req, &comp, WAIT_MS));
     CHECK_EQ(job, comp.status, GS_ERR_ABORTED);
     ops->req_release(tp, req);
 }
@@ -833,7 +780,7 @@ static void body_kill(job_t *job, int rank)
     CHECK_EQ(job, ops->irecv(tp, from, 800, b, sizeof(b), &req), GS_OK);
     pthread_barrier_wait(&job->barrier);
     memset(&comp, 0, sizeof(comp));
-    done = wait_req(tp, req, &comp);
+    done = tcp_wait_req(tp, req, &comp, WAIT_MS);
     ms = (double)(gs__now_ns() - atomic_load(&k->kill_ns)) / 1e6;
     k->ms[rank] = ms;
     CHECK_EQ(job, done, 1);
