@@ -283,6 +283,24 @@ void gs__codec_topk_select_simd(const float *x, size_t n, size_t k, uint32_t t, 
  * entries. Returns how many there are (more than cap: the list is cut). */
 size_t gs__codec_topk_collect_simd(const float *a, const float *b, float *out, size_t n,
                                    uint32_t lo, uint8_t *cand, size_t cap);
+/* qsgd (codec_qsgd.c's draw and codes, bit for bit): the codes of x[0 ..
+ * n) whose global indices are start .. start + n, for the whole 32-element
+ * steps only; returns how many elements that is (n rounded down to 32).
+ * nib: 4-bit codes into codes + start / 2 (start must be even), else one
+ * byte each into codes + start. key = gs__codec_seed32(seed); inv and
+ * levels as the plain loop's. */
+size_t gs__codec_qsgd_quantize_simd(const float *x, size_t n, size_t start, uint32_t key, float inv,
+                                    float levels, int nib, uint8_t *codes);
+/* The same codes of r, then r[i] += (float)code[i] * s in the same pass
+ * (decode_accumulate's residual update; s must not be NaN, see
+ * gs__codec_sign_pack_update_simd). */
+size_t gs__codec_qsgd_quantize_update_simd(float *r, size_t n, size_t start, uint32_t key,
+                                           float inv, float levels, int nib, float s,
+                                           uint8_t *codes);
+/* dst[i] = code(start + i) * s (add: dst[i] += ...) for the whole 8-element
+ * steps of n; returns how many elements that is. nib: start must be even. */
+size_t gs__codec_qsgd_dequant_simd(const uint8_t *codes, size_t start, size_t n, int nib, float s,
+                                   float *dst, int add);
 
 /*
  * The sum of the top-k payloads of an all-gather (codec_topk.c), for

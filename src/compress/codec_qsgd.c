@@ -14,6 +14,16 @@
  * nibble when count is odd) when s <= 7, else one signed byte per element.
  * Decoded value = code x step.
  * Error bound: |x - y| < step = max|x of its block| / s per element.
+ * Non-finite input: a NaN in a block makes its step NaN, and the whole
+ * block decodes to NaN; an inf (and no NaN) makes the step inf: the infs
+ * decode to +-inf, the block's finite elements to NaN (code 0 x inf).
+ * Other blocks are unaffected; nothing is undefined behaviour.
+ *
+ * Because each element's draw depends only on (seed, index), the AVX2
+ * kernels of codec_simd.c (encode, the fused error-feedback encode and
+ * decode) draw the same u in 8 lanes and give the same bytes and bits as
+ * the plain loops here, which run on other CPUs and on what the kernels
+ * leave (a partial 32-element step, a block that starts mid-byte).
  */
 #include "compress/codec.h"
 
@@ -73,37 +83,24 @@ static void pack_nibbles(uint8_t *codes, size_t start, const int8_t *q, size_t n
     }
 }
 
-static gs_status_t qsgd_encode(const gs_codec_params_t *p, const float *src, uint8_t *body)
+/* Plain codes of the n elements x (global elements start .. start + n). */
+static void qsgd_codes_plain(const float *x, size_t start, size_t n, uint32_t key, float inv,
+                             float levels, int nib, uint8_t *codes)
 {
-    const size_t nb = gs__codec_nblocks(p->count, p->block);
-    uint8_t *codes = body + nb * sizeof(float);
-    const uint32_t key = gs__codec_seed32(p->seed);
-    const float levels = (float)p->param;
-    const int nib = qsgd_nibbles(p);
     int8_t tmp[QSGD_CHUNK];
-    size_t b, c;
+    size_t c;
 
-    for (b = 0; b < nb; b++) {
-        const size_t lo = b * p->block;
-        const size_t n = (p->count - lo < p->block) ? p->count - lo : p->block;
-        const float m = gs__codec_max_abs(src + lo, n);
-        const float inv = ((m > 0.0f) && (levels / m <= FLT_MAX)) ? levels / m : 0.0f;
-        const float step = (inv > 0.0f) ? m / levels : ((m != m) || (m > FLT_MAX) ? m : 0.0f);
+    for (c = 0; c < n; c += QSGD_CHUNK) {
+        const size_t len = (n - c < QSGD_CHUNK) ? n - c : QSGD_CHUNK;
 
-        gs__codec_store_f32(body + b * sizeof(float), step);
-        for (c = 0; c < n; c += QSGD_CHUNK) {
-            const size_t len = (n - c < QSGD_CHUNK) ? n - c : QSGD_CHUNK;
-
-            if (nib) {
-                qsgd_quantize(src + lo + c, len, (uint32_t)(lo + c), key, inv, levels, tmp);
-                pack_nibbles(codes, lo + c, tmp, len);
-            } else {
-                qsgd_quantize(src + lo + c, len, (uint32_t)(lo + c), key, inv, levels,
-                              (int8_t *)(codes + lo + c));
-            }
+        if (nib) {
+            qsgd_quantize(x + c, len, (uint32_t)(start + c), key, inv, levels, tmp);
+            pack_nibbles(codes, start + c, tmp, len);
+        } else {
+            qsgd_quantize(x + c, len, (uint32_t)(start + c), key, inv, levels,
+                          (int8_t *)(codes + start + c));
         }
     }
-    return GS_OK;
 }
 
 GS_CODEC_CLONES
@@ -138,12 +135,129 @@ static void qsgd_dequant4(const uint8_t *codes, size_t start, size_t n, float st
     }
 }
 
+static void qsgd_dequant_plain(const uint8_t *codes, size_t start, size_t n, int nib, float s,
+                               float *dst, gs_codec_mode_t mode)
+{
+    if (nib) {
+        qsgd_dequant4(codes, start, n, s, dst, mode);
+    } else {
+        qsgd_dequant8((const int8_t *)(codes + start), n, s, dst, mode);
+    }
+}
+
+/*
+ * The kernels of codec_simd.c start a nibble run on a byte: a block that
+ * starts on an odd element does its first element with the plain loop.
+ * qsgd_head() is that element count (0 or 1, at most n).
+ */
+static size_t qsgd_head(size_t start, size_t n, int nib)
+{
+    return (nib && ((start & 1) != 0) && (n > 0)) ? 1 : 0;
+}
+
+/* dst[0 .. n) from the codes of global elements start .. start + n, as
+ * @p mode says, s already scaled by alpha. */
+static void qsgd_dequant(const uint8_t *codes, size_t start, size_t n, int nib, float s, float *dst,
+                         gs_codec_mode_t mode, int simd)
+{
+    size_t c = 0;
+
+    if (simd) {
+        c = qsgd_head(start, n, nib);
+        qsgd_dequant_plain(codes, start, c, nib, s, dst, mode);
+        c += gs__codec_qsgd_dequant_simd(codes, start + c, n - c, nib, s, dst + c,
+                                         mode == GS_CODEC_MODE_ADD);
+    }
+    qsgd_dequant_plain(codes, start + c, n - c, nib, s, dst + c, mode);
+}
+
+/* Encode src block by block. With a residual res (error feedback, the
+ * fused encode_ef), each block first does res += src and encodes res, then
+ * res -= decoded while the block is still in L1, with the steps and bits
+ * of the unfused sequence (add, encode, decode_accumulate with alpha -1). */
+static void qsgd_encode_blocks(const gs_codec_params_t *p, const float *src, float *res,
+                               uint8_t *body)
+{
+    const size_t nb = gs__codec_nblocks(p->count, p->block);
+    uint8_t *codes = body + nb * sizeof(float);
+    const uint32_t key = gs__codec_seed32(p->seed);
+    const float levels = (float)p->param;
+    const int nib = qsgd_nibbles(p);
+    const int simd = gs__codec_isa();
+    size_t b;
+
+    for (b = 0; b < nb; b++) {
+        const size_t lo = b * p->block;
+        const size_t n = (p->count - lo < p->block) ? p->count - lo : p->block;
+        float *r = (res != NULL) ? res + lo : NULL;
+        const float *x = (r != NULL) ? r : src + lo;
+        const size_t head = qsgd_head(lo, n, nib);
+        size_t done = 0;
+        float m, inv, step, s;
+        int have_m;
+
+        if (r != NULL) {
+            if (!simd) {
+                gs__ef_add_f32(r, src + lo, n);
+            }
+            have_m = simd && gs__codec_add_max_abs_simd(src + lo, r, n, &m);
+        } else {
+            have_m = simd && gs__codec_max_abs_simd(x, n, &m);
+        }
+        if (!have_m) {
+            m = gs__codec_max_abs(x, n);
+        }
+        /* A block of zeros, or so tiny that levels / m overflows, encodes
+         * as all-zero codes with step 0. */
+        inv = ((m > 0.0f) && (levels / m <= FLT_MAX)) ? levels / m : 0.0f;
+        step = (inv > 0.0f) ? m / levels : ((m != m) || (m > FLT_MAX) ? m : 0.0f);
+        gs__codec_store_f32(body + b * sizeof(float), step);
+        s = gs__codec_minus_one * step;
+        if (simd && ((r == NULL) || (s == s))) {
+            /* Codes (and the residual update) of the whole steps after
+             * the head; the head and the rest take the plain loops. */
+            done = head + ((r != NULL)
+                               ? gs__codec_qsgd_quantize_update_simd(
+                                     r + head, n - head, lo + head, key, inv, levels, nib, s, codes)
+                               : gs__codec_qsgd_quantize_simd(x + head, n - head, lo + head, key,
+                                                              inv, levels, nib, codes));
+            qsgd_codes_plain(x, lo, head, key, inv, levels, nib, codes);
+            if (r != NULL) {
+                qsgd_dequant_plain(codes, lo, head, nib, s, r, GS_CODEC_MODE_ADD);
+            }
+        }
+        qsgd_codes_plain(x + done, lo + done, n - done, key, inv, levels, nib, codes);
+        if ((r != NULL) && simd && (s == s)) {
+            qsgd_dequant_plain(codes, lo + done, n - done, nib, s, r + done, GS_CODEC_MODE_ADD);
+        } else if (r != NULL) {
+            /* decode_accumulate's update, the same calls: with a NaN step
+             * both addends can be NaN, and which one the sum keeps
+             * depends on the instruction's operand order. */
+            qsgd_dequant(codes, lo, n, nib, s, r, GS_CODEC_MODE_ADD, simd);
+        }
+    }
+}
+
+static gs_status_t qsgd_encode(const gs_codec_params_t *p, const float *src, uint8_t *body)
+{
+    qsgd_encode_blocks(p, src, NULL, body);
+    return GS_OK;
+}
+
+static gs_status_t qsgd_encode_ef(const gs_codec_params_t *p, const float *src, float *res,
+                                  uint8_t *body)
+{
+    qsgd_encode_blocks(p, src, res, body);
+    return GS_OK;
+}
+
 static gs_status_t qsgd_decode(const gs_codec_params_t *p, const uint8_t *body, float *dst,
                                gs_codec_mode_t mode, float alpha)
 {
     const size_t nb = gs__codec_nblocks(p->count, p->block);
     const uint8_t *codes = body + nb * sizeof(float);
     const int nib = qsgd_nibbles(p);
+    const int simd = gs__codec_isa();
     size_t b;
 
     for (b = 0; b < nb; b++) {
@@ -152,11 +266,7 @@ static gs_status_t qsgd_decode(const gs_codec_params_t *p, const uint8_t *body, 
         const float step = gs__codec_load_f32(body + b * sizeof(float));
         const float s = (mode == GS_CODEC_MODE_SET) ? step : alpha * step;
 
-        if (nib) {
-            qsgd_dequant4(codes, lo, n, s, dst + lo, mode);
-        } else {
-            qsgd_dequant8((const int8_t *)(codes + lo), n, s, dst + lo, mode);
-        }
+        qsgd_dequant(codes, lo, n, nib, s, dst + lo, mode, simd);
     }
     return GS_OK;
 }
@@ -168,4 +278,5 @@ const gs_codec_ops_t gs__codec_qsgd_ops = {
     .encoded_size = qsgd_body_size,
     .encode = qsgd_encode,
     .decode_accumulate = qsgd_decode,
+    .encode_ef = qsgd_encode_ef,
 };

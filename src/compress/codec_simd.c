@@ -5,7 +5,8 @@
  * each codec calls its kernel here when it does, its plain C loop
  * otherwise. The compiler does not vectorise these loops by itself (16-bit
  * stores through memcpy, bit unpacking, the fp16 rounding select, the
- * top-k histograms), which left them at 0.4-3.3 GB/s.
+ * top-k histograms, qsgd's hash and nibbles), which left them at 0.4-3.3
+ * GB/s.
  *
  * Every kernel gives the same bits as the plain C loop it replaces
  * (tests/unit/test_codec_simd.c compares both on every length up to 70,
@@ -32,6 +33,16 @@
  *     sign bit. The error-feedback encode packs and updates the residual
  *     from the same compare (pack_update), for blocks whose scale is not
  *     NaN.
+ *   - qsgd: the noise is counter-based (hash32 of the global index plus
+ *     the seed's key, codec_qsgd.c), so 8 lanes draw exactly the plain
+ *     loop's u with two VPMULLDs; then the same multiply and add (no
+ *     FMA), the same clamp (MINPS: a NaN goes to the top level, like the
+ *     plain compare), truncation and sign; codes packed to bytes as int8
+ *     does, or to nibbles in 16-bit lanes. 32 elements a step; the
+ *     error-feedback variant updates the residual from the same codes.
+ *     Decode sign-extends 8 nibbles of one 32-bit load with VPSLLVD and
+ *     an arithmetic shift. The caller runs the plain loop on what the
+ *     kernels leave (a partial step, a nibble-odd block start).
  * fp16 and bf16 tails (n % 8 elements) go through the same vector step on
  * a padded copy; the other kernels finish with the plain loop's arithmetic.
  */
@@ -578,6 +589,143 @@ SIMD_TARGET size_t gs__codec_topk_collect_simd(const float *a, const float *b, f
     return m;
 }
 
+/* ---- qsgd ------------------------------------------------------------ */
+
+/* Codes of the 8 elements x whose global indices are idx (mod 2^32), as
+ * codec_qsgd.c's plain loop draws them: u = (hash32(idx + key) >> 8) / 2^24
+ * (exact: a 24-bit integer times a power of two), t = |x| inv + u (no FMA:
+ * the same two roundings), min(t, levels) (MINPS returns its second
+ * operand for a NaN t, as the plain compare does), truncated, and negated
+ * where x < 0 (ordered: -0 and NaN keep +l). 8 int32 lanes. */
+SIMD_TARGET static inline __m256i qsgd_codes8(__m256 x, __m256i idx, __m256i key, __m256 inv,
+                                              __m256 levels)
+{
+    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256i h = _mm256_add_epi32(idx, key);
+    __m256 u, t;
+    __m256i l, neg;
+
+    /* gs__codec_hash32, 8 lanes at once */
+    h = _mm256_xor_si256(h, _mm256_srli_epi32(h, 16));
+    h = _mm256_mullo_epi32(h, _mm256_set1_epi32((int)0x7feb352du));
+    h = _mm256_xor_si256(h, _mm256_srli_epi32(h, 15));
+    h = _mm256_mullo_epi32(h, _mm256_set1_epi32((int)0x846ca68bu));
+    h = _mm256_xor_si256(h, _mm256_srli_epi32(h, 16));
+    u = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(h, 8)),
+                      _mm256_set1_ps(1.0f / 16777216.0f));
+    t = _mm256_add_ps(_mm256_mul_ps(_mm256_and_ps(x, absmask), inv), u);
+    l = _mm256_cvttps_epi32(_mm256_min_ps(t, levels));
+    neg = _mm256_castps_si256(_mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ));
+    return _mm256_sub_epi32(_mm256_xor_si256(l, neg), neg); /* neg ? -l : l */
+}
+
+/* The 32 codes of x[0 .. 32) as bytes in element order, and with upd set,
+ * r[i] += (float)code * s (the residual update of decode_accumulate). */
+SIMD_TARGET static inline __attribute__((always_inline)) __m256i
+qsgd_step32(const float *x, float *r, __m256i idx, __m256i key, __m256 inv, __m256 levels, __m256 s,
+            int upd)
+{
+    const __m256i eight = _mm256_set1_epi32(SIMD_LANES);
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    __m256i c[4];
+
+    for (int v = 0; v < 4; v++) {
+        const __m256 xv = _mm256_loadu_ps(x + SIMD_LANES * v);
+
+        c[v] = qsgd_codes8(xv, idx, key, inv, levels);
+        if (upd) {
+            _mm256_storeu_ps(r + SIMD_LANES * v,
+                             _mm256_add_ps(xv, _mm256_mul_ps(_mm256_cvtepi32_ps(c[v]), s)));
+        }
+        idx = _mm256_add_epi32(idx, eight);
+    }
+    /* |codes| <= 127: the saturating packs only narrow; one permute puts
+     * the 128-bit lanes of packs back in element order. */
+    return _mm256_permutevar8x32_epi32(
+        _mm256_packs_epi16(_mm256_packs_epi32(c[0], c[1]), _mm256_packs_epi32(c[2], c[3])), order);
+}
+
+/* 32 code bytes (each -7 .. 7) as 16 bytes of nibbles: element 2j in the
+ * low nibble of byte j. */
+SIMD_TARGET static inline __m128i qsgd_nibbles32(__m256i b)
+{
+    const __m256i lo = _mm256_and_si256(b, _mm256_set1_epi16(0x000f));
+    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(b, 4), _mm256_set1_epi16(0x00f0));
+    const __m256i w = _mm256_or_si256(lo, hi); /* 16 words, each 0 .. 255 */
+
+    return _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi16(w, w), 0x08));
+}
+
+SIMD_TARGET static inline __attribute__((always_inline)) size_t
+qsgd_quantize_run(const float *x, float *r, size_t n, size_t start, uint32_t key, float inv,
+                  float levels, int nib, float s, uint8_t *codes)
+{
+    const __m256i vkey = _mm256_set1_epi32((int)key);
+    const __m256 vinv = _mm256_set1_ps(inv), vlev = _mm256_set1_ps(levels);
+    const __m256 vs = _mm256_set1_ps(s);
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    size_t i;
+
+    for (i = 0; i + 32 <= n; i += 32) {
+        /* The plain loop's uint32_t index: the global index mod 2^32. */
+        const __m256i idx = _mm256_add_epi32(_mm256_set1_epi32((int)(uint32_t)(start + i)), lane);
+        const __m256i b =
+            qsgd_step32(x + i, (r != NULL) ? r + i : NULL, idx, vkey, vinv, vlev, vs, r != NULL);
+
+        if (nib) {
+            _mm_storeu_si128((__m128i *)(void *)(codes + (start + i) / 2), qsgd_nibbles32(b));
+        } else {
+            _mm256_storeu_si256((__m256i *)(void *)(codes + start + i), b);
+        }
+    }
+    return i;
+}
+
+SIMD_TARGET size_t gs__codec_qsgd_quantize_simd(const float *x, size_t n, size_t start,
+                                                uint32_t key, float inv, float levels, int nib,
+                                                uint8_t *codes)
+{
+    return qsgd_quantize_run(x, NULL, n, start, key, inv, levels, nib, 0.0f, codes);
+}
+
+SIMD_TARGET size_t gs__codec_qsgd_quantize_update_simd(float *r, size_t n, size_t start,
+                                                       uint32_t key, float inv, float levels,
+                                                       int nib, float s, uint8_t *codes)
+{
+    return qsgd_quantize_run(r, r, n, start, key, inv, levels, nib, s, codes);
+}
+
+SIMD_TARGET size_t gs__codec_qsgd_dequant_simd(const uint8_t *codes, size_t start, size_t n,
+                                               int nib, float s, float *dst, int add)
+{
+    const __m256i shl = _mm256_setr_epi32(28, 24, 20, 16, 12, 8, 4, 0);
+    const __m256 vs = _mm256_set1_ps(s);
+    size_t i;
+
+    for (i = 0; i + SIMD_LANES <= n; i += SIMD_LANES) {
+        __m256i q;
+        __m256 v;
+
+        if (nib) {
+            /* 4 bytes hold the 8 nibbles: move each to the top of its
+             * lane, then an arithmetic shift sign-extends it. */
+            uint32_t w;
+
+            memcpy(&w, codes + (start + i) / 2, sizeof(w));
+            q = _mm256_srai_epi32(_mm256_sllv_epi32(_mm256_set1_epi32((int)w), shl), 28);
+        } else {
+            q = _mm256_cvtepi8_epi32(
+                _mm_loadl_epi64((const __m128i *)(const void *)(codes + start + i)));
+        }
+        v = _mm256_mul_ps(_mm256_cvtepi32_ps(q), vs);
+        if (add) {
+            v = _mm256_add_ps(_mm256_loadu_ps(dst + i), v);
+        }
+        _mm256_storeu_ps(dst + i, v);
+    }
+    return i;
+}
+
 #else /* !GS_CODEC_X86: the plain C loops only */
 
 int gs__codec_isa(void)
@@ -655,6 +803,29 @@ size_t gs__codec_topk_collect_simd(const float *a, const float *b, float *out, s
                                    uint32_t lo, uint8_t *cand, size_t cap)
 {
     (void)a, (void)b, (void)out, (void)n, (void)lo, (void)cand, (void)cap;
+    return 0;
+}
+
+size_t gs__codec_qsgd_quantize_simd(const float *x, size_t n, size_t start, uint32_t key, float inv,
+                                    float levels, int nib, uint8_t *codes)
+{
+    (void)x, (void)n, (void)start, (void)key, (void)inv, (void)levels, (void)nib, (void)codes;
+    return 0;
+}
+
+size_t gs__codec_qsgd_quantize_update_simd(float *r, size_t n, size_t start, uint32_t key,
+                                           float inv, float levels, int nib, float s,
+                                           uint8_t *codes)
+{
+    (void)r, (void)n, (void)start, (void)key, (void)inv, (void)levels, (void)nib, (void)s;
+    (void)codes;
+    return 0;
+}
+
+size_t gs__codec_qsgd_dequant_simd(const uint8_t *codes, size_t start, size_t n, int nib, float s,
+                                   float *dst, int add)
+{
+    (void)codes, (void)start, (void)n, (void)nib, (void)s, (void)dst, (void)add;
     return 0;
 }
 

@@ -6,6 +6,9 @@
  * block sizes that hit every edge (empty, one element, a partial last
  * block, odd counts for nibble packing), plus qsgd's unbiasedness and
  * determinism and sign's exact magnitude and error identity.
+ * qsgd runs on both paths (the AVX2 kernels and the plain C loops, forced
+ * with gs__codec_force_scalar): its bytes must be those of the draw that
+ * docs/compression.md states, computed here independently.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +18,7 @@
 #include <cmocka.h>
 
 #include "codec_test_util.h"
+#include "compress/codec.h"
 
 static const size_t counts[] = {0, 1, 2, 7, 255, 256, 257, 1000, 100003};
 static const int blocks[] = {1, 3, 8, 256, 1000, 1 << 20};
@@ -120,21 +124,27 @@ static void test_codec_int8_zero_and_tiny_blocks(void **state)
 }
 
 /* E[decode] = x: average many seeds; each element's mean must be within
- * 5 standard errors (the variance of one draw is at most step^2 / 4). */
-static void test_codec_qsgd_unbiased(void **state)
+ * 5 standard errors (the variance of one draw is at most step^2 / 4).
+ * n = 100 in blocks of 33 (or one block): whole 32-element kernel steps,
+ * plain tails and, for 4-bit codes, blocks that start mid-byte. */
+static void qsgd_unbiased_case(int levels, int block, int scalar)
 {
-    const size_t n = 64, trials = 4000;
-    float *x = codec_normal_vec(77, n, 1.0), y[64];
-    double mean[64] = {0};
+    enum { N = 100 };
+    const size_t n = N, trials = 4000;
+    float *x = codec_normal_vec(77, n, 1.0), y[N];
+    double mean[N] = {0}, step[N];
     gs_codec_config_t cfg = codec_cfg(GS_CODEC_QSGD);
     codec_buf_t b;
     size_t t, i;
-    double step;
 
-    (void)state;
-    cfg.levels = 3;
-    cfg.block_size = 64;
-    step = block_max(x, 0, n) / 3;
+    cfg.levels = levels;
+    cfg.block_size = block;
+    for (i = 0; i < n; i++) {
+        const size_t lo = i / (size_t)block * (size_t)block;
+
+        step[i] = block_max(x, lo, (n - lo < (size_t)block) ? n - lo : (size_t)block) / levels;
+    }
+    gs__codec_force_scalar = scalar;
     codec_buf_init(&b, &cfg, n, GS_DTYPE_F32);
     for (t = 0; t < trials; t++) {
         cfg.seed = t;
@@ -144,15 +154,166 @@ static void test_codec_qsgd_unbiased(void **state)
             mean[i] += y[i];
         }
     }
+    gs__codec_force_scalar = 0;
     for (i = 0; i < n; i++) {
         const double m = mean[i] / (double)trials;
 
-        if (fabs(m - x[i]) > 5 * step / (2 * sqrt((double)trials))) {
-            fail_msg("element %zu: x %g, mean of decodes %g (step %g)", i, (double)x[i], m, step);
+        if (fabs(m - x[i]) > 5 * step[i] / (2 * sqrt((double)trials))) {
+            fail_msg("levels %d block %d scalar %d element %zu: x %g, mean of decodes %g "
+                     "(step %g)",
+                     levels, block, scalar, i, (double)x[i], m, step[i]);
         }
     }
     codec_buf_free(&b);
     free(x);
+}
+
+static void test_codec_qsgd_unbiased(void **state)
+{
+    (void)state;
+    for (int scalar = 0; scalar < 2; scalar++) {
+        qsgd_unbiased_case(3, 100, scalar);
+        qsgd_unbiased_case(3, 33, scalar);
+        qsgd_unbiased_case(100, 33, scalar);
+    }
+}
+
+/* The documented draw, written out again here: key = the splitmix64
+ * finaliser of seed + 0x9e3779b97f4a7c15 (low 32 bits), u =
+ * (lowbias32(index + key) >> 8) / 2^24, code = sign(x) *
+ * min(floor(|x| * levels / m + u), levels). */
+static uint32_t ref_hash32(uint32_t v)
+{
+    v ^= v >> 16;
+    v *= 0x7feb352du;
+    v ^= v >> 15;
+    v *= 0x846ca68bu;
+    v ^= v >> 16;
+    return v;
+}
+
+static int ref_code(float x, size_t index, uint64_t seed, float inv, int levels)
+{
+    uint64_t z = seed + 0x9e3779b97f4a7c15ull;
+    uint32_t key;
+    float u, t;
+    int l;
+
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    key = (uint32_t)(z ^ (z >> 31));
+    u = (float)(ref_hash32((uint32_t)index + key) >> 8) * (1.0f / 16777216.0f);
+    t = fabsf(x) * inv + u;
+    l = (t <= (float)levels) ? (int)t : levels;
+    return (x < 0.0f) ? -l : l;
+}
+
+/* The body of both paths, byte for byte against ref_code (ranks on CPUs
+ * with and without AVX2 exchange the same format): the steps, then
+ * nibbles (element 2j in the low nibble) or bytes. */
+static void test_codec_qsgd_reference_bytes(void **state)
+{
+    static const int lv[] = {7, 127};
+    static const int blks[] = {37, 256};
+    const size_t n = 1001;
+    float *x = codec_normal_vec(31, n, 2.0);
+
+    (void)state;
+    for (size_t li = 0; li < 2; li++) {
+        for (size_t bi = 0; bi < 2; bi++) {
+            const size_t blk = (size_t)blks[bi], nb = (n + blk - 1) / blk;
+            const int nib = (lv[li] <= 7);
+            gs_codec_config_t cfg = codec_cfg(GS_CODEC_QSGD);
+            uint8_t *want = calloc(nb * 4 + n, 1);
+            codec_buf_t b;
+
+            assert_non_null(want);
+            cfg.levels = lv[li];
+            cfg.block_size = blks[bi];
+            cfg.seed = 0x123456789abcull;
+            for (size_t lo = 0; lo < n; lo += blk) {
+                const size_t len = (n - lo < blk) ? n - lo : blk;
+                const float m = (float)block_max(x, lo, len);
+                const float inv = (float)lv[li] / m, step = m / (float)lv[li];
+
+                memcpy(want + lo / blk * 4, &step, 4);
+                for (size_t i = lo; i < lo + len; i++) {
+                    const unsigned c = (unsigned)ref_code(x[i], i, cfg.seed, inv, lv[li]);
+
+                    if (nib) {
+                        want[nb * 4 + i / 2] |= (uint8_t)((c & 15u) << (4 * (i & 1)));
+                    } else {
+                        want[nb * 4 + i] = (uint8_t)c;
+                    }
+                }
+            }
+            for (int scalar = 0; scalar < 2; scalar++) {
+                gs__codec_force_scalar = scalar;
+                codec_buf_init(&b, &cfg, n, GS_DTYPE_F32);
+                codec_encode_ok(&cfg, x, n, GS_DTYPE_F32, GS_EF_NULL, &b);
+                gs__codec_force_scalar = 0;
+                assert_int_equal(b.len, GS_CODEC_HEADER_BYTES + nb * 4 + (nib ? (n + 1) / 2 : n));
+                if (memcmp(b.payload + GS_CODEC_HEADER_BYTES, want,
+                           b.len - GS_CODEC_HEADER_BYTES) != 0) {
+                    fail_msg("levels %d block %zu scalar %d: the body is not the documented draw",
+                             lv[li], blk, scalar);
+                }
+                codec_buf_free(&b);
+            }
+            free(want);
+        }
+    }
+    free(x);
+}
+
+/* Non-finite input, on both paths: a block holding a NaN gets a NaN step
+ * and decodes to NaN throughout; a block with an inf and no NaN gets an
+ * inf step (its finite elements decode to NaN, 0 x inf, its infs to
+ * +-inf); every other block is untouched by them and within its bound. */
+static void test_codec_qsgd_nonfinite_blocks(void **state)
+{
+    enum { N = 300, BLK = 50 };
+    static const int lv[] = {7, 127};
+    float x[N], y[N];
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < N; i++) {
+        x[i] = (float)i * 0.01f - 1.5f;
+    }
+    x[3] = NAN;        /* block 0 */
+    x[120] = INFINITY; /* block 2 */
+    x[149] = -INFINITY;
+    for (size_t li = 0; li < 2; li++) {
+        for (int scalar = 0; scalar < 2; scalar++) {
+            gs_codec_config_t cfg = codec_cfg(GS_CODEC_QSGD);
+            codec_buf_t b;
+
+            cfg.levels = lv[li];
+            cfg.block_size = BLK;
+            gs__codec_force_scalar = scalar;
+            codec_buf_init(&b, &cfg, N, GS_DTYPE_F32);
+            codec_encode_ok(&cfg, x, N, GS_DTYPE_F32, GS_EF_NULL, &b);
+            codec_decode_ok(&cfg, &b, N, GS_DTYPE_F32, y);
+            gs__codec_force_scalar = 0;
+            for (i = 0; i < N; i++) {
+                const size_t blk = i / BLK;
+
+                if (blk == 0) {
+                    assert_true(isnan(y[i]));
+                } else if ((i == 120) || (i == 149)) {
+                    assert_true(isinf(y[i]) && ((y[i] < 0) == (x[i] < 0)));
+                } else if (blk == 2) {
+                    assert_true(isnan(y[i])); /* code 0 x step inf */
+                } else {
+                    const double bound = block_max(x, blk * BLK, BLK) / lv[li] * (1 + 1e-5);
+
+                    assert_true(fabs((double)x[i] - (double)y[i]) <= bound);
+                }
+            }
+            codec_buf_free(&b);
+        }
+    }
 }
 
 /* Same seed, same bytes; another seed, other bytes. */
@@ -259,6 +420,8 @@ int main(void)
         cmocka_unit_test(test_codec_int8_zero_and_tiny_blocks),
         cmocka_unit_test(test_codec_qsgd_unbiased),
         cmocka_unit_test(test_codec_qsgd_deterministic),
+        cmocka_unit_test(test_codec_qsgd_reference_bytes),
+        cmocka_unit_test(test_codec_qsgd_nonfinite_blocks),
         cmocka_unit_test(test_codec_sign_roundtrip_exact),
         cmocka_unit_test(test_codec_quant_nonfinite_inputs),
     };

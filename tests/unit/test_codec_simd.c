@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for the vectorised codec kernels (src/compress/codec_simd.c):
- * every codec that has one (fp16, bf16, int8, sign, topk) must give the same bytes on
+ * every codec that has one (fp16, bf16, int8, qsgd, sign, topk) must give the same bytes on
  * encode and the same f32 bits on decode and decode-accumulate as its
  * plain C loop (forced with gs__codec_force_scalar), on every length 0..70
  * (all tails), at odd offsets into the buffers, with NaN, inf, -0 and
  * subnormal inputs mixed in, and for int8 and sign with block sizes that
- * are not multiples of 8 (sign blocks start mid-byte); and the fused
- * error-feedback encodes of int8 and sign against the unfused sequence.
+ * are not multiples of 8 (sign blocks start mid-byte; odd qsgd blocks start
+ * mid-nibble-byte), qsgd with 4-bit and 8-bit codes; and the fused
+ * error-feedback encodes of int8, qsgd and sign against the unfused
+ * sequence.
  * Skipped checks: none; on a CPU
  * without AVX2/F16C both runs take the plain C path and must still agree.
  */
@@ -27,6 +29,7 @@ static int g_specials = 1; /* 0: plain normal data (no NaN: the vector max path 
 static double g_ratio;     /* topk: fraction kept (0: the default) */
 static int g_ties;         /* 1: values from a set of 16, so many keys tie */
 static int g_strided;      /* 1: large values at every 16th index only (fools topk's sample) */
+static int g_levels;       /* qsgd: levels (0: the default, 7, 4-bit codes) */
 
 static float float_of(uint32_t u)
 {
@@ -38,6 +41,20 @@ static float float_of(uint32_t u)
 
 /* n + 1 floats: normal data with specials sprinkled in (x[0] is unused so
  * that x + 1 is not 32-byte aligned). */
+/* Residuals equal bit for bit, except that any NaN equals any NaN: the sign
+ * of a NaN made from inf - inf depends on the operand order the compiler
+ * picked (the plain-C path under UBSan at -O1 gave -nan where the kernel
+ * gave nan), and a NaN residual means the same whatever its bits. */
+static int same_f32(const float *a, const float *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!((a[i] != a[i]) && (b[i] != b[i])) && (memcmp(&a[i], &b[i], sizeof(float)) != 0)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static float *mixed_input(uint64_t seed, size_t n)
 {
     static const uint32_t specials[] = {0x7fc00001u, 0xff800000u, 0x80000000u, 0x00000001u,
@@ -73,6 +90,10 @@ static void compare_paths(gs_codec_kind_t kind, int block, size_t n, uint64_t se
     if (g_ratio > 0) {
         cfg.ratio = g_ratio;
     }
+    if (g_levels > 0) {
+        cfg.levels = g_levels;
+    }
+    cfg.seed = seed * 0x9e3779b97f4a7c15ull; /* qsgd: another draw per case */
     for (int path = 0; path < 2; path++) {
         gs__codec_force_scalar = path;
         codec_buf_init(&b[path], &cfg, n, GS_DTYPE_F32);
@@ -147,6 +168,40 @@ static void test_codec_simd_int8_blocks_and_tails(void **state)
     blocks_and_tails(GS_CODEC_INT8);
 }
 
+/* qsgd: the same draws and codes, 4-bit (levels 7, and 1: codes 0 and +-1
+ * only) and 8-bit (levels 8 and 127); odd block sizes start nibble runs
+ * mid-byte, where the plain loop takes the first element; blocks with NaN
+ * (scale NaN: every code decodes to NaN) and with inf and no NaN. */
+static void test_codec_simd_qsgd_blocks_and_tails(void **state)
+{
+    static const int levels[] = {7, 1, 8, 127};
+
+    (void)state;
+    for (size_t li = 0; li < sizeof(levels) / sizeof(levels[0]); li++) {
+        g_levels = levels[li];
+        blocks_and_tails(GS_CODEC_QSGD);
+    }
+    g_levels = 0;
+}
+
+/* qsgd on data with a large dynamic range and exact ties at the levels
+ * (x a multiple of the step: t = l + u exactly, so the clamp and the
+ * truncation see boundary values), both code widths. */
+static void test_codec_simd_qsgd_boundaries(void **state)
+{
+    (void)state;
+    g_ties = 1; /* multiples of 0.25 up to 2: steps of 2 / levels */
+    for (int levels = 1; levels <= 127; levels = levels * 2 + 1) {
+        g_levels = levels;
+        for (size_t n = 0; n <= MAXN; n++) {
+            compare_paths(GS_CODEC_QSGD, 64, n, 700 + n);
+        }
+        compare_paths(GS_CODEC_QSGD, 256, 100003, 701);
+    }
+    g_ties = 0;
+    g_levels = 0;
+}
+
 /* topk: the sampled lower bound (n >= 65536), the plain tail, NaN and inf
  * keys, heavy ties at the threshold (taken in index order), and ratios
  * from one element to nearly all. */
@@ -178,7 +233,7 @@ static void test_codec_simd_topk_same_selection(void **state)
     g_ratio = 0;
 }
 
-/* Fused error-feedback encode (ops->encode_ef, int8 and sign) against the
+/* Fused error-feedback encode (ops->encode_ef, int8, qsgd and sign) against the
  * unfused sequence it replaces (add, encode, decode-accumulate with alpha
  * -1): the same body bytes and the same residual bits, on both paths,
  * over three steps (so the residual is not zero), for every length 0..70
@@ -194,8 +249,12 @@ static void fused_ef_case(gs_codec_kind_t kind, int block, size_t n, uint64_t se
     size_t bytes;
 
     c.block_size = block;
+    if (g_levels > 0) {
+        c.levels = g_levels;
+    }
     assert_int_equal(gs__codec_resolve(&c, &rc), GS_OK);
     assert_int_equal(gs__codec_params(&rc, n, &p), GS_OK);
+    p.seed = seed; /* qsgd: as codec_api.c sets it from cfg.seed and the ef step */
     assert_non_null(rc.ops->encode_ef);
     bytes = rc.ops->encoded_size(&p) + 1;
     for (int path = 0; path < 2; path++) {
@@ -213,14 +272,14 @@ static void fused_ef_case(gs_codec_kind_t kind, int block, size_t n, uint64_t se
                                                        GS_CODEC_MODE_ADD, gs__codec_minus_one),
                              GS_OK);
             if ((memcmp(body[path], body_ref[path], bytes) != 0) ||
-                (memcmp(r[path], ref[path], n * sizeof(float)) != 0)) {
+                !same_f32(r[path], ref[path], n)) {
                 fail_msg("codec %d block %d n %zu step %d path %d: the fused encode differs "
                          "from add + encode + decode", (int)kind, block, n, step, path);
             }
         }
     }
     gs__codec_force_scalar = 0;
-    if ((memcmp(body[0], body[1], bytes) != 0) || (memcmp(r[0], r[1], n * sizeof(float)) != 0)) {
+    if ((memcmp(body[0], body[1], bytes) != 0) || !same_f32(r[0], r[1], n)) {
         fail_msg("codec %d block %d n %zu: the fused kernels differ from plain C", (int)kind,
                  block, n);
     }
@@ -235,11 +294,14 @@ static void fused_ef_case(gs_codec_kind_t kind, int block, size_t n, uint64_t se
 
 static void test_codec_simd_fused_ef(void **state)
 {
-    static const gs_codec_kind_t kinds[] = {GS_CODEC_INT8, GS_CODEC_SIGN};
+    /* qsgd twice: 4-bit codes (levels 7), then 8-bit (levels 127) */
+    static const gs_codec_kind_t kinds[] = {GS_CODEC_INT8, GS_CODEC_SIGN, GS_CODEC_QSGD,
+                                            GS_CODEC_QSGD};
     static const int blocks[] = {1, 3, 8, 13, 16, 33, 64, 256};
 
     (void)state;
-    for (size_t ki = 0; ki < 2; ki++) {
+    for (size_t ki = 0; ki < sizeof(kinds) / sizeof(kinds[0]); ki++) {
+        g_levels = (ki == 3) ? 127 : 0;
         for (size_t bi = 0; bi < sizeof(blocks) / sizeof(blocks[0]); bi++) {
             for (size_t n = 0; n <= MAXN; n++) {
                 fused_ef_case(kinds[ki], blocks[bi], n, 600 + n);
@@ -251,6 +313,7 @@ static void test_codec_simd_fused_ef(void **state)
             g_specials = 1;
         }
     }
+    g_levels = 0;
 }
 
 /* The kernels are really used where the CPU has them: the hook changes
@@ -274,6 +337,8 @@ int main(void)
         cmocka_unit_test(test_codec_simd_fp16_bf16_every_tail),
         cmocka_unit_test(test_codec_simd_sign_blocks_and_tails),
         cmocka_unit_test(test_codec_simd_int8_blocks_and_tails),
+        cmocka_unit_test(test_codec_simd_qsgd_blocks_and_tails),
+        cmocka_unit_test(test_codec_simd_qsgd_boundaries),
         cmocka_unit_test(test_codec_simd_topk_same_selection),
         cmocka_unit_test(test_codec_simd_fused_ef),
         cmocka_unit_test(test_codec_simd_force_scalar_hook),
