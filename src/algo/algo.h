@@ -103,6 +103,10 @@ typedef struct gs_algo_ctx {
     uint32_t seq;          /* sequence number of the collective in flight */
     void *scratch;         /* grown on demand, freed with the context */
     size_t scratch_cap;
+    void *sparse_buf;      /* algo_sparse.c's random-k payload (it outlives a nested
+                            * all-reduce that may move scratch): grown on demand, freed
+                            * with the context */
+    size_t sparse_cap;
     const char *opname;    /* "gs_allreduce", for error messages */
     gs_algo_model_t model; /* all zero: the built-in defaults */
     uint64_t logged[GS_COLL_KIND_COUNT]; /* size classes whose choice was logged at INFO */

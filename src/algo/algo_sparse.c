@@ -19,7 +19,9 @@
  * bytes per rank, cheaper than an all-gather. One more value rides along,
  * a 12-bit digest of the seed: its sum must be n times each rank's own,
  * so ranks whose draws differ (another cfg.seed, an ef reset on one rank)
- * get GS_ERR_PROTOCOL instead of a silently wrong sum.
+ * get GS_ERR_PROTOCOL instead of a silently wrong sum. The payload lives in
+ * ctx->sparse_buf, kept across calls (the nested all-reduce may move
+ * ctx's scratch), so repeated calls of one size allocate nothing.
  *
  * Error feedback: the worker residual (gs_codec_encode with the caller's
  * gs_ef_t) keeps what this rank did not send. The sum is not sparsified
@@ -245,6 +247,28 @@ static gs_status_t sparse_gather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
     return status;
 }
 
+/* A buffer of at least @p bytes kept in ctx across calls, apart from ctx's
+ * scratch (which the nested all-reduce of sparse_shared may grow, moving
+ * it): grown only when too small, so a steady state of same-sized calls
+ * allocates nothing; freed with the context (gs__comm_free). */
+static gs_status_t sparse_keep(gs_algo_ctx_t *ctx, size_t bytes, void **out)
+{
+    if (bytes > ctx->sparse_cap) {
+        void *p = malloc(bytes);
+
+        if (p == NULL) {
+            return gs__error_set(GS_ERR_NO_MEMORY,
+                                 "%s: no memory for a random-k payload of %zu bytes", ctx->opname,
+                                 bytes);
+        }
+        free(ctx->sparse_buf);
+        ctx->sparse_buf = p;
+        ctx->sparse_cap = bytes;
+    }
+    *out = ctx->sparse_buf;
+    return GS_OK;
+}
+
 /* random-k: same draw on every rank, dense all-reduce of the k values. */
 static gs_status_t sparse_shared(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
 {
@@ -256,7 +280,7 @@ static gs_status_t sparse_shared(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
     uint8_t *payload;
     float *vals, digest;
     uint64_t seed;
-    void *scratch = NULL;
+    void *scratch = NULL, *keep = NULL;
     gs_status_t status;
 
     /* The caller's configuration with the zstd stage off: the values are
@@ -271,12 +295,12 @@ static gs_status_t sparse_shared(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
     if (status != GS_OK) {
         return status;
     }
-    /* Own buffer: the inner all-reduce may grow and reuse ctx's scratch. */
-    payload = malloc(cap + sizeof(float));
-    if (payload == NULL) {
-        return gs__error_set(GS_ERR_NO_MEMORY, "%s: no memory for a random-k payload of %zu bytes",
-                             ctx->opname, cap);
+    /* Not in ctx's scratch: the inner all-reduce may grow and reuse it. */
+    status = sparse_keep(ctx, cap + sizeof(float), &keep);
+    if (status != GS_OK) {
+        return status;
     }
+    payload = keep;
     if (sc > 0) {
         status = gs__algo_scratch(ctx, sc, &scratch);
     }
@@ -321,7 +345,6 @@ static gs_status_t sparse_shared(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
     if (status == GS_OK) {
         status = gs_codec_decode(&cfg, payload, len, d->count, d->dtype, scratch, sc, d->recvbuf);
     }
-    free(payload);
     return status;
 }
 

@@ -185,6 +185,7 @@ void gs__comm_free(gs_comm_t comm)
 {
     gs__comm_stats_free(comm);
     free(comm->actx.scratch);
+    free(comm->actx.sparse_buf);
     gs__algo_hosts_free(&comm->actx.hosts);
     pthread_mutex_destroy(&comm->err.mu);
     free(comm);

@@ -5,15 +5,71 @@
  * indices ascending; randk (codec_randk.c) keeps exactly one element per
  * stratum, bit-exact, chosen by the seed. Both: error identity
  * ||x - y||^2 = sum of the dropped squares, and k = round(ratio x n).
+ * And the random-k all-reduce path (algo_sparse.c) on one rank: the same
+ * bits as encode + decode, with no heap allocation once warm.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include <cmocka.h>
 
+#include "algo/algo.h"
+#include "algo/algo_comp.h"
 #include "codec_test_util.h"
+
+/*
+ * Allocation counter: this executable's malloc, calloc and realloc forward
+ * to glibc's own (__libc_*, exported for replacements like this one) and
+ * count the calls made while g_counting is set, the library's included
+ * (it is linked in statically). Not under ASan, TSan or MSan, whose
+ * allocators must see every call, nor outside glibc.
+ */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) ||                         \
+    __has_feature(memory_sanitizer)
+#define SPARSE_TEST_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SPARSE_TEST_SANITIZED 1
+#endif
+#if defined(__GLIBC__) && !defined(SPARSE_TEST_SANITIZED)
+#define SPARSE_TEST_COUNT_ALLOCS 1
+
+extern void *__libc_malloc(size_t n);
+extern void *__libc_calloc(size_t n, size_t size);
+extern void *__libc_realloc(void *p, size_t n);
+extern void __libc_free(void *p);
+
+static int g_counting;
+static size_t g_allocs;
+
+void *malloc(size_t n)
+{
+    g_allocs += (g_counting != 0);
+    return __libc_malloc(n);
+}
+
+void *calloc(size_t n, size_t size)
+{
+    g_allocs += (g_counting != 0);
+    return __libc_calloc(n, size);
+}
+
+void *realloc(void *p, size_t n)
+{
+    g_allocs += (g_counting != 0);
+    return __libc_realloc(p, n);
+}
+
+void free(void *p)
+{
+    __libc_free(p);
+}
+#endif
 
 static int cmp_desc(const void *a, const void *b)
 {
@@ -170,12 +226,100 @@ static void test_codec_randk_seed(void **state)
     free(y2);
 }
 
+/* The random-k all-reduce (GS_SPARSE_SHARED) on a one-rank context, five
+ * error-feedback steps: each result is bit-identical to gs_codec_encode
+ * and gs_codec_decode with an error-feedback state of its own, and from
+ * the third step on nothing is allocated (the payload lives in the
+ * context, grown only when it is too small). f16 also takes the context's
+ * scratch for the conversion. */
+static void sparse_shared_case(gs_dtype_t dtype)
+{
+    const size_t n = 10000, esize = (dtype == GS_DTYPE_F32) ? 4 : 2;
+    float *xf = codec_normal_vec(21, n, 1.0);
+    uint8_t *x = malloc(n * esize), *y = malloc(n * esize), *want = malloc(n * esize);
+    gs_codec_config_t cfg = codec_cfg(GS_CODEC_RANDK);
+    gs_algo_ctx_t ctx;
+    gs_ef_t ef, ref_ef;
+    gs_coll_desc_t d;
+    codec_buf_t b;
+
+    assert_true((x != NULL) && (y != NULL) && (want != NULL));
+    for (size_t i = 0; i < n; i++) {
+        if (dtype == GS_DTYPE_F32) {
+            memcpy(x + 4 * i, &xf[i], 4);
+        } else { /* f16 near xf[i]: any bits of a finite half will do */
+            const uint16_t h =
+                (uint16_t)(0x3c00u + (i * 37u) % 0x0c00u) | (uint16_t)((xf[i] < 0) ? 0x8000u : 0u);
+
+            memcpy(x + 2 * i, &h, 2);
+        }
+    }
+    cfg.ratio = 0.05;
+    cfg.seed = 7;
+    assert_int_equal(gs_ef_create(n, dtype, &ef), GS_OK);
+    assert_int_equal(gs_ef_create(n, dtype, &ref_ef), GS_OK);
+    memset(&ctx, 0, sizeof(ctx));
+    ctx.size = 1;
+    ctx.opname = "gs_allreduce";
+    ctx.timeout_ns = 10000000000ull;
+    /* As the communicator does: with an all-zero model, every choice of
+     * the inner all-reduce would read the cache size from sysfs. */
+    gs__algo_model_init(&ctx.model, 0, 0, 0);
+    memset(&d, 0, sizeof(d));
+    d.kind = GS_COLL_ALLREDUCE;
+    d.sendbuf = x;
+    d.recvbuf = y;
+    d.count = n;
+    d.dtype = dtype;
+    d.op = GS_OP_SUM;
+    d.codec = &cfg;
+    d.ef = ef;
+    assert_int_equal(gs__sparse_path(&d, 1), GS_SPARSE_SHARED);
+    codec_buf_init(&b, &cfg, n, dtype);
+    for (int step = 0; step < 5; step++) {
+#if defined(SPARSE_TEST_COUNT_ALLOCS)
+        g_counting = (step >= 2);
+#endif
+        assert_int_equal(gs__compressed_allreduce(&ctx, &d), GS_OK);
+#if defined(SPARSE_TEST_COUNT_ALLOCS)
+        g_counting = 0;
+#endif
+        codec_encode_ok(&cfg, x, n, dtype, ref_ef, &b);
+        codec_decode_ok(&cfg, &b, n, dtype, want);
+        assert_memory_equal(y, want, n * esize);
+    }
+#if defined(SPARSE_TEST_COUNT_ALLOCS)
+    assert_int_equal(g_allocs, 0);
+    g_allocs = 0;
+#endif
+    free(ctx.scratch);
+    free(ctx.sparse_buf);
+    codec_buf_free(&b);
+    gs_ef_destroy(ef);
+    gs_ef_destroy(ref_ef);
+    free(xf);
+    free(x);
+    free(y);
+    free(want);
+}
+
+static void test_codec_randk_allreduce_steady_state(void **state)
+{
+    (void)state;
+    sparse_shared_case(GS_DTYPE_F32);
+    sparse_shared_case(GS_DTYPE_F16);
+#if !defined(SPARSE_TEST_COUNT_ALLOCS)
+    skip(); /* results checked; allocations not counted in this build */
+#endif
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_codec_sparse_roundtrip),
         cmocka_unit_test(test_codec_topk_ties),
         cmocka_unit_test(test_codec_randk_seed),
+        cmocka_unit_test(test_codec_randk_allreduce_steady_state),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
