@@ -108,6 +108,9 @@ typedef struct gs_algo_ctx {
                             * with the context */
     size_t sparse_cap;
     const char *opname;    /* "gs_allreduce", for error messages */
+    int comp_corrupt;      /* GS_COMP_TEST_CORRUPT + 1: 0 (off, as in a zeroed context), or
+                            * one more than the byte of every compressed payload this rank
+                            * flips before sending it (tests only) */
     gs_algo_model_t model; /* all zero: the built-in defaults */
     uint64_t logged[GS_COLL_KIND_COUNT]; /* size classes whose choice was logged at INFO */
     gs_algo_hosts_t hosts; /* which ranks share a host (set by the communicator) */
@@ -307,13 +310,6 @@ gs_status_t gs__rd_fold_in(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint32_t
                            const void **src_out);
 gs_status_t gs__rd_fold_out(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint32_t idx);
 
-/* Model parameters from the knobs (alpha in microseconds, bandwidths in MB/s). */
-void gs__algo_model_init(gs_algo_model_t *m, int alpha_us, int beta_mbps, int gamma_mbps);
-
-/* Predicted seconds of @p algo running @p kind on @p n ranks with @p bytes
- * (the whole vector for allreduce/broadcast/reduce; per rank otherwise) and
- * pipeline slices of @p slice_bytes; a negative value when @p algo does not
- * implement @p kind. A zero model means the built-in defaults. Pure. */
 /*
  * The start of recursive doubling and Rabenseifner (algo_rd.c). One rank or
  * count 0: no message; recvbuf gets sendbuf's bytes when out of place and
@@ -326,6 +322,13 @@ void gs__algo_model_init(gs_algo_model_t *m, int alpha_us, int beta_mbps, int ga
 gs_status_t gs__rd_start(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, void **tmp_out,
                          const void **src_out, int *done_out);
 
+/* Model parameters from the knobs (alpha in microseconds, bandwidths in MB/s). */
+void gs__algo_model_init(gs_algo_model_t *m, int alpha_us, int beta_mbps, int gamma_mbps);
+
+/* Predicted seconds of @p algo running @p kind on @p n ranks with @p bytes
+ * (the whole vector for allreduce/broadcast/reduce; per rank otherwise) and
+ * pipeline slices of @p slice_bytes; a negative value when @p algo does not
+ * implement @p kind. A zero model means the built-in defaults. Pure. */
 double gs__algo_cost(const gs_algo_model_t *m, gs_coll_kind_t kind, gs_algo_t algo, int n,
                      size_t bytes, size_t slice_bytes);
 

@@ -100,14 +100,39 @@ static size_t comp_align(size_t x)
     return (x + COMP_ALIGN - 1) & ~(size_t)(COMP_ALIGN - 1);
 }
 
+/* GS_COMP_TEST_CORRUPT (tests only): flip one byte of a payload this rank
+ * is about to send, so that the receivers' checks meet a rogue peer. */
+static void comp_test_corrupt(const gs_algo_ctx_t *ctx, uint8_t *buf, size_t bytes)
+{
+    if ((ctx->comp_corrupt > 0) && (bytes > 0)) {
+        buf[(size_t)(ctx->comp_corrupt - 1) % bytes] ^= 0xffu;
+    }
+}
+
 gs_status_t gs__comp_exchange(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint32_t phase,
                               const gs_comp_xchg_t *x)
 {
     const int n = ctx->size;
     const int r = ctx->rank;
+    const uint8_t *send = x->send;
+    uint8_t *bad = NULL;
     gs_status_t status = GS_OK;
     uint64_t deadline;
     int left = 0;
+
+    if (ctx->comp_corrupt > 0) {
+        bad = malloc((size_t)n * x->cap);
+        if (bad == NULL) {
+            return gs__error_set(GS_ERR_NO_MEMORY, "%s: GS_COMP_TEST_CORRUPT copy", ctx->opname);
+        }
+        for (int q = 0; q < n; q++) {
+            const size_t len = x->send_len[x->send_same_slot ? r : q];
+            memcpy(bad + (size_t)q * x->cap, x->send + (size_t)(x->send_same_slot ? r : q) * x->cap,
+                   len);
+            comp_test_corrupt(ctx, bad + (size_t)q * x->cap, len);
+        }
+        send = bad;
+    }
 
     memset(x->reqs, 0, sizeof(gs_algo_req_t) * 2 * (size_t)n);
     for (int i = 1; (i < n) && (status == GS_OK); i++) {
@@ -120,8 +145,8 @@ gs_status_t gs__comp_exchange(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint3
         const int to = (r + i) % n;
         const int slot = x->send_same_slot ? r : to;
         status = gs__algo_isend(ctx, to, gs__algo_tag(ctx, d, phase),
-                                x->send + (size_t)slot * x->cap, x->send_len[slot],
-                                &x->reqs[2 * to + 1]);
+                                send + (size_t)((bad != NULL) ? to : slot) * x->cap,
+                                x->send_len[slot], &x->reqs[2 * to + 1]);
         left += (status == GS_OK);
     }
     gs__algo_renew(ctx, &deadline);
@@ -159,6 +184,7 @@ gs_status_t gs__comp_exchange(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint3
     if (status != GS_OK) {
         gs__algo_release_all(ctx, x->reqs, 2 * (size_t)n);
     }
+    free(bad); /* every request is finished or released */
     return status;
 }
 
@@ -412,6 +438,9 @@ static gs_status_t comp_reduce(comp_state_t *st, size_t s)
     status = gs_codec_encode(d->codec, st->acc + loff, len, GS_DTYPE_F32,
                              comp_ef_view(st->server, loff, len, &view), st->codec_scratch,
                              st->scratch, comp_slot(st, st->p2, st->r, s), st->cap, &st->len[ir]);
+    if (status == GS_OK) {
+        comp_test_corrupt(st->ctx, comp_slot(st, st->p2, st->r, s), st->len[ir]);
+    }
     for (int i = 1; (i < st->n) && (status == GS_OK); i++) {
         status = comp_post(st, COMP_P2_SEND, (st->r + i) % st->n, s,
                            comp_slot(st, st->p2, st->r, s), st->len[ir]);
@@ -439,6 +468,7 @@ static gs_status_t comp_encode(comp_state_t *st, int c, size_t s)
         return status;
     }
     if (!own) {
+        comp_test_corrupt(st->ctx, slot, *len_out);
         return comp_post(st, COMP_P1_SEND, c, s, slot, *len_out);
     }
     st->got[(size_t)st->r * st->max_ns + s] = 1;

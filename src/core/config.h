@@ -33,6 +33,7 @@ typedef struct gs__cfg {
     int shm;
     int shm_bytes;
     int shm_test_free;
+    int comp_test_corrupt;
     char socket_ifname[GS_CFG_STR_MAX];
     char socket_family[GS_CFG_STR_MAX];
     int slice_bytes;

@@ -64,6 +64,9 @@
       "2 x this + 8 KiB per pair")                                                                 \
     X("GS_SHM_TEST_FREE_BYTES", shm_test_free, GS_ENV_INT, -1, "", 0, 2147483647, GS_ENV_TEST,     \
       "pretend /dev/shm has this many bytes free (tests of the TCP fallback)")                     \
+    X("GS_COMP_TEST_CORRUPT", comp_test_corrupt, GS_ENV_INT, -1, "", 0, 1073741824, GS_ENV_TEST,   \
+      "flip byte N (modulo the size) of every compressed payload this rank sends (tests of the "  \
+      "receivers' checks against a rogue peer)")                                                   \
     X("GS_SOCKET_IFNAME", socket_ifname, GS_ENV_STR, 0, "", 0, 0, GS_ENV_COMM,                     \
       "network interface to listen on (default: the one that routes to the master address)")       \
     X("GS_SOCKET_FAMILY", socket_family, GS_ENV_STR, 0, "any", 0, 0, GS_ENV_COMM,                  \
