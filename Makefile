@@ -6,7 +6,7 @@ JOBS ?= 2
 CMAKE_FLAGS ?=
 NP ?= 4
 
-.PHONY: help deps build run test test-asan test-unit bench bench-compare bench-net clean
+.PHONY: help deps build run test test-asan test-unit bench bench-auto bench-compare bench-net clean
 
 help:
 	@echo "gradsync make targets:"
@@ -16,6 +16,8 @@ help:
 	@echo "                     but the 'large' and 'exhaustive' ones (make test runs those)"
 	@echo "  make test-unit     run only the unit tests"
 	@echo "  make bench         gs-bench all-reduce sweep, 4 KiB to 256 MiB, $(NP) ranks"
+	@echo "  make bench-auto    auto beside every forced all-reduce algorithm, interleaved, $(NP) ranks:"
+	@echo "                     how far the cost model's choice is from the fastest at each size"
 	@echo "  make bench-compare gradsync beside Open MPI and Gloo in one run (bench/compare/compare.sh)"
 	@echo "  make bench-net     all-reduce across 4 lab hosts shaped to 1 Gbit/s: busbw and link efficiency (root)"
 	@echo "  make deps          install the Debian packages (scripts/install-deps.sh)"
@@ -58,6 +60,10 @@ test-asan: deps
 
 bench: build
 	$(BUILD)/tools/gsrun -n $(NP) --timeout 900 $(BUILD)/bench/gs-bench allreduce -b 4K -e 256M -f 2 -w 3 -n 10
+
+bench-auto: build
+	$(BUILD)/tools/gsrun -n $(NP) --timeout 900 $(BUILD)/bench/gs-bench allreduce -b 4K -e 64M -f 4 \
+	    -w 3 -n 20 --inplace --algo auto,ring,tree,rd,rabenseifner --rounds 3
 
 bench-compare: build
 	bash bench/compare/compare.sh $(BUILD) -n $(NP)

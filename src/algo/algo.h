@@ -58,6 +58,8 @@ typedef struct gs_algo_model {
     int flat_intra;     /* 1: every rank on one host, every pair on shared memory, so the
                          * flat algorithms pay intra_alpha and intra_beta too (agreed by
                          * every rank at init: gs__algo_model_agree_local) */
+    double ring_bytes;  /* flat_intra: one shared-memory ring (GS_SHM_BYTES); an unsliced
+                         * message that does not fit stalls its sender; 0: no such limit */
 } gs_algo_model_t;
 
 /*
@@ -248,9 +250,9 @@ gs_status_t gs__algo_probe(gs_algo_ctx_t *ctx, unsigned keep);
  * Set ctx->model.flat_intra when every rank says that all its peers are on
  * its host and reached over shared memory (@p local: this rank's view). The
  * ranks agree (a ring of running maxima, like the probe's), so every model
- * stays identical even where one pair fell back to TCP. Then the model's
- * cache shrinks by @p ring_bytes, what the host's shared-memory rings take
- * of it. Collective over ctx's ranks, before any collective; a few small
+ * stays identical even where one pair fell back to TCP. Then the model
+ * knows the ring size (@p ring_bytes per direction of a pair) and its
+ * cache shrinks by what the host's n(n-1) rings take of it. Collective over ctx's ranks, before any collective; a few small
  * messages. Returns GS_OK or the exchange's failure.
  */
 gs_status_t gs__algo_model_agree_local(gs_algo_ctx_t *ctx, int local, double ring_bytes);

@@ -169,9 +169,11 @@ gs_status_t gs__algo_model_agree_local(gs_algo_ctx_t *ctx, int local, double rin
     ctx->model.flat_intra = (v[0] == 0.0);
     if (ctx->model.flat_intra) {
         /* The rings live in the cache the data needs; keep an eighth at least. */
-        const double left = ctx->model.cache_bytes - ring_bytes;
+        const double n = (double)ctx->size;
+        const double left = ctx->model.cache_bytes - n * (n - 1.0) * ring_bytes;
         const double floor = ctx->model.cache_bytes / 8.0;
         ctx->model.cache_bytes = (left > floor) ? left : floor;
+        ctx->model.ring_bytes = ring_bytes;
     }
     GS_INFO(ALGO,
             "rank %d: cost model prices %s (this rank %s; last-level cache left for data %.1f "

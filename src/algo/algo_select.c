@@ -120,6 +120,7 @@ void gs__algo_model_init(gs_algo_model_t *m, int alpha_us, int beta_mbps, int ga
     m->gamma = 1.0 / ((gamma_mbps > 0 ? gamma_mbps : GS_ALGO_GAMMA_MBPS_DEFAULT) * 1e6);
     m->cache_bytes = algo_llc_bytes();
     m->flat_intra = 0;
+    m->ring_bytes = 0.0;
     gs__algo_model_set_intra(m, 0, 0);
 }
 
@@ -135,6 +136,20 @@ static double cost_slices(double b, size_t slice_bytes)
     const double s = (slice_bytes > 0) ? b / (double)slice_bytes : 1.0;
 
     return (s < 1.0) ? 1.0 : (double)(size_t)(s + 0.999999);
+}
+
+/*
+ * Whether an unsliced algorithm pays one more pass over its staged bytes:
+ * its host's working set @p ws reaches the last-level cache, or (one host on
+ * shared memory) its largest message @p msg fills a ring, so that the
+ * sender stalls until the receiver, itself busy sending, drains it.
+ * Measured on 4 ranks with 1 MiB rings: Rabenseifner (first message b/2)
+ * 1.2 ms at 1 MiB and 2.2-3.3 ms at 2 MiB against the ring's 1.3 and 2.0-2.5;
+ * with 4 MiB rings it stayed ahead at 2 MiB.
+ */
+static int cost_spills(const gs_algo_model_t *m, double ws, double msg)
+{
+    return (ws >= m->cache_bytes) || ((m->ring_bytes > 0.0) && (msg >= m->ring_bytes));
 }
 
 static double cost_allreduce(const gs_algo_model_t *m, gs_algo_t algo, int n, double b,
@@ -167,12 +182,12 @@ static double cost_allreduce(const gs_algo_model_t *m, gs_algo_t algo, int n, do
      * from 16 KiB to 4 MiB. */
     case GS_ALGO_RECURSIVE_DOUBLING:
         return (lp + 2.0 * fold) * (a + b * be) + (lp + fold) * b * g +
-               ((2.0 * b * sharing >= m->cache_bytes) ? (lp + fold) * b * g : 0.0);
+               (cost_spills(m, 2.0 * b * sharing, b) ? (lp + fold) * b * g : 0.0);
     case GS_ALGO_RABENSEIFNER:
         return 2.0 * lp * a + 2.0 * ((double)p - 1.0) / (double)p * b * be +
                ((double)p - 1.0) / (double)p * b * g + fold * (2.0 * (a + b * be) + b * g) +
-               ((1.5 * b * sharing >= m->cache_bytes) ? ((double)p - 1.0) / (double)p * b * g
-                                                        : 0.0);
+               (cost_spills(m, 1.5 * b * sharing, b / 2.0) ? ((double)p - 1.0) / (double)p * b * g
+                                                           : 0.0);
     case GS_ALGO_TREE: {
         const double depth = (double)gs__dtree_depth(n);
         const double half = b / 2.0;

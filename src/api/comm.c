@@ -278,11 +278,9 @@ gs_status_t gs__comm_start(gs_comm_t comm, char (*addrs)[GS_SOCK_ADDR_MAX], cons
     comm->actx.opname = "gs_comm_init";
     if ((comm->actx.hosts.nhosts == 1) && (comm->size > 1) &&
         (comm->tr.ops->shm_peers != NULL)) {
-        /* One ring of GS_SHM_BYTES per direction of every pair. */
-        const double ring_bytes =
-            (double)comm->size * (double)(comm->size - 1) * (double)comm->cfg.shm_bytes;
-        status = gs__algo_model_agree_local(
-            &comm->actx, comm->tr.ops->shm_peers(comm->tr.tp) == comm->size - 1, ring_bytes);
+        status = gs__algo_model_agree_local(&comm->actx,
+                                            comm->tr.ops->shm_peers(comm->tr.tp) == comm->size - 1,
+                                            (double)comm->cfg.shm_bytes);
         if (status != GS_OK) {
             return status;
         }

@@ -226,6 +226,31 @@ static void test_algo_model_flat_intra_uses_intra_parameters(void **state)
                      GS_ALGO_RECURSIVE_DOUBLING);
 }
 
+/* On shared memory, an unsliced message that fills a ring stalls its sender:
+ * Rabenseifner's first message is b/2, so with 1 MiB rings it keeps 1 MiB
+ * and gives 2 MiB to the ring; without the ring limit it keeps both. */
+static void test_algo_model_ring_limit_on_shared_memory(void **state)
+{
+    gs_algo_model_t m;
+    const gs_algo_shape_t one_host = {.n = 4, .nhosts = 1, .min_local = 4, .max_local = 4};
+
+    (void)state;
+    gs__algo_model_init(&m, 20, 2000, 800);
+    gs__algo_model_set_intra(&m, 10, 2000);
+    m.cache_bytes = 4096.0 * MIB; /* no cache term */
+    m.flat_intra = 1;
+    assert_int_equal(gs__algo_choose_shape(&m, GS_COLL_ALLREDUCE, &one_host, 2 * MIB, SLICE),
+                     GS_ALGO_RABENSEIFNER);
+    m.ring_bytes = 1.0 * MIB;
+    assert_int_equal(gs__algo_choose_shape(&m, GS_COLL_ALLREDUCE, &one_host, 1 * MIB, SLICE),
+                     GS_ALGO_RABENSEIFNER);
+    assert_int_equal(gs__algo_choose_shape(&m, GS_COLL_ALLREDUCE, &one_host, 2 * MIB, SLICE),
+                     GS_ALGO_RING);
+    m.ring_bytes = 4.0 * MIB;
+    assert_int_equal(gs__algo_choose_shape(&m, GS_COLL_ALLREDUCE, &one_host, 2 * MIB, SLICE),
+                     GS_ALGO_RABENSEIFNER);
+}
+
 static void test_algo_model_slow_link_hides_reduce_in_ring(void **state)
 {
     gs_algo_model_t lan;
@@ -410,6 +435,7 @@ int main(void)
         cmocka_unit_test(test_algo_model_cache_favours_sliced_ring),
         cmocka_unit_test(test_algo_model_shared_cache_counts_local_ranks),
         cmocka_unit_test(test_algo_model_flat_intra_uses_intra_parameters),
+        cmocka_unit_test(test_algo_model_ring_limit_on_shared_memory),
         cmocka_unit_test(test_algo_model_slow_link_hides_reduce_in_ring),
         cmocka_unit_test(test_algo_model_policy_names),
         cmocka_unit_test(test_algo_model_logs_once_per_size_class),
