@@ -128,7 +128,7 @@ static const launcher_map_t launcher_maps[] = {
 
 static const char *const known_transports[] = {"tcp", "mpi"};
 static const char *const known_families[] = {"any", "ipv4", "ipv6"};
-static const char *const known_tunes[] = {"", "probe"};
+static const char *const known_tunes[] = {"auto", "probe", "off", ""};
 
 /* Resolution in progress: the values plus who set each one (for messages). */
 typedef struct resolve_ctx {
@@ -483,7 +483,7 @@ static gs_status_t validate(resolve_ctx_t *ctx, int use_launcher_env)
     if (normalise_choice(cfg->tune, known_tunes, sizeof(known_tunes) / sizeof(known_tunes[0])) !=
         0) {
         return gs__error_set(GS_ERR_INVALID_ARG,
-                             "GS_TUNE=\"%.64s\" is not known; leave it unset or use probe",
+                             "GS_TUNE=\"%.64s\" is not known; use auto (the default), probe or off",
                              cfg->tune);
     }
     if (normalise_choice(cfg->socket_family, known_families,

@@ -10,7 +10,9 @@
 #     run_hosts.sh) the probe still agrees and the job is correct;
 #  3. an explicit GS_ALGO_BETA_MBPS survives the probe;
 #  4. GS_TUNE=bogus fails init with a message naming it (gsrun stops the
-#     other ranks when the first one exits).
+#     other ranks when the first one exits);
+#  5. the default (auto) probes when the ranks span two pretend hosts, and
+#     agrees as in 2; it does not probe on one host, nor with GS_TUNE=off.
 #
 # usage: run_probe.sh GSRUN GS_BENCH RUN_HOSTS_SH
 set -u
@@ -60,4 +62,23 @@ if GS_TUNE=bogus "$GSRUN" -n 2 --timeout 30 "$BENCH" allreduce -b 4K -e 4K >"$tm
 fi
 n=$(grep -c 'GS_TUNE="bogus" is not known' "$tmp/bogus/out")
 [ "$n" -ge 1 ] || { cat "$tmp/bogus/out"; fail "bogus: no rank named GS_TUNE"; }
+mkdir -p "$tmp/auto_hosts" "$tmp/auto_flat" "$tmp/off_hosts"
+env -u GS_TUNE GS_DEBUG_FILE="$tmp/auto_hosts/log.%r" bash "$RUN_HOSTS" "$GSRUN" a,a,b 60 "$BENCH" \
+    "${bench_args[@]}" >"$tmp/auto_hosts/out" 2>&1 ||
+    { cat "$tmp/auto_hosts/out"; fail "auto_hosts: gs-bench failed"; }
+check_run auto_hosts
+for d in auto_flat off_hosts; do
+    if [ "$d" = auto_flat ]; then
+        env -u GS_TUNE GS_DEBUG_FILE="$tmp/$d/log.%r" "$GSRUN" -n 3 --timeout 60 "$BENCH" \
+            "${bench_args[@]}" >"$tmp/$d/out" 2>&1 || { cat "$tmp/$d/out"; fail "$d: gs-bench failed"; }
+    else
+        GS_TUNE=off GS_DEBUG_FILE="$tmp/$d/log.%r" bash "$RUN_HOSTS" "$GSRUN" a,a,b 60 "$BENCH" \
+            "${bench_args[@]}" >"$tmp/$d/out" 2>&1 || { cat "$tmp/$d/out"; fail "$d: gs-bench failed"; }
+    fi
+    n=$(probe_lines "$tmp/$d" | wc -l)
+    [ "$n" -eq 0 ] || fail "$d: $n ranks probed, expected none"
+    grep -q "Out of bounds values : 0 OK" "$tmp/$d/out" || { cat "$tmp/$d/out"; fail "$d: wrong results"; }
+    echo "run_probe: $d: no probe, results correct"
+done
+
 echo "run_probe: OK"

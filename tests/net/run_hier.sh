@@ -40,7 +40,7 @@ done
 LAB_PREFIX=gshier$$
 # shellcheck source=lib_lab.sh
 . "$(dirname "$0")/lib_lab.sh"
-lab_coll_env INIT,ALGO GS_SLICE_BYTES GS_TCP_NSOCKS GS_ALGO GS_ALGO_BETA_MBPS
+lab_coll_env INIT,ALGO GS_SLICE_BYTES GS_TCP_NSOCKS GS_ALGO GS_ALGO_BETA_MBPS GS_TUNE
 
 # hosts_seen RANK: the rank's INIT line reports NH hosts with RPH ranks on its own.
 # shellcheck disable=SC2317 # called by lab_coll_run
