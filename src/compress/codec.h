@@ -358,4 +358,18 @@ static inline void gs__codec_store_f32(uint8_t *p, float f)
     __builtin_memcpy(p, &f, sizeof(f));
 }
 
+/* The same for u32 indices (top-k bodies and index lists). */
+static inline uint32_t gs__codec_load_u32(const uint8_t *p)
+{
+    uint32_t v;
+
+    __builtin_memcpy(&v, p, sizeof(v));
+    return v;
+}
+
+static inline void gs__codec_store_u32(uint8_t *p, uint32_t v)
+{
+    __builtin_memcpy(p, &v, sizeof(v));
+}
+
 #endif /* GS_COMPRESS_CODEC_H */

@@ -51,19 +51,6 @@ static inline uint32_t abs_key(float f)
     return u & 0x7fffffffu;
 }
 
-static inline uint32_t load_u32(const uint8_t *p)
-{
-    uint32_t v;
-
-    memcpy(&v, p, sizeof(v));
-    return v;
-}
-
-static inline void store_u32(uint8_t *p, uint32_t v)
-{
-    memcpy(p, &v, sizeof(v));
-}
-
 static size_t topk_body_size(const gs_codec_params_t *p)
 {
     return (size_t)p->param * (sizeof(uint32_t) + sizeof(float));
@@ -119,11 +106,12 @@ static uint32_t topk_list_threshold(const float *x, const uint8_t *list, size_t 
 
         memset(hist, 0, bins[level] * sizeof(uint32_t));
         for (size_t i = 0; i < m; i++) {
-            const uint32_t e = load_u32(list + i * sizeof(uint32_t));
+            const uint32_t e = gs__codec_load_u32(list + i * sizeof(uint32_t));
             const uint32_t key = (x == NULL) ? e : abs_key(x[e]);
 
             if ((x != NULL) && (i + TOPK_PREFETCH < m)) {
-                __builtin_prefetch(x + load_u32(list + (i + TOPK_PREFETCH) * sizeof(uint32_t)));
+                __builtin_prefetch(
+                    x + gs__codec_load_u32(list + (i + TOPK_PREFETCH) * sizeof(uint32_t)));
             }
 
             if ((key & mask) == prefix) {
@@ -177,7 +165,7 @@ static int topk_bound(const float *a, const float *b, size_t n, size_t k, uint8_
     for (size_t s = 0; s < ns; s++) {
         const size_t i = s * stride;
 
-        store_u32(body + s * sizeof(uint32_t), abs_key((b != NULL) ? a[i] + b[i] : a[i]));
+        gs__codec_store_u32(body + s * sizeof(uint32_t), abs_key((b != NULL) ? a[i] + b[i] : a[i]));
     }
     *lo_out = topk_list_threshold(NULL, body, ns, j, &ties);
     return 1;
@@ -211,16 +199,17 @@ static int topk_candidates(const gs_codec_params_t *p, const float *a, const flo
     /* Keep the listed elements with key > t, and the first ties at t, in
      * index order: list entry i moves to j <= i. */
     for (size_t i = 0; (i < m) && (j < k); i++) {
-        const uint32_t e = load_u32(body + i * sizeof(uint32_t));
+        const uint32_t e = gs__codec_load_u32(body + i * sizeof(uint32_t));
         const uint32_t key = abs_key(v[e]);
 
         if (i + TOPK_PREFETCH < m) {
-            __builtin_prefetch(v + load_u32(body + (i + TOPK_PREFETCH) * sizeof(uint32_t)));
+            __builtin_prefetch(v +
+                               gs__codec_load_u32(body + (i + TOPK_PREFETCH) * sizeof(uint32_t)));
         }
 
         if ((key > t) || ((key == t) && (ties > 0))) {
             ties -= (key == t) ? 1 : 0;
-            store_u32(body + j * sizeof(uint32_t), e);
+            gs__codec_store_u32(body + j * sizeof(uint32_t), e);
             j++;
         }
     }
@@ -229,7 +218,7 @@ static int topk_candidates(const gs_codec_params_t *p, const float *a, const flo
         const float minus_one = gs__codec_minus_one;
 
         for (j = 0; j < k; j++) {
-            const uint32_t e = load_u32(body + j * sizeof(uint32_t));
+            const uint32_t e = gs__codec_load_u32(body + j * sizeof(uint32_t));
             const float x = res[e];
 
             gs__codec_store_f32(vals + j * sizeof(float), x);
@@ -237,7 +226,8 @@ static int topk_candidates(const gs_codec_params_t *p, const float *a, const flo
         }
     } else {
         for (j = 0; j < k; j++) {
-            gs__codec_store_f32(vals + j * sizeof(float), v[load_u32(body + j * sizeof(uint32_t))]);
+            gs__codec_store_f32(vals + j * sizeof(float),
+                                v[gs__codec_load_u32(body + j * sizeof(uint32_t))]);
         }
     }
     return 1;
@@ -261,7 +251,7 @@ static void topk_select_all(const gs_codec_params_t *p, const float *src, uint8_
 
         if ((key > t) || ((key == t) && (ties > 0))) {
             ties -= (key == t) ? 1 : 0;
-            store_u32(body + j * sizeof(uint32_t), (uint32_t)i);
+            gs__codec_store_u32(body + j * sizeof(uint32_t), (uint32_t)i);
             gs__codec_store_f32(vals + j * sizeof(float), src[i]);
             j++;
         }
@@ -286,7 +276,7 @@ static gs_status_t topk_check(const gs_codec_params_t *p, const uint8_t *body)
     uint32_t idx, prev = 0;
 
     for (size_t j = 0; j < p->param; j++) {
-        idx = load_u32(body + j * sizeof(uint32_t));
+        idx = gs__codec_load_u32(body + j * sizeof(uint32_t));
         if (((size_t)idx >= p->count) || ((j > 0) && (idx <= prev))) {
             return GS_ERR_PROTOCOL;
         }
@@ -313,7 +303,7 @@ TOPK_ONE_COPY static void topk_add_pairs(const uint8_t *body, size_t k, size_t l
     const uint8_t *vals = body + k * sizeof(uint32_t);
 
     for (size_t j = lo; j < hi; j++) {
-        const uint32_t idx = load_u32(body + j * sizeof(uint32_t));
+        const uint32_t idx = gs__codec_load_u32(body + j * sizeof(uint32_t));
 
         dst[idx] = dst[idx] + alpha * gs__codec_load_f32(vals + j * sizeof(float));
     }
@@ -336,7 +326,8 @@ static gs_status_t topk_decode(const gs_codec_params_t *p, const uint8_t *body, 
         memset(dst, 0, p->count * sizeof(float));
     }
     for (size_t j = 0; j < k; j++) {
-        dst[load_u32(body + j * sizeof(uint32_t))] = gs__codec_load_f32(vals + j * sizeof(float));
+        dst[gs__codec_load_u32(body + j * sizeof(uint32_t))] =
+            gs__codec_load_f32(vals + j * sizeof(float));
     }
     return GS_OK;
 }
@@ -414,7 +405,7 @@ gs_status_t gs__codec_topk_sum(const gs_codec_params_t *p, const uint8_t *const 
             const uint8_t *body = payloads[q] + GS_CODEC_HEADER_BYTES;
             size_t j = cursor[q];
 
-            while ((j < k) && (load_u32(body + j * sizeof(uint32_t)) < hi)) {
+            while ((j < k) && (gs__codec_load_u32(body + j * sizeof(uint32_t)) < hi)) {
                 j++;
             }
             topk_add_pairs(body, k, cursor[q], j, 1.0f, dst);
