@@ -285,11 +285,10 @@ gs_status_t gs__comm_start(gs_comm_t comm, char (*addrs)[GS_SOCK_ADDR_MAX], cons
             return status;
         }
     }
-    /* GS_TUNE=auto (or empty): the defaults describe one machine, so a job
-     * across hosts measures its links. */
+    /* GS_TUNE=auto: the defaults describe one machine, so a job across
+     * hosts measures its links. */
     if ((strcmp(comm->cfg.tune, "probe") == 0) ||
-        (((strcmp(comm->cfg.tune, "auto") == 0) || (comm->cfg.tune[0] == '\0')) &&
-         (comm->actx.hosts.nhosts > 1))) {
+        ((strcmp(comm->cfg.tune, "auto") == 0) && (comm->actx.hosts.nhosts > 1))) {
         status = gs__algo_probe(&comm->actx, comm_probe_keep(&comm->cfg));
         if (status != GS_OK) {
             return status;

@@ -486,6 +486,9 @@ static gs_status_t validate(resolve_ctx_t *ctx, int use_launcher_env)
                              "GS_TUNE=\"%.64s\" is not known; use auto (the default), probe or off",
                              cfg->tune);
     }
+    if (cfg->tune[0] == '\0') { /* GS_TUNE= (empty) means the default */
+        (void)snprintf(cfg->tune, GS_CFG_STR_MAX, "auto");
+    }
     if (normalise_choice(cfg->socket_family, known_families,
                          sizeof(known_families) / sizeof(known_families[0])) != 0) {
         origin_text(ctx, i_fam, o1, sizeof(o1));

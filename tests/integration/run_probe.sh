@@ -11,8 +11,9 @@
 #  3. an explicit GS_ALGO_BETA_MBPS survives the probe;
 #  4. GS_TUNE=bogus fails init with a message naming it (gsrun stops the
 #     other ranks when the first one exits);
-#  5. the default (auto) probes when the ranks span two pretend hosts, and
-#     agrees as in 2; it does not probe on one host, nor with GS_TUNE=off.
+#  5. the default (auto, also GS_TUNE= empty) probes when the ranks span two
+#     pretend hosts, and agrees as in 2; it does not probe on one host, nor
+#     with GS_TUNE=off.
 #
 # usage: run_probe.sh GSRUN GS_BENCH RUN_HOSTS_SH
 set -u
@@ -67,6 +68,11 @@ env -u GS_TUNE GS_DEBUG_FILE="$tmp/auto_hosts/log.%r" bash "$RUN_HOSTS" "$GSRUN"
     "${bench_args[@]}" >"$tmp/auto_hosts/out" 2>&1 ||
     { cat "$tmp/auto_hosts/out"; fail "auto_hosts: gs-bench failed"; }
 check_run auto_hosts
+mkdir -p "$tmp/empty_hosts" # GS_TUNE= (empty) is the default too
+GS_TUNE= GS_DEBUG_FILE="$tmp/empty_hosts/log.%r" bash "$RUN_HOSTS" "$GSRUN" a,a,b 60 "$BENCH" \
+    "${bench_args[@]}" >"$tmp/empty_hosts/out" 2>&1 ||
+    { cat "$tmp/empty_hosts/out"; fail "empty_hosts: gs-bench failed"; }
+check_run empty_hosts
 for d in auto_flat off_hosts; do
     if [ "$d" = auto_flat ]; then
         env -u GS_TUNE GS_DEBUG_FILE="$tmp/$d/log.%r" "$GSRUN" -n 3 --timeout 60 "$BENCH" \
