@@ -140,6 +140,11 @@ uint64_t gs__algo_tag(const gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint32_
  * Returns GS_OK or GS_ERR_NO_MEMORY. */
 gs_status_t gs__algo_scratch(gs_algo_ctx_t *ctx, size_t bytes, void **out);
 
+/* The same for any buffer kept in ctx (*buf of *cap bytes, freed with the
+ * context): replaced by a larger one only when @p bytes do not fit. */
+gs_status_t gs__algo_grow(const gs_algo_ctx_t *ctx, void **buf, size_t *cap, size_t bytes,
+                          void **out);
+
 /* Post a send/receive and record it in *r. Returns the transport's status. */
 gs_status_t gs__algo_isend(gs_algo_ctx_t *ctx, int peer, uint64_t tag, const void *buf, size_t len,
                            gs_algo_req_t *r);

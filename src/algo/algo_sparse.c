@@ -247,28 +247,6 @@ static gs_status_t sparse_gather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
     return status;
 }
 
-/* A buffer of at least @p bytes kept in ctx across calls, apart from ctx's
- * scratch (which the nested all-reduce of sparse_shared may grow, moving
- * it): grown only when too small, so a steady state of same-sized calls
- * allocates nothing; freed with the context (gs__comm_free). */
-static gs_status_t sparse_keep(gs_algo_ctx_t *ctx, size_t bytes, void **out)
-{
-    if (bytes > ctx->sparse_cap) {
-        void *p = malloc(bytes);
-
-        if (p == NULL) {
-            return gs__error_set(GS_ERR_NO_MEMORY,
-                                 "%s: no memory for a random-k payload of %zu bytes", ctx->opname,
-                                 bytes);
-        }
-        free(ctx->sparse_buf);
-        ctx->sparse_buf = p;
-        ctx->sparse_cap = bytes;
-    }
-    *out = ctx->sparse_buf;
-    return GS_OK;
-}
-
 /* random-k: same draw on every rank, dense all-reduce of the k values. */
 static gs_status_t sparse_shared(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
 {
@@ -296,7 +274,8 @@ static gs_status_t sparse_shared(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
         return status;
     }
     /* Not in ctx's scratch: the inner all-reduce may grow and reuse it. */
-    status = sparse_keep(ctx, cap + sizeof(float), &keep);
+    /* Not ctx's scratch: the nested all-reduce may grow it, moving it. */
+    status = gs__algo_grow(ctx, &ctx->sparse_buf, &ctx->sparse_cap, cap + sizeof(float), &keep);
     if (status != GS_OK) {
         return status;
     }

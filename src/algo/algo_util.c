@@ -31,20 +31,26 @@ uint64_t gs__algo_tag(const gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint32_
     return (sig << 48) | ((uint64_t)(ctx->seq & 0xffffffu) << 24) | (uint64_t)(idx & 0xffffffu);
 }
 
-gs_status_t gs__algo_scratch(gs_algo_ctx_t *ctx, size_t bytes, void **out)
+gs_status_t gs__algo_grow(const gs_algo_ctx_t *ctx, void **buf, size_t *cap, size_t bytes,
+                          void **out)
 {
-    if (bytes > ctx->scratch_cap) {
+    if (bytes > *cap) {
         void *p = malloc(bytes);
         if (p == NULL) {
             return gs__error_set(GS_ERR_NO_MEMORY, "%s: cannot allocate %zu bytes of scratch",
                                  ctx->opname, bytes);
         }
-        free(ctx->scratch);
-        ctx->scratch = p;
-        ctx->scratch_cap = bytes;
+        free(*buf);
+        *buf = p;
+        *cap = bytes;
     }
-    *out = ctx->scratch;
+    *out = *buf;
     return GS_OK;
+}
+
+gs_status_t gs__algo_scratch(gs_algo_ctx_t *ctx, size_t bytes, void **out)
+{
+    return gs__algo_grow(ctx, &ctx->scratch, &ctx->scratch_cap, bytes, out);
 }
 
 /*
