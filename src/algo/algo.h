@@ -257,8 +257,9 @@ gs_status_t gs__algo_probe(gs_algo_ctx_t *ctx, unsigned keep);
  * ranks agree (a ring of running maxima, like the probe's), so every model
  * stays identical even where one pair fell back to TCP. Then the model
  * knows the ring size (@p ring_bytes per direction of a pair) and its
- * cache shrinks by what the host's n(n-1) rings take of it. Collective over ctx's ranks, before any collective; a few small
- * messages. Returns GS_OK or the exchange's failure.
+ * cache shrinks by what the host's n(n-1) rings take of it. Collective over
+ * ctx's ranks, before any collective; a few small messages. Returns GS_OK
+ * or the exchange's failure.
  */
 gs_status_t gs__algo_model_agree_local(gs_algo_ctx_t *ctx, int local, double ring_bytes);
 
