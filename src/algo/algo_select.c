@@ -24,9 +24,9 @@
  * When every rank is on one host and every pair talks over shared memory
  * (model.flat_intra, agreed at init), the flat algorithms pay the intra
  * parameters as well: a shared-memory hop costs a fraction of a loopback
- * TCP one, which moves the recursive-doubling/Rabenseifner crossover from
- * about 16 KiB down to 8 KiB. The last-level cache is shared by a host's
- * ranks (the cost of the unsliced algorithms counts them).
+ * TCP one, which moves the recursive-doubling/Rabenseifner crossover on 4
+ * ranks from about 22 KiB down to 11 KiB. The last-level cache is shared by
+ * a host's ranks (the cost of the unsliced algorithms counts them).
  */
 #include <stdio.h>
 #include <string.h>
@@ -176,10 +176,10 @@ static double cost_allreduce(const gs_algo_model_t *m, gs_algo_t algo, int n, do
      * a working set of 2b and 1.5b. When the working sets of the
      * ranks sharing this host's last-level cache (@p sharing) exceed it, the
      * staged bytes come back from memory, one more pass that the ring's
-     * cache-sized slices avoid. Measured on the 2-core VM (32 MiB L3, 4 ranks
-     * on one host): the ring 8-25% faster than Rabenseifner from 16 MiB over
-     * shared memory and from 64 MiB over loopback TCP, Rabenseifner faster
-     * from 16 KiB to 4 MiB. */
+     * cache-sized slices avoid (cost_spills). Measured on the 2-core VM
+     * (32 MiB L3, 4 ranks on one host): the ring ahead of Rabenseifner from
+     * 2 MiB over shared memory (1 MiB rings) and from 16 MiB over loopback
+     * TCP; Rabenseifner ahead from 16 KiB to 1 MiB and to 4 MiB. */
     case GS_ALGO_RECURSIVE_DOUBLING:
         return (lp + 2.0 * fold) * (a + b * be) + (lp + fold) * b * g +
                (cost_spills(m, 2.0 * b * sharing, b) ? (lp + fold) * b * g : 0.0);
