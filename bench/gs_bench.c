@@ -106,7 +106,7 @@ static const coll_info_t coll_table[] = {
     {COLL_BARRIER, "barrier", false, false, false},
 };
 
-#define BENCH_MAX_ALGOS 16
+#define BENCH_MAX_ALGOS GS_ALGO_COUNT /* names are unique in a list */
 
 typedef enum out_format { OUT_TEXT, OUT_CSV, OUT_JSON } out_format_t;
 
