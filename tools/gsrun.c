@@ -320,31 +320,69 @@ static void parse_args(int argc, char **argv, gsrun_opts_t *opts)
 
 /* ---- setup ------------------------------------------------------------------------------ */
 
-/* A port that was free a moment ago on 127.0.0.1: bind port 0 and read back what we got. */
-static int find_free_port(void)
+/* Lowest port gsrun picks for the rendezvous when none is given. */
+#define GSRUN_PORT_MIN 20000
+#define GSRUN_PORT_TRIES 64
+
+/* 1 when nothing is bound to @p port on any address right now (port 0: the
+ * kernel picks one, written back into *port). */
+static int port_is_free(int *port)
 {
     struct sockaddr_in sa;
     socklen_t salen = sizeof(sa);
-    int fd;
-    int port = -1;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int ok = 0;
 
-    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         msg("socket: %s", strerror(errno));
-        return -1;
+        return 0;
     }
     memset(&sa, 0, sizeof(sa));
     sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    sa.sin_port = 0;
-    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-        msg("bind 127.0.0.1:0: %s", strerror(errno));
-    } else if (getsockname(fd, (struct sockaddr *)&sa, &salen) != 0) {
-        msg("getsockname: %s", strerror(errno));
-    } else {
-        port = ntohs(sa.sin_port);
+    sa.sin_addr.s_addr = htonl(INADDR_ANY);
+    sa.sin_port = htons((uint16_t)*port);
+    if ((bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) &&
+        (getsockname(fd, (struct sockaddr *)&sa, &salen) == 0)) {
+        *port = ntohs(sa.sin_port);
+        ok = 1;
     }
     close(fd);
+    return ok;
+}
+
+/*
+ * A port that was free a moment ago, for rank 0's rendezvous listener. It is
+ * picked at random below the kernel's ephemeral range
+ * (/proc/sys/net/ipv4/ip_local_port_range): a port from that range, as
+ * bind(port 0) gives, can be handed to any outgoing connection (another
+ * job's, or this job's own ranks connecting to each other) before rank 0
+ * binds it, which made a test fail with "Address already in use". Port 0
+ * remains the fallback.
+ */
+static int find_free_port(void)
+{
+    unsigned lo = 32768, hi = 60999;
+    unsigned seed = (unsigned)getpid() ^ (unsigned)time(NULL);
+    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+    int port;
+
+    if (f != NULL) {
+        if (fscanf(f, "%u %u", &lo, &hi) != 2) {
+            lo = 32768;
+        }
+        fclose(f);
+    }
+    for (int i = 0; (lo > GSRUN_PORT_MIN + 1000) && (i < GSRUN_PORT_TRIES); i++) {
+        port = GSRUN_PORT_MIN + (int)((unsigned)rand_r(&seed) % (lo - GSRUN_PORT_MIN));
+        if (port_is_free(&port)) {
+            return port;
+        }
+    }
+    port = 0;
+    if (!port_is_free(&port)) {
+        msg("cannot find a free port: %s", strerror(errno));
+        return -1;
+    }
     return port;
 }
 

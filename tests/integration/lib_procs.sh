@@ -52,10 +52,22 @@ dump_logs() {
     done
 }
 
+# free_port: a port free right now, picked below the kernel's ephemeral range
+# (as gsrun does): a port from that range can go to any outgoing connection
+# before the test binds it.
 free_port() {
-    if python3 -c 'import socket
-s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()' \
-        2>/dev/null; then
+    if python3 -c 'import random, socket
+lo = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+for p in [random.randrange(20000, lo) for _ in range(64)] + [0]:
+    s = socket.socket()
+    try:
+        s.bind(("0.0.0.0", p))
+        print(s.getsockname()[1])
+        break
+    except OSError:
+        pass
+    finally:
+        s.close()' 2>/dev/null; then
         return
     fi
     local p i
