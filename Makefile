@@ -6,14 +6,17 @@ JOBS ?= 2
 CMAKE_FLAGS ?=
 NP ?= 4
 
-.PHONY: help deps build run test test-asan test-unit bench bench-auto bench-compare bench-net clean
+.PHONY: help deps build run test test-asan test-gpu test-unit bench bench-auto bench-compare bench-net clean
 
 help:
 	@echo "gradsync make targets:"
 	@echo "  make run           install deps, build, run a $(NP)-rank all-reduce demo and a short gs-bench"
-	@echo "  make test          install deps, build with -Werror, run every test (ctest)"
-	@echo "  make test-asan     build with AddressSanitizer+UBSan in $(ASAN_BUILD)/ and run the tests"
-	@echo "                     but the 'large' and 'exhaustive' ones (make test runs those)"
+	@echo "  make test          install deps, build with -Werror, run every test (ctest); with CUDA and"
+	@echo "                     NCCL when found (GS_WITH_CUDA=AUTO): GPU tests are skipped without a GPU"
+	@echo "  make test-asan     build without CUDA, with AddressSanitizer+UBSan, in $(ASAN_BUILD)/ and run"
+	@echo "                     the tests but the 'large' and 'exhaustive' ones (make test runs those)"
+	@echo "  make test-gpu      on a machine with a GPU: tests/gpu/run.sh (fresh CUDA build, GPU tests,"
+	@echo "                     kernel and device-buffer benchmarks)"
 	@echo "  make test-unit     run only the unit tests"
 	@echo "  make bench         gs-bench all-reduce sweep, 4 KiB to 256 MiB, $(NP) ranks"
 	@echo "  make bench-auto    auto beside every forced all-reduce algorithm, interleaved, $(NP) ranks:"
@@ -47,7 +50,10 @@ test-unit: build
 # runs under the sanitizers (the labels are set in tests/*/CMakeLists.txt).
 test-asan: deps
 	@# -O1, as the sanitizers' docs advise: the same findings, the suite in 60% of -O0's time.
+	@# Without CUDA: the sanitizers and the CUDA runtime do not mix, and this pass is
+	@# also the proof that everything builds and passes without CUDA.
 	cmake -S . -B $(ASAN_BUILD) -DGS_WERROR=ON -DGS_ASAN=ON -DGS_UBSAN=ON -DGS_BUILD_BENCH=OFF \
+	      -DGS_WITH_CUDA=OFF \
 	      -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_C_FLAGS_DEBUG=-g -O1" "-DCMAKE_CXX_FLAGS_DEBUG=-g -O1" \
 	      $(CMAKE_FLAGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
@@ -57,6 +63,9 @@ test-asan: deps
 	@# unloads), so the MPI tests run with ASan's memory checks but not LSan.
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 GSTEST_TIMEOUT_MULT=3 \
 	    ctest --output-on-failure --timeout 900 -L mpi -LE exhaustive
+
+test-gpu:
+	bash tests/gpu/run.sh
 
 bench: build
 	$(BUILD)/tools/gsrun -n $(NP) --timeout 900 $(BUILD)/bench/gs-bench allreduce -b 4K -e 256M -f 2 -w 3 -n 10
