@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Datatype and op facts, generated from the GS_DTYPE_MAP and GS_OP_MAP
- * X-macro tables in gradsync/types.h, and the scalar f16/bf16 <-> f32
- * conversions. The conversions are plain integer code (no FP environment
- * dependence, no compiler half-float types), round to nearest even, turn
- * overflow into inf, keep subnormals exact and keep NaN a NaN (quiet, same
- * sign). Their NaN handling matches x86 F16C (payload shifted, quiet bit
- * set) so that the vectorised reduce and the plain C one agree bit for bit.
- * This file does not reduce buffers; that is reduce_cpu.c.
+ * X-macro tables in gradsync/types.h, and the exported scalar f16/bf16 <->
+ * f32 conversions. The conversions themselves are defined once, in
+ * kernels/half_math.h (shared with the CUDA kernels): plain integer code,
+ * round to nearest even, overflow to inf, exact subnormals, NaN kept a
+ * quiet NaN with x86 F16C's payload rule, so that the vectorised reduce and
+ * the plain C one agree bit for bit. This file does not reduce buffers;
+ * that is reduce_cpu.c.
  */
 #include "core/dtype.h"
+
+#include "half_math.h"
 
 #include <string.h>
 
@@ -122,98 +124,24 @@ int gs__dtype_op_valid(gs_dtype_t dt, gs_op_t op)
     return 1;
 }
 
-static float bits_to_f32(uint32_t u)
-{
-    float f;
-
-    memcpy(&f, &u, sizeof(f));
-    return f;
-}
-
-static uint32_t f32_to_bits(float f)
-{
-    uint32_t u;
-
-    memcpy(&u, &f, sizeof(u));
-    return u;
-}
-
+/* The conversions live in kernels/half_math.h, shared with the CUDA kernels;
+ * these exported wrappers keep one definition. */
 float gs__f16_to_f32(uint16_t h)
 {
-    const uint32_t sign = ((uint32_t)h & 0x8000u) << 16;
-    uint32_t exp = ((uint32_t)h >> 10) & 0x1fu;
-    uint32_t mant = (uint32_t)h & 0x3ffu;
-
-    if (exp == 0x1fu) {
-        /* inf stays inf; a NaN keeps its payload and becomes quiet. */
-        return bits_to_f32(sign | 0x7f800000u | (mant != 0 ? (0x400000u | (mant << 13)) : 0));
-    }
-    if (exp == 0) {
-        if (mant == 0) {
-            return bits_to_f32(sign);
-        }
-        /* Subnormal: normalise so the leading one lands on bit 10. */
-        exp = 1;
-        while ((mant & 0x400u) == 0) {
-            mant <<= 1;
-            exp--;
-        }
-        mant &= 0x3ffu;
-    }
-    /* Rebias 15 -> 127; exp may be <= 0 here only transiently (subnormals). */
-    return bits_to_f32(sign | ((exp + 112u) << 23) | (mant << 13));
+    return gs_km_f16_to_f32(h);
 }
 
 uint16_t gs__f32_to_f16(float f)
 {
-    const uint32_t u = f32_to_bits(f);
-    const uint32_t sign = (u >> 16) & 0x8000u;
-    const uint32_t au = u & 0x7fffffffu;
-    uint32_t exp, mant, shift, r, rem, half;
-
-    if (au > 0x7f800000u) {
-        /* NaN: keep the top of the payload, force the quiet bit (as F16C). */
-        return (uint16_t)(sign | 0x7e00u | ((au >> 13) & 0x3ffu));
-    }
-    if (au >= 0x477ff000u) {
-        /* >= 65520 (halfway past 65504, ties to even go up) and inf. */
-        return (uint16_t)(sign | 0x7c00u);
-    }
-    if (au >= 0x38800000u) {
-        /* Normal f16: round the 13 dropped bits to nearest even; a carry
-         * into the exponent is exactly right (up to 0x7bff, checked above). */
-        r = (au + 0xfffu + ((au >> 13) & 1u)) >> 13;
-        return (uint16_t)(sign | (r - (112u << 10)));
-    }
-    exp = au >> 23;
-    if (exp < 102u) {
-        /* Below 2^-25 (half the smallest subnormal): rounds to zero. */
-        return (uint16_t)sign;
-    }
-    /* f16 subnormal: the value in units of 2^-24, rounded to nearest even. */
-    mant = (au & 0x7fffffu) | 0x800000u;
-    shift = 126u - exp;
-    r = mant >> shift;
-    rem = mant & ((1u << shift) - 1u);
-    half = 1u << (shift - 1u);
-    if ((rem > half) || ((rem == half) && ((r & 1u) != 0))) {
-        r++;
-    }
-    return (uint16_t)(sign | r);
+    return gs_km_f32_to_f16(f);
 }
 
 float gs__bf16_to_f32(uint16_t h)
 {
-    return bits_to_f32((uint32_t)h << 16);
+    return gs_km_bf16_to_f32(h);
 }
 
 uint16_t gs__f32_to_bf16(float f)
 {
-    const uint32_t u = f32_to_bits(f);
-
-    if ((u & 0x7fffffffu) > 0x7f800000u) {
-        /* NaN: truncate and set the quiet bit, so rounding cannot make it inf. */
-        return (uint16_t)((u >> 16) | 0x40u);
-    }
-    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    return gs_km_f32_to_bf16(f);
 }

@@ -26,6 +26,8 @@ int gs__dtype_is_float(gs_dtype_t dt);
 /* 1 when (dt, op) is a valid combination (AVG needs a float type). */
 int gs__dtype_op_valid(gs_dtype_t dt, gs_op_t op);
 
+/* Scalar conversions, out-of-line forms of kernels/half_math.h's gs_km_*
+ * (same bits); code that can include that header may call those inline. */
 float gs__f16_to_f32(uint16_t h);
 uint16_t gs__f32_to_f16(float f);
 float gs__bf16_to_f32(uint16_t h);

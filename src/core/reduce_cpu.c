@@ -7,7 +7,9 @@
  * that is instantiated twice: once as a plain function (the generic path,
  * gs__reduce_generic) and once under target_clones("avx512f", "avx2",
  * "default"), so that the loader picks the widest ISA the CPU has at run
- * time (an ifunc; not under TSan). The library is never built with
+ * time (an ifunc; not under TSan). The per-element arithmetic is
+ * kernels/reduce_math.h's, the source the CUDA kernels compile too, so
+ * the CPU and GPU reductions cannot drift. The library is never built with
  * -march=native. f16 on x86-64 uses F16C intrinsics (8 lanes per step)
  * when the CPU has AVX2 and F16C; bf16 uses integer shifts with
  * round-to-nearest-even in vectorisable C, two elements per 32-bit word.
@@ -26,7 +28,8 @@
  */
 #include "core/reduce_cpu.h"
 
-#include "core/dtype.h"
+#include "half_math.h"
+#include "reduce_math.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -69,117 +72,32 @@
 #endif
 
 /* ---------------------------------------------------------------------- */
-/* Scalar element helpers (inlined into the loops, vectorisable)          */
+/* Per-dtype loop bodies                                                  */
 /* ---------------------------------------------------------------------- */
 
 /*
- * IEEE minimum as compare-and-select: x < y picks x; equal values (only
- * +-0 can differ) combine their bits with OR, so -0 wins; a NaN in x is
- * kept and a NaN in y falls out of the first select. Written on the bit
- * patterns so that every step maps onto a compare and a blend.
+ * The arithmetic of every element is kernels/reduce_math.h's (gs_km_*),
+ * shared with the CUDA kernels; the loops below only arrange it so that
+ * GCC vectorises it: each loop has its op as a constant (the body_* switch
+ * calls it once per op), and the gs_km_* functions are branch-free selects
+ * once the op is known.
  */
-GS_REDUCE_INLINE float min_f32(float x, float y)
-{
-    uint32_t xb, yb, rb;
-    float r = (x < y) ? x : y;
 
-    memcpy(&xb, &x, sizeof(xb));
-    memcpy(&yb, &y, sizeof(yb));
-    memcpy(&rb, &r, sizeof(rb));
-    rb = (x == y) ? (xb | yb) : rb;
-    rb = (x != x) ? xb : rb;
-    memcpy(&r, &rb, sizeof(r));
-    return r;
+GS_REDUCE_INLINE void f32_loop(float *d, const float *a, const float *b, size_t n, gs_op_t op)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        d[i] = gs_km_op_f32(a[i], b[i], op);
+    }
 }
 
-/* IEEE maximum: as min_f32 with AND on equality, so +0 wins. The f64
- * twins below follow the same scheme. */
-GS_REDUCE_INLINE float max_f32(float x, float y)
+GS_REDUCE_INLINE void f64_loop(double *d, const double *a, const double *b, size_t n, gs_op_t op)
 {
-    uint32_t xb, yb, rb;
-    float r = (x > y) ? x : y;
+    size_t i;
 
-    memcpy(&xb, &x, sizeof(xb));
-    memcpy(&yb, &y, sizeof(yb));
-    memcpy(&rb, &r, sizeof(rb));
-    rb = (x == y) ? (xb & yb) : rb;
-    rb = (x != x) ? xb : rb;
-    memcpy(&r, &rb, sizeof(r));
-    return r;
-}
-
-GS_REDUCE_INLINE double min_f64(double x, double y)
-{
-    uint64_t xb, yb, rb;
-    double r = (x < y) ? x : y;
-
-    memcpy(&xb, &x, sizeof(xb));
-    memcpy(&yb, &y, sizeof(yb));
-    memcpy(&rb, &r, sizeof(rb));
-    rb = (x == y) ? (xb | yb) : rb;
-    rb = (x != x) ? xb : rb;
-    memcpy(&r, &rb, sizeof(r));
-    return r;
-}
-
-GS_REDUCE_INLINE double max_f64(double x, double y)
-{
-    uint64_t xb, yb, rb;
-    double r = (x > y) ? x : y;
-
-    memcpy(&xb, &x, sizeof(xb));
-    memcpy(&yb, &y, sizeof(yb));
-    memcpy(&rb, &r, sizeof(rb));
-    rb = (x == y) ? (xb & yb) : rb;
-    rb = (x != x) ? xb : rb;
-    memcpy(&r, &rb, sizeof(r));
-    return r;
-}
-
-GS_REDUCE_INLINE float f32_from_bits(uint32_t u)
-{
-    float f;
-
-    memcpy(&f, &u, sizeof(f));
-    return f;
-}
-
-GS_REDUCE_INLINE float bf16_widen(uint16_t h)
-{
-    return f32_from_bits((uint32_t)h << 16);
-}
-
-/*
- * f32 -> bf16 round to nearest even, leaving the result in the top 16 bits
- * (the low 16 are garbage). A NaN only gets its quiet bit set, so rounding
- * cannot carry it into inf.
- * NOTE: the same rounding as gs__f32_to_bf16() in dtype.c, repeated here so
- * that it inlines and vectorises; test_reduce checks that the two agree.
- */
-GS_REDUCE_INLINE uint32_t bf16_round_hi(float f)
-{
-    uint32_t u;
-
-    memcpy(&u, &f, sizeof(u));
-    return (f != f) ? (u | 0x400000u) : (u + 0x7fffu + ((u >> 16) & 1u));
-}
-
-GS_REDUCE_INLINE uint16_t bf16_round(float f)
-{
-    return (uint16_t)(bf16_round_hi(f) >> 16);
-}
-
-GS_REDUCE_INLINE float f32_op(float x, float y, gs_op_t op)
-{
-    switch (op) {
-    case GS_OP_PROD:
-        return x * y;
-    case GS_OP_MIN:
-        return min_f32(x, y);
-    case GS_OP_MAX:
-        return max_f32(x, y);
-    default:
-        return x + y;
+    for (i = 0; i < n; i++) {
+        d[i] = gs_km_op_f64(a[i], b[i], op);
     }
 }
 
@@ -187,14 +105,16 @@ GS_REDUCE_INLINE float f32_op(float x, float y, gs_op_t op)
  * Two bf16 elements in one 32-bit word: each widens to f32 with a single
  * shift or mask and narrows back in place, so the vector loop needs no
  * shuffles (about 3x faster than widening element by element). Both
- * halves get the same treatment, so byte order does not matter.
+ * halves get the same treatment, so byte order does not matter, and each
+ * gives the bits of gs_km_op_bf16 (same widening, op and rounding).
  */
 GS_REDUCE_INLINE uint32_t bf16_pair_op(uint32_t wa, uint32_t wb, gs_op_t op)
 {
-    const float lo = f32_op(f32_from_bits(wa << 16), f32_from_bits(wb << 16), op);
-    const float hi = f32_op(f32_from_bits(wa & 0xffff0000u), f32_from_bits(wb & 0xffff0000u), op);
+    const float lo = gs_km_op_f32(gs_km_f32_from_bits(wa << 16), gs_km_f32_from_bits(wb << 16), op);
+    const float hi = gs_km_op_f32(gs_km_f32_from_bits(wa & 0xffff0000u),
+                                  gs_km_f32_from_bits(wb & 0xffff0000u), op);
 
-    return (bf16_round_hi(lo) >> 16) | (bf16_round_hi(hi) & 0xffff0000u);
+    return (gs_km_f32_to_bf16_hi(lo) >> 16) | (gs_km_f32_to_bf16_hi(hi) & 0xffff0000u);
 }
 
 GS_REDUCE_INLINE void bf16_loop(uint16_t *d, const uint16_t *a, const uint16_t *b, size_t n,
@@ -212,47 +132,59 @@ GS_REDUCE_INLINE void bf16_loop(uint16_t *d, const uint16_t *a, const uint16_t *
         memcpy(d + 2 * i, &wd, sizeof(wd));
     }
     if ((n & 1u) != 0) {
-        d[n - 1] = bf16_round(f32_op(bf16_widen(a[n - 1]), bf16_widen(b[n - 1]), op));
+        d[n - 1] = gs_km_op_bf16(a[n - 1], b[n - 1], op);
     }
 }
 
-/* ---------------------------------------------------------------------- */
-/* Per-dtype loop bodies                                                  */
-/* ---------------------------------------------------------------------- */
-
-GS_REDUCE_INLINE double f64_op(double x, double y, gs_op_t op)
-{
-    switch (op) {
-    case GS_OP_PROD:
-        return x * y;
-    case GS_OP_MIN:
-        return min_f64(x, y);
-    case GS_OP_MAX:
-        return max_f64(x, y);
-    default:
-        return x + y;
-    }
-}
-
-GS_REDUCE_INLINE void f32_loop(float *d, const float *a, const float *b, size_t n, gs_op_t op)
+/* The plain C f16 loop; x86-64 CPUs with F16C never take it, see
+ * reduce_f16_f16c. */
+GS_REDUCE_INLINE void f16_loop(uint16_t *d, const uint16_t *a, const uint16_t *b, size_t n,
+                               gs_op_t op)
 {
     size_t i;
 
     for (i = 0; i < n; i++) {
-        d[i] = f32_op(a[i], b[i], op);
+        d[i] = gs_km_op_f16(a[i], b[i], op);
     }
 }
 
-GS_REDUCE_INLINE void f64_loop(double *d, const double *a, const double *b, size_t n, gs_op_t op)
+GS_REDUCE_INLINE void u8_loop(uint8_t *d, const uint8_t *a, const uint8_t *b, size_t n, gs_op_t op)
 {
     size_t i;
 
     for (i = 0; i < n; i++) {
-        d[i] = f64_op(a[i], b[i], op);
+        d[i] = gs_km_op_u8(a[i], b[i], op);
     }
 }
 
-/* One loop per op (the op a constant inside it) for every float type. */
+GS_REDUCE_INLINE void i8_loop(int8_t *d, const int8_t *a, const int8_t *b, size_t n, gs_op_t op)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        d[i] = gs_km_op_i8(a[i], b[i], op);
+    }
+}
+
+GS_REDUCE_INLINE void i32_loop(int32_t *d, const int32_t *a, const int32_t *b, size_t n, gs_op_t op)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        d[i] = gs_km_op_i32(a[i], b[i], op);
+    }
+}
+
+GS_REDUCE_INLINE void i64_loop(int64_t *d, const int64_t *a, const int64_t *b, size_t n, gs_op_t op)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        d[i] = gs_km_op_i64(a[i], b[i], op);
+    }
+}
+
+/* One loop per op (the op a constant inside it) for every type. */
 GS_REDUCE_INLINE void body_f32(float *d, const float *a, const float *b, size_t n, gs_op_t op)
 {
     switch (op) {
@@ -308,121 +240,93 @@ GS_REDUCE_INLINE void body_bf16(uint16_t *d, const uint16_t *a, const uint16_t *
     }
 }
 
-/* The plain C f16 path goes through dtype.c's scalar conversions (not
- * inlined); x86-64 CPUs with F16C never take it, see reduce_f16_f16c. */
 GS_REDUCE_INLINE void body_f16(uint16_t *d, const uint16_t *a, const uint16_t *b, size_t n,
                                gs_op_t op)
 {
-    size_t i;
-
-    for (i = 0; i < n; i++) {
-        d[i] = gs__f32_to_f16(f32_op(gs__f16_to_f32(a[i]), gs__f16_to_f32(b[i]), op));
+    switch (op) {
+    case GS_OP_PROD:
+        f16_loop(d, a, b, n, GS_OP_PROD);
+        break;
+    case GS_OP_MIN:
+        f16_loop(d, a, b, n, GS_OP_MIN);
+        break;
+    case GS_OP_MAX:
+        f16_loop(d, a, b, n, GS_OP_MAX);
+        break;
+    default:
+        f16_loop(d, a, b, n, GS_OP_SUM);
+        break;
     }
 }
 
-/*
- * Integer bodies. Sum and prod wrap, so they are done on the unsigned type
- * of the same width (signed and unsigned wrap to the same bits, and may
- * alias each other); min and max compare with the element's own sign.
- */
-GS_REDUCE_INLINE void body_u8(uint8_t *d, const uint8_t *a, const uint8_t *b, size_t n,
-                              gs_op_t op)
+GS_REDUCE_INLINE void body_u8(uint8_t *d, const uint8_t *a, const uint8_t *b, size_t n, gs_op_t op)
 {
-    size_t i;
-
     switch (op) {
-    case GS_OP_SUM:
-        for (i = 0; i < n; i++) {
-            d[i] = (uint8_t)(a[i] + b[i]);
-        }
-        break;
     case GS_OP_PROD:
-        for (i = 0; i < n; i++) {
-            d[i] = (uint8_t)((unsigned)a[i] * (unsigned)b[i]);
-        }
+        u8_loop(d, a, b, n, GS_OP_PROD);
         break;
     case GS_OP_MIN:
-    case GS_OP_MAX: /* op is loop-invariant: one compare, one blend */
-        for (i = 0; i < n; i++) {
-            d[i] = ((a[i] < b[i]) == (op == GS_OP_MIN)) ? a[i] : b[i];
-        }
+        u8_loop(d, a, b, n, GS_OP_MIN);
+        break;
+    case GS_OP_MAX:
+        u8_loop(d, a, b, n, GS_OP_MAX);
         break;
     default:
+        u8_loop(d, a, b, n, GS_OP_SUM);
         break;
     }
 }
 
 GS_REDUCE_INLINE void body_i8(int8_t *d, const int8_t *a, const int8_t *b, size_t n, gs_op_t op)
 {
-    size_t i;
-
     switch (op) {
+    case GS_OP_PROD:
+        i8_loop(d, a, b, n, GS_OP_PROD);
+        break;
     case GS_OP_MIN:
-    case GS_OP_MAX: /* op is loop-invariant: one compare, one blend */
-        for (i = 0; i < n; i++) {
-            d[i] = ((a[i] < b[i]) == (op == GS_OP_MIN)) ? a[i] : b[i];
-        }
+        i8_loop(d, a, b, n, GS_OP_MIN);
+        break;
+    case GS_OP_MAX:
+        i8_loop(d, a, b, n, GS_OP_MAX);
         break;
     default:
-        body_u8((uint8_t *)d, (const uint8_t *)a, (const uint8_t *)b, n, op);
+        i8_loop(d, a, b, n, GS_OP_SUM);
         break;
     }
 }
 
-GS_REDUCE_INLINE void body_i32(int32_t *d, const int32_t *a, const int32_t *b, size_t n,
-                               gs_op_t op)
+GS_REDUCE_INLINE void body_i32(int32_t *d, const int32_t *a, const int32_t *b, size_t n, gs_op_t op)
 {
-    uint32_t *ud = (uint32_t *)d;
-    const uint32_t *ua = (const uint32_t *)a, *ub = (const uint32_t *)b;
-    size_t i;
-
     switch (op) {
-    case GS_OP_SUM:
-        for (i = 0; i < n; i++) {
-            ud[i] = ua[i] + ub[i];
-        }
-        break;
     case GS_OP_PROD:
-        for (i = 0; i < n; i++) {
-            ud[i] = ua[i] * ub[i];
-        }
+        i32_loop(d, a, b, n, GS_OP_PROD);
         break;
     case GS_OP_MIN:
-    case GS_OP_MAX: /* op is loop-invariant: one compare, one blend */
-        for (i = 0; i < n; i++) {
-            d[i] = ((a[i] < b[i]) == (op == GS_OP_MIN)) ? a[i] : b[i];
-        }
+        i32_loop(d, a, b, n, GS_OP_MIN);
+        break;
+    case GS_OP_MAX:
+        i32_loop(d, a, b, n, GS_OP_MAX);
         break;
     default:
+        i32_loop(d, a, b, n, GS_OP_SUM);
         break;
     }
 }
 
-GS_REDUCE_INLINE void body_i64(int64_t *d, const int64_t *a, const int64_t *b, size_t n,
-                               gs_op_t op)
+GS_REDUCE_INLINE void body_i64(int64_t *d, const int64_t *a, const int64_t *b, size_t n, gs_op_t op)
 {
-    uint64_t *ud = (uint64_t *)d;
-    const uint64_t *ua = (const uint64_t *)a, *ub = (const uint64_t *)b;
-    size_t i;
-
     switch (op) {
-    case GS_OP_SUM:
-        for (i = 0; i < n; i++) {
-            ud[i] = ua[i] + ub[i];
-        }
-        break;
     case GS_OP_PROD:
-        for (i = 0; i < n; i++) {
-            ud[i] = ua[i] * ub[i];
-        }
+        i64_loop(d, a, b, n, GS_OP_PROD);
         break;
     case GS_OP_MIN:
-    case GS_OP_MAX: /* op is loop-invariant: one compare, one blend */
-        for (i = 0; i < n; i++) {
-            d[i] = ((a[i] < b[i]) == (op == GS_OP_MIN)) ? a[i] : b[i];
-        }
+        i64_loop(d, a, b, n, GS_OP_MIN);
+        break;
+    case GS_OP_MAX:
+        i64_loop(d, a, b, n, GS_OP_MAX);
         break;
     default:
+        i64_loop(d, a, b, n, GS_OP_SUM);
         break;
     }
 }
@@ -432,7 +336,7 @@ GS_REDUCE_INLINE void body_scale_f32(float *buf, size_t n, float divisor)
     size_t i;
 
     for (i = 0; i < n; i++) {
-        buf[i] = buf[i] / divisor;
+        buf[i] = gs_km_scale_f32(buf[i], divisor);
     }
 }
 
@@ -441,10 +345,11 @@ GS_REDUCE_INLINE void body_scale_f64(double *buf, size_t n, double divisor)
     size_t i;
 
     for (i = 0; i < n; i++) {
-        buf[i] = buf[i] / divisor;
+        buf[i] = gs_km_scale_f64(buf[i], divisor);
     }
 }
 
+/* Pairs of bf16 per word, as bf16_loop; each half gives gs_km_scale_bf16's bits. */
 GS_REDUCE_INLINE void body_scale_bf16(uint16_t *buf, size_t n, float divisor)
 {
     const size_t pairs = n / 2;
@@ -454,12 +359,13 @@ GS_REDUCE_INLINE void body_scale_bf16(uint16_t *buf, size_t n, float divisor)
         uint32_t w;
 
         memcpy(&w, buf + 2 * i, sizeof(w));
-        w = (bf16_round_hi(f32_from_bits(w << 16) / divisor) >> 16) |
-            (bf16_round_hi(f32_from_bits(w & 0xffff0000u) / divisor) & 0xffff0000u);
+        w = (gs_km_f32_to_bf16_hi(gs_km_scale_f32(gs_km_f32_from_bits(w << 16), divisor)) >> 16) |
+            (gs_km_f32_to_bf16_hi(gs_km_scale_f32(gs_km_f32_from_bits(w & 0xffff0000u), divisor)) &
+             0xffff0000u);
         memcpy(buf + 2 * i, &w, sizeof(w));
     }
     if ((n & 1u) != 0) {
-        buf[n - 1] = bf16_round(bf16_widen(buf[n - 1]) / divisor);
+        buf[n - 1] = gs_km_scale_bf16(buf[n - 1], divisor);
     }
 }
 
@@ -468,7 +374,7 @@ GS_REDUCE_INLINE void body_scale_f16(uint16_t *buf, size_t n, float divisor)
     size_t i;
 
     for (i = 0; i < n; i++) {
-        buf[i] = gs__f32_to_f16(gs__f16_to_f32(buf[i]) / divisor);
+        buf[i] = gs_km_scale_f16(buf[i], divisor);
     }
 }
 
@@ -541,7 +447,7 @@ GS_REDUCE_CLONES static void scale_bf16_mv(void *buf, size_t n, float divisor)
 #define GS_REDUCE_F16C_TARGET __attribute__((target("avx2,f16c")))
 #define GS_REDUCE_F16C_LANES 8
 
-/* The vector twin of min_f32: select on x < y, OR on equality, keep NaN x. */
+/* The vector twin of gs_km_min_f32: select on x < y, OR on equality, keep NaN x. */
 GS_REDUCE_F16C_TARGET GS_REDUCE_INLINE __m256 f16c_min(__m256 x, __m256 y)
 {
     __m256 r = _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, y, _CMP_LT_OQ));
@@ -573,17 +479,17 @@ GS_REDUCE_F16C_TARGET GS_REDUCE_INLINE __m256 f16c_op(__m256 x, __m256 y, gs_op_
 }
 
 GS_REDUCE_F16C_TARGET GS_REDUCE_INLINE void f16c_step(uint16_t *d, const uint16_t *a,
-                                                   const uint16_t *b, gs_op_t op)
+                                                      const uint16_t *b, gs_op_t op)
 {
     const __m256 x = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)a));
     const __m256 y = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)b));
 
-    _mm_storeu_si128((__m128i *)(void *)d, _mm256_cvtps_ph(f16c_op(x, y, op),
-                                                           _MM_FROUND_TO_NEAREST_INT));
+    _mm_storeu_si128((__m128i *)(void *)d,
+                     _mm256_cvtps_ph(f16c_op(x, y, op), _MM_FROUND_TO_NEAREST_INT));
 }
 
-GS_REDUCE_F16C_TARGET static void reduce_f16_f16c(uint16_t *d, const uint16_t *a,
-                                                  const uint16_t *b, size_t n, gs_op_t op)
+GS_REDUCE_F16C_TARGET static void reduce_f16_f16c(uint16_t *d, const uint16_t *a, const uint16_t *b,
+                                                  size_t n, gs_op_t op)
 {
     const size_t tail = n % GS_REDUCE_F16C_LANES;
     const size_t body = n - tail;
@@ -629,8 +535,8 @@ GS_REDUCE_F16C_TARGET static inline void f16c_scale_step(uint16_t *buf, __m256 d
 {
     const __m256 x = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)buf));
 
-    _mm_storeu_si128((__m128i *)(void *)buf, _mm256_cvtps_ph(_mm256_div_ps(x, divisor),
-                                                             _MM_FROUND_TO_NEAREST_INT));
+    _mm_storeu_si128((__m128i *)(void *)buf,
+                     _mm256_cvtps_ph(_mm256_div_ps(x, divisor), _MM_FROUND_TO_NEAREST_INT));
 }
 
 GS_REDUCE_F16C_TARGET static void scale_f16_f16c(uint16_t *buf, size_t n, float divisor)
