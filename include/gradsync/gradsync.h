@@ -341,6 +341,54 @@ GS_API gs_status_t gs_alltoall(gs_comm_t comm, const void *sendbuf, void *recvbu
 /** @brief Return once every rank has entered the barrier. */
 GS_API gs_status_t gs_barrier(gs_comm_t comm);
 
+/* ===================================================================== */
+/* Options, streams and device buffers                                   */
+/* ===================================================================== */
+/*
+ * Every collective and point-to-point call has an _ex form that takes an
+ * options struct (gs_allreduce_opts_t for all-reduce, which adds the codec
+ * fields, gs_coll_opts_t for the others); NULL options mean the defaults,
+ * and the plain call is the _ex call with NULL.
+ *
+ * Buffers may be host memory or CUDA device memory. The library asks the
+ * CUDA driver where each buffer lives (no flag to set); the buffers of one
+ * call must all be of one kind, else the call fails with
+ * GS_ERR_INVALID_ARG naming the buffer. A library built without CUDA
+ * (gs_info says so) rejects device buffers the same way.
+ *
+ * opts->stream is a cudaStream_t passed as a pointer (gradsync/cuda.h has
+ * typed helpers), NULL for the legacy default stream. It is used only when
+ * the buffers are on a device:
+ * - the call reads the send buffer after the work already queued on the
+ *   stream, and its result is ordered before work queued there later;
+ * - a blocking call returns when recvbuf holds the result;
+ * - its non-blocking twin enqueues and returns a request, which gs_wait()
+ *   or gs_test() complete once the result is there;
+ * - with GS_COLL_F_STREAM_ORDERED the call only enqueues its work on the
+ *   stream and returns (a non-blocking one returns a request that is
+ *   already complete), as NCCL does: the stream orders everything, and the
+ *   caller synchronises the stream before reading recvbuf on the host.
+ *   Only the NCCL path can do that; on the staged path (no NCCL, or ranks
+ *   sharing a GPU) such a call fails with GS_ERR_UNSUPPORTED.
+ * The library never synchronises the device beyond what these semantics
+ * need, and caches its workspaces (streams, events, pinned staging memory)
+ * per communicator: no allocation per call once warm. docs/gpu.md says
+ * which path runs when.
+ */
+
+/** @brief The call only enqueues on the stream (NCCL's semantics); see above. */
+#define GS_COLL_F_STREAM_ORDERED (1u << 0)
+
+/** @brief Options of the _ex collectives. Initialise with GS_COLL_OPTS_INIT; fields are appended only. */
+typedef struct gs_coll_opts {
+    size_t size;    /**< sizeof the struct the caller was built with (set by the INIT macro) */
+    gs_algo_t algo; /**< algorithm; GS_ALGO_AUTO lets the library choose */
+    void *stream;   /**< cudaStream_t for device buffers, or NULL (legacy default stream) */
+    unsigned flags; /**< GS_COLL_F_* */
+} gs_coll_opts_t;
+
+#define GS_COLL_OPTS_INIT {sizeof(gs_coll_opts_t), GS_ALGO_AUTO, NULL, 0u}
+
 /** @brief Options of gs_allreduce_ex(). Initialise with GS_ALLREDUCE_OPTS_INIT; fields are appended only. */
 typedef struct gs_allreduce_opts {
     size_t size;     /**< sizeof the struct the caller was built with (set by the INIT macro) */
@@ -354,18 +402,39 @@ typedef struct gs_allreduce_opts {
      * run a lossy codec without feedback. Used and updated by the call; do not
      * share one between calls in flight. */
     struct gs_ef *ef;
+    void *stream;    /**< cudaStream_t for device buffers, or NULL (legacy default stream) */
+    unsigned flags;  /**< GS_COLL_F_* */
 } gs_allreduce_opts_t;
 
-#define GS_ALLREDUCE_OPTS_INIT {sizeof(gs_allreduce_opts_t), GS_ALGO_AUTO, NULL, NULL}
+#define GS_ALLREDUCE_OPTS_INIT {sizeof(gs_allreduce_opts_t), GS_ALGO_AUTO, NULL, NULL, NULL, 0u}
 
 /**
- * @brief gs_allreduce() with options (algorithm choice; later: codec, stream).
- * @p opts may be NULL (defaults). @return as gs_allreduce(), plus
- * GS_ERR_UNSUPPORTED when the forced algorithm cannot run this all-reduce.
+ * @brief gs_allreduce() with options (algorithm, codec, error feedback,
+ * stream). @p opts may be NULL (defaults). @return as gs_allreduce(), plus
+ * GS_ERR_UNSUPPORTED when the forced algorithm cannot run this all-reduce
+ * or GS_COLL_F_STREAM_ORDERED is asked where only the staged path serves.
  */
 GS_API gs_status_t gs_allreduce_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf,
                                    size_t count, gs_dtype_t dtype, gs_op_t op,
                                    const gs_allreduce_opts_t *opts);
+
+/** @brief gs_broadcast() with options (@p opts may be NULL). */
+GS_API gs_status_t gs_broadcast_ex(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype,
+                                   int root, const gs_coll_opts_t *opts);
+/** @brief gs_reduce() with options (@p opts may be NULL). */
+GS_API gs_status_t gs_reduce_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                                gs_dtype_t dtype, gs_op_t op, int root,
+                                const gs_coll_opts_t *opts);
+/** @brief gs_allgather() with options (@p opts may be NULL). */
+GS_API gs_status_t gs_allgather_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf,
+                                   size_t count, gs_dtype_t dtype, const gs_coll_opts_t *opts);
+/** @brief gs_reduce_scatter() with options (@p opts may be NULL). */
+GS_API gs_status_t gs_reduce_scatter_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf,
+                                        size_t recvcount, gs_dtype_t dtype, gs_op_t op,
+                                        const gs_coll_opts_t *opts);
+/** @brief gs_alltoall() with options (@p opts may be NULL). */
+GS_API gs_status_t gs_alltoall_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf,
+                                  size_t count, gs_dtype_t dtype, const gs_coll_opts_t *opts);
 
 /* ===================================================================== */
 /* Point-to-point                                                        */
@@ -393,6 +462,18 @@ GS_API gs_status_t gs_send(gs_comm_t comm, const void *buf, size_t count, gs_dty
  */
 GS_API gs_status_t gs_recv(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype, int peer,
                            uint32_t tag);
+
+/**
+ * @brief gs_send() and gs_recv() with options (@p opts may be NULL; its
+ * algo must be GS_ALGO_AUTO). Device buffers need the NCCL path, where
+ * messages between two ranks match in the order they were sent (NCCL has
+ * no tags: @p tag must still agree, it is not checked) and GS_ANY_SOURCE
+ * is not available; without NCCL they fail with GS_ERR_UNSUPPORTED.
+ */
+GS_API gs_status_t gs_send_ex(gs_comm_t comm, const void *buf, size_t count, gs_dtype_t dtype,
+                              int peer, uint32_t tag, const gs_coll_opts_t *opts);
+GS_API gs_status_t gs_recv_ex(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype, int peer,
+                              uint32_t tag, const gs_coll_opts_t *opts);
 
 /* ===================================================================== */
 /* Non-blocking operations                                               */
@@ -428,6 +509,28 @@ GS_API gs_status_t gs_isend(gs_comm_t comm, const void *buf, size_t count, gs_dt
                             int peer, uint32_t tag, gs_request_t *req_out);
 GS_API gs_status_t gs_irecv(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype, int peer,
                             uint32_t tag, gs_request_t *req_out);
+
+/* The non-blocking twins of the _ex calls (options as above; NULL: defaults). */
+GS_API gs_status_t gs_ibroadcast_ex(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype,
+                                    int root, const gs_coll_opts_t *opts, gs_request_t *req_out);
+GS_API gs_status_t gs_ireduce_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf,
+                                 size_t count, gs_dtype_t dtype, gs_op_t op, int root,
+                                 const gs_coll_opts_t *opts, gs_request_t *req_out);
+GS_API gs_status_t gs_iallgather_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf,
+                                    size_t count, gs_dtype_t dtype, const gs_coll_opts_t *opts,
+                                    gs_request_t *req_out);
+GS_API gs_status_t gs_ireduce_scatter_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf,
+                                         size_t recvcount, gs_dtype_t dtype, gs_op_t op,
+                                         const gs_coll_opts_t *opts, gs_request_t *req_out);
+GS_API gs_status_t gs_ialltoall_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf,
+                                   size_t count, gs_dtype_t dtype, const gs_coll_opts_t *opts,
+                                   gs_request_t *req_out);
+GS_API gs_status_t gs_isend_ex(gs_comm_t comm, const void *buf, size_t count, gs_dtype_t dtype,
+                               int peer, uint32_t tag, const gs_coll_opts_t *opts,
+                               gs_request_t *req_out);
+GS_API gs_status_t gs_irecv_ex(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype,
+                               int peer, uint32_t tag, const gs_coll_opts_t *opts,
+                               gs_request_t *req_out);
 
 /**
  * @brief Wait for *req to finish, release it and set *req to GS_REQUEST_NULL.

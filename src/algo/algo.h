@@ -5,7 +5,9 @@
  * every algorithm shares (tags, waiting with a deadline) and the entry
  * points of each algorithm. Algorithms run on the communicator's worker
  * thread, one operation at a time, and block (with a deadline) until done.
- * Only algo_select.c chooses which algorithm runs.
+ * Only algo_select.c chooses how a call runs: the path its bytes take, the
+ * scheme (plain or compressed, and which compressed scheme) and the
+ * algorithm (gs_algo_plan_t below).
  */
 #ifndef GS_ALGO_ALGO_H
 #define GS_ALGO_ALGO_H
@@ -29,6 +31,16 @@ typedef enum gs_coll_kind {
     GS_COLL_KIND_COUNT = 9
 } gs_coll_kind_t;
 
+/* Where a call's buffers live (set when the call is validated). */
+typedef enum gs_mem_kind {
+    GS_MEM_HOST = 0,  /* host memory: pageable, pinned or anything the CPU can read */
+    GS_MEM_DEVICE = 1 /* CUDA device (or managed) memory */
+} gs_mem_kind_t;
+
+/* Internal flags of a descriptor (gs_coll_desc_t.flags), beside the public
+ * GS_COLL_F_* bits of gradsync.h (which use the low 16 bits). */
+#define GS_DESC_F_BLOCKING (1u << 16) /* a blocking call: its caller waits for the result */
+
 /* What to run. count is the total element count for allreduce, broadcast
  * and reduce, and the per-rank block for allgather, reduce_scatter and
  * alltoall. root is the root of broadcast/reduce and the peer of send/recv. */
@@ -44,7 +56,51 @@ typedef struct gs_coll_desc {
     gs_algo_t algo; /* resolved by gs__algo_select before running */
     const struct gs_codec_config *codec; /* all-reduce: compress with this codec, or NULL */
     struct gs_ef *ef;                    /* all-reduce: error feedback state, or NULL */
+    gs_mem_kind_t mem;                   /* where the buffers live (all alike) */
+    int device;                          /* GS_MEM_DEVICE: the CUDA device they are on */
+    void *stream;                        /* cudaStream_t the call is ordered on (NULL: legacy) */
+    unsigned flags;                      /* GS_COLL_F_* | GS_DESC_F_* */
+    void *event;                         /* device path: completion event while in flight */
 } gs_coll_desc_t;
+
+/*
+ * How a call runs, decided by gs__algo_plan (algo_select.c) and nowhere
+ * else. Each field selects a row of a table there: the path says where
+ * the bytes go, the scheme whether and how they are compressed, the
+ * algorithm which gradsync algorithm moves them (GS_ALGO_NATIVE on the
+ * NCCL path: NCCL's own collectives).
+ */
+typedef enum gs_path {
+    GS_PATH_HOST = 0,   /* host buffers over the communicator's transport */
+    GS_PATH_NCCL = 1,   /* device buffers through NCCL, ordered on the caller's stream */
+    GS_PATH_STAGED = 2, /* device buffers staged through pinned host memory, host transport */
+    GS_PATH_COUNT = 3
+} gs_path_t;
+
+typedef enum gs_scheme {
+    GS_SCHEME_PLAIN = 0,         /* uncompressed */
+    GS_SCHEME_TWO_PHASE = 1,     /* quantizers, or a sparsifier too dense: algo_compressed.c */
+    GS_SCHEME_SPARSE_GATHER = 2, /* top-k: all-gather of (index, value) payloads (algo_sparse.c) */
+    GS_SCHEME_SPARSE_SHARED = 3, /* random-k: shared indices, dense all-reduce of the k values */
+    GS_SCHEME_COUNT = 4
+} gs_scheme_t;
+
+typedef struct gs_algo_plan {
+    gs_path_t path;
+    gs_scheme_t scheme;
+    gs_algo_t algo;  /* GS_SCHEME_PLAIN: the algorithm; else GS_ALGO_AUTO */
+    const char *why; /* what decided the algorithm: "caller", "GS_ALGO", "cost model", ... */
+} gs_algo_plan_t;
+
+/* Names for logs ("host", "nccl", "staged"; "plain", "two-phase", ...). */
+const char *gs__path_name(gs_path_t path);
+const char *gs__scheme_name(gs_scheme_t scheme);
+
+/* Device capabilities of a context (gs_algo_ctx_t.dev_caps). */
+#define GS_DEV_CAP_NCCL (1u << 0)   /* an NCCL communicator can serve device buffers */
+#define GS_DEV_CAP_STAGED (1u << 1) /* device buffers may be staged through host memory */
+
+struct gs_algo_dev; /* the device context of a communicator (CUDA builds: algo_dev.h) */
 
 /* The cost model's machine parameters (see algo_select.c): seconds per
  * message (alpha), per byte sent on one link (beta), per byte reduced (gamma). */
@@ -114,7 +170,8 @@ typedef struct gs_algo_ctx {
                             * one more than the byte of every compressed payload this rank
                             * flips before sending it (tests only) */
     gs_algo_model_t model; /* all zero: the built-in defaults */
-    uint64_t logged[GS_COLL_KIND_COUNT]; /* size classes whose choice was logged at INFO */
+    /* size classes whose plan was logged at INFO, per collective and (path, scheme) */
+    uint64_t logged[GS_COLL_KIND_COUNT][GS_PATH_COUNT * GS_SCHEME_COUNT];
     gs_algo_hosts_t hosts; /* which ranks share a host (set by the communicator) */
     gs_algo_route_t route; /* ring/chain/tree order: hosts.order, or a sub-group */
     /* Traffic statistics (algo_util.c): per-peer counters, ctx->size entries, or NULL; and
@@ -122,6 +179,8 @@ typedef struct gs_algo_ctx {
      * the request that completes next. */
     struct gs__peer_counters *peer_ctr;
     uint64_t wait_pending_ns;
+    unsigned dev_caps;          /* GS_DEV_CAP_*: 0 in builds without CUDA */
+    struct gs_algo_dev *dev;    /* streams, staging buffers, NCCL; NULL until a device call */
 } gs_algo_ctx_t;
 
 /* A posted transport request and what it is for. */
@@ -279,7 +338,8 @@ gs_status_t gs__ring_ag_chunks(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, cons
 gs_status_t gs__chain_broadcast(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
 gs_status_t gs__chain_reduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
 gs_status_t gs__direct_alltoall(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
-/* Compressed all-reduce (algo_compressed.c): d->codec set, float dtype, SUM or AVG. */
+/* Compressed all-reduce, two-phase scheme (algo_compressed.c): d->codec set,
+ * float dtype, SUM or AVG; the sparse schemes are algo_comp.h's. */
 gs_status_t gs__compressed_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
 gs_status_t gs__direct_barrier(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
 gs_status_t gs__p2p_post(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, gs_algo_req_t *r);
@@ -301,10 +361,26 @@ typedef struct gs_algo_policy {
  * Returns GS_OK or GS_ERR_INVALID_ARG naming the bad entry. */
 gs_status_t gs__algo_policy_parse(const char *text, gs_algo_policy_t *out);
 
-/* Choose the algorithm for *d (d->algo set by the caller wins, then the
- * policy, then the model) and run it. Returns the algorithm's status, or
- * GS_ERR_UNSUPPORTED when a forced algorithm cannot run this collective. */
+/*
+ * Decide how *d runs (pure but for the INFO line, logged once per
+ * collective, plan and size class): the path from the buffers' memory kind
+ * and ctx->dev_caps, the scheme from d->codec (a density rule every rank
+ * evaluates alike), the algorithm from d->algo set by the caller, then the
+ * policy, then the cost model. Returns GS_OK, or GS_ERR_UNSUPPORTED (with
+ * text) when a forced algorithm cannot run this collective or no path
+ * serves these buffers.
+ */
+gs_status_t gs__algo_plan(gs_algo_ctx_t *ctx, const gs_algo_policy_t *policy,
+                          const gs_coll_desc_t *d, gs_algo_plan_t *plan_out);
+
+/* Plan *d (gs__algo_plan), set d->algo to the plan's algorithm and run it.
+ * Returns the run's status or the plan's error. */
 gs_status_t gs__algo_run(gs_algo_ctx_t *ctx, const gs_algo_policy_t *policy, gs_coll_desc_t *d);
+
+/* Run *d as @p plan says on the host path (the gradsync algorithms and the
+ * compressed schemes over ctx's transport). The staged device path calls
+ * it on host copies of the buffers. */
+gs_status_t gs__algo_run_host(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo_plan_t *plan);
 
 /*
  * The fold of recursive doubling and Rabenseifner (pattern_rd.h), shared by

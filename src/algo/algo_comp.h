@@ -33,23 +33,12 @@ typedef struct gs_comp_xchg {
 gs_status_t gs__comp_exchange(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint32_t phase,
                               const gs_comp_xchg_t *x);
 
-/* Which path a compressed all-reduce takes (decided from the configuration,
- * count, dtype and world size alone, so every rank agrees without a message). */
-typedef enum gs_sparse_path {
-    GS_SPARSE_NO = 0,     /* a quantizer, or a sparsifier too dense: two-phase scheme */
-    GS_SPARSE_GATHER = 1, /* top-k: all-gather of (index, value) payloads and a sum */
-    GS_SPARSE_SHARED = 2  /* random-k: shared indices, dense all-reduce of the k values */
-} gs_sparse_path_t;
-
-/* The path for @p d on @p n ranks. Pure; a configuration that does not
- * resolve gives GS_SPARSE_NO (the two-phase path then reports it). */
-gs_sparse_path_t gs__sparse_path(const gs_coll_desc_t *d, int n);
-
-/* Run the sparse all-reduce of @p d along @p path (GATHER or SHARED).
+/* Run the sparse all-reduce of @p d along @p scheme (GS_SCHEME_SPARSE_GATHER
+ * or GS_SCHEME_SPARSE_SHARED, as gs__algo_plan chose).
  * Collective, blocking. Returns GS_OK; GS_ERR_PROTOCOL for a malformed
  * payload from a peer or ranks that disagree on the random-k draw;
  * GS_ERR_NO_MEMORY; the transport's errors. */
 gs_status_t gs__sparse_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
-                                 gs_sparse_path_t path);
+                                 gs_scheme_t scheme);
 
 #endif /* GS_ALGO_ALGO_COMP_H */

@@ -22,10 +22,10 @@
  * codecs): receives are posted with the codec's upper bound and the real
  * length comes from the transport.
  *
- * Sparsifiers (top-k, random-k) take the paths of algo_sparse.c (an
+ * Sparsifiers (top-k, random-k) take the schemes of algo_sparse.c (an
  * all-gather of (index, value) pairs, or a dense all-reduce of the k values
  * of a shared random draw) unless the result would be at least as dense as
- * the tensor; only then do they run through this scheme, sparsified once
+ * the tensor (gs__algo_plan decides); only then do they run through this scheme, sparsified once
  * by the sender and once by the owner, both residuals keeping what was
  * dropped. Odd world sizes and counts < n need nothing special: chunks may
  * be empty, and an empty chunk still sends its header.
@@ -574,15 +574,10 @@ static gs_status_t comp_post_receives(comp_state_t *st)
 gs_status_t gs__compressed_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
 {
     comp_state_t st;
-    gs_sparse_path_t path;
     gs_status_t status;
 
     if (d->count == 0) {
         return GS_OK;
-    }
-    path = gs__sparse_path(d, ctx->size);
-    if (path != GS_SPARSE_NO) {
-        return gs__sparse_allreduce(ctx, d, path);
     }
     memset(&st, 0, sizeof(st));
     st.ctx = ctx;

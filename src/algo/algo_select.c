@@ -1,9 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Algorithm selection: the only place that decides which algorithm runs.
- * Precedence: the caller's explicit choice (gs_allreduce_ex opts.algo), then
- * GS_ALGO, then the cost model. It does not run anything itself and keeps
- * no state but the per-communicator "already logged" bits in the context.
+ * Selection: the only place that decides how a call runs (gs__algo_plan).
+ * Three choices, each a row of a table below, in this order:
+ * - the path: host buffers go over the communicator's transport; device
+ *   buffers go through NCCL when the context has it and the call is plain
+ *   with no gradsync algorithm forced, and are staged through pinned host
+ *   memory otherwise (path_table);
+ * - the scheme: plain, or for a codec the two-phase scheme, or a sparse
+ *   one when the sparse result stays smaller than the tensor (a rule on
+ *   the configuration, count, dtype and world size that every rank
+ *   evaluates alike, without a message);
+ * - the algorithm (plain scheme): the caller's explicit choice
+ *   (opts.algo), then GS_ALGO, then the cost model.
+ * It keeps no state but the per-communicator "already logged" bits in the
+ * context: each (collective, path and scheme, size class) is logged once
+ * at INFO.
  *
  * The model is alpha-beta-gamma (Hockney, with Rabenseifner's reduction
  * term): a message costs alpha, every byte a rank sends costs beta, every
@@ -32,9 +43,12 @@
 #include <string.h>
 
 #include "algo/algo.h"
+#include "algo/algo_comp.h"
+#include "algo/algo_dev.h"
 #include "algo/algo_native.h"
 #include "algo/pattern_rd.h"
 #include "algo/pattern_tree.h"
+#include "compress/codec.h"
 #include "core/dtype.h"
 #include "core/env_table.h"
 #include "core/error.h"
@@ -57,6 +71,32 @@ static const char *const algo_names[GS_ALGO_COUNT] = {GS_ALGO_MAP(GS_ALGO_NAME_R
 #undef GS_ALGO_NAME_ROW
 
 typedef gs_status_t (*algo_fn_t)(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
+typedef gs_status_t (*path_fn_t)(gs_algo_ctx_t *ctx, gs_coll_desc_t *d,
+                                 const gs_algo_plan_t *plan);
+
+static const char *const path_names[GS_PATH_COUNT] = {
+    [GS_PATH_HOST] = "host",
+    [GS_PATH_NCCL] = "nccl",
+    [GS_PATH_STAGED] = "staged",
+};
+
+static const char *const scheme_names[GS_SCHEME_COUNT] = {
+    [GS_SCHEME_PLAIN] = "plain",
+    [GS_SCHEME_TWO_PHASE] = "two-phase",
+    [GS_SCHEME_SPARSE_GATHER] = "sparse gather",
+    [GS_SCHEME_SPARSE_SHARED] = "sparse shared",
+};
+
+/* Who runs each path (NULL: not built in; the plan never picks it). */
+static const path_fn_t path_table[GS_PATH_COUNT] = {
+    [GS_PATH_HOST] = gs__algo_run_host,
+#ifdef GS_WITH_NCCL
+    [GS_PATH_NCCL] = gs__dev_run_nccl,
+#endif
+#ifdef GS_WITH_CUDA
+    [GS_PATH_STAGED] = gs__dev_run_staged,
+#endif
+};
 
 /* Which algorithm implements which collective (NULL: not offered). */
 static const algo_fn_t algo_table[GS_COLL_KIND_COUNT][GS_ALGO_COUNT] = {
@@ -376,23 +416,29 @@ static int algo_size_class(size_t bytes)
     return c;
 }
 
-/* INFO line, once per (collective, size class) per communicator. */
-static void algo_log_choice(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, gs_algo_t algo,
-                            const char *why)
+/* INFO line, once per (collective, path and scheme, size class) per
+ * communicator. The host path's plain line reads as it always has. */
+static void algo_log_choice(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
+                            const gs_algo_plan_t *plan)
 {
     const size_t bytes = algo_bytes(d);
     const int cls = algo_size_class(bytes);
     const uint64_t bit = 1ull << cls;
     const gs_algo_shape_t shape = algo_shape(ctx);
+    const int row = (int)plan->path * GS_SCHEME_COUNT + (int)plan->scheme;
     char costs[320];
+    char what[96];
     size_t used = 0;
 
-    if (!gs__log_enabled(GS_LOG_INFO, GS_SUBSYS_ALGO) || ((ctx->logged[d->kind] & bit) != 0)) {
+    if (!gs__log_enabled(GS_LOG_INFO, GS_SUBSYS_ALGO) ||
+        ((ctx->logged[d->kind][row] & bit) != 0)) {
         return;
     }
-    ctx->logged[d->kind] |= bit;
+    ctx->logged[d->kind][row] |= bit;
     costs[0] = '\0';
-    for (int a = 1; (a < GS_ALGO_COUNT) && (used < sizeof(costs)); a++) {
+    for (int a = 1; (a < GS_ALGO_COUNT) && (used < sizeof(costs)) &&
+                    (plan->scheme == GS_SCHEME_PLAIN) && (plan->path != GS_PATH_NCCL);
+         a++) {
         const double c = gs__algo_cost_shape(&ctx->model, d->kind, (gs_algo_t)a, &shape, bytes,
                                              ctx->slice_bytes);
         if (c >= 0.0) {
@@ -401,11 +447,20 @@ static void algo_log_choice(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, gs_algo
             used += (w > 0) ? (size_t)w : 0;
         }
     }
+    snprintf(what, sizeof(what), "%s%s%s%s",
+             (plan->scheme == GS_SCHEME_PLAIN) ? algo_names[plan->algo]
+                                               : scheme_names[plan->scheme],
+             (plan->scheme == GS_SCHEME_PLAIN) ? "" : " compressed",
+             (plan->path == GS_PATH_HOST) ? "" : " on the ",
+             (plan->path == GS_PATH_HOST) ? "" : path_names[plan->path]);
+    if (plan->path != GS_PATH_HOST) {
+        snprintf(what + strlen(what), sizeof(what) - strlen(what), " path");
+    }
     GS_INFO(ALGO,
-            "%s of %zu bytes (size class %llu..%llu) on %d ranks, %d hosts: %s (%s; model: %s)",
+            "%s of %zu bytes (size class %llu..%llu) on %d ranks, %d hosts: %s (%s%s%s)",
             coll_names[d->kind], bytes, (cls == 0) ? 0ull : (unsigned long long)(bit >> 1),
-            (cls == 0) ? 0ull : (unsigned long long)(bit - 1ull), ctx->size, shape.nhosts,
-            algo_names[algo], why, costs);
+            (cls == 0) ? 0ull : (unsigned long long)(bit - 1ull), ctx->size, shape.nhosts, what,
+            plan->why, (costs[0] != '\0') ? "; model: " : "", costs);
 }
 
 const char *gs__algo_name(gs_algo_t algo)
@@ -498,32 +553,148 @@ gs_status_t gs__algo_policy_parse(const char *text, gs_algo_policy_t *out)
     return GS_OK;
 }
 
+const char *gs__path_name(gs_path_t path)
+{
+    return ((unsigned)path < GS_PATH_COUNT) ? path_names[path] : "unknown";
+}
+
+const char *gs__scheme_name(gs_scheme_t scheme)
+{
+    return ((unsigned)scheme < GS_SCHEME_COUNT) ? scheme_names[scheme] : "unknown";
+}
+
+/*
+ * The scheme of a compressed all-reduce. Sparsifiers take their own
+ * schemes unless the result would be at least as dense as the tensor:
+ * random-k when k values are fewer bytes than the tensor, top-k when the
+ * union of n * k (index, value) pairs is. Anything the two-phase scheme
+ * would reject goes there, to be reported.
+ */
+static gs_scheme_t algo_scheme(const gs_coll_desc_t *d, int n)
+{
+    gs_codec_resolved_t rc;
+    gs_codec_params_t p;
+    size_t dense, pair_bytes;
+
+    if (d->codec == NULL) {
+        return GS_SCHEME_PLAIN;
+    }
+    if ((gs__codec_resolve(d->codec, &rc) != GS_OK) ||
+        ((rc.ops->flags & GS_CODEC_F_SPARSE) == 0) || !gs__dtype_is_float(d->dtype) ||
+        (d->count > GS_CODEC_MAX_COUNT)) {
+        gs__error_clear();
+        return GS_SCHEME_TWO_PHASE;
+    }
+    if (gs__codec_params(&rc, d->count, &p) != GS_OK) {
+        gs__error_clear(); /* past 2^32 - 1 elements: the chunks of the two-phase path may fit */
+        return GS_SCHEME_TWO_PHASE;
+    }
+    dense = d->count * gs__dtype_size(d->dtype); /* count <= SIZE_MAX / 16: no overflow */
+    if (rc.ops->wire_id == GS_CODEC_RANDK) {
+        return ((size_t)p.param * sizeof(float) >= dense) ? GS_SCHEME_TWO_PHASE
+                                                           : GS_SCHEME_SPARSE_SHARED;
+    }
+    /* top-k: the union of n * k pairs against the dense tensor, as
+     * n * 8k >= dense without overflow. */
+    pair_bytes = (size_t)p.param * (sizeof(uint32_t) + sizeof(float));
+    return (pair_bytes >= (dense + (size_t)n - 1) / (size_t)n) ? GS_SCHEME_TWO_PHASE
+                                                                : GS_SCHEME_SPARSE_GATHER;
+}
+
+/*
+ * The path of device buffers: NCCL when the context has it, the call is
+ * plain and no gradsync algorithm is forced (GS_ALGO_AUTO, or
+ * GS_ALGO_NATIVE, which asks for the transport's own collectives);
+ * otherwise staged through host memory, where every gradsync algorithm
+ * and codec runs as on host buffers.
+ */
+static gs_path_t algo_path(const gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, gs_scheme_t scheme,
+                           gs_algo_t forced)
+{
+    if (d->mem != GS_MEM_DEVICE) {
+        return GS_PATH_HOST;
+    }
+    if (((ctx->dev_caps & GS_DEV_CAP_NCCL) != 0) && (scheme == GS_SCHEME_PLAIN) &&
+        ((forced == GS_ALGO_AUTO) || (forced == GS_ALGO_NATIVE))) {
+        return GS_PATH_NCCL;
+    }
+    return GS_PATH_STAGED;
+}
+
+gs_status_t gs__algo_plan(gs_algo_ctx_t *ctx, const gs_algo_policy_t *policy,
+                          const gs_coll_desc_t *d, gs_algo_plan_t *plan_out)
+{
+    gs_algo_plan_t plan = {.path = GS_PATH_HOST, .scheme = GS_SCHEME_PLAIN,
+                           .algo = d->algo, .why = "caller"};
+
+    if ((unsigned)d->kind >= GS_COLL_KIND_COUNT) {
+        return gs__error_set(GS_ERR_INTERNAL, "%s: unknown collective %d", ctx->opname,
+                             (int)d->kind);
+    }
+    if ((plan.algo == GS_ALGO_AUTO) && (policy != NULL)) {
+        plan.algo = policy->forced[d->kind];
+        plan.why = "GS_ALGO";
+    }
+    if (d->kind == GS_COLL_ALLREDUCE) {
+        plan.scheme = algo_scheme(d, ctx->size);
+    }
+    plan.path = algo_path(ctx, d, plan.scheme, plan.algo);
+    if (path_table[plan.path] == NULL) {
+        return gs__error_set(GS_ERR_UNSUPPORTED,
+                             "%s: the %s path is not built into this library (device buffers "
+                             "need a build with GS_WITH_CUDA)",
+                             ctx->opname, path_names[plan.path]);
+    }
+    if (plan.scheme != GS_SCHEME_PLAIN) {
+        plan.algo = GS_ALGO_AUTO;
+        plan.why = "codec";
+    } else if (plan.path == GS_PATH_NCCL) {
+        plan.algo = GS_ALGO_NATIVE;
+        plan.why = "device buffers";
+    } else {
+        if (plan.algo == GS_ALGO_AUTO) {
+            const gs_algo_shape_t shape = algo_shape(ctx);
+            plan.algo = gs__algo_choose_shape(&ctx->model, d->kind, &shape, algo_bytes(d),
+                                              ctx->slice_bytes);
+            plan.why = "cost model";
+        }
+        if (((unsigned)plan.algo >= GS_ALGO_COUNT) ||
+            (algo_table[d->kind][plan.algo] == NULL)) {
+            return gs__error_set(GS_ERR_UNSUPPORTED, "%s: algorithm '%s' does not implement %s",
+                                 ctx->opname, gs__algo_name(plan.algo), coll_names[d->kind]);
+        }
+    }
+    algo_log_choice(ctx, d, &plan);
+    *plan_out = plan;
+    return GS_OK;
+}
+
+gs_status_t gs__algo_run_host(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo_plan_t *plan)
+{
+    switch (plan->scheme) {
+    case GS_SCHEME_PLAIN:
+        GS_TRACE(ALGO, "%s: %s count %zu with %s", ctx->opname, coll_names[d->kind], d->count,
+                 algo_names[plan->algo]);
+        return algo_table[d->kind][plan->algo](ctx, d);
+    case GS_SCHEME_TWO_PHASE:
+        return gs__compressed_allreduce(ctx, d);
+    case GS_SCHEME_SPARSE_GATHER:
+    case GS_SCHEME_SPARSE_SHARED:
+        return gs__sparse_allreduce(ctx, d, plan->scheme);
+    default:
+        return gs__error_set(GS_ERR_INTERNAL, "%s: unknown scheme %d", ctx->opname,
+                             (int)plan->scheme);
+    }
+}
+
 gs_status_t gs__algo_run(gs_algo_ctx_t *ctx, const gs_algo_policy_t *policy, gs_coll_desc_t *d)
 {
-    gs_algo_t algo = d->algo;
-    const char *why = "caller";
-    algo_fn_t fn;
+    gs_algo_plan_t plan;
+    gs_status_t status = gs__algo_plan(ctx, policy, d, &plan);
 
-    if ((algo == GS_ALGO_AUTO) && (policy != NULL)) {
-        algo = policy->forced[d->kind];
-        why = "GS_ALGO";
+    if (status != GS_OK) {
+        return status;
     }
-    if (algo == GS_ALGO_AUTO) {
-        const gs_algo_shape_t shape = algo_shape(ctx);
-        algo = gs__algo_choose_shape(&ctx->model, d->kind, &shape, algo_bytes(d),
-                                     ctx->slice_bytes);
-        why = "cost model";
-    }
-    if (((unsigned)algo >= GS_ALGO_COUNT) || (algo_table[d->kind][algo] == NULL)) {
-        return gs__error_set(GS_ERR_UNSUPPORTED, "%s: algorithm '%s' does not implement %s",
-                             ctx->opname,
-                             ((unsigned)algo < GS_ALGO_COUNT) ? algo_names[algo] : "unknown",
-                             coll_names[d->kind]);
-    }
-    d->algo = algo;
-    fn = algo_table[d->kind][algo];
-    algo_log_choice(ctx, d, algo, why);
-    GS_TRACE(ALGO, "%s: %s count %zu with %s", ctx->opname, coll_names[d->kind], d->count,
-             algo_names[algo]);
-    return fn(ctx, d);
+    d->algo = plan.algo;
+    return path_table[plan.path](ctx, d, &plan);
 }

@@ -3,7 +3,7 @@
  * Compressed all-reduce for the sparsifiers (top-k, random-k): no second
  * sparsification, no server residual.
  *
- * top-k (GS_SPARSE_GATHER): every rank adds its worker residual, keeps its
+ * top-k (GS_SCHEME_SPARSE_GATHER): every rank adds its worker residual, keeps its
  * own k largest, and sends the (index, value) payload to every peer (an
  * all-gather over all peers at once). Every rank decodes the n payloads in
  * rank order into an f32 sum (indices checked < count before any write;
@@ -11,7 +11,7 @@
  * converts to the tensor's dtype: all ranks end bit-identical. Wire bytes
  * per rank: (n-1) * 8k, against 2(n-1)/n * 4 count for the uncompressed ring.
  *
- * random-k (GS_SPARSE_SHARED): the indices are a function of the seed, the
+ * random-k (GS_SCHEME_SPARSE_SHARED): the indices are a function of the seed, the
  * count and k (codec_randk.c), and the seed of every step is cfg.seed plus
  * the error-feedback step, equal on every rank. So every rank draws the
  * same k coordinates and only the values need summing: a plain dense
@@ -27,7 +27,7 @@
  * gs_ef_t) keeps what this rank did not send. The sum is not sparsified
  * again, so there is nothing for a server residual to keep.
  *
- * Dense fallback (gs__sparse_path): when the union of the pairs would be
+ * Dense fallback (decided by gs__algo_plan in algo_select.c): when the union of the pairs would be
  * at least as large as the dense tensor (n * k * 8 >= count * dtype size
  * for top-k; k * 4 >= count * dtype size for random-k), the two-phase
  * scheme of algo_compressed.c runs instead. The rule uses only the
@@ -50,32 +50,6 @@
 static size_t sparse_align(size_t x)
 {
     return (x + SPARSE_ALIGN - 1) & ~(size_t)(SPARSE_ALIGN - 1);
-}
-
-gs_sparse_path_t gs__sparse_path(const gs_coll_desc_t *d, int n)
-{
-    gs_codec_resolved_t rc;
-    gs_codec_params_t p;
-    size_t dense, pair_bytes;
-
-    /* Anything the two-phase path would reject goes there, to be reported. */
-    if ((d->codec == NULL) || (gs__codec_resolve(d->codec, &rc) != GS_OK) ||
-        ((rc.ops->flags & GS_CODEC_F_SPARSE) == 0) || !gs__dtype_is_float(d->dtype) ||
-        (d->count > GS_CODEC_MAX_COUNT)) {
-        return GS_SPARSE_NO;
-    }
-    if (gs__codec_params(&rc, d->count, &p) != GS_OK) {
-        gs__error_clear(); /* past 2^32 - 1 elements: the chunks of the two-phase path may fit */
-        return GS_SPARSE_NO;
-    }
-    dense = d->count * gs__dtype_size(d->dtype); /* count <= SIZE_MAX / 16: no overflow */
-    if (rc.ops->wire_id == GS_CODEC_RANDK) {
-        return ((size_t)p.param * sizeof(float) >= dense) ? GS_SPARSE_NO : GS_SPARSE_SHARED;
-    }
-    /* top-k: the union of n * k pairs against the dense tensor, as
-     * n * 8k >= dense without overflow. */
-    pair_bytes = (size_t)p.param * (sizeof(uint32_t) + sizeof(float));
-    return (pair_bytes >= (dense + (size_t)n - 1) / (size_t)n) ? GS_SPARSE_NO : GS_SPARSE_GATHER;
 }
 
 /* dst (count elements of dtype) = acc, rounded once per element. */
@@ -327,7 +301,7 @@ static gs_status_t sparse_shared(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
     return status;
 }
 
-gs_status_t gs__sparse_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, gs_sparse_path_t path)
+gs_status_t gs__sparse_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, gs_scheme_t scheme)
 {
-    return (path == GS_SPARSE_SHARED) ? sparse_shared(ctx, d) : sparse_gather(ctx, d);
+    return (scheme == GS_SCHEME_SPARSE_SHARED) ? sparse_shared(ctx, d) : sparse_gather(ctx, d);
 }

@@ -15,6 +15,7 @@
 #include "compress/codec.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/memkind.h"
 
 /* Reject a message of more than 2^50 bytes (the wire's limit is 2^44 per
  * slice; this keeps every byte computation far from overflow). */
@@ -113,8 +114,101 @@ static gs_status_t coll_check_codec(const char *fn, const gs_coll_desc_t *d)
     return GS_OK;
 }
 
+/* One buffer of a call and whether the call reads or writes it. */
+typedef struct coll_buf {
+    const char *name;
+    const void *ptr;
+} coll_buf_t;
+
+/*
+ * The memory kind of the call's buffers (the ones it touches on this
+ * rank): all host, or all on one CUDA device of a build with CUDA.
+ * Sets d->mem and d->device. Returns GS_OK or GS_ERR_INVALID_ARG naming
+ * the buffer and saying why.
+ */
+static gs_status_t coll_check_mem(const char *fn, gs_comm_t comm, gs_coll_desc_t *d)
+{
+    coll_buf_t bufs[2];
+    int nbufs = 0;
+    int dev_of[2] = {-1, -1};
+    int first_dev = -1;
+
+    if (d->count == 0) {
+        return GS_OK;
+    }
+    switch (d->kind) {
+    case GS_COLL_BROADCAST:
+        bufs[nbufs++] = (coll_buf_t){"buf", d->recvbuf};
+        break;
+    case GS_COLL_SEND:
+        bufs[nbufs++] = (coll_buf_t){"buf", d->sendbuf};
+        break;
+    case GS_COLL_RECV:
+        bufs[nbufs++] = (coll_buf_t){"buf", d->recvbuf};
+        break;
+    case GS_COLL_REDUCE:
+        bufs[nbufs++] = (coll_buf_t){"sendbuf", d->sendbuf};
+        if ((comm->rank == d->root) && (d->recvbuf != d->sendbuf)) {
+            bufs[nbufs++] = (coll_buf_t){"recvbuf", d->recvbuf};
+        }
+        break;
+    case GS_COLL_BARRIER:
+        return GS_OK;
+    default:
+        bufs[nbufs++] = (coll_buf_t){"sendbuf", d->sendbuf};
+        bufs[nbufs++] = (coll_buf_t){"recvbuf", d->recvbuf};
+        break;
+    }
+    for (int i = 0; i < nbufs; i++) {
+        int dev = 0;
+
+        if (gs__mem_is_device(bufs[i].ptr, &dev)) {
+            dev_of[i] = dev;
+            if (first_dev < 0) {
+                first_dev = i;
+            }
+        }
+    }
+    if (first_dev < 0) {
+        d->mem = GS_MEM_HOST;
+        return GS_OK;
+    }
+#ifndef GS_WITH_CUDA
+    return gs__error_set(GS_ERR_INVALID_ARG,
+                         "%s: %s is CUDA device memory (device %d), but this gradsync was built "
+                         "without CUDA: rebuild with -DGS_WITH_CUDA=ON, or pass host memory",
+                         fn, bufs[first_dev].name, dev_of[first_dev]);
+#else
+    for (int i = 0; i < nbufs; i++) {
+        if (dev_of[i] < 0) {
+            return gs__error_set(GS_ERR_INVALID_ARG,
+                                 "%s: %s is CUDA device memory (device %d) but %s is host "
+                                 "memory: the buffers of one call must be of one kind",
+                                 fn, bufs[first_dev].name, dev_of[first_dev], bufs[i].name);
+        }
+        if (dev_of[i] != dev_of[first_dev]) {
+            return gs__error_set(GS_ERR_INVALID_ARG,
+                                 "%s: %s is on CUDA device %d but %s on device %d: the buffers "
+                                 "of one call must be on one device",
+                                 fn, bufs[first_dev].name, dev_of[first_dev], bufs[i].name,
+                                 dev_of[i]);
+        }
+    }
+    if ((d->codec != NULL) && (d->flags & GS_COLL_F_STREAM_ORDERED)) {
+        return gs__error_set(GS_ERR_UNSUPPORTED,
+                             "%s: GS_COLL_F_STREAM_ORDERED with a codec: compressed calls on "
+                             "device buffers are staged through host memory and wait for the "
+                             "result",
+                             fn);
+    }
+    d->mem = GS_MEM_DEVICE;
+    d->device = dev_of[first_dev];
+    return GS_OK;
+#endif
+}
+
 /* Validate a descriptor completely; returns GS_OK or the first problem. */
-static gs_status_t coll_validate(const char *fn, gs_comm_t comm, const gs_coll_desc_t *d)
+static gs_status_t coll_validate(const char *fn, gs_comm_t comm, gs_coll_desc_t *d)
 {
     const size_t n = (size_t)((comm != NULL) ? comm->size : 1);
     gs_status_t status = coll_check_comm(fn, comm);
@@ -193,12 +287,22 @@ static gs_status_t coll_validate(const char *fn, gs_comm_t comm, const gs_coll_d
     default:
         status = gs__error_set(GS_ERR_INTERNAL, "%s: unknown operation kind %d", fn, (int)d->kind);
     }
+    if ((status == GS_OK) && (d->kind != GS_COLL_ALLREDUCE) && (d->algo != GS_ALGO_AUTO) &&
+        !gs__algo_offers(d->kind, d->algo)) {
+        status = gs__error_set(GS_ERR_UNSUPPORTED, "%s: opts->algo %d does not implement %s", fn,
+                               (int)d->algo, gs__coll_name(d->kind));
+    }
+    if (status == GS_OK) {
+        status = coll_check_mem(fn, comm, d);
+    }
     return status;
 }
 
-static gs_status_t coll_blocking(const char *fn, gs_comm_t comm, const gs_coll_desc_t *d)
+static gs_status_t coll_blocking(const char *fn, gs_comm_t comm, const gs_coll_desc_t *d_in)
 {
     struct gs_request req;
+    gs_coll_desc_t dv = *d_in;
+    gs_coll_desc_t *d = &dv;
     gs_status_t status = coll_validate(fn, comm, d);
 
     if (status != GS_OK) {
@@ -208,8 +312,9 @@ static gs_status_t coll_blocking(const char *fn, gs_comm_t comm, const gs_coll_d
     req.task.run = gs__comm_run_task;
     req.task.test = gs__comm_test_task;
     req.comm = comm;
+    d->flags |= GS_DESC_F_BLOCKING;
     req.desc = *d;
-    if ((d->kind == GS_COLL_SEND) || (d->kind == GS_COLL_RECV)) {
+    if (((d->kind == GS_COLL_SEND) || (d->kind == GS_COLL_RECV)) && (d->mem == GS_MEM_HOST)) {
         /* Point-to-point stays in flight on the worker. */
         status = gs__worker_submit(&comm->worker, &req.task);
         if (status != GS_OK) {
@@ -224,10 +329,12 @@ static gs_status_t coll_blocking(const char *fn, gs_comm_t comm, const gs_coll_d
     return gs__worker_run_blocking(&comm->worker, &req.task);
 }
 
-static gs_status_t coll_nonblocking(const char *fn, gs_comm_t comm, const gs_coll_desc_t *d,
+static gs_status_t coll_nonblocking(const char *fn, gs_comm_t comm, const gs_coll_desc_t *d_in,
                                     gs_request_t *req_out)
 {
     struct gs_request *req;
+    gs_coll_desc_t dv = *d_in;
+    gs_coll_desc_t *d = &dv;
     gs_status_t status;
 
     if (req_out == NULL) {
@@ -255,90 +362,288 @@ static gs_status_t coll_nonblocking(const char *fn, gs_comm_t comm, const gs_col
 }
 
 /* Fields of a caller's options struct, read only when they fit in its size. */
-#define OPTS_HAS(_opts, _field) \
-    (((_opts) != NULL) &&       \
-     ((_opts)->size >= offsetof(gs_allreduce_opts_t, _field) + sizeof((_opts)->_field)))
+#define OPTS_HAS(_type, _opts, _field) \
+    (((_opts) != NULL) && ((_opts)->size >= offsetof(_type, _field) + sizeof((_opts)->_field)))
 
-static gs_algo_t coll_opts_algo(const gs_allreduce_opts_t *opts)
+/* The options every call understands, from either options struct. */
+typedef struct coll_opts {
+    gs_algo_t algo;
+    const struct gs_codec_config *codec;
+    struct gs_ef *ef;
+    void *stream;
+    unsigned flags;
+} coll_opts_t;
+
+static coll_opts_t coll_opts(const gs_coll_opts_t *o)
 {
-    return OPTS_HAS(opts, algo) ? opts->algo : GS_ALGO_AUTO;
+    coll_opts_t r = {.algo = GS_ALGO_AUTO};
+
+    r.algo = OPTS_HAS(gs_coll_opts_t, o, algo) ? o->algo : GS_ALGO_AUTO;
+    r.stream = OPTS_HAS(gs_coll_opts_t, o, stream) ? o->stream : NULL;
+    r.flags = OPTS_HAS(gs_coll_opts_t, o, flags) ? o->flags : 0u;
+    return r;
 }
 
-/* The codec to run, or NULL for none (absent, NULL, or GS_CODEC_NONE). */
-static const struct gs_codec_config *coll_opts_codec(const gs_allreduce_opts_t *opts)
+static coll_opts_t coll_allreduce_opts(const gs_allreduce_opts_t *o)
 {
-    const gs_codec_config_t *cfg = OPTS_HAS(opts, codec) ? opts->codec : NULL;
+    const gs_codec_config_t *cfg = OPTS_HAS(gs_allreduce_opts_t, o, codec) ? o->codec : NULL;
+    coll_opts_t r = {.algo = GS_ALGO_AUTO};
 
-    if ((cfg == NULL) || (cfg->size < offsetof(gs_codec_config_t, kind) + sizeof(cfg->kind)) ||
-        (cfg->kind == GS_CODEC_NONE)) {
-        return NULL;
+    r.algo = OPTS_HAS(gs_allreduce_opts_t, o, algo) ? o->algo : GS_ALGO_AUTO;
+    /* The codec to run, or NULL for none (absent, NULL, or GS_CODEC_NONE). */
+    if ((cfg != NULL) && (cfg->size >= offsetof(gs_codec_config_t, kind) + sizeof(cfg->kind)) &&
+        (cfg->kind != GS_CODEC_NONE)) {
+        r.codec = cfg;
     }
-    return cfg;
+    r.ef = OPTS_HAS(gs_allreduce_opts_t, o, ef) ? o->ef : NULL;
+    r.stream = OPTS_HAS(gs_allreduce_opts_t, o, stream) ? o->stream : NULL;
+    r.flags = OPTS_HAS(gs_allreduce_opts_t, o, flags) ? o->flags : 0u;
+    return r;
 }
 
-static struct gs_ef *coll_opts_ef(const gs_allreduce_opts_t *opts)
-{
-    return OPTS_HAS(opts, ef) ? opts->ef : NULL;
-}
-
+/* The descriptor fields that come from options. */
+#define OPTS_FIELDS(_o) \
+    .algo = (_o).algo, .codec = (_o).codec, .ef = (_o).ef, .stream = (_o).stream, .flags = (_o).flags
 
 #define DESC(...) ((gs_coll_desc_t){__VA_ARGS__})
+
+/* Blocking or not: the same descriptor, submitted one way or the other. */
+static gs_status_t coll_submit(const char *fn, gs_comm_t comm, const gs_coll_desc_t *d,
+                               gs_request_t *req_out, int nonblocking)
+{
+    return nonblocking ? coll_nonblocking(fn, comm, d, req_out) : coll_blocking(fn, comm, d);
+}
+
+static gs_status_t coll_allreduce(const char *fn, gs_comm_t comm, const void *sendbuf,
+                                  void *recvbuf, size_t count, gs_dtype_t dtype, gs_op_t op,
+                                  const gs_allreduce_opts_t *opts, gs_request_t *req_out, int nb)
+{
+    const coll_opts_t o = coll_allreduce_opts(opts);
+
+    return coll_submit(fn, comm,
+                       &DESC(.kind = GS_COLL_ALLREDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                             .count = count, .dtype = dtype, .op = op, OPTS_FIELDS(o)),
+                       req_out, nb);
+}
+
+static gs_status_t coll_broadcast(const char *fn, gs_comm_t comm, void *buf, size_t count,
+                                  gs_dtype_t dtype, int root, const gs_coll_opts_t *opts,
+                                  gs_request_t *req_out, int nb)
+{
+    const coll_opts_t o = coll_opts(opts);
+
+    return coll_submit(fn, comm,
+                       &DESC(.kind = GS_COLL_BROADCAST, .sendbuf = buf, .recvbuf = buf,
+                             .count = count, .dtype = dtype, .root = root, OPTS_FIELDS(o)),
+                       req_out, nb);
+}
+
+static gs_status_t coll_reduce(const char *fn, gs_comm_t comm, const void *sendbuf,
+                               void *recvbuf, size_t count, gs_dtype_t dtype, gs_op_t op,
+                               int root, const gs_coll_opts_t *opts, gs_request_t *req_out,
+                               int nb)
+{
+    const coll_opts_t o = coll_opts(opts);
+
+    return coll_submit(fn, comm,
+                       &DESC(.kind = GS_COLL_REDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                             .count = count, .dtype = dtype, .op = op, .root = root,
+                             OPTS_FIELDS(o)),
+                       req_out, nb);
+}
+
+/* allgather, reduce_scatter and alltoall: per-rank blocks, no root. */
+static gs_status_t coll_blocks(const char *fn, gs_coll_kind_t kind, gs_comm_t comm,
+                               const void *sendbuf, void *recvbuf, size_t count,
+                               gs_dtype_t dtype, gs_op_t op, const gs_coll_opts_t *opts,
+                               gs_request_t *req_out, int nb)
+{
+    const coll_opts_t o = coll_opts(opts);
+
+    return coll_submit(fn, comm,
+                       &DESC(.kind = kind, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                             .count = count, .dtype = dtype, .op = op, OPTS_FIELDS(o)),
+                       req_out, nb);
+}
+
+static gs_status_t coll_p2p(const char *fn, gs_coll_kind_t kind, gs_comm_t comm, void *buf,
+                            size_t count, gs_dtype_t dtype, int peer, uint32_t tag,
+                            const gs_coll_opts_t *opts, gs_request_t *req_out, int nb)
+{
+    const coll_opts_t o = coll_opts(opts);
+
+    return coll_submit(fn, comm,
+                       &DESC(.kind = kind, .sendbuf = (kind == GS_COLL_SEND) ? buf : NULL,
+                             .recvbuf = (kind == GS_COLL_RECV) ? buf : NULL, .count = count,
+                             .dtype = dtype, .root = peer, .tag = tag, OPTS_FIELDS(o)),
+                       req_out, nb);
+}
 
 gs_status_t gs_allreduce(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
                          gs_dtype_t dtype, gs_op_t op)
 {
-    return coll_blocking("gs_allreduce", comm,
-                         &DESC(.kind = GS_COLL_ALLREDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                               .count = count, .dtype = dtype, .op = op));
+    return coll_allreduce("gs_allreduce", comm, sendbuf, recvbuf, count, dtype, op, NULL, NULL, 0);
 }
 
 gs_status_t gs_allreduce_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
                             gs_dtype_t dtype, gs_op_t op, const gs_allreduce_opts_t *opts)
 {
-    return coll_blocking("gs_allreduce_ex", comm,
-                         &DESC(.kind = GS_COLL_ALLREDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                               .count = count, .dtype = dtype, .op = op,
-                               .algo = coll_opts_algo(opts), .codec = coll_opts_codec(opts),
-                               .ef = coll_opts_ef(opts)));
+    return coll_allreduce("gs_allreduce_ex", comm, sendbuf, recvbuf, count, dtype, op, opts, NULL,
+                          0);
+}
+
+gs_status_t gs_iallreduce(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                          gs_dtype_t dtype, gs_op_t op, gs_request_t *req_out)
+{
+    return coll_allreduce("gs_iallreduce", comm, sendbuf, recvbuf, count, dtype, op, NULL,
+                          req_out, 1);
+}
+
+gs_status_t gs_iallreduce_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                             gs_dtype_t dtype, gs_op_t op, const gs_allreduce_opts_t *opts,
+                             gs_request_t *req_out)
+{
+    return coll_allreduce("gs_iallreduce_ex", comm, sendbuf, recvbuf, count, dtype, op, opts,
+                          req_out, 1);
 }
 
 gs_status_t gs_broadcast(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype, int root)
 {
-    return coll_blocking("gs_broadcast", comm,
-                         &DESC(.kind = GS_COLL_BROADCAST, .sendbuf = buf, .recvbuf = buf,
-                               .count = count, .dtype = dtype, .root = root));
+    return coll_broadcast("gs_broadcast", comm, buf, count, dtype, root, NULL, NULL, 0);
+}
+
+gs_status_t gs_broadcast_ex(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype, int root,
+                            const gs_coll_opts_t *opts)
+{
+    return coll_broadcast("gs_broadcast_ex", comm, buf, count, dtype, root, opts, NULL, 0);
+}
+
+gs_status_t gs_ibroadcast(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype, int root,
+                          gs_request_t *req_out)
+{
+    return coll_broadcast("gs_ibroadcast", comm, buf, count, dtype, root, NULL, req_out, 1);
+}
+
+gs_status_t gs_ibroadcast_ex(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype, int root,
+                             const gs_coll_opts_t *opts, gs_request_t *req_out)
+{
+    return coll_broadcast("gs_ibroadcast_ex", comm, buf, count, dtype, root, opts, req_out, 1);
 }
 
 gs_status_t gs_reduce(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
                       gs_dtype_t dtype, gs_op_t op, int root)
 {
-    return coll_blocking("gs_reduce", comm,
-                         &DESC(.kind = GS_COLL_REDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                               .count = count, .dtype = dtype, .op = op, .root = root));
+    return coll_reduce("gs_reduce", comm, sendbuf, recvbuf, count, dtype, op, root, NULL, NULL,
+                       0);
+}
+
+gs_status_t gs_reduce_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                         gs_dtype_t dtype, gs_op_t op, int root, const gs_coll_opts_t *opts)
+{
+    return coll_reduce("gs_reduce_ex", comm, sendbuf, recvbuf, count, dtype, op, root, opts, NULL,
+                       0);
+}
+
+gs_status_t gs_ireduce(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                       gs_dtype_t dtype, gs_op_t op, int root, gs_request_t *req_out)
+{
+    return coll_reduce("gs_ireduce", comm, sendbuf, recvbuf, count, dtype, op, root, NULL,
+                       req_out, 1);
+}
+
+gs_status_t gs_ireduce_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                          gs_dtype_t dtype, gs_op_t op, int root, const gs_coll_opts_t *opts,
+                          gs_request_t *req_out)
+{
+    return coll_reduce("gs_ireduce_ex", comm, sendbuf, recvbuf, count, dtype, op, root, opts,
+                       req_out, 1);
 }
 
 gs_status_t gs_allgather(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
                          gs_dtype_t dtype)
 {
-    return coll_blocking("gs_allgather", comm,
-                         &DESC(.kind = GS_COLL_ALLGATHER, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                               .count = count, .dtype = dtype));
+    return coll_blocks("gs_allgather", GS_COLL_ALLGATHER, comm, sendbuf, recvbuf, count, dtype,
+                       GS_OP_SUM, NULL, NULL, 0);
+}
+
+gs_status_t gs_allgather_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                            gs_dtype_t dtype, const gs_coll_opts_t *opts)
+{
+    return coll_blocks("gs_allgather_ex", GS_COLL_ALLGATHER, comm, sendbuf, recvbuf, count, dtype,
+                       GS_OP_SUM, opts, NULL, 0);
+}
+
+gs_status_t gs_iallgather(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                          gs_dtype_t dtype, gs_request_t *req_out)
+{
+    return coll_blocks("gs_iallgather", GS_COLL_ALLGATHER, comm, sendbuf, recvbuf, count, dtype,
+                       GS_OP_SUM, NULL, req_out, 1);
+}
+
+gs_status_t gs_iallgather_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                             gs_dtype_t dtype, const gs_coll_opts_t *opts, gs_request_t *req_out)
+{
+    return coll_blocks("gs_iallgather_ex", GS_COLL_ALLGATHER, comm, sendbuf, recvbuf, count,
+                       dtype, GS_OP_SUM, opts, req_out, 1);
 }
 
 gs_status_t gs_reduce_scatter(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t recvcount,
                               gs_dtype_t dtype, gs_op_t op)
 {
-    return coll_blocking("gs_reduce_scatter", comm,
-                         &DESC(.kind = GS_COLL_REDUCE_SCATTER, .sendbuf = sendbuf,
-                               .recvbuf = recvbuf, .count = recvcount, .dtype = dtype, .op = op));
+    return coll_blocks("gs_reduce_scatter", GS_COLL_REDUCE_SCATTER, comm, sendbuf, recvbuf,
+                       recvcount, dtype, op, NULL, NULL, 0);
+}
+
+gs_status_t gs_reduce_scatter_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf,
+                                 size_t recvcount, gs_dtype_t dtype, gs_op_t op,
+                                 const gs_coll_opts_t *opts)
+{
+    return coll_blocks("gs_reduce_scatter_ex", GS_COLL_REDUCE_SCATTER, comm, sendbuf, recvbuf,
+                       recvcount, dtype, op, opts, NULL, 0);
+}
+
+gs_status_t gs_ireduce_scatter(gs_comm_t comm, const void *sendbuf, void *recvbuf,
+                               size_t recvcount, gs_dtype_t dtype, gs_op_t op,
+                               gs_request_t *req_out)
+{
+    return coll_blocks("gs_ireduce_scatter", GS_COLL_REDUCE_SCATTER, comm, sendbuf, recvbuf,
+                       recvcount, dtype, op, NULL, req_out, 1);
+}
+
+gs_status_t gs_ireduce_scatter_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf,
+                                  size_t recvcount, gs_dtype_t dtype, gs_op_t op,
+                                  const gs_coll_opts_t *opts, gs_request_t *req_out)
+{
+    return coll_blocks("gs_ireduce_scatter_ex", GS_COLL_REDUCE_SCATTER, comm, sendbuf, recvbuf,
+                       recvcount, dtype, op, opts, req_out, 1);
 }
 
 gs_status_t gs_alltoall(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
                         gs_dtype_t dtype)
 {
-    return coll_blocking("gs_alltoall", comm,
-                         &DESC(.kind = GS_COLL_ALLTOALL, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                               .count = count, .dtype = dtype));
+    return coll_blocks("gs_alltoall", GS_COLL_ALLTOALL, comm, sendbuf, recvbuf, count, dtype,
+                       GS_OP_SUM, NULL, NULL, 0);
+}
+
+gs_status_t gs_alltoall_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                           gs_dtype_t dtype, const gs_coll_opts_t *opts)
+{
+    return coll_blocks("gs_alltoall_ex", GS_COLL_ALLTOALL, comm, sendbuf, recvbuf, count, dtype,
+                       GS_OP_SUM, opts, NULL, 0);
+}
+
+gs_status_t gs_ialltoall(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                         gs_dtype_t dtype, gs_request_t *req_out)
+{
+    return coll_blocks("gs_ialltoall", GS_COLL_ALLTOALL, comm, sendbuf, recvbuf, count, dtype,
+                       GS_OP_SUM, NULL, req_out, 1);
+}
+
+gs_status_t gs_ialltoall_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                            gs_dtype_t dtype, const gs_coll_opts_t *opts, gs_request_t *req_out)
+{
+    return coll_blocks("gs_ialltoall_ex", GS_COLL_ALLTOALL, comm, sendbuf, recvbuf, count, dtype,
+                       GS_OP_SUM, opts, req_out, 1);
 }
 
 gs_status_t gs_barrier(gs_comm_t comm)
@@ -346,111 +651,63 @@ gs_status_t gs_barrier(gs_comm_t comm)
     return coll_blocking("gs_barrier", comm, &DESC(.kind = GS_COLL_BARRIER));
 }
 
-gs_status_t gs_send(gs_comm_t comm, const void *buf, size_t count, gs_dtype_t dtype, int peer,
-                    uint32_t tag)
-{
-    return coll_blocking("gs_send", comm,
-                         &DESC(.kind = GS_COLL_SEND, .sendbuf = buf, .count = count,
-                               .dtype = dtype, .root = peer, .tag = tag));
-}
-
-gs_status_t gs_recv(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype, int peer,
-                    uint32_t tag)
-{
-    return coll_blocking("gs_recv", comm,
-                         &DESC(.kind = GS_COLL_RECV, .recvbuf = buf, .count = count,
-                               .dtype = dtype, .root = peer, .tag = tag));
-}
-
-gs_status_t gs_iallreduce(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
-                          gs_dtype_t dtype, gs_op_t op, gs_request_t *req_out)
-{
-    return coll_nonblocking("gs_iallreduce", comm,
-                            &DESC(.kind = GS_COLL_ALLREDUCE, .sendbuf = sendbuf,
-                                  .recvbuf = recvbuf, .count = count, .dtype = dtype, .op = op),
-                            req_out);
-}
-
-gs_status_t gs_iallreduce_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
-                             gs_dtype_t dtype, gs_op_t op, const gs_allreduce_opts_t *opts,
-                             gs_request_t *req_out)
-{
-    return coll_nonblocking("gs_iallreduce_ex", comm,
-                            &DESC(.kind = GS_COLL_ALLREDUCE, .sendbuf = sendbuf,
-                                  .recvbuf = recvbuf, .count = count, .dtype = dtype, .op = op,
-                                  .algo = coll_opts_algo(opts), .codec = coll_opts_codec(opts),
-                                  .ef = coll_opts_ef(opts)),
-                            req_out);
-}
-
-gs_status_t gs_ibroadcast(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype, int root,
-                          gs_request_t *req_out)
-{
-    return coll_nonblocking("gs_ibroadcast", comm,
-                            &DESC(.kind = GS_COLL_BROADCAST, .sendbuf = buf, .recvbuf = buf,
-                                  .count = count, .dtype = dtype, .root = root),
-                            req_out);
-}
-
-gs_status_t gs_ireduce(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
-                       gs_dtype_t dtype, gs_op_t op, int root, gs_request_t *req_out)
-{
-    return coll_nonblocking("gs_ireduce", comm,
-                            &DESC(.kind = GS_COLL_REDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                                  .count = count, .dtype = dtype, .op = op, .root = root),
-                            req_out);
-}
-
-gs_status_t gs_iallgather(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
-                          gs_dtype_t dtype, gs_request_t *req_out)
-{
-    return coll_nonblocking("gs_iallgather", comm,
-                            &DESC(.kind = GS_COLL_ALLGATHER, .sendbuf = sendbuf,
-                                  .recvbuf = recvbuf, .count = count, .dtype = dtype),
-                            req_out);
-}
-
-gs_status_t gs_ireduce_scatter(gs_comm_t comm, const void *sendbuf, void *recvbuf,
-                               size_t recvcount, gs_dtype_t dtype, gs_op_t op,
-                               gs_request_t *req_out)
-{
-    return coll_nonblocking("gs_ireduce_scatter", comm,
-                            &DESC(.kind = GS_COLL_REDUCE_SCATTER, .sendbuf = sendbuf,
-                                  .recvbuf = recvbuf, .count = recvcount, .dtype = dtype,
-                                  .op = op),
-                            req_out);
-}
-
-gs_status_t gs_ialltoall(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
-                         gs_dtype_t dtype, gs_request_t *req_out)
-{
-    return coll_nonblocking("gs_ialltoall", comm,
-                            &DESC(.kind = GS_COLL_ALLTOALL, .sendbuf = sendbuf,
-                                  .recvbuf = recvbuf, .count = count, .dtype = dtype),
-                            req_out);
-}
-
 gs_status_t gs_ibarrier(gs_comm_t comm, gs_request_t *req_out)
 {
     return coll_nonblocking("gs_ibarrier", comm, &DESC(.kind = GS_COLL_BARRIER), req_out);
 }
 
+gs_status_t gs_send(gs_comm_t comm, const void *buf, size_t count, gs_dtype_t dtype, int peer,
+                    uint32_t tag)
+{
+    return coll_p2p("gs_send", GS_COLL_SEND, comm, (void *)(uintptr_t)buf, count, dtype, peer, tag,
+                    NULL, NULL, 0);
+}
+
+gs_status_t gs_send_ex(gs_comm_t comm, const void *buf, size_t count, gs_dtype_t dtype, int peer,
+                       uint32_t tag, const gs_coll_opts_t *opts)
+{
+    return coll_p2p("gs_send_ex", GS_COLL_SEND, comm, (void *)(uintptr_t)buf, count, dtype, peer,
+                    tag, opts, NULL, 0);
+}
+
 gs_status_t gs_isend(gs_comm_t comm, const void *buf, size_t count, gs_dtype_t dtype, int peer,
                      uint32_t tag, gs_request_t *req_out)
 {
-    return coll_nonblocking("gs_isend", comm,
-                            &DESC(.kind = GS_COLL_SEND, .sendbuf = buf, .count = count,
-                                  .dtype = dtype, .root = peer, .tag = tag),
-                            req_out);
+    return coll_p2p("gs_isend", GS_COLL_SEND, comm, (void *)(uintptr_t)buf, count, dtype, peer,
+                    tag, NULL, req_out, 1);
+}
+
+gs_status_t gs_isend_ex(gs_comm_t comm, const void *buf, size_t count, gs_dtype_t dtype, int peer,
+                        uint32_t tag, const gs_coll_opts_t *opts, gs_request_t *req_out)
+{
+    return coll_p2p("gs_isend_ex", GS_COLL_SEND, comm, (void *)(uintptr_t)buf, count, dtype, peer,
+                    tag, opts, req_out, 1);
+}
+
+gs_status_t gs_recv(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype, int peer,
+                    uint32_t tag)
+{
+    return coll_p2p("gs_recv", GS_COLL_RECV, comm, buf, count, dtype, peer, tag, NULL, NULL, 0);
+}
+
+gs_status_t gs_recv_ex(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype, int peer,
+                       uint32_t tag, const gs_coll_opts_t *opts)
+{
+    return coll_p2p("gs_recv_ex", GS_COLL_RECV, comm, buf, count, dtype, peer, tag, opts, NULL, 0);
 }
 
 gs_status_t gs_irecv(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype, int peer,
                      uint32_t tag, gs_request_t *req_out)
 {
-    return coll_nonblocking("gs_irecv", comm,
-                            &DESC(.kind = GS_COLL_RECV, .recvbuf = buf, .count = count,
-                                  .dtype = dtype, .root = peer, .tag = tag),
-                            req_out);
+    return coll_p2p("gs_irecv", GS_COLL_RECV, comm, buf, count, dtype, peer, tag, NULL, req_out,
+                    1);
+}
+
+gs_status_t gs_irecv_ex(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype, int peer,
+                        uint32_t tag, const gs_coll_opts_t *opts, gs_request_t *req_out)
+{
+    return coll_p2p("gs_irecv_ex", GS_COLL_RECV, comm, buf, count, dtype, peer, tag, opts,
+                    req_out, 1);
 }
 
 /* Finish a completed request: carry its error text to this thread, free it. */

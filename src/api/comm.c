@@ -10,6 +10,9 @@
 
 #include "api/comm_impl.h"
 #include "api/comm_stats.h"
+#ifdef GS_WITH_CUDA
+#include "algo/algo_dev.h"
+#endif
 #ifdef GS_WITH_MPI
 #include "api/comm_mpi.h"
 #endif
@@ -73,7 +76,7 @@ gs_status_t gs__comm_run_task(gs__task_t *task, void *ctx)
         return sticky;
     }
     comm->actx.opname = api_names[d->kind];
-    if ((d->kind == GS_COLL_SEND) || (d->kind == GS_COLL_RECV)) {
+    if (((d->kind == GS_COLL_SEND) || (d->kind == GS_COLL_RECV)) && (d->mem == GS_MEM_HOST)) {
         /* Post and leave in flight: the worker tests it from now on. */
         status = gs__p2p_post(&comm->actx, d, &req->p2p);
         if (status == GS_OK) {
@@ -87,11 +90,23 @@ gs_status_t gs__comm_run_task(gs__task_t *task, void *ctx)
     /* Time blocked while only point-to-point work was in flight is not this collective's. */
     comm->actx.wait_pending_ns = 0;
     t0 = gs__now_ns();
-    if (d->codec != NULL) {
-        status = gs__compressed_allreduce(&comm->actx, d);
-    } else {
+    status = GS_OK;
+#ifdef GS_WITH_CUDA
+    if (d->mem == GS_MEM_DEVICE) {
+        status = gs__comm_dev_ready(comm, d);
+    }
+#endif
+    if (status == GS_OK) {
         status = gs__algo_run(&comm->actx, &comm->policy, d);
     }
+#ifdef GS_WITH_CUDA
+    if (status == GS_INPROGRESS) {
+        /* A non-blocking device call enqueued on its stream: the worker
+         * tests its event from now on (gs__comm_test_task). */
+        req->p2p_deadline = gs__now_ns() + comm->actx.timeout_ns;
+        return GS_INPROGRESS;
+    }
+#endif
     t1 = gs__now_ns();
     gs__counter_add(&comm->counters.busy_ns, t1 - t0);
     gs__comm_stats_op_done(comm, d, status, t1 - t0);
@@ -101,6 +116,43 @@ gs_status_t gs__comm_run_task(gs__task_t *task, void *ctx)
     gs__comm_stats_tick(comm, t1);
     return status;
 }
+
+#ifdef GS_WITH_CUDA
+/* The test of a non-blocking device call in flight: its event, NCCL's
+ * errors, the deadline and a destroy that will not wait for it. */
+static gs_status_t comm_dev_test(gs_comm_t comm, struct gs_request *req)
+{
+    gs_coll_desc_t *d = &req->desc;
+    gs_status_t status = gs__dev_test(&comm->actx, d);
+    uint64_t now;
+
+    if ((status == GS_INPROGRESS) && atomic_load(&comm->destroying)) {
+        gs__dev_forget(&comm->actx, d);
+        status = gs__error_set(GS_ERR_ABORTED,
+                               "%s: the communicator was destroyed while this device operation "
+                               "was pending",
+                               api_names[d->kind]);
+    }
+    now = gs__now_ns();
+    if ((status == GS_INPROGRESS) && (now >= req->p2p_deadline)) {
+        gs__dev_abort(&comm->actx);
+        gs__dev_forget(&comm->actx, d);
+        status = gs__error_set(GS_ERR_TIMEOUT,
+                               "%s: rank %d: the device operation did not finish within %d ms "
+                               "(NCCL aborted; destroy the communicator)",
+                               api_names[d->kind], comm->rank, comm->cfg.timeout_ms);
+    }
+    if (status == GS_INPROGRESS) {
+        return status;
+    }
+    gs__comm_stats_op_done(comm, d, status, now - (req->p2p_deadline - comm->actx.timeout_ns));
+    if ((status != GS_OK) && comm_error_is_sticky(d->kind, status)) {
+        gs__comm_fail(comm, status, gs__error_get());
+    }
+    gs__comm_stats_tick(comm, now);
+    return status;
+}
+#endif
 
 gs_status_t gs__comm_test_task(gs__task_t *task, void *ctx)
 {
@@ -113,6 +165,11 @@ gs_status_t gs__comm_test_task(gs__task_t *task, void *ctx)
     int done = 0;
 
     comm->actx.opname = api_names[d->kind];
+#ifdef GS_WITH_CUDA
+    if (d->mem == GS_MEM_DEVICE) {
+        return comm_dev_test(comm, req);
+    }
+#endif
     status = gs__algo_check(&comm->actx, &req->p2p, expect, &done);
     if (!done && atomic_load(&comm->destroying)) {
         /* Nobody will complete it now: do not hold gs_comm_destroy hostage. */
@@ -184,6 +241,9 @@ gs_comm_t gs__comm_alloc(void)
 void gs__comm_free(gs_comm_t comm)
 {
     gs__comm_stats_free(comm);
+#ifdef GS_WITH_CUDA
+    (void)gs__dev_free(&comm->actx, atomic_load(&comm->err.status) != GS_OK);
+#endif
     free(comm->actx.scratch);
     free(comm->actx.sparse_buf);
     gs__algo_hosts_free(&comm->actx.hosts);
@@ -197,7 +257,9 @@ gs_status_t gs__comm_transport_init(gs_comm_t comm)
     gs_tp_params_t params;
     gs_status_t status;
 
-    status = gs__transport_lookup(comm->cfg.transport, &comm->tr.ops);
+    /* GS_TRANSPORT=nccl: host buffers over TCP, device buffers over NCCL. */
+    status = gs__transport_lookup(
+        (strcmp(comm->cfg.transport, "nccl") == 0) ? "tcp" : comm->cfg.transport, &comm->tr.ops);
     if (status != GS_OK) {
         return status;
     }
@@ -270,6 +332,9 @@ gs_status_t gs__comm_start(gs_comm_t comm, char (*addrs)[GS_SOCK_ADDR_MAX], cons
     comm->actx.timeout_ns = (uint64_t)comm->cfg.timeout_ms * 1000000ull;
     comm->actx.slice_bytes = (size_t)comm->cfg.slice_bytes;
     comm->actx.comp_corrupt = comm->cfg.comp_test_corrupt + 1; /* -1 (unset) is 0: off */
+#ifdef GS_WITH_CUDA
+    comm->actx.dev_caps = GS_DEV_CAP_STAGED; /* NCCL is agreed on the first device call */
+#endif
     gs__algo_model_init(&comm->actx.model, comm->cfg.algo_alpha_us, comm->cfg.algo_beta_mbps,
                         comm->cfg.algo_gamma_mbps);
     gs__algo_model_set_intra(&comm->actx.model, comm->cfg.algo_intra_alpha_us,
@@ -418,6 +483,9 @@ gs_status_t gs_comm_abort(gs_comm_t comm)
         return gs__error_set(GS_ERR_INVALID_ARG, "gs_comm_abort: comm is NULL");
     }
     gs__comm_fail(comm, GS_ERR_ABORTED, "the communicator was aborted by gs_comm_abort()");
+#ifdef GS_WITH_CUDA
+    gs__dev_abort(&comm->actx);
+#endif
     return comm->tr.ops->abort(comm->tr.tp);
 }
 

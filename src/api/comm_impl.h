@@ -62,6 +62,13 @@ void gs__comm_free(gs_comm_t comm);
 gs_status_t gs__comm_transport_init(gs_comm_t comm);
 gs_status_t gs__comm_start(gs_comm_t comm, char (*addrs)[GS_SOCK_ADDR_MAX], const uint64_t *hosts);
 
+#ifdef GS_WITH_CUDA
+/* Before a call with device buffers runs (comm_cuda.c): the device context
+ * of @p comm is set up (collective, on the first such call) and the call's
+ * device is the communicator's. Returns GS_OK or the setup's error. */
+gs_status_t gs__comm_dev_ready(gs_comm_t comm, const gs_coll_desc_t *d);
+#endif
+
 /* The task body every request runs on the worker thread, and the test of a
  * point-to-point request that run left in flight. */
 gs_status_t gs__comm_run_task(gs__task_t *task, void *ctx);

@@ -126,7 +126,8 @@ static const launcher_map_t launcher_maps[] = {
     {"master_port", {"MASTER_PORT", NULL}},
 };
 
-static const char *const known_transports[] = {"tcp", "mpi"};
+static const char *const known_transports[] = {"tcp", "mpi", "nccl"};
+static const char *const known_cuda_paths[] = {"auto", "nccl", "staged", ""};
 static const char *const known_families[] = {"any", "ipv4", "ipv6"};
 static const char *const known_tunes[] = {"auto", "probe", "off", ""};
 
@@ -477,8 +478,19 @@ static gs_status_t validate(resolve_ctx_t *ctx, int use_launcher_env)
                          sizeof(known_transports) / sizeof(known_transports[0])) != 0) {
         origin_text(ctx, i_tp, o1, sizeof(o1));
         return gs__error_set(GS_ERR_INVALID_ARG,
-                             "transport \"%.64s\" (from %s) is not known; known transports: tcp, mpi",
+                             "transport \"%.64s\" (from %s) is not known; known transports: tcp, mpi, "
+                             "nccl",
                              cfg->transport, o1);
+    }
+    if (normalise_choice(cfg->cuda_path, known_cuda_paths,
+                         sizeof(known_cuda_paths) / sizeof(known_cuda_paths[0])) != 0) {
+        return gs__error_set(GS_ERR_INVALID_ARG,
+                             "GS_CUDA_PATH=\"%.64s\" is not known; use auto (the default), nccl "
+                             "or staged",
+                             cfg->cuda_path);
+    }
+    if (cfg->cuda_path[0] == '\0') {
+        (void)snprintf(cfg->cuda_path, GS_CFG_STR_MAX, "auto");
     }
     if (normalise_choice(cfg->tune, known_tunes, sizeof(known_tunes) / sizeof(known_tunes[0])) !=
         0) {

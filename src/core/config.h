@@ -28,6 +28,8 @@ typedef struct gs__cfg {
     int master_port;
     int timeout_ms;
     char transport[GS_CFG_STR_MAX];
+    char cuda_path[GS_CFG_STR_MAX];
+    int cuda_stage_bytes;
     int tcp_nsocks;
     int tcp_spin_us;
     int shm;
@@ -51,7 +53,7 @@ typedef struct gs__cfg {
     char debug_file[GS_CFG_STR_MAX];
     char stats_file[GS_CFG_STR_MAX];
     int stats_interval_ms;
-    gs_cfg_source_t source[32]; /* indexed by env_table.h row */
+    gs_cfg_source_t source[40]; /* indexed by env_table.h row */
 } gs__cfg_t;
 
 /* Number of rows in env_table.h. */

@@ -50,7 +50,15 @@
       "GS_ERR_TIMEOUT naming the rank")                                                            \
     X("GS_TRANSPORT", transport, GS_ENV_STR, 0, "tcp", 0, 0, GS_ENV_COMM,                          \
       "transport: tcp, or mpi (builds with GS_WITH_MPI; also chosen under mpirun/srun when no "   \
-      "master address is set)")                                                                    \
+      "master address is set), or nccl (tcp for host buffers, NCCL required for device buffers: " \
+      "GS_CUDA_PATH=nccl)")                                                                        \
+    X("GS_CUDA_PATH", cuda_path, GS_ENV_STR, 0, "auto", 0, 0, GS_ENV_PROC,                         \
+      "device buffers (builds with GS_WITH_CUDA): auto (NCCL when built in and no two ranks share " \
+      "a GPU, else staged through pinned host memory), nccl (NCCL or an error) or staged")        \
+    X("GS_CUDA_STAGE_BYTES", cuda_stage_bytes, GS_ENV_INT, 4194304, "", 4096, 1073741824,          \
+      GS_ENV_PROC,                                                                                 \
+      "device buffers staged through host memory move in slices of this many bytes, the copy of " \
+      "one slice overlapping the collective of the previous one")                                 \
     X("GS_TCP_NSOCKS", tcp_nsocks, GS_ENV_INT, 2, "", 1, 16, GS_ENV_COMM,                          \
       "TCP sockets per peer; large messages are striped over them")                                \
     X("GS_TCP_SPIN_US", tcp_spin_us, GS_ENV_INT, -1, "", -1, 100000, GS_ENV_PROC,                  \

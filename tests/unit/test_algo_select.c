@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* GS_ALGO parsing, the algorithm table, tags and the balanced split. */
+/* GS_ALGO parsing, the algorithm table, tags, the balanced split, and the
+ * planner: the one place that picks path, scheme and algorithm. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +10,7 @@
 #include <cmocka.h>
 
 #include "algo/algo.h"
+#include "gradsync/compress.h"
 
 static void test_algo_policy_bare_name(void **state)
 {
@@ -117,6 +119,148 @@ static void test_algo_tag_layout(void **state)
     assert_true(gs__algo_tag(&ctx, &b, 7) != ta);
 }
 
+/* A one-rank context the planner can price (no transport needed). */
+static void plan_ctx(gs_algo_ctx_t *ctx, int size)
+{
+    memset(ctx, 0, sizeof(*ctx));
+    ctx->size = size;
+    ctx->slice_bytes = 262144;
+    ctx->opname = "gs_allreduce";
+    gs__algo_model_init(&ctx->model, 0, 0, 0);
+}
+
+static gs_coll_desc_t plan_desc(gs_coll_kind_t kind, size_t count)
+{
+    gs_coll_desc_t d;
+
+    memset(&d, 0, sizeof(d));
+    d.kind = kind;
+    d.count = count;
+    d.dtype = GS_DTYPE_F32;
+    d.op = GS_OP_SUM;
+    d.algo = GS_ALGO_AUTO;
+    return d;
+}
+
+/* Host buffers: the plain scheme takes the cost model's (or the forced)
+ * algorithm; a codec decides the scheme by the density rule and never
+ * keeps an algorithm. */
+static void test_algo_plan_host_schemes(void **state)
+{
+    gs_codec_config_t cfg = GS_CODEC_CONFIG_INIT;
+    gs_algo_policy_t policy;
+    gs_algo_ctx_t ctx;
+    gs_coll_desc_t d = plan_desc(GS_COLL_ALLREDUCE, 1 << 20);
+    gs_algo_plan_t plan;
+
+    (void)state;
+    plan_ctx(&ctx, 4);
+    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan.path, GS_PATH_HOST);
+    assert_int_equal(plan.scheme, GS_SCHEME_PLAIN);
+    assert_int_equal(plan.algo, gs__algo_choose(&ctx.model, GS_COLL_ALLREDUCE, 4, 4u << 20,
+                                                ctx.slice_bytes));
+    assert_string_equal(plan.why, "cost model");
+
+    assert_int_equal(gs__algo_policy_parse("allreduce:tree", &policy), GS_OK);
+    assert_int_equal(gs__algo_plan(&ctx, &policy, &d, &plan), GS_OK);
+    assert_int_equal(plan.algo, GS_ALGO_TREE);
+    assert_string_equal(plan.why, "GS_ALGO");
+    d.algo = GS_ALGO_RING; /* the caller wins over GS_ALGO */
+    assert_int_equal(gs__algo_plan(&ctx, &policy, &d, &plan), GS_OK);
+    assert_int_equal(plan.algo, GS_ALGO_RING);
+    assert_string_equal(plan.why, "caller");
+    d.algo = GS_ALGO_BINOMIAL;
+    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_ERR_UNSUPPORTED);
+    d.algo = GS_ALGO_AUTO;
+
+    d.codec = &cfg;
+    cfg.kind = GS_CODEC_INT8;
+    assert_int_equal(gs__algo_plan(&ctx, &policy, &d, &plan), GS_OK);
+    assert_int_equal(plan.scheme, GS_SCHEME_TWO_PHASE);
+    assert_int_equal(plan.algo, GS_ALGO_AUTO);
+    assert_string_equal(plan.why, "codec");
+    cfg.kind = GS_CODEC_TOPK;
+    cfg.ratio = 0.01; /* 4 ranks x 8 bytes x 1% of the elements < 4 bytes each */
+    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan.scheme, GS_SCHEME_SPARSE_GATHER);
+    cfg.ratio = 0.2; /* 4 x 8 x 20% >= 4: as dense as the tensor */
+    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan.scheme, GS_SCHEME_TWO_PHASE);
+    cfg.kind = GS_CODEC_RANDK;
+    cfg.ratio = 0.5;
+    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan.scheme, GS_SCHEME_SPARSE_SHARED);
+    /* Other collectives have no scheme but plain. */
+    d = plan_desc(GS_COLL_BROADCAST, 100);
+    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan.scheme, GS_SCHEME_PLAIN);
+    assert_true((plan.algo == GS_ALGO_CHAIN) || (plan.algo == GS_ALGO_BINOMIAL));
+}
+
+/* Device buffers: NCCL for plain calls with nothing forced when the
+ * context has it; staged for a forced gradsync algorithm, a codec, or a
+ * context without NCCL; refused when the build has no device path. */
+static void test_algo_plan_device_paths(void **state)
+{
+    gs_codec_config_t cfg = GS_CODEC_CONFIG_INIT;
+    gs_algo_policy_t policy;
+    gs_algo_ctx_t ctx;
+    gs_coll_desc_t d = plan_desc(GS_COLL_ALLREDUCE, 1 << 20);
+    gs_algo_plan_t plan;
+    gs_status_t status;
+
+    (void)state;
+    plan_ctx(&ctx, 4);
+    d.mem = GS_MEM_DEVICE;
+    ctx.dev_caps = GS_DEV_CAP_STAGED | GS_DEV_CAP_NCCL;
+    status = gs__algo_plan(&ctx, NULL, &d, &plan);
+#if defined(GS_WITH_NCCL)
+    assert_int_equal(status, GS_OK);
+    assert_int_equal(plan.path, GS_PATH_NCCL);
+    assert_int_equal(plan.algo, GS_ALGO_NATIVE);
+    d.algo = GS_ALGO_NATIVE;
+    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan.path, GS_PATH_NCCL);
+    d.algo = GS_ALGO_AUTO;
+#else
+    assert_int_equal(status, GS_ERR_UNSUPPORTED);
+#endif
+#if defined(GS_WITH_CUDA)
+    d.algo = GS_ALGO_RING;
+    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan.path, GS_PATH_STAGED);
+    assert_int_equal(plan.algo, GS_ALGO_RING);
+    d.algo = GS_ALGO_AUTO;
+    assert_int_equal(gs__algo_policy_parse("allreduce:rabenseifner", &policy), GS_OK);
+    assert_int_equal(gs__algo_plan(&ctx, &policy, &d, &plan), GS_OK);
+    assert_int_equal(plan.path, GS_PATH_STAGED);
+    assert_int_equal(plan.algo, GS_ALGO_RABENSEIFNER);
+    d.codec = &cfg;
+    cfg.kind = GS_CODEC_INT8;
+    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan.path, GS_PATH_STAGED);
+    assert_int_equal(plan.scheme, GS_SCHEME_TWO_PHASE);
+    d.codec = NULL;
+    ctx.dev_caps = GS_DEV_CAP_STAGED;
+    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan.path, GS_PATH_STAGED);
+    assert_int_not_equal(plan.algo, GS_ALGO_NATIVE);
+#else
+    (void)policy;
+    (void)cfg;
+    d.algo = GS_ALGO_RING;
+    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_ERR_UNSUPPORTED);
+#endif
+    /* Host buffers never leave the host path, whatever the context has. */
+    d = plan_desc(GS_COLL_ALLREDUCE, 1000);
+    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan.path, GS_PATH_HOST);
+    assert_string_equal(gs__path_name(GS_PATH_NCCL), "nccl");
+    assert_string_equal(gs__scheme_name(GS_SCHEME_SPARSE_GATHER), "sparse gather");
+    assert_string_equal(gs__path_name((gs_path_t)99), "unknown");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -127,6 +271,8 @@ int main(void)
         cmocka_unit_test(test_algo_offers),
         cmocka_unit_test(test_algo_split_covers_exactly),
         cmocka_unit_test(test_algo_tag_layout),
+        cmocka_unit_test(test_algo_plan_host_schemes),
+        cmocka_unit_test(test_algo_plan_device_paths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

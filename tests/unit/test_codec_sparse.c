@@ -226,7 +226,7 @@ static void test_codec_randk_seed(void **state)
     free(y2);
 }
 
-/* The random-k all-reduce (GS_SPARSE_SHARED) on a one-rank context, five
+/* The random-k all-reduce (GS_SCHEME_SPARSE_SHARED) on a one-rank context, five
  * error-feedback steps: each result is bit-identical to gs_codec_encode
  * and gs_codec_decode with an error-feedback state of its own, and from
  * the third step on nothing is allocated (the payload lives in the
@@ -274,13 +274,19 @@ static void sparse_shared_case(gs_dtype_t dtype)
     d.op = GS_OP_SUM;
     d.codec = &cfg;
     d.ef = ef;
-    assert_int_equal(gs__sparse_path(&d, 1), GS_SPARSE_SHARED);
+    {
+        gs_algo_plan_t plan;
+
+        assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+        assert_int_equal(plan.scheme, GS_SCHEME_SPARSE_SHARED);
+        assert_int_equal(plan.path, GS_PATH_HOST);
+    }
     codec_buf_init(&b, &cfg, n, dtype);
     for (int step = 0; step < 5; step++) {
 #if defined(SPARSE_TEST_COUNT_ALLOCS)
         g_counting = (step >= 2);
 #endif
-        assert_int_equal(gs__compressed_allreduce(&ctx, &d), GS_OK);
+        assert_int_equal(gs__algo_run(&ctx, NULL, &d), GS_OK);
 #if defined(SPARSE_TEST_COUNT_ALLOCS)
         g_counting = 0;
 #endif

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The device paths of the algorithm layer (CUDA builds only): the device
+ * context a communicator creates on its first call with device buffers,
+ * and the two runners gs__algo_plan can pick for them. algo_dev_cuda.c
+ * sets the context up and stages device buffers through pinned host
+ * memory; algo_nccl_cuda.c hands plain calls to NCCL. Both run on the
+ * communicator's worker thread (or the caller's, for a blocking call run
+ * inline), one operation at a time.
+ */
+#ifndef GS_ALGO_ALGO_DEV_H
+#define GS_ALGO_ALGO_DEV_H
+
+#include "algo/algo.h"
+
+#ifdef GS_WITH_CUDA
+
+/* Pinned host staging buffer and its slices in flight. */
+#define GS_DEV_STAGE_SLOTS 2
+
+struct gs_nccl;
+
+typedef struct gs_algo_dev {
+    int device;               /* CUDA device the resources belong to */
+    int ready;                /* setup done (capabilities agreed by every rank) */
+    void *copy_stream;        /* cudaStream_t of the staging copies */
+    void *slot_event[GS_DEV_STAGE_SLOTS]; /* D2H of slot s finished */
+    void *stage_event;        /* the copy stream has caught up with the caller's stream */
+    uint8_t *pinned;          /* staging memory (cudaHostAlloc), grown on demand */
+    size_t pinned_cap;
+    size_t stage_bytes;       /* slice of a pipelined staged call (GS_CUDA_STAGE_BYTES) */
+    struct gs_nccl *nccl;     /* NULL unless GS_DEV_CAP_NCCL */
+    int nccl_required;        /* GS_TRANSPORT=nccl: no NCCL is an error, not a fallback */
+    void **events;            /* completion events of non-blocking NCCL calls: a free list */
+    int nevents;
+    int events_cap;
+} gs_algo_dev_t;
+
+/* What the communicator asks of the device layer at setup. */
+typedef struct gs_algo_dev_params {
+    int want_nccl;      /* 0: never (GS_TRANSPORT=tcp|mpi), 1: when possible, 2: required */
+    size_t stage_bytes; /* GS_CUDA_STAGE_BYTES */
+    uint64_t host_id;   /* this rank's host (core/host.h) */
+} gs_algo_dev_params_t;
+
+/*
+ * Set up ctx->dev on the first call with device buffers on @p device
+ * (collective: every rank calls it on its first device call, which is
+ * the same operation everywhere). Ranks all-gather (host, GPU UUID); NCCL
+ * is used when it is built in, wanted, and no two ranks share a GPU (NCCL
+ * refuses that); rank 0 then makes the NCCL id and broadcasts it over the
+ * host transport. Sets ctx->dev_caps identically on every rank. Returns
+ * GS_OK; GS_ERR_CUDA naming the call; GS_ERR_INVALID_USAGE when NCCL is
+ * required but ranks share a GPU; the host exchange's errors.
+ */
+gs_status_t gs__dev_setup(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
+                          const gs_algo_dev_params_t *params);
+
+/* Free ctx->dev (aborting NCCL first when @p abort). Always frees. */
+gs_status_t gs__dev_free(gs_algo_ctx_t *ctx, int abort);
+
+/* Abort the NCCL communicator of ctx, if any (any thread). */
+void gs__dev_abort(gs_algo_ctx_t *ctx);
+
+/* Runners of the device paths (gs__algo_plan's path_table). */
+gs_status_t gs__dev_run_staged(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo_plan_t *plan);
+#ifdef GS_WITH_NCCL
+/* Enqueue *d on d->stream through NCCL. A blocking call waits for the
+ * result (deadline, NCCL's asynchronous errors polled); a stream-ordered
+ * one returns GS_OK once enqueued; a non-blocking one records *event_out
+ * (via d->event) and returns GS_INPROGRESS for gs__dev_test. */
+gs_status_t gs__dev_run_nccl(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo_plan_t *plan);
+#endif
+
+/* A non-blocking device call left in flight: GS_INPROGRESS until its
+ * event completes, then GS_OK (the event goes back to the pool), or
+ * NCCL's error. */
+gs_status_t gs__dev_test(gs_algo_ctx_t *ctx, gs_coll_desc_t *d);
+
+/* A completion event from the context's pool (created when the pool is
+ * empty), and its return. Returns GS_OK or GS_ERR_CUDA. */
+gs_status_t gs__dev_event_get(gs_algo_ctx_t *ctx, void **ev_out);
+void gs__dev_event_put(gs_algo_ctx_t *ctx, void *ev);
+
+/* The event of a call in flight is released without waiting (destroy). */
+void gs__dev_forget(gs_algo_ctx_t *ctx, gs_coll_desc_t *d);
+
+#endif /* GS_WITH_CUDA */
+
+#endif /* GS_ALGO_ALGO_DEV_H */
