@@ -19,6 +19,11 @@
 
 #include "gradsync/compress.h"
 
+/* The codecs' per-element arithmetic, shared with the CUDA kernels. NOTE:
+ * a path relative to this file, so that code outside the library (tests,
+ * fuzzers, bench) that includes codec.h needs no kernels/ include path. */
+#include "codec_math.h" /* kernels/: the arithmetic the codec kernels share */
+
 #if defined(__BYTE_ORDER__) && (__BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__)
 #error "gradsync codecs assume a little-endian host"
 #endif
@@ -190,13 +195,33 @@ gs_status_t gs__zstd_decompress(const void *src, size_t src_len, void *dst, size
 /* Error feedback internals (ef.c)                                        */
 /* ---------------------------------------------------------------------- */
 
+/*
+ * A device copy of a residual, made by the algorithm layer (CUDA builds)
+ * for compressed calls on device buffers and owned by its gs_ef_t: this
+ * layer frees, zeroes and reads it back through these hooks and knows
+ * nothing of CUDA.
+ */
+typedef struct gs_ef_dev gs_ef_dev_t;
+struct gs_ef_dev {
+    void (*release)(gs_ef_dev_t *self);                         /* free it */
+    gs_status_t (*reset)(gs_ef_dev_t *self);                    /* zero it */
+    gs_status_t (*to_host)(gs_ef_dev_t *self, float *residual); /* copy it back (waits) */
+};
+
 struct gs_ef {
     size_t count;
     gs_dtype_t dtype;
     uint64_t step;   /* encodes so far; varies the stochastic codecs' draws */
     float *residual; /* count elements */
     struct gs_ef *server; /* compressed all-reduce: this rank's chunk of the sum, or NULL */
+    gs_ef_dev_t *dev;     /* device copy of the residual, or NULL */
+    int dev_current;      /* 1: the device copy is the residual (the host copy is stale) */
 };
+
+/* Make the host residual of @p ef (and of its server residual) current:
+ * read the device copy back when a device call used it last. Every host
+ * use of a residual calls this first. Returns GS_OK or the copy's error. */
+gs_status_t gs__ef_sync_host(gs_ef_t ef);
 
 /* max |x[i]| over n values; a NaN anywhere gives NaN (codec_int8.c,
  * shared by the blocked quantizers). */
@@ -317,31 +342,14 @@ gs_status_t gs__codec_topk_sum(const gs_codec_params_t *p, const uint8_t *const 
                                const size_t *lens, size_t nb, const float *scale, float *dst,
                                size_t *cursor, size_t *bad_out, char *why, size_t why_len);
 
-/* lowbias32 (C. Wellons): a 32-bit mixer good enough for rounding noise
- * and index draws, written in 32-bit arithmetic so loops vectorise. */
-static inline uint32_t gs__codec_hash32(uint32_t x)
-{
-    x ^= x >> 16;
-    x *= 0x7feb352du;
-    x ^= x >> 15;
-    x *= 0x846ca68bu;
-    x ^= x >> 16;
-    return x;
-}
-
-/* The 32-bit stream key of a 64-bit seed (splitmix64 finaliser). */
-static inline uint32_t gs__codec_seed32(uint64_t seed)
-{
-    seed += 0x9e3779b97f4a7c15ull;
-    seed = (seed ^ (seed >> 30)) * 0xbf58476d1ce4e5b9ull;
-    seed = (seed ^ (seed >> 27)) * 0x94d049bb133111ebull;
-    return (uint32_t)(seed ^ (seed >> 31));
-}
+/* gs__codec_hash32 (the counter-based mixer of qsgd's noise and random-k's
+ * draws) and gs__codec_seed32 (a seed's 32-bit key) live in
+ * kernels/codec_math.h with the rest of the codecs' arithmetic. */
 
 /* Number of blocks of @p block elements covering @p count elements. */
 static inline size_t gs__codec_nblocks(size_t count, uint32_t block)
 {
-    return (count == 0) ? 0 : (count - 1) / block + 1;
+    return gs_km_nblocks(count, block);
 }
 
 /* Unaligned little-endian loads/stores of f32 scales in bodies. */

@@ -12,18 +12,6 @@
  */
 #include "compress/codec.h"
 
-#include <float.h>
-#include <math.h>
-
-/* Round to nearest even for |v| < 2^22 with one add and one subtract
- * (vectorisable; lrintf is not, without -fno-math-errno). */
-static inline float round_even(float v)
-{
-    const float magic = 12582912.0f; /* 1.5 * 2^23 */
-
-    return (v + magic) - magic;
-}
-
 static size_t int8_body_size(const gs_codec_params_t *p)
 {
     return gs__codec_nblocks(p->count, p->block) * sizeof(float) + p->count;
@@ -36,12 +24,7 @@ float gs__codec_max_abs(const float *x, size_t n)
     size_t i;
 
     for (i = 0; i < n; i++) {
-        const float a = fabsf(x[i]);
-
-        /* NOTE: written so that a NaN propagates into m (m < NaN is false,
-         * but NaN >= m is false too: keep m unless a is larger or NaN). */
-        m = (a > m) ? a : m;
-        m = (a != a) ? a : m;
+        m = gs_km_max_abs_step(m, x[i]);
     }
     return m;
 }
@@ -52,23 +35,15 @@ static void quantize_block(const float *x, size_t n, float inv, int8_t *q)
     size_t i;
 
     for (i = 0; i < n; i++) {
-        float v = round_even(x[i] * inv);
-
-        /* NaN maps to -127 (the first compare is false), never to UB. */
-        v = (v >= -127.0f) ? v : -127.0f;
-        v = (v <= 127.0f) ? v : 127.0f;
-        q[i] = (int8_t)v;
+        q[i] = gs_km_int8_code(x[i], inv);
     }
 }
 
 /* Store the scale of a block of max |x| = m and quantize its n elements. */
-static float int8_block(const float *x, size_t n, float m, int simd, uint8_t *scale_out,
-                        int8_t *q)
+static float int8_block(const float *x, size_t n, float m, int simd, uint8_t *scale_out, int8_t *q)
 {
-    /* A block of zeros, or so tiny that 127 / m overflows, encodes as
-     * all-zero codes with scale 0. */
-    const float inv = ((m > 0.0f) && (127.0f / m <= FLT_MAX)) ? 127.0f / m : 0.0f;
-    const float scale = (inv > 0.0f) ? m / 127.0f : ((m != m) || (m > FLT_MAX) ? m : 0.0f);
+    float inv;
+    const float scale = gs_km_block_step(m, 127.0f, &inv);
 
     gs__codec_store_f32(scale_out, scale);
     if (simd) {
@@ -80,18 +55,17 @@ static float int8_block(const float *x, size_t n, float m, int simd, uint8_t *sc
 }
 
 GS_CODEC_CLONES
-static void dequant_block(const int8_t *q, size_t n, float scale, float *dst,
-                          gs_codec_mode_t mode)
+static void dequant_block(const int8_t *q, size_t n, float scale, float *dst, gs_codec_mode_t mode)
 {
     size_t i;
 
     if (mode == GS_CODEC_MODE_SET) {
         for (i = 0; i < n; i++) {
-            dst[i] = (float)q[i] * scale;
+            dst[i] = gs_km_dequant(q[i], scale);
         }
     } else {
         for (i = 0; i < n; i++) {
-            dst[i] += (float)q[i] * scale;
+            dst[i] = gs_km_addf(dst[i], gs_km_dequant(q[i], scale));
         }
     }
 }
@@ -108,7 +82,7 @@ static gs_status_t int8_decode(const gs_codec_params_t *p, const uint8_t *body, 
         const size_t n = (p->count - lo < p->block) ? p->count - lo : p->block;
         const float scale = gs__codec_load_f32(body + b * sizeof(float));
 
-        dequant_block(codes + lo, n, (mode == GS_CODEC_MODE_SET) ? scale : alpha * scale,
+        dequant_block(codes + lo, n, (mode == GS_CODEC_MODE_SET) ? scale : gs_km_mulf(alpha, scale),
                       dst + lo, mode);
     }
     return GS_OK;
@@ -148,7 +122,7 @@ static void int8_encode_blocks(const gs_codec_params_t *p, const float *src, flo
 
         if (res != NULL) {
             /* decode_accumulate's ADD with alpha -1, written the same way. */
-            dequant_block(codes + lo, n, gs__codec_minus_one * scale, res + lo,
+            dequant_block(codes + lo, n, gs_km_mulf(gs__codec_minus_one, scale), res + lo,
                           GS_CODEC_MODE_ADD);
         }
     }

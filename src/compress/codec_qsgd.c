@@ -27,9 +27,6 @@
  */
 #include "compress/codec.h"
 
-#include <float.h>
-#include <math.h>
-
 #define QSGD_CHUNK 512
 
 static int qsgd_nibbles(const gs_codec_params_t *p)
@@ -52,15 +49,7 @@ static void qsgd_quantize(const float *x, size_t n, uint32_t first, uint32_t key
     size_t i;
 
     for (i = 0; i < n; i++) {
-        const uint32_t h = gs__codec_hash32((first + (uint32_t)i) + key);
-        const float u = (float)(h >> 8) * (1.0f / 16777216.0f);
-        float t = fabsf(x[i]) * inv + u;
-        int32_t l;
-
-        /* t >= 0; a NaN or a rounding overshoot lands on the top level. */
-        t = (t <= levels) ? t : levels;
-        l = (int32_t)t;
-        q[i] = (int8_t)((x[i] < 0.0f) ? -l : l);
+        q[i] = gs_km_qsgd_code(x[i], gs_km_qsgd_noise(first + (uint32_t)i, key), inv, levels);
     }
 }
 
@@ -110,11 +99,11 @@ static void qsgd_dequant8(const int8_t *q, size_t n, float step, float *dst, gs_
 
     if (mode == GS_CODEC_MODE_SET) {
         for (i = 0; i < n; i++) {
-            dst[i] = (float)q[i] * step;
+            dst[i] = gs_km_dequant(q[i], step);
         }
     } else {
         for (i = 0; i < n; i++) {
-            dst[i] += (float)q[i] * step;
+            dst[i] = gs_km_addf(dst[i], gs_km_dequant(q[i], step));
         }
     }
 }
@@ -127,11 +116,9 @@ static void qsgd_dequant4(const uint8_t *codes, size_t start, size_t n, float st
     size_t i;
 
     for (i = 0; i < n; i++) {
-        const size_t g = start + i;
-        const unsigned nibble = ((unsigned)codes[g >> 1] >> ((g & 1) * 4)) & 15u;
-        const float v = (float)((int)(nibble ^ 8u) - 8) * step;
+        const float v = gs_km_dequant(gs_km_nibble_code(codes, start + i), step);
 
-        dst[i] = (mode == GS_CODEC_MODE_SET) ? v : dst[i] + v;
+        dst[i] = (mode == GS_CODEC_MODE_SET) ? v : gs_km_addf(dst[i], v);
     }
 }
 
@@ -207,12 +194,9 @@ static void qsgd_encode_blocks(const gs_codec_params_t *p, const float *src, flo
         if (!have_m) {
             m = gs__codec_max_abs(x, n);
         }
-        /* A block of zeros, or so tiny that levels / m overflows, encodes
-         * as all-zero codes with step 0. */
-        inv = ((m > 0.0f) && (levels / m <= FLT_MAX)) ? levels / m : 0.0f;
-        step = (inv > 0.0f) ? m / levels : ((m != m) || (m > FLT_MAX) ? m : 0.0f);
+        step = gs_km_block_step(m, levels, &inv);
         gs__codec_store_f32(body + b * sizeof(float), step);
-        s = gs__codec_minus_one * step;
+        s = gs_km_mulf(gs__codec_minus_one, step);
         if (simd && ((r == NULL) || (s == s))) {
             /* Codes (and the residual update) of the whole steps after
              * the head; the head and the rest take the plain loops. */
@@ -264,7 +248,7 @@ static gs_status_t qsgd_decode(const gs_codec_params_t *p, const uint8_t *body, 
         const size_t lo = b * p->block;
         const size_t n = (p->count - lo < p->block) ? p->count - lo : p->block;
         const float step = gs__codec_load_f32(body + b * sizeof(float));
-        const float s = (mode == GS_CODEC_MODE_SET) ? step : alpha * step;
+        const float s = (mode == GS_CODEC_MODE_SET) ? step : gs_km_mulf(alpha, step);
 
         qsgd_dequant(codes, lo, n, nib, s, dst + lo, mode, simd);
     }

@@ -21,16 +21,6 @@ static size_t randk_body_size(const gs_codec_params_t *p)
     return sizeof(uint64_t) + (size_t)p->param * sizeof(float);
 }
 
-/* Index drawn from stratum j of k over n elements (k <= n < 2^32). */
-static inline size_t randk_index(size_t n, size_t k, size_t j, uint32_t key)
-{
-    const uint64_t lo = ((uint64_t)j * n) / k;
-    const uint64_t hi = ((uint64_t)(j + 1) * n) / k;
-    const uint32_t h = gs__codec_hash32((uint32_t)j * 0x9e3779b9u + key);
-
-    return (size_t)(lo + (((uint64_t)h * (hi - lo)) >> 32));
-}
-
 static gs_status_t randk_encode(const gs_codec_params_t *p, const float *src, uint8_t *body)
 {
     const size_t k = p->param;
@@ -40,7 +30,7 @@ static gs_status_t randk_encode(const gs_codec_params_t *p, const float *src, ui
     memcpy(body, &p->seed, sizeof(p->seed));
     for (j = 0; j < k; j++) {
         gs__codec_store_f32(body + sizeof(uint64_t) + j * sizeof(float),
-                            src[randk_index(p->count, k, j, key)]);
+                            src[gs_km_randk_index(p->count, k, j, key)]);
     }
     return GS_OK;
 }
@@ -59,10 +49,10 @@ static gs_status_t randk_decode(const gs_codec_params_t *p, const uint8_t *body,
         memset(dst, 0, p->count * sizeof(float));
     }
     for (j = 0; j < k; j++) {
-        const size_t idx = randk_index(p->count, k, j, key);
+        const size_t idx = gs_km_randk_index(p->count, k, j, key);
         const float v = gs__codec_load_f32(body + sizeof(uint64_t) + j * sizeof(float));
 
-        dst[idx] = (mode == GS_CODEC_MODE_SET) ? v : dst[idx] + alpha * v;
+        dst[idx] = (mode == GS_CODEC_MODE_SET) ? v : gs_km_acc(dst[idx], alpha, v);
     }
     return GS_OK;
 }

@@ -12,8 +12,6 @@
  */
 #include "compress/codec.h"
 
-#include <math.h>
-
 static size_t sign_body_size(const gs_codec_params_t *p)
 {
     return gs__codec_nblocks(p->count, p->block) * sizeof(float) + (p->count + 7) / 8;
@@ -22,26 +20,23 @@ static size_t sign_body_size(const gs_codec_params_t *p)
 GS_CODEC_CLONES
 static float sign_mean_abs(const float *x, size_t n)
 {
-    float s = 0.0f;
     size_t i;
 
     /* NOTE: a strict left-to-right f32 sum does not vectorise; double
      * would be slower. Summing eight interleaved partials keeps the
-     * result deterministic (independent of the ISA clone). */
-    float p[8] = {0};
+     * result deterministic (independent of the ISA clone); the order is
+     * codec_math.h's, which the GPU kernels follow too. */
+    float p[GS_KM_SIGN_PARTIALS] = {0};
 
-    for (i = 0; i + 8 <= n; i += 8) {
-        for (size_t j = 0; j < 8; j++) {
-            p[j] += fabsf(x[i + j]);
+    for (i = 0; i + GS_KM_SIGN_PARTIALS <= n; i += GS_KM_SIGN_PARTIALS) {
+        for (size_t j = 0; j < GS_KM_SIGN_PARTIALS; j++) {
+            p[j] = gs_km_sign_partial(p[j], x[i + j]);
         }
     }
     for (; i < n; i++) {
-        p[i % 8] += fabsf(x[i]);
+        p[i % GS_KM_SIGN_PARTIALS] = gs_km_sign_partial(p[i % GS_KM_SIGN_PARTIALS], x[i]);
     }
-    for (i = 0; i < 8; i++) {
-        s += p[i];
-    }
-    return s / (float)n;
+    return gs_km_sign_mean(p, n);
 }
 
 GS_CODEC_CLONES
@@ -53,7 +48,7 @@ static void sign_pack(const float *x, size_t nbytes, uint8_t *bits)
         unsigned b = 0;
 
         for (unsigned t = 0; t < 8; t++) {
-            b |= (x[8 * j + t] < 0.0f ? 1u : 0u) << t;
+            b |= gs_km_sign_bit(x[8 * j + t]) << t;
         }
         bits[j] = (uint8_t)b;
     }
@@ -81,7 +76,7 @@ static gs_status_t sign_encode(const gs_codec_params_t *p, const float *src, uin
         unsigned last = 0;
 
         for (i = full * 8; i < p->count; i++) {
-            last |= (src[i] < 0.0f ? 1u : 0u) << (i - full * 8);
+            last |= gs_km_sign_bit(src[i]) << (i - full * 8);
         }
         bits[full] = (uint8_t)last;
     }
@@ -97,9 +92,9 @@ static void sign_unpack(const uint8_t *bits, size_t start, size_t n, float s, fl
 
     for (i = 0; i < n; i++) {
         const size_t g = start + i;
-        const float v = (((bits[g >> 3] >> (g & 7)) & 1u) != 0) ? -s : s;
+        const float v = gs_km_sign_value((bits[g >> 3] >> (g & 7)) & 1u, s);
 
-        dst[i] = (mode == GS_CODEC_MODE_SET) ? v : dst[i] + v;
+        dst[i] = (mode == GS_CODEC_MODE_SET) ? v : gs_km_addf(dst[i], v);
     }
 }
 
@@ -115,7 +110,7 @@ static gs_status_t sign_decode(const gs_codec_params_t *p, const uint8_t *body, 
         const size_t n = (p->count - lo < p->block) ? p->count - lo : p->block;
         const float scale = gs__codec_load_f32(body + b * sizeof(float));
 
-        const float s = (mode == GS_CODEC_MODE_SET) ? scale : alpha * scale;
+        const float s = (mode == GS_CODEC_MODE_SET) ? scale : gs_km_mulf(alpha, scale);
 
         if (gs__codec_isa()) {
             /* Whole sign bytes inside the block go 8 at a time; the
@@ -167,7 +162,7 @@ static gs_status_t sign_encode_ef(const gs_codec_params_t *p, const float *src, 
             scale = sign_mean_abs(r, n);
         }
         gs__codec_store_f32(body + b * sizeof(float), scale);
-        s = gs__codec_minus_one * scale;
+        s = gs_km_mulf(gs__codec_minus_one, scale);
         if (simd && (s == s)) {
             gs__codec_sign_pack_update_simd(r, full, s, bb);
         } else if (simd) { /* a NaN scale: the separate steps give its bits */
@@ -181,7 +176,7 @@ static gs_status_t sign_encode_ef(const gs_codec_params_t *p, const float *src, 
             unsigned last = 0;
 
             for (size_t i = done; i < n; i++) {
-                last |= (r[i] < 0.0f ? 1u : 0u) << (i - done);
+                last |= gs_km_sign_bit(r[i]) << (i - done);
             }
             bb[full] = (uint8_t)last;
             sign_unpack(bits, lo + done, n - done, s, r + done, GS_CODEC_MODE_ADD);

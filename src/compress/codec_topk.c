@@ -43,14 +43,6 @@
 /* Output elements per block of the all-gather sum (16 KiB, stays in L1). */
 #define TOPK_SUM_BLOCK 4096
 
-static inline uint32_t abs_key(float f)
-{
-    uint32_t u;
-
-    memcpy(&u, &f, sizeof(u));
-    return u & 0x7fffffffu;
-}
-
 static size_t topk_body_size(const gs_codec_params_t *p)
 {
     return (size_t)p->param * (sizeof(uint32_t) + sizeof(float));
@@ -70,7 +62,7 @@ static uint32_t topk_threshold(const float *src, size_t n, size_t k, size_t *tie
         int d;
 
         for (i = 0; i < n; i++) {
-            const uint32_t key = abs_key(src[i]);
+            const uint32_t key = gs_km_topk_key(src[i]);
 
             if ((key & mask) == prefix) {
                 hist[(key >> shift) & 0xffu]++;
@@ -107,7 +99,7 @@ static uint32_t topk_list_threshold(const float *x, const uint8_t *list, size_t 
         memset(hist, 0, bins[level] * sizeof(uint32_t));
         for (size_t i = 0; i < m; i++) {
             const uint32_t e = gs__codec_load_u32(list + i * sizeof(uint32_t));
-            const uint32_t key = (x == NULL) ? e : abs_key(x[e]);
+            const uint32_t key = (x == NULL) ? e : gs_km_topk_key(x[e]);
 
             if ((x != NULL) && (i + TOPK_PREFETCH < m)) {
                 __builtin_prefetch(
@@ -165,7 +157,8 @@ static int topk_bound(const float *a, const float *b, size_t n, size_t k, uint8_
     for (size_t s = 0; s < ns; s++) {
         const size_t i = s * stride;
 
-        gs__codec_store_u32(body + s * sizeof(uint32_t), abs_key((b != NULL) ? a[i] + b[i] : a[i]));
+        gs__codec_store_u32(body + s * sizeof(uint32_t),
+                            gs_km_topk_key((b != NULL) ? a[i] + b[i] : a[i]));
     }
     *lo_out = topk_list_threshold(NULL, body, ns, j, &ties);
     return 1;
@@ -200,7 +193,7 @@ static int topk_candidates(const gs_codec_params_t *p, const float *a, const flo
      * index order: list entry i moves to j <= i. */
     for (size_t i = 0; (i < m) && (j < k); i++) {
         const uint32_t e = gs__codec_load_u32(body + i * sizeof(uint32_t));
-        const uint32_t key = abs_key(v[e]);
+        const uint32_t key = gs_km_topk_key(v[e]);
 
         if (i + TOPK_PREFETCH < m) {
             __builtin_prefetch(v +
@@ -222,7 +215,7 @@ static int topk_candidates(const gs_codec_params_t *p, const float *a, const flo
             const float x = res[e];
 
             gs__codec_store_f32(vals + j * sizeof(float), x);
-            res[e] = res[e] + minus_one * x;
+            res[e] = gs_km_acc(res[e], minus_one, x);
         }
     } else {
         for (j = 0; j < k; j++) {
@@ -247,7 +240,7 @@ static void topk_select_all(const gs_codec_params_t *p, const float *src, uint8_
     }
     t = topk_threshold(src, p->count, k, &ties);
     for (i = 0; (i < p->count) && (j < k); i++) {
-        const uint32_t key = abs_key(src[i]);
+        const uint32_t key = gs_km_topk_key(src[i]);
 
         if ((key > t) || ((key == t) && (ties > 0))) {
             ties -= (key == t) ? 1 : 0;
@@ -305,7 +298,7 @@ TOPK_ONE_COPY static void topk_add_pairs(const uint8_t *body, size_t k, size_t l
     for (size_t j = lo; j < hi; j++) {
         const uint32_t idx = gs__codec_load_u32(body + j * sizeof(uint32_t));
 
-        dst[idx] = dst[idx] + alpha * gs__codec_load_f32(vals + j * sizeof(float));
+        dst[idx] = gs_km_acc(dst[idx], alpha, gs__codec_load_f32(vals + j * sizeof(float)));
     }
 }
 
