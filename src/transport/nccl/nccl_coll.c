@@ -91,6 +91,29 @@ static gs_status_t nothing_to_do(gs_nccl_t *nccl, const char *call)
     return gs__nccl_leave(nccl, ncclSuccess, call);
 }
 
+/* The checks of a call with one buffer and one rank (broadcast's root, a
+ * send's or receive's peer): handle, dtype, buffer, rank, byte count. */
+static gs_status_t check_one(gs_nccl_t *nccl, const char *call, gs_dtype_t dtype, const void *buf,
+                             size_t count, const char *rank_name, int r, int *type_out,
+                             size_t *bytes_out)
+{
+    gs_status_t status = check_handle(nccl, call);
+
+    if (status == GS_OK) {
+        status = check_types(nccl, call, dtype, GS_OP_SUM, type_out, NULL);
+    }
+    if (status == GS_OK) {
+        status = check_buf(nccl, call, "buf", buf, count);
+    }
+    if (status == GS_OK) {
+        status = check_rank(nccl, call, rank_name, r);
+    }
+    if (status == GS_OK) {
+        status = check_bytes(nccl, call, count, 1, dtype, bytes_out);
+    }
+    return status;
+}
+
 gs_status_t gs__nccl_allreduce(gs_nccl_t *nccl, const void *sendbuf, void *recvbuf, size_t count,
                                gs_dtype_t dtype, gs_op_t op, void *stream)
 {
@@ -139,19 +162,7 @@ gs_status_t gs__nccl_broadcast(gs_nccl_t *nccl, void *buf, size_t count, gs_dtyp
     int type;
     gs_status_t status;
 
-    status = check_handle(nccl, call);
-    if (status == GS_OK) {
-        status = check_types(nccl, call, dtype, GS_OP_SUM, &type, NULL);
-    }
-    if (status == GS_OK) {
-        status = check_buf(nccl, call, "buf", buf, count);
-    }
-    if (status == GS_OK) {
-        status = check_rank(nccl, call, "root", root);
-    }
-    if (status == GS_OK) {
-        status = check_bytes(nccl, call, count, 1, dtype, &bytes);
-    }
+    status = check_one(nccl, call, dtype, buf, count, "root", root, &type, &bytes);
     if (status != GS_OK) {
         return status;
     }
@@ -296,19 +307,7 @@ static gs_status_t p2p(gs_nccl_t *nccl, const char *call, int is_send, void *buf
     int type;
     gs_status_t status;
 
-    status = check_handle(nccl, call);
-    if (status == GS_OK) {
-        status = check_types(nccl, call, dtype, GS_OP_SUM, &type, NULL);
-    }
-    if (status == GS_OK) {
-        status = check_buf(nccl, call, "buf", buf, count);
-    }
-    if (status == GS_OK) {
-        status = check_rank(nccl, call, "peer", peer);
-    }
-    if (status == GS_OK) {
-        status = check_bytes(nccl, call, count, 1, dtype, &bytes);
-    }
+    status = check_one(nccl, call, dtype, buf, count, "peer", peer, &type, &bytes);
     if (status != GS_OK) {
         return status;
     }
