@@ -32,6 +32,12 @@ static __global__ void __launch_bounds__(GS_KRED_THREADS)
     gs_kred_scale(gs_kthread_here(), buf, n, dtype, divisor);
 }
 
+static __global__ void __launch_bounds__(GS_KRED_THREADS)
+    gs_kred_mul_kernel(float *buf, size_t n, float m)
+{
+    gs_kred_mul_f32(gs_kthread_here(), buf, n, m);
+}
+
 /* Element size of a dtype, 0 when unknown (types.h's table). */
 static size_t kred_dtype_size(gs_dtype_t dtype)
 {
@@ -99,5 +105,18 @@ extern "C" int gs_k_scale(void *buf, size_t n, gs_dtype_t dtype, int divisor, vo
     }
     gs_kred_scale_kernel<<<kred_grid(n, kred_dtype_size(dtype)), GS_KRED_THREADS, 0,
                            (cudaStream_t)stream>>>(buf, n, dtype, divisor);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int gs_k_mul_f32(float *buf, size_t n, float m, void *stream)
+{
+    if (n == 0) {
+        return (int)cudaSuccess;
+    }
+    if (buf == NULL) {
+        return (int)cudaErrorInvalidValue;
+    }
+    gs_kred_mul_kernel<<<kred_grid(n, sizeof(float)), GS_KRED_THREADS, 0, (cudaStream_t)stream>>>(
+        buf, n, m);
     return (int)cudaGetLastError();
 }

@@ -392,6 +392,33 @@ GS_KFN void gs_kred_scale_loop_f32(gs_kthread_t t, gs_kred_span_t s, float *buf,
     }
 }
 
+/* buf[i] = buf[i] * m: the average of the compressed all-reduce, which
+ * multiplies by 1/n as algo_compressed.c does (not a divide). */
+GS_KFN void gs_kred_mul_loop_f32(gs_kthread_t t, gs_kred_span_t s, float *buf, float m)
+{
+    const size_t gid = gs_kthread_gid(t);
+    const size_t stride = gs_kthread_gstride(t);
+    size_t i;
+
+    for (i = gid; i < s.head; i += stride) {
+        buf[i] *= m;
+    }
+    for (i = gid; i < s.nvec; i += stride) {
+        const size_t e = s.head + i * 4u;
+        gs_kred_vf32_t v;
+        unsigned k;
+
+        gs_kred_vcopy(&v, buf + e);
+        for (k = 0; k < 4u; k++) {
+            v.v[k] *= m;
+        }
+        gs_kred_vcopy(buf + e, &v);
+    }
+    for (i = s.tail + gid; i < s.n; i += stride) {
+        buf[i] *= m;
+    }
+}
+
 GS_KFN void gs_kred_scale_loop_f64(gs_kthread_t t, gs_kred_span_t s, double *buf, double divisor)
 {
     const size_t gid = gs_kthread_gid(t);
@@ -737,6 +764,12 @@ GS_KFN void gs_kred_scale(gs_kthread_t t, void *buf, size_t n, gs_dtype_t dtype,
     default:
         break;
     }
+}
+
+/* buf[i] = buf[i] * m for i < n f32 values. */
+GS_KFN void gs_kred_mul_f32(gs_kthread_t t, float *buf, size_t n, float m)
+{
+    gs_kred_mul_loop_f32(t, gs_kred_span(buf, buf, buf, n, sizeof(float)), buf, m);
 }
 
 #endif /* GS_KERNELS_REDUCE_BODY_H */

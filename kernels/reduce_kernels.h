@@ -47,6 +47,10 @@ int gs_k_reduce(void *dst, const void *a, const void *b, size_t n, gs_dtype_t dt
  */
 int gs_k_scale(void *buf, size_t n, gs_dtype_t dtype, int divisor, void *stream);
 
+/* buf[i] = buf[i] * m for n f32 values (the compressed all-reduce's
+ * average: a multiply by 1/n, as on the CPU). */
+int gs_k_mul_f32(float *buf, size_t n, float m, void *stream);
+
 #ifdef __cplusplus
 }
 #endif

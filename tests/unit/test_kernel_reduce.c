@@ -690,6 +690,45 @@ static void test_kernel_reduce_zero_count(void **state)
     }
 }
 
+/* The compressed all-reduce's average: x * m, element by element, every
+ * alignment and grid shape, the same bits as the plain loop; nothing
+ * outside the span is written. */
+static void test_kernel_reduce_mul_matches_loop(void **state)
+{
+    static const size_t counts[] = {0, 1, 3, 17, 1000, 4099};
+    static const unsigned grids[][2] = {{1, 1}, {3, 7}, {4, 256}, {40, 128}};
+    enum { PAD = 8, MAXN = 4099 + 2 * PAD };
+    float *buf = malloc(MAXN * sizeof(float));
+    float *want = malloc(MAXN * sizeof(float));
+    const float m = 1.0f / 3.0f;
+    uint32_t seed = 12345;
+
+    (void)state;
+    assert_true((buf != NULL) && (want != NULL));
+    for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++) {
+        for (size_t g = 0; g < sizeof(grids) / sizeof(grids[0]); g++) {
+            for (size_t off = 0; off < 2; off++) {
+                const size_t n = counts[ci];
+
+                for (size_t i = 0; i < MAXN; i++) {
+                    seed = seed * 1664525u + 1013904223u;
+                    buf[i] = (float)((int32_t)seed >> 8) * 1e-3f + 0.5f;
+                    want[i] = buf[i];
+                }
+                buf[PAD + off] = (n > 0) ? -0.0f : buf[PAD + off];
+                want[PAD + off] = buf[PAD + off];
+                for (size_t i = 0; i < n; i++) {
+                    want[PAD + off + i] = want[PAD + off + i] * m;
+                }
+                GS_CPU_GRID(grids[g][0], grids[g][1], gs_kred_mul_f32, buf + PAD + off, n, m);
+                assert_memory_equal(buf, want, MAXN * sizeof(float));
+            }
+        }
+    }
+    free(buf);
+    free(want);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -720,6 +759,7 @@ int main(void)
                                         teardown_bufs),
         cmocka_unit_test_setup_teardown(test_kernel_reduce_span_split, setup_bufs, teardown_bufs),
         cmocka_unit_test(test_kernel_reduce_zero_count),
+        cmocka_unit_test(test_kernel_reduce_mul_matches_loop),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
