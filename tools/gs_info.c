@@ -10,6 +10,7 @@
  */
 #include "core/config.h"
 #include "core/env_table.h"
+#include "core/memkind.h"
 #include "core/reduce_cpu.h"
 #include "gradsync/gradsync.h"
 
@@ -29,6 +30,7 @@ static int print_version(void)
     printf("gradsync %s (version number %u, built with headers %s)\n", gs_version_string(),
            gs_version(), GS_VERSION_STRING);
     printf("reduce isa: %s\n", gs__reduce_isa());
+    printf("device buffers: %s\n", gs__device_summary());
     return 0;
 }
 

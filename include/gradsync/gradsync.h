@@ -468,7 +468,12 @@ GS_API gs_status_t gs_recv(gs_comm_t comm, void *buf, size_t count, gs_dtype_t d
  * algo must be GS_ALGO_AUTO). Device buffers need the NCCL path, where
  * messages between two ranks match in the order they were sent (NCCL has
  * no tags: @p tag must still agree, it is not checked) and GS_ANY_SOURCE
- * is not available; without NCCL they fail with GS_ERR_UNSUPPORTED.
+ * is not available; without NCCL they fail with GS_ERR_UNSUPPORTED. The
+ * first call with device buffers on a communicator must be a collective
+ * (it sets NCCL up, with every rank): before one, device point-to-point is
+ * GS_ERR_INVALID_USAGE. Over NCCL a send waits on the GPU for its receive:
+ * a pair that sends to each other on one stream deadlocks that stream, so
+ * give the sends and the receives streams of their own.
  */
 GS_API gs_status_t gs_send_ex(gs_comm_t comm, const void *buf, size_t count, gs_dtype_t dtype,
                               int peer, uint32_t tag, const gs_coll_opts_t *opts);

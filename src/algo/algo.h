@@ -74,7 +74,8 @@ typedef enum gs_path {
     GS_PATH_HOST = 0,   /* host buffers over the communicator's transport */
     GS_PATH_NCCL = 1,   /* device buffers through NCCL, ordered on the caller's stream */
     GS_PATH_STAGED = 2, /* device buffers staged through pinned host memory, host transport */
-    GS_PATH_COUNT = 3
+    GS_PATH_MPI_CUDA = 3, /* device buffers straight to a CUDA-aware MPI's collectives */
+    GS_PATH_COUNT = 4
 } gs_path_t;
 
 typedef enum gs_scheme {
@@ -89,6 +90,8 @@ typedef struct gs_algo_plan {
     gs_path_t path;
     gs_scheme_t scheme;
     gs_algo_t algo;  /* GS_SCHEME_PLAIN: the algorithm; else GS_ALGO_AUTO */
+    int device_codec; /* device buffers, two-phase: the codec kernels run on the GPU
+                       * (f32 without zstd); else the CPU codecs run on staged copies */
     const char *why; /* what decided the algorithm: "caller", "GS_ALGO", "cost model", ... */
 } gs_algo_plan_t;
 
@@ -99,6 +102,7 @@ const char *gs__scheme_name(gs_scheme_t scheme);
 /* Device capabilities of a context (gs_algo_ctx_t.dev_caps). */
 #define GS_DEV_CAP_NCCL (1u << 0)   /* an NCCL communicator can serve device buffers */
 #define GS_DEV_CAP_STAGED (1u << 1) /* device buffers may be staged through host memory */
+#define GS_DEV_CAP_MPI_CUDA (1u << 2) /* the MPI transport takes device buffers (GS_MPI_CUDA_AWARE) */
 
 struct gs_algo_dev; /* the device context of a communicator (CUDA builds: algo_dev.h) */
 

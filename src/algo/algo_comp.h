@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "algo/algo.h"
+#include "gradsync/compress.h"
 
 /* One all-peers exchange of variable-length payloads: slot q of recv
  * (cap bytes each) receives from rank q; rank q is sent slot q of send,
@@ -32,6 +33,11 @@ typedef struct gs_comp_xchg {
  * (GS_ERR_TIMEOUT, GS_ERR_PROTOCOL for an oversized message, ...). */
 gs_status_t gs__comp_exchange(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint32_t phase,
                               const gs_comp_xchg_t *x);
+
+/* The server residual of this rank's chunk of @p ef (its sum's error
+ * feedback, own_len elements), (re)made when the chunk changes; *out is
+ * NULL when ef is. Returns GS_OK or GS_ERR_NO_MEMORY. */
+gs_status_t gs__comp_server_ef(gs_ef_t ef, size_t own_len, gs_ef_t *out);
 
 /* Run the sparse all-reduce of @p d along @p scheme (GS_SCHEME_SPARSE_GATHER
  * or GS_SCHEME_SPARSE_SHARED, as gs__algo_plan chose).

@@ -317,8 +317,7 @@ static gs_status_t comp_layout(comp_state_t *st)
     return GS_OK;
 }
 
-/* The server residual of this rank's chunk, (re)made when the chunk changes. */
-static gs_status_t comp_server_ef(gs_ef_t ef, size_t own_len, gs_ef_t *out)
+gs_status_t gs__comp_server_ef(gs_ef_t ef, size_t own_len, gs_ef_t *out)
 {
     gs_status_t status;
 
@@ -351,6 +350,8 @@ static gs_ef_t comp_ef_view(gs_ef_t ef, size_t off, size_t len, struct gs_ef *vi
     view->count = len;
     view->residual = ef->residual + off;
     view->server = GS_EF_NULL;
+    view->dev = NULL; /* the parent's copy was made current at the start */
+    view->dev_current = 0;
     return view;
 }
 
@@ -579,6 +580,10 @@ gs_status_t gs__compressed_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d
     if (d->count == 0) {
         return GS_OK;
     }
+    status = gs__ef_sync_host((gs_ef_t)d->ef); /* a device call may hold the residuals */
+    if (status != GS_OK) {
+        return status;
+    }
     memset(&st, 0, sizeof(st));
     st.ctx = ctx;
     st.d = d;
@@ -589,7 +594,7 @@ gs_status_t gs__compressed_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d
     gs__algo_split(d->count, st.n, st.r, &st.own_off, &st.own_len);
     status = comp_layout(&st);
     if (status == GS_OK) {
-        status = comp_server_ef(st.ef, st.own_len, &st.server);
+        status = gs__comp_server_ef(st.ef, st.own_len, &st.server);
     }
     if (status == GS_OK) {
         status = comp_post_receives(&st);

@@ -28,6 +28,8 @@ typedef struct gs_algo_dev {
     void *stage_event;        /* the copy stream has caught up with the caller's stream */
     uint8_t *pinned;          /* staging memory (cudaHostAlloc), grown on demand */
     size_t pinned_cap;
+    void *dwork;              /* device workspace of the compressed path, grown on demand */
+    size_t dwork_cap;
     size_t stage_bytes;       /* slice of a pipelined staged call (GS_CUDA_STAGE_BYTES) */
     struct gs_nccl *nccl;     /* NULL unless GS_DEV_CAP_NCCL */
     int nccl_required;        /* GS_TRANSPORT=nccl: no NCCL is an error, not a fallback */
@@ -38,7 +40,8 @@ typedef struct gs_algo_dev {
 
 /* What the communicator asks of the device layer at setup. */
 typedef struct gs_algo_dev_params {
-    int want_nccl;      /* 0: never (GS_TRANSPORT=tcp|mpi), 1: when possible, 2: required */
+    int want_nccl;      /* 0: never (GS_CUDA_PATH=staged), 1: when possible, 2: required */
+    int mpi_cuda;       /* 1: the host transport is a CUDA-aware MPI (GS_MPI_CUDA_AWARE) */
     size_t stage_bytes; /* GS_CUDA_STAGE_BYTES */
     uint64_t host_id;   /* this rank's host (core/host.h) */
 } gs_algo_dev_params_t;
@@ -56,14 +59,26 @@ typedef struct gs_algo_dev_params {
 gs_status_t gs__dev_setup(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
                           const gs_algo_dev_params_t *params);
 
+/* Give ctx (a new communicator's, before its first call) a device context
+ * on @p device that already has the NCCL communicator @p nccl (from
+ * ncclCommSplit of its parent's), set up and agreed: the split did what
+ * gs__dev_setup's exchange would. Takes @p nccl (destroys it on failure).
+ * Returns GS_OK or GS_ERR_CUDA. */
+gs_status_t gs__dev_adopt(gs_algo_ctx_t *ctx, int device, struct gs_nccl *nccl,
+                          size_t stage_bytes);
+
 /* Free ctx->dev (aborting NCCL first when @p abort). Always frees. */
 gs_status_t gs__dev_free(gs_algo_ctx_t *ctx, int abort);
 
 /* Abort the NCCL communicator of ctx, if any (any thread). */
 void gs__dev_abort(gs_algo_ctx_t *ctx);
 
-/* Runners of the device paths (gs__algo_plan's path_table). */
+/* Runners of the device paths (gs__algo_plan's path_table). The
+ * CUDA-aware MPI runner waits for the caller's stream (MPI reads device
+ * memory as the host sees it), then hands the buffers to the MPI
+ * transport's native collective; the result is there when it returns. */
 gs_status_t gs__dev_run_staged(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo_plan_t *plan);
+gs_status_t gs__dev_run_mpi(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo_plan_t *plan);
 #ifdef GS_WITH_NCCL
 /* Enqueue *d on d->stream through NCCL. A blocking call waits for the
  * result (deadline, NCCL's asynchronous errors polled); a stream-ordered
@@ -76,6 +91,28 @@ gs_status_t gs__dev_run_nccl(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_alg
  * event completes, then GS_OK (the event goes back to the pool), or
  * NCCL's error. */
 gs_status_t gs__dev_test(gs_algo_ctx_t *ctx, gs_coll_desc_t *d);
+
+/* Helpers of the device files: GS_ERR_CUDA naming @p what and CUDA's own
+ * words for a cudaError_t other than 0 (else GS_OK); poll an event until it
+ * completes, sleeping 20 us between polls, GS_ERR_TIMEOUT after the
+ * context's timeout; pinned host memory of at least @p bytes
+ * (ctx->dev->pinned, grown after the copy stream is idle); device memory
+ * of at least @p bytes (*out, grown after @p stream is idle). */
+gs_status_t gs__dev_cuda(const gs_algo_ctx_t *ctx, int err, const char *what);
+gs_status_t gs__dev_wait_event(const gs_algo_ctx_t *ctx, void *ev, const char *what);
+gs_status_t gs__dev_pinned(gs_algo_ctx_t *ctx, size_t bytes);
+gs_status_t gs__dev_workspace(gs_algo_ctx_t *ctx, size_t bytes, void *stream, void **out);
+
+/*
+ * The two-phase compressed all-reduce on device buffers with the codec
+ * kernels (algo_comp_dev_cuda.c): f32, no zstd, as gs__algo_plan allows
+ * (plan->device_codec). The payloads move with grouped NCCL sends and
+ * receives (@p over_nccl) or through pinned host memory over the host
+ * transport. Waits for the result. Returns GS_OK, GS_ERR_PROTOCOL for a
+ * bad payload (naming the rank), GS_ERR_CUDA, or the exchange's errors.
+ */
+gs_status_t gs__dev_comp_allreduce(gs_algo_ctx_t *ctx, gs_coll_desc_t *d,
+                                   const gs_algo_plan_t *plan, int over_nccl);
 
 /* A completion event from the context's pool (created when the pool is
  * empty), and its return. Returns GS_OK or GS_ERR_CUDA. */

@@ -30,6 +30,7 @@
  */
 #include "algo/algo_dev.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -45,11 +46,12 @@
 #endif
 
 #define DEV_ALIGN 256
-#define DEV_AGREE_BYTES 32 /* host id (8), GPU UUID (16), NCCL wish (4), reserved (4) */
+#define DEV_AGREE_BYTES 32 /* host id (8), GPU UUID (16), NCCL wish (4), CUDA-aware MPI (4) */
 
-/* GS_ERR_CUDA naming the call and CUDA's own words, or GS_OK. */
-static gs_status_t dev_cuda(const gs_algo_ctx_t *ctx, cudaError_t err, const char *what)
+gs_status_t gs__dev_cuda(const gs_algo_ctx_t *ctx, int err_in, const char *what)
 {
+    const cudaError_t err = (cudaError_t)err_in;
+
     if (err == cudaSuccess) {
         return GS_OK;
     }
@@ -62,11 +64,9 @@ static size_t dev_align(size_t x)
     return (x + DEV_ALIGN - 1) & ~(size_t)(DEV_ALIGN - 1);
 }
 
-/* Poll @p ev until it completes; the deadline is renewed by nothing (a
- * copy makes progress or the device is stuck). Sleeps 20 us between polls
- * so that a long copy does not spin a core. */
-static gs_status_t dev_wait_event(const gs_algo_ctx_t *ctx, cudaEvent_t ev, const char *what)
+gs_status_t gs__dev_wait_event(const gs_algo_ctx_t *ctx, void *ev_in, const char *what)
 {
+    const cudaEvent_t ev = (cudaEvent_t)ev_in;
     const uint64_t deadline = gs__now_ns() + ctx->timeout_ns;
     const struct timespec nap = {.tv_sec = 0, .tv_nsec = 20000};
 
@@ -77,7 +77,7 @@ static gs_status_t dev_wait_event(const gs_algo_ctx_t *ctx, cudaEvent_t ev, cons
             return GS_OK;
         }
         if (err != cudaErrorNotReady) {
-            return dev_cuda(ctx, err, what);
+            return gs__dev_cuda(ctx, err, what);
         }
         if (gs__now_ns() >= deadline) {
             return gs__error_set(GS_ERR_TIMEOUT,
@@ -100,21 +100,21 @@ static gs_status_t dev_create(gs_algo_ctx_t *ctx, int device, gs_algo_dev_t **ou
                              ctx->opname);
     }
     dev->device = device;
-    status = dev_cuda(ctx, cudaSetDevice(device), "cudaSetDevice");
+    status = gs__dev_cuda(ctx, cudaSetDevice(device), "cudaSetDevice");
     if (status == GS_OK) {
-        status = dev_cuda(ctx,
+        status = gs__dev_cuda(ctx,
                           cudaStreamCreateWithFlags((cudaStream_t *)&dev->copy_stream,
                                                     cudaStreamNonBlocking),
                           "cudaStreamCreateWithFlags (staging copies)");
     }
     for (int s = 0; (s < GS_DEV_STAGE_SLOTS) && (status == GS_OK); s++) {
-        status = dev_cuda(ctx,
+        status = gs__dev_cuda(ctx,
                           cudaEventCreateWithFlags((cudaEvent_t *)&dev->slot_event[s],
                                                    cudaEventDisableTiming),
                           "cudaEventCreateWithFlags");
     }
     if (status == GS_OK) {
-        status = dev_cuda(ctx,
+        status = gs__dev_cuda(ctx,
                           cudaEventCreateWithFlags((cudaEvent_t *)&dev->stage_event,
                                                    cudaEventDisableTiming),
                           "cudaEventCreateWithFlags");
@@ -126,11 +126,12 @@ static gs_status_t dev_create(gs_algo_ctx_t *ctx, int device, gs_algo_dev_t **ou
 
 /* Every rank's record for the agreement: host id, GPU UUID, NCCL wish. */
 static gs_status_t dev_record(const gs_algo_ctx_t *ctx, int device, uint64_t host_id, int want,
-                              uint8_t rec[DEV_AGREE_BYTES])
+                              int mpi_cuda, uint8_t rec[DEV_AGREE_BYTES])
 {
     struct cudaDeviceProp prop;
     const uint32_t w = (uint32_t)want;
-    gs_status_t status = dev_cuda(ctx, cudaGetDeviceProperties(&prop, device),
+    const uint32_t m = (uint32_t)mpi_cuda;
+    gs_status_t status = gs__dev_cuda(ctx, cudaGetDeviceProperties(&prop, device),
                                   "cudaGetDeviceProperties");
 
     memset(rec, 0, DEV_AGREE_BYTES);
@@ -140,6 +141,7 @@ static gs_status_t dev_record(const gs_algo_ctx_t *ctx, int device, uint64_t hos
     memcpy(rec, &host_id, sizeof(host_id));
     memcpy(rec + 8, prop.uuid.bytes, 16);
     memcpy(rec + 24, &w, sizeof(w));
+    memcpy(rec + 28, &m, sizeof(m));
     return GS_OK;
 }
 
@@ -170,7 +172,7 @@ gs_status_t gs__dev_setup(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
     gs_algo_dev_t *dev = ctx->dev;
     uint8_t mine[DEV_AGREE_BYTES];
     uint8_t *all = NULL;
-    int share = 0, want_all = 1, required = 0;
+    int share = 0, want_all = 1, required = 0, mpi_all = 1;
     gs_status_t status = GS_OK;
 
     if ((dev != NULL) && dev->ready) {
@@ -181,14 +183,18 @@ gs_status_t gs__dev_setup(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
                                  "(as NCCL does)",
                                  ctx->opname, dev->device, d->device);
         }
-        return dev_cuda(ctx, cudaSetDevice(dev->device), "cudaSetDevice");
+        return gs__dev_cuda(ctx, cudaSetDevice(dev->device), "cudaSetDevice");
     }
     if (dev == NULL) {
         status = dev_create(ctx, d->device, &dev);
+        if (dev == NULL) {
+            return status;
+        }
     }
     dev->stage_bytes = (params->stage_bytes > 0) ? params->stage_bytes : ((size_t)4 << 20);
     if (status == GS_OK) {
-        status = dev_record(ctx, d->device, params->host_id, params->want_nccl, mine);
+        status = dev_record(ctx, d->device, params->host_id, params->want_nccl, params->mpi_cuda,
+                            mine);
     }
     if (status == GS_OK) {
         all = malloc((size_t)ctx->size * DEV_AGREE_BYTES);
@@ -204,6 +210,12 @@ gs_status_t gs__dev_setup(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
 
         memcpy(&w, all + (size_t)i * DEV_AGREE_BYTES + 24, sizeof(w));
         want_all &= (w > 0);
+        {
+            uint32_t m;
+
+            memcpy(&m, all + (size_t)i * DEV_AGREE_BYTES + 28, sizeof(m));
+            mpi_all &= (m > 0);
+        }
         required |= (w == 2);
         for (int j = 0; j < i; j++) {
             if (memcmp(all + (size_t)i * DEV_AGREE_BYTES, all + (size_t)j * DEV_AGREE_BYTES, 24) ==
@@ -223,7 +235,7 @@ gs_status_t gs__dev_setup(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
                              "built without NCCL",
                              ctx->opname);
     }
-    ctx->dev_caps = GS_DEV_CAP_STAGED;
+    ctx->dev_caps = GS_DEV_CAP_STAGED | (mpi_all ? GS_DEV_CAP_MPI_CUDA : 0u);
 #else
     if (required && (share || !want_all)) {
         return gs__error_set(GS_ERR_INVALID_USAGE,
@@ -233,23 +245,35 @@ gs_status_t gs__dev_setup(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
                              ctx->opname,
                              share ? "two ranks share a GPU" : "some rank set GS_CUDA_PATH=staged");
     }
-    ctx->dev_caps = GS_DEV_CAP_STAGED;
+    ctx->dev_caps = GS_DEV_CAP_STAGED | (mpi_all ? GS_DEV_CAP_MPI_CUDA : 0u);
     if (want_all && !share) {
-        uint8_t id[GS_NCCL_ID_BYTES];
+        /* The id and, last, whether rank 0 could make one at all. */
+        uint8_t msg[GS_NCCL_ID_BYTES + 1];
+        gs_status_t idst = GS_OK;
+        char idwhy[GS_ERROR_MSG_MAX] = "";
 
-        memset(id, 0, sizeof(id));
+        memset(msg, 0, sizeof(msg));
         if (ctx->rank == 0) {
-            status = gs__nccl_unique_id(id);
+            idst = gs__nccl_unique_id(msg);
+            if (idst != GS_OK) {
+                snprintf(idwhy, sizeof(idwhy), "%s", gs__error_get());
+            }
+            msg[GS_NCCL_ID_BYTES] = (idst == GS_OK);
         }
-        /* Rank 0 sends the id even when it failed to make one (all zero):
-         * every rank must take part in the broadcast; the zero id fails
-         * NCCL's init everywhere instead of leaving the others waiting. */
-        if ((status == GS_OK) || (ctx->rank == 0)) {
-            const gs_status_t bst = dev_host_coll(ctx, GS_COLL_BROADCAST, id, id, sizeof(id), 0);
-            status = (status == GS_OK) ? bst : status;
+        /* Every rank takes part in the broadcast, rank 0 even after a
+         * failure, so that nobody waits on an id that will not come. */
+        status = dev_host_coll(ctx, GS_COLL_BROADCAST, msg, msg, sizeof(msg), 0);
+        if ((status == GS_OK) && (idst != GS_OK)) {
+            gs__error_copy_in(idwhy); /* rank 0 says why in its own words */
+            status = idst;
+        } else if ((status == GS_OK) && (msg[GS_NCCL_ID_BYTES] != 1)) {
+            status = gs__error_set(GS_ERR_NO_RESOURCE,
+                                   "%s: rank 0 could not create the NCCL id (its log says why); "
+                                   "GS_CUDA_PATH=staged avoids NCCL",
+                                   ctx->opname);
         }
         if (status == GS_OK) {
-            status = gs__nccl_create(id, ctx->rank, ctx->size, dev->device,
+            status = gs__nccl_create(msg, ctx->rank, ctx->size, dev->device,
                                      gs__now_ns() + ctx->timeout_ns, &dev->nccl);
         }
         if (status != GS_OK) {
@@ -265,6 +289,33 @@ gs_status_t gs__dev_setup(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
     }
 #endif
     dev->ready = 1;
+    return GS_OK;
+}
+
+gs_status_t gs__dev_adopt(gs_algo_ctx_t *ctx, int device, struct gs_nccl *nccl,
+                          size_t stage_bytes)
+{
+    gs_algo_dev_t *dev = NULL;
+    gs_status_t status = dev_create(ctx, device, &dev);
+
+    if (dev == NULL) {
+#ifdef GS_WITH_NCCL
+        (void)gs__nccl_destroy(nccl);
+#endif
+        return status;
+    }
+#ifdef GS_WITH_NCCL
+    dev->nccl = nccl;
+#else
+    (void)nccl;
+#endif
+    if (status != GS_OK) {
+        (void)gs__dev_free(ctx, 1);
+        return status;
+    }
+    dev->stage_bytes = (stage_bytes > 0) ? stage_bytes : ((size_t)4 << 20);
+    dev->ready = 1;
+    ctx->dev_caps = GS_DEV_CAP_STAGED | ((nccl != NULL) ? GS_DEV_CAP_NCCL : 0u);
     return GS_OK;
 }
 
@@ -317,6 +368,9 @@ gs_status_t gs__dev_free(gs_algo_ctx_t *ctx, int abort)
     if (dev->pinned != NULL) {
         cudaFreeHost(dev->pinned);
     }
+    if (dev->dwork != NULL) {
+        cudaFree(dev->dwork);
+    }
     free(dev);
     ctx->dev = NULL;
     ctx->dev_caps = 0;
@@ -335,7 +389,7 @@ gs_status_t gs__dev_event_get(gs_algo_ctx_t *ctx, void **ev_out)
         *ev_out = dev->events[--dev->nevents];
         return GS_OK;
     }
-    return dev_cuda(ctx, cudaEventCreateWithFlags((cudaEvent_t *)ev_out, cudaEventDisableTiming),
+    return gs__dev_cuda(ctx, cudaEventCreateWithFlags((cudaEvent_t *)ev_out, cudaEventDisableTiming),
                     "cudaEventCreateWithFlags");
 }
 
@@ -371,7 +425,7 @@ gs_status_t gs__dev_test(gs_algo_ctx_t *ctx, gs_coll_desc_t *d)
     }
     if (err != cudaErrorNotReady) {
         gs__dev_forget(ctx, d);
-        return dev_cuda(ctx, err, "cudaEventQuery (a non-blocking device call)");
+        return gs__dev_cuda(ctx, err, "cudaEventQuery (a non-blocking device call)");
     }
 #ifdef GS_WITH_NCCL
     if (ctx->dev->nccl != NULL) {
@@ -436,7 +490,7 @@ static void staged_extent(const gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, siz
     }
 }
 
-static gs_status_t staged_pinned(gs_algo_ctx_t *ctx, size_t bytes)
+gs_status_t gs__dev_pinned(gs_algo_ctx_t *ctx, size_t bytes)
 {
     gs_algo_dev_t *dev = ctx->dev;
     void *p = NULL;
@@ -447,7 +501,7 @@ static gs_status_t staged_pinned(gs_algo_ctx_t *ctx, size_t bytes)
     }
     /* The previous buffer may still be read by copies queued before this
      * call: the copy stream must be idle first. */
-    status = dev_cuda(ctx, cudaStreamSynchronize((cudaStream_t)dev->copy_stream),
+    status = gs__dev_cuda(ctx, cudaStreamSynchronize((cudaStream_t)dev->copy_stream),
                       "cudaStreamSynchronize (before growing the staging buffer)");
     if (status != GS_OK) {
         return status;
@@ -457,13 +511,62 @@ static gs_status_t staged_pinned(gs_algo_ctx_t *ctx, size_t bytes)
         dev->pinned = NULL;
         dev->pinned_cap = 0;
     }
-    status = dev_cuda(ctx, cudaHostAlloc(&p, bytes, cudaHostAllocPortable),
+    status = gs__dev_cuda(ctx, cudaHostAlloc(&p, bytes, cudaHostAllocPortable),
                       "cudaHostAlloc (staging buffer)");
     if (status == GS_OK) {
         dev->pinned = p;
         dev->pinned_cap = bytes;
     }
     return status;
+}
+
+gs_status_t gs__dev_run_mpi(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo_plan_t *plan)
+{
+    gs_status_t status;
+
+    if ((d->flags & GS_COLL_F_STREAM_ORDERED) != 0) {
+        return gs__error_set(GS_ERR_UNSUPPORTED,
+                             "%s: GS_COLL_F_STREAM_ORDERED needs the NCCL path; a CUDA-aware MPI "
+                             "call waits for its result",
+                             ctx->opname);
+    }
+    /* MPI reads the buffers once the work queued before the call is done. */
+    status = gs__dev_cuda(ctx, cudaEventRecord((cudaEvent_t)ctx->dev->stage_event,
+                                               (cudaStream_t)d->stream),
+                          "cudaEventRecord (caller's stream)");
+    if (status == GS_OK) {
+        status = gs__dev_wait_event(ctx, ctx->dev->stage_event, "the caller's stream");
+    }
+    return (status == GS_OK) ? gs__algo_run_host(ctx, d, plan) : status;
+}
+
+gs_status_t gs__dev_workspace(gs_algo_ctx_t *ctx, size_t bytes, void *stream, void **out)
+{
+    gs_algo_dev_t *dev = ctx->dev;
+    void *p = NULL;
+    gs_status_t status;
+
+    if (bytes > dev->dwork_cap) {
+        /* Work queued on the caller's stream may still use the old one. */
+        status = gs__dev_cuda(ctx, cudaStreamSynchronize((cudaStream_t)stream),
+                              "cudaStreamSynchronize (before growing the device workspace)");
+        if (status != GS_OK) {
+            return status;
+        }
+        if (dev->dwork != NULL) {
+            cudaFree(dev->dwork);
+            dev->dwork = NULL;
+            dev->dwork_cap = 0;
+        }
+        status = gs__dev_cuda(ctx, cudaMalloc(&p, bytes), "cudaMalloc (device workspace)");
+        if (status != GS_OK) {
+            return status;
+        }
+        dev->dwork = p;
+        dev->dwork_cap = bytes;
+    }
+    *out = dev->dwork;
+    return GS_OK;
 }
 
 gs_status_t gs__dev_run_staged(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo_plan_t *plan)
@@ -486,6 +589,9 @@ gs_status_t gs__dev_run_staged(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_a
                              "stages device buffers: no NCCL, ranks sharing a GPU, or "
                              "GS_CUDA_PATH=staged)",
                              ctx->opname);
+    }
+    if (plan->device_codec) {
+        return gs__dev_comp_allreduce(ctx, d, plan, 0);
     }
     if ((d->flags & GS_COLL_F_STREAM_ORDERED) != 0) {
         return gs__error_set(GS_ERR_UNSUPPORTED,
@@ -521,14 +627,14 @@ gs_status_t gs__dev_run_staged(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_a
         slot_recv = dev_align((in_place && (sl_send > sl_recv)) ? sl_send : sl_recv);
         slot_bytes = slot_send + slot_recv;
     }
-    status = staged_pinned(ctx, slot_bytes * GS_DEV_STAGE_SLOTS);
+    status = gs__dev_pinned(ctx, slot_bytes * GS_DEV_STAGE_SLOTS);
     /* The copies follow whatever the caller queued on its stream. */
     if (status == GS_OK) {
-        status = dev_cuda(ctx, cudaEventRecord((cudaEvent_t)dev->stage_event, user),
+        status = gs__dev_cuda(ctx, cudaEventRecord((cudaEvent_t)dev->stage_event, user),
                           "cudaEventRecord (caller's stream)");
     }
     if (status == GS_OK) {
-        status = dev_cuda(ctx, cudaStreamWaitEvent(cs, (cudaEvent_t)dev->stage_event, 0),
+        status = gs__dev_cuda(ctx, cudaStreamWaitEvent(cs, (cudaEvent_t)dev->stage_event, 0),
                           "cudaStreamWaitEvent");
     }
     for (size_t k = 0; (k <= nslices) && (status == GS_OK); k++) {
@@ -542,13 +648,13 @@ gs_status_t gs__dev_run_staged(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_a
             const size_t bytes = elementwise ? cnt * esize : send_b;
 
             if (send_b > 0) { /* in place, the slot's one part takes it */
-                status = dev_cuda(ctx,
+                status = gs__dev_cuda(ctx,
                                   cudaMemcpyAsync(slot, (const uint8_t *)d->sendbuf + off * esize,
                                                   bytes, cudaMemcpyDeviceToHost, cs),
                                   "cudaMemcpyAsync (device to host)");
             }
             if (status == GS_OK) {
-                status = dev_cuda(ctx,
+                status = gs__dev_cuda(ctx,
                                   cudaEventRecord(
                                       (cudaEvent_t)dev->slot_event[k % GS_DEV_STAGE_SLOTS], cs),
                                   "cudaEventRecord");
@@ -565,7 +671,7 @@ gs_status_t gs__dev_run_staged(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_a
             const size_t rbytes = elementwise ? cnt * esize : recv_b;
             gs_coll_desc_t sub = *d;
 
-            status = dev_wait_event(ctx, (cudaEvent_t)dev->slot_event[j % GS_DEV_STAGE_SLOTS],
+            status = gs__dev_wait_event(ctx, (cudaEvent_t)dev->slot_event[j % GS_DEV_STAGE_SLOTS],
                                     "the staging copy to the host");
             if (status == GS_OK) {
                 sub.mem = GS_MEM_HOST;
@@ -575,7 +681,7 @@ gs_status_t gs__dev_run_staged(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_a
                 status = gs__algo_run_host(ctx, &sub, plan);
             }
             if ((status == GS_OK) && (recv_b > 0)) {
-                status = dev_cuda(ctx,
+                status = gs__dev_cuda(ctx,
                                   cudaMemcpyAsync((uint8_t *)d->recvbuf + off * esize, hrecv,
                                                   rbytes, cudaMemcpyHostToDevice, cs),
                                   "cudaMemcpyAsync (host to device)");
@@ -585,15 +691,15 @@ gs_status_t gs__dev_run_staged(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_a
     /* The result is ordered before later work on the caller's stream, and
      * the call returns once it is there. */
     if (status == GS_OK) {
-        status = dev_cuda(ctx, cudaEventRecord((cudaEvent_t)dev->stage_event, cs),
+        status = gs__dev_cuda(ctx, cudaEventRecord((cudaEvent_t)dev->stage_event, cs),
                           "cudaEventRecord (copy stream)");
     }
     if (status == GS_OK) {
-        status = dev_cuda(ctx, cudaStreamWaitEvent(user, (cudaEvent_t)dev->stage_event, 0),
+        status = gs__dev_cuda(ctx, cudaStreamWaitEvent(user, (cudaEvent_t)dev->stage_event, 0),
                           "cudaStreamWaitEvent (caller's stream)");
     }
     if (status == GS_OK) {
-        status = dev_wait_event(ctx, (cudaEvent_t)dev->stage_event,
+        status = gs__dev_wait_event(ctx, (cudaEvent_t)dev->stage_event,
                                 "the staging copy back to the device");
     }
     return status;

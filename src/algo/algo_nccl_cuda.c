@@ -63,7 +63,9 @@ gs_status_t gs__dev_run_nccl(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_alg
     gs_status_t status;
     cudaError_t err;
 
-    (void)plan;
+    if (plan->scheme != GS_SCHEME_PLAIN) {
+        return gs__dev_comp_allreduce(ctx, d, plan, 1);
+    }
     status = nccl_enqueue(ctx, d);
     if (status != GS_OK) {
         return status;

@@ -78,6 +78,7 @@ static const char *const path_names[GS_PATH_COUNT] = {
     [GS_PATH_HOST] = "host",
     [GS_PATH_NCCL] = "nccl",
     [GS_PATH_STAGED] = "staged",
+    [GS_PATH_MPI_CUDA] = "CUDA-aware MPI",
 };
 
 static const char *const scheme_names[GS_SCHEME_COUNT] = {
@@ -95,6 +96,7 @@ static const path_fn_t path_table[GS_PATH_COUNT] = {
 #endif
 #ifdef GS_WITH_CUDA
     [GS_PATH_STAGED] = gs__dev_run_staged,
+    [GS_PATH_MPI_CUDA] = gs__dev_run_mpi,
 #endif
 };
 
@@ -437,7 +439,7 @@ static void algo_log_choice(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
     ctx->logged[d->kind][row] |= bit;
     costs[0] = '\0';
     for (int a = 1; (a < GS_ALGO_COUNT) && (used < sizeof(costs)) &&
-                    (plan->scheme == GS_SCHEME_PLAIN) && (plan->path != GS_PATH_NCCL);
+                    (plan->scheme == GS_SCHEME_PLAIN) && (plan->algo != GS_ALGO_NATIVE);
          a++) {
         const double c = gs__algo_cost_shape(&ctx->model, d->kind, (gs_algo_t)a, &shape, bytes,
                                              ctx->slice_bytes);
@@ -450,7 +452,9 @@ static void algo_log_choice(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
     snprintf(what, sizeof(what), "%s%s%s%s",
              (plan->scheme == GS_SCHEME_PLAIN) ? algo_names[plan->algo]
                                                : scheme_names[plan->scheme],
-             (plan->scheme == GS_SCHEME_PLAIN) ? "" : " compressed",
+             (plan->scheme == GS_SCHEME_PLAIN) ? ""
+             : plan->device_codec              ? " compressed (GPU codecs)"
+                                               : " compressed",
              (plan->path == GS_PATH_HOST) ? "" : " on the ",
              (plan->path == GS_PATH_HOST) ? "" : path_names[plan->path]);
     if (plan->path != GS_PATH_HOST) {
@@ -602,21 +606,71 @@ static gs_scheme_t algo_scheme(const gs_coll_desc_t *d, int n)
 }
 
 /*
- * The path of device buffers: NCCL when the context has it, the call is
- * plain and no gradsync algorithm is forced (GS_ALGO_AUTO, or
- * GS_ALGO_NATIVE, which asks for the transport's own collectives);
- * otherwise staged through host memory, where every gradsync algorithm
- * and codec runs as on host buffers.
+ * Whether the codec kernels can run a two-phase all-reduce of *d on the
+ * device: a build with CUDA, f32 data (the kernels take f32; other float
+ * types are staged and converted on the CPU) and no zstd stage (zstd runs
+ * on the CPU only).
  */
-static gs_path_t algo_path(const gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, gs_scheme_t scheme,
-                           gs_algo_t forced)
+static int algo_device_codec(const gs_coll_desc_t *d)
 {
+#ifdef GS_WITH_CUDA
+    gs_codec_resolved_t rc;
+
+    if ((d->dtype != GS_DTYPE_F32) || (gs__codec_resolve(d->codec, &rc) != GS_OK)) {
+        gs__error_clear();
+        return 0;
+    }
+    return rc.zstd == GS_CODEC_ZSTD_OFF;
+#else
+    (void)d;
+    return 0;
+#endif
+}
+
+/*
+ * What a CUDA-aware MPI's native collectives take without any host work
+ * (transport/mpi: no f16/bf16, an average is a host-side scale, counts
+ * above INT_MAX are declined, and a declined call would fall back to
+ * gradsync's algorithms, which cannot read device memory).
+ */
+static int algo_mpi_cuda_ok(const gs_coll_desc_t *d)
+{
+    const int kind_ok = (d->kind == GS_COLL_ALLREDUCE) || (d->kind == GS_COLL_BROADCAST) ||
+                        (d->kind == GS_COLL_ALLGATHER) || (d->kind == GS_COLL_REDUCE_SCATTER);
+    const int dtype_ok = (d->dtype != GS_DTYPE_F16) && (d->dtype != GS_DTYPE_BF16);
+    const int op_ok = (d->kind == GS_COLL_BROADCAST) || (d->kind == GS_COLL_ALLGATHER) ||
+                      (d->op != GS_OP_AVG);
+
+    return kind_ok && dtype_ok && op_ok && (d->count <= 2147483647u);
+}
+
+/*
+ * The path of device buffers: NCCL when the context has it and either the
+ * call is plain with no gradsync algorithm forced (GS_ALGO_AUTO, or
+ * GS_ALGO_NATIVE, which asks for the transport's own collectives), or it
+ * is a two-phase compressed call whose codec runs on the device (its
+ * payloads then move by grouped NCCL sends and receives). Otherwise staged
+ * through host memory, where every gradsync algorithm runs as on host
+ * buffers (and the codec kernels still run on the device when they can).
+ */
+static gs_path_t algo_path(const gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
+                           const gs_algo_plan_t *plan)
+{
+    const int nccl = (ctx->dev_caps & GS_DEV_CAP_NCCL) != 0;
+
     if (d->mem != GS_MEM_DEVICE) {
         return GS_PATH_HOST;
     }
-    if (((ctx->dev_caps & GS_DEV_CAP_NCCL) != 0) && (scheme == GS_SCHEME_PLAIN) &&
-        ((forced == GS_ALGO_AUTO) || (forced == GS_ALGO_NATIVE))) {
+    if (nccl && (plan->scheme == GS_SCHEME_PLAIN) &&
+        ((plan->algo == GS_ALGO_AUTO) || (plan->algo == GS_ALGO_NATIVE))) {
         return GS_PATH_NCCL;
+    }
+    if (nccl && (plan->scheme == GS_SCHEME_TWO_PHASE) && plan->device_codec) {
+        return GS_PATH_NCCL;
+    }
+    if (((ctx->dev_caps & GS_DEV_CAP_MPI_CUDA) != 0) && (plan->scheme == GS_SCHEME_PLAIN) &&
+        ((plan->algo == GS_ALGO_AUTO) || (plan->algo == GS_ALGO_NATIVE)) && algo_mpi_cuda_ok(d)) {
+        return GS_PATH_MPI_CUDA;
     }
     return GS_PATH_STAGED;
 }
@@ -638,7 +692,9 @@ gs_status_t gs__algo_plan(gs_algo_ctx_t *ctx, const gs_algo_policy_t *policy,
     if (d->kind == GS_COLL_ALLREDUCE) {
         plan.scheme = algo_scheme(d, ctx->size);
     }
-    plan.path = algo_path(ctx, d, plan.scheme, plan.algo);
+    plan.device_codec = (d->mem == GS_MEM_DEVICE) && (plan.scheme == GS_SCHEME_TWO_PHASE) &&
+                        algo_device_codec(d);
+    plan.path = algo_path(ctx, d, &plan);
     if (path_table[plan.path] == NULL) {
         return gs__error_set(GS_ERR_UNSUPPORTED,
                              "%s: the %s path is not built into this library (device buffers "
@@ -648,7 +704,7 @@ gs_status_t gs__algo_plan(gs_algo_ctx_t *ctx, const gs_algo_policy_t *policy,
     if (plan.scheme != GS_SCHEME_PLAIN) {
         plan.algo = GS_ALGO_AUTO;
         plan.why = "codec";
-    } else if (plan.path == GS_PATH_NCCL) {
+    } else if ((plan.path == GS_PATH_NCCL) || (plan.path == GS_PATH_MPI_CUDA)) {
         plan.algo = GS_ALGO_NATIVE;
         plan.why = "device buffers";
     } else {

@@ -303,5 +303,10 @@ static gs_status_t sparse_shared(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
 
 gs_status_t gs__sparse_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, gs_scheme_t scheme)
 {
+    const gs_status_t status = gs__ef_sync_host((gs_ef_t)d->ef);
+
+    if (status != GS_OK) {
+        return status;
+    }
     return (scheme == GS_SCHEME_SPARSE_SHARED) ? sparse_shared(ctx, d) : sparse_gather(ctx, d);
 }

@@ -86,7 +86,9 @@ gs_status_t gs__comm_run_task(gs__task_t *task, void *ctx)
         gs__comm_stats_op_done(comm, d, status, 0);
         return status;
     }
-    comm->actx.seq = comm->coll_seq++;
+    if ((d->kind != GS_COLL_SEND) && (d->kind != GS_COLL_RECV)) {
+        comm->actx.seq = comm->coll_seq++; /* device point-to-point (NCCL) takes none */
+    }
     /* Time blocked while only point-to-point work was in flight is not this collective's. */
     comm->actx.wait_pending_ns = 0;
     t0 = gs__now_ns();
@@ -104,6 +106,7 @@ gs_status_t gs__comm_run_task(gs__task_t *task, void *ctx)
         /* A non-blocking device call enqueued on its stream: the worker
          * tests its event from now on (gs__comm_test_task). */
         req->p2p_deadline = gs__now_ns() + comm->actx.timeout_ns;
+        comm->dev_inflight++;
         return GS_INPROGRESS;
     }
 #endif
@@ -145,6 +148,7 @@ static gs_status_t comm_dev_test(gs_comm_t comm, struct gs_request *req)
     if (status == GS_INPROGRESS) {
         return status;
     }
+    comm->dev_inflight--;
     gs__comm_stats_op_done(comm, d, status, now - (req->p2p_deadline - comm->actx.timeout_ns));
     if ((status != GS_OK) && comm_error_is_sticky(d->kind, status)) {
         gs__comm_fail(comm, status, gs__error_get());
@@ -207,6 +211,11 @@ static void comm_worker_idle(void *ctx, uint64_t wait_ns)
     const uint64_t t0 = gs__now_ns();
     uint64_t t1;
 
+    /* A device call's completion raises nothing the transport waits on:
+     * while one is in flight, look again every 50 us. */
+    if ((comm->dev_inflight > 0) && (wait_ns > 50000u)) {
+        wait_ns = 50000u;
+    }
     /* Errors surface through the requests' own tests. */
     (void)gs__tp_progress(&comm->tr, t0 + wait_ns);
     /* Only point-to-point work is in flight: the wait is charged to the peer
@@ -645,6 +654,13 @@ gs_status_t gs_comm_split(gs_comm_t comm, int color, int key, gs_comm_t *newcomm
     }
     /* Everyone takes part in the second exchange, even after a local error. */
     status = gs_allgather(comm, my_addr, all_addrs, GS_SOCK_ADDR_MAX, GS_DTYPE_U8);
+#ifdef GS_WITH_CUDA
+    /* A parent with NCCL splits its NCCL communicator too (every parent
+     * rank takes part, as ncclCommSplit needs). */
+    if (status == GS_OK) {
+        status = gs__comm_dev_split(comm, (local == GS_OK) ? child : NULL, mine[0], key);
+    }
+#endif
     if ((status != GS_OK) || (mine[0] < 0)) {
         goto out;
     }

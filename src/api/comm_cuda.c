@@ -4,13 +4,18 @@
  * layer is asked for at setup, from the configuration. GS_CUDA_PATH says
  * whether NCCL may serve plain calls (auto), must (nccl; GS_TRANSPORT=nccl
  * says the same) or must not (staged); GS_TRANSPORT=mpi and tcp leave it
- * to GS_CUDA_PATH.
+ * to GS_CUDA_PATH. GS_MPI_CUDA_AWARE=1 on the MPI transport lets plain
+ * calls hand device buffers to MPI where there is no NCCL.
  */
 #include <string.h>
 
 #include "algo/algo_dev.h"
 #include "api/comm_impl.h"
+#include "core/clock.h"
 #include "core/host.h"
+#ifdef GS_WITH_NCCL
+#include "transport/nccl/nccl_transport.h"
+#endif
 
 gs_status_t gs__comm_dev_ready(gs_comm_t comm, const gs_coll_desc_t *d)
 {
@@ -18,6 +23,14 @@ gs_status_t gs__comm_dev_ready(gs_comm_t comm, const gs_coll_desc_t *d)
 
     if ((comm->actx.dev != NULL) && comm->actx.dev->ready && (d->device == comm->actx.dev->device)) {
         return gs__dev_setup(&comm->actx, d, NULL);
+    }
+    if ((d->kind == GS_COLL_SEND) || (d->kind == GS_COLL_RECV)) {
+        /* Setting up is collective; a pair of ranks cannot do it alone. */
+        return gs__error_set(GS_ERR_INVALID_USAGE,
+                             "%s: the first call with device buffers on a communicator must be "
+                             "a collective (every rank takes part in setting NCCL up): call one "
+                             "first, e.g. a one-element gs_allreduce on device memory",
+                             (d->kind == GS_COLL_SEND) ? "gs_send" : "gs_recv");
     }
     memset(&params, 0, sizeof(params));
     params.want_nccl = 1;
@@ -27,7 +40,37 @@ gs_status_t gs__comm_dev_ready(gs_comm_t comm, const gs_coll_desc_t *d)
         params.want_nccl = 0;
     }
     params.stage_bytes = (size_t)comm->cfg.cuda_stage_bytes;
+    params.mpi_cuda = (comm->cfg.mpi_cuda_aware == 1) && (strcmp(comm->tr.ops->name, "mpi") == 0);
     params.host_id = (comm->actx.hosts.ids != NULL) ? comm->actx.hosts.ids[comm->rank]
                                                     : gs__host_id(comm->cfg.host_id);
     return gs__dev_setup(&comm->actx, d, &params);
+}
+
+gs_status_t gs__comm_dev_split(gs_comm_t parent, gs_comm_t child, int color, int key)
+{
+#ifdef GS_WITH_NCCL
+    gs_algo_dev_t *pdev = parent->actx.dev;
+    struct gs_nccl *nc = NULL;
+    gs_status_t status;
+
+    if ((pdev == NULL) || !pdev->ready || (pdev->nccl == NULL)) {
+        return GS_OK;
+    }
+    status = gs__nccl_split(pdev->nccl, color, key,
+                            gs__now_ns() + (uint64_t)parent->cfg.timeout_ms * 1000000ull, &nc);
+    if ((status != GS_OK) || (nc == NULL)) {
+        return status;
+    }
+    if (child == NULL) {
+        return gs__nccl_destroy(nc);
+    }
+    child->actx.opname = "gs_comm_split";
+    return gs__dev_adopt(&child->actx, pdev->device, nc, (size_t)parent->cfg.cuda_stage_bytes);
+#else
+    (void)parent;
+    (void)child;
+    (void)color;
+    (void)key;
+    return GS_OK;
+#endif
 }

@@ -36,6 +36,7 @@ struct gs_comm {
     gs_algo_ctx_t actx;        /* used by the worker thread only */
     gs_algo_policy_t policy;
     uint32_t coll_seq;         /* worker thread only */
+    int dev_inflight;          /* worker thread only: non-blocking device calls in flight */
     gs__counters_t counters;
     gs_comm_error_t err;
 };
@@ -67,6 +68,14 @@ gs_status_t gs__comm_start(gs_comm_t comm, char (*addrs)[GS_SOCK_ADDR_MAX], cons
  * of @p comm is set up (collective, on the first such call) and the call's
  * device is the communicator's. Returns GS_OK or the setup's error. */
 gs_status_t gs__comm_dev_ready(gs_comm_t comm, const gs_coll_desc_t *d);
+
+/* gs_comm_split's part for device buffers: when @p parent has an NCCL
+ * communicator, split it (ncclCommSplit; collective over the parent, every
+ * rank calls it, color < 0 and ranks whose child failed too) and give the
+ * child (when not NULL) a device context that already has it. Returns GS_OK
+ * (also when the parent has no NCCL: the child sets up on its first device
+ * call) or the split's error. */
+gs_status_t gs__comm_dev_split(gs_comm_t parent, gs_comm_t child, int color, int key);
 #endif
 
 /* The task body every request runs on the worker thread, and the test of a

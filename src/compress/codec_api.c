@@ -342,6 +342,9 @@ gs_status_t gs_codec_encode(const gs_codec_config_t *cfg, const void *src, size_
                              fn, dst_capacity, need);
     }
     status = scratch_base(fn, &lay, scratch, scratch_size, &base);
+    if (status == GS_OK) {
+        status = gs__ef_sync_host(ef); /* a device call may hold the residual */
+    }
     if (status != GS_OK) {
         return status;
     }

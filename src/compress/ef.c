@@ -54,6 +54,13 @@ gs_status_t gs_ef_reset(gs_ef_t ef)
     if (ef->count > 0) {
         memset(ef->residual, 0, ef->count * sizeof(float));
     }
+    if (ef->dev != NULL) {
+        const gs_status_t status = ef->dev->reset(ef->dev);
+
+        if (status != GS_OK) {
+            return status;
+        }
+    }
     ef->step = 0;
     if (ef->server != NULL) {
         return gs_ef_reset(ef->server);
@@ -65,10 +72,30 @@ gs_status_t gs_ef_destroy(gs_ef_t ef)
 {
     if (ef != NULL) {
         gs_ef_destroy(ef->server);
+        if (ef->dev != NULL) {
+            ef->dev->release(ef->dev);
+        }
         free(ef->residual);
         free(ef);
     }
     return GS_OK;
+}
+
+gs_status_t gs__ef_sync_host(gs_ef_t ef)
+{
+    gs_status_t status = GS_OK;
+
+    if (ef == NULL) {
+        return GS_OK;
+    }
+    if (ef->dev_current && (ef->dev != NULL)) {
+        status = ef->dev->to_host(ef->dev, ef->residual);
+        if (status != GS_OK) {
+            return status;
+        }
+        ef->dev_current = 0;
+    }
+    return gs__ef_sync_host(ef->server);
 }
 
 volatile const float gs__codec_minus_one = -1.0f;

@@ -30,6 +30,7 @@ typedef struct gs__cfg {
     char transport[GS_CFG_STR_MAX];
     char cuda_path[GS_CFG_STR_MAX];
     int cuda_stage_bytes;
+    int mpi_cuda_aware;
     int tcp_nsocks;
     int tcp_spin_us;
     int shm;

@@ -59,6 +59,10 @@
       GS_ENV_PROC,                                                                                 \
       "device buffers staged through host memory move in slices of this many bytes, the copy of " \
       "one slice overlapping the collective of the previous one")                                 \
+    X("GS_MPI_CUDA_AWARE", mpi_cuda_aware, GS_ENV_INT, 0, "", 0, 1, GS_ENV_PROC,                  \
+      "1: the MPI library is CUDA-aware, so with GS_TRANSPORT=mpi and no NCCL, plain "             \
+      "all-reduce, broadcast, all-gather and reduce-scatter of device buffers go to MPI directly " \
+      "(dtypes MPI has, no avg) instead of being staged; every rank must agree")                  \
     X("GS_TCP_NSOCKS", tcp_nsocks, GS_ENV_INT, 2, "", 1, 16, GS_ENV_COMM,                          \
       "TCP sockets per peer; large messages are striped over them")                                \
     X("GS_TCP_SPIN_US", tcp_spin_us, GS_ENV_INT, -1, "", -1, 100000, GS_ENV_PROC,                  \

@@ -87,3 +87,17 @@ int gs__mem_driver_loaded(void)
     pthread_once(&memkind_once, memkind_load);
     return memkind_get_attr != NULL;
 }
+
+const char *gs__device_summary(void)
+{
+#if defined(GS_WITH_CUDA) && defined(GS_WITH_NCCL)
+#define MEMKIND_BUILD "CUDA on, NCCL on"
+#elif defined(GS_WITH_CUDA)
+#define MEMKIND_BUILD "CUDA on, NCCL off"
+#else
+#define MEMKIND_BUILD "CUDA off (device buffers are refused)"
+#endif
+    return gs__mem_driver_loaded() ? MEMKIND_BUILD "; CUDA driver found"
+                                   : MEMKIND_BUILD "; no usable CUDA driver";
+#undef MEMKIND_BUILD
+}

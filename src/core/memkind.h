@@ -19,4 +19,8 @@ int gs__mem_is_device(const void *ptr, int *device_out);
 /* 1 when a CUDA driver was found and initialised (for logs and gs_info). */
 int gs__mem_driver_loaded(void);
 
+/* What this build and process can do with device buffers, for gs_info:
+ * "CUDA on, NCCL on; CUDA driver found" and the like. Never NULL. */
+const char *gs__device_summary(void);
+
 #endif /* GS_CORE_MEMKIND_H */

@@ -236,16 +236,68 @@ static void test_algo_plan_device_paths(void **state)
     assert_int_equal(gs__algo_plan(&ctx, &policy, &d, &plan), GS_OK);
     assert_int_equal(plan.path, GS_PATH_STAGED);
     assert_int_equal(plan.algo, GS_ALGO_RABENSEIFNER);
+    /* A two-phase codec on f32 without zstd: the codec kernels, over NCCL
+     * when there is NCCL; other float types or zstd: CPU codecs, staged. */
     d.codec = &cfg;
     cfg.kind = GS_CODEC_INT8;
     assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
-    assert_int_equal(plan.path, GS_PATH_STAGED);
     assert_int_equal(plan.scheme, GS_SCHEME_TWO_PHASE);
+    assert_int_equal(plan.device_codec, 1);
+#if defined(GS_WITH_NCCL)
+    assert_int_equal(plan.path, GS_PATH_NCCL);
+#endif
+    d.dtype = GS_DTYPE_F16;
+    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan.path, GS_PATH_STAGED);
+    assert_int_equal(plan.device_codec, 0);
+    d.dtype = GS_DTYPE_F32;
+    cfg.zstd = GS_CODEC_ZSTD_ON;
+    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan.path, GS_PATH_STAGED);
+    assert_int_equal(plan.device_codec, 0);
+    cfg.zstd = GS_CODEC_ZSTD_OFF;
+    cfg.kind = GS_CODEC_TOPK; /* sparse gather: staged, CPU codecs */
+    cfg.ratio = 0.01;
+    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan.scheme, GS_SCHEME_SPARSE_GATHER);
+    assert_int_equal(plan.path, GS_PATH_STAGED);
+    assert_int_equal(plan.device_codec, 0);
+    cfg.kind = GS_CODEC_INT8;
+    ctx.dev_caps = GS_DEV_CAP_STAGED; /* ranks share a GPU: kernels, host exchange */
+    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan.path, GS_PATH_STAGED);
+    assert_int_equal(plan.device_codec, 1);
     d.codec = NULL;
-    ctx.dev_caps = GS_DEV_CAP_STAGED;
     assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
     assert_int_equal(plan.path, GS_PATH_STAGED);
     assert_int_not_equal(plan.algo, GS_ALGO_NATIVE);
+    /* A CUDA-aware MPI takes what its native collectives take with no host
+     * work; NCCL, when there, still comes first. */
+    ctx.dev_caps = GS_DEV_CAP_STAGED | GS_DEV_CAP_MPI_CUDA;
+    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan.path, GS_PATH_MPI_CUDA);
+    assert_int_equal(plan.algo, GS_ALGO_NATIVE);
+    d.op = GS_OP_AVG; /* a host-side scale in the MPI transport */
+    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan.path, GS_PATH_STAGED);
+    d.op = GS_OP_SUM;
+    d.dtype = GS_DTYPE_BF16; /* MPI has no bf16 */
+    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan.path, GS_PATH_STAGED);
+    d.dtype = GS_DTYPE_F32;
+    d.kind = GS_COLL_ALLTOALL; /* no native all-to-all */
+    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan.path, GS_PATH_STAGED);
+    d.kind = GS_COLL_ALLREDUCE;
+    d.algo = GS_ALGO_TREE;
+    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan.path, GS_PATH_STAGED);
+    d.algo = GS_ALGO_AUTO;
+#if defined(GS_WITH_NCCL)
+    ctx.dev_caps |= GS_DEV_CAP_NCCL;
+    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan.path, GS_PATH_NCCL);
+#endif
 #else
     (void)policy;
     (void)cfg;
