@@ -166,6 +166,13 @@ typedef struct dcomp {
     int *bad;              /* device: n flags, one per sender */
     float *wres, *sres;    /* device residuals (worker: count, server: own_len) or NULL */
     gs_ef_t server;        /* host handle of the server residual, or NULL */
+    /* Host bookkeeping, in the context's scratch (no allocation per call):
+     * body lengths of the two exchanges, the host exchange's lengths and
+     * requests, the checks' flags read back. */
+    size_t *lens;          /* 2n */
+    size_t *hlens;         /* 2n */
+    gs_algo_req_t *reqs;   /* 2n */
+    int *flags;            /* n */
 } dcomp_t;
 
 static size_t dcomp_align(size_t x)
@@ -316,8 +323,7 @@ static gs_status_t dcomp_exchange(dcomp_t *x, uint32_t phase, uint8_t *send, uin
         /* Through pinned memory: the bodies with their headers, as the
          * host path sends them, checked on arrival. */
         uint8_t *hsend, *hrecv;
-        size_t *hs_len = NULL, *hr_len = NULL;
-        gs_algo_req_t *reqs = NULL;
+        size_t *hs_len = x->hlens, *hr_len = x->hlens + n;
         gs_comp_xchg_t xc;
         gs_codec_params_t p;
 
@@ -340,12 +346,7 @@ static gs_status_t dcomp_exchange(dcomp_t *x, uint32_t phase, uint8_t *send, uin
         if (status == GS_OK) {
             status = dcomp_k(x, cudaStreamSynchronize(x->st), "cudaStreamSynchronize");
         }
-        hs_len = calloc(2 * n, sizeof(size_t));
-        reqs = calloc(2 * n, sizeof(gs_algo_req_t));
-        if ((status == GS_OK) && ((hs_len == NULL) || (reqs == NULL))) {
-            status = gs__error_set(GS_ERR_NO_MEMORY, "%s: out of memory", ctx->opname);
-        }
-        hr_len = (hs_len != NULL) ? hs_len + n : NULL;
+        memset(hs_len, 0, 2 * n * sizeof(size_t));
         for (size_t q = 0; (q < n) && (status == GS_OK); q++) {
             gs_codec_hdr_t hdr;
             size_t off, len;
@@ -371,7 +372,7 @@ static gs_status_t dcomp_exchange(dcomp_t *x, uint32_t phase, uint8_t *send, uin
             xc.cap = x->cap;
             xc.send_len = hs_len;
             xc.recv_len = hr_len;
-            xc.reqs = reqs;
+            xc.reqs = x->reqs;
             xc.send_same_slot = gather;
             status = gs__comp_exchange(ctx, x->d, phase, &xc);
         }
@@ -407,8 +408,6 @@ static gs_status_t dcomp_exchange(dcomp_t *x, uint32_t phase, uint8_t *send, uin
         if (status == GS_OK) {
             status = dcomp_k(x, cudaStreamSynchronize(x->st), "cudaStreamSynchronize");
         }
-        free(hs_len);
-        free(reqs);
     }
     return status;
 }
@@ -416,15 +415,11 @@ static gs_status_t dcomp_exchange(dcomp_t *x, uint32_t phase, uint8_t *send, uin
 /* Read the per-sender flags of the top-k checks: GS_ERR_PROTOCOL naming the first bad one. */
 static gs_status_t dcomp_check_bad(dcomp_t *x, const char *what)
 {
-    int *flags = NULL;
+    int *flags = x->flags;
     gs_status_t status;
 
     if (x->kind != GS_CODEC_TOPK) {
         return GS_OK;
-    }
-    flags = calloc((size_t)x->n, sizeof(int));
-    if (flags == NULL) {
-        return gs__error_set(GS_ERR_NO_MEMORY, "%s: out of memory", x->ctx->opname);
     }
     status = dcomp_k(x,
                      cudaMemcpyAsync(flags, x->bad, (size_t)x->n * sizeof(int),
@@ -441,7 +436,6 @@ static gs_status_t dcomp_check_bad(dcomp_t *x, const char *what)
                                    x->ctx->opname, what, q);
         }
     }
-    free(flags);
     return status;
 }
 
@@ -481,9 +475,21 @@ gs_status_t gs__dev_comp_allreduce(gs_algo_ctx_t *ctx, gs_coll_desc_t *d,
         /* A server residual made just now starts at step 0 everywhere. */
         x.sseed = x.rc.seed + x.server->step * DCOMP_GOLDEN;
     }
-    lens = calloc(2 * (size_t)x.n, sizeof(size_t));
-    if ((status == GS_OK) && (lens == NULL)) {
-        status = gs__error_set(GS_ERR_NO_MEMORY, "%s: out of memory", ctx->opname);
+    if (status == GS_OK) {
+        void *mem = NULL;
+        const size_t n2 = 2 * (size_t)x.n;
+
+        status = gs__algo_scratch(ctx,
+                                  2 * n2 * sizeof(size_t) + n2 * sizeof(gs_algo_req_t) +
+                                      (size_t)x.n * sizeof(int),
+                                  &mem);
+        if (status == GS_OK) {
+            x.lens = (size_t *)mem;
+            x.hlens = x.lens + n2;
+            x.reqs = (gs_algo_req_t *)(void *)(x.hlens + n2);
+            x.flags = (int *)(void *)(x.reqs + n2);
+            lens = x.lens;
+        }
     }
     dcomp_chunk(&x, x.r, &own_off, &own_len);
     if (status == GS_OK) {
@@ -583,6 +589,5 @@ gs_status_t gs__dev_comp_allreduce(gs_algo_ctx_t *ctx, gs_coll_desc_t *d,
     if ((status == GS_OK) && (x.server != GS_EF_NULL)) {
         x.server->step++;
     }
-    free(lens);
     return status;
 }
