@@ -21,6 +21,9 @@ check core transport algo api compress
 check compress transport algo api
 check transport algo api compress
 check algo api
+# fusion (bucketing) and ps (parameter server) build on the public API and core only.
+check fusion transport algo api compress ps
+check ps transport algo api compress fusion
 kernels="$src/../kernels"
 if [ -d "$kernels" ]; then
   for bad in core transport algo api compress; do
