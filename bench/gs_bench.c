@@ -23,9 +23,14 @@
  * peer it spent the most time blocked on (gs_comm_peer_stats, gathered to
  * rank 0), the most waited-on rank and the slowest link overall
  * (docs/stats.md explains how to read it).
+ * --device cuda (gs_bench_cuda.c, CUDA builds only) runs every collective on
+ * cudaMalloc'd buffers: the patterns are made on the host and copied in
+ * before the timed loop, the results copied back for --check, and the timer
+ * still brackets the blocking call alone (which returns once the result is
+ * in recvbuf); each row's path is nccl (last_algo native) or staged.
+ * `gs-bench kernels` (gs_bench_kernels.c) times the CUDA kernels.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdbool.h>
@@ -35,173 +40,20 @@
 #include <string.h>
 #include <time.h>
 
+#include "gs_bench.h"
 #include "gs_bench_codec.h"
+#include "gs_bench_cuda.h"
+#include "gs_bench_stats.h"
 
 #include "gradsync/compress.h"
 #include "gradsync/gradsync.h"
 
-#define BENCH_EXIT_FAIL 1
-#define BENCH_EXIT_USAGE 2
 #define BENCH_TAG 0x6273u /* "bs": tag of the sendrecv benchmark */
 #define BENCH_ALIGN 64
 
 /* ===================================================================== */
-/* Tables (names come from the public X-macro tables)                    */
+/* Errors                                                                */
 /* ===================================================================== */
-
-typedef struct dtype_info {
-    gs_dtype_t dtype;
-    size_t size;
-    const char *name;
-} dtype_info_t;
-
-#define BENCH_DTYPE_ROW(_name, _value, _size, _str) {_name, _size, _str},
-static const dtype_info_t dtype_table[] = {GS_DTYPE_MAP(BENCH_DTYPE_ROW)};
-#undef BENCH_DTYPE_ROW
-
-typedef struct name_info {
-    int value;
-    const char *name;
-} name_info_t;
-
-#define BENCH_NAME_ROW(_name, _value, _str) {_name, _str},
-static const name_info_t op_table[] = {GS_OP_MAP(BENCH_NAME_ROW)};
-static const name_info_t algo_table[] = {GS_ALGO_MAP(BENCH_NAME_ROW)};
-#undef BENCH_NAME_ROW
-
-#define BENCH_COUNTOF(_a) (sizeof(_a) / sizeof((_a)[0]))
-
-/*
- * How the size column maps to the call, and the bus-bandwidth factor of
- * nccl-tests' PERFORMANCE.md. BLOCKED collectives take the size as the total
- * buffer (count per rank = size / nranks), as nccl-tests does.
- */
-typedef enum coll_kind {
-    COLL_ALLREDUCE,
-    COLL_BROADCAST,
-    COLL_REDUCE,
-    COLL_ALLGATHER,
-    COLL_REDUCE_SCATTER,
-    COLL_ALLTOALL,
-    COLL_SENDRECV,
-    COLL_BARRIER
-} coll_kind_t;
-
-typedef struct coll_info {
-    coll_kind_t kind;
-    const char *name;
-    bool blocked;   /* size = count * nranks elements */
-    bool reduces;   /* uses --op */
-    bool rooted;    /* uses --root */
-} coll_info_t;
-
-static const coll_info_t coll_table[] = {
-    {COLL_ALLREDUCE, "allreduce", false, true, false},
-    {COLL_BROADCAST, "broadcast", false, false, true},
-    {COLL_REDUCE, "reduce", false, true, true},
-    {COLL_ALLGATHER, "allgather", true, false, false},
-    {COLL_REDUCE_SCATTER, "reduce_scatter", true, true, false},
-    {COLL_ALLTOALL, "alltoall", true, false, false},
-    {COLL_SENDRECV, "sendrecv", false, false, false},
-    {COLL_BARRIER, "barrier", false, false, false},
-};
-
-#define BENCH_MAX_ALGOS GS_ALGO_COUNT /* names are unique in a list */
-
-typedef enum out_format { OUT_TEXT, OUT_CSV, OUT_JSON } out_format_t;
-
-typedef struct bench {
-    const coll_info_t *coll;
-    const dtype_info_t *dt;
-    gs_op_t op;
-    gs_algo_t algo;          /* the algorithm of the row being measured */
-    gs_algo_t algos[BENCH_MAX_ALGOS]; /* --algo LIST: measured in turn at every size */
-    int nalgos;
-    int rounds;              /* --rounds: passes over the list per size, rows show medians */
-    int root;
-    size_t min_bytes;
-    size_t max_bytes;
-    size_t factor;
-    int warmup;
-    int iters;
-    bool check;
-    bool inplace;
-    bool use_codec;          /* --codec given (allreduce only) */
-    bool use_ef;             /* --ef: one gs_ef_t per size, reset before the error run */
-    const char *codec_name;
-    gs_codec_config_t codec;
-    gs_ef_t ef;
-    float *codec_input;      /* in-place --codec runs restore their input from here */
-    out_format_t format;
-    const char *out_path;
-    const char *transport;   /* --transport NAME, or NULL for GS_TRANSPORT/default */
-    bool stats;              /* --stats: print the slowest link per rank after the run */
-    bool show_algo;          /* --algo auto: a column with the algorithm that ran */
-    /* runtime */
-    gs_comm_t comm;
-    int rank;
-    int nranks;
-    FILE *out;
-    unsigned char *sendbuf;
-    unsigned char *recvbuf;
-    double *times;
-} bench_t;
-
-/* ===================================================================== */
-/* Errors and usage                                                      */
-/* ===================================================================== */
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: gs-bench COLLECTIVE [options]   (launch with: gsrun -n N gs-bench ...)\n"
-            "collectives: allreduce broadcast reduce allgather reduce_scatter alltoall\n"
-            "             sendrecv (ring neighbour exchange) barrier\n"
-            "       gs-bench codec [-e BYTES] [-w N] [-n N] [--zstd off|on|auto]  (codec throughput)\n"
-            "  -b, --minbytes SIZE   smallest size in bytes (K/M/G suffixes), default 8\n"
-            "  -e, --maxbytes SIZE   largest size in bytes, default 32M\n"
-            "  -f, --stepfactor N    multiply the size by N (>= 2), default 2\n"
-            "  -w, --warmup N        warm-up iterations per size, default 5\n"
-            "  -n, --iters N         timed iterations per size, default 20\n"
-            "  -r, --root R          root of broadcast/reduce, default 0\n"
-            "      --algo LIST       allreduce algorithm, or a comma list measured in turn at\n"
-            "                        every size (with auto: auto/best per size):");
-    for (size_t i = 0; i < BENCH_COUNTOF(algo_table); i++) {
-        fprintf(f, " %s", algo_table[i].name);
-    }
-    fprintf(f, "\n      --dtype NAME      ");
-    for (size_t i = 0; i < BENCH_COUNTOF(dtype_table); i++) {
-        fprintf(f, "%s%s", i ? "|" : "", dtype_table[i].name);
-    }
-    fprintf(f, ", default f32\n      --op NAME         ");
-    for (size_t i = 0; i < BENCH_COUNTOF(op_table); i++) {
-        fprintf(f, "%s%s", i ? "|" : "", op_table[i].name);
-    }
-    fprintf(f, ", default sum\n"
-               "      --rounds N        passes over the --algo list per size, interleaved;\n"
-               "                        rows show the median of the passes, default 1\n"
-               "      --transport NAME  tcp|mpi (mpi: launch with mpirun), default GS_TRANSPORT\n"
-               "  -c, --check           verify every size (exit 1 when any element is wrong)\n"
-               "      --stats           after the run, print each rank's slowest link (the peer\n"
-               "                        it waited on longest) and the most waited-on rank\n"
-               "      --inplace         in-place buffers (default out-of-place)\n"
-               "      --codec NAME      allreduce through a codec (f32, sum|avg):%s\n"
-               "      --ef              with error feedback (one gs_ef_t per size)\n"
-               "      --ratio R         topk/randk fraction kept, default 0.01\n"
-               "      --csv | --json    machine-readable output (rank 0)\n"
-               "  -o, --out FILE        write the output to FILE instead of stdout (rank 0)\n"
-               "  -h, --help            this text\n"
-               "sizes are total buffer bytes as in nccl-tests (allgather: receive buffer,\n"
-               "reduce_scatter: send buffer, alltoall: either buffer).\n",
-            gs_bench_codec_names());
-}
-
-static _Noreturn void usage_error(const char *msg, const char *arg)
-{
-    fprintf(stderr, "gs-bench: %s%s%s\n", msg, arg ? ": " : "", arg ? arg : "");
-    fprintf(stderr, "try 'gs-bench --help'\n");
-    exit(BENCH_EXIT_USAGE);
-}
 
 static _Noreturn void die_gs(const bench_t *b, const char *what, gs_status_t status)
 {
@@ -219,305 +71,6 @@ static _Noreturn void die_gs(const bench_t *b, const char *what, gs_status_t sta
             die_gs((_b), #_call, st_);          \
         }                                       \
     } while (0)
-
-/* ===================================================================== */
-/* Argument parsing                                                      */
-/* ===================================================================== */
-
-/* Parse "123", "4K", "256M", "1G" (powers of 1024) into *out. */
-static bool parse_size(const char *s, size_t *out)
-{
-    char *end = NULL;
-    errno = 0;
-    if (s[0] == '-' || s[0] == '\0') {
-        return false;
-    }
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0 || end == s) {
-        return false;
-    }
-    unsigned long long mult = 1;
-    switch (*end) {
-    case '\0':
-        break;
-    case 'k': case 'K':
-        mult = 1ull << 10;
-        end++;
-        break;
-    case 'm': case 'M':
-        mult = 1ull << 20;
-        end++;
-        break;
-    case 'g': case 'G':
-        mult = 1ull << 30;
-        end++;
-        break;
-    default:
-        return false;
-    }
-    if (*end == 'B' || *end == 'b') {
-        end++;
-    }
-    if (*end != '\0' || v > (unsigned long long)SIZE_MAX / mult) {
-        return false;
-    }
-    *out = (size_t)(v * mult);
-    return true;
-}
-
-static int parse_int(const char *s, int lo, int hi, const char *what)
-{
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi) {
-        fprintf(stderr, "gs-bench: %s must be an integer in [%d, %d], got '%s'\n", what, lo, hi,
-                s);
-        exit(BENCH_EXIT_USAGE);
-    }
-    return (int)v;
-}
-
-static int lookup_name(const name_info_t *table, size_t n, const char *name)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (strcmp(table[i].name, name) == 0) {
-            return table[i].value;
-        }
-    }
-    return -1;
-}
-
-enum { OPT_ALGO = 256, OPT_DTYPE, OPT_OP, OPT_INPLACE, OPT_CSV, OPT_JSON, OPT_CODEC, OPT_EF,
-       OPT_RATIO, OPT_TRANSPORT, OPT_STATS, OPT_ROUNDS };
-
-/* --algo NAME[,NAME...]: each a known algorithm, at most BENCH_MAX_ALGOS, no repeats. */
-static void parse_algo_list(bench_t *b, const char *text)
-{
-    char name[64];
-    const char *s = text;
-
-    b->nalgos = 0;
-    for (;;) {
-        const char *end = strchr(s, ',');
-        const size_t len = (end != NULL) ? (size_t)(end - s) : strlen(s);
-        int v;
-
-        if ((len == 0) || (len >= sizeof(name))) {
-            usage_error("--algo wants NAME or NAME,NAME,...", text);
-        }
-        memcpy(name, s, len);
-        name[len] = '\0';
-        v = lookup_name(algo_table, BENCH_COUNTOF(algo_table), name);
-        if (v < 0) {
-            usage_error("unknown --algo", name);
-        }
-        for (int i = 0; i < b->nalgos; i++) {
-            if (b->algos[i] == (gs_algo_t)v) {
-                usage_error("--algo names an algorithm twice", name);
-            }
-        }
-        if (b->nalgos == BENCH_MAX_ALGOS) {
-            usage_error("--algo names too many algorithms", text);
-        }
-        b->algos[b->nalgos++] = (gs_algo_t)v;
-        if (end == NULL) {
-            break;
-        }
-        s = end + 1;
-    }
-    b->algo = b->algos[0];
-}
-
-static void parse_args(bench_t *b, int argc, char **argv)
-{
-    static const struct option longopts[] = {
-        {"minbytes", required_argument, NULL, 'b'},
-        {"maxbytes", required_argument, NULL, 'e'},
-        {"stepfactor", required_argument, NULL, 'f'},
-        {"warmup", required_argument, NULL, 'w'},
-        {"iters", required_argument, NULL, 'n'},
-        {"root", required_argument, NULL, 'r'},
-        {"check", no_argument, NULL, 'c'},
-        {"out", required_argument, NULL, 'o'},
-        {"help", no_argument, NULL, 'h'},
-        {"algo", required_argument, NULL, OPT_ALGO},
-        {"dtype", required_argument, NULL, OPT_DTYPE},
-        {"op", required_argument, NULL, OPT_OP},
-        {"inplace", no_argument, NULL, OPT_INPLACE},
-        {"csv", no_argument, NULL, OPT_CSV},
-        {"json", no_argument, NULL, OPT_JSON},
-        {"codec", required_argument, NULL, OPT_CODEC},
-        {"ef", no_argument, NULL, OPT_EF},
-        {"ratio", required_argument, NULL, OPT_RATIO},
-        {"transport", required_argument, NULL, OPT_TRANSPORT},
-        {"stats", no_argument, NULL, OPT_STATS},
-        {"rounds", required_argument, NULL, OPT_ROUNDS},
-        {NULL, 0, NULL, 0},
-    };
-    bool algo_set = false, op_set = false, root_set = false, ratio_set = false;
-
-    if (argc < 2) {
-        usage(stderr);
-        exit(BENCH_EXIT_USAGE);
-    }
-    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
-        usage(stdout);
-        exit(0);
-    }
-    for (size_t i = 0; i < BENCH_COUNTOF(coll_table); i++) {
-        if (strcmp(argv[1], coll_table[i].name) == 0) {
-            b->coll = &coll_table[i];
-        }
-    }
-    if (b->coll == NULL) {
-        usage_error("unknown collective", argv[1]);
-    }
-
-    optind = 1;
-    int c;
-    while ((c = getopt_long(argc - 1, argv + 1, "b:e:f:w:n:r:co:h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'b':
-            if (!parse_size(optarg, &b->min_bytes)) {
-                usage_error("bad -b size", optarg);
-            }
-            break;
-        case 'e':
-            if (!parse_size(optarg, &b->max_bytes)) {
-                usage_error("bad -e size", optarg);
-            }
-            break;
-        case 'f':
-            b->factor = (size_t)parse_int(optarg, 2, 1 << 20, "-f");
-            break;
-        case 'w':
-            b->warmup = parse_int(optarg, 0, 1000000, "-w");
-            break;
-        case 'n':
-            b->iters = parse_int(optarg, 1, 1000000, "-n");
-            break;
-        case 'r':
-            b->root = parse_int(optarg, 0, 16777215, "--root");
-            root_set = true;
-            break;
-        case 'c':
-            b->check = true;
-            break;
-        case 'o':
-            b->out_path = optarg;
-            break;
-        case 'h':
-            usage(stdout);
-            exit(0);
-        case OPT_ALGO:
-            parse_algo_list(b, optarg);
-            algo_set = true;
-            break;
-        case OPT_ROUNDS:
-            b->rounds = parse_int(optarg, 1, 1000, "--rounds");
-            break;
-        case OPT_DTYPE:
-            b->dt = NULL;
-            for (size_t i = 0; i < BENCH_COUNTOF(dtype_table); i++) {
-                if (strcmp(dtype_table[i].name, optarg) == 0) {
-                    b->dt = &dtype_table[i];
-                }
-            }
-            if (b->dt == NULL) {
-                usage_error("unknown --dtype", optarg);
-            }
-            break;
-        case OPT_OP: {
-            int v = lookup_name(op_table, BENCH_COUNTOF(op_table), optarg);
-            if (v < 0) {
-                usage_error("unknown --op", optarg);
-            }
-            b->op = (gs_op_t)v;
-            op_set = true;
-            break;
-        }
-        case OPT_INPLACE:
-            b->inplace = true;
-            break;
-        case OPT_CSV:
-            b->format = OUT_CSV;
-            break;
-        case OPT_JSON:
-            b->format = OUT_JSON;
-            break;
-        case OPT_CODEC:
-            if (gs_bench_codec_lookup(optarg, &b->codec.kind) != 0) {
-                usage_error("unknown --codec", optarg);
-            }
-            b->use_codec = true;
-            b->codec_name = optarg;
-            break;
-        case OPT_EF:
-            b->use_ef = true;
-            break;
-        case OPT_RATIO: {
-            char *end = NULL;
-            b->codec.ratio = strtod(optarg, &end);
-            if (end == optarg || *end != '\0' || !(b->codec.ratio > 0.0) ||
-                !(b->codec.ratio <= 1.0)) {
-                usage_error("--ratio must be in (0, 1]", optarg);
-            }
-            ratio_set = true;
-            break;
-        }
-        case OPT_TRANSPORT:
-            if ((strcmp(optarg, "tcp") != 0) && (strcmp(optarg, "mpi") != 0)) {
-                usage_error("unknown --transport (tcp or mpi)", optarg);
-            }
-            b->transport = optarg;
-            break;
-        case OPT_STATS:
-            b->stats = true;
-            break;
-        default:
-            usage_error("bad option", NULL);
-        }
-    }
-    if (optind != argc - 1) {
-        usage_error("unexpected argument", argv[optind + 1]);
-    }
-    if (b->min_bytes > b->max_bytes) {
-        usage_error("-b is larger than -e", NULL);
-    }
-    if (algo_set && (b->nalgos > 1 || b->algo != GS_ALGO_AUTO) &&
-        b->coll->kind != COLL_ALLREDUCE) {
-        usage_error("--algo applies to allreduce only (set GS_ALGO for the others)", NULL);
-    }
-    if (op_set && !b->coll->reduces) {
-        usage_error("--op applies to allreduce, reduce and reduce_scatter only", NULL);
-    }
-    if (root_set && !b->coll->rooted) {
-        usage_error("--root applies to broadcast and reduce only", NULL);
-    }
-    if (b->op == GS_OP_AVG && b->coll->reduces &&
-        (b->dt->dtype == GS_DTYPE_I8 || b->dt->dtype == GS_DTYPE_U8 ||
-         b->dt->dtype == GS_DTYPE_I32 || b->dt->dtype == GS_DTYPE_I64)) {
-        usage_error("--op avg needs a floating-point --dtype", NULL);
-    }
-    if (b->inplace && b->coll->kind == COLL_SENDRECV) {
-        usage_error("--inplace does not apply to sendrecv", NULL);
-    }
-    if ((b->use_ef || ratio_set) && !b->use_codec) {
-        usage_error("--ef and --ratio need --codec", NULL);
-    }
-    if (b->use_codec) {
-        if (b->coll->kind != COLL_ALLREDUCE) {
-            usage_error("--codec applies to allreduce only", NULL);
-        }
-        if (b->dt->dtype != GS_DTYPE_F32 || (b->op != GS_OP_SUM && b->op != GS_OP_AVG)) {
-            usage_error("--codec needs --dtype f32 and --op sum or avg", NULL);
-        }
-        if (b->nalgos > 1 || b->algo != GS_ALGO_AUTO || b->check) {
-            usage_error("--codec excludes --algo and --check (it reports rel.err instead)", NULL);
-        }
-    }
-}
 
 /* ===================================================================== */
 /* Element access (f16 / bf16 converted here: the public API has no helper) */
@@ -741,8 +294,8 @@ static gs_status_t run_once(bench_t *b, size_t count)
 {
     size_t es = b->dt->size;
     gs_dtype_t dt = b->dt->dtype;
-    unsigned char *send = b->sendbuf;
-    unsigned char *recv = b->recvbuf;
+    unsigned char *send = b->device ? b->dsend : b->sendbuf;
+    unsigned char *recv = b->device ? b->drecv : b->recvbuf;
 
     switch (b->coll->kind) {
     case COLL_ALLREDUCE: {
@@ -916,6 +469,32 @@ static int64_t count_wrong(const bench_t *b, size_t count)
     return wrong;
 }
 
+/* --device cuda: the bytes of each buffer that a call of @p count touches
+ * (the range fill_for_check writes). */
+static size_t touched_bytes(const bench_t *b, size_t count)
+{
+    return bytes_for(b, count) + b->dt->size;
+}
+
+/* --device cuda: copy the host buffers (patterns and sentinels) to the device. */
+static void device_put(const bench_t *b, size_t count)
+{
+    if (b->device) {
+        gs_bench_cuda_put(b->dsend, b->sendbuf, touched_bytes(b, count));
+        gs_bench_cuda_put(b->drecv, b->recvbuf, touched_bytes(b, count));
+    }
+}
+
+/* --device cuda: bring both buffers back (in-place reduce_scatter writes
+ * sendbuf) for the checks, which run on the host. */
+static void device_get(const bench_t *b, size_t count)
+{
+    if (b->device) {
+        gs_bench_cuda_get(b->sendbuf, b->dsend, touched_bytes(b, count));
+        gs_bench_cuda_get(b->recvbuf, b->drecv, touched_bytes(b, count));
+    }
+}
+
 /* ===================================================================== */
 /* Timing and output                                                     */
 /* ===================================================================== */
@@ -945,15 +524,24 @@ typedef struct row {
     double wirebw;       /* --codec: wire_bytes / time, GB/s */
     double relerr;       /* --codec: ||out - exact|| / ||exact||, the largest over ranks */
     int algo_used;       /* gs_algo_t of the timed calls; ALGO_MIXED when ranks disagree */
+    const char *path;    /* --device cuda: "nccl" or "staged" (rank 0's last call) */
 } row_t;
 
 #define ALGO_MIXED (-1)
 
+/* GS_CUDA_PATH as the library reads it (its default is auto). */
+static const char *cuda_path_env(void)
+{
+    const char *v = getenv("GS_CUDA_PATH");
+
+    return ((v != NULL) && (*v != '\0')) ? v : "auto";
+}
+
 static const char *op_name(gs_op_t op)
 {
-    for (size_t i = 0; i < BENCH_COUNTOF(op_table); i++) {
-        if (op_table[i].value == (int)op) {
-            return op_table[i].name;
+    for (size_t i = 0; i < BENCH_COUNTOF(gs_bench_ops); i++) {
+        if (gs_bench_ops[i].value == (int)op) {
+            return gs_bench_ops[i].name;
         }
     }
     return "?";
@@ -961,9 +549,9 @@ static const char *op_name(gs_op_t op)
 
 static const char *algo_name(gs_algo_t algo)
 {
-    for (size_t i = 0; i < BENCH_COUNTOF(algo_table); i++) {
-        if (algo_table[i].value == (int)algo) {
-            return algo_table[i].name;
+    for (size_t i = 0; i < BENCH_COUNTOF(gs_bench_algos); i++) {
+        if (gs_bench_algos[i].value == (int)algo) {
+            return gs_bench_algos[i].name;
         }
     }
     return "?";
@@ -999,9 +587,10 @@ static void print_header(const bench_t *b)
 
     if (b->format == OUT_CSV) {
         fprintf(f, "coll,nranks,size,count,type,redop,root,algo,inplace,time_us,algbw_gbps,"
-                   "busbw_gbps,wrong%s%s\n",
+                   "busbw_gbps,wrong%s%s%s\n",
                 b->show_algo ? ",algo_used" : "",
-                b->use_codec ? ",codec,ef,wire_bytes,wirebw_gbps,rel_err" : "");
+                b->use_codec ? ",codec,ef,wire_bytes,wirebw_gbps,rel_err" : "",
+                b->device ? ",device_path" : "");
         return;
     }
     if (b->format == OUT_JSON) {
@@ -1016,6 +605,10 @@ static void print_header(const bench_t *b)
             fprintf(f, " \"codec\": \"%s\", \"ef\": %s,\n", b->codec_name,
                     b->use_ef ? "true" : "false");
         }
+        if (b->device) {
+            fprintf(f, " \"device\": \"cuda\", \"gpu\": \"%s\", \"gs_cuda_path\": \"%s\",\n",
+                    b->gpu.name, cuda_path_env());
+        }
         fprintf(f, " \"rows\": [");
         return;
     }
@@ -1029,6 +622,11 @@ static void print_header(const bench_t *b)
         fprintf(f, "# %d rounds over the algorithms, interleaved; a row is the median round\n",
                 b->rounds);
     }
+    if (b->device) {
+        fprintf(f, "# device cuda: rank 0 on GPU %d of %d (%s), GS_CUDA_PATH %s; path nccl = "
+                   "NCCL, staged = through pinned host memory\n",
+                b->gpu.device, b->gpu.ndevices, b->gpu.name, cuda_path_env());
+    }
     fprintf(f, "#\n");
     if (b->use_codec) {
         const bool sparse = b->codec.kind == GS_CODEC_TOPK || b->codec.kind == GS_CODEC_RANDK;
@@ -1038,22 +636,35 @@ static void print_header(const bench_t *b)
         }
         fprintf(f, "; busbw on the uncompressed size (effective); wire = bytes sent per rank "
                    "and call; rel.err of one call vs the exact f32 result\n");
-        fprintf(f, "# %12s %12s %8s %6s %6s %10s %8s %8s %12s %8s %9s\n", "size", "count", "type",
-                "redop", "root", "time", "algbw", "busbw", "wire", "wirebw", "rel.err");
+        fprintf(f, "# %12s %12s %8s %6s %6s %10s %8s %8s %12s %8s %9s%s\n", "size", "count",
+                "type", "redop", "root", "time", "algbw", "busbw", "wire", "wirebw", "rel.err",
+                b->device ? "    path" : "");
         fprintf(f, "# %12s %12s %8s %6s %6s %10s %8s %8s %12s %8s %9s\n", "(B)", "(elements)", "",
                 "", "", "(us)", "(GB/s)", "(GB/s)", "(B)", "(GB/s)", "");
         return;
     }
-    fprintf(f, "# %12s %12s %8s %6s %6s %10s %8s %8s %7s%s\n", "size", "count", "type", "redop",
-            "root", "time", "algbw", "busbw", "#wrong", b->show_algo ? "  algo" : "");
-    fprintf(f, "# %12s %12s %8s %6s %6s %10s %8s %8s %7s%s\n", "(B)", "(elements)", "", "", "",
-            "(us)", "(GB/s)", "(GB/s)", "",
+    fprintf(f, "# %12s %12s %8s %6s %6s %10s %8s %8s %7s%s%s\n", "size", "count", "type", "redop",
+            "root", "time", "algbw", "busbw", "#wrong", b->device ? "    path" : "",
+            b->show_algo ? "  algo" : "");
+    fprintf(f, "# %12s %12s %8s %6s %6s %10s %8s %8s %7s%s%s\n", "(B)", "(elements)", "", "", "",
+            "(us)", "(GB/s)", "(GB/s)", "", b->device ? "        " : "",
             !b->show_algo ? "" : (b->nalgos > 1) ? "  (asked->ran)" : "  (auto chose)");
+}
+
+/* The text column of --device cuda ("  staged"), empty on the host. */
+static const char *path_column(const bench_t *b, const row_t *row, char buf[16])
+{
+    buf[0] = '\0';
+    if (b->device) {
+        snprintf(buf, 16, "  %6s", row->path);
+    }
+    return buf;
 }
 
 static void print_row(const bench_t *b, const row_t *row, bool first)
 {
     FILE *f = b->out;
+    char path[16];
     const char *redop = b->coll->reduces ? op_name(b->op) : "none";
     int root = b->coll->rooted ? b->root : -1;
 
@@ -1067,6 +678,9 @@ static void print_row(const bench_t *b, const row_t *row, bool first)
         if (b->use_codec) {
             fprintf(f, ",%s,%d,%.0f,%.4f,%.4e", b->codec_name, b->use_ef ? 1 : 0,
                     row->wire_bytes, row->wirebw, row->relerr);
+        }
+        if (b->device) {
+            fprintf(f, ",%s", row->path);
         }
         fprintf(f, "\n");
     } else if (b->format == OUT_JSON) {
@@ -1085,11 +699,14 @@ static void print_row(const bench_t *b, const row_t *row, bool first)
             fprintf(f, ", \"wire_bytes\": %.0f, \"wirebw_gbps\": %.4f, \"rel_err\": %.4e",
                     row->wire_bytes, row->wirebw, row->relerr);
         }
+        if (b->device) {
+            fprintf(f, ", \"path\": \"%s\"", row->path);
+        }
         fprintf(f, "}");
     } else if (b->use_codec) {
-        fprintf(f, "  %12zu %12zu %8s %6s %6d %10.2f %8.3f %8.3f %12.0f %8.3f %9.2e\n", row->bytes,
-                row->count, b->dt->name, redop, root, row->time_us, row->algbw, row->busbw,
-                row->wire_bytes, row->wirebw, row->relerr);
+        fprintf(f, "  %12zu %12zu %8s %6s %6d %10.2f %8.3f %8.3f %12.0f %8.3f %9.2e%s\n",
+                row->bytes, row->count, b->dt->name, redop, root, row->time_us, row->algbw,
+                row->busbw, row->wire_bytes, row->wirebw, row->relerr, path_column(b, row, path));
     } else {
         char wrong[32];
         if (row->wrong < 0) {
@@ -1102,9 +719,9 @@ static void print_row(const bench_t *b, const row_t *row, bool first)
             snprintf(ran, sizeof(ran), "  %s%s", (b->nalgos > 1 && b->algo == GS_ALGO_AUTO) ?
                      "auto->" : "", row_algo_name(row));
         }
-        fprintf(f, "  %12zu %12zu %8s %6s %6d %10.2f %8.3f %8.3f %7s%s\n", row->bytes,
+        fprintf(f, "  %12zu %12zu %8s %6s %6d %10.2f %8.3f %8.3f %7s%s%s\n", row->bytes,
                 row->count, b->dt->name, redop, root, row->time_us, row->algbw, row->busbw, wrong,
-                ran);
+                path_column(b, row, path), ran);
     }
     fflush(f);
 }
@@ -1112,7 +729,9 @@ static void print_row(const bench_t *b, const row_t *row, bool first)
 /* --codec, in place: every call starts from the same input (outside the timer). */
 static void codec_restore(bench_t *b, size_t count)
 {
-    if (b->use_codec && b->inplace) {
+    if (b->use_codec && b->inplace && b->device) {
+        gs_bench_cuda_copy(b->drecv, b->dcodec_input, count * sizeof(float));
+    } else if (b->use_codec && b->inplace) {
         memcpy(b->recvbuf, b->codec_input, count * sizeof(float));
     }
 }
@@ -1215,6 +834,32 @@ static double print_auto_ratio(const bench_t *b, const row_t *rows)
     return ratio;
 }
 
+/*
+ * --device cuda: the path of a row. NCCL runs plain calls as GS_ALGO_NATIVE;
+ * anything else moved through host memory. last_algo says nothing for the
+ * compressed all-reduce and point-to-point, which take the communicator's
+ * path (device_probe).
+ */
+static const char *row_path(const bench_t *b, int algo_used)
+{
+    if (b->use_codec || (b->coll->kind == COLL_SENDRECV) || (b->coll->kind == COLL_BARRIER)) {
+        return (b->coll->kind == COLL_BARRIER) ? "host" : b->comm_nccl ? "nccl" : "staged";
+    }
+    return (algo_used == GS_ALGO_NATIVE) ? "nccl" : "staged";
+}
+
+/* --device cuda: one plain all-reduce of one element on the device buffers
+ * (collective, untimed), which also sets the communicator's device side up:
+ * does this communicator hand plain device calls to NCCL? */
+static bool device_probe(const bench_t *b)
+{
+    gs_comm_stats_t st = GS_COMM_STATS_INIT;
+
+    BENCH_CHECK(b, gs_allreduce(b->comm, b->dsend, b->drecv, 1, GS_DTYPE_F32, GS_OP_SUM));
+    BENCH_CHECK(b, gs_comm_stats(b->comm, &st));
+    return st.coll[GS_COLL_TYPE_ALLREDUCE].last_algo == GS_ALGO_NATIVE;
+}
+
 static void bench_size(bench_t *b, size_t count, row_t *row)
 {
     int iters = b->iters;
@@ -1247,7 +892,7 @@ static void bench_size(bench_t *b, size_t count, row_t *row)
         wire += (double)(c1.bytes_sent - c0.bytes_sent);
     }
     /* Read before the bookkeeping all-reduces below choose their own algorithm. */
-    const int algo_used = b->show_algo ? last_algo(b) : (int)b->algo;
+    const int algo_used = (b->show_algo || b->device) ? last_algo(b) : (int)b->algo;
     BENCH_CHECK(b, gs_allreduce(b->comm, b->times, b->times, (size_t)iters, GS_DTYPE_F64,
                                 GS_OP_MAX));
     qsort(b->times, (size_t)iters, sizeof(double), cmp_double);
@@ -1265,6 +910,12 @@ static void bench_size(bench_t *b, size_t count, row_t *row)
     row->wirebw = 0.0;
     row->relerr = 0.0;
     row->algo_used = b->show_algo ? agreed_algo(b, algo_used) : algo_used;
+    row->path = row_path(b, algo_used);
+    if (b->device) {
+        b->paths_seen |= (strcmp(row->path, "nccl") == 0)     ? 1u
+                         : (strcmp(row->path, "staged") == 0) ? 2u
+                                                              : 0u;
+    }
 
     if (b->use_codec) {
         /* The bytes of one call on the busiest rank, and the error of one call from a zero
@@ -1275,6 +926,7 @@ static void bench_size(bench_t *b, size_t count, row_t *row)
         }
         codec_restore(b, count);
         run_checked(b, count);
+        device_get(b, count);
         v[1] = gs_bench_codec_relerr((const float *)b->recvbuf, count, b->nranks,
                                      b->op == GS_OP_AVG);
         BENCH_CHECK(b, gs_allreduce(b->comm, v, v, 2, GS_DTYPE_F64, GS_OP_MAX));
@@ -1286,153 +938,13 @@ static void bench_size(bench_t *b, size_t count, row_t *row)
     if (b->check) {
         int64_t wrong;
         fill_for_check(b, count);
+        device_put(b, count);
         run_checked(b, count);
+        device_get(b, count);
         wrong = count_wrong(b, count);
         BENCH_CHECK(b, gs_allreduce(b->comm, &wrong, &wrong, 1, GS_DTYPE_I64, GS_OP_SUM));
         row->wrong = wrong;
     }
-}
-
-/* ===================================================================== */
-/* --stats: the slowest link of every rank                               */
-/* ===================================================================== */
-
-/* What each rank contributes: its slowest peer, then its wait on every peer. */
-enum {
-    ST_PEER,       /* the peer this rank waited on longest, -1 when none */
-    ST_RECV_WAIT,  /* ns blocked until a message from it arrived */
-    ST_SEND_WAIT,  /* ns blocked until a send to it finished */
-    ST_SENT,       /* bytes sent to it */
-    ST_RECEIVED,   /* bytes received from it */
-    ST_BUSY,       /* ns this rank spent in collectives */
-    ST_WAIT,       /* ns this rank spent blocked on any peer */
-    ST_FIXED       /* then one wait (ns) per peer */
-};
-
-/* Gather every rank's row (ST_FIXED + nranks int64) into a new array (collective). */
-static int64_t *stats_gather(const bench_t *b)
-{
-    const size_t n = (size_t)b->nranks;
-    const size_t width = ST_FIXED + n;
-    int64_t *mine = calloc(width, sizeof(int64_t));
-    int64_t *all = calloc(width * n, sizeof(int64_t));
-    gs_comm_stats_t cs = GS_COMM_STATS_INIT;
-
-    if ((mine == NULL) || (all == NULL)) {
-        fprintf(stderr, "gs-bench: out of memory for --stats\n");
-        exit(BENCH_EXIT_FAIL);
-    }
-    mine[ST_PEER] = -1;
-    for (int p = 0; p < b->nranks; p++) {
-        gs_peer_stats_t ps = GS_PEER_STATS_INIT;
-        BENCH_CHECK(b, gs_comm_peer_stats(b->comm, p, &ps));
-        mine[ST_FIXED + p] = (int64_t)(ps.recv_wait_ns + ps.send_wait_ns);
-        if ((p != b->rank) && ((mine[ST_PEER] < 0) ||
-                               (mine[ST_FIXED + p] > mine[ST_FIXED + mine[ST_PEER]]))) {
-            mine[ST_PEER] = p;
-            mine[ST_RECV_WAIT] = (int64_t)ps.recv_wait_ns;
-            mine[ST_SEND_WAIT] = (int64_t)ps.send_wait_ns;
-            mine[ST_SENT] = (int64_t)ps.bytes_sent;
-            mine[ST_RECEIVED] = (int64_t)ps.bytes_received;
-        }
-    }
-    BENCH_CHECK(b, gs_comm_stats(b->comm, &cs));
-    mine[ST_BUSY] = (int64_t)cs.busy_ns;
-    mine[ST_WAIT] = (int64_t)cs.wait_ns;
-    BENCH_CHECK(b, gs_allgather(b->comm, mine, all, width, GS_DTYPE_I64));
-    free(mine);
-    return all;
-}
-
-/* The rank the others waited on longest in total, and that total (ns). */
-static int most_waited_on(const bench_t *b, const int64_t *all, int64_t *total_out)
-{
-    const size_t width = ST_FIXED + (size_t)b->nranks;
-    int best = -1;
-    int64_t best_total = 0;
-
-    for (int p = 0; p < b->nranks; p++) {
-        int64_t total = 0;
-        for (int r = 0; r < b->nranks; r++) {
-            total += (r != p) ? all[(size_t)r * width + ST_FIXED + (size_t)p] : 0;
-        }
-        if ((best < 0) || (total > best_total)) {
-            best = p;
-            best_total = total;
-        }
-    }
-    *total_out = best_total;
-    return best;
-}
-
-static void print_stats_text(const bench_t *b, const int64_t *all, FILE *f)
-{
-    const size_t width = ST_FIXED + (size_t)b->nranks;
-    int worst = -1;
-    int64_t worst_wait = -1;
-    int64_t waited_total = 0;
-    int waited_rank = most_waited_on(b, all, &waited_total);
-
-    fprintf(f, "#\n# --stats: time each rank spent blocked waiting on one peer, whole run "
-               "(docs/stats.md)\n");
-    fprintf(f, "# %5s %5s %10s %10s %10s %7s %12s %12s\n", "rank", "peer", "wait", "recv-wait",
-            "send-wait", "of busy", "sent", "received");
-    fprintf(f, "# %5s %5s %10s %10s %10s %7s %12s %12s\n", "", "", "(ms)", "(ms)", "(ms)", "",
-            "(MB)", "(MB)");
-    for (int r = 0; r < b->nranks; r++) {
-        const int64_t *row = &all[(size_t)r * width];
-        const double wait = (double)(row[ST_RECV_WAIT] + row[ST_SEND_WAIT]);
-        if (row[ST_PEER] < 0) {
-            fprintf(f, "# %5d %5s\n", r, "-");
-            continue;
-        }
-        fprintf(f, "# %5d %5d %10.2f %10.2f %10.2f %6.1f%% %12.2f %12.2f\n", r,
-                (int)row[ST_PEER], wait / 1e6, (double)row[ST_RECV_WAIT] / 1e6,
-                (double)row[ST_SEND_WAIT] / 1e6,
-                row[ST_BUSY] > 0 ? 100.0 * wait / (double)row[ST_BUSY] : 0.0,
-                (double)row[ST_SENT] / 1e6, (double)row[ST_RECEIVED] / 1e6);
-        if (wait > (double)worst_wait) {
-            worst = r;
-            worst_wait = row[ST_RECV_WAIT] + row[ST_SEND_WAIT];
-        }
-    }
-    if ((worst < 0) || (waited_rank < 0)) {
-        fprintf(f, "# slowest link: none (one rank)\n#\n");
-        return;
-    }
-    {
-        const int64_t *row = &all[(size_t)worst * width];
-        const bool recv = row[ST_RECV_WAIT] >= row[ST_SEND_WAIT];
-        fprintf(f, "# slowest link: rank %d waited %.2f ms on rank %d (mostly %s)\n", worst,
-                (double)worst_wait / 1e6, (int)row[ST_PEER],
-                recv ? "for its data: that rank or the link into this one is slow"
-                     : "for sends to finish: that rank reads slowly or the link is slow");
-    }
-    fprintf(f, "# most waited-on rank: %d (the other ranks waited %.2f ms on it in total; one "
-               "rank waited on by all is a straggler, a single pair is a slow link)\n#\n",
-            waited_rank, (double)waited_total / 1e6);
-}
-
-static void print_stats_json(const bench_t *b, const int64_t *all, FILE *f)
-{
-    const size_t width = ST_FIXED + (size_t)b->nranks;
-    int64_t waited_total = 0;
-    const int waited_rank = most_waited_on(b, all, &waited_total);
-
-    fprintf(f, ",\n \"stats\": {\"most_waited_on\": %d, \"most_waited_on_ms\": %.3f, "
-               "\"slowest_links\": [",
-            waited_rank, (double)waited_total / 1e6);
-    for (int r = 0; r < b->nranks; r++) {
-        const int64_t *row = &all[(size_t)r * width];
-        fprintf(f,
-                "%s\n  {\"rank\": %d, \"peer\": %d, \"recv_wait_ms\": %.3f, \"send_wait_ms\": %.3f, "
-                "\"sent_bytes\": %" PRId64 ", \"received_bytes\": %" PRId64 ", \"busy_ms\": %.3f, "
-                "\"wait_ms\": %.3f}",
-                r ? "," : "", r, (int)row[ST_PEER], (double)row[ST_RECV_WAIT] / 1e6,
-                (double)row[ST_SEND_WAIT] / 1e6, row[ST_SENT], row[ST_RECEIVED],
-                (double)row[ST_BUSY] / 1e6, (double)row[ST_WAIT] / 1e6);
-    }
-    fprintf(f, "\n ]}");
 }
 
 static void *alloc_buf(size_t bytes)
@@ -1450,7 +962,7 @@ static void *alloc_buf(size_t bytes)
 int main(int argc, char **argv)
 {
     bench_t b = {
-        .dt = &dtype_table[0],
+        .dt = &gs_bench_dtypes[0],
         .op = GS_OP_SUM,
         .algo = GS_ALGO_AUTO,
         .algos = {GS_ALGO_AUTO},
@@ -1468,9 +980,12 @@ int main(int argc, char **argv)
     if ((argc > 1) && (strcmp(argv[1], "codec") == 0)) {
         return gs_bench_codec_main(argc - 1, argv + 1);
     }
+    if ((argc > 1) && (strcmp(argv[1], "kernels") == 0)) {
+        return gs_bench_kernels_main(argc - 1, argv + 1);
+    }
     int status_exit = 0;
 
-    parse_args(&b, argc, argv);
+    gs_bench_parse_args(&b, argc, argv);
     b.show_algo = ((b.nalgos > 1) || (b.algo == GS_ALGO_AUTO)) && !b.use_codec &&
                   (b.coll->kind != COLL_SENDRECV);
 
@@ -1488,6 +1003,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "gs-bench: sendrecv needs at least 2 ranks\n");
         return BENCH_EXIT_USAGE;
     }
+    if (b.device) {
+        const int rc = gs_bench_cuda_open(&b.gpu);
+        if (rc != 0) {
+            (void)gs_comm_destroy(b.comm);
+            return rc;
+        }
+    }
 
     b.out = stdout;
     if (b.rank == 0 && b.out_path != NULL) {
@@ -1504,6 +1026,15 @@ int main(int argc, char **argv)
     b.times = calloc((size_t)b.iters, sizeof(double));
     if (b.use_codec && b.inplace) {
         b.codec_input = alloc_buf(buf_bytes);
+    }
+    if (b.device) {
+        /* Rounded up as alloc_buf does: the probe's f32 fits in any buffer. */
+        const size_t dev_bytes = (buf_bytes + BENCH_ALIGN) / BENCH_ALIGN * BENCH_ALIGN;
+
+        b.dsend = gs_bench_cuda_alloc(dev_bytes);
+        b.drecv = gs_bench_cuda_alloc(dev_bytes);
+        b.dcodec_input = (b.codec_input != NULL) ? gs_bench_cuda_alloc(dev_bytes) : NULL;
+        b.comm_nccl = device_probe(&b);
     }
     if (b.times == NULL) {
         fprintf(stderr, "gs-bench: out of memory\n");
@@ -1539,6 +1070,10 @@ int main(int argc, char **argv)
         }
         if (b.use_codec) { /* normal data: the codecs' error depends on the values */
             gs_bench_codec_fill(b.inplace ? b.codec_input : (float *)b.sendbuf, count, b.rank);
+        }
+        device_put(&b, count);
+        if (b.dcodec_input != NULL) {
+            gs_bench_cuda_put(b.dcodec_input, b.codec_input, count * sizeof(float));
         }
         /* Rounds outside, algorithms inside, each round starting one later
          * (A B C, B C A, C A B, ...): a noisy moment of the machine hits every
@@ -1577,13 +1112,16 @@ int main(int argc, char **argv)
         bytes = bytes > 0 ? bytes * b.factor : 1;
     }
 
-    int64_t *stats = b.stats ? stats_gather(&b) : NULL;
+    int64_t *stats = NULL;
+    if (b.stats) {
+        BENCH_CHECK(&b, gs_bench_stats_gather(b.comm, b.rank, b.nranks, &stats));
+    }
     if (b.rank == 0) {
         if (b.format == OUT_JSON) {
             fprintf(b.out, "\n ], \"avg_busbw_gbps\": %.4f, \"wrong_total\": %" PRId64,
                     busbw_sum / nrows, b.check ? wrong_total : (int64_t)-1);
             if (stats != NULL) {
-                print_stats_json(&b, stats, b.out);
+                gs_bench_stats_json(stats, b.nranks, b.out);
             }
             fprintf(b.out, "}\n");
         } else if (b.format == OUT_TEXT) {
@@ -1594,11 +1132,16 @@ int main(int argc, char **argv)
                 fprintf(b.out, "# Worst auto/best      : %.2f at %zu bytes\n", worst_ratio,
                         worst_bytes);
             }
+            if (b.device) {
+                static const char *const paths[] = {"none", "nccl", "staged", "nccl and staged"};
+                fprintf(b.out, "# Device path          : %s (GS_CUDA_PATH %s, rank 0)\n",
+                        paths[b.paths_seen & 3u], cuda_path_env());
+            }
             fprintf(b.out, "#\n");
         }
         if (stats != NULL && b.format != OUT_JSON) {
             /* CSV stays machine-readable: the table goes to stderr. */
-            print_stats_text(&b, stats, b.format == OUT_TEXT ? b.out : stderr);
+            gs_bench_stats_text(stats, b.nranks, b.format == OUT_TEXT ? b.out : stderr);
         }
         fflush(b.out);
         if (b.out != stdout) {
@@ -1618,6 +1161,11 @@ int main(int argc, char **argv)
     BENCH_CHECK(&b, gs_ef_destroy(b.ef));
     free(b.sendbuf);
     free(b.recvbuf);
+    if (b.device) {
+        gs_bench_cuda_free(b.dsend);
+        gs_bench_cuda_free(b.drecv);
+        gs_bench_cuda_free(b.dcodec_input);
+    }
     BENCH_CHECK(&b, gs_comm_destroy(b.comm));
     return status_exit;
 }

@@ -1,0 +1,407 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * gs-bench's command line: the name tables (from the public X-macro
+ * tables), the usage text and the parser (gs_bench.h). Nothing here
+ * communicates.
+ */
+#include "gs_bench.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gs_bench_codec.h"
+
+#define BENCH_DTYPE_ROW(_name, _value, _size, _str) {_name, _size, _str},
+const dtype_info_t gs_bench_dtypes[GS_DTYPE_COUNT] = {GS_DTYPE_MAP(BENCH_DTYPE_ROW)};
+#undef BENCH_DTYPE_ROW
+
+#define BENCH_NAME_ROW(_name, _value, _str) {_name, _str},
+const name_info_t gs_bench_ops[GS_OP_COUNT] = {GS_OP_MAP(BENCH_NAME_ROW)};
+const name_info_t gs_bench_algos[GS_ALGO_COUNT] = {GS_ALGO_MAP(BENCH_NAME_ROW)};
+#undef BENCH_NAME_ROW
+
+static const coll_info_t coll_table[] = {
+    {COLL_ALLREDUCE, "allreduce", false, true, false},
+    {COLL_BROADCAST, "broadcast", false, false, true},
+    {COLL_REDUCE, "reduce", false, true, true},
+    {COLL_ALLGATHER, "allgather", true, false, false},
+    {COLL_REDUCE_SCATTER, "reduce_scatter", true, true, false},
+    {COLL_ALLTOALL, "alltoall", true, false, false},
+    {COLL_SENDRECV, "sendrecv", false, false, false},
+    {COLL_BARRIER, "barrier", false, false, false},
+};
+
+/* ===================================================================== */
+/* Errors and usage                                                      */
+/* ===================================================================== */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: gs-bench COLLECTIVE [options]   (launch with: gsrun -n N gs-bench ...)\n"
+            "collectives: allreduce broadcast reduce allgather reduce_scatter alltoall\n"
+            "             sendrecv (ring neighbour exchange) barrier\n"
+            "       gs-bench codec [-e BYTES] [-w N] [-n N] [--zstd off|on|auto]  (codec throughput)\n"
+            "       gs-bench kernels [-b MIN] [-e MAX] [-f N] [-w N] [-n N] [--csv|--json]\n"
+            "                (CUDA builds: GB/s of every GPU kernel against a device copy)\n"
+            "  -b, --minbytes SIZE   smallest size in bytes (K/M/G suffixes), default 8\n"
+            "  -e, --maxbytes SIZE   largest size in bytes, default 32M\n"
+            "  -f, --stepfactor N    multiply the size by N (>= 2), default 2\n"
+            "  -w, --warmup N        warm-up iterations per size, default 5\n"
+            "  -n, --iters N         timed iterations per size, default 20\n"
+            "  -r, --root R          root of broadcast/reduce, default 0\n"
+            "      --algo LIST       allreduce algorithm, or a comma list measured in turn at\n"
+            "                        every size (with auto: auto/best per size):");
+    for (size_t i = 0; i < BENCH_COUNTOF(gs_bench_algos); i++) {
+        fprintf(f, " %s", gs_bench_algos[i].name);
+    }
+    fprintf(f, "\n      --dtype NAME      ");
+    for (size_t i = 0; i < BENCH_COUNTOF(gs_bench_dtypes); i++) {
+        fprintf(f, "%s%s", i ? "|" : "", gs_bench_dtypes[i].name);
+    }
+    fprintf(f, ", default f32\n      --op NAME         ");
+    for (size_t i = 0; i < BENCH_COUNTOF(gs_bench_ops); i++) {
+        fprintf(f, "%s%s", i ? "|" : "", gs_bench_ops[i].name);
+    }
+    fprintf(f, ", default sum\n"
+               "      --rounds N        passes over the --algo list per size, interleaved;\n"
+               "                        rows show the median of the passes, default 1\n"
+               "      --transport NAME  tcp|mpi (mpi: launch with mpirun), default GS_TRANSPORT\n"
+               "      --device KIND     host (default) or cuda (alias gpu: cudaMalloc'd buffers,\n"
+               "                        GPU = local rank %% device count; CUDA builds only)\n"
+               "  -c, --check           verify every size (exit 1 when any element is wrong)\n"
+               "      --stats           after the run, print each rank's slowest link (the peer\n"
+               "                        it waited on longest) and the most waited-on rank\n"
+               "      --inplace         in-place buffers (default out-of-place)\n"
+               "      --codec NAME      allreduce through a codec (f32, sum|avg):%s\n"
+               "      --ef              with error feedback (one gs_ef_t per size)\n"
+               "      --ratio R         topk/randk fraction kept, default 0.01\n"
+               "      --csv | --json    machine-readable output (rank 0)\n"
+               "  -o, --out FILE        write the output to FILE instead of stdout (rank 0)\n"
+               "  -h, --help            this text\n"
+               "sizes are total buffer bytes as in nccl-tests (allgather: receive buffer,\n"
+               "reduce_scatter: send buffer, alltoall: either buffer).\n",
+            gs_bench_codec_names());
+}
+
+static _Noreturn void usage_error(const char *msg, const char *arg)
+{
+    fprintf(stderr, "gs-bench: %s%s%s\n", msg, arg ? ": " : "", arg ? arg : "");
+    fprintf(stderr, "try 'gs-bench --help'\n");
+    exit(BENCH_EXIT_USAGE);
+}
+
+/* ===================================================================== */
+/* Argument parsing                                                      */
+/* ===================================================================== */
+
+/* Parse "123", "4K", "256M", "1G" (powers of 1024) into *out. */
+static bool parse_size(const char *s, size_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    if (s[0] == '-' || s[0] == '\0') {
+        return false;
+    }
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || end == s) {
+        return false;
+    }
+    unsigned long long mult = 1;
+    switch (*end) {
+    case '\0':
+        break;
+    case 'k': case 'K':
+        mult = 1ull << 10;
+        end++;
+        break;
+    case 'm': case 'M':
+        mult = 1ull << 20;
+        end++;
+        break;
+    case 'g': case 'G':
+        mult = 1ull << 30;
+        end++;
+        break;
+    default:
+        return false;
+    }
+    if (*end == 'B' || *end == 'b') {
+        end++;
+    }
+    if (*end != '\0' || v > (unsigned long long)SIZE_MAX / mult) {
+        return false;
+    }
+    *out = (size_t)(v * mult);
+    return true;
+}
+
+static int parse_int(const char *s, int lo, int hi, const char *what)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi) {
+        fprintf(stderr, "gs-bench: %s must be an integer in [%d, %d], got '%s'\n", what, lo, hi,
+                s);
+        exit(BENCH_EXIT_USAGE);
+    }
+    return (int)v;
+}
+
+static int lookup_name(const name_info_t *table, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(table[i].name, name) == 0) {
+            return table[i].value;
+        }
+    }
+    return -1;
+}
+
+enum { OPT_ALGO = 256, OPT_DTYPE, OPT_OP, OPT_INPLACE, OPT_CSV, OPT_JSON, OPT_CODEC, OPT_EF,
+       OPT_RATIO, OPT_TRANSPORT, OPT_STATS, OPT_ROUNDS, OPT_DEVICE };
+
+/* --algo NAME[,NAME...]: each a known algorithm, at most BENCH_MAX_ALGOS, no repeats. */
+static void parse_algo_list(bench_t *b, const char *text)
+{
+    char name[64];
+    const char *s = text;
+
+    b->nalgos = 0;
+    for (;;) {
+        const char *end = strchr(s, ',');
+        const size_t len = (end != NULL) ? (size_t)(end - s) : strlen(s);
+        int v;
+
+        if ((len == 0) || (len >= sizeof(name))) {
+            usage_error("--algo wants NAME or NAME,NAME,...", text);
+        }
+        memcpy(name, s, len);
+        name[len] = '\0';
+        v = lookup_name(gs_bench_algos, BENCH_COUNTOF(gs_bench_algos), name);
+        if (v < 0) {
+            usage_error("unknown --algo", name);
+        }
+        for (int i = 0; i < b->nalgos; i++) {
+            if (b->algos[i] == (gs_algo_t)v) {
+                usage_error("--algo names an algorithm twice", name);
+            }
+        }
+        if (b->nalgos == BENCH_MAX_ALGOS) {
+            usage_error("--algo names too many algorithms", text);
+        }
+        b->algos[b->nalgos++] = (gs_algo_t)v;
+        if (end == NULL) {
+            break;
+        }
+        s = end + 1;
+    }
+    b->algo = b->algos[0];
+}
+
+void gs_bench_parse_args(bench_t *b, int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"minbytes", required_argument, NULL, 'b'},
+        {"maxbytes", required_argument, NULL, 'e'},
+        {"stepfactor", required_argument, NULL, 'f'},
+        {"warmup", required_argument, NULL, 'w'},
+        {"iters", required_argument, NULL, 'n'},
+        {"root", required_argument, NULL, 'r'},
+        {"check", no_argument, NULL, 'c'},
+        {"out", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},
+        {"algo", required_argument, NULL, OPT_ALGO},
+        {"dtype", required_argument, NULL, OPT_DTYPE},
+        {"op", required_argument, NULL, OPT_OP},
+        {"inplace", no_argument, NULL, OPT_INPLACE},
+        {"csv", no_argument, NULL, OPT_CSV},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"codec", required_argument, NULL, OPT_CODEC},
+        {"ef", no_argument, NULL, OPT_EF},
+        {"ratio", required_argument, NULL, OPT_RATIO},
+        {"transport", required_argument, NULL, OPT_TRANSPORT},
+        {"stats", no_argument, NULL, OPT_STATS},
+        {"rounds", required_argument, NULL, OPT_ROUNDS},
+        {"device", required_argument, NULL, OPT_DEVICE},
+        {NULL, 0, NULL, 0},
+    };
+    bool algo_set = false, op_set = false, root_set = false, ratio_set = false;
+
+    if (argc < 2) {
+        usage(stderr);
+        exit(BENCH_EXIT_USAGE);
+    }
+    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+        usage(stdout);
+        exit(0);
+    }
+    for (size_t i = 0; i < BENCH_COUNTOF(coll_table); i++) {
+        if (strcmp(argv[1], coll_table[i].name) == 0) {
+            b->coll = &coll_table[i];
+        }
+    }
+    if (b->coll == NULL) {
+        usage_error("unknown collective", argv[1]);
+    }
+
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc - 1, argv + 1, "b:e:f:w:n:r:co:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'b':
+            if (!parse_size(optarg, &b->min_bytes)) {
+                usage_error("bad -b size", optarg);
+            }
+            break;
+        case 'e':
+            if (!parse_size(optarg, &b->max_bytes)) {
+                usage_error("bad -e size", optarg);
+            }
+            break;
+        case 'f':
+            b->factor = (size_t)parse_int(optarg, 2, 1 << 20, "-f");
+            break;
+        case 'w':
+            b->warmup = parse_int(optarg, 0, 1000000, "-w");
+            break;
+        case 'n':
+            b->iters = parse_int(optarg, 1, 1000000, "-n");
+            break;
+        case 'r':
+            b->root = parse_int(optarg, 0, 16777215, "--root");
+            root_set = true;
+            break;
+        case 'c':
+            b->check = true;
+            break;
+        case 'o':
+            b->out_path = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            exit(0);
+        case OPT_ALGO:
+            parse_algo_list(b, optarg);
+            algo_set = true;
+            break;
+        case OPT_ROUNDS:
+            b->rounds = parse_int(optarg, 1, 1000, "--rounds");
+            break;
+        case OPT_DTYPE:
+            b->dt = NULL;
+            for (size_t i = 0; i < BENCH_COUNTOF(gs_bench_dtypes); i++) {
+                if (strcmp(gs_bench_dtypes[i].name, optarg) == 0) {
+                    b->dt = &gs_bench_dtypes[i];
+                }
+            }
+            if (b->dt == NULL) {
+                usage_error("unknown --dtype", optarg);
+            }
+            break;
+        case OPT_OP: {
+            int v = lookup_name(gs_bench_ops, BENCH_COUNTOF(gs_bench_ops), optarg);
+            if (v < 0) {
+                usage_error("unknown --op", optarg);
+            }
+            b->op = (gs_op_t)v;
+            op_set = true;
+            break;
+        }
+        case OPT_INPLACE:
+            b->inplace = true;
+            break;
+        case OPT_CSV:
+            b->format = OUT_CSV;
+            break;
+        case OPT_JSON:
+            b->format = OUT_JSON;
+            break;
+        case OPT_CODEC:
+            if (gs_bench_codec_lookup(optarg, &b->codec.kind) != 0) {
+                usage_error("unknown --codec", optarg);
+            }
+            b->use_codec = true;
+            b->codec_name = optarg;
+            break;
+        case OPT_EF:
+            b->use_ef = true;
+            break;
+        case OPT_RATIO: {
+            char *end = NULL;
+            b->codec.ratio = strtod(optarg, &end);
+            if (end == optarg || *end != '\0' || !(b->codec.ratio > 0.0) ||
+                !(b->codec.ratio <= 1.0)) {
+                usage_error("--ratio must be in (0, 1]", optarg);
+            }
+            ratio_set = true;
+            break;
+        }
+        case OPT_TRANSPORT:
+            if ((strcmp(optarg, "tcp") != 0) && (strcmp(optarg, "mpi") != 0)) {
+                usage_error("unknown --transport (tcp or mpi)", optarg);
+            }
+            b->transport = optarg;
+            break;
+        case OPT_STATS:
+            b->stats = true;
+            break;
+        case OPT_DEVICE:
+            if ((strcmp(optarg, "cuda") == 0) || (strcmp(optarg, "gpu") == 0)) {
+                b->device = true;
+            } else if (strcmp(optarg, "host") != 0) {
+                usage_error("unknown --device (host, cuda or gpu)", optarg);
+            }
+            break;
+        default:
+            usage_error("bad option", NULL);
+        }
+    }
+    if (optind != argc - 1) {
+        usage_error("unexpected argument", argv[optind + 1]);
+    }
+    if (b->device && !gs_bench_cuda_built()) {
+        usage_error("--device cuda needs a gs-bench built with CUDA (GS_WITH_CUDA); this one "
+                    "was built without it", NULL);
+    }
+    if (b->min_bytes > b->max_bytes) {
+        usage_error("-b is larger than -e", NULL);
+    }
+    if (algo_set && (b->nalgos > 1 || b->algo != GS_ALGO_AUTO) &&
+        b->coll->kind != COLL_ALLREDUCE) {
+        usage_error("--algo applies to allreduce only (set GS_ALGO for the others)", NULL);
+    }
+    if (op_set && !b->coll->reduces) {
+        usage_error("--op applies to allreduce, reduce and reduce_scatter only", NULL);
+    }
+    if (root_set && !b->coll->rooted) {
+        usage_error("--root applies to broadcast and reduce only", NULL);
+    }
+    if (b->op == GS_OP_AVG && b->coll->reduces &&
+        (b->dt->dtype == GS_DTYPE_I8 || b->dt->dtype == GS_DTYPE_U8 ||
+         b->dt->dtype == GS_DTYPE_I32 || b->dt->dtype == GS_DTYPE_I64)) {
+        usage_error("--op avg needs a floating-point --dtype", NULL);
+    }
+    if (b->inplace && b->coll->kind == COLL_SENDRECV) {
+        usage_error("--inplace does not apply to sendrecv", NULL);
+    }
+    if ((b->use_ef || ratio_set) && !b->use_codec) {
+        usage_error("--ef and --ratio need --codec", NULL);
+    }
+    if (b->use_codec) {
+        if (b->coll->kind != COLL_ALLREDUCE) {
+            usage_error("--codec applies to allreduce only", NULL);
+        }
+        if (b->dt->dtype != GS_DTYPE_F32 || (b->op != GS_OP_SUM && b->op != GS_OP_AVG)) {
+            usage_error("--codec needs --dtype f32 and --op sum or avg", NULL);
+        }
+        if (b->nalgos > 1 || b->algo != GS_ALGO_AUTO || b->check) {
+            usage_error("--codec excludes --algo and --check (it reports rel.err instead)", NULL);
+        }
+    }
+}
+

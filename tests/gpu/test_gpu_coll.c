@@ -1,0 +1,899 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Every collective with device buffers, through the public API only; one
+ * process per rank, launched by gsrun (tests/gpu/CMakeLists.txt), every
+ * rank on GPU (local rank % device count), so on a one-GPU machine all
+ * ranks share it. Usage: gsrun -n N test_gpu_coll --expect nccl|staged|refused
+ *
+ * --expect nccl or staged: for allreduce (also in place), broadcast,
+ * reduce, allgather, reduce_scatter, alltoall and a ring of
+ * gs_isend_ex/gs_irecv_ex, over dtypes, ops and counts 0, 1, 7, 1031 and
+ * 100003 (plus 3 Mi + 5 elements of f32 all-reduce, several staging
+ * slices), each call is made on device buffers in five ways: the plain
+ * blocking call (legacy default stream), the _ex call on a stream of its
+ * own, its non-blocking twin then gs_wait, and both with
+ * GS_COLL_F_STREAM_ORDERED. The input reaches the device by a
+ * cudaMemcpyAsync queued on the call's stream just before the call, and
+ * the result leaves by one queued just after it, so the call must order
+ * itself on the stream. The result must equal, bit for bit, the same
+ * collective on host buffers and the serial reference (integer-exact
+ * patterns as gs-bench --check's; avg within 2 ulp of the reference,
+ * since NCCL may average in another order), and the element after the
+ * output must keep its poison. The path is checked (gs_comm_stats
+ * last_algo of a plain all-reduce: GS_ALGO_NATIVE is NCCL), and where it
+ * is the staged path the stream-ordered calls must fail with
+ * GS_ERR_UNSUPPORTED (gradsync.h; with count 0 they may succeed, a note);
+ * point-to-point on the staged path may run or fail with
+ * GS_ERR_UNSUPPORTED (a note). Buffers of
+ * mixed kinds (one host, one device) must fail with GS_ERR_INVALID_ARG and
+ * leave the communicator usable. The compressed all-reduce (fp16, int8,
+ * topk) on device buffers must match the host one: bitwise, or (a note)
+ * within a relative 1e-5, or with an error against the exact sum of 0.25
+ * to 2 times the host result's (the codec ran, in another order).
+ *
+ * --expect refused (GS_CUDA_PATH=nccl with ranks sharing a GPU): a device
+ * all-reduce must fail with GS_ERR_INVALID_USAGE on every rank, twice,
+ * without hanging (gsrun's --timeout bounds it), and a host all-reduce
+ * must still work afterwards.
+ *
+ * Exit status: 0, 1 on any failure (every rank), 77 when there is no CUDA
+ * device. Every rank makes the same calls in the same order whatever the
+ * results, so one rank's failure cannot hang the others.
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "gpu_test_util.h"
+#include "gradsync/compress.h"
+#include "gradsync/gradsync.h"
+#include "half_math.h"
+
+#define BIG_COUNT ((size_t)3 * 1024 * 1024 + 5)
+#define MAX_BLOCKED 100003u /* largest per-rank count of the blocked collectives */
+#define MAX_RANKS 64
+#define POISON 0xA5
+#define TAG 0x677075u
+
+typedef enum coll {
+    C_ALLREDUCE,
+    C_ALLREDUCE_INPLACE,
+    C_BROADCAST,
+    C_REDUCE,
+    C_ALLGATHER,
+    C_REDUCE_SCATTER,
+    C_ALLTOALL,
+    C_SENDRECV,
+    C_COUNT
+} coll_t;
+
+static const char *const coll_names[] = {
+    "allreduce", "allreduce(in place)", "broadcast", "reduce",
+    "allgather", "reduce_scatter",      "alltoall",  "sendrecv"};
+
+typedef enum variant {
+    V_BLOCKING,   /* the plain call */
+    V_STREAM,     /* _ex on our stream, blocking */
+    V_NB,         /* gs_i*_ex on our stream, then gs_wait */
+    V_ORDERED,    /* _ex with GS_COLL_F_STREAM_ORDERED */
+    V_NB_ORDERED, /* gs_i*_ex with GS_COLL_F_STREAM_ORDERED, then gs_wait */
+    V_COUNT
+} variant_t;
+
+static const char *const variant_names[] = {"blocking", "_ex on a stream", "non-blocking",
+                                            "stream-ordered", "non-blocking stream-ordered"};
+
+typedef struct dtype_info {
+    gs_dtype_t dt;
+    size_t size;
+    const char *name;
+} dtype_info_t;
+
+static const dtype_info_t dtypes[] = {
+    {GS_DTYPE_F32, 4, "f32"},   {GS_DTYPE_F64, 8, "f64"}, {GS_DTYPE_F16, 2, "f16"},
+    {GS_DTYPE_BF16, 2, "bf16"}, {GS_DTYPE_I8, 1, "i8"},   {GS_DTYPE_U8, 1, "u8"},
+    {GS_DTYPE_I32, 4, "i32"},   {GS_DTYPE_I64, 8, "i64"},
+};
+
+static const char *const op_names[] = {"sum", "prod", "min", "max", "avg"};
+
+static const size_t counts[] = {0, 1, 7, 1031, 100003};
+
+#define NELEMS(_a) (sizeof(_a) / sizeof((_a)[0]))
+
+typedef struct ctx {
+    gs_comm_t comm;
+    int rank;
+    int n;
+    bool nccl;            /* the NCCL path is expected */
+    cudaStream_t stream;  /* the _ex calls' stream */
+    unsigned char *hs;    /* host: this rank's input */
+    unsigned char *hr;    /* host: the device result, copied back */
+    unsigned char *href;  /* host: the serial reference */
+    unsigned char *hhost; /* host: the same collective on host buffers */
+    unsigned char *hin;   /* host: the input as the host-path call takes it (then its output) */
+    unsigned char *ds;    /* device send buffer */
+    unsigned char *dr;    /* device recv buffer */
+    size_t cap;           /* bytes of every buffer */
+    long notes;           /* point-to-point that was unsupported on the staged path */
+} ctx_t;
+
+/* ---------------------------------------------------------------------- */
+/* Elements and patterns                                                  */
+/* ---------------------------------------------------------------------- */
+
+static double get_elem(const void *buf, size_t i, gs_dtype_t dt)
+{
+    const unsigned char *p = buf;
+
+    switch (dt) {
+    case GS_DTYPE_F32: {
+        float v;
+        memcpy(&v, p + 4 * i, 4);
+        return v;
+    }
+    case GS_DTYPE_F64: {
+        double v;
+        memcpy(&v, p + 8 * i, 8);
+        return v;
+    }
+    case GS_DTYPE_F16: {
+        uint16_t v;
+        memcpy(&v, p + 2 * i, 2);
+        return gs_km_f16_to_f32(v);
+    }
+    case GS_DTYPE_BF16: {
+        uint16_t v;
+        memcpy(&v, p + 2 * i, 2);
+        return gs_km_bf16_to_f32(v);
+    }
+    case GS_DTYPE_I8:
+        return (double)(int8_t)p[i];
+    case GS_DTYPE_U8:
+        return (double)p[i];
+    case GS_DTYPE_I32: {
+        int32_t v;
+        memcpy(&v, p + 4 * i, 4);
+        return v;
+    }
+    case GS_DTYPE_I64: {
+        int64_t v;
+        memcpy(&v, p + 8 * i, 8);
+        return (double)v;
+    }
+    default:
+        return NAN;
+    }
+}
+
+static void set_elem(void *buf, size_t i, gs_dtype_t dt, double x)
+{
+    unsigned char *p = buf;
+
+    switch (dt) {
+    case GS_DTYPE_F32: {
+        float v = (float)x;
+        memcpy(p + 4 * i, &v, 4);
+        break;
+    }
+    case GS_DTYPE_F64:
+        memcpy(p + 8 * i, &x, 8);
+        break;
+    case GS_DTYPE_F16: {
+        uint16_t v = gs_km_f32_to_f16((float)x);
+        memcpy(p + 2 * i, &v, 2);
+        break;
+    }
+    case GS_DTYPE_BF16: {
+        uint16_t v = gs_km_f32_to_bf16((float)x);
+        memcpy(p + 2 * i, &v, 2);
+        break;
+    }
+    case GS_DTYPE_I8:
+        p[i] = (unsigned char)(int8_t)x;
+        break;
+    case GS_DTYPE_U8:
+        p[i] = (unsigned char)x;
+        break;
+    case GS_DTYPE_I32: {
+        int32_t v = (int32_t)x;
+        memcpy(p + 4 * i, &v, 4);
+        break;
+    }
+    case GS_DTYPE_I64: {
+        int64_t v = (int64_t)x;
+        memcpy(p + 8 * i, &v, 8);
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+static uint32_t mix(uint64_t r, uint64_t i, uint64_t salt)
+{
+    uint64_t h = (i + 1) * 0x9E3779B97F4A7C15ull ^ (r + 1) * 0xC2B2AE3D27D4EB4Full ^ salt;
+
+    h ^= h >> 31;
+    h *= 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 29;
+    return (uint32_t)(h >> 16);
+}
+
+/*
+ * Element i of rank r: every partial result in any order is an exact
+ * integer of the dtype (sums below the exact limit over n ranks, products
+ * of at most two factors 2 or 3, min/max below 100), never all zero.
+ */
+static double pattern(gs_dtype_t dt, gs_op_t op, int n, int r, size_t i, uint64_t salt)
+{
+    double limit = 1000.0, m;
+
+    if (op == GS_OP_PROD) {
+        if ((size_t)r == i % (size_t)n) {
+            return (double)(2 + i % 2);
+        }
+        if ((n > 1) && ((size_t)r == (i + 1) % (size_t)n)) {
+            return (double)(2 + (i / 2) % 2);
+        }
+        return 1.0;
+    }
+    if ((op == GS_OP_MIN) || (op == GS_OP_MAX)) {
+        return (double)(1 + mix((uint64_t)r, i, salt) % 99u);
+    }
+    switch (dt) {
+    case GS_DTYPE_F16:
+        limit = 2048.0;
+        break;
+    case GS_DTYPE_BF16:
+        limit = 256.0;
+        break;
+    case GS_DTYPE_I8:
+        limit = 127.0;
+        break;
+    case GS_DTYPE_U8:
+        limit = 255.0;
+        break;
+    default:
+        break;
+    }
+    m = floor(limit / n);
+    m = (m > 1000.0) ? 1000.0 : (m < 2.0) ? 2.0 : m;
+    return (double)(1 + mix((uint64_t)r, i, salt) % (uint32_t)(m - 1));
+}
+
+static double reduce_ref(gs_dtype_t dt, gs_op_t op, int n, size_t i, uint64_t salt)
+{
+    double acc = pattern(dt, op, n, 0, i, salt);
+
+    for (int r = 1; r < n; r++) {
+        const double v = pattern(dt, op, n, r, i, salt);
+
+        switch (op) {
+        case GS_OP_PROD:
+            acc *= v;
+            break;
+        case GS_OP_MIN:
+            acc = (v < acc) ? v : acc;
+            break;
+        case GS_OP_MAX:
+            acc = (v > acc) ? v : acc;
+            break;
+        default:
+            acc += v;
+            break;
+        }
+    }
+    return (op == GS_OP_AVG) ? acc / n : acc;
+}
+
+/* ---------------------------------------------------------------------- */
+/* One collective                                                         */
+/* ---------------------------------------------------------------------- */
+
+typedef struct call {
+    coll_t coll;
+    const dtype_info_t *dt;
+    gs_op_t op;
+    size_t count; /* the count argument (per rank for the blocked ones) */
+    int root;
+    uint64_t salt;
+} call_t;
+
+/* Elements of the input and of the output of @p c on one rank. */
+static size_t in_elems(const ctx_t *x, const call_t *c)
+{
+    return ((c->coll == C_REDUCE_SCATTER) || (c->coll == C_ALLTOALL)) ? c->count * (size_t)x->n
+                                                                      : c->count;
+}
+
+static size_t out_elems(const ctx_t *x, const call_t *c)
+{
+    return ((c->coll == C_ALLGATHER) || (c->coll == C_ALLTOALL)) ? c->count * (size_t)x->n
+                                                                 : c->count;
+}
+
+/* Whether the call reads its input from the receive buffer. */
+static bool in_place(const call_t *c)
+{
+    return (c->coll == C_ALLREDUCE_INPLACE) || (c->coll == C_BROADCAST);
+}
+
+/* This rank's input into @p buf (the broadcast root's pattern on the root,
+ * poison elsewhere), and the serial reference of its output into x->href. */
+static void make_case(ctx_t *x, const call_t *c, unsigned char *buf)
+{
+    const gs_dtype_t dt = c->dt->dt;
+    const int n = x->n, me = x->rank, prev = (me + n - 1) % n;
+    const size_t es = c->dt->size, nin = in_elems(x, c), nout = out_elems(x, c);
+
+    memset(buf, POISON, (nin + 1) * es);
+    memset(x->href, POISON, (nout + 1) * es);
+    if ((c->coll != C_BROADCAST) || (me == c->root)) {
+        for (size_t i = 0; i < nin; i++) {
+            set_elem(buf, i, dt, pattern(dt, c->op, n, me, i, c->salt));
+        }
+    }
+    for (size_t i = 0; i < nout; i++) {
+        double want;
+
+        switch (c->coll) {
+        case C_BROADCAST:
+            want = pattern(dt, c->op, n, c->root, i, c->salt);
+            break;
+        case C_ALLGATHER:
+            want = pattern(dt, c->op, n, (int)(i / c->count), i % c->count, c->salt);
+            break;
+        case C_REDUCE_SCATTER:
+            want = reduce_ref(dt, c->op, n, (size_t)me * c->count + i, c->salt);
+            break;
+        case C_ALLTOALL:
+            want = pattern(dt, c->op, n, (int)(i / c->count), (size_t)me * c->count + i % c->count,
+                           c->salt);
+            break;
+        case C_SENDRECV:
+            want = pattern(dt, c->op, n, prev, i, c->salt);
+            break;
+        default:
+            want = reduce_ref(dt, c->op, n, i, c->salt);
+            break;
+        }
+        set_elem(x->href, i, dt, want);
+    }
+}
+
+/* Issue @p c on (send, recv) in the given variant; returns the status of the
+ * call (and of gs_wait for the non-blocking ones). */
+static gs_status_t issue(ctx_t *x, const call_t *c, variant_t v, void *send, void *recv)
+{
+    gs_coll_opts_t o = GS_COLL_OPTS_INIT;
+    gs_allreduce_opts_t ao = GS_ALLREDUCE_OPTS_INIT;
+    gs_request_t req = GS_REQUEST_NULL, reqs[2] = {GS_REQUEST_NULL, GS_REQUEST_NULL};
+    const gs_dtype_t dt = c->dt->dt;
+    const bool nb = (v == V_NB) || (v == V_NB_ORDERED);
+    gs_status_t st;
+
+    o.stream = ao.stream = (v == V_BLOCKING) ? NULL : (void *)x->stream;
+    o.flags = ao.flags = ((v == V_ORDERED) || (v == V_NB_ORDERED)) ? GS_COLL_F_STREAM_ORDERED : 0;
+    if (in_place(c)) {
+        send = recv;
+    }
+    switch (c->coll) {
+    case C_ALLREDUCE:
+    case C_ALLREDUCE_INPLACE:
+        if (v == V_BLOCKING) {
+            return gs_allreduce(x->comm, send, recv, c->count, dt, c->op);
+        }
+        st = nb ? gs_iallreduce_ex(x->comm, send, recv, c->count, dt, c->op, &ao, &req)
+                : gs_allreduce_ex(x->comm, send, recv, c->count, dt, c->op, &ao);
+        break;
+    case C_BROADCAST:
+        if (v == V_BLOCKING) {
+            return gs_broadcast(x->comm, recv, c->count, dt, c->root);
+        }
+        st = nb ? gs_ibroadcast_ex(x->comm, recv, c->count, dt, c->root, &o, &req)
+                : gs_broadcast_ex(x->comm, recv, c->count, dt, c->root, &o);
+        break;
+    case C_REDUCE:
+        if (v == V_BLOCKING) {
+            return gs_reduce(x->comm, send, recv, c->count, dt, c->op, c->root);
+        }
+        st = nb ? gs_ireduce_ex(x->comm, send, recv, c->count, dt, c->op, c->root, &o, &req)
+                : gs_reduce_ex(x->comm, send, recv, c->count, dt, c->op, c->root, &o);
+        break;
+    case C_ALLGATHER:
+        if (v == V_BLOCKING) {
+            return gs_allgather(x->comm, send, recv, c->count, dt);
+        }
+        st = nb ? gs_iallgather_ex(x->comm, send, recv, c->count, dt, &o, &req)
+                : gs_allgather_ex(x->comm, send, recv, c->count, dt, &o);
+        break;
+    case C_REDUCE_SCATTER:
+        if (v == V_BLOCKING) {
+            return gs_reduce_scatter(x->comm, send, recv, c->count, dt, c->op);
+        }
+        st = nb ? gs_ireduce_scatter_ex(x->comm, send, recv, c->count, dt, c->op, &o, &req)
+                : gs_reduce_scatter_ex(x->comm, send, recv, c->count, dt, c->op, &o);
+        break;
+    case C_ALLTOALL:
+        if (v == V_BLOCKING) {
+            return gs_alltoall(x->comm, send, recv, c->count, dt);
+        }
+        st = nb ? gs_ialltoall_ex(x->comm, send, recv, c->count, dt, &o, &req)
+                : gs_alltoall_ex(x->comm, send, recv, c->count, dt, &o);
+        break;
+    default: { /* a ring: receive from rank - 1, send to rank + 1, both non-blocking */
+        const int next = (x->rank + 1) % x->n, prev = (x->rank + x->n - 1) % x->n;
+        gs_status_t st2;
+
+        st = (v == V_BLOCKING) ? gs_irecv(x->comm, recv, c->count, dt, prev, TAG, &reqs[0])
+                               : gs_irecv_ex(x->comm, recv, c->count, dt, prev, TAG, &o, &reqs[0]);
+        st2 = (v == V_BLOCKING) ? gs_isend(x->comm, send, c->count, dt, next, TAG, &reqs[1])
+                                : gs_isend_ex(x->comm, send, c->count, dt, next, TAG, &o, &reqs[1]);
+        /* Wait for both whatever happened, so that nothing stays in flight. */
+        {
+            const gs_status_t w = gs_waitall(2, reqs);
+            return (st != GS_OK) ? st : (st2 != GS_OK) ? st2 : w;
+        }
+    }
+    }
+    if (nb && (st == GS_OK)) {
+        st = gs_wait(&req);
+    }
+    return st;
+}
+
+/* Compare the output in x->hr with the host path's and the reference. */
+static void compare(ctx_t *x, const call_t *c, const char *what)
+{
+    const gs_dtype_t dt = c->dt->dt;
+    const size_t nout = out_elems(x, c), es = c->dt->size;
+    const bool check_out = (c->coll != C_REDUCE) || (x->rank == c->root);
+    double tol;
+
+    switch (dt) {
+    case GS_DTYPE_F16:
+        tol = ldexp(1.0, -9);
+        break;
+    case GS_DTYPE_BF16:
+        tol = ldexp(1.0, -6);
+        break;
+    case GS_DTYPE_F64:
+        tol = ldexp(1.0, -51);
+        break;
+    default:
+        tol = ldexp(1.0, -22);
+        break;
+    }
+    if (!check_out) {
+        return;
+    }
+    for (size_t i = 0; i < nout; i++) {
+        const double got = get_elem(x->hr, i, dt), want = get_elem(x->href, i, dt);
+        bool ok;
+
+        if (c->op == GS_OP_AVG) {
+            ok = fabs(got - want) <= tol * fmax(1.0, fabs(want));
+        } else {
+            ok = (memcmp(x->hr + i * es, x->hhost + i * es, es) == 0) && (got == want);
+        }
+        if (!ok) {
+            gt_check(false, "rank %d: %s: element %zu of %zu is %.9g, want %.9g (host path %.9g)",
+                     x->rank, what, i, nout, got, want, get_elem(x->hhost, i, dt));
+            return; /* one line per call is enough */
+        }
+    }
+    gt_check(true, "%s", what);
+    /* The element after the output must still be poisoned. */
+    for (size_t b = 0; b < es; b++) {
+        if (!gt_check(x->hr[nout * es + b] == POISON,
+                      "rank %d: %s: the element after the output was written", x->rank, what)) {
+            return;
+        }
+    }
+}
+
+/* The collective on host buffers (the path the device one is checked against). */
+static void run_host(ctx_t *x, const call_t *c, const char *what)
+{
+    const size_t es = c->dt->size;
+    gs_status_t st;
+
+    make_case(x, c, x->hin);
+    memset(x->hhost, POISON, (out_elems(x, c) + 1) * es);
+    if (in_place(c)) {
+        memcpy(x->hhost, x->hin, (in_elems(x, c) + 1) * es);
+    }
+    st = issue(x, c, V_BLOCKING, x->hin, x->hhost);
+    gt_check(st == GS_OK, "rank %d: %s on host buffers: %s: %s", x->rank, what, gs_status_name(st),
+             gs_last_error());
+}
+
+/* The collective on device buffers, in one variant, checked. */
+static void run_device(ctx_t *x, const call_t *c, variant_t v, const char *what)
+{
+    const size_t es = c->dt->size, nin = in_elems(x, c), nout = out_elems(x, c);
+    const cudaStream_t s = (v == V_BLOCKING) ? (cudaStream_t)0 : x->stream;
+    const bool ordered = (v == V_ORDERED) || (v == V_NB_ORDERED);
+    unsigned char *din = in_place(c) ? x->dr : x->ds;
+    gs_status_t st;
+
+    make_case(x, c, x->hs);
+    GT_CUDA(cudaMemset(x->ds, POISON, x->cap));
+    GT_CUDA(cudaMemset(x->dr, POISON, x->cap));
+    GT_CUDA(cudaDeviceSynchronize());
+    memset(x->hr, 0, (nout + 1) * es);
+    /* Queued on the call's stream: the call must wait for it. */
+    GT_CUDA(cudaMemcpyAsync(din, x->hs, (nin + 1) * es, cudaMemcpyHostToDevice, s));
+    st = issue(x, c, v, x->ds, x->dr);
+    GT_CUDA(cudaMemcpyAsync(x->hr, x->dr, (nout + 1) * es, cudaMemcpyDeviceToHost, s));
+    GT_CUDA(cudaStreamSynchronize(s));
+    if (c->coll == C_SENDRECV && !x->nccl && (st == GS_ERR_UNSUPPORTED)) {
+        x->notes++;
+        return;
+    }
+    if (ordered && !x->nccl && (c->count == 0) && (st == GS_OK)) {
+        x->notes++; /* nothing to order: an empty call may succeed */
+        return;
+    }
+    if (ordered && !x->nccl) {
+        gt_check(st == GS_ERR_UNSUPPORTED,
+                 "rank %d: %s: stream-ordered on the staged path returned %s, want "
+                 "GS_ERR_UNSUPPORTED (%s)",
+                 x->rank, what, gs_status_name(st), gs_last_error());
+        return;
+    }
+    if (!gt_check(st == GS_OK, "rank %d: %s: %s: %s", x->rank, what, gs_status_name(st),
+                  gs_last_error())) {
+        return;
+    }
+    compare(x, c, what);
+}
+
+static void run_case(ctx_t *x, call_t *c)
+{
+    char what[160];
+
+    c->salt = (c->salt + 1) * 0x100000001b3ull;
+    snprintf(what, sizeof(what), "%s %s %s count %zu", coll_names[c->coll], c->dt->name,
+             op_names[c->op], c->count);
+    run_host(x, c, what);
+    for (int v = 0; v < V_COUNT; v++) {
+        char vwhat[224];
+
+        snprintf(vwhat, sizeof(vwhat), "%s, %s", what, variant_names[v]);
+        run_device(x, c, (variant_t)v, vwhat);
+    }
+}
+
+/* ---------------------------------------------------------------------- */
+/* The parts                                                              */
+/* ---------------------------------------------------------------------- */
+
+static void part_path(ctx_t *x)
+{
+    gs_comm_stats_t s = GS_COMM_STATS_INIT;
+    gs_status_t st;
+
+    GT_CUDA(cudaMemset(x->ds, 0, 4096));
+    GT_CUDA(cudaDeviceSynchronize());
+    st = gs_allreduce(x->comm, x->ds, x->dr, 1000, GS_DTYPE_F32, GS_OP_SUM);
+    if (!gt_check(st == GS_OK, "rank %d: first device all-reduce: %s: %s", x->rank,
+                  gs_status_name(st), gs_last_error())) {
+        return;
+    }
+    st = gs_comm_stats(x->comm, &s);
+    gt_check(st == GS_OK, "rank %d: gs_comm_stats: %s", x->rank, gs_status_name(st));
+    gt_check((s.coll[GS_COLL_TYPE_ALLREDUCE].last_algo == GS_ALGO_NATIVE) == x->nccl,
+             "rank %d: a plain device all-reduce ran algorithm %d; want the %s path", x->rank,
+             (int)s.coll[GS_COLL_TYPE_ALLREDUCE].last_algo, x->nccl ? "NCCL (native)" : "staged");
+    if (x->rank == 0) {
+        printf("path: a plain device all-reduce ran algorithm %d (%s)\n",
+               (int)s.coll[GS_COLL_TYPE_ALLREDUCE].last_algo,
+               (s.coll[GS_COLL_TYPE_ALLREDUCE].last_algo == GS_ALGO_NATIVE) ? "NCCL" : "staged");
+    }
+}
+
+/* One host and one device buffer in a call: GS_ERR_INVALID_ARG, nothing run. */
+static void part_mixed(ctx_t *x)
+{
+    const size_t cnt = 64;
+    gs_status_t st[5];
+
+    st[0] = gs_allreduce(x->comm, x->hs, x->dr, cnt, GS_DTYPE_F32, GS_OP_SUM);
+    st[1] = gs_allreduce(x->comm, x->ds, x->hr, cnt, GS_DTYPE_F32, GS_OP_SUM);
+    st[2] = gs_reduce_scatter(x->comm, x->ds, x->hr, cnt, GS_DTYPE_F32, GS_OP_SUM);
+    st[3] = gs_allgather(x->comm, x->hs, x->dr, cnt, GS_DTYPE_F32);
+    st[4] = gs_alltoall(x->comm, x->ds, x->hr, cnt, GS_DTYPE_F32);
+    for (int i = 0; i < 5; i++) {
+        gt_check(st[i] == GS_ERR_INVALID_ARG,
+                 "rank %d: mixed host/device call %d returned %s, want GS_ERR_INVALID_ARG (%s)",
+                 x->rank, i, gs_status_name(st[i]), gs_last_error());
+    }
+    if (x->rank == 0) {
+        printf("mixed host/device buffers: %s (\"%s\")\n", gs_status_name(st[4]), gs_last_error());
+    }
+}
+
+static void part_collectives(ctx_t *x)
+{
+    static const int mover_dt[] = {0, 2, 7, 5};   /* f32 f16 i64 u8 */
+    static const int reducer_dt[] = {0, 3, 6, 5}; /* f32 bf16 i32 u8 */
+    static const gs_op_t reducer_ops[] = {GS_OP_SUM, GS_OP_MAX};
+    call_t c = {.root = x->n - 1};
+
+    for (size_t t = 0; t < NELEMS(dtypes); t++) {
+        for (int op = 0; op < 5; op++) {
+            if ((op == GS_OP_AVG) && (t >= 4)) {
+                continue; /* avg needs a float dtype */
+            }
+            for (size_t k = 0; k < NELEMS(counts); k++) {
+                c = (call_t){.coll = C_ALLREDUCE,
+                             .dt = &dtypes[t],
+                             .op = (gs_op_t)op,
+                             .count = counts[k],
+                             .root = 0,
+                             .salt = c.salt};
+                run_case(x, &c);
+            }
+        }
+    }
+    c = (call_t){
+        .coll = C_ALLREDUCE, .dt = &dtypes[0], .op = GS_OP_SUM, .count = BIG_COUNT, .salt = c.salt};
+    run_case(x, &c);
+    for (size_t t = 0; t < 4; t++) {
+        for (size_t k = 0; k < NELEMS(counts); k++) {
+            const dtype_info_t *rd = &dtypes[reducer_dt[t]], *md = &dtypes[mover_dt[t]];
+
+            for (size_t o = 0; o < NELEMS(reducer_ops); o++) {
+                c = (call_t){.coll = C_ALLREDUCE_INPLACE,
+                             .dt = rd,
+                             .op = reducer_ops[o],
+                             .count = counts[k],
+                             .salt = c.salt};
+                run_case(x, &c);
+                c.coll = C_REDUCE;
+                c.root = x->n - 1;
+                run_case(x, &c);
+                c.coll = C_REDUCE_SCATTER;
+                run_case(x, &c);
+            }
+            c = (call_t){.coll = C_BROADCAST,
+                         .dt = md,
+                         .op = GS_OP_SUM,
+                         .count = counts[k],
+                         .root = x->n / 2,
+                         .salt = c.salt};
+            run_case(x, &c);
+            c.coll = C_ALLGATHER;
+            run_case(x, &c);
+            c.coll = C_ALLTOALL;
+            run_case(x, &c);
+            if (x->n > 1) {
+                c.coll = C_SENDRECV;
+                run_case(x, &c);
+            }
+        }
+    }
+}
+
+/* Rank r's input of the compressed all-reduce of n elements (uniform in
+ * [-0.5, 0.5), from (r, n) alone, so every rank can make every input). */
+static void comp_input(int r, size_t n, float *out)
+{
+    uint64_t seed = 0x1234u + (uint64_t)r * 7919u + n;
+
+    for (size_t i = 0; i < n; i++) {
+        out[i] = (float)((double)(gt_rand(&seed) >> 11) / 9007199254740992.0 - 0.5);
+    }
+}
+
+/* ||got - exact|| / ||exact||, exact the f64 sum of every rank's input. */
+static double comp_error(const ctx_t *x, const float *got, size_t n, float *scratch)
+{
+    double ee = 0.0, xx = 0.0;
+    double *exact = calloc(n, sizeof(double));
+
+    if (exact == NULL) {
+        return INFINITY;
+    }
+    for (int r = 0; r < x->n; r++) {
+        comp_input(r, n, scratch);
+        for (size_t i = 0; i < n; i++) {
+            exact[i] += scratch[i];
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        ee += (got[i] - exact[i]) * (got[i] - exact[i]);
+        xx += exact[i] * exact[i];
+    }
+    free(exact);
+    return sqrt(ee / ((xx > 0.0) ? xx : 1.0));
+}
+
+/*
+ * The compressed all-reduce on device buffers against the same call on
+ * host buffers: the same bits, or (the device may sum in another order)
+ * within a relative 1e-5 of them, or an error against the exact sum of
+ * 0.25 to 2 times the host result's; the last two are notes.
+ */
+static void part_compressed(ctx_t *x)
+{
+    static const gs_codec_kind_t kinds[] = {GS_CODEC_FP16, GS_CODEC_INT8, GS_CODEC_TOPK};
+    static const size_t ccounts[] = {1031, 100003};
+
+    for (size_t k = 0; k < NELEMS(kinds); k++) {
+        for (size_t j = 0; j < NELEMS(ccounts); j++) {
+            const size_t n = ccounts[j];
+            gs_codec_config_t cc = GS_CODEC_CONFIG_INIT;
+            gs_allreduce_opts_t o = GS_ALLREDUCE_OPTS_INIT;
+            float *in = (float *)x->hs, *host = (float *)x->hhost, *dev = (float *)x->hr;
+            double dd = 0.0, hh = 0.0, rel, eh, ed;
+            gs_status_t st1, st2;
+
+            cc.kind = kinds[k];
+            o.codec = &cc;
+            comp_input(x->rank, n, in);
+            memcpy(host, in, n * sizeof(float));
+            st1 = gs_allreduce_ex(x->comm, host, host, n, GS_DTYPE_F32, GS_OP_SUM, &o);
+            GT_CUDA(cudaMemcpy(x->dr, in, n * sizeof(float), cudaMemcpyHostToDevice));
+            o.stream = (void *)x->stream;
+            st2 = gs_allreduce_ex(x->comm, x->dr, x->dr, n, GS_DTYPE_F32, GS_OP_SUM, &o);
+            GT_CUDA(cudaMemcpy(dev, x->dr, n * sizeof(float), cudaMemcpyDeviceToHost));
+            if (!gt_check((st1 == GS_OK) && (st2 == GS_OK),
+                          "rank %d: compressed all-reduce codec %d count %zu: host %s, device "
+                          "%s: %s",
+                          x->rank, (int)kinds[k], n, gs_status_name(st1), gs_status_name(st2),
+                          gs_last_error())) {
+                continue;
+            }
+            if (memcmp(host, dev, n * sizeof(float)) == 0) {
+                gt_check(true, "compressed all-reduce");
+                continue;
+            }
+            for (size_t i = 0; i < n; i++) {
+                dd += ((double)dev[i] - host[i]) * ((double)dev[i] - host[i]);
+                hh += (double)host[i] * host[i];
+            }
+            rel = sqrt(dd / ((hh > 0.0) ? hh : 1.0));
+            eh = comp_error(x, host, n, in);
+            ed = comp_error(x, dev, n, in);
+            /* NOTE: a device result far MORE accurate than the host one did not
+             * run the codec (a lossy codec's error is about the same whatever
+             * the summation order). */
+            if (gt_check((rel <= 1e-5) || ((ed <= 2.0 * eh + 1e-7) && (ed >= 0.25 * eh)),
+                         "rank %d: compressed all-reduce codec %d count %zu: the device result "
+                         "differs from the host one by %.3g (relative), and its error against "
+                         "the exact sum is %.3g where the host one's is %.3g (want 0.25x to 2x)",
+                         x->rank, (int)kinds[k], n, rel, ed, eh)) {
+                x->notes++;
+                printf("note: rank %d: compressed all-reduce codec %d count %zu: device and "
+                       "host results differ (relative %.3g; error against the exact sum: "
+                       "device %.3g, host %.3g)\n",
+                       x->rank, (int)kinds[k], n, rel, ed, eh);
+            }
+        }
+    }
+}
+
+/* GS_CUDA_PATH=nccl with ranks sharing a GPU: a clean GS_ERR_INVALID_USAGE. */
+static void part_refused(ctx_t *x)
+{
+    float h[8];
+    gs_status_t st;
+
+    for (int k = 0; k < 2; k++) {
+        st = gs_allreduce(x->comm, x->ds, x->dr, 1000, GS_DTYPE_F32, GS_OP_SUM);
+        gt_check(st == GS_ERR_INVALID_USAGE,
+                 "rank %d: device all-reduce with GS_CUDA_PATH=nccl on a shared GPU returned %s, "
+                 "want GS_ERR_INVALID_USAGE (%s)",
+                 x->rank, gs_status_name(st), gs_last_error());
+        if ((x->rank == 0) && (k == 0)) {
+            printf("GS_CUDA_PATH=nccl on a shared GPU: %s (\"%s\")\n", gs_status_name(st),
+                   gs_last_error());
+        }
+    }
+    for (int i = 0; i < 8; i++) {
+        h[i] = (float)(x->rank + i);
+    }
+    st = gs_allreduce(x->comm, h, h, 8, GS_DTYPE_F32, GS_OP_SUM);
+    gt_check((st == GS_OK) && (h[1] == (float)(x->n * (x->n - 1) / 2 + x->n)),
+             "rank %d: a host all-reduce after the refusal: %s (%s), h[1] = %g", x->rank,
+             gs_status_name(st), gs_last_error(), (double)h[1]);
+}
+
+int main(int argc, char **argv)
+{
+    ctx_t x;
+    const char *expect = NULL;
+    int64_t bad;
+    gs_status_t st;
+    int ndev = 0;
+
+    for (int i = 1; i < argc; i++) {
+        if ((strcmp(argv[i], "--expect") == 0) && (i + 1 < argc)) {
+            expect = argv[++i];
+        }
+    }
+    if ((expect == NULL) || ((strcmp(expect, "nccl") != 0) && (strcmp(expect, "staged") != 0) &&
+                             (strcmp(expect, "refused") != 0))) {
+        fprintf(stderr, "usage: gsrun -n N test_gpu_coll --expect nccl|staged|refused\n");
+        return 2;
+    }
+    gt_skip_without_device("test_gpu_coll");
+    memset(&x, 0, sizeof(x));
+    GT_CUDA(cudaGetDeviceCount(&ndev));
+    GT_CUDA(cudaSetDevice(gt_local_rank() % ndev));
+    st = gs_comm_init_env(&x.comm, NULL);
+    if (st != GS_OK) {
+        fprintf(stderr, "test_gpu_coll: gs_comm_init_env: %s: %s\n", gs_status_name(st),
+                gs_last_error());
+        return 1;
+    }
+    gs_comm_rank(x.comm, &x.rank);
+    gs_comm_size(x.comm, &x.n);
+    if (x.n > MAX_RANKS) {
+        fprintf(stderr, "test_gpu_coll: at most %d ranks\n", MAX_RANKS);
+        return 2;
+    }
+    x.nccl = (strcmp(expect, "nccl") == 0);
+    x.cap = BIG_COUNT * 8 + (size_t)MAX_BLOCKED * 8 * (size_t)x.n + 64;
+    x.hs = malloc(x.cap);
+    x.hr = malloc(x.cap);
+    x.href = malloc(x.cap);
+    x.hhost = malloc(x.cap);
+    x.hin = malloc(x.cap);
+    if ((x.hs == NULL) || (x.hr == NULL) || (x.href == NULL) || (x.hhost == NULL) ||
+        (x.hin == NULL)) {
+        fprintf(stderr, "test_gpu_coll: out of host memory\n");
+        return 1;
+    }
+    GT_CUDA(cudaMalloc((void **)&x.ds, x.cap));
+    GT_CUDA(cudaMalloc((void **)&x.dr, x.cap));
+    GT_CUDA(cudaStreamCreateWithFlags(&x.stream, cudaStreamNonBlocking));
+    if (x.rank == 0) {
+        printf("test_gpu_coll: %d ranks on %d GPU(s), expecting %s\n", x.n, ndev, expect);
+        fflush(stdout);
+    }
+
+    if (strcmp(expect, "refused") == 0) {
+        part_refused(&x);
+    } else {
+        part_path(&x);
+        part_mixed(&x);
+        part_collectives(&x);
+        part_compressed(&x);
+    }
+
+    /* Every rank learns whether any failed, and exits the same way. */
+    bad = gt_failures;
+    st = gs_allreduce(x.comm, &bad, &bad, 1, GS_DTYPE_I64, GS_OP_SUM);
+    if (st != GS_OK) {
+        fprintf(stderr, "test_gpu_coll: rank %d: the final all-reduce failed: %s: %s\n", x.rank,
+                gs_status_name(st), gs_last_error());
+        bad = (bad > 0) ? bad : 1;
+    }
+    printf("test_gpu_coll: rank %d: %ld checks, %ld failed here, %ld notes; %lld failed on all "
+           "ranks\n",
+           x.rank, gt_checks, gt_failures, x.notes, (long long)bad);
+    st = gs_comm_destroy(x.comm);
+    if (st != GS_OK) {
+        fprintf(stderr, "test_gpu_coll: rank %d: gs_comm_destroy: %s: %s\n", x.rank,
+                gs_status_name(st), gs_last_error());
+        bad++;
+    }
+    GT_CUDA(cudaStreamDestroy(x.stream));
+    GT_CUDA(cudaFree(x.ds));
+    GT_CUDA(cudaFree(x.dr));
+    free(x.hs);
+    free(x.hr);
+    free(x.href);
+    free(x.hhost);
+    free(x.hin);
+    return (bad > 0) ? 1 : 0;
+}
