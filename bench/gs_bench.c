@@ -41,6 +41,7 @@
 #include <time.h>
 
 #include "gs_bench.h"
+#include "gs_bench_bucket.h"
 #include "gs_bench_codec.h"
 #include "gs_bench_cuda.h"
 #include "gs_bench_stats.h"
@@ -982,6 +983,9 @@ int main(int argc, char **argv)
     }
     if ((argc > 1) && (strcmp(argv[1], "kernels") == 0)) {
         return gs_bench_kernels_main(argc - 1, argv + 1);
+    }
+    if ((argc > 1) && (strcmp(argv[1], "bucket") == 0)) {
+        return gs_bench_bucket_main(argc - 1, argv + 1);
     }
     int status_exit = 0;
 

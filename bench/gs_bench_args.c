@@ -47,6 +47,8 @@ static void usage(FILE *f)
             "       gs-bench codec [-e BYTES] [-w N] [-n N] [--zstd off|on|auto]  (codec throughput)\n"
             "       gs-bench kernels [-b MIN] [-e MAX] [-f N] [-w N] [-n N] [--csv|--json]\n"
             "                (CUDA builds: GB/s of every GPU kernel against a device copy)\n"
+            "       gs-bench bucket --model resnet50|bert [options]  (bucketing against a plain\n"
+            "                all-reduce after a simulated backward pass; gs-bench bucket --help)\n"
             "  -b, --minbytes SIZE   smallest size in bytes (K/M/G suffixes), default 8\n"
             "  -e, --maxbytes SIZE   largest size in bytes, default 32M\n"
             "  -f, --stepfactor N    multiply the size by N (>= 2), default 2\n"
