@@ -43,6 +43,7 @@
 #include "gs_bench.h"
 #include "gs_bench_bucket.h"
 #include "gs_bench_codec.h"
+#include "gs_bench_ps.h"
 #include "gs_bench_cuda.h"
 #include "gs_bench_stats.h"
 
@@ -986,6 +987,9 @@ int main(int argc, char **argv)
     }
     if ((argc > 1) && (strcmp(argv[1], "bucket") == 0)) {
         return gs_bench_bucket_main(argc - 1, argv + 1);
+    }
+    if ((argc > 1) && (strcmp(argv[1], "ps") == 0)) {
+        return gs_bench_ps_main(argc - 1, argv + 1);
     }
     int status_exit = 0;
 

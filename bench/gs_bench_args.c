@@ -49,6 +49,8 @@ static void usage(FILE *f)
             "                (CUDA builds: GB/s of every GPU kernel against a device copy)\n"
             "       gs-bench bucket --model resnet50|bert [options]  (bucketing against a plain\n"
             "                all-reduce after a simulated backward pass; gs-bench bucket --help)\n"
+            "       gs-bench ps [options]  (parameter server push/pull latency and a BSP iteration\n"
+            "                against an all-reduce of the same bytes; gs-bench ps --help)\n"
             "  -b, --minbytes SIZE   smallest size in bytes (K/M/G suffixes), default 8\n"
             "  -e, --maxbytes SIZE   largest size in bytes, default 32M\n"
             "  -f, --stepfactor N    multiply the size by N (>= 2), default 2\n"

@@ -31,6 +31,7 @@ typedef struct gs__cfg {
     char cuda_path[GS_CFG_STR_MAX];
     int cuda_stage_bytes;
     int mpi_cuda_aware;
+    int ps_servers;
     int tcp_nsocks;
     int tcp_spin_us;
     int shm;

@@ -63,6 +63,9 @@
       "1: the MPI library is CUDA-aware, so with GS_TRANSPORT=mpi and no NCCL, plain "             \
       "all-reduce, broadcast, all-gather and reduce-scatter of device buffers go to MPI directly " \
       "(dtypes MPI has, no avg) instead of being staged; every rank must agree")                  \
+    X("GS_PS_SERVERS", ps_servers, GS_ENV_INT, 0, "", 0, 16777215, GS_ENV_PROC,                    \
+      "parameter server (gradsync/ps.h): the last S ranks serve only; 0 (default): every rank "  \
+      "is a worker and the server of a shard; opts.servers wins")                                  \
     X("GS_TCP_NSOCKS", tcp_nsocks, GS_ENV_INT, 2, "", 1, 16, GS_ENV_COMM,                          \
       "TCP sockets per peer; large messages are striped over them")                                \
     X("GS_TCP_SPIN_US", tcp_spin_us, GS_ENV_INT, -1, "", -1, 100000, GS_ENV_PROC,                  \
