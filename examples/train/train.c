@@ -4,26 +4,38 @@
  * (or, with --hidden 0, softmax regression) trained with SGD + momentum on a
  * deterministic synthetic classification problem (Gaussian clusters with
  * label noise; train_data.c) or on a CSV file. Every rank builds the same
- * data set, trains on its shard of the training split and averages the
- * flattened gradient with gs_allreduce_ex(GS_OP_AVG), through a codec when
- * --codec is not "none". Error feedback is on for every lossy codec unless
- * --no-ef: one gs_ef_t for the flattened gradient (as a DDP bucket would
- * have), kept for the whole run. Rank 0 prints the training loss, the
- * held-out loss and accuracy per epoch, and a last line
+ * data set and trains on its shard of the training split. By default
+ * (--sync allreduce) it averages the flattened gradient with
+ * gs_allreduce_ex(GS_OP_AVG), through a codec when --codec is not "none";
+ * --sync bucket, ps-bsp, ps-ssp=N and ps-asp use gradient bucketing or a
+ * parameter server instead (train_sync.c), and --slow-rank R --slow-ms M
+ * makes rank R a straggler. Error feedback is on for every lossy codec
+ * unless --no-ef: one gs_ef_t for the flattened gradient (as a DDP bucket
+ * would have), kept for the whole run. Rank 0 prints the training loss, the
+ * held-out loss and accuracy per epoch with the seconds since training
+ * started, then the parameters' checksum (equal on every rank) and a last
+ * line
  *
  *     final: loss L acc A          (held-out cross-entropy, accuracy in %)
  *
- * that scripts parse. Launch:
+ * that scripts parse. With ps-ssp and ps-asp the ranks do not hold the same
+ * parameters during training: the epoch lines are rank 0's own (its
+ * training loss, and the whole held-out split evaluated by rank 0 alone on
+ * the parameters it last pulled, without waiting for the others); the final
+ * line evaluates the servers' parameters after every rank has finished.
+ * Launch:
  *
  *     gsrun -n 4 build/examples/train/train --codec int8
  *     gsrun -n 4 build/examples/train/train --codec topk --ratio 0.01
  *     gsrun -n 2 build/examples/train/train --data iris.csv --epochs 50
+ *     gsrun -n 4 build/examples/train/train --sync ps-ssp=2 --slow-rank 3 --slow-ms 20
  *
  * What it does not do: no threads, no BLAS, no checkpointing. Exit status:
  * 0 success, 1 a gradsync error (gs_last_error() is printed) or ranks whose
  * parameters diverged, 2 a usage or data error.
  */
 #include "train_data.h"
+#include "train_sync.h"
 
 #include <getopt.h>
 #include <math.h>
@@ -59,6 +71,7 @@ typedef struct train_args {
     size_t hidden;         /* 0: softmax regression */
     double held_out;       /* fraction of the samples kept for evaluation */
     synth_params_t synth;
+    train_sync_opts_t sync;
 } train_args_t;
 
 /* Parameters, flattened: [w1 (h x d), b1 (h)] when h > 0, then w2 (c x in), b2 (c). */
@@ -102,12 +115,21 @@ static void usage(FILE *f)
             "             [--batch N] [--seed N] [--hidden H] [--held-out F]\n"
             "             [--data FILE.csv | --samples N --features D --classes C\n"
             "              --clusters K --spread S --label-noise P]\n"
+            "             [--sync allreduce|bucket|ps-bsp|ps-ssp=N|ps-asp]\n"
+            "             [--bucket-bytes B]\n"
+            "             [--slow-rank R --slow-ms M]\n"
             "  launch with: gsrun -n N train ...  (rank 0 prints; last line 'final: loss L acc A')\n"
             "  --codec      gradient codec (default none); --ratio for topk/randk (default 0.01)\n"
             "  --no-ef      run a lossy codec without error feedback (on by default)\n"
             "  --batch      global batch, split over the ranks (default 256)\n"
             "  --hidden     hidden units, 0 for softmax regression (default 64)\n"
-            "  --data       CSV: integer label, then the features, one sample per line\n");
+            "  --data       CSV: integer label, then the features, one sample per line\n"
+            "  --sync       gradient all-reduce (default), buckets, or a parameter server with\n"
+            "               bulk, stale (N clocks) or no synchronisation; ps modes keep error\n"
+            "               feedback for lossy codecs (no --no-ef)\n"
+            "  --bucket-bytes  bucket mode: bytes per bucket, 0 for one per tensor\n"
+            "               (default: the library's, one bucket for this model below 1 MiB)\n"
+            "  --slow-rank  rank R sleeps --slow-ms M milliseconds every step (a straggler)\n");
 }
 
 static bool parse_num(const char *s, double lo, double hi, double *out)
@@ -126,7 +148,7 @@ static bool parse_num(const char *s, double lo, double hi, double *out)
 static int parse_args(int argc, char **argv, train_args_t *a)
 {
     enum { O_RATIO = 256, O_BLOCK, O_NOEF, O_MOM, O_HID, O_HELD, O_SAMP, O_FEAT, O_CLS, O_CLU,
-           O_SPREAD, O_NOISE };
+           O_SPREAD, O_NOISE, O_SYNC, O_BUCKET, O_SLOWR, O_SLOWMS };
     static const struct option longopts[] = {
         {"codec", required_argument, NULL, 'c'},   {"ratio", required_argument, NULL, O_RATIO},
         {"block", required_argument, NULL, O_BLOCK}, {"no-ef", no_argument, NULL, O_NOEF},
@@ -138,7 +160,10 @@ static int parse_args(int argc, char **argv, train_args_t *a)
         {"classes", required_argument, NULL, O_CLS}, {"clusters", required_argument, NULL, O_CLU},
         {"spread", required_argument, NULL, O_SPREAD},
         {"label-noise", required_argument, NULL, O_NOISE}, {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+        {"sync", required_argument, NULL, O_SYNC},
+        {"bucket-bytes", required_argument, NULL, O_BUCKET},
+        {"slow-rank", required_argument, NULL, O_SLOWR},
+        {"slow-ms", required_argument, NULL, O_SLOWMS}, {NULL, 0, NULL, 0}};
     int c, li = -1;
 
     while ((c = getopt_long(argc, argv, "c:e:l:b:s:d:h", longopts, &li)) != -1) {
@@ -210,6 +235,21 @@ static int parse_args(int argc, char **argv, train_args_t *a)
         case O_NOISE:
             ok = parse_num(optarg, 0, 1, &a->synth.label_noise);
             break;
+        case O_SYNC:
+            ok = train_sync_parse(optarg, &a->sync);
+            break;
+        case O_BUCKET:
+            ok = parse_num(optarg, 0, 1 << 30, &v);
+            a->sync.bucket_bytes = (long)v;
+            break;
+        case O_SLOWR:
+            ok = parse_num(optarg, 0, 1 << 20, &v);
+            a->sync.slow_rank = (int)v;
+            break;
+        case O_SLOWMS:
+            ok = parse_num(optarg, 0, 600000, &v);
+            a->sync.slow_ms = (int)v;
+            break;
         case 'h':
             if (g_rank == 0) {
                 usage(stdout);
@@ -236,6 +276,13 @@ static int parse_args(int argc, char **argv, train_args_t *a)
     if (optind < argc) {
         if (g_rank == 0) {
             fprintf(stderr, "train: unexpected argument '%s'\n", argv[optind]);
+        }
+        return 2;
+    }
+    if (!a->ef && (a->sync.mode >= TRAIN_SYNC_PS_BSP)) {
+        if (g_rank == 0) {
+            fprintf(stderr, "train: --no-ef does not apply to --sync ps-*: the parameter server "
+                            "always keeps error feedback for lossy codecs\n");
         }
         return 2;
     }
@@ -414,7 +461,9 @@ typedef struct run {
     const train_args_t *args;
     gs_codec_config_t codec;
     bool compress;
-    gs_ef_t ef;
+    train_sync_t sync;
+    bool sync_open;
+    bool replicated;          /* every rank holds the same parameters after each step */
     model_t model;
     train_data_t train, test;
     size_t shard_lo, shard_n; /* this rank's part of the training split */
@@ -430,13 +479,22 @@ static void split_range(size_t n, int parts, int i, size_t *lo, size_t *len)
 }
 
 /* Held-out loss sum, correct count and sample count over this rank's share
- * of the test split, summed over all ranks (an uncompressed f64 all-reduce). */
-static int evaluate(run_t *r, double *loss_out, double *acc_out, double train_stats[2])
+ * of the test split, summed over all ranks (an uncompressed f64 all-reduce),
+ * and the training statistics summed likewise. With @p alone, rank 0
+ * evaluates the whole split and keeps its own training statistics, without
+ * communication (the other ranks return at once). */
+static int evaluate(run_t *r, bool alone, double *loss_out, double *acc_out,
+                    double train_stats[2])
 {
-    size_t lo, len;
+    size_t lo = 0, len = r->test.n;
     double v[5] = {0, 0, 0, train_stats[0], train_stats[1]};
 
-    split_range(r->test.n, r->size, r->rank, &lo, &len);
+    if (alone && (r->rank != 0)) {
+        return 0;
+    }
+    if (!alone) {
+        split_range(r->test.n, r->size, r->rank, &lo, &len);
+    }
     for (size_t i = lo; i < lo + len; i++) {
         int pred;
 
@@ -444,7 +502,8 @@ static int evaluate(run_t *r, double *loss_out, double *acc_out, double train_st
         v[1] += (pred == r->test.y[i]);
         v[2] += 1;
     }
-    if (gs_failed(gs_allreduce(r->comm, v, v, 5, GS_DTYPE_F64, GS_OP_SUM), "gs_allreduce (eval)")) {
+    if (!alone &&
+        gs_failed(gs_allreduce(r->comm, v, v, 5, GS_DTYPE_F64, GS_OP_SUM), "gs_allreduce (eval)")) {
         return -1;
     }
     *loss_out = v[0] / v[2];
@@ -458,15 +517,9 @@ static int evaluate(run_t *r, double *loss_out, double *acc_out, double train_st
 static int train_epoch(run_t *r, int epoch, size_t per_rank, size_t steps, double stats[2])
 {
     model_t *m = &r->model;
-    gs_allreduce_opts_t opts = GS_ALLREDUCE_OPTS_INIT;
     uint64_t rng = (r->args->seed + 1) * 0xd1342543de82ef95ull + (uint64_t)epoch * 1000003u +
                    (uint64_t)r->rank;
-    const float lr = (float)r->args->lr, mu = (float)r->args->momentum;
 
-    if (r->compress) {
-        opts.codec = &r->codec;
-        opts.ef = r->ef;
-    }
     for (size_t i = r->shard_n; i > 1; i--) {
         const size_t j = train_rng_below(&rng, i), t = r->order[i - 1];
 
@@ -486,21 +539,17 @@ static int train_epoch(run_t *r, int epoch, size_t per_rank, size_t steps, doubl
         for (size_t k = 0; k < m->nparams; k++) {
             m->grad[k] *= inv;
         }
-        if (gs_failed(gs_allreduce_ex(r->comm, m->grad, m->grad, m->nparams, GS_DTYPE_F32,
-                                      GS_OP_AVG, &opts),
-                      "gs_allreduce_ex (gradient)")) {
+        if (train_sync_step(&r->sync) != 0) {
             return -1;
-        }
-        for (size_t k = 0; k < m->nparams; k++) {
-            m->vel[k] = mu * m->vel[k] + m->grad[k];
-            m->theta[k] -= lr * m->vel[k];
         }
     }
     return 0;
 }
 
 /* Every rank must hold the same parameters: the all-reduce gives every rank
- * the same average, and the update is deterministic. */
+ * the same average, and the update is deterministic (the parameter server
+ * modes pull the servers' final state). Rank 0 prints the checksum, so that
+ * runs can be compared bit for bit. */
 static int check_replicas(run_t *r)
 {
     double sum = 0, v[2];
@@ -517,6 +566,9 @@ static int check_replicas(run_t *r)
         fprintf(stderr, "train: rank %d: parameters differ across ranks (checksums %.17g .. %.17g)\n",
                 r->rank, -v[1], v[0]);
         return -1;
+    }
+    if (r->rank == 0) {
+        printf("params: checksum %.17g\n", sum);
     }
     return 0;
 }
@@ -541,7 +593,9 @@ static int train_run(run_t *r)
     const size_t per_rank = a->batch / (size_t)r->size;
     size_t steps, min_shard;
     gs_counters_t c0 = {.size = sizeof(gs_counters_t)}, c1 = {.size = sizeof(gs_counters_t)};
-    double loss = 0, acc = 0;
+    double loss = 0, acc = 0, start;
+    char sync_name[32], slow[64] = "";
+    const bool ps = (a->sync.mode >= TRAIN_SYNC_PS_BSP);
 
     if (per_rank == 0) {
         if (r->rank == 0) {
@@ -567,44 +621,97 @@ static int train_run(run_t *r)
     for (size_t i = 0; i < r->shard_n; i++) {
         r->order[i] = r->shard_lo + i;
     }
+    if ((a->sync.slow_rank >= 0) && (a->sync.slow_ms > 0)) {
+        if (a->sync.slow_rank >= r->size) {
+            if (r->rank == 0) {
+                fprintf(stderr, "train: --slow-rank %d is not a rank of this %d-rank job\n",
+                        a->sync.slow_rank, r->size);
+            }
+            return 2;
+        }
+        snprintf(slow, sizeof(slow), "; rank %d sleeps %d ms/step", a->sync.slow_rank,
+                 a->sync.slow_ms);
+    }
     if (r->rank == 0) {
         printf("train: %d ranks, %zu train / %zu held-out samples, %zu features, %d classes; "
-               "%s %zu params; codec %s%s; batch %zu (%zu per rank), %zu steps/epoch, lr %g, "
-               "momentum %g\n",
+               "%s %zu params; codec %s%s; sync %s%s; batch %zu (%zu per rank), %zu steps/epoch, "
+               "lr %g, momentum %g\n",
                r->size, r->train.n, r->test.n, r->train.d, r->train.classes,
                r->model.h > 0 ? "mlp" : "softmax", r->model.nparams, a->codec,
-               !r->compress ? "" : (r->ef != GS_EF_NULL ? "+ef" : " (no ef)"),
+               !r->compress ? "" : ((a->ef || ps) ? "+ef" : " (no ef)"),
+               train_sync_name(&a->sync, sync_name, sizeof(sync_name)), slow,
                per_rank * (size_t)r->size, per_rank, steps, a->lr, a->momentum);
         fflush(stdout);
     }
+    /* The clock starts when every rank is ready to train. */
+    if (gs_failed(gs_barrier(r->comm), "gs_barrier (start)")) {
+        return 1;
+    }
+    start = now_s();
     for (int e = 1; e <= a->epochs; e++) {
         double stats[2] = {0, 0};
         const double t0 = now_s();
+        char sent[32] = "-";
 
         if (gs_failed(gs_comm_counters(r->comm, &c0), "gs_comm_counters") ||
             (train_epoch(r, e, per_rank, steps, stats) != 0) ||
             gs_failed(gs_comm_counters(r->comm, &c1), "gs_comm_counters") ||
-            (evaluate(r, &loss, &acc, stats) != 0)) {
+            (evaluate(r, !r->replicated, &loss, &acc, stats) != 0)) {
             return 1;
         }
         if (!isfinite(loss) && (r->rank == 0)) {
             printf("epoch %d: the loss is not finite; training diverged\n", e);
         }
         if (r->rank == 0) {
+            /* The parameter server's traffic runs on its own communicator. */
+            if (!ps) {
+                snprintf(sent, sizeof(sent), "%.2f", (double)(c1.bytes_sent - c0.bytes_sent) / 1e6);
+            }
             printf("epoch %3d/%d  train loss %.4f  held-out loss %.4f  acc %6.2f%%  "
-                   "sent %.2f MB/rank  %.2f s\n",
-                   e, a->epochs, stats[0] / stats[1], loss, acc,
-                   (double)(c1.bytes_sent - c0.bytes_sent) / 1e6, now_s() - t0);
+                   "sent %s MB/rank  %.2f s  elapsed %.3f s\n",
+                   e, a->epochs, stats[0] / stats[1], loss, acc, sent, now_s() - t0,
+                   now_s() - start);
             fflush(stdout);
+        }
+    }
+    if (train_sync_finish(&r->sync) != 0) {
+        return 1;
+    }
+    if (!r->replicated) {
+        double stats[2] = {0, 1};
+
+        if (evaluate(r, false, &loss, &acc, stats) != 0) {
+            return 1;
         }
     }
     if (check_replicas(r) != 0) {
         return 1;
     }
     if (r->rank == 0) {
+        printf("done: %.3f s (every rank finished)\n", now_s() - start);
         printf("final: loss %.4f acc %.2f\n", loss, acc);
     }
     return 0;
+}
+
+/* The --sync mode over the flat model: its tensors are the layers' weights
+ * and biases in forward order. */
+static int open_sync(run_t *r)
+{
+    const model_t *m = &r->model;
+    train_sync_model_t sm = {.theta = m->theta, .grad = m->grad, .vel = m->vel,
+                             .nparams = m->nparams, .ntensors = 0};
+
+    if (m->h > 0) {
+        sm.count[sm.ntensors++] = m->h * m->d; /* w1 */
+        sm.count[sm.ntensors++] = m->h;        /* b1 */
+    }
+    sm.count[sm.ntensors++] = m->c * m->in;    /* w2 */
+    sm.count[sm.ntensors++] = m->c;            /* b2 */
+    r->replicated = train_sync_replicated(&r->args->sync);
+    r->sync_open = true;
+    return train_sync_open(&r->sync, r->comm, &r->args->sync, &sm, r->args->lr,
+                           r->args->momentum, r->compress ? &r->codec : NULL, r->args->ef);
 }
 
 /* Builds the data set (every rank the same), splits and standardises it. */
@@ -639,8 +746,10 @@ int main(int argc, char **argv)
         .codec = "none", .ratio = 0, .block = 0, .ef = true, .epochs = 10, .lr = 0.05,
         .momentum = 0.9, .batch = 256, .seed = 1, .data = NULL, .hidden = 64, .held_out = 0.2,
         .synth = {.samples = 50000, .features = 128, .classes = 10, .clusters = 2, .spread = 0.25,
-                  .label_noise = 0.1, .seed = 1}};
-    run_t r = {.comm = NULL, .args = &args, .codec = GS_CODEC_CONFIG_INIT, .ef = GS_EF_NULL};
+                  .label_noise = 0.1, .seed = 1},
+        .sync = {.mode = TRAIN_SYNC_ALLREDUCE, .staleness = 0, .slow_rank = -1, .slow_ms = 0,
+                 .bucket_bytes = -1}};
+    run_t r = {.comm = NULL, .args = &args, .codec = GS_CODEC_CONFIG_INIT};
     train_data_t all = {0};
     int rc;
 
@@ -671,14 +780,13 @@ int main(int argc, char **argv)
                                "gs_broadcast (parameters)")) {
         rc = 1;
     }
-    if ((rc == 0) && r.compress && args.ef &&
-        gs_failed(gs_ef_create(r.model.nparams, GS_DTYPE_F32, &r.ef), "gs_ef_create")) {
-        rc = 1;
+    if (rc == 0) {
+        rc = ranks_agree(r.comm, open_sync(&r));
     }
     if (rc == 0) {
         rc = train_run(&r);
     }
-    if (gs_failed(gs_ef_destroy(r.ef), "gs_ef_destroy") && (rc == 0)) {
+    if (r.sync_open && (train_sync_close(&r.sync) != 0) && (rc == 0)) {
         rc = 1;
     }
     model_free(&r.model);

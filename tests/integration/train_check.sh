@@ -14,6 +14,21 @@
 #       files (bad feature, wrong feature count, bad label, missing file)
 #       and bad options fail with a non-zero exit and a message naming the
 #       file and line (or the option).
+#   train_check.sh sync GSRUN TRAIN
+#       Every --sync mode on 2, 3 and 4 ranks: bucket ends with the same
+#       parameters as allreduce bit for bit (the checksum rank 0 prints:
+#       one bucket on 3 ranks, uncompressed and int8 + error feedback;
+#       per-layer and per-tensor buckets on 2 and 4 ranks, where the
+#       average of each element does not depend on the bucket boundaries);
+#       ps-bsp follows allreduce's accuracy epoch by epoch within BSP_GAP
+#       points; ps-ssp=2 and ps-asp converge within ASYNC_GAP points of
+#       allreduce; every mode above MIN_ACC (chance 20); epoch lines carry
+#       a rising elapsed time and 'final:' is the last line; bad --sync,
+#       --slow-rank and --no-ef with a parameter server are refused.
+#   train_check.sh slow GSRUN TRAIN
+#       Every mode on 4 ranks with rank 3 sleeping SLOW_MS per step: all
+#       finish above MIN_ACC; allreduce and bucket end with the same
+#       parameters as without the straggler (it changes the timing only).
 #
 # Each run is bounded by gsrun --timeout; the whole script by ctest TIMEOUT.
 set -u
@@ -22,6 +37,11 @@ MODE=${1:?mode}
 GSRUN=${2:?gsrun}
 TRAIN=${3:?train}
 MAX_GAP=${MAX_GAP:-3}
+MIN_ACC=${MIN_ACC:-70}
+BSP_GAP=${BSP_GAP:-0.5}
+ASYNC_GAP=${ASYNC_GAP:-3}
+SLOW_MS=${SLOW_MS:-5}
+NP=2
 FAIL=0
 PASS=0
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/gs_train.XXXXXX")
@@ -32,11 +52,11 @@ unset GS_RANK GS_WORLD_SIZE RANK WORLD_SIZE GS_MASTER_PORT MASTER_PORT
 ok() { PASS=$((PASS + 1)); echo "ok: $*"; }
 bad() { FAIL=$((FAIL + 1)); echo "FAIL: $*"; }
 
-# run NAME ARGS...: rank-0 output in $TMP/NAME.out, stderr in $TMP/NAME.err; sets RC.
+# run NAME ARGS...: NP ranks; rank-0 output in $TMP/NAME.out, stderr in $TMP/NAME.err; sets RC.
 run() {
     local name=$1
     shift
-    "$GSRUN" -n 2 --timeout 60 "$TRAIN" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err"
+    "$GSRUN" -n "$NP" --timeout 60 "$TRAIN" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err"
     RC=$?
 }
 
@@ -45,8 +65,73 @@ final_acc() {
     sed -n 's/^\[0\] final: loss [0-9.naif]* acc \([0-9.]*\)$/\1/p' "$TMP/$1.out"
 }
 
+# checksum NAME: the parameters' checksum rank 0 printed, or empty.
+checksum() {
+    sed -n 's/^\[0\] params: checksum \(.*\)$/\1/p' "$TMP/$1.out"
+}
+
+# epoch_accs NAME: the accuracy of every epoch line, one per line.
+epoch_accs() {
+    sed -n 's/^\[0\] epoch .* acc *\([0-9.]*\)%.*$/\1/p' "$TMP/$1.out"
+}
+
 # Floating-point comparison through awk: cmp A OP B.
 cmp() { awk -v a="$1" -v b="$3" "BEGIN { exit !(a $2 b) }"; }
+
+# run_ok NAME ARGS...: run, which must exit 0 with a final accuracy of at
+# least MIN_ACC, epoch lines whose elapsed time does not go back, and the
+# 'final:' line last; sets ACC (empty on failure).
+run_ok() {
+    local name=$1 why=
+    shift
+    run "$name" "$@"
+    ACC=$(final_acc "$name")
+    if [ "$RC" -ne 0 ]; then
+        why="exit $RC"
+    elif [ -z "$ACC" ]; then
+        why="no 'final:' line"
+    elif ! tail -n 1 "$TMP/$name.out" | grep -q '^\[0\] final: '; then
+        why="'final:' is not the last line"
+    elif ! awk '/^\[0\] epoch/ { n++; t = $(NF - 1); if (t + 0 < last) bad = 1; last = t + 0 }
+            END { exit (bad || n == 0) }' "$TMP/$name.out"; then
+        why="epoch lines without a rising elapsed time"
+    elif ! cmp "$ACC" '>=' "$MIN_ACC"; then
+        why="acc $ACC < $MIN_ACC"
+    fi
+    if [ -n "$why" ]; then
+        bad "$name ($NP ranks, $*): $why"
+        sed 's/^/    /' "$TMP/$name.err" | head -5
+        ACC=
+    else
+        ok "$name ($NP ranks): acc $ACC >= $MIN_ACC, $(grep -c '^\[0\] epoch' "$TMP/$name.out")" \
+            "epoch lines to $(grep '^\[0\] epoch' "$TMP/$name.out" | tail -n 1 | awk '{print $(NF - 1)}') s"
+    fi
+}
+
+# same_params A B WHAT: runs A and B ended with the same checksum.
+same_params() {
+    local ca cb
+    ca=$(checksum "$1")
+    cb=$(checksum "$2")
+    if [ -n "$ca" ] && [ "$ca" = "$cb" ]; then
+        ok "$3: $1 == $2 bit for bit (checksum $ca)"
+    else
+        bad "$3: $1 checksum '$ca' != $2 checksum '$cb'"
+    fi
+}
+
+# close_acc A B GAP WHAT: final accuracies of A and B within GAP points.
+close_acc() {
+    local a b g
+    a=$(final_acc "$1")
+    b=$(final_acc "$2")
+    g=$(awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; printf "%.2f", d < 0 ? -d : d }')
+    if [ -n "$a" ] && [ -n "$b" ] && cmp "$g" '<=' "$3"; then
+        ok "$4: $1 $a vs $2 $b (gap $g <= $3)"
+    else
+        bad "$4: $1 '$a' vs $2 '$b' (gap $g > $3)"
+    fi
+}
 
 # expect_error NAME PATTERN ARGS...: train must fail and say PATTERN on stderr.
 expect_error() {
@@ -134,8 +219,71 @@ csv)
     expect_error badcodec "unknown --codec 'zip'" --codec zip
     expect_error badratio "bad value '2' for --ratio" --ratio 2
     ;;
+sync)
+    # About 0.3 s per run on 2 idle cores; allreduce reaches 76.2 (2 ranks),
+    # 75.9 (3) and 76.2 (4) at this setting, the other modes within a point.
+    SMALL=(--samples 20000 --features 64 --classes 5 --hidden 32 --spread 0.35 --epochs 4)
+    NP=4
+    run_ok w4_ar "${SMALL[@]}" --sync allreduce
+    run_ok w4_bucket "${SMALL[@]}" --sync bucket
+    run_ok w4_bucket_layer "${SMALL[@]}" --sync bucket --bucket-bytes 512
+    run_ok w4_bucket_tensor "${SMALL[@]}" --sync bucket --bucket-bytes 0
+    run_ok w4_bsp "${SMALL[@]}" --sync ps-bsp
+    run_ok w4_ssp "${SMALL[@]}" --sync ps-ssp=2
+    run_ok w4_asp "${SMALL[@]}" --sync ps-asp
+    run_ok w4_bsp_int8 "${SMALL[@]}" --sync ps-bsp --codec int8
+    same_params w4_ar w4_bucket "bucket, one bucket"
+    same_params w4_ar w4_bucket_layer "bucket, one per layer"
+    same_params w4_ar w4_bucket_tensor "bucket, one per tensor"
+    GAPS=$(paste <(epoch_accs w4_ar) <(epoch_accs w4_bsp) |
+        awk '{ d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d; n++ } END { printf "%d %.2f", n, m }')
+    if [ "${GAPS%% *}" -eq 4 ] && cmp "${GAPS#* }" '<=' "$BSP_GAP"; then
+        ok "ps-bsp follows allreduce: largest gap over 4 epochs ${GAPS#* } <= $BSP_GAP points"
+    else
+        bad "ps-bsp vs allreduce per epoch: '$GAPS' (epochs, largest gap; limit $BSP_GAP)"
+        paste <(epoch_accs w4_ar) <(epoch_accs w4_bsp) | sed 's/^/    /'
+    fi
+    close_acc w4_ar w4_ssp "$ASYNC_GAP" "ps-ssp=2 converges"
+    close_acc w4_ar w4_asp "$ASYNC_GAP" "ps-asp converges"
+
+    NP=3
+    run_ok w3_ar "${SMALL[@]}" --sync allreduce
+    run_ok w3_bucket "${SMALL[@]}" --sync bucket
+    run_ok w3_ar_int8 "${SMALL[@]}" --sync allreduce --codec int8
+    run_ok w3_bucket_int8 "${SMALL[@]}" --sync bucket --codec int8
+    same_params w3_ar w3_bucket "bucket, 3 ranks"
+    same_params w3_ar_int8 w3_bucket_int8 "bucket, int8 + error feedback"
+
+    NP=2
+    run_ok w2_ar "${SMALL[@]}" --sync allreduce
+    run_ok w2_bucket_layer "${SMALL[@]}" --sync bucket --bucket-bytes 512
+    run_ok w2_bsp "${SMALL[@]}" --sync ps-bsp
+    run_ok w2_asp_sign "${SMALL[@]}" --sync ps-asp --codec sign
+    same_params w2_ar w2_bucket_layer "bucket, 2 ranks, one per layer"
+    close_acc w2_ar w2_bsp "$BSP_GAP" "ps-bsp, 2 ranks"
+
+    NP=4
+    expect_error badsync "bad value 'ps-ssp=x' for --sync" --sync ps-ssp=x
+    expect_error badslow "slow-rank 4 is not a rank" --slow-rank 4 --slow-ms 1 --epochs 1
+    expect_error psnoef "no-ef does not apply" --sync ps-asp --codec sign --no-ef
+    ;;
+slow)
+    # Rank 3 sleeps SLOW_MS per step, 62 steps per epoch: about 1 s per run
+    # in the synchronous modes and ps-ssp=2; ps-asp's rank 0 runs ahead.
+    SMALL=(--samples 20000 --features 64 --classes 5 --hidden 32 --spread 0.35 --epochs 3)
+    SLOW=(--slow-rank 3 --slow-ms "$SLOW_MS")
+    NP=4
+    run_ok fast_ar "${SMALL[@]}" --sync allreduce
+    for m in allreduce bucket ps-bsp ps-ssp=2 ps-asp; do
+        run_ok "slow_${m%%=*}" "${SMALL[@]}" --sync "$m" "${SLOW[@]}"
+        grep -h '^\[0\] \(train\|epoch\|final\)' "$TMP/slow_${m%%=*}.out" | sed 's/^/    /'
+    done
+    same_params fast_ar slow_allreduce "allreduce with a straggler"
+    same_params fast_ar slow_bucket "bucket with a straggler"
+    close_acc fast_ar slow_ps-bsp "$BSP_GAP" "ps-bsp with a straggler"
+    ;;
 *)
-    echo "usage: train_check.sh converge|csv GSRUN TRAIN" >&2
+    echo "usage: train_check.sh converge|csv|sync|slow GSRUN TRAIN" >&2
     exit 2
     ;;
 esac
