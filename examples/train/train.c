@@ -622,13 +622,7 @@ static int train_run(run_t *r)
         r->order[i] = r->shard_lo + i;
     }
     if ((a->sync.slow_rank >= 0) && (a->sync.slow_ms > 0)) {
-        if (a->sync.slow_rank >= r->size) {
-            if (r->rank == 0) {
-                fprintf(stderr, "train: --slow-rank %d is not a rank of this %d-rank job\n",
-                        a->sync.slow_rank, r->size);
-            }
-            return 2;
-        }
+        /* main checked that slow_rank is a rank, with every rank agreeing. */
         snprintf(slow, sizeof(slow), "; rank %d sleeps %d ms/step", a->sync.slow_rank,
                  a->sync.slow_ms);
     }
@@ -766,6 +760,15 @@ int main(int argc, char **argv)
     if (rc == 0) {
         rc = make_codec(&args, &r.codec, &r.compress);
     }
+    if ((rc == 0) && (args.sync.slow_rank >= r.size)) {
+        if (r.rank == 0) {
+            fprintf(stderr, "train: --slow-rank %d is not a rank of this %d-rank job\n",
+                    args.sync.slow_rank, r.size);
+        }
+        rc = 2;
+    }
+    /* Every rank fails a bad command line together, after rank 0 has said
+     * why (a rank that left first would make gsrun stop rank 0 mid-sentence). */
     rc = ranks_agree(r.comm, rc);
     if (rc == 0) {
         rc = ranks_agree(r.comm, load_data(&r, &all));
