@@ -116,6 +116,10 @@ typedef struct bench {
     bool comm_nccl;          /* a plain device call of this communicator ran on NCCL */
 } bench_t;
 
+/* Parse "123", "4K", "256M", "1G" (powers of 1024, an optional B) into
+ * *out: true, or false for anything else (every subcommand's sizes). */
+bool gs_bench_parse_size(const char *s, size_t *out);
+
 /* Fill *b from the command line (defaults first); on a usage error print
  * it and exit(BENCH_EXIT_USAGE), on --help exit(0). */
 void gs_bench_parse_args(bench_t *b, int argc, char **argv);

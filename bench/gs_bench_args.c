@@ -103,7 +103,7 @@ static _Noreturn void usage_error(const char *msg, const char *arg)
 /* ===================================================================== */
 
 /* Parse "123", "4K", "256M", "1G" (powers of 1024) into *out. */
-static bool parse_size(const char *s, size_t *out)
+bool gs_bench_parse_size(const char *s, size_t *out)
 {
     char *end = NULL;
     errno = 0;
@@ -258,12 +258,12 @@ void gs_bench_parse_args(bench_t *b, int argc, char **argv)
     while ((c = getopt_long(argc - 1, argv + 1, "b:e:f:w:n:r:co:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'b':
-            if (!parse_size(optarg, &b->min_bytes)) {
+            if (!gs_bench_parse_size(optarg, &b->min_bytes)) {
                 usage_error("bad -b size", optarg);
             }
             break;
         case 'e':
-            if (!parse_size(optarg, &b->max_bytes)) {
+            if (!gs_bench_parse_size(optarg, &b->max_bytes)) {
                 usage_error("bad -e size", optarg);
             }
             break;

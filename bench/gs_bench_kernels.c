@@ -22,6 +22,7 @@
  * Exit status: 0, 1 when a CUDA call fails, 2 on a usage error, 77 when
  * there is no CUDA device ("no CUDA device: skipped").
  */
+#include "gs_bench.h"
 #include "gs_bench_cuda.h"
 
 #include <errno.h>
@@ -119,49 +120,6 @@ static _Noreturn void kb_usage(const char *msg, const char *arg)
     exit(2);
 }
 
-/* "123", "4K", "256M", "1G" (powers of 1024), as gs-bench's -b/-e. */
-static int kb_parse_size(const char *s, size_t *out)
-{
-    char *end = NULL;
-    unsigned long long v, mult = 1;
-
-    errno = 0;
-    if ((s[0] == '-') || (s[0] == '\0')) {
-        return -1;
-    }
-    v = strtoull(s, &end, 10);
-    if ((errno != 0) || (end == s)) {
-        return -1;
-    }
-    switch (*end) {
-    case 'k':
-    case 'K':
-        mult = 1ull << 10;
-        end++;
-        break;
-    case 'm':
-    case 'M':
-        mult = 1ull << 20;
-        end++;
-        break;
-    case 'g':
-    case 'G':
-        mult = 1ull << 30;
-        end++;
-        break;
-    default:
-        break;
-    }
-    if ((*end == 'B') || (*end == 'b')) {
-        end++;
-    }
-    if ((*end != '\0') || (v > (unsigned long long)SIZE_MAX / mult)) {
-        return -1;
-    }
-    *out = (size_t)(v * mult);
-    return 0;
-}
-
 static int kb_parse_int(const char *s, int lo, int hi, const char *what)
 {
     char *end = NULL;
@@ -195,12 +153,12 @@ static void kb_parse(kb_opts_t *o, int argc, char **argv)
     while ((c = getopt_long(argc, argv, "b:e:f:w:n:o:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'b':
-            if (kb_parse_size(optarg, &o->min_bytes) != 0) {
+            if (!gs_bench_parse_size(optarg, &o->min_bytes)) {
                 kb_usage("bad -b size", optarg);
             }
             break;
         case 'e':
-            if (kb_parse_size(optarg, &o->max_bytes) != 0) {
+            if (!gs_bench_parse_size(optarg, &o->max_bytes)) {
                 kb_usage("bad -e size", optarg);
             }
             break;

@@ -28,6 +28,8 @@
  */
 #include "gs_bench_ps.h"
 
+#include "gs_bench.h"
+
 #include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -69,41 +71,6 @@ static double now_us(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int parse_size(const char *s, size_t *out)
-{
-    char *end = NULL;
-    const unsigned long long v = strtoull(s, &end, 10);
-    unsigned long long mul = 1;
-
-    if (end == s) {
-        return -1;
-    }
-    switch (*end) {
-    case 'K':
-    case 'k':
-        mul = 1ull << 10;
-        end++;
-        break;
-    case 'M':
-    case 'm':
-        mul = 1ull << 20;
-        end++;
-        break;
-    case 'G':
-    case 'g':
-        mul = 1ull << 30;
-        end++;
-        break;
-    default:
-        break;
-    }
-    if (*end != '\0') {
-        return -1;
-    }
-    *out = (size_t)(v * mul);
-    return 0;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -159,7 +126,7 @@ static int parse(ps_bench_t *b, int argc, char **argv)
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
         case 's':
-            if (parse_size(optarg, &b->size) != 0) {
+            if (!gs_bench_parse_size(optarg, &b->size)) {
                 return -1;
             }
             break;
@@ -457,7 +424,7 @@ int gs_bench_ps_main(int argc, char **argv)
          tok = strtok_r(NULL, ",", &save)) {
         size_t bytes;
 
-        if ((parse_size(tok, &bytes) != 0) || (bytes == 0)) {
+        if (!gs_bench_parse_size(tok, &bytes) || (bytes == 0)) {
             usage(stderr);
             rc = 2;
             break;
