@@ -117,3 +117,50 @@ field() {
     grep -m1 "^$2 " "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$3=//p" | head -n 1
 }
 
+# judge_kill NAME VICTIM PIDS... : waits for the ranks (one pid per rank, in rank order;
+# each logs to $TMP/NAME.RANK.log), then passes when the victim died of SIGKILL after
+# printing "KILL t_ms=..." and every survivor exited 0 after printing "RESULT
+# status=GS_ERR_PEER_FAILED t_ms=..." within 2 s of the kill (the checker itself verifies
+# that the error names the victim); otherwise fails and dumps the logs.
+judge_kill() {
+    local name=$1 victim=$2 n r ok=1 kill_t st t dt err pids rcs=()
+    shift 2
+    pids=("$@")
+    n=${#pids[@]}
+    for ((r = 0; r < n; r++)); do
+        wait_rank "${pids[r]}" 120
+        rcs[r]=$RC
+    done
+    kill_t=$(field "$TMP/$name.$victim.log" KILL t_ms)
+    if [ -z "$kill_t" ]; then
+        fail "$name: victim rank $victim never reached the kill point"
+        dump_logs "$name"
+        return
+    fi
+    if [ "${rcs[victim]}" -ne 137 ]; then
+        echo "  $name: victim exit status ${rcs[victim]}, expected 137 (SIGKILL)"
+        ok=0
+    fi
+    for ((r = 0; r < n; r++)); do
+        [ "$r" -eq "$victim" ] && continue
+        st=$(field "$TMP/$name.$r.log" RESULT status)
+        t=$(field "$TMP/$name.$r.log" RESULT t_ms)
+        err=$(sed -n 's/^RESULT .* err=//p' "$TMP/$name.$r.log" | head -n 1)
+        if [ -z "$t" ]; then
+            echo "  $name: rank $r printed no RESULT (exit status ${rcs[r]})"
+            ok=0
+            continue
+        fi
+        dt=$((t - kill_t))
+        echo "  $name: rank $r got $st $dt ms after the kill (exit status ${rcs[r]}): $err"
+        if [ "$st" != GS_ERR_PEER_FAILED ] || [ "$dt" -gt 2000 ] || [ "${rcs[r]}" -ne 0 ]; then
+            ok=0
+        fi
+    done
+    if [ "$ok" -eq 1 ]; then
+        pass "$name: every survivor failed with GS_ERR_PEER_FAILED naming rank $victim within 2 s"
+    else
+        fail "$name: survivors did not all fail promptly with GS_ERR_PEER_FAILED naming rank $victim"
+        dump_logs "$name"
+    fi
+}

@@ -23,49 +23,14 @@ CASES=${*:-colo server worker}
 
 # ps_case NAME VICTIM SERVERS : 4 ranks, the victim raises SIGKILL.
 ps_case() {
-    local name=$1 victim=$2 servers=$3 n=4 port r pids=() rcs=() ok=1 kill_t st t dt err
+    local name=$1 victim=$2 servers=$3 n=4 port r pids=()
     port=$(free_port)
     for ((r = 0; r < n; r++)); do
         start_rank "$r" "$n" "$port" 20000 "$TMP/$name.$r.log" kill --victim "$victim" \
             --kill-after 3 --servers "$servers" --max-seconds 60
         pids[r]=$LASTPID
     done
-    for ((r = 0; r < n; r++)); do
-        wait_rank "${pids[r]}" 120
-        rcs[r]=$RC
-    done
-    kill_t=$(field "$TMP/$name.$victim.log" KILL t_ms)
-    if [ -z "$kill_t" ]; then
-        fail "$name: victim rank $victim never reached the kill point"
-        dump_logs "$name"
-        return
-    fi
-    if [ "${rcs[victim]}" -ne 137 ]; then
-        echo "  $name: victim exit status ${rcs[victim]}, expected 137 (SIGKILL)"
-        ok=0
-    fi
-    for ((r = 0; r < n; r++)); do
-        [ "$r" -eq "$victim" ] && continue
-        st=$(field "$TMP/$name.$r.log" RESULT status)
-        t=$(field "$TMP/$name.$r.log" RESULT t_ms)
-        err=$(sed -n 's/^RESULT .* err=//p' "$TMP/$name.$r.log" | head -n 1)
-        if [ -z "$t" ]; then
-            echo "  $name: rank $r printed no RESULT (exit status ${rcs[r]})"
-            ok=0
-            continue
-        fi
-        dt=$((t - kill_t))
-        echo "  $name: rank $r got $st $dt ms after the kill (exit status ${rcs[r]}): $err"
-        if [ "$st" != GS_ERR_PEER_FAILED ] || [ "$dt" -gt 2000 ] || [ "${rcs[r]}" -ne 0 ]; then
-            ok=0
-        fi
-    done
-    if [ "$ok" -eq 1 ]; then
-        pass "$name: every survivor failed with GS_ERR_PEER_FAILED naming rank $victim within 2 s"
-    else
-        fail "$name: survivors did not all fail promptly with GS_ERR_PEER_FAILED naming rank $victim"
-        dump_logs "$name"
-    fi
+    judge_kill "$name" "$victim" "${pids[@]}"
 }
 
 for c in $CASES; do
