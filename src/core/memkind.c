@@ -46,7 +46,8 @@ static void memkind_load(void)
     }
     ret = init(0);
     if (ret != 0) {
-        /* A driver without a usable GPU (or a stub): nothing is device memory. */
+        /* A driver with no usable GPU, or the toolkit's link-time libcuda
+         * (which fails every call): no device memory in this process. */
         GS_INFO(INIT, "CUDA driver found but cuInit failed (error %d): no device buffers", ret);
         memkind_get_attr = NULL;
     }
