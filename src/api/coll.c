@@ -114,7 +114,7 @@ static gs_status_t coll_check_codec(const char *fn, const gs_coll_desc_t *d)
     return GS_OK;
 }
 
-/* One buffer of a call and whether the call reads or writes it. */
+/* One buffer of a call, named as the caller knows it. */
 typedef struct coll_buf {
     const char *name;
     const void *ptr;
@@ -197,8 +197,8 @@ static gs_status_t coll_check_mem(const char *fn, gs_comm_t comm, gs_coll_desc_t
     if ((d->codec != NULL) && (d->flags & GS_COLL_F_STREAM_ORDERED)) {
         return gs__error_set(GS_ERR_UNSUPPORTED,
                              "%s: GS_COLL_F_STREAM_ORDERED with a codec: compressed calls on "
-                             "device buffers are staged through host memory and wait for the "
-                             "result",
+                             "device buffers wait for their result (the payload checks are read "
+                             "back on the host)",
                              fn);
     }
     d->mem = GS_MEM_DEVICE;
@@ -227,10 +227,6 @@ static gs_status_t coll_validate(const char *fn, gs_comm_t comm, gs_coll_desc_t 
         }
         if ((status == GS_OK) && (d->codec != NULL)) {
             status = coll_check_codec(fn, d);
-        }
-        if ((status == GS_OK) && !gs__algo_offers(d->kind, d->algo)) {
-            status = gs__error_set(GS_ERR_UNSUPPORTED, "%s: opts->algo %d does not implement %s",
-                                   fn, (int)d->algo, gs__coll_name(d->kind));
         }
         break;
     case GS_COLL_BROADCAST:
@@ -287,8 +283,7 @@ static gs_status_t coll_validate(const char *fn, gs_comm_t comm, gs_coll_desc_t 
     default:
         status = gs__error_set(GS_ERR_INTERNAL, "%s: unknown operation kind %d", fn, (int)d->kind);
     }
-    if ((status == GS_OK) && (d->kind != GS_COLL_ALLREDUCE) && (d->algo != GS_ALGO_AUTO) &&
-        !gs__algo_offers(d->kind, d->algo)) {
+    if ((status == GS_OK) && !gs__algo_offers(d->kind, d->algo)) {
         status = gs__error_set(GS_ERR_UNSUPPORTED, "%s: opts->algo %d does not implement %s", fn,
                                (int)d->algo, gs__coll_name(d->kind));
     }
