@@ -236,6 +236,9 @@ gs_status_t gs__dev_setup(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
                              ctx->opname);
     }
     ctx->dev_caps = GS_DEV_CAP_STAGED | (mpi_all ? GS_DEV_CAP_MPI_CUDA : 0u);
+    GS_INFO(CUDA, "device buffers on CUDA device %d: staged through host memory (built without "
+                  "NCCL%s)",
+            dev->device, (share && want_all) ? "; ranks share a GPU too" : "");
 #else
     if (required && (share || !want_all)) {
         return gs__error_set(GS_ERR_INVALID_USAGE,

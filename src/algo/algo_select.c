@@ -656,7 +656,9 @@ static int algo_mpi_cuda_ok(const gs_coll_desc_t *d)
 static gs_path_t algo_path(const gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
                            const gs_algo_plan_t *plan)
 {
-    const int nccl = (ctx->dev_caps & GS_DEV_CAP_NCCL) != 0;
+    /* A capability whose runner is not built in (no NCCL in this build) is none. */
+    const int nccl =
+        ((ctx->dev_caps & GS_DEV_CAP_NCCL) != 0) && (path_table[GS_PATH_NCCL] != NULL);
 
     if (d->mem != GS_MEM_DEVICE) {
         return GS_PATH_HOST;
