@@ -100,9 +100,8 @@ const char *gs__path_name(gs_path_t path);
 const char *gs__scheme_name(gs_scheme_t scheme);
 
 /* Device capabilities of a context (gs_algo_ctx_t.dev_caps). */
-#define GS_DEV_CAP_NCCL (1u << 0)   /* an NCCL communicator can serve device buffers */
-#define GS_DEV_CAP_STAGED (1u << 1) /* device buffers may be staged through host memory */
-#define GS_DEV_CAP_MPI_CUDA (1u << 2) /* the MPI transport takes device buffers (GS_MPI_CUDA_AWARE) */
+#define GS_DEV_CAP_NCCL (1u << 0)     /* an NCCL communicator can serve device buffers */
+#define GS_DEV_CAP_MPI_CUDA (1u << 1) /* the MPI transport takes device buffers (GS_MPI_CUDA_AWARE) */
 
 struct gs_algo_dev; /* the device context of a communicator (CUDA builds: algo_dev.h) */
 
@@ -183,7 +182,7 @@ typedef struct gs_algo_ctx {
      * the request that completes next. */
     struct gs__peer_counters *peer_ctr;
     uint64_t wait_pending_ns;
-    unsigned dev_caps;          /* GS_DEV_CAP_*: 0 in builds without CUDA */
+    unsigned dev_caps;          /* GS_DEV_CAP_*, agreed at device setup; 0: staging only */
     struct gs_algo_dev *dev;    /* streams, staging buffers, NCCL; NULL until a device call */
 } gs_algo_ctx_t;
 

@@ -32,7 +32,6 @@ typedef struct gs_algo_dev {
     size_t dwork_cap;
     size_t stage_bytes;       /* slice of a pipelined staged call (GS_CUDA_STAGE_BYTES) */
     struct gs_nccl *nccl;     /* NULL unless GS_DEV_CAP_NCCL */
-    int nccl_required;        /* GS_TRANSPORT=nccl: no NCCL is an error, not a fallback */
     void **events;            /* completion events of non-blocking NCCL calls: a free list */
     int nevents;
     int events_cap;

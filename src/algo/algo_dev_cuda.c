@@ -235,7 +235,7 @@ gs_status_t gs__dev_setup(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
                              "built without NCCL",
                              ctx->opname);
     }
-    ctx->dev_caps = GS_DEV_CAP_STAGED | (mpi_all ? GS_DEV_CAP_MPI_CUDA : 0u);
+    ctx->dev_caps = mpi_all ? GS_DEV_CAP_MPI_CUDA : 0u;
     GS_INFO(CUDA, "device buffers on CUDA device %d: staged through host memory (built without "
                   "NCCL%s)",
             dev->device, (share && want_all) ? "; ranks share a GPU too" : "");
@@ -248,7 +248,7 @@ gs_status_t gs__dev_setup(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
                              ctx->opname,
                              share ? "two ranks share a GPU" : "some rank set GS_CUDA_PATH=staged");
     }
-    ctx->dev_caps = GS_DEV_CAP_STAGED | (mpi_all ? GS_DEV_CAP_MPI_CUDA : 0u);
+    ctx->dev_caps = mpi_all ? GS_DEV_CAP_MPI_CUDA : 0u;
     if (want_all && !share) {
         /* The id and, last, whether rank 0 could make one at all. */
         uint8_t msg[GS_NCCL_ID_BYTES + 1];
@@ -318,7 +318,7 @@ gs_status_t gs__dev_adopt(gs_algo_ctx_t *ctx, int device, struct gs_nccl *nccl,
     }
     dev->stage_bytes = (stage_bytes > 0) ? stage_bytes : ((size_t)4 << 20);
     dev->ready = 1;
-    ctx->dev_caps = GS_DEV_CAP_STAGED | ((nccl != NULL) ? GS_DEV_CAP_NCCL : 0u);
+    ctx->dev_caps = (nccl != NULL) ? GS_DEV_CAP_NCCL : 0u;
     return GS_OK;
 }
 

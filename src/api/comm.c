@@ -341,9 +341,6 @@ gs_status_t gs__comm_start(gs_comm_t comm, char (*addrs)[GS_SOCK_ADDR_MAX], cons
     comm->actx.timeout_ns = (uint64_t)comm->cfg.timeout_ms * 1000000ull;
     comm->actx.slice_bytes = (size_t)comm->cfg.slice_bytes;
     comm->actx.comp_corrupt = comm->cfg.comp_test_corrupt + 1; /* -1 (unset) is 0: off */
-#ifdef GS_WITH_CUDA
-    comm->actx.dev_caps = GS_DEV_CAP_STAGED; /* NCCL is agreed on the first device call */
-#endif
     gs__algo_model_init(&comm->actx.model, comm->cfg.algo_alpha_us, comm->cfg.algo_beta_mbps,
                         comm->cfg.algo_gamma_mbps);
     gs__algo_model_set_intra(&comm->actx.model, comm->cfg.algo_intra_alpha_us,

@@ -213,7 +213,7 @@ static void test_algo_plan_device_paths(void **state)
     (void)state;
     plan_ctx(&ctx, 4);
     d.mem = GS_MEM_DEVICE;
-    ctx.dev_caps = GS_DEV_CAP_STAGED | GS_DEV_CAP_NCCL;
+    ctx.dev_caps = GS_DEV_CAP_NCCL;
     status = gs__algo_plan(&ctx, NULL, &d, &plan);
 #if defined(GS_WITH_NCCL)
     assert_int_equal(status, GS_OK);
@@ -267,7 +267,7 @@ static void test_algo_plan_device_paths(void **state)
     assert_int_equal(plan.path, GS_PATH_STAGED);
     assert_int_equal(plan.device_codec, 0);
     cfg.kind = GS_CODEC_INT8;
-    ctx.dev_caps = GS_DEV_CAP_STAGED; /* ranks share a GPU: kernels, host exchange */
+    ctx.dev_caps = 0; /* ranks share a GPU: kernels, host exchange */
     assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
     assert_int_equal(plan.path, GS_PATH_STAGED);
     assert_int_equal(plan.device_codec, 1);
@@ -277,7 +277,7 @@ static void test_algo_plan_device_paths(void **state)
     assert_int_not_equal(plan.algo, GS_ALGO_NATIVE);
     /* A CUDA-aware MPI takes what its native collectives take with no host
      * work; NCCL, when there, still comes first. */
-    ctx.dev_caps = GS_DEV_CAP_STAGED | GS_DEV_CAP_MPI_CUDA;
+    ctx.dev_caps = GS_DEV_CAP_MPI_CUDA;
     assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
     assert_int_equal(plan.path, GS_PATH_MPI_CUDA);
     assert_int_equal(plan.algo, GS_ALGO_NATIVE);
