@@ -120,6 +120,30 @@ static gs__ps_shard_t *rx_shard(rx_state_t *rx, const gs__ps_msg_t *m)
     return sh;
 }
 
+/* An answer or clear-to-send for this rank's client. A send that fails
+ * because a peer failed stays GS_ERR_PEER_FAILED; only a message that does
+ * not fit is a protocol error. */
+static void rx_to_client(rx_state_t *rx, const uint8_t *raw, const gs__ps_msg_t *m)
+{
+    gs_ps_t ps = rx->ps;
+    const int cts = (m->type == GS_PS_MSG_CTS);
+    const char *what = cts ? "a clear-to-send" : "an answer";
+    gs_status_t st = GS_ERR_PROTOCOL;
+    char why[200];
+
+    if (ps->worker < 0) {
+        snprintf(why, sizeof(why), "%s reached a server-only rank", what);
+    } else if (gs__ps_server_of(&ps->roles, m->src) < 0) {
+        snprintf(why, sizeof(why), "rank %d, which is not a server, sent %s", (int)m->src, what);
+    } else {
+        st = cts ? gs__ps_client_cts(ps, m, why, sizeof(why))
+                 : gs__ps_client_answer(ps, raw, m, why, sizeof(why));
+    }
+    if (st != GS_OK) {
+        rx_fail(rx, st, 1, "parameter server rank %d: %s", ps->rank, why);
+    }
+}
+
 static gs__ps_op_t *op_new(rx_state_t *rx, gs__ps_op_type_t type, const gs__ps_msg_t *m)
 {
     gs__ps_op_t *op = calloc(1, sizeof(*op));
@@ -275,26 +299,10 @@ static void rx_message(rx_state_t *rx, const gs__ps_msg_t *m, const uint8_t *raw
         return;
     }
     case GS_PS_MSG_ACK:
-    case GS_PS_MSG_REPLY: {
-        char why[200];
-
-        if ((ps->worker < 0) || (gs__ps_server_of(&ps->roles, m->src) < 0) ||
-            (gs__ps_client_answer(ps, raw, m, why, sizeof(why)) != GS_OK)) {
-            rx_fail(rx, GS_ERR_PROTOCOL, 1, "parameter server rank %d: %s", ps->rank,
-                    (ps->worker < 0) ? "an answer reached a server-only rank" : why);
-        }
+    case GS_PS_MSG_REPLY:
+    case GS_PS_MSG_CTS:
+        rx_to_client(rx, raw, m);
         return;
-    }
-    case GS_PS_MSG_CTS: {
-        char why[200];
-
-        if ((ps->worker < 0) || (gs__ps_server_of(&ps->roles, m->src) < 0) ||
-            (gs__ps_client_cts(ps, m, why, sizeof(why)) != GS_OK)) {
-            rx_fail(rx, GS_ERR_PROTOCOL, 1, "parameter server rank %d: %s", ps->rank,
-                    (ps->worker < 0) ? "a clear-to-send reached a server-only rank" : why);
-        }
-        return;
-    }
     case GS_PS_MSG_CLOCK:
         if ((ps->server < 0) || (gs__ps_worker_of(&ps->roles, m->src) < 0)) {
             rx_fail(rx, GS_ERR_PROTOCOL, 1,
