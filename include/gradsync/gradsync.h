@@ -162,6 +162,14 @@ GS_API gs_status_t gs_comm_size(gs_comm_t comm, int *size_out);
 GS_API gs_status_t gs_comm_split(gs_comm_t comm, int color, int key, gs_comm_t *newcomm_out);
 
 /**
+ * @brief A new communicator with the same ranks in the same order and the
+ * same configuration as @p comm, whose traffic never matches @p comm's (as
+ * MPI_Comm_dup): a library layered on gradsync takes one for itself.
+ * @note Collective over @p comm; blocking with the deadline.
+ */
+GS_API gs_status_t gs_comm_dup(gs_comm_t comm, gs_comm_t *newcomm_out);
+
+/**
  * @brief The sticky error of @p comm: GS_OK while healthy, otherwise the
  * peer or communicator error that failed it.
  */
@@ -342,6 +350,84 @@ GS_API gs_status_t gs_alltoall(gs_comm_t comm, const void *sendbuf, void *recvbu
 GS_API gs_status_t gs_barrier(gs_comm_t comm);
 
 /* ===================================================================== */
+/* Rooted and variable-size collectives                                  */
+/* ===================================================================== */
+/*
+ * As the collectives above: collective, blocking with the deadline, the
+ * same errors. The per-rank count arrays ("v" calls) hold size elements and
+ * are validated completely before any byte moves: a count or displacement
+ * of 2^63 or more (a negative number passed through size_t), a byte size
+ * that overflows, a block that ends past the buffer's stated capacity, or
+ * two blocks of one buffer that overlap, is GS_ERR_INVALID_ARG naming the
+ * rank index, and nothing is sent. @p displs may be NULL: blocks are then
+ * packed in rank order. Counts must agree across ranks (rank i's
+ * recvcounts[j] == rank j's sendcounts[i]); a disagreement found while
+ * running is GS_ERR_MISMATCH naming both ranks.
+ */
+
+/**
+ * @brief root's recvbuf (count*size elements) = every rank's sendbuf (count
+ * elements) in rank order. recvbuf is ignored on other ranks (may be NULL).
+ * In place at the root when sendbuf == recvbuf + root*count elements.
+ */
+GS_API gs_status_t gs_gather(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                             gs_dtype_t dtype, int root);
+
+/**
+ * @brief Block j of root's sendbuf (count elements per block, size blocks)
+ * goes to rank j's recvbuf. sendbuf is ignored on other ranks (may be NULL).
+ * In place at the root when recvbuf == sendbuf + root*count elements.
+ */
+GS_API gs_status_t gs_scatter(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                              gs_dtype_t dtype, int root);
+
+/**
+ * @brief Every rank's sendbuf (sendcount elements) lands at
+ * recvbuf + displs[rank] on every rank; recvbuf holds recvbuf_count
+ * elements, and recvcounts[r] must equal rank r's sendcount (this rank's is
+ * checked at the call). In place when sendbuf == recvbuf + displs[rank].
+ */
+GS_API gs_status_t gs_allgatherv(gs_comm_t comm, const void *sendbuf, size_t sendcount,
+                                 void *recvbuf, size_t recvbuf_count, const size_t *recvcounts,
+                                 const size_t *displs, gs_dtype_t dtype);
+
+/**
+ * @brief sendcounts[j] elements at sendbuf + sdispls[j] go to rank j, which
+ * stores them at its recvbuf + rdispls[rank]. sendbuf holds sendbuf_count
+ * elements, recvbuf recvbuf_count. Not in place (the buffers must not
+ * overlap).
+ */
+GS_API gs_status_t gs_alltoallv(gs_comm_t comm, const void *sendbuf, size_t sendbuf_count,
+                                const size_t *sendcounts, const size_t *sdispls, void *recvbuf,
+                                size_t recvbuf_count, const size_t *recvcounts,
+                                const size_t *rdispls, gs_dtype_t dtype);
+
+/**
+ * @brief recvbuf (recvcounts[rank] elements) = block @e rank of op over
+ * all ranks of sendbuf, whose blocks are packed in rank order
+ * (sum of recvcounts elements). recvcounts must be equal on every rank.
+ */
+GS_API gs_status_t gs_reduce_scatterv(gs_comm_t comm, const void *sendbuf, void *recvbuf,
+                                      const size_t *recvcounts, gs_dtype_t dtype, gs_op_t op);
+
+GS_API gs_status_t gs_igather(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                              gs_dtype_t dtype, int root, gs_request_t *req_out);
+GS_API gs_status_t gs_iscatter(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                               gs_dtype_t dtype, int root, gs_request_t *req_out);
+/* The non-blocking "v" calls read the count and displacement arrays during
+ * the call only (they are copied); the buffers belong to the request. */
+GS_API gs_status_t gs_iallgatherv(gs_comm_t comm, const void *sendbuf, size_t sendcount,
+                                  void *recvbuf, size_t recvbuf_count, const size_t *recvcounts,
+                                  const size_t *displs, gs_dtype_t dtype, gs_request_t *req_out);
+GS_API gs_status_t gs_ialltoallv(gs_comm_t comm, const void *sendbuf, size_t sendbuf_count,
+                                 const size_t *sendcounts, const size_t *sdispls, void *recvbuf,
+                                 size_t recvbuf_count, const size_t *recvcounts,
+                                 const size_t *rdispls, gs_dtype_t dtype, gs_request_t *req_out);
+GS_API gs_status_t gs_ireduce_scatterv(gs_comm_t comm, const void *sendbuf, void *recvbuf,
+                                       const size_t *recvcounts, gs_dtype_t dtype, gs_op_t op,
+                                       gs_request_t *req_out);
+
+/* ===================================================================== */
 /* Options, streams and device buffers                                   */
 /* ===================================================================== */
 /*
@@ -436,6 +522,25 @@ GS_API gs_status_t gs_reduce_scatter_ex(gs_comm_t comm, const void *sendbuf, voi
 GS_API gs_status_t gs_alltoall_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf,
                                   size_t count, gs_dtype_t dtype, const gs_coll_opts_t *opts);
 
+/* Options forms of the rooted and variable-size collectives (NULL: defaults). */
+GS_API gs_status_t gs_gather_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                                gs_dtype_t dtype, int root, const gs_coll_opts_t *opts);
+GS_API gs_status_t gs_scatter_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf,
+                                 size_t count, gs_dtype_t dtype, int root,
+                                 const gs_coll_opts_t *opts);
+GS_API gs_status_t gs_allgatherv_ex(gs_comm_t comm, const void *sendbuf, size_t sendcount,
+                                    void *recvbuf, size_t recvbuf_count,
+                                    const size_t *recvcounts, const size_t *displs,
+                                    gs_dtype_t dtype, const gs_coll_opts_t *opts);
+GS_API gs_status_t gs_alltoallv_ex(gs_comm_t comm, const void *sendbuf, size_t sendbuf_count,
+                                   const size_t *sendcounts, const size_t *sdispls, void *recvbuf,
+                                   size_t recvbuf_count, const size_t *recvcounts,
+                                   const size_t *rdispls, gs_dtype_t dtype,
+                                   const gs_coll_opts_t *opts);
+GS_API gs_status_t gs_reduce_scatterv_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf,
+                                         const size_t *recvcounts, gs_dtype_t dtype, gs_op_t op,
+                                         const gs_coll_opts_t *opts);
+
 /* ===================================================================== */
 /* Point-to-point                                                        */
 /* ===================================================================== */
@@ -479,6 +584,60 @@ GS_API gs_status_t gs_send_ex(gs_comm_t comm, const void *buf, size_t count, gs_
                               int peer, uint32_t tag, const gs_coll_opts_t *opts);
 GS_API gs_status_t gs_recv_ex(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype, int peer,
                               uint32_t tag, const gs_coll_opts_t *opts);
+
+/** @brief What a receive or a probe found. */
+typedef struct gs_p2p_status {
+    int source;   /**< the rank that sent the message (resolves GS_ANY_SOURCE) */
+    uint32_t tag; /**< its tag */
+    size_t count; /**< its length in elements of the call's dtype */
+} gs_p2p_status_t;
+
+/**
+ * @brief gs_recv() of at most @p count elements that says who sent what:
+ * @p peer may be GS_ANY_SOURCE, a shorter message is GS_OK (status->count
+ * says how long; the rest of buf is untouched), a longer one
+ * GS_ERR_TRUNCATED (consumed, buf untouched). A message whose byte length
+ * is not a whole number of elements is GS_ERR_MISMATCH. @p status may be
+ * NULL.
+ */
+GS_API gs_status_t gs_recv_status(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype,
+                                  int peer, uint32_t tag, gs_p2p_status_t *status);
+
+/**
+ * @brief Wait (with the deadline) until a message from @p peer (or
+ * GS_ANY_SOURCE) with @p tag can be received, without receiving it; fill
+ * @p status (count in elements of @p dtype, rounded down). A gs_recv from
+ * status->source with that tag then receives it.
+ * @return GS_OK, GS_ERR_TIMEOUT, the communicator's errors.
+ */
+GS_API gs_status_t gs_probe(gs_comm_t comm, int peer, uint32_t tag, gs_dtype_t dtype,
+                            gs_p2p_status_t *status);
+
+/**
+ * @brief gs_probe() without waiting: *flag_out = 1 and @p status filled
+ * when such a message has arrived, else *flag_out = 0.
+ */
+GS_API gs_status_t gs_iprobe(gs_comm_t comm, int peer, uint32_t tag, gs_dtype_t dtype,
+                             int *flag_out, gs_p2p_status_t *status);
+
+/**
+ * @brief Start a group of point-to-point calls on this thread (as
+ * ncclGroupStart and torch's batch_isend_irecv): until the matching
+ * gs_group_end(), gs_send*() and gs_recv*() calls (any communicator)
+ * validate their arguments and return GS_OK at once without waiting;
+ * gs_group_end() posts them all and waits for every one, so the order of
+ * the sends and receives in a group never deadlocks. Groups nest (only
+ * the outermost end posts). Non-blocking and collective calls are not
+ * affected.
+ */
+GS_API gs_status_t gs_group_start(void);
+
+/**
+ * @brief End a group (see gs_group_start()): wait for every call of the
+ * group. @return GS_OK, the first error in call order (every call is
+ * still waited for), or GS_ERR_INVALID_USAGE without a matching start.
+ */
+GS_API gs_status_t gs_group_end(void);
 
 /* ===================================================================== */
 /* Non-blocking operations                                               */
@@ -557,6 +716,26 @@ GS_API gs_status_t gs_test(gs_request_t *req);
  * @return GS_OK, or the first error in array order.
  */
 GS_API gs_status_t gs_waitall(size_t n, gs_request_t *reqs);
+
+GS_API gs_status_t gs_irecv_status(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype,
+                                   int peer, uint32_t tag, gs_p2p_status_t *status,
+                                   gs_request_t *req_out);
+
+/**
+ * @brief Wait until one of the @p n requests finishes (GS_REQUEST_NULL
+ * entries are skipped); release it, set reqs[*index_out] to
+ * GS_REQUEST_NULL and return its status. The requests may belong to
+ * different communicators. With no request left, *index_out = -1 and
+ * GS_OK. Bounded by the requests' deadlines.
+ */
+GS_API gs_status_t gs_waitany(size_t n, gs_request_t *reqs, int *index_out);
+
+/**
+ * @brief When every one of the @p n requests has finished, release them
+ * all and return as gs_waitall(); otherwise release none and return
+ * GS_INPROGRESS. Never blocks.
+ */
+GS_API gs_status_t gs_testall(size_t n, gs_request_t *reqs);
 
 #ifdef __cplusplus
 }

@@ -61,6 +61,7 @@ typedef struct gs_coll_desc {
     void *stream;                        /* cudaStream_t the call is ordered on (NULL: legacy) */
     unsigned flags;                      /* GS_COLL_F_* | GS_DESC_F_* */
     void *event;                         /* device path: completion event while in flight */
+    struct gs_p2p_status *status;        /* recv: filled at completion, shorter allowed (gs_recv_status) */
 } gs_coll_desc_t;
 
 /*
