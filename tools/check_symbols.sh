@@ -5,7 +5,22 @@
 set -euo pipefail
 lib=$1
 incdir=$2
+# Every defined dynamic symbol of every type (functions, ifuncs, weak
+# resolvers, data), except the version node itself.
+all=$(nm -D --defined-only "$lib" | awk '$2 != "A" {sub(/@.*/, "", $3); print $3}' | sort -u)
+leaked=$(echo "$all" | grep -v '^gs_[a-z0-9]' || true)
+if [ -n "$leaked" ]; then
+  echo "libgradsync.so exports names outside the gs_* API (internal or foreign):"
+  echo "$leaked"
+  exit 1
+fi
 exported=$(nm -D --defined-only "$lib" | awk '$2 == "T" {sub(/@.*/, "", $3); print $3}' | sort -u)
+other=$(nm -D --defined-only "$lib" | awk '$2 != "T" && $2 != "A" {print $3}')
+if [ -n "$other" ]; then
+  echo "libgradsync.so exports symbols that are not plain functions:"
+  echo "$other"
+  exit 1
+fi
 # gradsync/mpi.h declares calls that exist only in builds with MPI (GS_WITH_MPI),
 # recognised by the library's dependency on libmpi.
 headers=$(ls "$incdir"/*.h)
