@@ -161,6 +161,10 @@ int main(int argc, char **argv)
         if (strcmp(argv[1], "--env-md") == 0) {
             return print_env_md();
         }
+        if (strcmp(argv[1], "--version") == 0) {
+            printf("gs_info (gradsync) %s\n", gs_version_string());
+            return 0;
+        }
         if ((strcmp(argv[1], "--help") == 0) || (strcmp(argv[1], "-h") == 0)) {
             usage(stdout);
             return 0;

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * gsrun: the local launcher. It starts N ranks of one program on this host with the rank
+ * gsrun: the launcher. It starts N ranks of one program on this host with the rank
  * environment set (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT and
  * the GS_ twins), prefixes every line the ranks print with "[rank] ", forwards SIGINT, SIGTERM
- * and SIGHUP to them, and stops all of them when one fails or a --timeout expires. It is a
- * standalone C11 program on POSIX calls only: it does not link gradsync and it does not launch
- * anything on other hosts (that is the job of mpirun or srun). It is single-threaded: one poll()
- * loop owns every pipe, every child and every deadline, so each wait in it is bounded.
+ * and SIGHUP to them, and stops all of them when one fails or a --timeout expires. Across hosts
+ * it works as torchrun does: one gsrun per node, each given --nnodes, its --node-rank and the
+ * same --master-addr/--master-port, starts that node's ranks (global rank = node rank * N +
+ * local rank); a failed rank stops its node's ranks, and the others then fail on the lost peer.
+ * It is a standalone C11 program on POSIX calls only: it does not link gradsync and it does not
+ * reach other hosts itself. It is single-threaded: one poll() loop owns every pipe, every child
+ * and every deadline, so each wait in it is bounded.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* POSIX 2008 and SOCK_CLOEXEC under -std=c11 */
@@ -34,7 +37,10 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 
-#define GSRUN_MAX_RANKS      1024
+#include "gradsync/version.h"
+
+#define GSRUN_MAX_RANKS      1024     /* per node */
+#define GSRUN_MAX_NODES      16384
 #define GSRUN_MAX_LINE       16384 /* longer lines are split into several prefixed lines */
 #define GSRUN_READ_CHUNK     65536
 #define GSRUN_GRACE_NS       2000000000ULL /* SIGTERM -> SIGKILL, and SIGKILL -> give up */
@@ -69,7 +75,9 @@ typedef enum {
 } gsrun_phase_t;
 
 typedef struct {
-    int nranks;
+    int nranks;           /* ranks on this node */
+    int nnodes;           /* nodes of the job (1: this host only) */
+    int node_rank;        /* this node, 0..nnodes-1 */
     int port;             /* 0: not given */
     const char *addr;
     double timeout_s;     /* 0: none */
@@ -93,19 +101,27 @@ static void usage(FILE *fp)
             "Usage: gsrun -n N [options] [--] program [args...]\n"
             "\n"
             "Launch N local ranks of program with the rank environment set:\n"
-            "  RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT,\n"
-            "  GS_RANK, GS_WORLD_SIZE, GS_LOCAL_RANK, GS_MASTER_ADDR, GS_MASTER_PORT.\n"
+            "  RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR,\n"
+            "  MASTER_PORT, GS_RANK, GS_WORLD_SIZE, GS_LOCAL_RANK, GS_MASTER_ADDR, GS_MASTER_PORT.\n"
+            "Across hosts, run one gsrun per node with the same --nnodes, --master-addr and\n"
+            "--master-port and its own --node-rank, as with torchrun.\n"
             "\n"
             "Options:\n"
-            "  -n, --nranks N     number of ranks, 1..%d (required)\n"
-            "  --port P           master port, 1..65535 (default: $GS_MASTER_PORT, else a free\n"
-            "                     port on 127.0.0.1)\n"
-            "  --addr A           master address (default 127.0.0.1)\n"
+            "  -n, --nranks, --nproc-per-node N\n"
+            "                     ranks on this node, 1..%d (required)\n"
+            "  --nnodes M         nodes of the job (default 1); WORLD_SIZE = M * N\n"
+            "  --node-rank K      this node, 0..M-1 (default 0); its ranks are K*N .. K*N+N-1\n"
+            "  --port, --master-port P\n"
+            "                     master port, 1..65535 (default: $GS_MASTER_PORT, else a free\n"
+            "                     port on 127.0.0.1; required with --nnodes > 1)\n"
+            "  --addr, --master-addr A\n"
+            "                     master address: rank 0's host (default 127.0.0.1)\n"
             "  --timeout SEC      stop every rank after SEC seconds and exit 124\n"
             "  --tag-output       prefix each output line with \"[rank] \" (default)\n"
             "  --no-tag-output    let ranks write to gsrun's stdout and stderr directly\n"
             "  -v, --verbose      print the port and each rank's pid on stderr\n"
             "  -h, --help         print this help and exit\n"
+            "  --version          print gsrun's version and exit\n"
             "\n"
             "Exit status: 0 when every rank exits 0; else the first failing rank's status\n"
             "(128+signal if it was killed); 128+signal when gsrun got SIGINT/SIGTERM/SIGHUP;\n"
@@ -235,6 +251,8 @@ static void parse_args(int argc, char **argv, gsrun_opts_t *opts)
     int i;
 
     opts->nranks = 0;
+    opts->nnodes = 1;
+    opts->node_rank = 0;
     opts->port = 0;
     opts->addr = "127.0.0.1";
     opts->timeout_s = 0.0;
@@ -255,6 +273,9 @@ static void parse_args(int argc, char **argv, gsrun_opts_t *opts)
         if ((strcmp(arg, "-h") == 0) || (strcmp(arg, "--help") == 0)) {
             usage(stdout);
             exit(0);
+        } else if (strcmp(arg, "--version") == 0) {
+            printf("gsrun (gradsync) %s\n", GS_VERSION_STRING);
+            exit(0);
         } else if ((strcmp(arg, "-v") == 0) || (strcmp(arg, "--verbose") == 0)) {
             opts->verbose = true;
         } else if (strcmp(arg, "--tag-output") == 0) {
@@ -268,17 +289,30 @@ static void parse_args(int argc, char **argv, gsrun_opts_t *opts)
             }
             opts->nranks = (int)v;
         } else if (match_value_opt(argc, argv, &i, "-n", &val) ||
-                   match_value_opt(argc, argv, &i, "--nranks", &val)) {
+                   match_value_opt(argc, argv, &i, "--nranks", &val) ||
+                   match_value_opt(argc, argv, &i, "--nproc-per-node", &val)) {
             if (!parse_long(val, 1, GSRUN_MAX_RANKS, &v)) {
                 die_usage("invalid number of ranks '%s' (expected 1..%d)", val, GSRUN_MAX_RANKS);
             }
             opts->nranks = (int)v;
-        } else if (match_value_opt(argc, argv, &i, "--port", &val)) {
+        } else if (match_value_opt(argc, argv, &i, "--nnodes", &val)) {
+            if (!parse_long(val, 1, GSRUN_MAX_NODES, &v)) {
+                die_usage("invalid number of nodes '%s' (expected 1..%d)", val, GSRUN_MAX_NODES);
+            }
+            opts->nnodes = (int)v;
+        } else if (match_value_opt(argc, argv, &i, "--node-rank", &val)) {
+            if (!parse_long(val, 0, GSRUN_MAX_NODES - 1, &v)) {
+                die_usage("invalid node rank '%s' (expected 0..%d)", val, GSRUN_MAX_NODES - 1);
+            }
+            opts->node_rank = (int)v;
+        } else if (match_value_opt(argc, argv, &i, "--port", &val) ||
+                   match_value_opt(argc, argv, &i, "--master-port", &val)) {
             if (!parse_long(val, 1, 65535, &v)) {
                 die_usage("invalid port '%s' (expected 1..65535)", val);
             }
             opts->port = (int)v;
-        } else if (match_value_opt(argc, argv, &i, "--addr", &val)) {
+        } else if (match_value_opt(argc, argv, &i, "--addr", &val) ||
+                   match_value_opt(argc, argv, &i, "--master-addr", &val)) {
             if ((val[0] == '\0') || (strlen(val) > GSRUN_MAX_ADDR)) {
                 die_usage("invalid master address '%s'", val);
             }
@@ -301,6 +335,9 @@ static void parse_args(int argc, char **argv, gsrun_opts_t *opts)
     if (opts->nranks == 0) {
         die_usage("missing -n N");
     }
+    if (opts->node_rank >= opts->nnodes) {
+        die_usage("--node-rank %d is not below --nnodes %d", opts->node_rank, opts->nnodes);
+    }
     if ((i >= argc) || (argv[i][0] == '\0')) {
         die_usage("missing program to run");
     }
@@ -316,6 +353,17 @@ static void parse_args(int argc, char **argv, gsrun_opts_t *opts)
             opts->port = (int)v;
         }
     }
+    if ((opts->nnodes > 1) && (opts->port == 0)) {
+        die_usage("--nnodes %d needs --master-port (or GS_MASTER_PORT): every node must name "
+                  "the same rendezvous port",
+                  opts->nnodes);
+    }
+}
+
+/* The job-wide rank of this node's rank @p local. */
+static int global_rank(const gsrun_opts_t *opts, int local)
+{
+    return opts->node_rank * opts->nranks + local;
 }
 
 /* ---- setup ------------------------------------------------------------------------------ */
@@ -567,14 +615,15 @@ static void child_exec(const gsrun_opts_t *opts, int rank, int out_fd, int err_f
         dup2(err_fd, STDERR_FILENO);
     }
 
-    set_env_int("RANK", rank);
-    set_env_int("WORLD_SIZE", opts->nranks);
+    set_env_int("RANK", global_rank(opts, rank));
+    set_env_int("WORLD_SIZE", opts->nnodes * opts->nranks);
     set_env_int("LOCAL_RANK", rank);
     set_env_int("LOCAL_WORLD_SIZE", opts->nranks);
+    set_env_int("GROUP_RANK", opts->node_rank);
     setenv("MASTER_ADDR", opts->addr, 1);
     set_env_int("MASTER_PORT", opts->port);
-    set_env_int("GS_RANK", rank);
-    set_env_int("GS_WORLD_SIZE", opts->nranks);
+    set_env_int("GS_RANK", global_rank(opts, rank));
+    set_env_int("GS_WORLD_SIZE", opts->nnodes * opts->nranks);
     set_env_int("GS_LOCAL_RANK", rank);
     setenv("GS_MASTER_ADDR", opts->addr, 1);
     set_env_int("GS_MASTER_PORT", opts->port);
@@ -582,7 +631,8 @@ static void child_exec(const gsrun_opts_t *opts, int rank, int out_fd, int err_f
     execvp(opts->argv[0], opts->argv);
     {
         char buf[512];
-        int n = snprintf(buf, sizeof(buf), "gsrun: rank %d: cannot execute '%s': %s\n", rank,
+        int n = snprintf(buf, sizeof(buf), "gsrun: rank %d: cannot execute '%s': %s\n",
+                         global_rank(opts, rank),
                          opts->argv[0], strerror(errno));
 
         if (n > 0) {
@@ -644,7 +694,7 @@ static int launch_rank(const gsrun_opts_t *opts, int rank, gsrun_rank_t *r)
         r->err.fd = errp[0];
     }
     if (opts->verbose) {
-        msg("rank %d started, pid %ld", rank, (long)pid);
+        msg("rank %d started, pid %ld", global_rank(opts, rank), (long)pid);
     }
     return 0;
 }
@@ -844,21 +894,22 @@ static void handle_exit(gsrun_job_t *job, int rank, int status)
     if (WIFEXITED(status)) {
         code = WEXITSTATUS(status);
         if ((code != 0) && (job->exit_code < 0)) {
-            msg("rank %d exited with status %d", rank, code);
+            msg("rank %d exited with status %d", global_rank(job->opts, rank), code);
         }
     } else if (WIFSIGNALED(status)) {
         int sig = WTERMSIG(status);
 
         code = 128 + sig;
         if (job->exit_code < 0) {
-            msg("rank %d killed by signal %d (%s)%s", rank, sig, signal_name(sig),
+            msg("rank %d killed by signal %d (%s)%s", global_rank(job->opts, rank), sig,
+                signal_name(sig),
                 core_dumped(status) ? ", core dumped" : "");
         }
     }
     if ((code != 0) && (job->exit_code < 0)) {
         start_stop(job, SIGTERM, code);
     } else if (job->opts->verbose) {
-        msg("rank %d exited with status %d", rank, code);
+        msg("rank %d exited with status %d", global_rank(job->opts, rank), code);
     }
 }
 
@@ -957,7 +1008,8 @@ static bool handle_deadline(gsrun_job_t *job)
         /* Give up: a process stuck in the kernel cannot be waited for forever. */
         for (i = 0; i < job->opts->nranks; i++) {
             if (!job->ranks[i].reaped) {
-                msg("rank %d (pid %ld) did not exit after SIGKILL; not waiting for it", i,
+                msg("rank %d (pid %ld) did not exit after SIGKILL; not waiting for it",
+                    global_rank(job->opts, i),
                     (long)job->ranks[i].pid);
             }
         }
@@ -1048,7 +1100,7 @@ static int supervise(gsrun_job_t *job)
         goto out_free;
     }
     for (i = 0; i < n; i++) {
-        snprintf(prefixes[i], sizeof(prefixes[i]), "[%d] ", i);
+        snprintf(prefixes[i], sizeof(prefixes[i]), "[%d] ", global_rank(job->opts, i));
     }
 
     for (;;) {
@@ -1120,7 +1172,8 @@ int main(int argc, char **argv)
         }
     }
     if (opts.verbose) {
-        msg("launching %d rank(s), master %s:%d", opts.nranks, opts.addr, opts.port);
+        msg("launching %d rank(s) (node %d of %d), master %s:%d", opts.nranks, opts.node_rank,
+            opts.nnodes, opts.addr, opts.port);
     }
     if (opts.tag_output && (ensure_fd_limit(opts.nranks) != 0)) {
         return GSRUN_EXIT_INTERNAL;

@@ -290,6 +290,22 @@ begin "--help"
 run --help
 if [ "$RC" = 0 ] && grep -q '^Usage: gsrun -n N' "$TMP/out"; then ok; else bad "rc=$RC"; fi
 
+begin "--version"
+run --version
+if [ "$RC" = 0 ] && grep -Eq '^gsrun \(gradsync\) [0-9]+\.[0-9]+\.[0-9]+$' "$TMP/out"; then ok; else
+    bad "rc=$RC out=$(head -1 "$TMP/out")"; fi
+
+begin "node 1 of 2: global ranks, world size, node rank"
+run --nnodes 2 --node-rank 1 --master-port 29877 --master-addr 127.0.0.1 --nproc-per-node 2 -- \
+    sh -c 'echo $RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $GROUP_RANK $GS_RANK $GS_WORLD_SIZE $MASTER_PORT'
+if [ "$RC" = 0 ] && grep -qx '\[2\] 2 4 0 2 1 2 4 29877' "$TMP/out" &&
+    grep -qx '\[3\] 3 4 1 2 1 3 4 29877' "$TMP/out"; then ok; else bad "rc=$RC out=$(cat "$TMP/out")"; fi
+
+usage_case --nnodes 2 -n 1 true
+usage_case --nnodes 2 --node-rank 2 --master-port 29878 -n 1 true
+usage_case --nnodes 0 -n 1 true
+usage_case --node-rank -1 -n 1 true
+
 begin "-n1024 is accepted"
 run -n1024 --no-tag-output true
 if [ "$RC" = 0 ]; then ok; else bad "rc=$RC err=$(head -3 "$TMP/err")"; fi
