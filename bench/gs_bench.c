@@ -219,7 +219,8 @@ static double pattern(const bench_t *b, gs_op_t op, int r, size_t i)
         }
         return 1.0;
     }
-    if (op == GS_OP_MIN || op == GS_OP_MAX) {
+    if (op == GS_OP_MIN || op == GS_OP_MAX || op == GS_OP_BAND || op == GS_OP_BOR ||
+        op == GS_OP_BXOR) {
         return (double)(mix((uint64_t)r, i) % 100u);
     }
     /* sum, avg, and the pure data movers (which pass op = GS_OP_SUM). */
@@ -243,6 +244,9 @@ static double reference(const bench_t *b, size_t i)
         case GS_OP_PROD: acc *= v; break;
         case GS_OP_MIN: acc = v < acc ? v : acc; break;
         case GS_OP_MAX: acc = v > acc ? v : acc; break;
+        case GS_OP_BAND: acc = (double)((int64_t)acc & (int64_t)v); break;
+        case GS_OP_BOR: acc = (double)((int64_t)acc | (int64_t)v); break;
+        case GS_OP_BXOR: acc = (double)((int64_t)acc ^ (int64_t)v); break;
         default: break;
         }
     }

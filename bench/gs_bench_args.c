@@ -390,6 +390,11 @@ void gs_bench_parse_args(bench_t *b, int argc, char **argv)
          b->dt->dtype == GS_DTYPE_I32 || b->dt->dtype == GS_DTYPE_I64)) {
         usage_error("--op avg needs a floating-point --dtype", NULL);
     }
+    if ((b->op == GS_OP_BAND || b->op == GS_OP_BOR || b->op == GS_OP_BXOR) && b->coll->reduces &&
+        !(b->dt->dtype == GS_DTYPE_I8 || b->dt->dtype == GS_DTYPE_U8 ||
+          b->dt->dtype == GS_DTYPE_I32 || b->dt->dtype == GS_DTYPE_I64)) {
+        usage_error("--op band/bor/bxor needs an integer --dtype (i8, u8, i32, i64)", NULL);
+    }
     if (b->inplace && b->coll->kind == COLL_SENDRECV) {
         usage_error("--inplace does not apply to sendrecv", NULL);
     }

@@ -72,9 +72,11 @@ extern "C" int gs_k_reduce(void *dst, const void *a, const void *b, size_t n, gs
                            gs_op_t op, int divisor, void *stream)
 {
     const size_t esize = kred_dtype_size(dtype);
+    const int bitwise = (op == GS_OP_BAND) || (op == GS_OP_BOR) || (op == GS_OP_BXOR);
 
     if ((esize == 0) || ((unsigned)op >= (unsigned)GS_OP_COUNT) || (divisor < 0) ||
-        ((op == GS_OP_AVG) && !kred_dtype_is_float(dtype))) {
+        ((op == GS_OP_AVG) && !kred_dtype_is_float(dtype)) ||
+        (bitwise && kred_dtype_is_float(dtype))) {
         return (int)cudaErrorInvalidValue;
     }
     if ((divisor > 0) &&

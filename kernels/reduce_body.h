@@ -619,6 +619,15 @@ GS_KFN void gs_kred_run_i8(gs_kthread_t t, int8_t *d, const int8_t *a, const int
     case GS_OP_MAX:
         gs_kred_loop_i8(t, s, d, a, b, GS_OP_MAX);
         break;
+    case GS_OP_BAND:
+        gs_kred_loop_i8(t, s, d, a, b, GS_OP_BAND);
+        break;
+    case GS_OP_BOR:
+        gs_kred_loop_i8(t, s, d, a, b, GS_OP_BOR);
+        break;
+    case GS_OP_BXOR:
+        gs_kred_loop_i8(t, s, d, a, b, GS_OP_BXOR);
+        break;
     default:
         gs_kred_loop_i8(t, s, d, a, b, GS_OP_SUM);
         break;
@@ -639,6 +648,15 @@ GS_KFN void gs_kred_run_u8(gs_kthread_t t, uint8_t *d, const uint8_t *a, const u
         break;
     case GS_OP_MAX:
         gs_kred_loop_u8(t, s, d, a, b, GS_OP_MAX);
+        break;
+    case GS_OP_BAND:
+        gs_kred_loop_u8(t, s, d, a, b, GS_OP_BAND);
+        break;
+    case GS_OP_BOR:
+        gs_kred_loop_u8(t, s, d, a, b, GS_OP_BOR);
+        break;
+    case GS_OP_BXOR:
+        gs_kred_loop_u8(t, s, d, a, b, GS_OP_BXOR);
         break;
     default:
         gs_kred_loop_u8(t, s, d, a, b, GS_OP_SUM);
@@ -661,6 +679,15 @@ GS_KFN void gs_kred_run_i32(gs_kthread_t t, int32_t *d, const int32_t *a, const 
     case GS_OP_MAX:
         gs_kred_loop_i32(t, s, d, a, b, GS_OP_MAX);
         break;
+    case GS_OP_BAND:
+        gs_kred_loop_i32(t, s, d, a, b, GS_OP_BAND);
+        break;
+    case GS_OP_BOR:
+        gs_kred_loop_i32(t, s, d, a, b, GS_OP_BOR);
+        break;
+    case GS_OP_BXOR:
+        gs_kred_loop_i32(t, s, d, a, b, GS_OP_BXOR);
+        break;
     default:
         gs_kred_loop_i32(t, s, d, a, b, GS_OP_SUM);
         break;
@@ -681,6 +708,15 @@ GS_KFN void gs_kred_run_i64(gs_kthread_t t, int64_t *d, const int64_t *a, const 
         break;
     case GS_OP_MAX:
         gs_kred_loop_i64(t, s, d, a, b, GS_OP_MAX);
+        break;
+    case GS_OP_BAND:
+        gs_kred_loop_i64(t, s, d, a, b, GS_OP_BAND);
+        break;
+    case GS_OP_BOR:
+        gs_kred_loop_i64(t, s, d, a, b, GS_OP_BOR);
+        break;
+    case GS_OP_BXOR:
+        gs_kred_loop_i64(t, s, d, a, b, GS_OP_BXOR);
         break;
     default:
         gs_kred_loop_i64(t, s, d, a, b, GS_OP_SUM);

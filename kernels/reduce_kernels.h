@@ -30,7 +30,8 @@ extern "C" {
  * no other overlap. Local, non-blocking, thread-safe.
  * @return 0 (cudaSuccess), nothing launched when n == 0;
  *         cudaErrorInvalidValue, nothing launched, for an unknown dtype or
- *         op, AVG on an integer dtype, divisor < 0, divisor > 0 with an
+ *         op, AVG on an integer dtype, a bitwise op (BAND, BOR, BXOR) on a
+ *         float dtype, divisor < 0, divisor > 0 with an
  *         integer dtype or an op other than SUM/AVG, or a NULL buffer;
  *         else cudaGetLastError() after the launch.
  */

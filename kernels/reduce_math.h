@@ -182,6 +182,10 @@ GS_KFN uint16_t gs_km_op_bf16(uint16_t x, uint16_t y, gs_op_t op)
 /* ---------------------------------------------------------------------- */
 
 /*
+ * The bitwise ops (BAND, BOR, BXOR) act on the bits as stored; i8 goes
+ * through u8, which gives the same bits. Float types never see them (the
+ * API refuses the pairing).
+ *
  * Sum and prod on the unsigned type of the same width, which wraps by
  * definition; the conversion back to the signed type keeps the bits (GCC,
  * clang and nvcc define it as modulo 2^n). The u8 product goes through
@@ -196,6 +200,12 @@ GS_KFN uint8_t gs_km_op_u8(uint8_t x, uint8_t y, gs_op_t op)
         return (x < y) ? x : y;
     case GS_OP_MAX:
         return (x > y) ? x : y;
+    case GS_OP_BAND:
+        return (uint8_t)(x & y);
+    case GS_OP_BOR:
+        return (uint8_t)(x | y);
+    case GS_OP_BXOR:
+        return (uint8_t)(x ^ y);
     default:
         return (uint8_t)((unsigned)x + (unsigned)y);
     }
@@ -222,6 +232,12 @@ GS_KFN int32_t gs_km_op_i32(int32_t x, int32_t y, gs_op_t op)
         return (x < y) ? x : y;
     case GS_OP_MAX:
         return (x > y) ? x : y;
+    case GS_OP_BAND:
+        return x & y;
+    case GS_OP_BOR:
+        return x | y;
+    case GS_OP_BXOR:
+        return x ^ y;
     default:
         return (int32_t)((uint32_t)x + (uint32_t)y);
     }
@@ -236,6 +252,12 @@ GS_KFN int64_t gs_km_op_i64(int64_t x, int64_t y, gs_op_t op)
         return (x < y) ? x : y;
     case GS_OP_MAX:
         return (x > y) ? x : y;
+    case GS_OP_BAND:
+        return x & y;
+    case GS_OP_BOR:
+        return x | y;
+    case GS_OP_BXOR:
+        return x ^ y;
     default:
         return (int64_t)((uint64_t)x + (uint64_t)y);
     }

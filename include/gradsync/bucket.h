@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/*
+/**
+ * @file
  * gradsync gradient bucketing: overlap the all-reduce of gradients with the
  * backward pass, as PyTorch DDP's Reducer and Horovod's tensor fusion do.
  *
@@ -54,6 +55,7 @@ struct gs_codec_config;
 /** @brief Handle to a bucketer. GS_BUCKETER_NULL when none. */
 typedef struct gs_bucketer *gs_bucketer_t;
 
+/** @brief The null bucketer handle. */
 #define GS_BUCKETER_NULL ((gs_bucketer_t)0)
 
 /**
@@ -87,6 +89,7 @@ typedef struct gs_bucketer_opts {
     unsigned flags; /**< reserved, must be 0 */
 } gs_bucketer_opts_t;
 
+/** @brief Initialiser of gs_bucketer_opts_t: size set, every knob unset (defaults apply). */
 #define GS_BUCKETER_OPTS_INIT                                                                  \
     {sizeof(gs_bucketer_opts_t), GS_UNSET, GS_UNSET, GS_OP_AVG, GS_ALGO_AUTO, NULL, GS_UNSET, \
      GS_UNSET, NULL, 0u}
@@ -118,6 +121,7 @@ GS_API gs_status_t gs_bucketer_create(gs_comm_t comm, const gs_bucketer_opts_t *
  * @brief Register a gradient tensor of @p count elements of @p dtype at
  * @p ptr; ids are given in registration order from 0. Register in forward
  * (layer) order: buckets are filled from the last id down.
+ * @param[in] bucketer the bucketer.
  * @param[in] ptr the gradient buffer (may be NULL when @p count is 0). It
  * must stay valid, and at this address, until gs_bucketer_destroy().
  * Host memory, or CUDA device memory under the restriction below.
@@ -232,6 +236,7 @@ typedef struct gs_bucketer_stats {
     int device;                /**< 1 when the tensors are device memory */
 } gs_bucketer_stats_t;
 
+/** @brief Initialiser of gs_bucketer_stats_t: size set, everything else 0. */
 #define GS_BUCKETER_STATS_INIT {sizeof(gs_bucketer_stats_t), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 
 /**
@@ -253,6 +258,7 @@ typedef struct gs_bucket_info {
     int inplace;      /**< 1 when reduced in place, 0 through a fusion buffer */
 } gs_bucket_info_t;
 
+/** @brief Initialiser of gs_bucket_info_t: size set, everything else 0. */
 #define GS_BUCKET_INFO_INIT {sizeof(gs_bucket_info_t), 0, GS_DTYPE_F32, 0, 0}
 
 /**

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/*
+/**
+ * @file
  * gradsync gradient compression: codec configuration, error-feedback state
  * and the pure encode / decode functions behind the compressed collectives.
  * They are public so that a framework plugin can compress on its own, for
@@ -46,6 +47,7 @@ extern "C" {
  * stable wire id (written into every payload header); rows are only
  * appended. Every row is stable.
  */
+/** @brief The codec table, one X(name, value, short name) row per codec. */
 #define GS_CODEC_MAP(X)              \
     X(GS_CODEC_NONE, 0, "none")      \
     X(GS_CODEC_FP16, 1, "fp16")      \
@@ -101,6 +103,7 @@ typedef struct gs_codec_config {
     int zstd_level;        /**< zstd compression level; 1 .. 19, default 1 */
 } gs_codec_config_t;
 
+/** @brief Initialiser of gs_codec_config_t: size set, GS_CODEC_NONE, every knob unset. */
 #define GS_CODEC_CONFIG_INIT                                                                 \
     {sizeof(gs_codec_config_t), GS_CODEC_NONE, GS_UNSET, (double)GS_UNSET, GS_UNSET, 0, \
      GS_CODEC_ZSTD_OFF, GS_UNSET}
@@ -120,6 +123,7 @@ typedef struct gs_codec_config {
  */
 typedef struct gs_ef *gs_ef_t;
 
+/** @brief The null error-feedback handle. */
 #define GS_EF_NULL ((gs_ef_t)0)
 
 /**

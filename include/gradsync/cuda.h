@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/*
+/**
+ * @file
  * Typed helpers for CUDA programs. gradsync.h takes streams as opaque
  * pointers so that it compiles without the CUDA headers; this header
  * (which needs cuda_runtime_api.h on the include path) adds calls that take

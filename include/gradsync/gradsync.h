@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/*
+/**
+ * @file
  * gradsync public API: configuration, communicators, collectives,
  * point-to-point, non-blocking requests, counters and errors.
  *
@@ -80,6 +81,28 @@ typedef struct gs_config {
     int slice_bytes;          /**< GS_SLICE_BYTES: pipeline slice size */
     const char *algo;         /**< GS_ALGO: "ring" or "allreduce:ring,broadcast:chain" */
     const char *job_id;       /**< GS_JOB_ID: job name checked in every handshake */
+    /* Process-wide knobs (GS_ENV_PROC in docs/env.md), appended: a caller
+     * built with an older, smaller struct leaves them unset. They let a
+     * framework embedding gradsync avoid setenv(). A value set here applies
+     * from the gs_comm_init* that receives it on: the log settings (debug*)
+     * to the whole process, until another gs_comm_init* sets them again;
+     * the others to that communicator and its splits and dups (another
+     * gs_comm_init* without them takes the environment or the default).
+     * A debug level or subsystem that is not known, or a debug_file that
+     * cannot be opened, fails the init with GS_ERR_INVALID_ARG. */
+    int shm;                  /**< GS_SHM: 1 shared memory between ranks of a host, 0 TCP only */
+    int tcp_spin_us;          /**< GS_TCP_SPIN_US: poll this long before sleeping; -1 auto */
+    const char *tune;         /**< GS_TUNE: "auto", "probe" or "off" */
+    const char *debug;        /**< GS_DEBUG: "NONE", "VERSION", "WARN", "INFO" or "TRACE" */
+    const char *debug_subsys; /**< GS_DEBUG_SUBSYS: "INIT,NET", "^NET" or "ALL" */
+    const char *debug_file;   /**< GS_DEBUG_FILE: log file (%h host, %p pid, %r rank) */
+    const char *stats_file;   /**< GS_STATS_FILE: statistics file (docs/stats.md) */
+    /* Connection authentication (docs/security.md), appended: every rank of
+     * the job must have the same token, or none. Applies to the communicator
+     * gs_comm_init* creates (its rendezvous and connections) and its splits
+     * and dups. The token is copied, never logged. */
+    const char *auth_token;      /**< GS_AUTH_TOKEN: the job's shared secret */
+    const char *auth_token_file; /**< GS_AUTH_TOKEN_FILE: a file holding it */
 } gs_config_t;
 
 /** @brief Implementation of gs_config_init(); call that instead. */
@@ -165,7 +188,10 @@ GS_API gs_status_t gs_comm_split(gs_comm_t comm, int color, int key, gs_comm_t *
  * @brief A new communicator with the same ranks in the same order and the
  * same configuration as @p comm, whose traffic never matches @p comm's (as
  * MPI_Comm_dup): a library layered on gradsync takes one for itself.
- * @note Collective over @p comm; blocking with the deadline.
+ * @return GS_OK with *newcomm_out set, GS_ERR_INVALID_ARG, GS_ERR_NO_MEMORY,
+ * or a peer/communicator error of @p comm.
+ * @note Collective over @p comm; blocking with the deadline. It opens new
+ * connections (a split with one color), so it costs what a split costs.
  */
 GS_API gs_status_t gs_comm_dup(gs_comm_t comm, gs_comm_t *newcomm_out);
 
@@ -222,7 +248,12 @@ typedef enum gs_coll_type {
     GS_COLL_TYPE_BARRIER = 6,
     GS_COLL_TYPE_SEND = 7,
     GS_COLL_TYPE_RECV = 8,
-    GS_COLL_TYPE_COUNT = 9 /**< kinds known to this header (at most GS_STATS_COLL_MAX) */
+    GS_COLL_TYPE_GATHER = 9,
+    GS_COLL_TYPE_SCATTER = 10,
+    GS_COLL_TYPE_ALLGATHERV = 11,
+    GS_COLL_TYPE_ALLTOALLV = 12,
+    GS_COLL_TYPE_REDUCE_SCATTERV = 13,
+    GS_COLL_TYPE_COUNT = 14 /**< kinds known to this header (at most GS_STATS_COLL_MAX) */
 } gs_coll_type_t;
 
 /** @brief Slots of gs_comm_stats_t.coll[]; fixed, so kinds can be added without an ABI break. */
@@ -255,6 +286,7 @@ typedef struct gs_comm_stats {
     gs_coll_stats_t coll[GS_STATS_COLL_MAX]; /**< per kind, indexed by gs_coll_type_t */
 } gs_comm_stats_t;
 
+/** @brief Initialiser of gs_comm_stats_t: size set, everything else 0. */
 #define GS_COMM_STATS_INIT \
     {sizeof(gs_comm_stats_t), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, {{0, 0, 0, GS_ALGO_AUTO}}}
 
@@ -270,6 +302,7 @@ typedef struct gs_peer_stats {
     uint64_t recv_wait_ns;   /**< time blocked until a message from the peer arrived */
 } gs_peer_stats_t;
 
+/** @brief Initialiser of gs_peer_stats_t: size set, everything else 0. */
 #define GS_PEER_STATS_INIT {sizeof(gs_peer_stats_t), 0, 0, 0, 0, 0, 0, 0}
 
 /**
@@ -362,7 +395,19 @@ GS_API gs_status_t gs_barrier(gs_comm_t comm);
  * rank index, and nothing is sent. @p displs may be NULL: blocks are then
  * packed in rank order. Counts must agree across ranks (rank i's
  * recvcounts[j] == rank j's sendcounts[i]); a disagreement found while
- * running is GS_ERR_MISMATCH naming both ranks.
+ * running is GS_ERR_MISMATCH naming both ranks (at once, not at the
+ * deadline; the rank that receives the disagreeing block reports it, and
+ * the communicator is then failed, as for any GS_ERR_MISMATCH).
+ * @return GS_OK; GS_ERR_INVALID_ARG (the argument and rank index named;
+ * also a root out of range, a NULL buffer with a nonzero count, a bitwise
+ * op on a float dtype); GS_ERR_UNSUPPORTED for CUDA device buffers (host
+ * memory only in this version) or a forced algorithm that does not
+ * implement the call; GS_ERR_MISMATCH; GS_ERR_TIMEOUT, GS_ERR_PEER_FAILED
+ * and the communicator's sticky error, as for every collective.
+ * Algorithms (opts->algo or GS_ALGO): gather and scatter GS_ALGO_BINOMIAL
+ * or GS_ALGO_DIRECT (the cost model picks binomial for small blocks),
+ * all-gather-v and reduce-scatter-v GS_ALGO_RING, all-to-all-v
+ * GS_ALGO_DIRECT.
  */
 
 /**
@@ -406,23 +451,33 @@ GS_API gs_status_t gs_alltoallv(gs_comm_t comm, const void *sendbuf, size_t send
  * @brief recvbuf (recvcounts[rank] elements) = block @e rank of op over
  * all ranks of sendbuf, whose blocks are packed in rank order
  * (sum of recvcounts elements). recvcounts must be equal on every rank.
+ * recvbuf may overlap sendbuf (in place: recvbuf = sendbuf + the sum of
+ * recvcounts[0..rank) elements).
  */
 GS_API gs_status_t gs_reduce_scatterv(gs_comm_t comm, const void *sendbuf, void *recvbuf,
                                       const size_t *recvcounts, gs_dtype_t dtype, gs_op_t op);
 
+/** @brief Non-blocking gs_gather(); completes through gs_wait() or gs_test(). */
 GS_API gs_status_t gs_igather(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
                               gs_dtype_t dtype, int root, gs_request_t *req_out);
+/** @brief Non-blocking gs_scatter(); completes through gs_wait() or gs_test(). */
 GS_API gs_status_t gs_iscatter(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
                                gs_dtype_t dtype, int root, gs_request_t *req_out);
-/* The non-blocking "v" calls read the count and displacement arrays during
- * the call only (they are copied); the buffers belong to the request. */
+/* The non-blocking forms: as every gs_i* call (see "Non-blocking
+ * operations"). The "v" calls read the count and displacement arrays
+ * during the call only (the request keeps a copy, freed when it is
+ * released), so the caller may free them at once; the buffers belong to
+ * the request until gs_wait() or gs_test() reports completion. */
+/** @brief Non-blocking gs_allgatherv(); the count and displacement arrays are copied. */
 GS_API gs_status_t gs_iallgatherv(gs_comm_t comm, const void *sendbuf, size_t sendcount,
                                   void *recvbuf, size_t recvbuf_count, const size_t *recvcounts,
                                   const size_t *displs, gs_dtype_t dtype, gs_request_t *req_out);
+/** @brief Non-blocking gs_alltoallv(); the count and displacement arrays are copied. */
 GS_API gs_status_t gs_ialltoallv(gs_comm_t comm, const void *sendbuf, size_t sendbuf_count,
                                  const size_t *sendcounts, const size_t *sdispls, void *recvbuf,
                                  size_t recvbuf_count, const size_t *recvcounts,
                                  const size_t *rdispls, gs_dtype_t dtype, gs_request_t *req_out);
+/** @brief Non-blocking gs_reduce_scatterv(); the count array is copied. */
 GS_API gs_status_t gs_ireduce_scatterv(gs_comm_t comm, const void *sendbuf, void *recvbuf,
                                        const size_t *recvcounts, gs_dtype_t dtype, gs_op_t op,
                                        gs_request_t *req_out);
@@ -473,6 +528,7 @@ typedef struct gs_coll_opts {
     unsigned flags; /**< GS_COLL_F_* */
 } gs_coll_opts_t;
 
+/** @brief Initialiser of gs_coll_opts_t: size set, GS_ALGO_AUTO, no stream, no flags. */
 #define GS_COLL_OPTS_INIT {sizeof(gs_coll_opts_t), GS_ALGO_AUTO, NULL, 0u}
 
 /** @brief Options of gs_allreduce_ex(). Initialise with GS_ALLREDUCE_OPTS_INIT; fields are appended only. */
@@ -492,6 +548,7 @@ typedef struct gs_allreduce_opts {
     unsigned flags;  /**< GS_COLL_F_* */
 } gs_allreduce_opts_t;
 
+/** @brief Initialiser of gs_allreduce_opts_t: size set, GS_ALGO_AUTO, no codec, no error feedback, no stream, no flags. */
 #define GS_ALLREDUCE_OPTS_INIT {sizeof(gs_allreduce_opts_t), GS_ALGO_AUTO, NULL, NULL, NULL, 0u}
 
 /**
@@ -523,20 +580,25 @@ GS_API gs_status_t gs_alltoall_ex(gs_comm_t comm, const void *sendbuf, void *rec
                                   size_t count, gs_dtype_t dtype, const gs_coll_opts_t *opts);
 
 /* Options forms of the rooted and variable-size collectives (NULL: defaults). */
+/** @brief gs_gather() with options (@p opts may be NULL). */
 GS_API gs_status_t gs_gather_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
                                 gs_dtype_t dtype, int root, const gs_coll_opts_t *opts);
+/** @brief gs_scatter() with options (@p opts may be NULL). */
 GS_API gs_status_t gs_scatter_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf,
                                  size_t count, gs_dtype_t dtype, int root,
                                  const gs_coll_opts_t *opts);
+/** @brief gs_allgatherv() with options (@p opts may be NULL). */
 GS_API gs_status_t gs_allgatherv_ex(gs_comm_t comm, const void *sendbuf, size_t sendcount,
                                     void *recvbuf, size_t recvbuf_count,
                                     const size_t *recvcounts, const size_t *displs,
                                     gs_dtype_t dtype, const gs_coll_opts_t *opts);
+/** @brief gs_alltoallv() with options (@p opts may be NULL). */
 GS_API gs_status_t gs_alltoallv_ex(gs_comm_t comm, const void *sendbuf, size_t sendbuf_count,
                                    const size_t *sendcounts, const size_t *sdispls, void *recvbuf,
                                    size_t recvbuf_count, const size_t *recvcounts,
                                    const size_t *rdispls, gs_dtype_t dtype,
                                    const gs_coll_opts_t *opts);
+/** @brief gs_reduce_scatterv() with options (@p opts may be NULL). */
 GS_API gs_status_t gs_reduce_scatterv_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf,
                                          const size_t *recvcounts, gs_dtype_t dtype, gs_op_t op,
                                          const gs_coll_opts_t *opts);
@@ -582,6 +644,7 @@ GS_API gs_status_t gs_recv(gs_comm_t comm, void *buf, size_t count, gs_dtype_t d
  */
 GS_API gs_status_t gs_send_ex(gs_comm_t comm, const void *buf, size_t count, gs_dtype_t dtype,
                               int peer, uint32_t tag, const gs_coll_opts_t *opts);
+/** @brief gs_recv() with options; see gs_send_ex(). */
 GS_API gs_status_t gs_recv_ex(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype, int peer,
                               uint32_t tag, const gs_coll_opts_t *opts);
 
@@ -598,7 +661,15 @@ typedef struct gs_p2p_status {
  * says how long; the rest of buf is untouched), a longer one
  * GS_ERR_TRUNCATED (consumed, buf untouched). A message whose byte length
  * is not a whole number of elements is GS_ERR_MISMATCH. @p status may be
- * NULL.
+ * NULL; it is written only on GS_OK.
+ * @return GS_OK, GS_ERR_TRUNCATED, GS_ERR_MISMATCH (neither fails the
+ * communicator), GS_ERR_INVALID_ARG, GS_ERR_TIMEOUT, the communicator's
+ * errors.
+ * @note Blocking with the deadline, local to the pair. Inside a group
+ * (gs_group_start()) it returns GS_OK after validating, and @p buf and
+ * @p status are written by gs_group_end(). Device buffers (NCCL): @p peer
+ * must be a rank and the message exactly @p count elements (NCCL carries
+ * no lengths); status is filled from the call.
  */
 GS_API gs_status_t gs_recv_status(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype,
                                   int peer, uint32_t tag, gs_p2p_status_t *status);
@@ -607,15 +678,27 @@ GS_API gs_status_t gs_recv_status(gs_comm_t comm, void *buf, size_t count, gs_dt
  * @brief Wait (with the deadline) until a message from @p peer (or
  * GS_ANY_SOURCE) with @p tag can be received, without receiving it; fill
  * @p status (count in elements of @p dtype, rounded down). A gs_recv from
- * status->source with that tag then receives it.
- * @return GS_OK, GS_ERR_TIMEOUT, the communicator's errors.
+ * status->source with that tag then receives it, unless a receive posted
+ * earlier (a pending gs_irecv) takes it first.
+ * @return GS_OK, GS_ERR_TIMEOUT naming the peer and tag (nothing was
+ * consumed, so the communicator is not failed), GS_ERR_INVALID_ARG,
+ * GS_ERR_UNSUPPORTED (a transport without probe), GS_ERR_PEER_FAILED when
+ * the peer (or, for GS_ANY_SOURCE, a peer) has failed and nothing is held,
+ * the communicator's errors.
+ * @note Blocking, local. Host traffic only: device (NCCL) messages are
+ * never seen. Runs on the communicator's worker like every operation, so
+ * it waits behind collectives submitted before it.
  */
 GS_API gs_status_t gs_probe(gs_comm_t comm, int peer, uint32_t tag, gs_dtype_t dtype,
                             gs_p2p_status_t *status);
 
 /**
- * @brief gs_probe() without waiting: *flag_out = 1 and @p status filled
- * when such a message has arrived, else *flag_out = 0.
+ * @brief gs_probe() without waiting for a message: *flag_out = 1 and
+ * @p status filled when such a message has arrived, else *flag_out = 0
+ * (@p status untouched).
+ * @return as gs_probe(), never GS_ERR_TIMEOUT.
+ * @note Local. It takes in what the transport has received first, on the
+ * worker (it may wait for an operation running there to finish).
  */
 GS_API gs_status_t gs_iprobe(gs_comm_t comm, int peer, uint32_t tag, gs_dtype_t dtype,
                              int *flag_out, gs_p2p_status_t *status);
@@ -623,19 +706,27 @@ GS_API gs_status_t gs_iprobe(gs_comm_t comm, int peer, uint32_t tag, gs_dtype_t 
 /**
  * @brief Start a group of point-to-point calls on this thread (as
  * ncclGroupStart and torch's batch_isend_irecv): until the matching
- * gs_group_end(), gs_send*() and gs_recv*() calls (any communicator)
- * validate their arguments and return GS_OK at once without waiting;
- * gs_group_end() posts them all and waits for every one, so the order of
- * the sends and receives in a group never deadlocks. Groups nest (only
- * the outermost end posts). Non-blocking and collective calls are not
- * affected.
+ * gs_group_end(), the blocking gs_send(), gs_send_ex(), gs_recv(),
+ * gs_recv_ex() and gs_recv_status() calls (any communicator) validate
+ * their arguments and return GS_OK at once without waiting (a bad call
+ * returns its error and is not part of the group); gs_group_end() posts
+ * them all and waits for every one, so the order of the sends and
+ * receives in a group never deadlocks. Groups nest (only the outermost end
+ * posts). Non-blocking and collective calls are not affected.
+ * @return GS_OK.
+ * @note Thread-local. The buffers (and statuses) of the calls must stay
+ * valid until gs_group_end() returns. Device buffers cannot join a group:
+ * such a call returns GS_ERR_UNSUPPORTED (docs/gpu.md).
  */
 GS_API gs_status_t gs_group_start(void);
 
 /**
  * @brief End a group (see gs_group_start()): wait for every call of the
  * group. @return GS_OK, the first error in call order (every call is
- * still waited for), or GS_ERR_INVALID_USAGE without a matching start.
+ * still waited for), or GS_ERR_INVALID_USAGE without a matching start on
+ * this thread.
+ * @note Blocking; each call is bounded by its communicator's deadline,
+ * counted from this call.
  */
 GS_API gs_status_t gs_group_end(void);
 
@@ -652,46 +743,63 @@ GS_API gs_status_t gs_group_end(void);
  * the communicator's sticky error.
  */
 
+/** @brief Non-blocking gs_allreduce() (see the section comment above). */
 GS_API gs_status_t gs_iallreduce(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
                                  gs_dtype_t dtype, gs_op_t op, gs_request_t *req_out);
+/** @brief Non-blocking gs_allreduce_ex(): codec, error feedback and stream options. */
 GS_API gs_status_t gs_iallreduce_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf,
                                     size_t count, gs_dtype_t dtype, gs_op_t op,
                                     const gs_allreduce_opts_t *opts, gs_request_t *req_out);
+/** @brief Non-blocking gs_broadcast(). */
 GS_API gs_status_t gs_ibroadcast(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype,
                                  int root, gs_request_t *req_out);
+/** @brief Non-blocking gs_reduce(). */
 GS_API gs_status_t gs_ireduce(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
                               gs_dtype_t dtype, gs_op_t op, int root, gs_request_t *req_out);
+/** @brief Non-blocking gs_allgather(). */
 GS_API gs_status_t gs_iallgather(gs_comm_t comm, const void *sendbuf, void *recvbuf,
                                  size_t count, gs_dtype_t dtype, gs_request_t *req_out);
+/** @brief Non-blocking gs_reduce_scatter(). */
 GS_API gs_status_t gs_ireduce_scatter(gs_comm_t comm, const void *sendbuf, void *recvbuf,
                                       size_t recvcount, gs_dtype_t dtype, gs_op_t op,
                                       gs_request_t *req_out);
+/** @brief Non-blocking gs_alltoall(). */
 GS_API gs_status_t gs_ialltoall(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
                                 gs_dtype_t dtype, gs_request_t *req_out);
+/** @brief Non-blocking gs_barrier(): completes once every rank has entered it. */
 GS_API gs_status_t gs_ibarrier(gs_comm_t comm, gs_request_t *req_out);
+/** @brief Non-blocking gs_send(); does not wait in the collective queue. */
 GS_API gs_status_t gs_isend(gs_comm_t comm, const void *buf, size_t count, gs_dtype_t dtype,
                             int peer, uint32_t tag, gs_request_t *req_out);
+/** @brief Non-blocking gs_recv(); does not wait in the collective queue. */
 GS_API gs_status_t gs_irecv(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype, int peer,
                             uint32_t tag, gs_request_t *req_out);
 
 /* The non-blocking twins of the _ex calls (options as above; NULL: defaults). */
+/** @brief Non-blocking gs_broadcast_ex(). */
 GS_API gs_status_t gs_ibroadcast_ex(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype,
                                     int root, const gs_coll_opts_t *opts, gs_request_t *req_out);
+/** @brief Non-blocking gs_reduce_ex(). */
 GS_API gs_status_t gs_ireduce_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf,
                                  size_t count, gs_dtype_t dtype, gs_op_t op, int root,
                                  const gs_coll_opts_t *opts, gs_request_t *req_out);
+/** @brief Non-blocking gs_allgather_ex(). */
 GS_API gs_status_t gs_iallgather_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf,
                                     size_t count, gs_dtype_t dtype, const gs_coll_opts_t *opts,
                                     gs_request_t *req_out);
+/** @brief Non-blocking gs_reduce_scatter_ex(). */
 GS_API gs_status_t gs_ireduce_scatter_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf,
                                          size_t recvcount, gs_dtype_t dtype, gs_op_t op,
                                          const gs_coll_opts_t *opts, gs_request_t *req_out);
+/** @brief Non-blocking gs_alltoall_ex(). */
 GS_API gs_status_t gs_ialltoall_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf,
                                    size_t count, gs_dtype_t dtype, const gs_coll_opts_t *opts,
                                    gs_request_t *req_out);
+/** @brief Non-blocking gs_send_ex(). */
 GS_API gs_status_t gs_isend_ex(gs_comm_t comm, const void *buf, size_t count, gs_dtype_t dtype,
                                int peer, uint32_t tag, const gs_coll_opts_t *opts,
                                gs_request_t *req_out);
+/** @brief Non-blocking gs_recv_ex(). */
 GS_API gs_status_t gs_irecv_ex(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype,
                                int peer, uint32_t tag, const gs_coll_opts_t *opts,
                                gs_request_t *req_out);
@@ -717,6 +825,13 @@ GS_API gs_status_t gs_test(gs_request_t *req);
  */
 GS_API gs_status_t gs_waitall(size_t n, gs_request_t *reqs);
 
+/**
+ * @brief gs_recv_status() that returns at once with a request. @p status
+ * (may be NULL) belongs to the request, like @p buf, until gs_wait() or
+ * gs_test() completes it; it is written only when the receive succeeds.
+ * @return GS_OK with *req_out set, GS_ERR_INVALID_ARG, the communicator's
+ * sticky error.
+ */
 GS_API gs_status_t gs_irecv_status(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype,
                                    int peer, uint32_t tag, gs_p2p_status_t *status,
                                    gs_request_t *req_out);
@@ -724,16 +839,24 @@ GS_API gs_status_t gs_irecv_status(gs_comm_t comm, void *buf, size_t count, gs_d
 /**
  * @brief Wait until one of the @p n requests finishes (GS_REQUEST_NULL
  * entries are skipped); release it, set reqs[*index_out] to
- * GS_REQUEST_NULL and return its status. The requests may belong to
- * different communicators. With no request left, *index_out = -1 and
- * GS_OK. Bounded by the requests' deadlines.
+ * GS_REQUEST_NULL and return its status (*index_out is set whatever that
+ * status is). The requests may belong to different communicators. With no
+ * request left, *index_out = -1 and GS_OK. Bounded by the requests'
+ * deadlines.
+ * @return the finished request's status, or GS_ERR_INVALID_ARG (reqs or
+ * index_out NULL) with *index_out untouched.
+ * @note Blocking without spinning: it sleeps on the worker's completion
+ * signal when all requests share a communicator, else in naps of at most
+ * 1 ms.
  */
 GS_API gs_status_t gs_waitany(size_t n, gs_request_t *reqs, int *index_out);
 
 /**
  * @brief When every one of the @p n requests has finished, release them
  * all and return as gs_waitall(); otherwise release none and return
- * GS_INPROGRESS. Never blocks.
+ * GS_INPROGRESS. Never blocks. GS_REQUEST_NULL entries count as finished.
+ * @return GS_OK, GS_INPROGRESS, the first error in array order,
+ * GS_ERR_INVALID_ARG (reqs NULL with n > 0).
  */
 GS_API gs_status_t gs_testall(size_t n, gs_request_t *reqs);
 

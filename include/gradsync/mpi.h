@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/*
+/**
+ * @file
  * gradsync over MPI: create a communicator from an MPI communicator, for
  * programs that already use MPI. This is the one public header that
  * includes <mpi.h>; it is installed with every build, but its call exists
- * only in libraries built with GS_WITH_MPI (gs_info shows the transports).
+ * only in libraries built with GS_WITH_MPI (on when CMake finds an MPI C
+ * library): a program using it does not link against a library built
+ * without MPI, and find_package(gradsync COMPONENTS MPI) fails for such an
+ * installation (docs/install.md).
  *
  * Thread level: gradsync's worker thread calls MPI while the application
  * may call it too, so MPI must be initialised with MPI_THREAD_MULTIPLE

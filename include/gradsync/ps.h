@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/*
+/**
+ * @file
  * gradsync parameter server: keys (named tensors) live on server ranks,
  * workers push gradients and pull parameters without a collective, and
  * the servers apply an update rule (SGD with momentum and weight decay,
@@ -68,7 +69,9 @@ typedef struct gs_ps *gs_ps_t;
 /** @brief Handle to a push or pull in progress. GS_PS_REQUEST_NULL when none. */
 typedef struct gs_ps_request *gs_ps_request_t;
 
+/** @brief The null parameter-server handle. */
 #define GS_PS_NULL ((gs_ps_t)0)
+/** @brief The null parameter-server request handle. */
 #define GS_PS_REQUEST_NULL ((gs_ps_request_t)0)
 
 /* ===================================================================== */
@@ -93,10 +96,15 @@ typedef enum gs_ps_rule {
  * @brief The caller's update rule (GS_PS_RULE_CALLBACK), run on a server's
  * service thread for one shard: elements [offset, offset + count) of @p key.
  * @param[in] user opts.user.
+ * @param[in] key the key being updated.
+ * @param[in] offset first element of the shard within the key.
+ * @param[in] count elements of the shard.
  * @param[in,out] weights @p count elements of the key's dtype, to update.
+ * @param[in] dtype the key's dtype (the type of @p weights).
  * @param[in] grad @p count elements of @p grad_dtype: GS_DTYPE_F64 for f64
  * keys, GS_DTYPE_F32 for the others. Under BSP the sum of every worker's
  * gradient of the round, else one worker's push.
+ * @param[in] grad_dtype the type of @p grad.
  * @return GS_OK; an error fails the push (ASP, SSP), or (BSP) the round is
  * skipped and the pulls that wait for it fail with that status; later
  * rounds go on. Either way the shard stays as the callback left it.
@@ -138,6 +146,7 @@ typedef struct gs_ps_opts {
                                           came from gs_config_t.timeout_ms instead) */
 } gs_ps_opts_t;
 
+/** @brief Initialiser of gs_ps_opts_t: size set, every knob unset (defaults apply). */
 #define GS_PS_OPTS_INIT                                                                     \
     {sizeof(gs_ps_opts_t), GS_PS_BSP, GS_UNSET, GS_UNSET, GS_PS_RULE_SGD, (double)GS_UNSET, \
      (double)GS_UNSET, (double)GS_UNSET, (double)GS_UNSET, (double)GS_UNSET,               \
@@ -166,7 +175,11 @@ GS_API gs_status_t gs_ps_create(gs_comm_t comm, const gs_ps_opts_t *opts, gs_ps_
  * @brief Register @p key: @p count elements of @p dtype, initialised from
  * rank 0's @p initial_value (zeros when rank 0 passes NULL; other ranks'
  * values are not read and may be NULL).
+ * @param[in] ps the parameter-server handle.
+ * @param[in] key the key, any 64-bit value not registered before.
+ * @param[in] count elements of the tensor; more than 0.
  * @param[in] dtype GS_DTYPE_F32, F64, F16 or BF16 (the update rules are float).
+ * @param[in] initial_value rank 0: @p count elements of @p dtype, or NULL.
  * @return GS_OK; GS_ERR_INVALID_ARG for a key registered before, count 0, a
  * non-float dtype, or ranks that passed different key, count or dtype (named
  * on every rank); GS_ERR_NO_MEMORY; the handle's sticky error.
@@ -275,6 +288,7 @@ typedef struct gs_ps_info {
     gs_status_t error;  /**< the sticky error, GS_OK while healthy */
 } gs_ps_info_t;
 
+/** @brief Initialiser of gs_ps_info_t: size set, everything else 0. */
 #define GS_PS_INFO_INIT {sizeof(gs_ps_info_t), 0, 0, 0, 0, 0, 0, 0, 0, 0, GS_OK}
 
 /**

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/*
+/**
+ * @file
  * gradsync status codes. One X-macro table is the single source of truth:
  * the enum, gs_strerror() and gs_status_name() are generated from it.
  * Values never change once published. 0 is success, positive values mean
  * "not finished, not failed", negative values are errors in bands grouped
- * by blast radius (see docs/errors.md).
+ * by blast radius (see docs/guide/troubleshooting.md).
  */
 #ifndef GRADSYNC_STATUS_H
 #define GRADSYNC_STATUS_H
@@ -13,14 +14,17 @@
 extern "C" {
 #endif
 
-/*
- * GS_STATUS_MAP(X): X(name, value, message). All rows are stable.
+/**
+ * @brief The status table, one X(name, value, message) row per code. All
+ * rows are stable. The bands:
+ * @verbatim
  *   -1 .. -19   the call was wrong; nothing was changed
  *   -20 .. -39  local resource problem; the call may be retried
  *   -40 .. -59  a peer or link failed; the operation is lost and the
  *               communicator is failed (sticky)
  *   -60 .. -79  the communicator is dead; destroy it
  *   -100        internal bug
+   @endverbatim
  */
 #define GS_STATUS_MAP(X)                                                                 \
     X(GS_OK, 0, "success")                                                               \
@@ -38,6 +42,7 @@ extern "C" {
     X(GS_ERR_PROTOCOL, -42, "protocol error")                                            \
     X(GS_ERR_VERSION_MISMATCH, -43, "version mismatch")                                  \
     X(GS_ERR_MISMATCH, -44, "ranks disagree (different collective, count or world size)") \
+    X(GS_ERR_AUTH, -45, "authentication failed (GS_AUTH_TOKEN differs or is missing)")    \
     X(GS_ERR_ABORTED, -60, "communicator aborted")                                       \
     X(GS_ERR_COMM_FAILED, -61, "communicator failed")                                    \
     X(GS_ERR_INTERNAL, -100, "internal error")

@@ -28,8 +28,21 @@ typedef enum gs_coll_kind {
     GS_COLL_BARRIER = 6,
     GS_COLL_SEND = 7,
     GS_COLL_RECV = 8,
-    GS_COLL_KIND_COUNT = 9
+    GS_COLL_GATHER = 9,
+    GS_COLL_SCATTER = 10,
+    GS_COLL_ALLGATHERV = 11,
+    GS_COLL_ALLTOALLV = 12,
+    GS_COLL_REDUCE_SCATTERV = 13,
+    GS_COLL_KIND_COUNT = 14
 } gs_coll_kind_t;
+
+/* 1 for the kinds whose per-rank counts come from arrays (the "v" calls):
+ * their count differs between ranks, so it is no part of the tag signature. */
+static inline int gs__coll_is_v(gs_coll_kind_t kind)
+{
+    return (kind == GS_COLL_ALLGATHERV) || (kind == GS_COLL_ALLTOALLV) ||
+           (kind == GS_COLL_REDUCE_SCATTERV);
+}
 
 /* Where a call's buffers live (set when the call is validated). */
 typedef enum gs_mem_kind {
@@ -40,10 +53,19 @@ typedef enum gs_mem_kind {
 /* Internal flags of a descriptor (gs_coll_desc_t.flags), beside the public
  * GS_COLL_F_* bits of gradsync.h (which use the low 16 bits). */
 #define GS_DESC_F_BLOCKING (1u << 16) /* a blocking call: its caller waits for the result */
+#define GS_DESC_F_RECV_UPTO (1u << 17) /* recv: at most count elements (gs_recv_status) */
 
 /* What to run. count is the total element count for allreduce, broadcast
- * and reduce, and the per-rank block for allgather, reduce_scatter and
- * alltoall. root is the root of broadcast/reduce and the peer of send/recv. */
+ * and reduce, and the per-rank block for allgather, reduce_scatter,
+ * alltoall, gather and scatter; for the "v" calls it is this rank's own
+ * part (allgatherv: sendcount; alltoallv: the sum of sendcounts;
+ * reduce_scatterv: recvcounts[rank]), used for statistics and logs only.
+ * root is the root of broadcast/reduce/gather/scatter and the peer of
+ * send/recv. The v arrays hold ctx->size entries each and were validated
+ * by the API (every block inside its buffer, no overlap in a receive
+ * buffer); NULL displacements mean blocks packed in rank order (reduce_scatterv
+ * is always packed). A non-blocking call's arrays are copies that live in
+ * its request's allocation (freed with it). */
 typedef struct gs_coll_desc {
     gs_coll_kind_t kind;
     const void *sendbuf;
@@ -62,6 +84,12 @@ typedef struct gs_coll_desc {
     unsigned flags;                      /* GS_COLL_F_* | GS_DESC_F_* */
     void *event;                         /* device path: completion event while in flight */
     struct gs_p2p_status *status;        /* recv: filled at completion, shorter allowed (gs_recv_status) */
+    const size_t *scounts;               /* alltoallv: elements sent to each rank */
+    const size_t *sdispls;               /* alltoallv: where each rank's block starts in sendbuf */
+    const size_t *rcounts;               /* v calls: elements received from (of) each rank */
+    const size_t *rdispls; /* allgatherv, alltoallv: where rank j's block starts in recvbuf */
+    size_t scap;           /* alltoallv: sendbuf_count (elements; checked by the API) */
+    size_t rcap;           /* allgatherv, alltoallv: recvbuf_count */
 } gs_coll_desc_t;
 
 /*
@@ -354,6 +382,14 @@ gs_status_t gs__hier_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
 gs_status_t gs__binomial_broadcast(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
 gs_status_t gs__binomial_reduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
 gs_status_t gs__p2p_send(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
+/* The rooted and variable-size collectives (algo_vcoll.c). */
+gs_status_t gs__binomial_gather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
+gs_status_t gs__direct_gather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
+gs_status_t gs__binomial_scatter(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
+gs_status_t gs__direct_scatter(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
+gs_status_t gs__direct_alltoallv(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
+gs_status_t gs__ring_allgatherv(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
+gs_status_t gs__ring_reduce_scatterv(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
 gs_status_t gs__p2p_recv(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
 
 /* Parsed GS_ALGO: the forced algorithm per collective (GS_ALGO_AUTO = none). */

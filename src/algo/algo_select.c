@@ -64,6 +64,11 @@ static const char *const coll_names[GS_COLL_KIND_COUNT] = {
     [GS_COLL_BARRIER] = "barrier",
     [GS_COLL_SEND] = "send",
     [GS_COLL_RECV] = "recv",
+    [GS_COLL_GATHER] = "gather",
+    [GS_COLL_SCATTER] = "scatter",
+    [GS_COLL_ALLGATHERV] = "allgatherv",
+    [GS_COLL_ALLTOALLV] = "alltoallv",
+    [GS_COLL_REDUCE_SCATTERV] = "reduce_scatterv",
 };
 
 #define GS_ALGO_NAME_ROW(_name, _value, _str) [_value] = _str,
@@ -121,6 +126,13 @@ static const algo_fn_t algo_table[GS_COLL_KIND_COUNT][GS_ALGO_COUNT] = {
     [GS_COLL_BARRIER] = {[GS_ALGO_DIRECT] = gs__direct_barrier},
     [GS_COLL_SEND] = {[GS_ALGO_DIRECT] = gs__p2p_send},
     [GS_COLL_RECV] = {[GS_ALGO_DIRECT] = gs__p2p_recv},
+    [GS_COLL_GATHER] = {[GS_ALGO_DIRECT] = gs__direct_gather,
+                        [GS_ALGO_BINOMIAL] = gs__binomial_gather},
+    [GS_COLL_SCATTER] = {[GS_ALGO_DIRECT] = gs__direct_scatter,
+                         [GS_ALGO_BINOMIAL] = gs__binomial_scatter},
+    [GS_COLL_ALLGATHERV] = {[GS_ALGO_RING] = gs__ring_allgatherv},
+    [GS_COLL_ALLTOALLV] = {[GS_ALGO_DIRECT] = gs__direct_alltoallv},
+    [GS_COLL_REDUCE_SCATTERV] = {[GS_ALGO_RING] = gs__ring_reduce_scatterv},
 };
 
 /* ------------------------------------------------------------------ */
@@ -263,6 +275,28 @@ static double cost_rooted(const gs_algo_model_t *m, gs_algo_t algo, int n, doubl
 }
 
 /*
+ * Gather and scatter of b bytes per rank (algo_vcoll.c's formulas). Both
+ * move (n-1)b through the root's link. Direct pays n-1 messages there;
+ * binomial pays ceil(log2 n) rounds but stages subtrees in scratch, and
+ * the root rotates them into place: about (n-1)b more bytes copied, charged
+ * at the reduction rate gamma (a memory pass). So binomial for small
+ * blocks, direct for large, as MPI implementations choose.
+ */
+static double cost_gather(const gs_algo_model_t *m, gs_algo_t algo, int n, double b)
+{
+    const double fn = (double)n;
+
+    switch (algo) {
+    case GS_ALGO_DIRECT:
+        return (fn - 1.0) * (m->alpha + b * m->beta);
+    case GS_ALGO_BINOMIAL:
+        return (double)gs__binom_rounds(n) * m->alpha + (fn - 1.0) * b * (m->beta + m->gamma);
+    default:
+        return -1.0;
+    }
+}
+
+/*
  * algo_hier.c's formula: ring reduce-scatter and all-gather inside a host
  * (intra parameters), the ring all-reduce of B/m between hosts, where the m
  * rings of a host share its link, so that link carries 2(H-1)/H B. Uneven
@@ -348,6 +382,16 @@ double gs__algo_cost_shape(const gs_algo_model_t *model, gs_coll_kind_t kind, gs
         return (fn - 1.0) * (m->alpha + b * m->beta);
     case GS_COLL_BARRIER:
         return (double)gs__binom_rounds(n) * m->alpha;
+    case GS_COLL_GATHER:
+    case GS_COLL_SCATTER:
+        return cost_gather(m, algo, n, b);
+    case GS_COLL_ALLGATHERV:
+    case GS_COLL_ALLTOALLV:
+        /* b is this rank's own part: only one algorithm is offered, so the
+         * ranks (whose parts differ) cannot choose differently. */
+        return (fn - 1.0) * (m->alpha + b * m->beta);
+    case GS_COLL_REDUCE_SCATTERV:
+        return (fn - 1.0) * (m->alpha + b * (m->beta + m->gamma));
     default:
         return m->alpha + b * m->beta;
     }
@@ -663,7 +707,8 @@ static gs_path_t algo_path(const gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
     if (d->mem != GS_MEM_DEVICE) {
         return GS_PATH_HOST;
     }
-    if (nccl && (plan->scheme == GS_SCHEME_PLAIN) &&
+    /* NCCL has no bitwise reductions: those calls are staged, where the CPU reduces. */
+    if (nccl && (plan->scheme == GS_SCHEME_PLAIN) && !gs__op_is_bitwise(d->op) &&
         ((plan->algo == GS_ALGO_AUTO) || (plan->algo == GS_ALGO_NATIVE))) {
         return GS_PATH_NCCL;
     }

@@ -24,8 +24,11 @@ uint64_t gs__algo_tag(const gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint32_
     sig_src[0] = (uint64_t)d->kind;
     sig_src[1] = (uint64_t)d->dtype;
     sig_src[2] = (d->kind == GS_COLL_ALLREDUCE || d->kind == GS_COLL_REDUCE ||
-                  d->kind == GS_COLL_REDUCE_SCATTER) ? (uint64_t)d->op : 0;
-    sig_src[3] = (uint64_t)d->count;
+                  d->kind == GS_COLL_REDUCE_SCATTER || d->kind == GS_COLL_REDUCE_SCATTERV)
+                     ? (uint64_t)d->op
+                     : 0;
+    sig_src[3] =
+        gs__coll_is_v(d->kind) ? 0 : (uint64_t)d->count; /* v: lengths checked per message */
     sig_src[4] = (uint64_t)(uint32_t)d->root;
     sig = gs__hash64(sig_src, sizeof(sig_src), 0) & 0x7fffull;
     return (sig << 48) | ((uint64_t)(ctx->seq & 0xffffffu) << 24) | (uint64_t)(idx & 0xffffffu);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/coll_impl.h"
 #include "api/comm_impl.h"
 #include "compress/codec.h"
 #include "core/dtype.h"
@@ -50,6 +51,12 @@ static gs_status_t coll_check_data(const char *fn, gs_comm_t comm, size_t count,
     if (check_op && ((unsigned)op >= GS_OP_COUNT)) {
         return gs__error_set(GS_ERR_INVALID_ARG, "%s: unknown op %d", fn, (int)op);
     }
+    if (check_op && gs__op_is_bitwise(op) && gs__dtype_is_float(dtype)) {
+        return gs__error_set(GS_ERR_INVALID_ARG,
+                             "%s: bitwise op %s needs an integer dtype, not %s (i8, u8, i32 or "
+                             "i64)",
+                             fn, gs__op_name(op), gs__dtype_name(dtype));
+    }
     if (check_op && !gs__dtype_op_valid(dtype, op)) {
         return gs__error_set(GS_ERR_INVALID_ARG,
                              "%s: op %s is not defined for dtype %s (avg needs a float type)", fn,
@@ -81,6 +88,213 @@ static gs_status_t coll_check_rank(const char *fn, const char *name, gs_comm_t c
                              fn, name, rank, comm->size);
     }
     return GS_OK;
+}
+
+/* A count or displacement this large is a negative number passed through size_t. */
+#define COLL_NEGATIVE (1ull << 63)
+
+/* One block of a v call's buffer, for the overlap check. */
+typedef struct coll_span {
+    size_t off;
+    size_t len;
+    int rank;
+} coll_span_t;
+
+static int coll_span_cmp(const void *a, const void *b)
+{
+    const coll_span_t *x = a;
+    const coll_span_t *y = b;
+
+    return (x->off < y->off) ? -1 : (x->off > y->off) ? 1 : 0;
+}
+
+/*
+ * The n blocks counts[j] at displs[j] (NULL: packed in rank order) of a
+ * buffer of @p cap elements (cap of SIZE_MAX: no stated capacity): no
+ * negative value, no byte size past the limit, no block past cap, and with
+ * @p no_overlap no two non-empty blocks sharing an element. Names the
+ * array and the rank index. Returns GS_OK, GS_ERR_INVALID_ARG,
+ * GS_ERR_NO_MEMORY.
+ */
+static gs_status_t coll_check_layout(const char *fn, int n, gs_dtype_t dtype, const char *cname,
+                                     const size_t *counts, const char *dname, const size_t *displs,
+                                     const char *capname, size_t cap, int no_overlap)
+{
+    const size_t limit = COLL_MAX_BYTES / gs__dtype_size(dtype);
+    coll_span_t *spans;
+    size_t packed = 0;
+    size_t end = 0;
+    int prev = -1;
+
+    if (counts == NULL) {
+        return gs__error_set(GS_ERR_INVALID_ARG, "%s: %s is NULL", fn, cname);
+    }
+    for (int j = 0; j < n; j++) {
+        const size_t off = (displs != NULL) ? displs[j] : packed;
+
+        if (counts[j] >= COLL_NEGATIVE) {
+            return gs__error_set(GS_ERR_INVALID_ARG,
+                                 "%s: %s[%d] is %zu: a negative count passed as size_t", fn, cname,
+                                 j, counts[j]);
+        }
+        if ((displs != NULL) && (displs[j] >= COLL_NEGATIVE)) {
+            return gs__error_set(GS_ERR_INVALID_ARG,
+                                 "%s: %s[%d] is %zu: a negative displacement passed as size_t", fn,
+                                 dname, j, displs[j]);
+        }
+        if ((counts[j] > limit) || (off > limit) || (counts[j] > limit - off)) {
+            return gs__error_set(GS_ERR_INVALID_ARG,
+                                 "%s: block %d (%s[%d] = %zu at element %zu) of %s overflows the "
+                                 "%llu-byte limit",
+                                 fn, j, cname, j, counts[j], off, gs__dtype_name(dtype),
+                                 (unsigned long long)COLL_MAX_BYTES);
+        }
+        if ((cap != SIZE_MAX) && (off + counts[j] > cap) && (counts[j] > 0)) {
+            return gs__error_set(GS_ERR_INVALID_ARG,
+                                 "%s: block %d (%s[%d] = %zu at element %zu) ends past %s = %zu",
+                                 fn, j, cname, j, counts[j], off, capname, cap);
+        }
+        packed = off + counts[j];
+    }
+    if (!no_overlap || (displs == NULL) || (n < 2)) {
+        return GS_OK;
+    }
+    spans = malloc(sizeof(*spans) * (size_t)n);
+    if (spans == NULL) {
+        return gs__error_set(GS_ERR_NO_MEMORY, "%s: out of memory checking %s", fn, dname);
+    }
+    for (int j = 0; j < n; j++) {
+        spans[j] = (coll_span_t){.off = displs[j], .len = counts[j], .rank = j};
+    }
+    qsort(spans, (size_t)n, sizeof(*spans), coll_span_cmp);
+    for (int i = 0; i < n; i++) {
+        if (spans[i].len == 0) {
+            continue;
+        }
+        if ((prev >= 0) && (spans[i].off < end)) {
+            const coll_span_t a = spans[prev];
+            const coll_span_t b = spans[i];
+
+            free(spans);
+            return gs__error_set(GS_ERR_INVALID_ARG,
+                                 "%s: the blocks of rank %d (%s[%d] = %zu, %zu elements) and "
+                                 "rank %d (%s[%d] = %zu, %zu elements) overlap",
+                                 fn, a.rank, dname, a.rank, a.off, a.len, b.rank, dname, b.rank,
+                                 b.off, b.len);
+        }
+        if ((prev < 0) || (spans[i].off + spans[i].len > end)) {
+            end = spans[i].off + spans[i].len;
+            prev = i;
+        }
+    }
+    free(spans);
+    return GS_OK;
+}
+
+/* A stated capacity (recvbuf_count, sendbuf_count): not negative, within the limit. */
+static gs_status_t coll_check_cap(const char *fn, const char *name, size_t cap, gs_dtype_t dtype)
+{
+    if (cap >= COLL_NEGATIVE) {
+        return gs__error_set(GS_ERR_INVALID_ARG, "%s: %s is %zu: a negative count passed as size_t",
+                             fn, name, cap);
+    }
+    if (cap > COLL_MAX_BYTES / gs__dtype_size(dtype)) {
+        return gs__error_set(GS_ERR_INVALID_ARG, "%s: %s %zu of %s overflows the %llu-byte limit",
+                             fn, name, cap, gs__dtype_name(dtype),
+                             (unsigned long long)COLL_MAX_BYTES);
+    }
+    return GS_OK;
+}
+
+/* The v calls' arrays, buffers and capacities (kinds GS_COLL_*V). */
+static gs_status_t coll_check_v(const char *fn, gs_comm_t comm, const gs_coll_desc_t *d)
+{
+    const int n = comm->size;
+    const int me = comm->rank;
+    const size_t esize = gs__dtype_size(d->dtype);
+    gs_status_t status = GS_OK;
+
+    switch (d->kind) {
+    case GS_COLL_ALLGATHERV:
+        status = coll_check_cap(fn, "sendcount", d->count, d->dtype);
+        if (status == GS_OK) {
+            status = coll_check_cap(fn, "recvbuf_count", d->rcap, d->dtype);
+        }
+        if (status == GS_OK) {
+            status = coll_check_layout(fn, n, d->dtype, "recvcounts", d->rcounts, "displs",
+                                       d->rdispls, "recvbuf_count", d->rcap, 1);
+        }
+        if ((status == GS_OK) && (d->rcounts[me] != d->count)) {
+            status = gs__error_set(GS_ERR_INVALID_ARG,
+                                   "%s: recvcounts[%d] is %zu but this rank's sendcount is %zu "
+                                   "(rank %d's block must be its sendcount)",
+                                   fn, me, d->rcounts[me], d->count, me);
+        }
+        if (status == GS_OK) {
+            status = coll_check_buf(fn, "sendbuf", d->sendbuf, d->count);
+        }
+        if (status == GS_OK) {
+            status = coll_check_buf(fn, "recvbuf", d->recvbuf, d->rcap);
+        }
+        break;
+    case GS_COLL_ALLTOALLV:
+        status = coll_check_cap(fn, "sendbuf_count", d->scap, d->dtype);
+        if (status == GS_OK) {
+            status = coll_check_cap(fn, "recvbuf_count", d->rcap, d->dtype);
+        }
+        if (status == GS_OK) {
+            status = coll_check_layout(fn, n, d->dtype, "sendcounts", d->scounts, "sdispls",
+                                       d->sdispls, "sendbuf_count", d->scap, 0);
+        }
+        if (status == GS_OK) {
+            status = coll_check_layout(fn, n, d->dtype, "recvcounts", d->rcounts, "rdispls",
+                                       d->rdispls, "recvbuf_count", d->rcap, 1);
+        }
+        if ((status == GS_OK) && (d->scounts[me] != d->rcounts[me])) {
+            status = gs__error_set(GS_ERR_INVALID_ARG,
+                                   "%s: sendcounts[%d] is %zu but recvcounts[%d] is %zu (the "
+                                   "block this rank sends itself)",
+                                   fn, me, d->scounts[me], me, d->rcounts[me]);
+        }
+        if (status == GS_OK) {
+            status = coll_check_buf(fn, "sendbuf", d->sendbuf, d->scap);
+        }
+        if (status == GS_OK) {
+            status = coll_check_buf(fn, "recvbuf", d->recvbuf, d->rcap);
+        }
+        if ((status == GS_OK) && (d->scap > 0) && (d->rcap > 0)) {
+            const uintptr_t s0 = (uintptr_t)d->sendbuf;
+            const uintptr_t r0 = (uintptr_t)d->recvbuf;
+
+            if ((s0 < r0 + d->rcap * esize) && (r0 < s0 + d->scap * esize)) {
+                status = gs__error_set(GS_ERR_INVALID_ARG,
+                                       "%s: sendbuf and recvbuf overlap (all-to-all-v is not in "
+                                       "place)",
+                                       fn);
+            }
+        }
+        break;
+    case GS_COLL_REDUCE_SCATTERV: {
+        size_t total = 0;
+
+        status = coll_check_layout(fn, n, d->dtype, "recvcounts", d->rcounts, "displs", NULL, "",
+                                   SIZE_MAX, 0);
+        for (int j = 0; (status == GS_OK) && (j < n); j++) {
+            total += d->rcounts[j]; /* packed and checked against the limit above */
+        }
+        if (status == GS_OK) {
+            status = coll_check_buf(fn, "sendbuf", d->sendbuf, total);
+        }
+        if (status == GS_OK) {
+            status = coll_check_buf(fn, "recvbuf", d->recvbuf, d->rcounts[me]);
+        }
+        break;
+    }
+    default:
+        status = gs__error_set(GS_ERR_INTERNAL, "%s: kind %d is not a v call", fn, (int)d->kind);
+        break;
+    }
+    return status;
 }
 
 /* A compressed all-reduce: float data, sum or avg, a valid codec, a matching ef. */
@@ -133,6 +347,24 @@ static gs_status_t coll_check_mem(const char *fn, gs_comm_t comm, gs_coll_desc_t
     int dev_of[2] = {-1, -1};
     int first_dev = -1;
 
+    if ((d->kind >= GS_COLL_GATHER) && (d->kind <= GS_COLL_REDUCE_SCATTERV)) {
+        /* Host memory only (their arrays size the staging; not done yet). */
+        const void *ptrs[2] = {d->sendbuf, d->recvbuf};
+        static const char *const names[2] = {"sendbuf", "recvbuf"};
+
+        for (int i = 0; i < 2; i++) {
+            int dev = 0;
+
+            if (gs__mem_is_device(ptrs[i], &dev)) {
+                return gs__error_set(GS_ERR_UNSUPPORTED,
+                                     "%s: %s is CUDA device memory (device %d); %s takes host "
+                                     "buffers only in this version (copy to host memory first)",
+                                     fn, names[i], dev, fn);
+            }
+        }
+        d->mem = GS_MEM_HOST;
+        return GS_OK;
+    }
     if (d->count == 0) {
         return GS_OK;
     }
@@ -262,6 +494,42 @@ static gs_status_t coll_validate(const char *fn, gs_comm_t comm, gs_coll_desc_t 
             status = coll_check_buf(fn, "recvbuf", d->recvbuf, d->count);
         }
         break;
+    case GS_COLL_GATHER:
+    case GS_COLL_SCATTER: {
+        const int gather = (d->kind == GS_COLL_GATHER);
+
+        status = coll_check_data(fn, comm, d->count, n, d->dtype, 0, GS_OP_SUM);
+        if (status == GS_OK) {
+            status = coll_check_rank(fn, "root", comm, d->root);
+        }
+        if (status == GS_OK) {
+            status = gather ? coll_check_buf(fn, "sendbuf", d->sendbuf, d->count)
+                            : coll_check_buf(fn, "recvbuf", d->recvbuf, d->count);
+        }
+        if ((status == GS_OK) && (comm->rank == d->root)) {
+            status = gather ? coll_check_buf(fn, "recvbuf (at the root)", d->recvbuf, d->count)
+                            : coll_check_buf(fn, "sendbuf (at the root)", d->sendbuf, d->count);
+        }
+        break;
+    }
+    case GS_COLL_ALLGATHERV:
+    case GS_COLL_ALLTOALLV:
+    case GS_COLL_REDUCE_SCATTERV:
+        status =
+            coll_check_data(fn, comm, 0, 1, d->dtype, d->kind == GS_COLL_REDUCE_SCATTERV, d->op);
+        if (status == GS_OK) {
+            status = coll_check_v(fn, comm, d);
+        }
+        if ((status == GS_OK) && (d->kind == GS_COLL_ALLTOALLV)) {
+            d->count = 0; /* what this rank sends, for statistics (saturating) */
+            for (int j = 0; j < comm->size; j++) {
+                d->count =
+                    (d->scounts[j] > SIZE_MAX - d->count) ? SIZE_MAX : d->count + d->scounts[j];
+            }
+        } else if ((status == GS_OK) && (d->kind == GS_COLL_REDUCE_SCATTERV)) {
+            d->count = d->rcounts[comm->rank];
+        }
+        break;
     case GS_COLL_BARRIER:
         break;
     case GS_COLL_SEND:
@@ -303,6 +571,9 @@ static gs_status_t coll_blocking(const char *fn, gs_comm_t comm, const gs_coll_d
     if (status != GS_OK) {
         return status;
     }
+    if (gs__group_active() && ((d->kind == GS_COLL_SEND) || (d->kind == GS_COLL_RECV))) {
+        return gs__group_add(fn, comm, d); /* posted by gs_group_end() (p2p.c) */
+    }
     memset(&req, 0, sizeof(req));
     req.task.run = gs__comm_run_task;
     req.task.test = gs__comm_test_task;
@@ -324,6 +595,46 @@ static gs_status_t coll_blocking(const char *fn, gs_comm_t comm, const gs_coll_d
     return gs__worker_run_blocking(&comm->worker, &req.task);
 }
 
+/*
+ * A zeroed heap request holding a copy of *d. The caller may free the
+ * count and displacement arrays of a v call as soon as it returns, so
+ * they are copied into the same allocation, right after the request: the
+ * one free() that releases the request (request.c) frees them too.
+ * Returns NULL when out of memory.
+ */
+static struct gs_request *coll_request_alloc(gs_comm_t comm, const gs_coll_desc_t *d)
+{
+    const size_t n = (size_t)comm->size;
+    const size_t head = (sizeof(struct gs_request) + 15u) & ~(size_t)15u;
+    const size_t *const src[4] = {d->scounts, d->sdispls, d->rcounts, d->rdispls};
+    const size_t **dst[4];
+    struct gs_request *req;
+    size_t narrays = 0;
+    size_t *copy;
+
+    for (int i = 0; i < 4; i++) {
+        narrays += (src[i] != NULL);
+    }
+    req = calloc(1, head + narrays * n * sizeof(size_t));
+    if (req == NULL) {
+        return NULL;
+    }
+    req->desc = *d;
+    dst[0] = &req->desc.scounts;
+    dst[1] = &req->desc.sdispls;
+    dst[2] = &req->desc.rcounts;
+    dst[3] = &req->desc.rdispls;
+    copy = (size_t *)(void *)((uint8_t *)req + head);
+    for (int i = 0; i < 4; i++) {
+        if (src[i] != NULL) {
+            memcpy(copy, src[i], n * sizeof(size_t));
+            *dst[i] = copy;
+            copy += n;
+        }
+    }
+    return req;
+}
+
 static gs_status_t coll_nonblocking(const char *fn, gs_comm_t comm, const gs_coll_desc_t *d_in,
                                     gs_request_t *req_out)
 {
@@ -339,14 +650,13 @@ static gs_status_t coll_nonblocking(const char *fn, gs_comm_t comm, const gs_col
     if (status != GS_OK) {
         return status;
     }
-    req = calloc(1, sizeof(*req));
+    req = coll_request_alloc(comm, d);
     if (req == NULL) {
         return gs__error_set(GS_ERR_NO_MEMORY, "%s: out of memory for a request", fn);
     }
     req->task.run = gs__comm_run_task;
     req->task.test = gs__comm_test_task;
     req->comm = comm;
-    req->desc = *d;
     status = gs__worker_submit(&comm->worker, &req->task);
     if (status != GS_OK) {
         free(req);
@@ -705,63 +1015,191 @@ gs_status_t gs_irecv_ex(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtyp
                     req_out, 1);
 }
 
-/* Finish a completed request: carry its error text to this thread, free it. */
-static gs_status_t coll_release(gs_request_t *req)
-{
-    struct gs_request *r = *req;
-    const gs_status_t status = r->task.status;
+/* ------------------------------------------------------------------ */
+/* Rooted and variable-size collectives                                */
+/* ------------------------------------------------------------------ */
 
-    if (status != GS_OK) {
-        gs__error_copy_in(r->task.errmsg);
-    }
-    free(r);
-    *req = GS_REQUEST_NULL;
-    return status;
+/* gather and scatter: count elements per rank, a root. */
+static gs_status_t coll_rooted(const char *fn, gs_coll_kind_t kind, gs_comm_t comm,
+                               const void *sendbuf, void *recvbuf, size_t count, gs_dtype_t dtype,
+                               int root, const gs_coll_opts_t *opts, gs_request_t *req_out, int nb)
+{
+    const coll_opts_t o = coll_opts(opts);
+
+    return coll_submit(fn, comm,
+                       &DESC(.kind = kind, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
+                             .dtype = dtype, .root = root, OPTS_FIELDS(o)),
+                       req_out, nb);
 }
 
-gs_status_t gs_wait(gs_request_t *req)
+static gs_status_t coll_allgatherv(const char *fn, gs_comm_t comm, const void *sendbuf,
+                                   size_t sendcount, void *recvbuf, size_t recvbuf_count,
+                                   const size_t *recvcounts, const size_t *displs, gs_dtype_t dtype,
+                                   const gs_coll_opts_t *opts, gs_request_t *req_out, int nb)
 {
-    if (req == NULL) {
-        return gs__error_set(GS_ERR_INVALID_ARG, "gs_wait: req is NULL");
-    }
-    if (*req == GS_REQUEST_NULL) {
-        return GS_OK;
-    }
-    gs__worker_wait(&(*req)->comm->worker, &(*req)->task);
-    return coll_release(req);
+    const coll_opts_t o = coll_opts(opts);
+
+    return coll_submit(fn, comm,
+                       &DESC(.kind = GS_COLL_ALLGATHERV, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                             .count = sendcount, .dtype = dtype, .rcounts = recvcounts,
+                             .rdispls = displs, .rcap = recvbuf_count, OPTS_FIELDS(o)),
+                       req_out, nb);
 }
 
-gs_status_t gs_test(gs_request_t *req)
+static gs_status_t coll_alltoallv(const char *fn, gs_comm_t comm, const void *sendbuf,
+                                  size_t sendbuf_count, const size_t *sendcounts,
+                                  const size_t *sdispls, void *recvbuf, size_t recvbuf_count,
+                                  const size_t *recvcounts, const size_t *rdispls, gs_dtype_t dtype,
+                                  const gs_coll_opts_t *opts, gs_request_t *req_out, int nb)
 {
-    if (req == NULL) {
-        return gs__error_set(GS_ERR_INVALID_ARG, "gs_test: req is NULL");
-    }
-    if (*req == GS_REQUEST_NULL) {
-        return GS_OK;
-    }
-    if (!gs__task_done(&(*req)->task)) {
-        return GS_INPROGRESS;
-    }
-    return coll_release(req);
+    const coll_opts_t o = coll_opts(opts);
+
+    return coll_submit(fn, comm,
+                       &DESC(.kind = GS_COLL_ALLTOALLV, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                             .dtype = dtype, .scounts = sendcounts, .sdispls = sdispls,
+                             .rcounts = recvcounts, .rdispls = rdispls, .scap = sendbuf_count,
+                             .rcap = recvbuf_count, OPTS_FIELDS(o)),
+                       req_out, nb);
 }
 
-gs_status_t gs_waitall(size_t n, gs_request_t *reqs)
+static gs_status_t coll_reduce_scatterv(const char *fn, gs_comm_t comm, const void *sendbuf,
+                                        void *recvbuf, const size_t *recvcounts, gs_dtype_t dtype,
+                                        gs_op_t op, const gs_coll_opts_t *opts,
+                                        gs_request_t *req_out, int nb)
 {
-    gs_status_t first = GS_OK;
-    char msg[GS_ERROR_MSG_MAX] = "";
+    const coll_opts_t o = coll_opts(opts);
 
-    if ((reqs == NULL) && (n > 0)) {
-        return gs__error_set(GS_ERR_INVALID_ARG, "gs_waitall: reqs is NULL but n is %zu", n);
-    }
-    for (size_t i = 0; i < n; i++) {
-        gs_status_t status = gs_wait(&reqs[i]);
-        if ((status != GS_OK) && (first == GS_OK)) {
-            first = status;
-            snprintf(msg, sizeof(msg), "%s", gs__error_get());
-        }
-    }
-    if (first != GS_OK) {
-        gs__error_copy_in(msg);
-    }
-    return first;
+    return coll_submit(fn, comm,
+                       &DESC(.kind = GS_COLL_REDUCE_SCATTERV, .sendbuf = sendbuf,
+                             .recvbuf = recvbuf, .dtype = dtype, .op = op, .rcounts = recvcounts,
+                             OPTS_FIELDS(o)),
+                       req_out, nb);
+}
+
+gs_status_t gs_gather(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                      gs_dtype_t dtype, int root)
+{
+    return coll_rooted("gs_gather", GS_COLL_GATHER, comm, sendbuf, recvbuf, count, dtype, root,
+                       NULL, NULL, 0);
+}
+
+gs_status_t gs_gather_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                         gs_dtype_t dtype, int root, const gs_coll_opts_t *opts)
+{
+    return coll_rooted("gs_gather_ex", GS_COLL_GATHER, comm, sendbuf, recvbuf, count, dtype, root,
+                       opts, NULL, 0);
+}
+
+gs_status_t gs_igather(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                       gs_dtype_t dtype, int root, gs_request_t *req_out)
+{
+    return coll_rooted("gs_igather", GS_COLL_GATHER, comm, sendbuf, recvbuf, count, dtype, root,
+                       NULL, req_out, 1);
+}
+
+gs_status_t gs_scatter(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                       gs_dtype_t dtype, int root)
+{
+    return coll_rooted("gs_scatter", GS_COLL_SCATTER, comm, sendbuf, recvbuf, count, dtype, root,
+                       NULL, NULL, 0);
+}
+
+gs_status_t gs_scatter_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                          gs_dtype_t dtype, int root, const gs_coll_opts_t *opts)
+{
+    return coll_rooted("gs_scatter_ex", GS_COLL_SCATTER, comm, sendbuf, recvbuf, count, dtype, root,
+                       opts, NULL, 0);
+}
+
+gs_status_t gs_iscatter(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                        gs_dtype_t dtype, int root, gs_request_t *req_out)
+{
+    return coll_rooted("gs_iscatter", GS_COLL_SCATTER, comm, sendbuf, recvbuf, count, dtype, root,
+                       NULL, req_out, 1);
+}
+
+gs_status_t gs_allgatherv(gs_comm_t comm, const void *sendbuf, size_t sendcount, void *recvbuf,
+                          size_t recvbuf_count, const size_t *recvcounts, const size_t *displs,
+                          gs_dtype_t dtype)
+{
+    return coll_allgatherv("gs_allgatherv", comm, sendbuf, sendcount, recvbuf, recvbuf_count,
+                           recvcounts, displs, dtype, NULL, NULL, 0);
+}
+
+gs_status_t gs_allgatherv_ex(gs_comm_t comm, const void *sendbuf, size_t sendcount, void *recvbuf,
+                             size_t recvbuf_count, const size_t *recvcounts, const size_t *displs,
+                             gs_dtype_t dtype, const gs_coll_opts_t *opts)
+{
+    return coll_allgatherv("gs_allgatherv_ex", comm, sendbuf, sendcount, recvbuf, recvbuf_count,
+                           recvcounts, displs, dtype, opts, NULL, 0);
+}
+
+gs_status_t gs_iallgatherv(gs_comm_t comm, const void *sendbuf, size_t sendcount, void *recvbuf,
+                           size_t recvbuf_count, const size_t *recvcounts, const size_t *displs,
+                           gs_dtype_t dtype, gs_request_t *req_out)
+{
+    return coll_allgatherv("gs_iallgatherv", comm, sendbuf, sendcount, recvbuf, recvbuf_count,
+                           recvcounts, displs, dtype, NULL, req_out, 1);
+}
+
+gs_status_t gs_alltoallv(gs_comm_t comm, const void *sendbuf, size_t sendbuf_count,
+                         const size_t *sendcounts, const size_t *sdispls, void *recvbuf,
+                         size_t recvbuf_count, const size_t *recvcounts, const size_t *rdispls,
+                         gs_dtype_t dtype)
+{
+    return coll_alltoallv("gs_alltoallv", comm, sendbuf, sendbuf_count, sendcounts, sdispls,
+                          recvbuf, recvbuf_count, recvcounts, rdispls, dtype, NULL, NULL, 0);
+}
+
+gs_status_t gs_alltoallv_ex(gs_comm_t comm, const void *sendbuf, size_t sendbuf_count,
+                            const size_t *sendcounts, const size_t *sdispls, void *recvbuf,
+                            size_t recvbuf_count, const size_t *recvcounts, const size_t *rdispls,
+                            gs_dtype_t dtype, const gs_coll_opts_t *opts)
+{
+    return coll_alltoallv("gs_alltoallv_ex", comm, sendbuf, sendbuf_count, sendcounts, sdispls,
+                          recvbuf, recvbuf_count, recvcounts, rdispls, dtype, opts, NULL, 0);
+}
+
+gs_status_t gs_ialltoallv(gs_comm_t comm, const void *sendbuf, size_t sendbuf_count,
+                          const size_t *sendcounts, const size_t *sdispls, void *recvbuf,
+                          size_t recvbuf_count, const size_t *recvcounts, const size_t *rdispls,
+                          gs_dtype_t dtype, gs_request_t *req_out)
+{
+    return coll_alltoallv("gs_ialltoallv", comm, sendbuf, sendbuf_count, sendcounts, sdispls,
+                          recvbuf, recvbuf_count, recvcounts, rdispls, dtype, NULL, req_out, 1);
+}
+
+gs_status_t gs_reduce_scatterv(gs_comm_t comm, const void *sendbuf, void *recvbuf,
+                               const size_t *recvcounts, gs_dtype_t dtype, gs_op_t op)
+{
+    return coll_reduce_scatterv("gs_reduce_scatterv", comm, sendbuf, recvbuf, recvcounts, dtype, op,
+                                NULL, NULL, 0);
+}
+
+gs_status_t gs_reduce_scatterv_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf,
+                                  const size_t *recvcounts, gs_dtype_t dtype, gs_op_t op,
+                                  const gs_coll_opts_t *opts)
+{
+    return coll_reduce_scatterv("gs_reduce_scatterv_ex", comm, sendbuf, recvbuf, recvcounts, dtype,
+                                op, opts, NULL, 0);
+}
+
+gs_status_t gs_ireduce_scatterv(gs_comm_t comm, const void *sendbuf, void *recvbuf,
+                                const size_t *recvcounts, gs_dtype_t dtype, gs_op_t op,
+                                gs_request_t *req_out)
+{
+    return coll_reduce_scatterv("gs_ireduce_scatterv", comm, sendbuf, recvbuf, recvcounts, dtype,
+                                op, NULL, req_out, 1);
+}
+
+/* The submit paths for p2p.c (coll_impl.h). */
+gs_status_t gs__coll_blocking(const char *fn, gs_comm_t comm, const gs_coll_desc_t *d)
+{
+    return coll_blocking(fn, comm, d);
+}
+
+gs_status_t gs__coll_nonblocking(const char *fn, gs_comm_t comm, const gs_coll_desc_t *d,
+                                 gs_request_t *req_out)
+{
+    return coll_nonblocking(fn, comm, d, req_out);
 }

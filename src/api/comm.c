@@ -35,6 +35,11 @@ static const char *const api_names[GS_COLL_KIND_COUNT] = {
     [GS_COLL_BARRIER] = "gs_barrier",
     [GS_COLL_SEND] = "gs_send",
     [GS_COLL_RECV] = "gs_recv",
+    [GS_COLL_GATHER] = "gs_gather",
+    [GS_COLL_SCATTER] = "gs_scatter",
+    [GS_COLL_ALLGATHERV] = "gs_allgatherv",
+    [GS_COLL_ALLTOALLV] = "gs_alltoallv",
+    [GS_COLL_REDUCE_SCATTERV] = "gs_reduce_scatterv",
 };
 
 void gs__comm_fail(gs_comm_t comm, gs_status_t status, const char *msg)
@@ -56,6 +61,27 @@ static int comm_error_is_sticky(gs_coll_kind_t kind, gs_status_t status)
         return 0; /* the message was consumed whole; the streams are intact */
     }
     return (scope == GS_SCOPE_PEER) || (scope == GS_SCOPE_COMM) || (scope == GS_SCOPE_INTERNAL);
+}
+
+/* gs_recv_status (GS_DESC_F_RECV_UPTO): report what arrived (source, tag,
+ * count) in d->status when set. A byte length that is not whole elements
+ * is GS_ERR_MISMATCH. */
+static gs_status_t comm_p2p_status(const gs_coll_desc_t *d, int source, size_t nbytes)
+{
+    const size_t esize = gs__dtype_size(d->dtype);
+
+    if ((nbytes % esize) != 0) {
+        return gs__error_set(GS_ERR_MISMATCH,
+                             "gs_recv_status: rank %d sent %zu bytes (tag %u), not a whole "
+                             "number of %zu-byte %s elements",
+                             source, nbytes, d->tag, esize, gs__dtype_name(d->dtype));
+    }
+    if (d->status != NULL) {
+        d->status->source = source;
+        d->status->tag = d->tag;
+        d->status->count = nbytes / esize;
+    }
+    return GS_OK;
 }
 
 gs_status_t gs__comm_run_task(gs__task_t *task, void *ctx)
@@ -110,6 +136,10 @@ gs_status_t gs__comm_run_task(gs__task_t *task, void *ctx)
         return GS_INPROGRESS;
     }
 #endif
+    if ((status == GS_OK) && (d->kind == GS_COLL_RECV) && (d->flags & GS_DESC_F_RECV_UPTO)) {
+        /* Device buffers (NCCL): a named peer and exactly count elements. */
+        status = comm_p2p_status(d, d->root, d->count * gs__dtype_size(d->dtype));
+    }
     t1 = gs__now_ns();
     gs__counter_add(&comm->counters.busy_ns, t1 - t0);
     gs__comm_stats_op_done(comm, d, status, t1 - t0);
@@ -148,6 +178,9 @@ static gs_status_t comm_dev_test(gs_comm_t comm, struct gs_request *req)
     if (status == GS_INPROGRESS) {
         return status;
     }
+    if ((status == GS_OK) && (d->kind == GS_COLL_RECV) && (d->flags & GS_DESC_F_RECV_UPTO)) {
+        status = comm_p2p_status(d, d->root, d->count * gs__dtype_size(d->dtype));
+    }
     comm->dev_inflight--;
     gs__comm_stats_op_done(comm, d, status, now - (req->p2p_deadline - comm->actx.timeout_ns));
     if ((status != GS_OK) && comm_error_is_sticky(d->kind, status)) {
@@ -164,17 +197,29 @@ gs_status_t gs__comm_test_task(gs__task_t *task, void *ctx)
     gs_comm_t comm = (gs_comm_t)ctx;
     const gs_coll_desc_t *d = &req->desc;
     const size_t expect = (d->kind == GS_COLL_RECV) ? d->count * gs__dtype_size(d->dtype) : 0;
+    const int upto = (d->kind == GS_COLL_RECV) && (d->flags & GS_DESC_F_RECV_UPTO);
     gs_status_t status;
     uint64_t now;
     int done = 0;
 
-    comm->actx.opname = api_names[d->kind];
+    comm->actx.opname = upto ? "gs_recv_status" : api_names[d->kind];
 #ifdef GS_WITH_CUDA
     if (d->mem == GS_MEM_DEVICE) {
         return comm_dev_test(comm, req);
     }
 #endif
-    status = gs__algo_check(&comm->actx, &req->p2p, expect, &done);
+    if (upto) {
+        /* At most count elements: the transport fails a longer message with
+         * GS_ERR_TRUNCATED and reports a shorter one's length. */
+        size_t nbytes = 0;
+
+        status = gs__algo_check_len(&comm->actx, &req->p2p, &done, &nbytes);
+        if (done && (status == GS_OK)) {
+            status = comm_p2p_status(d, req->p2p.peer, nbytes);
+        }
+    } else {
+        status = gs__algo_check(&comm->actx, &req->p2p, expect, &done);
+    }
     if (!done && atomic_load(&comm->destroying)) {
         /* Nobody will complete it now: do not hold gs_comm_destroy hostage. */
         gs__algo_release_all(&comm->actx, &req->p2p, 1);
@@ -185,15 +230,21 @@ gs_status_t gs__comm_test_task(gs__task_t *task, void *ctx)
                                api_names[d->kind], d->root, d->tag);
     }
     if (!done) {
+        char who[32];
+
         if (gs__now_ns() < req->p2p_deadline) {
             return GS_INPROGRESS;
         }
         gs__algo_release_all(&comm->actx, &req->p2p, 1);
+        if (d->root == GS_ANY_SOURCE) {
+            snprintf(who, sizeof(who), "any rank");
+        } else {
+            snprintf(who, sizeof(who), "rank %d", d->root);
+        }
         status = gs__error_set(GS_ERR_TIMEOUT,
-                               "%s: rank %d timed out after %d ms waiting to %s rank %d (tag %u)",
-                               api_names[d->kind], comm->rank, comm->cfg.timeout_ms,
-                               d->kind == GS_COLL_SEND ? "send to" : "receive from", d->root,
-                               d->tag);
+                               "%s: rank %d timed out after %d ms waiting to %s %s (tag %u)",
+                               comm->actx.opname, comm->rank, comm->cfg.timeout_ms,
+                               d->kind == GS_COLL_SEND ? "send to" : "receive from", who, d->tag);
     }
     now = gs__now_ns();
     /* The request was posted one timeout before its deadline. */
@@ -260,11 +311,45 @@ void gs__comm_free(gs_comm_t comm)
     free(comm);
 }
 
+/* The log settings a caller gave as gs_config_t fields (process-wide, from
+ * this communicator on; environment-only values were read by log.c). */
+static gs_status_t comm_apply_log(const gs__cfg_t *cfg)
+{
+    const char *set[3] = {NULL, NULL, NULL};
+    static const char *const names[3] = {"GS_DEBUG", "GS_DEBUG_SUBSYS", "GS_DEBUG_FILE"};
+    const char *vals[3] = {cfg->debug, cfg->debug_subsys, cfg->debug_file};
+    char why[GS_ERROR_MSG_MAX];
+    int any = 0;
+
+    for (int i = 0; i < gs__cfg_num_knobs(); i++) {
+        for (int k = 0; k < 3; k++) {
+            if ((strcmp(gs__cfg_knob_name(i), names[k]) == 0) &&
+                (cfg->source[i] == GS_CFG_SRC_CALLER)) {
+                set[k] = vals[k];
+                any = 1;
+            }
+        }
+    }
+    if (any && (gs__log_configure(set[0], set[1], set[2], why, sizeof(why)) != 0)) {
+        return gs__error_set(GS_ERR_INVALID_ARG, "gs_comm_init: cfg: %s", why);
+    }
+    return GS_OK;
+}
+
 /* Create the transport instance of comm (rank, size, ids and cfg set). */
 gs_status_t gs__comm_transport_init(gs_comm_t comm)
 {
     gs_tp_params_t params;
     gs_status_t status;
+
+    status = comm_apply_log(&comm->cfg);
+    if (status != GS_OK) {
+        return status;
+    }
+    status = gs__auth_init(&comm->auth, comm->cfg.auth_token, comm->cfg.auth_token_file);
+    if (status != GS_OK) {
+        return status;
+    }
 
     /* GS_TRANSPORT=nccl: host buffers over TCP, device buffers over NCCL. */
     status = gs__transport_lookup(
@@ -287,6 +372,7 @@ gs_status_t gs__comm_transport_init(gs_comm_t comm)
     params.shm_bytes = comm->cfg.shm_bytes;
     params.shm_test_free = comm->cfg.shm_test_free;
     params.counters = &comm->counters;
+    params.auth = &comm->auth;
     return comm->tr.ops->init(&params, &comm->tr.tp);
 }
 
@@ -422,7 +508,7 @@ static gs_status_t comm_init(gs_comm_t *comm_out, const gs_config_t *cfg, int la
     }
     status = comm->tr.ops->get_address(comm->tr.tp, my_addr, sizeof(my_addr));
     if (status == GS_OK) {
-        status = gs__bootstrap_exchange(&comm->cfg, my_addr, addrs, hosts, &nonce);
+        status = gs__bootstrap_exchange(&comm->cfg, &comm->auth, my_addr, addrs, hosts, &nonce);
     }
     if (status == GS_OK) {
         status = gs__comm_start(comm, addrs, hosts);
@@ -580,7 +666,8 @@ static int split_member_cmp(const void *a, const void *b)
  * empty address, which fails their group's connect quickly instead of
  * letting it wait for the deadline.
  */
-gs_status_t gs_comm_split(gs_comm_t comm, int color, int key, gs_comm_t *newcomm_out)
+static gs_status_t comm_split(const char *fn, gs_comm_t comm, int color, int key,
+                              gs_comm_t *newcomm_out)
 {
     int32_t mine[2];
     int32_t *ck = NULL;
@@ -596,7 +683,7 @@ gs_status_t gs_comm_split(gs_comm_t comm, int color, int key, gs_comm_t *newcomm
     int n = 0;
 
     if ((comm == NULL) || (newcomm_out == NULL)) {
-        return gs__error_set(GS_ERR_INVALID_ARG, "gs_comm_split: %s is NULL",
+        return gs__error_set(GS_ERR_INVALID_ARG, "%s: %s is NULL", fn,
                              comm == NULL ? "comm" : "newcomm_out");
     }
     seq = atomic_fetch_add(&comm->split_seq, 1);
@@ -606,7 +693,7 @@ gs_status_t gs_comm_split(gs_comm_t comm, int color, int key, gs_comm_t *newcomm
     all_addrs = calloc((size_t)comm->size, GS_SOCK_ADDR_MAX);
     members = malloc((size_t)comm->size * sizeof(*members));
     if ((ck == NULL) || (all_addrs == NULL) || (members == NULL)) {
-        status = gs__error_set(GS_ERR_NO_MEMORY, "gs_comm_split: out of memory");
+        status = gs__error_set(GS_ERR_NO_MEMORY, "%s: out of memory", fn);
         goto out; /* the other ranks will fail on their deadline */
     }
     status = gs_allgather(comm, mine, ck, 2, GS_DTYPE_I32);
@@ -668,7 +755,7 @@ gs_status_t gs_comm_split(gs_comm_t comm, int color, int key, gs_comm_t *newcomm
     addrs = calloc((size_t)n, GS_SOCK_ADDR_MAX);
     hosts = calloc((size_t)n, sizeof(*hosts));
     if ((addrs == NULL) || (hosts == NULL)) {
-        status = gs__error_set(GS_ERR_NO_MEMORY, "gs_comm_split: out of memory");
+        status = gs__error_set(GS_ERR_NO_MEMORY, "%s: out of memory", fn);
         goto out;
     }
     for (int i = 0; i < n; i++) {
@@ -679,9 +766,9 @@ gs_status_t gs_comm_split(gs_comm_t comm, int color, int key, gs_comm_t *newcomm
         addrs[i][GS_SOCK_ADDR_MAX - 1] = '\0';
         if (addrs[i][0] == '\0') {
             status = gs__error_set(GS_ERR_PEER_FAILED,
-                                   "gs_comm_split: rank %d (parent rank %d) could not create its "
-                                   "endpoint for color %d",
-                                   i, members[i].parent_rank, mine[0]);
+                                   "%s: rank %d (parent rank %d) could not create its endpoint "
+                                   "for color %d",
+                                   fn, i, members[i].parent_rank, mine[0]);
             goto out;
         }
     }
@@ -704,4 +791,25 @@ out:
     free(addrs);
     free(hosts);
     return status;
+}
+
+gs_status_t gs_comm_split(gs_comm_t comm, int color, int key, gs_comm_t *newcomm_out)
+{
+    return comm_split("gs_comm_split", comm, color, key, newcomm_out);
+}
+
+/*
+ * A split where every rank passes color 0 and its rank as key: the same
+ * ranks in the same order, the parent's resolved configuration, and a
+ * transport instance of its own (new connections, a comm id derived from
+ * the parent's and its split count), so no message of one can match a
+ * receive of the other.
+ */
+gs_status_t gs_comm_dup(gs_comm_t comm, gs_comm_t *newcomm_out)
+{
+    if ((comm == NULL) || (newcomm_out == NULL)) {
+        return gs__error_set(GS_ERR_INVALID_ARG, "gs_comm_dup: %s is NULL",
+                             comm == NULL ? "comm" : "newcomm_out");
+    }
+    return comm_split("gs_comm_dup", comm, 0, comm->rank, newcomm_out);
 }

@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 
 #include "algo/algo.h"
+#include "core/auth.h"
 #include "core/config.h"
 #include "core/counters.h"
 #include "core/worker.h"
@@ -39,6 +40,7 @@ struct gs_comm {
     int dev_inflight;          /* worker thread only: non-blocking device calls in flight */
     gs__counters_t counters;
     gs_comm_error_t err;
+    gs__auth_t auth;           /* the job token (core/auth.h), from cfg; off: none */
 };
 
 struct gs_request {

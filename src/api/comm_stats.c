@@ -37,6 +37,11 @@ _Static_assert((int)GS_COLL_TYPE_ALLTOALL == (int)GS_COLL_ALLTOALL, "coll kind")
 _Static_assert((int)GS_COLL_TYPE_BARRIER == (int)GS_COLL_BARRIER, "coll kind");
 _Static_assert((int)GS_COLL_TYPE_SEND == (int)GS_COLL_SEND, "coll kind");
 _Static_assert((int)GS_COLL_TYPE_RECV == (int)GS_COLL_RECV, "coll kind");
+_Static_assert((int)GS_COLL_TYPE_GATHER == (int)GS_COLL_GATHER, "coll kind");
+_Static_assert((int)GS_COLL_TYPE_SCATTER == (int)GS_COLL_SCATTER, "coll kind");
+_Static_assert((int)GS_COLL_TYPE_ALLGATHERV == (int)GS_COLL_ALLGATHERV, "coll kind");
+_Static_assert((int)GS_COLL_TYPE_ALLTOALLV == (int)GS_COLL_ALLTOALLV, "coll kind");
+_Static_assert((int)GS_COLL_TYPE_REDUCE_SCATTERV == (int)GS_COLL_REDUCE_SCATTERV, "coll kind");
 _Static_assert((int)GS_COLL_TYPE_COUNT == (int)GS_COLL_KIND_COUNT, "coll kind count");
 _Static_assert(GS_COLL_KIND_COUNT <= GS_STATS_COLL_MAX, "gs_comm_stats_t.coll is too short");
 _Static_assert(GS_STATS_COLL_MAX == GS__COUNTERS_COLL_MAX, "per-collective slots differ");

@@ -9,6 +9,7 @@
 #include "core/bootstrap.h"
 
 #include <errno.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
@@ -37,6 +38,8 @@ void gs__boot_hello_encode(const gs__boot_hello_t *h, uint8_t *out)
     gs__put_le32(out + 20, h->world);
     gs__put_le64(out + 24, h->host_id);
     gs__put_le32(out + 32, h->addr_len);
+    gs__put_le32(out + 36, h->flags);
+    memcpy(out + 40, h->nonce, sizeof(h->nonce));
 }
 
 gs_status_t gs__boot_hello_decode(const uint8_t *in, size_t len, gs__boot_hello_t *out)
@@ -60,6 +63,12 @@ gs_status_t gs__boot_hello_decode(const uint8_t *in, size_t len, gs__boot_hello_
     out->world = gs__get_le32(in + 20);
     out->host_id = gs__get_le64(in + 24);
     out->addr_len = gs__get_le32(in + 32);
+    out->flags = gs__get_le32(in + 36);
+    memcpy(out->nonce, in + 40, sizeof(out->nonce));
+    if ((out->flags & ~GS_BOOT_F_AUTH) != 0) {
+        return gs__error_set(GS_ERR_PROTOCOL, "rendezvous hello has unknown flags 0x%x",
+                             out->flags);
+    }
     if ((out->addr_len == 0) || (out->addr_len >= GS_SOCK_ADDR_MAX)) {
         return gs__error_set(GS_ERR_PROTOCOL, "rendezvous hello has an address length of %u",
                              out->addr_len);
@@ -72,6 +81,42 @@ gs_status_t gs__boot_hello_decode(const uint8_t *in, size_t len, gs__boot_hello_
         return gs__error_set(GS_ERR_PROTOCOL, "rendezvous hello from rank %u has host id 0",
                              out->rank);
     }
+    return GS_OK;
+}
+
+void gs__boot_auth_encode(const uint8_t nonce[16], const uint8_t mac[32], uint8_t *out)
+{
+    memset(out, 0, GS_BOOT_AUTH_BYTES);
+    gs__put_le32(out, GS_BOOT_MAGIC_AUTH);
+    memcpy(out + 8, nonce, 16);
+    memcpy(out + 24, mac, 32);
+}
+
+gs_status_t gs__boot_auth_decode(const uint8_t *in, size_t len, uint8_t nonce[16], uint8_t mac[32])
+{
+    if ((len < GS_BOOT_AUTH_BYTES) || (gs__get_le32(in) != GS_BOOT_MAGIC_AUTH) ||
+        (gs__get_le32(in + 4) != 0)) {
+        return gs__error_set(GS_ERR_PROTOCOL, "rendezvous: malformed authentication record");
+    }
+    memcpy(nonce, in + 8, 16);
+    memcpy(mac, in + 24, 32);
+    return GS_OK;
+}
+
+void gs__boot_proof_encode(const uint8_t mac[32], uint8_t *out)
+{
+    memset(out, 0, GS_BOOT_PROOF_BYTES);
+    gs__put_le32(out, GS_BOOT_MAGIC_PROOF);
+    memcpy(out + 8, mac, 32);
+}
+
+gs_status_t gs__boot_proof_decode(const uint8_t *in, size_t len, uint8_t mac[32])
+{
+    if ((len < GS_BOOT_PROOF_BYTES) || (gs__get_le32(in) != GS_BOOT_MAGIC_PROOF) ||
+        (gs__get_le32(in + 4) != 0)) {
+        return gs__error_set(GS_ERR_PROTOCOL, "rendezvous: malformed authentication proof");
+    }
+    memcpy(mac, in + 8, 32);
     return GS_OK;
 }
 
@@ -144,12 +189,17 @@ typedef struct boot_conn {
     int fd;
     uint8_t buf[GS_BOOT_HELLO_BYTES + GS_SOCK_ADDR_MAX];
     size_t got;
+    int awaiting_proof;               /* AUTH sent; the hello is complete in buf */
+    uint8_t proof[GS_BOOT_PROOF_BYTES];
+    size_t proof_got;
+    uint8_t nonce_a[GS_AUTH_NONCE_BYTES];
     uint64_t since_ns;
     char peer[GS_SOCK_ADDR_MAX];
 } boot_conn_t;
 
 typedef struct boot_server {
     const gs__cfg_t *cfg;
+    const gs__auth_t *auth; /* never NULL here; off: no authentication */
     int listen_fd;
     boot_conn_t pending[BOOT_MAX_PENDING];
     int npending;
@@ -223,6 +273,73 @@ static void boot_register(boot_server_t *s, int i, const gs__boot_hello_t *h)
     boot_drop(s, i);
 }
 
+/* Refuse pending connection i for authentication and drop it (the job goes on). */
+static void boot_auth_refuse(boot_server_t *s, int i, const char *why, int tell)
+{
+    boot_conn_t *c = &s->pending[i];
+
+    GS_WARN("rendezvous: dropped a connection from %s: %s", c->peer, why);
+    if (tell) {
+        boot_reply_error(c->fd, GS_ERR_AUTH, why, gs__deadline_after_ms(1000));
+    }
+    boot_drop(s, i);
+}
+
+/* A complete hello with the AUTH flag as this rank wants: answer with AUTH. */
+static void boot_auth_start(boot_server_t *s, int i, const gs__boot_hello_t *h)
+{
+    boot_conn_t *c = &s->pending[i];
+    uint8_t rec[GS_BOOT_AUTH_BYTES];
+    uint8_t mac[GS_AUTH_MAC_BYTES];
+
+    if (gs__auth_nonce(c->nonce_a) != GS_OK) {
+        boot_auth_refuse(s, i, gs__error_get(), 0);
+        return;
+    }
+    gs__auth_mac(s->auth, GS_AUTH_ACCEPTOR, GS_BOOT_AUTH_DOMAIN, h->nonce, c->nonce_a, mac);
+    gs__boot_auth_encode(c->nonce_a, mac, rec);
+    if (gs__sock_write_full(c->fd, rec, sizeof(rec), gs__deadline_after_ms(1000)) != GS_OK) {
+        boot_auth_refuse(s, i, "it went away during authentication", 0);
+        return;
+    }
+    c->awaiting_proof = 1;
+}
+
+/* Read the proof of pending connection i; register the hello once it checks out. */
+static void boot_read_proof(boot_server_t *s, int i)
+{
+    boot_conn_t *c = &s->pending[i];
+    uint8_t mac[GS_AUTH_MAC_BYTES];
+    gs__boot_hello_t h;
+    ssize_t n = read(c->fd, c->proof + c->proof_got, sizeof(c->proof) - c->proof_got);
+
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+        boot_auth_refuse(s, i, "closed before proving its GS_AUTH_TOKEN", 0);
+        return;
+    }
+    if (n < 0) {
+        return;
+    }
+    c->proof_got += (size_t)n;
+    if (c->proof_got < sizeof(c->proof)) {
+        return;
+    }
+    (void)gs__boot_hello_decode(c->buf, c->got, &h); /* decoded before: it is valid */
+    if ((gs__boot_proof_decode(c->proof, sizeof(c->proof), mac) != GS_OK) ||
+        !gs__auth_check(s->auth, GS_AUTH_CONNECTOR, GS_BOOT_AUTH_DOMAIN, h.nonce, c->nonce_a,
+                        mac)) {
+        char why[128];
+
+        snprintf(why, sizeof(why),
+                 "the peer claiming rank %u failed authentication: a wrong GS_AUTH_TOKEN or a "
+                 "replayed handshake",
+                 h.rank);
+        boot_auth_refuse(s, i, why, 1);
+        return;
+    }
+    boot_register(s, i, &h);
+}
+
 /* Read what is available on pending connection i. */
 static void boot_read(boot_server_t *s, int i)
 {
@@ -231,6 +348,10 @@ static void boot_read(boot_server_t *s, int i)
     size_t need = GS_BOOT_HELLO_BYTES;
     ssize_t n;
 
+    if (c->awaiting_proof) {
+        boot_read_proof(s, i);
+        return;
+    }
     if (c->got >= GS_BOOT_HELLO_BYTES) {
         /* Decoded before; addr_len was validated. */
         need = GS_BOOT_HELLO_BYTES + gs__get_le32(c->buf + 32);
@@ -253,7 +374,22 @@ static void boot_read(boot_server_t *s, int i)
         boot_drop(s, i);
         return;
     }
-    if (c->got == GS_BOOT_HELLO_BYTES + h.addr_len) {
+    if (c->got < GS_BOOT_HELLO_BYTES + h.addr_len) {
+        return;
+    }
+    if (s->auth->on && !(h.flags & GS_BOOT_F_AUTH)) {
+        char why[128];
+
+        snprintf(why, sizeof(why), "rank 0 requires a GS_AUTH_TOKEN and rank %u has none", h.rank);
+        boot_auth_refuse(s, i, why, 1);
+    } else if (!s->auth->on && (h.flags & GS_BOOT_F_AUTH)) {
+        char why[128];
+
+        snprintf(why, sizeof(why), "rank %u has a GS_AUTH_TOKEN and rank 0 has none", h.rank);
+        boot_auth_refuse(s, i, why, 1);
+    } else if (s->auth->on) {
+        boot_auth_start(s, i, &h);
+    } else {
         boot_register(s, i, &h);
     }
 }
@@ -313,38 +449,85 @@ static gs_status_t boot_send_table(boot_server_t *s, uint64_t nonce, uint64_t de
     return status;
 }
 
-static gs_status_t boot_listen_any(const gs__cfg_t *cfg, int *fd_out)
+/* The wildcard address of @p family (AF_INET or AF_INET6) with @p port. */
+static void boot_wildcard(int family, int port, gs_sockaddr_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (family == AF_INET6) {
+        struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&out->ss;
+        a6->sin6_family = AF_INET6;
+        a6->sin6_addr = in6addr_any;
+        a6->sin6_port = htons((uint16_t)port);
+        out->len = sizeof(*a6);
+    } else {
+        struct sockaddr_in *a4 = (struct sockaddr_in *)&out->ss;
+        a4->sin_family = AF_INET;
+        a4->sin_addr.s_addr = htonl(INADDR_ANY);
+        a4->sin_port = htons((uint16_t)port);
+        out->len = sizeof(*a4);
+    }
+}
+
+static void boot_set_port(gs_sockaddr_t *a, int port)
+{
+    if (a->ss.ss_family == AF_INET6) {
+        ((struct sockaddr_in6 *)&a->ss)->sin6_port = htons((uint16_t)port);
+    } else {
+        ((struct sockaddr_in *)&a->ss)->sin_port = htons((uint16_t)port);
+    }
+}
+
+/*
+ * Rank 0's rendezvous socket binds to one address, not every one, where it
+ * can tell which: the address of GS_SOCKET_IFNAME when set; else the master
+ * address when it is a numeric address of this host. A host name may
+ * resolve here to an address others do not use (127.0.1.1 for the host's
+ * own name on Debian), and a numeric master address may not be on this host
+ * (a NAT or a service address): then it listens on every address, and says
+ * so at INFO.
+ */
+static gs_status_t boot_listen(const gs__cfg_t *cfg, int *fd_out)
 {
     gs_sockaddr_t master;
-    gs_sockaddr_t any;
+    gs_sockaddr_t bind_to;
     gs_status_t status;
+    struct addrinfo hints;
+    struct addrinfo *res = NULL;
 
     status = gs__sock_resolve(cfg->master_addr, cfg->master_port, cfg->socket_family, &master);
     if (status != GS_OK) {
         return status;
     }
-    /* Listen on every address of the master's family: the master address may
-     * name this host by any of its addresses. */
-    memset(&any, 0, sizeof(any));
-    if (master.ss.ss_family == AF_INET6) {
-        struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&any.ss;
-        a6->sin6_family = AF_INET6;
-        a6->sin6_addr = in6addr_any;
-        a6->sin6_port = htons((uint16_t)cfg->master_port);
-        any.len = sizeof(*a6);
-    } else {
-        struct sockaddr_in *a4 = (struct sockaddr_in *)&any.ss;
-        a4->sin_family = AF_INET;
-        a4->sin_addr.s_addr = htonl(INADDR_ANY);
-        a4->sin_port = htons((uint16_t)cfg->master_port);
-        any.len = sizeof(*a4);
+    if (cfg->socket_ifname[0] != '\0') {
+        status = gs__sock_pick_local(cfg->socket_ifname, cfg->socket_family, &master, &bind_to);
+        if (status != GS_OK) {
+            return status; /* names the interface */
+        }
+        boot_set_port(&bind_to, cfg->master_port);
+        return gs__sock_listen(&bind_to, 128, fd_out, NULL);
     }
-    return gs__sock_listen(&any, 128, fd_out, NULL);
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_flags = AI_NUMERICHOST;
+    if (getaddrinfo(cfg->master_addr, NULL, &hints, &res) == 0) {
+        freeaddrinfo(res);
+        if (gs__sock_listen(&master, 128, fd_out, NULL) == GS_OK) {
+            return GS_OK;
+        }
+        GS_INFO(BOOT, "rendezvous: %s is not an address of this host (%s); listening on every "
+                      "address",
+                cfg->master_addr, gs__error_get());
+    } else {
+        GS_INFO(BOOT, "rendezvous: the master address %s is a name; listening on every address "
+                      "(set GS_SOCKET_IFNAME to listen on one interface only)",
+                cfg->master_addr);
+    }
+    boot_wildcard(master.ss.ss_family, cfg->master_port, &bind_to);
+    return gs__sock_listen(&bind_to, 128, fd_out, NULL);
 }
 
-static gs_status_t boot_serve(const gs__cfg_t *cfg, const char *my_addr,
-                              char (*addrs)[GS_SOCK_ADDR_MAX], uint64_t *hosts,
-                              uint64_t *nonce_out)
+static gs_status_t boot_serve(const gs__cfg_t *cfg, const gs__auth_t *auth,
+                              const char *my_addr, char (*addrs)[GS_SOCK_ADDR_MAX],
+                              uint64_t *hosts, uint64_t *nonce_out)
 {
     const uint64_t deadline = gs__deadline_after_ms(cfg->timeout_ms);
     boot_server_t s;
@@ -353,6 +536,7 @@ static gs_status_t boot_serve(const gs__cfg_t *cfg, const char *my_addr,
 
     memset(&s, 0, sizeof(s));
     s.cfg = cfg;
+    s.auth = auth;
     s.addrs = addrs;
     s.hosts = hosts;
     s.rank_fd = malloc(sizeof(int) * (size_t)cfg->world_size);
@@ -367,7 +551,7 @@ static gs_status_t boot_serve(const gs__cfg_t *cfg, const char *my_addr,
     hosts[0] = gs__host_id(cfg->host_id);
     s.joined = 1;
 
-    status = boot_listen_any(cfg, &s.listen_fd);
+    status = boot_listen(cfg, &s.listen_fd);
     if (status != GS_OK) {
         free(s.rank_fd);
         return gs__error_wrap(status, "rendezvous: rank 0 cannot listen on port %d: %s",
@@ -467,10 +651,55 @@ static gs_status_t boot_serve(const gs__cfg_t *cfg, const char *my_addr,
 /* Client (ranks 1..n-1)                                                  */
 /* ---------------------------------------------------------------------- */
 
-static gs_status_t boot_client(const gs__cfg_t *cfg, const char *my_addr,
+/*
+ * With a token: after the hello, rank 0 answers AUTH (check its MAC, send
+ * PROOF) or, when it refuses, a table header with the error, which is left
+ * in @p hdr for the caller (*have_hdr = 1). Returns GS_OK or the failure.
+ */
+static gs_status_t boot_client_auth(const gs__cfg_t *cfg, const gs__auth_t *auth, int fd,
+                                    const uint8_t nonce_c[GS_AUTH_NONCE_BYTES], uint64_t deadline,
+                                    uint8_t hdr[GS_BOOT_TABLE_HDR_BYTES], int *have_hdr)
+{
+    uint8_t rec[GS_BOOT_AUTH_BYTES];
+    uint8_t nonce_a[GS_AUTH_NONCE_BYTES];
+    uint8_t mac[GS_AUTH_MAC_BYTES];
+    uint8_t proof[GS_BOOT_PROOF_BYTES];
+    gs_status_t status;
+
+    *have_hdr = 0;
+    status = gs__sock_read_full(fd, rec, 8, deadline);
+    if ((status == GS_OK) && (gs__get_le32(rec) == GS_BOOT_MAGIC_TABLE)) {
+        /* A refusal: the rest of the table header follows. */
+        memcpy(hdr, rec, 8);
+        *have_hdr = 1;
+        return gs__sock_read_full(fd, hdr + 8, GS_BOOT_TABLE_HDR_BYTES - 8, deadline);
+    }
+    if (status == GS_OK) {
+        status = gs__sock_read_full(fd, rec + 8, sizeof(rec) - 8, deadline);
+    }
+    if ((status == GS_OK) && (gs__boot_auth_decode(rec, sizeof(rec), nonce_a, mac) != GS_OK)) {
+        status = GS_ERR_PROTOCOL;
+    }
+    if (status != GS_OK) {
+        return gs__error_wrap(status, "rank %d: authentication with rank 0 at %s:%d failed: %s",
+                              cfg->rank, cfg->master_addr, cfg->master_port, gs__error_get());
+    }
+    if (!gs__auth_check(auth, GS_AUTH_ACCEPTOR, GS_BOOT_AUTH_DOMAIN, nonce_c, nonce_a, mac)) {
+        return gs__error_set(GS_ERR_AUTH,
+                             "rank %d: the rendezvous at %s:%d failed authentication: its "
+                             "GS_AUTH_TOKEN differs from this rank's",
+                             cfg->rank, cfg->master_addr, cfg->master_port);
+    }
+    gs__auth_mac(auth, GS_AUTH_CONNECTOR, GS_BOOT_AUTH_DOMAIN, nonce_c, nonce_a, mac);
+    gs__boot_proof_encode(mac, proof);
+    return gs__sock_write_full(fd, proof, sizeof(proof), deadline);
+}
+
+static gs_status_t boot_client(const gs__cfg_t *cfg, const gs__auth_t *auth, const char *my_addr,
                                char (*addrs)[GS_SOCK_ADDR_MAX], uint64_t *hosts,
                                uint64_t *nonce_out)
 {
+    int have_hdr = 0;
     const uint64_t deadline = gs__deadline_after_ms(cfg->timeout_ms);
     uint8_t hello[GS_BOOT_HELLO_BYTES + GS_SOCK_ADDR_MAX];
     uint8_t hdr[GS_BOOT_TABLE_HDR_BYTES];
@@ -506,10 +735,25 @@ static gs_status_t boot_client(const gs__cfg_t *cfg, const char *my_addr,
     h.world = (uint32_t)cfg->world_size;
     h.host_id = gs__host_id(cfg->host_id);
     h.addr_len = (uint32_t)alen;
+    if (auth->on) {
+        h.flags = GS_BOOT_F_AUTH;
+        status = gs__auth_nonce(h.nonce);
+        if (status != GS_OK) {
+            close(fd);
+            return status;
+        }
+    }
     gs__boot_hello_encode(&h, hello);
     memcpy(hello + GS_BOOT_HELLO_BYTES, my_addr, alen);
     status = gs__sock_write_full(fd, hello, GS_BOOT_HELLO_BYTES + alen, deadline);
-    if (status == GS_OK) {
+    if ((status == GS_OK) && auth->on) {
+        status = boot_client_auth(cfg, auth, fd, h.nonce, deadline, hdr, &have_hdr);
+        if ((status != GS_OK) && !have_hdr) {
+            close(fd);
+            return status;
+        }
+    }
+    if ((status == GS_OK) && !have_hdr) {
         status = gs__sock_read_full(fd, hdr, sizeof(hdr), deadline + 5000000000ull);
     }
     if (status == GS_OK) {
@@ -557,10 +801,15 @@ static gs_status_t boot_client(const gs__cfg_t *cfg, const char *my_addr,
     return status;
 }
 
-gs_status_t gs__bootstrap_exchange(const gs__cfg_t *cfg, const char *my_addr,
-                                   char (*addrs_out)[GS_SOCK_ADDR_MAX], uint64_t *hosts_out,
-                                   uint64_t *nonce_out)
+gs_status_t gs__bootstrap_exchange(const gs__cfg_t *cfg, const gs__auth_t *auth,
+                                   const char *my_addr, char (*addrs_out)[GS_SOCK_ADDR_MAX],
+                                   uint64_t *hosts_out, uint64_t *nonce_out)
 {
+    static const gs__auth_t no_auth;
+
+    if (auth == NULL) {
+        auth = &no_auth;
+    }
     if (cfg->world_size == 1) {
         snprintf(addrs_out[0], GS_SOCK_ADDR_MAX, "%s", my_addr);
         hosts_out[0] = gs__host_id(cfg->host_id);
@@ -568,7 +817,7 @@ gs_status_t gs__bootstrap_exchange(const gs__cfg_t *cfg, const char *my_addr,
         return GS_OK;
     }
     if (cfg->rank == 0) {
-        return boot_serve(cfg, my_addr, addrs_out, hosts_out, nonce_out);
+        return boot_serve(cfg, auth, my_addr, addrs_out, hosts_out, nonce_out);
     }
-    return boot_client(cfg, my_addr, addrs_out, hosts_out, nonce_out);
+    return boot_client(cfg, auth, my_addr, addrs_out, hosts_out, nonce_out);
 }

@@ -10,6 +10,12 @@
  * ranks that disagree on the world size, or a rank that joins twice, fail
  * the whole rendezvous with GS_ERR_MISMATCH on every rank, and ranks that
  * never join fail it with GS_ERR_TIMEOUT naming them.
+ * With a job token (core/auth.h) the hello carries the client's nonce and
+ * the AUTH flag; rank 0 answers with AUTH (its nonce and MAC) and the
+ * client, having checked it, sends PROOF. Rank 0 takes the hello only when
+ * the PROOF checks out: a connection that fails is logged and dropped
+ * without disturbing the job, and a rank whose token is missing or
+ * different is told so and fails with GS_ERR_AUTH.
  * The wire format is in docs/wire.md; the pure encode/decode functions are
  * exposed for tests and the fuzzer.
  */
@@ -19,13 +25,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/auth.h"
 #include "core/config.h"
 #include "core/socket.h"
 
 #define GS_BOOT_MAGIC_HELLO 0x48425347u /* "GSBH" */
 #define GS_BOOT_MAGIC_TABLE 0x54425347u /* "GSBT" */
-#define GS_BOOT_VERSION 2u /* 2: table entries carry the host id */
-#define GS_BOOT_HELLO_BYTES 40
+#define GS_BOOT_MAGIC_AUTH 0x41425347u  /* "GSBA": rank 0's nonce and MAC */
+#define GS_BOOT_MAGIC_PROOF 0x50425347u /* "GSBP": the client's MAC */
+#define GS_BOOT_VERSION 3u /* 2: table entries carry the host id; 3: authentication */
+#define GS_BOOT_HELLO_BYTES 56
+#define GS_BOOT_AUTH_BYTES 56  /* magic, 4 zero bytes, nonce, MAC */
+#define GS_BOOT_PROOF_BYTES 40 /* magic, 4 zero bytes, MAC */
+#define GS_BOOT_F_AUTH 1u      /* hello flag: this rank has a token; nonce is set */
+#define GS_BOOT_AUTH_DOMAIN "rendezvous"
 #define GS_BOOT_TABLE_HDR_BYTES 24
 #define GS_BOOT_ENTRY_BYTES 12
 #define GS_BOOT_MSG_MAX 256
@@ -37,12 +50,15 @@ typedef struct gs__boot_hello {
     uint32_t world;
     uint64_t host_id;
     uint32_t addr_len; /* bytes of address text that follow, < GS_SOCK_ADDR_MAX */
+    uint32_t flags;    /* GS_BOOT_F_* */
+    uint8_t nonce[16]; /* GS_BOOT_F_AUTH: the client's nonce */
 } gs__boot_hello_t;
 
 /* Encode the fixed part of a hello into out[GS_BOOT_HELLO_BYTES]. */
 void gs__boot_hello_encode(const gs__boot_hello_t *h, uint8_t *out);
 /* Decode and validate the fixed part. Returns GS_OK, GS_ERR_PROTOCOL (bad
- * magic or address length) or GS_ERR_VERSION_MISMATCH; the message says which. */
+ * magic, address length or unknown flags) or GS_ERR_VERSION_MISMATCH; the
+ * message says which. */
 gs_status_t gs__boot_hello_decode(const uint8_t *in, size_t len, gs__boot_hello_t *out);
 
 typedef struct gs__boot_table_hdr {
@@ -62,17 +78,24 @@ void gs__boot_entry_encode(uint32_t addr_len, uint64_t host_id, uint8_t *out);
 gs_status_t gs__boot_entry_decode(const uint8_t *in, size_t len, uint32_t *addr_len_out,
                                   uint64_t *host_id_out);
 
+/* AUTH (rank 0's nonce and MAC) and PROOF (the client's MAC) records.
+ * decode returns GS_OK or GS_ERR_PROTOCOL (magic, nonzero padding). */
+void gs__boot_auth_encode(const uint8_t nonce[16], const uint8_t mac[32], uint8_t *out);
+gs_status_t gs__boot_auth_decode(const uint8_t *in, size_t len, uint8_t nonce[16], uint8_t mac[32]);
+void gs__boot_proof_encode(const uint8_t mac[32], uint8_t *out);
+gs_status_t gs__boot_proof_decode(const uint8_t *in, size_t len, uint8_t mac[32]);
+
 /*
  * Exchange transport addresses with every rank. cfg gives rank, world size,
  * master address/port, timeout and job id. my_addr is this rank's transport
  * address. On success addrs_out[i] holds rank i's address and hosts_out[i]
  * its host id (world_size rows each; this rank's id is
- * gs__host_id(cfg->host_id)) and *nonce_out the job nonce. Blocking,
- * bounded by cfg->timeout_ms.
- * Returns GS_OK, GS_ERR_TIMEOUT, GS_ERR_MISMATCH, GS_ERR_PROTOCOL,
- * GS_ERR_SYSTEM, GS_ERR_NO_MEMORY.
+ * gs__host_id(cfg->host_id)) and *nonce_out the job nonce. @p auth is the
+ * job token (NULL or off: none). Blocking, bounded by cfg->timeout_ms.
+ * Returns GS_OK, GS_ERR_TIMEOUT, GS_ERR_MISMATCH, GS_ERR_AUTH,
+ * GS_ERR_PROTOCOL, GS_ERR_SYSTEM, GS_ERR_NO_MEMORY.
  */
-gs_status_t gs__bootstrap_exchange(const gs__cfg_t *cfg, const char *my_addr,
+gs_status_t gs__bootstrap_exchange(const gs__cfg_t *cfg, const gs__auth_t *auth, const char *my_addr,
                                    char (*addrs_out)[GS_SOCK_ADDR_MAX], uint64_t *hosts_out,
                                    uint64_t *nonce_out);
 

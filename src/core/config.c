@@ -70,22 +70,37 @@ GS_ENV_TABLE(KNOB_KIND_CHECK)
 
 /*
  * The gs_config_t fields, in struct order. Every GS_ENV_COMM row of
- * env_table.h has one, with the same name (checked below and at run time).
+ * env_table.h has one, with the same name (checked below and at run time);
+ * some GS_ENV_PROC rows have one too (GS_CFG_USER_PROC_FIELDS, appended
+ * later to the struct, so that an embedding framework needs no setenv).
  */
-#define GS_CFG_USER_FIELDS(X) \
-    X(rank)                   \
-    X(world_size)             \
-    X(local_rank)             \
-    X(master_addr)            \
-    X(master_port)            \
-    X(timeout_ms)             \
-    X(transport)              \
-    X(tcp_nsocks)             \
-    X(socket_ifname)          \
-    X(socket_family)          \
-    X(slice_bytes)            \
-    X(algo)                   \
+#define GS_CFG_USER_COMM_FIELDS(X)                                                                 \
+    X(rank)                                                                                        \
+    X(world_size)                                                                                  \
+    X(local_rank)                                                                                  \
+    X(master_addr)                                                                                 \
+    X(master_port)                                                                                 \
+    X(timeout_ms)                                                                                  \
+    X(transport)                                                                                   \
+    X(tcp_nsocks)                                                                                  \
+    X(socket_ifname)                                                                               \
+    X(socket_family)                                                                               \
+    X(slice_bytes)                                                                                 \
+    X(algo)                                                                                        \
     X(job_id)
+
+#define GS_CFG_USER_PROC_FIELDS(X)                                                                 \
+    X(shm)                                                                                         \
+    X(tcp_spin_us)                                                                                 \
+    X(tune)                                                                                        \
+    X(debug)                                                                                       \
+    X(debug_subsys)                                                                                \
+    X(debug_file)                                                                                  \
+    X(stats_file)                                                                                  \
+    X(auth_token)                                                                                  \
+    X(auth_token_file)
+
+#define GS_CFG_USER_FIELDS(X) GS_CFG_USER_COMM_FIELDS(X) GS_CFG_USER_PROC_FIELDS(X)
 
 typedef struct user_field {
     const char *field;
@@ -107,7 +122,7 @@ static const user_field_t user_fields[] = {GS_CFG_USER_FIELDS(USER_ROW)};
 #define COUNT_COMM_ROW(_env, _field, _kind, _idef, _sdef, _min, _max, _scope, _doc) \
     +((_scope) == GS_ENV_COMM)
 #define COUNT_ONE(_f) +1
-_Static_assert((0 GS_ENV_TABLE(COUNT_COMM_ROW)) == (0 GS_CFG_USER_FIELDS(COUNT_ONE)),
+_Static_assert((0 GS_ENV_TABLE(COUNT_COMM_ROW)) == (0 GS_CFG_USER_COMM_FIELDS(COUNT_ONE)),
                "every GS_ENV_COMM row of env_table.h needs a gs_config_t field");
 #undef COUNT_COMM_ROW
 #undef COUNT_ONE
@@ -155,6 +170,19 @@ static const int *knob_int_c(const gs__cfg_t *cfg, int idx)
 static const char *knob_str_c(const gs__cfg_t *cfg, int idx)
 {
     return (const char *)cfg + knobs[idx].off;
+}
+
+/* The value of string knob @p idx as logs and gs_info may show it: a secret
+ * (the job token) is never shown, only that it is set and its length. */
+static const char *knob_shown(const gs__cfg_t *cfg, int idx, char shown[GS_CFG_STR_MAX])
+{
+    const char *v = knob_str_c(cfg, idx);
+
+    if ((v[0] != '\0') && (strcmp(knobs[idx].field, "auth_token") == 0)) {
+        (void)snprintf(shown, GS_CFG_STR_MAX, "(set, %zu bytes, not shown)", strlen(v));
+        return shown;
+    }
+    return v;
 }
 
 static int find_knob(const char *field)
@@ -533,7 +561,10 @@ static void log_choices(const resolve_ctx_t *ctx)
         if (knobs[i].kind == GS_ENV_INT) {
             GS_INFO(ENV, "%s set to %d by %s", knobs[i].env, *knob_int_c(&ctx->cfg, i), by);
         } else {
-            GS_INFO(ENV, "%s set to \"%s\" by %s", knobs[i].env, knob_str_c(&ctx->cfg, i), by);
+            char shown[GS_CFG_STR_MAX];
+
+            GS_INFO(ENV, "%s set to \"%s\" by %s", knobs[i].env,
+                    knob_shown(&ctx->cfg, i, shown), by);
         }
     }
 }
@@ -596,7 +627,9 @@ gs_status_t gs__cfg_describe(const gs__cfg_t *cfg, int idx, char *buf, size_t le
         (void)snprintf(buf, len, "%s=%d (%s)", knobs[idx].env, *knob_int_c(cfg, idx),
                        source_name(cfg->source[idx]));
     } else {
-        (void)snprintf(buf, len, "%s=%s (%s)", knobs[idx].env, knob_str_c(cfg, idx),
+        char shown[GS_CFG_STR_MAX];
+
+        (void)snprintf(buf, len, "%s=%s (%s)", knobs[idx].env, knob_shown(cfg, idx, shown),
                        source_name(cfg->source[idx]));
     }
     return GS_OK;

@@ -49,6 +49,8 @@ typedef struct gs__cfg {
     int algo_intra_beta_mbps;
     char tune[GS_CFG_STR_MAX];
     char host_id[GS_CFG_STR_MAX];
+    char auth_token[GS_CFG_STR_MAX];
+    char auth_token_file[GS_CFG_STR_MAX];
     char job_id[GS_CFG_STR_MAX];
     char debug[GS_CFG_STR_MAX];
     char debug_subsys[GS_CFG_STR_MAX];

@@ -121,7 +121,15 @@ int gs__dtype_op_valid(gs_dtype_t dt, gs_op_t op)
     if (op == GS_OP_AVG) {
         return gs__dtype_is_float(dt);
     }
+    if (gs__op_is_bitwise(op)) {
+        return !gs__dtype_is_float(dt);
+    }
     return 1;
+}
+
+int gs__op_is_bitwise(gs_op_t op)
+{
+    return (op == GS_OP_BAND) || (op == GS_OP_BOR) || (op == GS_OP_BXOR);
 }
 
 /* The conversions live in kernels/half_math.h, shared with the CUDA kernels;

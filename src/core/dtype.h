@@ -23,8 +23,11 @@ int gs__dtype_parse(const char *s, gs_dtype_t *out);
 int gs__op_parse(const char *s, gs_op_t *out);
 /* 1 when dt is f32, f64, f16 or bf16. */
 int gs__dtype_is_float(gs_dtype_t dt);
-/* 1 when (dt, op) is a valid combination (AVG needs a float type). */
+/* 1 when (dt, op) is a valid combination (AVG needs a float type, the
+ * bitwise ops an integer type). */
 int gs__dtype_op_valid(gs_dtype_t dt, gs_op_t op);
+/* 1 when op is GS_OP_BAND, GS_OP_BOR or GS_OP_BXOR. */
+int gs__op_is_bitwise(gs_op_t op);
 
 /* Scalar conversions, out-of-line forms of kernels/half_math.h's gs_km_*
  * (same bits); code that can include that header may call those inline. */

@@ -9,8 +9,10 @@
  *                    string default, min, max, scope, doc)
  *   kind  GS_ENV_INT or GS_ENV_STR (min/max apply to INT only)
  *   scope GS_ENV_COMM (per communicator, also a gs_config_t field of the
- *         same name), GS_ENV_PROC (process-wide, read once) or GS_ENV_TEST
- *         (test-only knob; do not use in production)
+ *         same name), GS_ENV_PROC (process-wide, read once; some are also a
+ *         gs_config_t field, config.c's GS_CFG_USER_PROC_FIELDS, which
+ *         applies from the gs_comm_init that sets it on, and whose doc here
+ *         says so) or GS_ENV_TEST (test-only knob; do not use in production)
  */
 #ifndef GS_CORE_ENV_TABLE_H
 #define GS_CORE_ENV_TABLE_H
@@ -23,14 +25,16 @@
 #define GS_ENV_TEST 2
 
 /* Defaults of the cost model (algo_select.c reads them too), measured on
- * loopback TCP; docs/design.md has the measurement. */
+ * loopback TCP; docs/bench.md ("Cost-model calibration sweeps") has the
+ * measurement. */
 #define GS_ALGO_ALPHA_US_DEFAULT 20
 #define GS_ALGO_BETA_MBPS_DEFAULT 2000
 #define GS_ALGO_GAMMA_MBPS_DEFAULT 800
 /* Between ranks of one host over shared memory (the hierarchical
  * all-reduce's inner phases, and every algorithm when the whole job is on
  * one host with shared memory between every pair): fitted to the forced-
- * algorithm sweep on 4 ranks (docs/design.md). */
+ * algorithm sweep on 4 ranks (docs/bench.md, "Cost-model calibration
+ * sweeps"). */
 #define GS_ALGO_INTRA_ALPHA_US_DEFAULT 10
 #define GS_ALGO_INTRA_BETA_MBPS_DEFAULT 2000
 
@@ -71,9 +75,10 @@
     X("GS_TCP_SPIN_US", tcp_spin_us, GS_ENV_INT, -1, "", -1, 100000, GS_ENV_PROC,                  \
       "poll (yielding the core) this many microseconds before sleeping in epoll; trades CPU for "  \
       "latency. -1: 100 when every peer is on shared memory (polling reads the rings, no "         \
-      "syscall), else 0")                                                                          \
+      "syscall), else 0; also gs_config_t.tcp_spin_us")                                            \
     X("GS_SHM", shm, GS_ENV_INT, 1, "", 0, 1, GS_ENV_PROC,                                         \
-      "carry the traffic between ranks on the same host through shared memory (1) or TCP (0)")    \
+      "carry the traffic between ranks on the same host through shared memory (1) or TCP (0); "   \
+      "also gs_config_t.shm")                                                                      \
     X("GS_SHM_BYTES", shm_bytes, GS_ENV_INT, 1048576, "", 1024, 1073741824, GS_ENV_PROC,           \
       "shared-memory ring size per direction and pair of local ranks; /dev/shm needs "            \
       "2 x this + 8 KiB per pair")                                                                 \
@@ -112,24 +117,35 @@
       "probe: measure link latency, bandwidth and reduction speed at init (70 ms on loopback, "    \
       "about 0.2 s on 1 Gbit/s) and feed the cost model the slowest rank's numbers; GS_ALGO_* "    \
       "values set explicitly still win. auto: probe when the ranks span several hosts (the "      \
-      "defaults describe one machine), not on one host. off: never")                              \
+      "defaults describe one machine), not on one host. off: never; also gs_config_t.tune")        \
     X("GS_HOST_ID", host_id, GS_ENV_STR, 0, "", 0, 0, GS_ENV_PROC,                                 \
       "name of this rank's host; ranks with equal names share memory (default: hostname, boot id " \
       "and network namespace; set it to pretend one machine is several hosts)")                   \
+    X("GS_AUTH_TOKEN", auth_token, GS_ENV_STR, 0, "", 0, 0, GS_ENV_PROC,                           \
+      "shared secret of the job: every connection (rendezvous and transport) starts with a "       \
+      "mutual HMAC-SHA256 challenge over fresh nonces, and a peer without it is dropped before "   \
+      "any payload is read (docs/security.md); never logged; GS_AUTH_TOKEN_FILE keeps it out of " \
+      "the environment; also gs_config_t.auth_token")                                              \
+    X("GS_AUTH_TOKEN_FILE", auth_token_file, GS_ENV_STR, 0, "", 0, 0, GS_ENV_PROC,                 \
+      "file holding the job's token (one trailing newline is ignored); GS_AUTH_TOKEN wins; also "  \
+      "gs_config_t.auth_token_file")                                                               \
     X("GS_JOB_ID", job_id, GS_ENV_STR, 0, "", 0, 0, GS_ENV_COMM,                                   \
       "job name checked in every handshake, so ranks of another job are rejected")                 \
     X("GS_STATS_FILE", stats_file, GS_ENV_STR, 0, "", 0, 0, GS_ENV_PROC,                          \
       "write each communicator's traffic statistics (totals, per collective, per peer) to this "   \
-      "file as JSON lines at gs_comm_destroy; %h host, %p pid, %r rank (docs/stats.md)")          \
+      "file as JSON lines at gs_comm_destroy; %h host, %p pid, %r rank (docs/stats.md); also "     \
+      "gs_config_t.stats_file")                                                                    \
     X("GS_STATS_INTERVAL_MS", stats_interval_ms, GS_ENV_INT, 0, "", 0, 86400000, GS_ENV_PROC,     \
       "with GS_STATS_FILE: also write a line every this many milliseconds while operations run " \
       "(0: only at destroy)")                                                                      \
     X("GS_DEBUG", debug, GS_ENV_STR, 0, "WARN", 0, 0, GS_ENV_PROC,                                 \
-      "log level: NONE, VERSION, WARN, INFO or TRACE")                                             \
+      "log level: NONE, VERSION, WARN, INFO or TRACE; also gs_config_t.debug (process-wide "       \
+      "from the gs_comm_init that sets it)")                                                       \
     X("GS_DEBUG_SUBSYS", debug_subsys, GS_ENV_STR, 0, "INIT,BOOT,ENV", 0, 0, GS_ENV_PROC,          \
       "comma list of subsystems logged at INFO/TRACE: INIT,BOOT,NET,COLL,ALGO,COMP,PS,CUDA,ENV,"   \
-      "ALLOC,P2P or ALL")                                                                          \
+      "ALLOC,P2P or ALL; also gs_config_t.debug_subsys")                                           \
     X("GS_DEBUG_FILE", debug_file, GS_ENV_STR, 0, "", 0, 0, GS_ENV_PROC,                           \
-      "write the log to this file instead of stderr; %h host, %p pid, %r rank")
+      "write the log to this file instead of stderr; %h host, %p pid, %r rank; also "              \
+      "gs_config_t.debug_file")
 
 #endif /* GS_CORE_ENV_TABLE_H */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Logging: parses GS_DEBUG, GS_DEBUG_SUBSYS and GS_DEBUG_FILE once, and
- * writes lines of the form
+ * Logging: parses GS_DEBUG, GS_DEBUG_SUBSYS and GS_DEBUG_FILE once (the
+ * gs_config_t fields of the same names override them from the gs_comm_init
+ * that sets them, through gs__log_configure), and writes lines of the form
  *   host:pid:tid [rank] GS LEVEL SUBSYS message
  * to stderr or the debug file, each with a single write() under a mutex so
  * that lines from different threads never interleave. This is the only file
@@ -381,6 +382,71 @@ void gs__log_init(void)
     }
     pthread_mutex_unlock(&init_lock);
     errno = saved_errno;
+}
+
+int gs__log_configure(const char *level, const char *subsys, const char *file, char *why,
+                      size_t why_len)
+{
+    static char cur_path[LOG_PATH_MAX]; /* under init_lock: the file opened here, if any */
+    char bad[64];
+    char path[LOG_PATH_MAX];
+    int lvl = -1;
+    unsigned mask = 0;
+    int fd = -1;
+
+    gs__log_init();
+    why[0] = '\0';
+    if ((level != NULL) && ((lvl = parse_level(level)) < 0)) {
+        (void)snprintf(why, why_len,
+                       "debug level \"%.64s\" is not one of NONE, VERSION, WARN, INFO, TRACE",
+                       level);
+        return -1;
+    }
+    if (subsys != NULL) {
+        mask = parse_subsys(subsys, bad, sizeof(bad));
+        if (bad[0] != '\0') {
+            (void)snprintf(why, why_len,
+                           "debug subsystem \"%s\" is not known (known: INIT, BOOT, NET, COLL, "
+                           "ALGO, COMP, PS, CUDA, ENV, ALLOC, P2P, ALL)",
+                           bad);
+            return -1;
+        }
+    }
+    pthread_mutex_lock(&init_lock);
+    if ((file != NULL) && (file[0] != '\0')) {
+        if (expand_path(file, path, sizeof(path),
+                        atomic_load_explicit(&log_rank, memory_order_relaxed)) != 0) {
+            pthread_mutex_unlock(&init_lock);
+            (void)snprintf(why, why_len, "debug file: expanded path is longer than %d bytes",
+                           LOG_PATH_MAX - 1);
+            return -1;
+        }
+        if (strcmp(path, cur_path) != 0) {
+            /* A second communicator with the same setting keeps the file. */
+            fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
+            if (fd < 0) {
+                pthread_mutex_unlock(&init_lock);
+                (void)snprintf(why, why_len, "debug file: cannot open %.256s (%s)", path,
+                               strerror(errno));
+                return -1;
+            }
+            (void)snprintf(cur_path, sizeof(cur_path), "%s", path);
+            pthread_mutex_lock(&write_lock);
+            if (log_fd != STDERR_FILENO) {
+                (void)close(log_fd);
+            }
+            log_fd = fd;
+            pthread_mutex_unlock(&write_lock);
+        }
+    }
+    if (subsys != NULL) {
+        atomic_store_explicit(&gs__log_subsys_mask, mask, memory_order_relaxed);
+    }
+    if (lvl >= 0) {
+        atomic_store_explicit(&gs__log_level, lvl, memory_order_release);
+    }
+    pthread_mutex_unlock(&init_lock);
+    return 0;
 }
 
 void gs__log_set_rank(int rank)

@@ -44,6 +44,17 @@ extern atomic_uint gs__log_subsys_mask;
 
 /* Read GS_DEBUG, GS_DEBUG_SUBSYS and GS_DEBUG_FILE once (thread-safe, idempotent). */
 void gs__log_init(void);
+/*
+ * Override what gs__log_init() read from GS_DEBUG, GS_DEBUG_SUBSYS and
+ * GS_DEBUG_FILE (the gs_config_t fields debug, debug_subsys, debug_file):
+ * each NULL argument leaves its setting alone. Process-wide from now on;
+ * thread-safe. @p file is expanded like GS_DEBUG_FILE with the rank set by
+ * gs__log_set_rank(); naming the file already opened here keeps it open.
+ * Returns 0, or -1 with a sentence in @p why (a level or subsystem that is
+ * not known, a file that cannot be opened), changing nothing.
+ */
+int gs__log_configure(const char *level, const char *subsys, const char *file, char *why,
+                      size_t why_len);
 /* Set the rank printed in the line prefix of this process (-1: none). */
 void gs__log_set_rank(int rank);
 

@@ -271,6 +271,15 @@ GS_REDUCE_INLINE void body_u8(uint8_t *d, const uint8_t *a, const uint8_t *b, si
     case GS_OP_MAX:
         u8_loop(d, a, b, n, GS_OP_MAX);
         break;
+    case GS_OP_BAND:
+        u8_loop(d, a, b, n, GS_OP_BAND);
+        break;
+    case GS_OP_BOR:
+        u8_loop(d, a, b, n, GS_OP_BOR);
+        break;
+    case GS_OP_BXOR:
+        u8_loop(d, a, b, n, GS_OP_BXOR);
+        break;
     default:
         u8_loop(d, a, b, n, GS_OP_SUM);
         break;
@@ -288,6 +297,15 @@ GS_REDUCE_INLINE void body_i8(int8_t *d, const int8_t *a, const int8_t *b, size_
         break;
     case GS_OP_MAX:
         i8_loop(d, a, b, n, GS_OP_MAX);
+        break;
+    case GS_OP_BAND:
+        i8_loop(d, a, b, n, GS_OP_BAND);
+        break;
+    case GS_OP_BOR:
+        i8_loop(d, a, b, n, GS_OP_BOR);
+        break;
+    case GS_OP_BXOR:
+        i8_loop(d, a, b, n, GS_OP_BXOR);
         break;
     default:
         i8_loop(d, a, b, n, GS_OP_SUM);
@@ -307,6 +325,15 @@ GS_REDUCE_INLINE void body_i32(int32_t *d, const int32_t *a, const int32_t *b, s
     case GS_OP_MAX:
         i32_loop(d, a, b, n, GS_OP_MAX);
         break;
+    case GS_OP_BAND:
+        i32_loop(d, a, b, n, GS_OP_BAND);
+        break;
+    case GS_OP_BOR:
+        i32_loop(d, a, b, n, GS_OP_BOR);
+        break;
+    case GS_OP_BXOR:
+        i32_loop(d, a, b, n, GS_OP_BXOR);
+        break;
     default:
         i32_loop(d, a, b, n, GS_OP_SUM);
         break;
@@ -324,6 +351,15 @@ GS_REDUCE_INLINE void body_i64(int64_t *d, const int64_t *a, const int64_t *b, s
         break;
     case GS_OP_MAX:
         i64_loop(d, a, b, n, GS_OP_MAX);
+        break;
+    case GS_OP_BAND:
+        i64_loop(d, a, b, n, GS_OP_BAND);
+        break;
+    case GS_OP_BOR:
+        i64_loop(d, a, b, n, GS_OP_BOR);
+        break;
+    case GS_OP_BXOR:
+        i64_loop(d, a, b, n, GS_OP_BXOR);
         break;
     default:
         i64_loop(d, a, b, n, GS_OP_SUM);

@@ -74,6 +74,7 @@ typedef struct gs_tp_params {
     int shm_bytes;            /* ring bytes per direction and pair (tcp, GS_SHM_BYTES) */
     int shm_test_free;        /* >= 0: pretend /dev/shm has this much free (GS_SHM_TEST_FREE_BYTES) */
     gs__counters_t *counters; /* where to count bytes and messages; may be NULL */
+    const struct gs__auth *auth; /* tcp: the job token (core/auth.h); NULL or off: none */
 } gs_tp_params_t;
 
 /* What a finished request reports. */
@@ -126,7 +127,9 @@ typedef struct gs_transport_ops {
     gs_status_t (*test)(gs_tp_t *tp, gs_tp_req_t *req, int *done_out, gs_tp_completion_t *comp_out);
 
     /* Move data: read and write every ready socket, then return as soon as
-     * at least one request completed or a peer failed, or at @p deadline_ns.
+     * at least one request completed, a peer failed or a message nobody
+     * was waiting for started to arrive (so a probe sees it), or at
+     * @p deadline_ns.
      * Returns GS_OK (also at the deadline), GS_ERR_ABORTED after abort,
      * GS_ERR_SYSTEM for a failure of the poller itself. */
     gs_status_t (*progress)(gs_tp_t *tp, uint64_t deadline_ns);
@@ -151,6 +154,22 @@ typedef struct gs_transport_ops {
      * is submitted while it waits on in-flight point-to-point requests).
      * Without it the worker polls with a short timeout. Returns GS_OK. */
     gs_status_t (*wake)(gs_tp_t *tp);
+
+    /* Optional (may be NULL: the transport cannot probe, and gs_probe()
+     * answers GS_ERR_UNSUPPORTED). Non-blocking, worker thread only, does
+     * not progress I/O: is there a message from @p peer (or GS_ANY_SOURCE)
+     * whose masked tag equals @p tag's that no receive has taken yet? Sets
+     * *found_out to 1 and fills comp_out->peer, ->tag (the message's full
+     * tag) and ->nbytes (its whole length, even while its payload is still
+     * arriving) for the one the same irecv would match now; else 0. A
+     * message never leaves this queue on its own, so an irecv from
+     * comp_out->peer with that tag, posted next, receives it. Returns GS_OK
+     * (also when nothing is there), GS_ERR_INVALID_ARG (bad peer), or the
+     * failure an irecv posted now would complete with at once
+     * (GS_ERR_PEER_FAILED naming the rank, GS_ERR_ABORTED), checked in the
+     * order irecv checks, with this thread's last error set. */
+    gs_status_t (*probe)(gs_tp_t *tp, int peer, uint64_t tag, int *found_out,
+                         gs_tp_completion_t *comp_out);
 
     /* Optional (may be NULL: none). After connect: how many peers this
      * rank reaches over shared memory (the cost model prices a job whose
@@ -217,6 +236,17 @@ static inline gs_status_t gs__tp_progress(gs_transport_t *t, uint64_t deadline_n
 static inline gs_status_t gs__tp_req_release(gs_transport_t *t, gs_tp_req_t *req)
 {
     return t->ops->req_release(t->tp, req);
+}
+
+static inline int gs__tp_has_probe(const gs_transport_t *t)
+{
+    return t->ops->probe != NULL;
+}
+
+static inline gs_status_t gs__tp_probe(gs_transport_t *t, int peer, uint64_t tag, int *found_out,
+                                       gs_tp_completion_t *comp_out)
+{
+    return t->ops->probe(t->tp, peer, tag, found_out, comp_out);
 }
 
 static inline int gs__tp_has_wake(const gs_transport_t *t)

@@ -2,7 +2,8 @@
 /*
  * Fuzz target for the rendezvous wire format: the hello that rank 0 reads
  * from any connection to the master port, and the table header every other
- * rank reads back, with its per-rank entries (address length and host id).
+ * rank reads back, with its per-rank entries (address length and host id),
+ * and the authentication records (AUTH from rank 0, PROOF from a client).
  * Decoding must never crash, read out of bounds, or accept an address
  * length that would overflow the address buffer.
  */
@@ -20,6 +21,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     gs__boot_table_hdr_t t;
     uint32_t alen;
     uint64_t host;
+    uint8_t nonce[16];
+    uint8_t mac[32];
 
     if (gs__boot_hello_decode(data, size, &h) == GS_OK) {
         /* An accepted hello always describes a sane, bounded address. */
@@ -40,6 +43,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 __builtin_trap();
             }
         }
+    }
+    /* Authentication records: accepted only whole, with their magic. */
+    if ((gs__boot_auth_decode(data, size, nonce, mac) == GS_OK) &&
+        ((size < GS_BOOT_AUTH_BYTES) || (memcmp(data, "GSBA", 4) != 0))) {
+        __builtin_trap();
+    }
+    if ((gs__boot_proof_decode(data, size, mac) == GS_OK) &&
+        ((size < GS_BOOT_PROOF_BYTES) || (memcmp(data, "GSBP", 4) != 0))) {
+        __builtin_trap();
     }
     return 0;
 }

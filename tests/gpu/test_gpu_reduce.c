@@ -482,6 +482,10 @@ static void launcher_errors(bufs_t *s)
              "reduce, unknown op");
     check_rc(gs_k_reduce(d, d, d, 10, GS_DTYPE_I32, GS_OP_AVG, 0, NULL), inval,
              "reduce, AVG on i32");
+    check_rc(gs_k_reduce(d, d, d, 10, GS_DTYPE_F32, GS_OP_BAND, 0, NULL), inval,
+             "reduce, BAND on f32");
+    check_rc(gs_k_reduce(d, d, d, 10, GS_DTYPE_BF16, GS_OP_BXOR, 0, NULL), inval,
+             "reduce, BXOR on bf16");
     check_rc(gs_k_reduce(d, d, d, 10, GS_DTYPE_F32, GS_OP_SUM, -1, NULL), inval,
              "reduce, divisor -1");
     check_rc(gs_k_reduce(d, d, d, 10, GS_DTYPE_F32, GS_OP_MAX, 2, NULL), inval,

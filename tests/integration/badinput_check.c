@@ -11,7 +11,9 @@
  *   badinput_check [args] [--verbose]   argument checks (under gsrun, any world size)
  *   badinput_check mismatch [--short-ms T] [--port2 P]
  *       world size 2: rank 0 calls gs_allreduce while rank 1 calls
- *       gs_broadcast (then: same call, different counts) on a communicator
+ *       gs_broadcast (then: same call, different counts; then gs_allgatherv,
+ *       gs_alltoallv and gs_reduce_scatterv whose count arrays disagree
+ *       across the ranks, each rank in a way the other sees) on a communicator
  *       with a short deadline on port P (default: a free port rank 0 picks). Both
  *       must return an error: GS_ERR_MISMATCH expected, GS_ERR_TIMEOUT
  *       accepted and reported as such. A second communicator (the launcher's)
@@ -527,6 +529,202 @@ static void check_status_api(void)
         pass("status: unknown name");
 }
 
+/* ------------------------------------------------------------------ */
+/* Rooted and variable-size collectives, bitwise ops                   */
+/* ------------------------------------------------------------------ */
+
+#define VMAX 64 /* largest world these checks run at */
+#define VSENT 0x5a5a5a5au
+
+/* recvbuf still holds the sentinel everywhere (a refused call wrote nothing). */
+static void expect_untouched(const char *label, const uint32_t *buf, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (buf[i] != VSENT) {
+            fail(label, "element %zu of the output was written (0x%08x) by a refused call", i,
+                 (unsigned)buf[i]);
+            return;
+        }
+    pass(label);
+}
+
+static void check_vcalls(gs_comm_t comm)
+{
+    const int w = g_world, me = g_rank;
+    static uint32_t send[8 * VMAX], recv[8 * VMAX];
+    size_t counts[VMAX], counts2[VMAX], displs[VMAX], displs2[VMAX];
+    gs_request_t req = (gs_request_t)&req;
+    const gs_request_t req0 = req;
+    char label[128];
+
+    if (w > VMAX) {
+        printf("NOTE rank %d: v-call checks skipped above %d ranks\n", me, VMAX);
+        return;
+    }
+    for (size_t i = 0; i < 8 * VMAX; i++) {
+        send[i] = (uint32_t)i;
+        recv[i] = VSENT;
+    }
+    for (int j = 0; j < w; j++) {
+        counts[j] = 2;
+        displs[j] = 2 * (size_t)j;
+    }
+
+    /* Root out of range. */
+    CHECK_ERR("root = world: gather", gs_gather(comm, send, recv, 2, GS_DTYPE_I32, w),
+              GS_ERR_INVALID_ARG, "root");
+    CHECK_ERR("root = -1: scatter", gs_scatter(comm, send, recv, 2, GS_DTYPE_I32, -1),
+              GS_ERR_INVALID_ARG, "root");
+    CHECK_ERR("root = world: igather", gs_igather(comm, send, recv, 2, GS_DTYPE_I32, w, &req),
+              GS_ERR_INVALID_ARG, "root");
+    if (req != req0)
+        fail("root = world: igather", "req_out written although the call was refused");
+    CHECK_ERR("root = world+3: scatter_ex",
+              gs_scatter_ex(comm, send, recv, 2, GS_DTYPE_I32, w + 3, NULL), GS_ERR_INVALID_ARG,
+              "root");
+    /* NULL buffers with a nonzero count. */
+    CHECK_ERR("NULL sendbuf: gather", gs_gather(comm, NULL, recv, 2, GS_DTYPE_I32, 0),
+              GS_ERR_INVALID_ARG, "sendbuf");
+    CHECK_ERR("NULL recvbuf: scatter", gs_scatter(comm, send, NULL, 2, GS_DTYPE_I32, 0),
+              GS_ERR_INVALID_ARG, "recvbuf");
+    CHECK_ERR("NULL sendbuf: allgatherv",
+              gs_allgatherv(comm, NULL, 2, recv, 2 * (size_t)w, counts, NULL, GS_DTYPE_I32),
+              GS_ERR_INVALID_ARG, "sendbuf");
+    CHECK_ERR("NULL recvbuf: allgatherv",
+              gs_allgatherv(comm, send, 2, NULL, 2 * (size_t)w, counts, NULL, GS_DTYPE_I32),
+              GS_ERR_INVALID_ARG, "recvbuf");
+    /* NULL arrays. */
+    CHECK_ERR("NULL recvcounts: allgatherv",
+              gs_allgatherv(comm, send, 2, recv, 2 * (size_t)w, NULL, NULL, GS_DTYPE_I32),
+              GS_ERR_INVALID_ARG, "recvcounts");
+    CHECK_ERR("NULL sendcounts: alltoallv",
+              gs_alltoallv(comm, send, 2 * (size_t)w, NULL, NULL, recv, 2 * (size_t)w, counts, NULL,
+                           GS_DTYPE_I32),
+              GS_ERR_INVALID_ARG, "sendcounts");
+    CHECK_ERR("NULL recvcounts: ireduce_scatterv",
+              gs_ireduce_scatterv(comm, send, recv, NULL, GS_DTYPE_I32, GS_OP_SUM, &req),
+              GS_ERR_INVALID_ARG, "recvcounts");
+    /* Negative counts and displacements, named as such with the rank index. */
+    memcpy(counts2, counts, sizeof(counts));
+    counts2[w - 1] = (size_t)-3;
+    snprintf(label, sizeof(label), "recvcounts[%d] = -3: allgatherv", w - 1);
+    CHECK_ERR(label,
+              gs_allgatherv(comm, send, me == w - 1 ? (size_t)-3 : 2, recv, 8 * (size_t)w, counts2,
+                            NULL, GS_DTYPE_I32),
+              GS_ERR_INVALID_ARG, "negative");
+    snprintf(label, sizeof(label), "recvcounts[%d] = -3: reduce_scatterv (names the index)", w - 1);
+    g_current = label;
+    {
+        gs_status_t st = gs_reduce_scatterv(comm, send, recv, counts2, GS_DTYPE_I32, GS_OP_SUM);
+        char idx[32];
+        snprintf(idx, sizeof(idx), "[%d]", w - 1);
+        expect_err(label, st, GS_ERR_INVALID_ARG, idx);
+    }
+    memcpy(displs2, displs, sizeof(displs));
+    displs2[0] = (size_t)-1;
+    CHECK_ERR(
+        "displs[0] = -1: iallgatherv",
+        gs_iallgatherv(comm, send, 2, recv, 8 * (size_t)w, counts, displs2, GS_DTYPE_I32, &req),
+        GS_ERR_INVALID_ARG, "negative");
+    CHECK_ERR("sdispls[0] = -1: alltoallv",
+              gs_alltoallv(comm, send, 8 * (size_t)w, counts, displs2, recv, 8 * (size_t)w, counts,
+                           displs, GS_DTYPE_I32),
+              GS_ERR_INVALID_ARG, "negative");
+    CHECK_ERR("recvbuf_count = -1: allgatherv",
+              gs_allgatherv(comm, send, 2, recv, (size_t)-1, counts, NULL, GS_DTYPE_I32),
+              GS_ERR_INVALID_ARG, "negative");
+    /* Byte sizes that overflow. */
+    memcpy(counts2, counts, sizeof(counts));
+    counts2[0] = (size_t)1 << 62;
+    CHECK_ERR("recvcounts[0] = 2^62: reduce_scatterv",
+              gs_reduce_scatterv(comm, send, recv, counts2, GS_DTYPE_I64, GS_OP_SUM),
+              GS_ERR_INVALID_ARG, "overflows");
+    CHECK_ERR("gather count 2^61", gs_gather(comm, send, recv, (size_t)1 << 61, GS_DTYPE_I32, 0),
+              GS_ERR_INVALID_ARG, "overflows");
+    /* A block past the stated capacity. */
+    CHECK_ERR("block past recvbuf_count: allgatherv",
+              gs_allgatherv(comm, send, 2, recv, 2 * (size_t)w - 1, counts, NULL, GS_DTYPE_I32),
+              GS_ERR_INVALID_ARG, "recvbuf_count");
+    CHECK_ERR("block past sendbuf_count: alltoallv",
+              gs_alltoallv(comm, send, 2 * (size_t)w - 1, counts, displs, recv, 2 * (size_t)w,
+                           counts, displs, GS_DTYPE_I32),
+              GS_ERR_INVALID_ARG, "sendbuf_count");
+    CHECK_ERR("block past recvbuf_count: ialltoallv",
+              gs_ialltoallv(comm, send, 2 * (size_t)w, counts, displs, recv, 1, counts, displs,
+                            GS_DTYPE_I32, &req),
+              GS_ERR_INVALID_ARG, "recvbuf_count");
+    /* Overlapping blocks in one receive buffer (needs two blocks). */
+    if (w > 1) {
+        memcpy(displs2, displs, sizeof(displs));
+        displs2[w - 1] = displs2[w - 2] + 1;
+        CHECK_ERR("overlapping displs: allgatherv",
+                  gs_allgatherv(comm, send, 2, recv, 8 * (size_t)w, counts, displs2, GS_DTYPE_I32),
+                  GS_ERR_INVALID_ARG, "overlap");
+        CHECK_ERR("overlapping rdispls: alltoallv",
+                  gs_alltoallv(comm, send, 8 * (size_t)w, counts, displs, recv, 8 * (size_t)w,
+                               counts, displs2, GS_DTYPE_I32),
+                  GS_ERR_INVALID_ARG, "overlap");
+    }
+    /* This rank's own block disagrees with its own arguments. */
+    CHECK_ERR("recvcounts[rank] != sendcount: allgatherv",
+              gs_allgatherv(comm, send, 3, recv, 8 * (size_t)w, counts, NULL, GS_DTYPE_I32),
+              GS_ERR_INVALID_ARG, "sendcount");
+    memcpy(counts2, counts, sizeof(counts));
+    counts2[me] = 1;
+    CHECK_ERR("sendcounts[rank] != recvcounts[rank]: alltoallv",
+              gs_alltoallv(comm, send, 8 * (size_t)w, counts2, NULL, recv, 8 * (size_t)w, counts,
+                           NULL, GS_DTYPE_I32),
+              GS_ERR_INVALID_ARG, "recvcounts");
+    CHECK_ERR("sendbuf overlaps recvbuf: alltoallv",
+              gs_alltoallv(comm, recv, 2 * (size_t)w, counts, NULL, recv + 1, 2 * (size_t)w, counts,
+                           NULL, GS_DTYPE_I32),
+              GS_ERR_INVALID_ARG, "overlap");
+    /* Bitwise ops on float dtypes, everywhere an op is taken. */
+    CHECK_ERR("band on f32: allreduce", gs_allreduce(comm, send, recv, 2, GS_DTYPE_F32, GS_OP_BAND),
+              GS_ERR_INVALID_ARG, "bitwise op band needs an integer dtype, not f32");
+    CHECK_ERR("bor on f64: reduce", gs_reduce(comm, send, recv, 1, GS_DTYPE_F64, GS_OP_BOR, 0),
+              GS_ERR_INVALID_ARG, "integer dtype");
+    CHECK_ERR("bxor on bf16: reduce_scatter",
+              gs_reduce_scatter(comm, send, recv, 1, GS_DTYPE_BF16, GS_OP_BXOR), GS_ERR_INVALID_ARG,
+              "bitwise");
+    CHECK_ERR("band on f16: reduce_scatterv",
+              gs_reduce_scatterv(comm, send, recv, counts, GS_DTYPE_F16, GS_OP_BAND),
+              GS_ERR_INVALID_ARG, "bitwise");
+    CHECK_ERR("bor on f32: iallreduce",
+              gs_iallreduce(comm, send, recv, 2, GS_DTYPE_F32, GS_OP_BOR, &req), GS_ERR_INVALID_ARG,
+              "bitwise");
+    if (req != req0)
+        fail("v calls: req_out", "req_out written by a refused non-blocking call");
+    expect_untouched("v calls: nothing written by refused calls", recv, 8 * VMAX);
+
+    /* The same arrays, correct: the calls work (and a bitwise op on an integer dtype). */
+    {
+        uint32_t mine[2] = {(uint32_t)(me + 1), 0xf0u | (uint32_t)me};
+        uint32_t all[2 * VMAX];
+        int ok = 1;
+        g_current = "v calls: allgatherv works";
+        gs_status_t st =
+            gs_allgatherv(comm, mine, 2, all, 2 * (size_t)w, counts, NULL, GS_DTYPE_I32);
+        for (int j = 0; st == GS_OK && j < w; j++)
+            ok &= all[2 * j] == (uint32_t)(j + 1);
+        if (st != GS_OK || !ok)
+            fail("v calls: allgatherv works", "%s: %s", gs_status_name(st), gs_last_error());
+        else
+            pass("v calls: allgatherv works");
+        uint32_t x = 0xffu ^ (1u << (me % 8)), y = 0;
+        g_current = "v calls: band on i32 works";
+        st = gs_allreduce(comm, &x, &y, 1, GS_DTYPE_I32, GS_OP_BAND);
+        uint32_t want = 0xffu;
+        for (int j = 0; j < w; j++)
+            want &= 0xffu ^ (1u << (j % 8));
+        if (st != GS_OK || y != want)
+            fail("v calls: band on i32 works", "%s, got 0x%x want 0x%x", gs_status_name(st),
+                 (unsigned)y, (unsigned)want);
+        else
+            pass("v calls: band on i32 works");
+    }
+}
+
 /* After all the errors above the communicator still works and is not failed. */
 static void check_still_works(gs_comm_t comm, const char *label)
 {
@@ -605,6 +803,8 @@ static int run_args(gs_comm_t comm)
     check_types(comm);
     check_ranges(comm);
     check_still_works(comm, "works after dtype/op/root/peer errors");
+    check_vcalls(comm);
+    check_still_works(comm, "works after gather/scatter/v-call and bitwise-op errors");
     /* Each rank uses its own port for the single-rank configs. */
     check_config(port + 100 + g_rank);
     check_abort(comm);
@@ -677,9 +877,23 @@ static void mismatch_case(gs_comm_t comm, const char *label, int which, int port
             st = gs_allreduce(mc, a, b, 1000, GS_DTYPE_F32, GS_OP_SUM);
         else
             st = gs_broadcast(mc, a, 1000, GS_DTYPE_F32, 0);
-    } else {
+    } else if (which == 1) {
         /* same collective, different counts */
         st = gs_allreduce(mc, a, b, g_rank == 0 ? 1000 : 2000, GS_DTYPE_F32, GS_OP_SUM);
+    } else if (which == 2) {
+        /* allgatherv: each rank expects the other's block shorter than it is */
+        const size_t c0[2] = {300, 300}, c1[2] = {200, 400};
+        st = gs_allgatherv(mc, a, g_rank == 0 ? 300 : 400, b, 1000, g_rank == 0 ? c0 : c1, NULL,
+                           GS_DTYPE_F32);
+    } else if (which == 3) {
+        /* alltoallv: rank 0 sends 5 and expects 3, rank 1 sends 4 and expects 4 */
+        const size_t s0[2] = {1, 5}, r0[2] = {1, 3}, s1[2] = {4, 1}, r1[2] = {4, 1};
+        st = gs_alltoallv(mc, a, 1000, g_rank == 0 ? s0 : s1, NULL, b, 1000, g_rank == 0 ? r0 : r1,
+                          NULL, GS_DTYPE_F32);
+    } else {
+        /* reduce_scatterv: the ranks' recvcounts differ */
+        const size_t c0[2] = {400, 300}, c1[2] = {300, 400};
+        st = gs_reduce_scatterv(mc, a, b, g_rank == 0 ? c0 : c1, GS_DTYPE_F32, GS_OP_SUM);
     }
     double ms = mono_ms() - t0;
     const char *err = st == GS_OK ? "" : gs_last_error();
@@ -722,6 +936,10 @@ static int run_mismatch(gs_comm_t comm, int argc, char **argv)
     }
     mismatch_case(comm, "allreduce vs broadcast", 0, port2, short_ms);
     mismatch_case(comm, "allreduce count 1000 vs 2000", 1, port2 > 0 ? port2 + 1 : 0, short_ms);
+    mismatch_case(comm, "allgatherv recvcounts disagree", 2, port2 > 0 ? port2 + 2 : 0, short_ms);
+    mismatch_case(comm, "alltoallv counts disagree", 3, port2 > 0 ? port2 + 3 : 0, short_ms);
+    mismatch_case(comm, "reduce_scatterv recvcounts disagree", 4, port2 > 0 ? port2 + 4 : 0,
+                  short_ms);
     return finish(comm, "badinput_check mismatch");
 }
 

@@ -13,10 +13,19 @@
  * counters, gs_waitall and gs_test. Uses the public API only.
  *
  *   coll_check [--colls all|allreduce,broadcast,reduce,allgather,reduce_scatter,alltoall,
+ *                       gather,scatter,allgatherv,alltoallv,reduce_scatterv,
  *                       barrier,sendrecv,split,multicomm,misc]
- *              [--dtypes all|f32,...] [--ops all|sum,...] [--counts 0,1,7,w-1,w+1,...|none]
- *              [--variants all|blk,inplace,nb,nbinplace,any] [--algo NAME] [--iters K]
+ *              [--dtypes all|f32,...] [--ops all|sum,...,band,bor,bxor]
+ *              [--counts 0,1,7,w-1,w+1,...|none]
+ *              [--variants all|blk,inplace,nb,nbinplace,any,ex] [--algo NAME] [--iters K]
  *              [--large] [--seed S] [--verbose]
+ *
+ * Without --colls and --ops it runs the collectives and ops it has always
+ * run (not the rooted and v collectives, not the bitwise ops), so that the
+ * runs registered before them keep their duration; name them to run them.
+ * The v collectives give every rank a different count, derived from the
+ * count of the case ("count" is the base), and lay blocks out packed, with
+ * gaps, or in reverse rank order with gaps (gaps must stay untouched).
  *
  * One line per failed case, "N passed, M failed" on rank 0 (cases summed
  * over ranks), exit status 1 when any rank saw a failure (agreed with an
@@ -48,6 +57,11 @@ enum coll {
     COLL_ALLGATHER,
     COLL_REDUCE_SCATTER,
     COLL_ALLTOALL,
+    COLL_GATHER,
+    COLL_SCATTER,
+    COLL_ALLGATHERV,
+    COLL_ALLTOALLV,
+    COLL_REDUCE_SCATTERV,
     COLL_BARRIER,
     COLL_SENDRECV,
     COLL_SPLIT,
@@ -57,13 +71,21 @@ enum coll {
 };
 
 static const char *const coll_names[COLL_NUM] = {
-    "allreduce", "broadcast", "reduce",    "allgather", "reduce_scatter", "alltoall",
-    "barrier",   "sendrecv",  "split",     "multicomm", "misc"};
+    "allreduce", "broadcast", "reduce",     "allgather", "reduce_scatter",  "alltoall",
+    "gather",    "scatter",   "allgatherv", "alltoallv", "reduce_scatterv", "barrier",
+    "sendrecv",  "split",     "multicomm",  "misc"};
+
+/* What runs without --colls: everything but the rooted and v collectives. */
+#define COLLS_DEFAULT                                                                              \
+    (((1u << COLL_NUM) - 1u) &                                                                     \
+     ~((1u << COLL_GATHER) | (1u << COLL_SCATTER) | (1u << COLL_ALLGATHERV) |                      \
+       (1u << COLL_ALLTOALLV) | (1u << COLL_REDUCE_SCATTERV)))
 
 /* Variants of one collective call. */
-enum variant { VAR_BLK, VAR_INPLACE, VAR_NB, VAR_NB_INPLACE, VAR_ANY, VAR_NUM };
+/* VAR_EX: the _ex form (with --algo's algorithm, or GS_ALGO_AUTO), blocking. */
+enum variant { VAR_BLK, VAR_INPLACE, VAR_NB, VAR_NB_INPLACE, VAR_ANY, VAR_EX, VAR_NUM };
 
-static const char *const var_names[VAR_NUM] = {"blk", "inplace", "nb", "nbinplace", "any"};
+static const char *const var_names[VAR_NUM] = {"blk", "inplace", "nb", "nbinplace", "any", "ex"};
 
 /* Which variants each collective has (bit per enum variant). */
 #define VB(_v) (1u << (_v))
@@ -76,12 +98,29 @@ static const unsigned coll_variants[COLL_NUM] = {
     [COLL_ALLTOALL] = VB(VAR_BLK) | VB(VAR_INPLACE) | VB(VAR_NB) | VB(VAR_NB_INPLACE),
     [COLL_BARRIER] = VB(VAR_BLK) | VB(VAR_NB),
     [COLL_SENDRECV] = VB(VAR_BLK) | VB(VAR_NB) | VB(VAR_ANY),
+    [COLL_GATHER] = VB(VAR_BLK) | VB(VAR_INPLACE) | VB(VAR_NB) | VB(VAR_NB_INPLACE) | VB(VAR_EX),
+    [COLL_SCATTER] = VB(VAR_BLK) | VB(VAR_INPLACE) | VB(VAR_NB) | VB(VAR_NB_INPLACE) | VB(VAR_EX),
+    [COLL_ALLGATHERV] =
+        VB(VAR_BLK) | VB(VAR_INPLACE) | VB(VAR_NB) | VB(VAR_NB_INPLACE) | VB(VAR_EX),
+    [COLL_ALLTOALLV] = VB(VAR_BLK) | VB(VAR_NB) | VB(VAR_EX),
+    [COLL_REDUCE_SCATTERV] =
+        VB(VAR_BLK) | VB(VAR_INPLACE) | VB(VAR_NB) | VB(VAR_NB_INPLACE) | VB(VAR_EX),
 };
 
 static const char *const dt_names[GS_DTYPE_COUNT] = {"f32", "f64", "f16", "bf16",
                                                      "i8",  "u8",  "i32", "i64"};
 static const size_t dt_sizes[GS_DTYPE_COUNT] = {4, 8, 2, 2, 1, 1, 4, 8};
-static const char *const op_names[GS_OP_COUNT] = {"sum", "prod", "min", "max", "avg"};
+static const char *const op_names[GS_OP_COUNT] = {"sum", "prod", "min", "max",
+                                                  "avg", "band", "bor", "bxor"};
+
+static int op_is_bitwise(int op)
+{
+    return op == GS_OP_BAND || op == GS_OP_BOR || op == GS_OP_BXOR;
+}
+
+/* What runs without --ops: the arithmetic ops. */
+#define OPS_DEFAULT                                                                                \
+    (((1u << GS_OP_COUNT) - 1u) & ~((1u << GS_OP_BAND) | (1u << GS_OP_BOR) | (1u << GS_OP_BXOR)))
 
 /* Command-line options, read-only once parsed. */
 static struct {
@@ -274,6 +313,17 @@ static double gen_value(int rank, size_t idx, uint64_t seed, gs_dtype_t dt, gs_o
             return 2.0;
         return 1.0;
     }
+    case GS_OP_BAND:
+    case GS_OP_BOR:
+    case GS_OP_BXOR:
+        /* Every bit pattern of the type (i64: 53 bits, exact in a double). */
+        if (dt == GS_DTYPE_U8)
+            return (double)(h & 0xffu);
+        if (dt == GS_DTYPE_I8)
+            return (double)(int8_t)(uint8_t)(h & 0xffu);
+        if (dt == GS_DTYPE_I32)
+            return (double)(int32_t)(uint32_t)h;
+        return (double)((int64_t)(h >> 11) - ((int64_t)1 << 52));
     case GS_OP_MIN:
     case GS_OP_MAX:
     default:
@@ -301,6 +351,15 @@ static double ref_reduce(int world, size_t idx, uint64_t seed, gs_dtype_t dt, gs
             break;
         case GS_OP_MAX:
             acc = v > acc ? v : acc;
+            break;
+        case GS_OP_BAND:
+            acc = (double)((int64_t)acc & (int64_t)v);
+            break;
+        case GS_OP_BOR:
+            acc = (double)((int64_t)acc | (int64_t)v);
+            break;
+        case GS_OP_BXOR:
+            acc = (double)((int64_t)acc ^ (int64_t)v);
             break;
         default:
             acc += v;
@@ -778,6 +837,372 @@ static void case_alltoall(struct tctx *t, gs_dtype_t dt, size_t count, enum vari
     free(send);
 }
 
+/* ------------------------------------------------------------------ */
+/* Rooted and variable-size collectives                                */
+/* ------------------------------------------------------------------ */
+
+/* The _ex form runs for VAR_EX, and for every blocking variant under --algo. */
+static int use_ex(enum variant v)
+{
+    return v == VAR_EX || (g_opt.has_algo && !is_nb(v));
+}
+
+static gs_coll_opts_t ex_opts(void)
+{
+    gs_coll_opts_t o = GS_COLL_OPTS_INIT;
+    if (g_opt.has_algo)
+        o.algo = g_opt.algo;
+    return o;
+}
+
+/* A forced algorithm that does not implement the collective: skipped. */
+static int skip_unsupported(struct tctx *t, const char *label, gs_status_t st)
+{
+    if (st != GS_ERR_UNSUPPORTED || !g_opt.has_algo)
+        return 0;
+    t->skipped++;
+    if (g_opt.verbose)
+        printf("skip rank %d %s: %s\n", t->rank, label, gs_last_error());
+    return 1;
+}
+
+/* Rank @p r's count in a v case of base @p base: 0 .. 2*base, uneven across ranks. */
+static size_t vcount(size_t base, int a, int b, uint32_t seq)
+{
+    if (base == 0)
+        return 0;
+    return (base + (size_t)a * 5u + (size_t)b * 3u + seq) % (2 * base + 1);
+}
+
+/*
+ * Displacements of @p n blocks: mode 0 packed (returns NULL: the library's
+ * default), 1 in rank order with a one-element gap before each block, 2 in
+ * reverse rank order with two-element gaps. *cap_out: elements spanned.
+ */
+static size_t *vlayout(int n, const size_t *counts, int mode, size_t *cap_out)
+{
+    size_t *d = xmalloc((size_t)n * sizeof(size_t));
+    size_t off = 0;
+    for (int k = 0; k < n; k++) {
+        int j = mode == 2 ? n - 1 - k : k;
+        off += (size_t)mode;
+        d[j] = off;
+        off += counts[j];
+    }
+    *cap_out = off + (size_t)mode;
+    if (mode == 0) {
+        free(d);
+        return NULL;
+    }
+    return d;
+}
+
+static size_t voff(const size_t *displs, const size_t *counts, int j)
+{
+    size_t off = 0;
+    if (displs)
+        return displs[j];
+    for (int k = 0; k < j; k++)
+        off += counts[k];
+    return off;
+}
+
+/* A copy of an array the library must not read after a non-blocking call returns. */
+static size_t *vdup(const size_t *a, int n)
+{
+    size_t *c;
+    if (!a)
+        return NULL;
+    c = xmalloc((size_t)n * sizeof(size_t));
+    memcpy(c, a, (size_t)n * sizeof(size_t));
+    return c;
+}
+
+/* Scribble over and free the caller's arrays of a call in flight. */
+static void vtrash(size_t *a, int n)
+{
+    if (a) {
+        memset(a, 0xff, (size_t)n * sizeof(size_t));
+        free(a);
+    }
+}
+
+/* Element bytes outside every block must still hold the sentinel. */
+static void check_gaps(struct mism *m, const unsigned char *buf, size_t cap, size_t es,
+                       const unsigned char *inblock)
+{
+    for (size_t i = 0; i < cap; i++) {
+        if (inblock[i])
+            continue;
+        for (size_t b = 0; b < es; b++)
+            if (buf[i * es + b] != SENTINEL_BYTE) {
+                if (m->nbad++ == 0) {
+                    m->first = i;
+                    snprintf(m->detail, sizeof(m->detail), "gap element %zu was written", i);
+                }
+                break;
+            }
+    }
+}
+
+static void case_rooted(struct tctx *t, enum coll c, gs_dtype_t dt, size_t count, enum variant v)
+{
+    char label[256];
+    uint32_t seq = t->seq++;
+    uint64_t seed = g_opt.seed + seq;
+    int root = (int)(seq % (uint32_t)t->world);
+    int gather = c == COLL_GATHER;
+    size_t es = dt_sizes[dt];
+    size_t total = count * (size_t)t->world;
+    make_label(label, sizeof(label), c, dt, -1, count, v, root, seq);
+
+    /* big: the root's world-block buffer; small: this rank's block. */
+    unsigned char *big = xmalloc(total * es);
+    unsigned char *small = xmalloc(count * es);
+    unsigned char *mine = small;
+    if (t->rank == root && is_inplace(v))
+        mine = big + (size_t)root * count * es;
+    if (gather) {
+        memset(big, SENTINEL_BYTE, total * es);
+        fill_bytes(mine, count, 0, t->rank, seed, dt);
+    } else {
+        memset(small, SENTINEL_BYTE, count * es);
+        if (t->rank == root)
+            fill_bytes(big, total, 0, root, seed, dt);
+    }
+    /* Non-roots pass NULL for the root-only buffer every other time. */
+    unsigned char *bigarg = big;
+    if (t->rank != root && (seq / (uint32_t)t->world) % 2 == 0)
+        bigarg = NULL;
+    const void *sarg = gather ? (const void *)mine : (const void *)bigarg;
+    void *rarg = gather ? (void *)bigarg : (void *)mine;
+
+    gs_status_t st;
+    if (is_nb(v)) {
+        gs_request_t req = GS_REQUEST_NULL;
+        st = gather ? gs_igather(t->comm, sarg, rarg, count, dt, root, &req)
+                    : gs_iscatter(t->comm, sarg, rarg, count, dt, root, &req);
+        if (st == GS_OK)
+            st = nb_finish(t, label, &req);
+    } else if (use_ex(v)) {
+        gs_coll_opts_t o = ex_opts();
+        st = gather ? gs_gather_ex(t->comm, sarg, rarg, count, dt, root, &o)
+                    : gs_scatter_ex(t->comm, sarg, rarg, count, dt, root, &o);
+    } else {
+        st = gather ? gs_gather(t->comm, argbuf((void *)(uintptr_t)sarg, count, v),
+                                count == 0 ? NULL : rarg, count, dt, root)
+                    : gs_scatter(t->comm, count == 0 ? NULL : sarg, argbuf(rarg, count, v), count,
+                                 dt, root);
+    }
+    if (skip_unsupported(t, label, st)) {
+    } else if (call_ok(t, label, gather ? "gs_gather" : "gs_scatter", st)) {
+        struct mism m = {0};
+        unsigned char exp[8];
+        if (gather && t->rank == root) {
+            for (int r = 0; r < t->world; r++)
+                for (size_t i = 0; i < count; i++) {
+                    size_t j = (size_t)r * count + i;
+                    gen_bytes(exp, r, i, seed, dt);
+                    check_bytes(&m, j, big + j * es, exp, es);
+                }
+        } else if (!gather) {
+            for (size_t i = 0; i < count; i++) {
+                gen_bytes(exp, root, (size_t)t->rank * count + i, seed, dt);
+                check_bytes(&m, i, mine + i * es, exp, es);
+            }
+        }
+        finish_case(t, label, &m, gather ? total : count);
+    }
+    free(small);
+    free(big);
+}
+
+static void case_allgatherv(struct tctx *t, gs_dtype_t dt, size_t count, enum variant v)
+{
+    char label[256];
+    uint32_t seq = t->seq++;
+    uint64_t seed = g_opt.seed + seq;
+    int n = t->world;
+    size_t es = dt_sizes[dt];
+    size_t cap;
+    make_label(label, sizeof(label), COLL_ALLGATHERV, dt, -1, count, v, -1, seq);
+
+    size_t *counts = xmalloc((size_t)n * sizeof(size_t));
+    for (int r = 0; r < n; r++)
+        counts[r] = vcount(count, r, 0, seq);
+    size_t *displs = vlayout(n, counts, (int)(seq % 3u), &cap);
+    size_t mycount = counts[t->rank];
+    size_t myoff = voff(displs, counts, t->rank);
+    unsigned char *recv = xmalloc(cap * es);
+    memset(recv, SENTINEL_BYTE, cap * es);
+    unsigned char *send = is_inplace(v) ? recv + myoff * es : xmalloc(mycount * es);
+    fill_bytes(send, mycount, 0, t->rank, seed, dt);
+
+    gs_status_t st;
+    if (is_nb(v)) {
+        gs_request_t req = GS_REQUEST_NULL;
+        size_t *c2 = vdup(counts, n), *d2 = vdup(displs, n);
+        st = gs_iallgatherv(t->comm, send, mycount, recv, cap, c2, d2, dt, &req);
+        vtrash(c2, n); /* the request holds its own copy */
+        vtrash(d2, n);
+        if (st == GS_OK)
+            st = nb_finish(t, label, &req);
+    } else if (use_ex(v)) {
+        gs_coll_opts_t o = ex_opts();
+        st = gs_allgatherv_ex(t->comm, send, mycount, recv, cap, counts, displs, dt, &o);
+    } else {
+        st = gs_allgatherv(t->comm, argbuf(send, mycount, v), mycount, argbuf(recv, cap, v), cap,
+                           counts, displs, dt);
+    }
+    if (skip_unsupported(t, label, st)) {
+    } else if (call_ok(t, label, "gs_allgatherv", st)) {
+        struct mism m = {0};
+        unsigned char exp[8];
+        unsigned char *inblock = calloc(cap ? cap : 1, 1);
+        for (int r = 0; r < n; r++) {
+            size_t off = voff(displs, counts, r);
+            for (size_t i = 0; i < counts[r]; i++) {
+                gen_bytes(exp, r, i, seed, dt);
+                check_bytes(&m, off + i, recv + (off + i) * es, exp, es);
+                inblock[off + i] = 1;
+            }
+        }
+        check_gaps(&m, recv, cap, es, inblock);
+        free(inblock);
+        finish_case(t, label, &m, cap);
+    }
+    if (!is_inplace(v))
+        free(send);
+    free(recv);
+    free(displs);
+    free(counts);
+}
+
+static void case_alltoallv(struct tctx *t, gs_dtype_t dt, size_t count, enum variant v)
+{
+    char label[256];
+    uint32_t seq = t->seq++;
+    uint64_t seed = g_opt.seed + seq;
+    int n = t->world;
+    size_t es = dt_sizes[dt];
+    size_t scap, rcap;
+    const size_t stride = 1000003; /* element index of block j: j * stride + i */
+    make_label(label, sizeof(label), COLL_ALLTOALLV, dt, -1, count, v, -1, seq);
+
+    size_t *sc = xmalloc((size_t)n * sizeof(size_t));
+    size_t *rc = xmalloc((size_t)n * sizeof(size_t));
+    for (int j = 0; j < n; j++) {
+        sc[j] = vcount(count, t->rank, j, seq);
+        rc[j] = vcount(count, j, t->rank, seq);
+    }
+    size_t *sd = vlayout(n, sc, (int)(seq % 3u), &scap);
+    size_t *rd = vlayout(n, rc, (int)((seq + 1) % 3u), &rcap);
+    unsigned char *send = xmalloc(scap * es);
+    unsigned char *recv = xmalloc(rcap * es);
+    memset(send, SENTINEL_BYTE, scap * es);
+    memset(recv, SENTINEL_BYTE, rcap * es);
+    for (int j = 0; j < n; j++)
+        fill_bytes(send + voff(sd, sc, j) * es, sc[j], (size_t)j * stride, t->rank, seed, dt);
+
+    gs_status_t st;
+    if (is_nb(v)) {
+        gs_request_t req = GS_REQUEST_NULL;
+        size_t *a = vdup(sc, n), *b = vdup(sd, n), *c = vdup(rc, n), *d = vdup(rd, n);
+        st = gs_ialltoallv(t->comm, send, scap, a, b, recv, rcap, c, d, dt, &req);
+        vtrash(a, n);
+        vtrash(b, n);
+        vtrash(c, n);
+        vtrash(d, n);
+        if (st == GS_OK)
+            st = nb_finish(t, label, &req);
+    } else if (use_ex(v)) {
+        gs_coll_opts_t o = ex_opts();
+        st = gs_alltoallv_ex(t->comm, send, scap, sc, sd, recv, rcap, rc, rd, dt, &o);
+    } else {
+        st = gs_alltoallv(t->comm, argbuf(send, scap, v), scap, sc, sd, argbuf(recv, rcap, v), rcap,
+                          rc, rd, dt);
+    }
+    if (skip_unsupported(t, label, st)) {
+    } else if (call_ok(t, label, "gs_alltoallv", st)) {
+        struct mism m = {0};
+        unsigned char exp[8];
+        unsigned char *inblock = calloc(rcap ? rcap : 1, 1);
+        for (int s = 0; s < n; s++) {
+            size_t off = voff(rd, rc, s);
+            for (size_t i = 0; i < rc[s]; i++) {
+                gen_bytes(exp, s, (size_t)t->rank * stride + i, seed, dt);
+                check_bytes(&m, off + i, recv + (off + i) * es, exp, es);
+                inblock[off + i] = 1;
+            }
+        }
+        check_gaps(&m, recv, rcap, es, inblock);
+        free(inblock);
+        finish_case(t, label, &m, rcap);
+    }
+    free(recv);
+    free(send);
+    free(rd);
+    free(sd);
+    free(rc);
+    free(sc);
+}
+
+static void case_reduce_scatterv(struct tctx *t, gs_dtype_t dt, gs_op_t op, size_t count,
+                                 enum variant v)
+{
+    char label[256];
+    uint32_t seq = t->seq++;
+    uint64_t seed = g_opt.seed + seq;
+    int n = t->world;
+    size_t es = dt_sizes[dt];
+    size_t total = 0;
+    make_label(label, sizeof(label), COLL_REDUCE_SCATTERV, dt, (int)op, count, v, -1, seq);
+
+    size_t *counts = xmalloc((size_t)n * sizeof(size_t));
+    for (int r = 0; r < n; r++) {
+        counts[r] = vcount(count, r, 0, seq);
+        total += counts[r];
+    }
+    size_t mycount = counts[t->rank];
+    size_t myoff = voff(NULL, counts, t->rank);
+    unsigned char *send = xmalloc(total * es);
+    fill_values(send, total, 0, t->rank, seed, dt, op, n);
+    unsigned char *recv;
+    if (is_inplace(v)) {
+        recv = send + myoff * es;
+    } else {
+        recv = xmalloc(mycount * es);
+        memset(recv, SENTINEL_BYTE, mycount * es);
+    }
+
+    gs_status_t st;
+    if (is_nb(v)) {
+        gs_request_t req = GS_REQUEST_NULL;
+        size_t *c2 = vdup(counts, n);
+        st = gs_ireduce_scatterv(t->comm, send, recv, c2, dt, op, &req);
+        vtrash(c2, n);
+        if (st == GS_OK)
+            st = nb_finish(t, label, &req);
+    } else if (use_ex(v)) {
+        gs_coll_opts_t o = ex_opts();
+        st = gs_reduce_scatterv_ex(t->comm, send, recv, counts, dt, op, &o);
+    } else {
+        st = gs_reduce_scatterv(t->comm, argbuf(send, total, v), argbuf(recv, mycount, v), counts,
+                                dt, op);
+    }
+    if (skip_unsupported(t, label, st)) {
+    } else if (call_ok(t, label, "gs_reduce_scatterv", st)) {
+        struct mism m = {0};
+        for (size_t i = 0; i < mycount; i++)
+            check_value(&m, i, dt, get_elem(recv, i, dt), ref_reduce(n, myoff + i, seed, dt, op));
+        finish_case(t, label, &m, mycount);
+    }
+    if (!is_inplace(v))
+        free(recv);
+    free(send);
+    free(counts);
+}
+
 static void case_sendrecv(struct tctx *t, gs_dtype_t dt, size_t count, enum variant v)
 {
     char label[256];
@@ -882,7 +1307,8 @@ static void case_barrier_timing(struct tctx *t)
 
 static int coll_has_op(enum coll c)
 {
-    return c == COLL_ALLREDUCE || c == COLL_REDUCE || c == COLL_REDUCE_SCATTER;
+    return c == COLL_ALLREDUCE || c == COLL_REDUCE || c == COLL_REDUCE_SCATTER ||
+           c == COLL_REDUCE_SCATTERV;
 }
 
 static void run_one(struct tctx *t, enum coll c, gs_dtype_t dt, int op, size_t count,
@@ -906,6 +1332,19 @@ static void run_one(struct tctx *t, enum coll c, gs_dtype_t dt, int op, size_t c
         break;
     case COLL_ALLTOALL:
         case_alltoall(t, dt, count, v);
+        break;
+    case COLL_GATHER:
+    case COLL_SCATTER:
+        case_rooted(t, c, dt, count, v);
+        break;
+    case COLL_ALLGATHERV:
+        case_allgatherv(t, dt, count, v);
+        break;
+    case COLL_ALLTOALLV:
+        case_alltoallv(t, dt, count, v);
+        break;
+    case COLL_REDUCE_SCATTERV:
+        case_reduce_scatterv(t, dt, (gs_op_t)op, count, v);
         break;
     case COLL_SENDRECV:
         /* The library rejects a send to oneself ("copy locally"): no ring at world 1. */
@@ -939,6 +1378,8 @@ static void run_coll(struct tctx *t, enum coll c)
                     continue;
                 if (op == GS_OP_AVG && !dt_is_float((gs_dtype_t)dt))
                     continue;
+                if (op_is_bitwise(op) && dt_is_float((gs_dtype_t)dt))
+                    continue; /* refused (badinput_check asserts that) */
             } else if (op > 0) {
                 break;
             }
@@ -1257,10 +1698,12 @@ static void usage(void)
             "usage: coll_check [--colls all|LIST] [--dtypes all|LIST] [--ops all|LIST]\n"
             "                  [--counts N,w-1,w+1,...|none] [--variants all|LIST] [--algo NAME]\n"
             "                  [--iters K] [--large] [--seed S] [--verbose]\n"
-            "colls: allreduce broadcast reduce allgather reduce_scatter alltoall barrier\n"
-            "       sendrecv split multicomm misc\n"
-            "dtypes: f32 f64 f16 bf16 i8 u8 i32 i64; ops: sum prod min max avg\n"
-            "variants: blk inplace nb nbinplace any\n");
+            "colls: allreduce broadcast reduce allgather reduce_scatter alltoall gather\n"
+            "       scatter allgatherv alltoallv reduce_scatterv barrier sendrecv split\n"
+            "       multicomm misc (default: all but gather..reduce_scatterv)\n"
+            "dtypes: f32 f64 f16 bf16 i8 u8 i32 i64\n"
+            "ops: sum prod min max avg band bor bxor (default: all but the bitwise ones)\n"
+            "variants: blk inplace nb nbinplace any ex\n");
 }
 
 /* Parse a comma list of names from @p names into a bit mask; -1 on an unknown one. */
@@ -1294,9 +1737,9 @@ static int parse_args(int argc, char **argv)
     const char *counts = "0,1,7,w-1,w+1,1000003";
     long m;
 
-    g_opt.colls = (1u << COLL_NUM) - 1u;
+    g_opt.colls = COLLS_DEFAULT;
     g_opt.dtypes = (1u << GS_DTYPE_COUNT) - 1u;
-    g_opt.ops = (1u << GS_OP_COUNT) - 1u;
+    g_opt.ops = OPS_DEFAULT;
     g_opt.variants = (1u << VAR_NUM) - 1u;
     g_opt.iters = 1;
     g_opt.seed = 12345;

@@ -36,6 +36,12 @@ static void test_algo_policy_per_collective(void **state)
     assert_int_equal(p.forced[GS_COLL_ALLREDUCE], GS_ALGO_RING);
     assert_int_equal(p.forced[GS_COLL_BROADCAST], GS_ALGO_CHAIN);
     assert_int_equal(p.forced[GS_COLL_REDUCE], GS_ALGO_AUTO);
+    assert_int_equal(gs__algo_policy_parse("gather:direct,scatter:binomial,allgatherv:ring", &p),
+                     GS_OK);
+    assert_int_equal(p.forced[GS_COLL_GATHER], GS_ALGO_DIRECT);
+    assert_int_equal(p.forced[GS_COLL_SCATTER], GS_ALGO_BINOMIAL);
+    assert_int_equal(p.forced[GS_COLL_ALLGATHERV], GS_ALGO_RING);
+    assert_int_equal(gs__algo_policy_parse("alltoallv:ring", &p), GS_ERR_INVALID_ARG);
 }
 
 static void test_algo_policy_rejects(void **state)
@@ -74,6 +80,22 @@ static void test_algo_offers(void **state)
     assert_false(gs__algo_offers(GS_COLL_ALLREDUCE, GS_ALGO_CHAIN));
     assert_false(gs__algo_offers(GS_COLL_ALLREDUCE, (gs_algo_t)77));
     assert_string_equal(gs__coll_name(GS_COLL_REDUCE_SCATTER), "reduce_scatter");
+    /* The rooted and v collectives: what each offers, and the names GS_ALGO parses. */
+    assert_true(gs__algo_offers(GS_COLL_GATHER, GS_ALGO_BINOMIAL));
+    assert_true(gs__algo_offers(GS_COLL_SCATTER, GS_ALGO_DIRECT));
+    assert_false(gs__algo_offers(GS_COLL_GATHER, GS_ALGO_RING));
+    assert_true(gs__algo_offers(GS_COLL_ALLGATHERV, GS_ALGO_RING));
+    assert_false(gs__algo_offers(GS_COLL_ALLGATHERV, GS_ALGO_NATIVE));
+    assert_true(gs__algo_offers(GS_COLL_ALLTOALLV, GS_ALGO_DIRECT));
+    assert_true(gs__algo_offers(GS_COLL_REDUCE_SCATTERV, GS_ALGO_RING));
+    assert_string_equal(gs__coll_name(GS_COLL_REDUCE_SCATTERV), "reduce_scatterv");
+    assert_string_equal(gs__coll_name(GS_COLL_GATHER), "gather");
+    /* Binomial for small blocks, direct for large (8 ranks, default model). */
+    assert_int_equal(gs__algo_choose(NULL, GS_COLL_GATHER, 8, 64, 65536), GS_ALGO_BINOMIAL);
+    assert_int_equal(gs__algo_choose(NULL, GS_COLL_SCATTER, 8, 64, 65536), GS_ALGO_BINOMIAL);
+    assert_int_equal(gs__algo_choose(NULL, GS_COLL_GATHER, 8, 64u << 20, 65536), GS_ALGO_DIRECT);
+    assert_int_equal(gs__algo_choose(NULL, GS_COLL_ALLGATHERV, 8, 4096, 65536), GS_ALGO_RING);
+    assert_int_equal(gs__algo_choose(NULL, GS_COLL_ALLTOALLV, 8, 4096, 65536), GS_ALGO_DIRECT);
 }
 
 static void test_algo_split_covers_exactly(void **state)
@@ -301,6 +323,19 @@ static void test_algo_plan_device_paths(void **state)
     ctx.dev_caps |= GS_DEV_CAP_NCCL;
     assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
     assert_int_equal(plan.path, GS_PATH_NCCL);
+    /* NCCL has no bitwise reduction: staged, a gradsync algorithm on host
+     * copies; a CUDA-aware MPI has (MPI_BXOR) and takes it. */
+    d.dtype = GS_DTYPE_I32;
+    d.op = GS_OP_BXOR;
+    ctx.dev_caps = GS_DEV_CAP_NCCL;
+    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan.path, GS_PATH_STAGED);
+    assert_int_not_equal(plan.algo, GS_ALGO_NATIVE);
+    ctx.dev_caps = GS_DEV_CAP_NCCL | GS_DEV_CAP_MPI_CUDA;
+    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan.path, GS_PATH_MPI_CUDA);
+    d.op = GS_OP_SUM;
+    d.dtype = GS_DTYPE_F32;
 #endif
 #else
     (void)policy;

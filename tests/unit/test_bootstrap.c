@@ -157,6 +157,53 @@ static void test_bootstrap_table_roundtrip_and_rejects(void **state)
     assert_int_equal(gs__boot_table_hdr_decode(buf, 5, &out), GS_ERR_PROTOCOL);
 }
 
+/* Version 3: the hello's AUTH flag and nonce, and the AUTH and PROOF records. */
+static void test_bootstrap_auth_records(void **state)
+{
+    uint8_t buf[GS_BOOT_HELLO_BYTES];
+    uint8_t rec[GS_BOOT_AUTH_BYTES];
+    uint8_t proof[GS_BOOT_PROOF_BYTES];
+    uint8_t nonce[16];
+    uint8_t mac[32];
+    uint8_t nonce2[16];
+    uint8_t mac2[32];
+    gs__boot_hello_t h = sample_hello();
+    gs__boot_hello_t out;
+
+    (void)state;
+    h.flags = GS_BOOT_F_AUTH;
+    for (int i = 0; i < 16; i++) {
+        h.nonce[i] = (uint8_t)(i + 1);
+        nonce[i] = (uint8_t)(0x80 + i);
+    }
+    for (int i = 0; i < 32; i++) {
+        mac[i] = (uint8_t)(0x40 + i);
+    }
+    gs__boot_hello_encode(&h, buf);
+    assert_int_equal(gs__boot_hello_decode(buf, sizeof(buf), &out), GS_OK);
+    assert_int_equal(out.flags, GS_BOOT_F_AUTH);
+    assert_memory_equal(out.nonce, h.nonce, sizeof(h.nonce));
+    h.flags = 0x80; /* unknown flag */
+    gs__boot_hello_encode(&h, buf);
+    assert_int_equal(gs__boot_hello_decode(buf, sizeof(buf), &out), GS_ERR_PROTOCOL);
+
+    gs__boot_auth_encode(nonce, mac, rec);
+    assert_int_equal(gs__boot_auth_decode(rec, sizeof(rec), nonce2, mac2), GS_OK);
+    assert_memory_equal(nonce2, nonce, sizeof(nonce));
+    assert_memory_equal(mac2, mac, sizeof(mac));
+    assert_int_equal(gs__boot_auth_decode(rec, sizeof(rec) - 1, nonce2, mac2), GS_ERR_PROTOCOL);
+    rec[5] = 1; /* padding */
+    assert_int_equal(gs__boot_auth_decode(rec, sizeof(rec), nonce2, mac2), GS_ERR_PROTOCOL);
+
+    gs__boot_proof_encode(mac, proof);
+    assert_int_equal(gs__boot_proof_decode(proof, sizeof(proof), mac2), GS_OK);
+    assert_memory_equal(mac2, mac, sizeof(mac));
+    /* An AUTH record is not a PROOF, and the other way round. */
+    gs__boot_auth_encode(nonce, mac, rec);
+    assert_int_equal(gs__boot_proof_decode(rec, sizeof(rec), mac2), GS_ERR_PROTOCOL);
+    assert_int_equal(gs__boot_auth_decode(proof, sizeof(proof), nonce2, mac2), GS_ERR_PROTOCOL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -164,6 +211,7 @@ int main(void)
         cmocka_unit_test(test_bootstrap_hello_rejects_malformed),
         cmocka_unit_test(test_bootstrap_table_roundtrip_and_rejects),
         cmocka_unit_test(test_bootstrap_entry_roundtrip_and_rejects),
+        cmocka_unit_test(test_bootstrap_auth_records),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

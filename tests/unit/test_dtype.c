@@ -378,6 +378,12 @@ static void test_dtype_parse_aliases(void **state)
     assert_int_equal(op, GS_OP_MAX);
     assert_int_equal(gs__op_parse("avg", &op), 0);
     assert_int_equal(op, GS_OP_AVG);
+    assert_int_equal(gs__op_parse("band", &op), 0);
+    assert_int_equal(op, GS_OP_BAND);
+    assert_int_equal(gs__op_parse("bor", &op), 0);
+    assert_int_equal(op, GS_OP_BOR);
+    assert_int_equal(gs__op_parse("bxor", &op), 0);
+    assert_int_equal(op, GS_OP_BXOR);
     assert_int_equal(gs__op_parse("mean", &op), -1);
     assert_int_equal(gs__op_parse(NULL, &op), -1);
 }
@@ -407,6 +413,9 @@ static void test_dtype_size_and_validity(void **state)
         assert_int_equal(gs__dtype_op_valid(dt, GS_OP_MIN), 1);
         assert_int_equal(gs__dtype_op_valid(dt, GS_OP_MAX), 1);
         assert_int_equal(gs__dtype_op_valid(dt, GS_OP_AVG), is_float);
+        assert_int_equal(gs__dtype_op_valid(dt, GS_OP_BAND), !is_float);
+        assert_int_equal(gs__dtype_op_valid(dt, GS_OP_BOR), !is_float);
+        assert_int_equal(gs__dtype_op_valid(dt, GS_OP_BXOR), !is_float);
         assert_int_equal(gs__dtype_op_valid(dt, GS_OP_COUNT), 0);
     }
     assert_int_equal(gs__dtype_is_float(GS_DTYPE_COUNT), 0);

@@ -514,6 +514,45 @@ static void test_kernel_reduce_fused_avg(void **state)
 /* For f16 and bf16 the fused step rounds once, so on random data some
  * elements must differ from a rounded sum divided afterwards (two
  * roundings); if none does, the body is not fusing. */
+/* The bitwise ops in the device body against C's own &, | and ^ on the
+ * element bits (not against the CPU reduction, which shares reduce_math.h). */
+static void test_kernel_reduce_bitwise(void **state)
+{
+    static const gs_dtype_t ints[] = {GS_DTYPE_I8, GS_DTYPE_U8, GS_DTYPE_I32, GS_DTYPE_I64};
+    static const gs_op_t ops[] = {GS_OP_BAND, GS_OP_BOR, GS_OP_BXOR};
+    bufs_t *bufs = *state;
+    const size_t n = 1000;
+
+    for (size_t t = 0; t < NELEMS(ints); t++) {
+        const gs_dtype_t dt = ints[t];
+        const size_t bits = 8 * gs__dtype_size(dt);
+        const uint64_t mask = (bits == 64) ? ~0ull : ((1ull << bits) - 1u);
+
+        for (size_t i = 0; i < n; i++) {
+            store_bits(bufs->a, i, dt, prng_next() & mask);
+            store_bits(bufs->b, i, dt, prng_next() & mask);
+        }
+        for (size_t o = 0; o < NELEMS(ops); o++) {
+            GS_CPU_GRID(3, 7, gs_kred_reduce, bufs->d, bufs->a, bufs->b, n, dt, ops[o], 0);
+            for (size_t i = 0; i < n; i++) {
+                const uint64_t x = load_bits(bufs->a, i, dt);
+                const uint64_t y = load_bits(bufs->b, i, dt);
+                const uint64_t want = (ops[o] == GS_OP_BAND)  ? (x & y)
+                                      : (ops[o] == GS_OP_BOR) ? (x | y)
+                                                              : (x ^ y);
+
+                if (load_bits(bufs->d, i, dt) != want) {
+                    print_error(
+                        "%s %s [%zu]: 0x%llx op 0x%llx = 0x%llx, want 0x%llx\n", gs__dtype_name(dt),
+                        gs__op_name(ops[o]), i, (unsigned long long)x, (unsigned long long)y,
+                        (unsigned long long)load_bits(bufs->d, i, dt), (unsigned long long)want);
+                }
+                assert_true(load_bits(bufs->d, i, dt) == want);
+            }
+        }
+    }
+}
+
 static void test_kernel_reduce_fused_avg_rounds_once(void **state)
 {
     static const gs_dtype_t halves[] = {GS_DTYPE_F16, GS_DTYPE_BF16};
@@ -749,6 +788,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_kernel_reduce_i64_matches_cpu, setup_bufs,
                                         teardown_bufs),
         cmocka_unit_test_setup_teardown(test_kernel_reduce_fused_avg, setup_bufs, teardown_bufs),
+        cmocka_unit_test_setup_teardown(test_kernel_reduce_bitwise, setup_bufs, teardown_bufs),
         cmocka_unit_test_setup_teardown(test_kernel_reduce_fused_avg_rounds_once, setup_bufs,
                                         teardown_bufs),
         cmocka_unit_test_setup_teardown(test_kernel_reduce_divisor_only_for_float_sums, setup_bufs,

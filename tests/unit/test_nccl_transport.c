@@ -49,8 +49,15 @@ static const struct {
     gs_op_t op;
     ncclRedOp_t nccl;
 } op_rows[] = {
-    {GS_OP_SUM, ncclSum}, {GS_OP_PROD, ncclProd}, {GS_OP_MIN, ncclMin},
-    {GS_OP_MAX, ncclMax}, {GS_OP_AVG, ncclAvg},
+    {GS_OP_SUM, ncclSum},
+    {GS_OP_PROD, ncclProd},
+    {GS_OP_MIN, ncclMin},
+    {GS_OP_MAX, ncclMax},
+    {GS_OP_AVG, ncclAvg},
+    /* NCCL has no bitwise ops: GS_ERR_UNSUPPORTED (the NCCL value is unused). */
+    {GS_OP_BAND, ncclSum},
+    {GS_OP_BOR, ncclSum},
+    {GS_OP_BXOR, ncclSum},
 };
 
 static const struct {
@@ -115,7 +122,12 @@ static void test_nccl_op_every_op_and_dtype(void **state)
             int out = nccl_sentinel;
             const gs_status_t status = gs__nccl_op(op_rows[o].op, dtype_rows[d].dtype, &out);
 
-            if ((op_rows[o].op == GS_OP_AVG) && !dtype_rows[d].is_float) {
+            if ((op_rows[o].op == GS_OP_BAND) || (op_rows[o].op == GS_OP_BOR) ||
+                (op_rows[o].op == GS_OP_BXOR)) {
+                assert_int_equal(status, GS_ERR_UNSUPPORTED);
+                assert_int_equal(out, nccl_sentinel);
+                assert_non_null(strstr(gs_last_error(), "bitwise"));
+            } else if ((op_rows[o].op == GS_OP_AVG) && !dtype_rows[d].is_float) {
                 assert_int_equal(status, GS_ERR_INVALID_ARG);
                 assert_int_equal(out, nccl_sentinel);
                 assert_non_null(strstr(gs_last_error(), "GS_OP_AVG"));

@@ -530,6 +530,80 @@ static void test_tcp_transport_cancel(void **state)
 
 /* ---------------------------------------------------------------------- */
 
+/* The probe slot: nothing before the send; then the held message (peer,
+ * full tag, whole length while a large one may still be arriving), again
+ * and again, by any source or by rank, until an irecv from the reported
+ * peer takes exactly that message; a bad peer is refused. */
+static void body_probe(job_t *job, int rank)
+{
+    static const size_t lens[2] = {300, 3 * 1024 * 1024};
+    gs_tp_t *tp = job->tps[rank];
+    gs_tp_completion_t comp;
+    gs_tp_req_t *req;
+    int found = -1;
+
+    if (rank == 1) {
+        uint8_t *bufs[2];
+        gs_tp_req_t *sreq[2];
+
+        pthread_barrier_wait(&job->barrier); /* rank 0 probed an empty queue */
+        for (int i = 0; i < 2; i++) {
+            bufs[i] = malloc(lens[i]);
+            fill(bufs[i], lens[i], 1, 0, i);
+            CHECK_EQ(job,
+                     ops->isend(tp, 0, (i == 0) ? TAG_B : TAG_A + 1, bufs[i], lens[i], &sreq[i]),
+                     GS_OK);
+        }
+        for (int i = 0; i < 2; i++) {
+            wait_ok(job, tp, sreq[i], lens[i], __LINE__);
+            free(bufs[i]);
+        }
+        return;
+    }
+    CHECK_EQ(job, ops->probe(tp, GS_ANY_SOURCE, TAG_A, &found, &comp), GS_OK);
+    CHECK_EQ(job, found, 0);
+    CHECK_EQ(job, ops->probe(tp, 0, TAG_A, &found, &comp), GS_ERR_INVALID_ARG); /* itself */
+    CHECK_EQ(job, ops->probe(tp, 5, TAG_A, &found, &comp), GS_ERR_INVALID_ARG);
+    pthread_barrier_wait(&job->barrier);
+    for (int i = 0; i < 2; i++) {
+        const uint64_t tag = (i == 0) ? TAG_A : TAG_A + 1;
+        const uint64_t deadline = gs__deadline_after_ms(WAIT_MS);
+        uint8_t *buf = calloc(1, lens[i]);
+
+        found = 0;
+        while (!found && (gs__now_ns() < deadline)) {
+            ops->progress(tp, deadline);
+            memset(&comp, 0, sizeof(comp));
+            CHECK_EQ(job, ops->probe(tp, GS_ANY_SOURCE, tag, &found, &comp), GS_OK);
+        }
+        CHECK_EQ(job, found, 1);
+        CHECK_EQ(job, comp.peer, 1);
+        CHECK_EQ(job, comp.nbytes, lens[i]);
+        /* Masked match; the full tag is the message's (TAG_B's check bits). */
+        CHECK_EQ(job, comp.tag, (i == 0) ? TAG_B : TAG_A + 1);
+        /* A probe consumes nothing. */
+        found = 0;
+        CHECK_EQ(job, ops->probe(tp, 1, tag, &found, &comp), GS_OK);
+        CHECK_EQ(job, found, 1);
+        CHECK_EQ(job, ops->probe(tp, 1, tag + 100, &found, &comp), GS_OK);
+        CHECK_EQ(job, found, 0);
+        CHECK_EQ(job, ops->irecv(tp, 1, comp.tag, buf, lens[i], &req), GS_OK);
+        wait_ok(job, tp, req, lens[i], __LINE__);
+        CHECK(job, verify(buf, lens[i], 1, 0, i));
+        CHECK_EQ(job, ops->probe(tp, GS_ANY_SOURCE, tag, &found, &comp), GS_OK);
+        CHECK_EQ(job, found, 0);
+        free(buf);
+    }
+}
+
+static void test_tcp_transport_probe(void **state)
+{
+    (void)state;
+    run_job(2, 2, body_probe, NULL, NULL);
+}
+
+/* ---------------------------------------------------------------------- */
+
 /* Rank 1 finalizes; rank 0's pending receive fails within 2 s, naming it. */
 static void body_peer_left(job_t *job, int rank)
 {
@@ -1026,6 +1100,7 @@ int main(void)
         cmocka_unit_test(test_tcp_transport_exchange_3ranks_4socks),
         cmocka_unit_test(test_tcp_transport_unexpected),
         cmocka_unit_test(test_tcp_transport_any_source),
+        cmocka_unit_test(test_tcp_transport_probe),
         cmocka_unit_test(test_tcp_transport_same_tag_order_4socks),
         cmocka_unit_test(test_tcp_transport_truncation_and_mismatch),
         cmocka_unit_test(test_tcp_transport_cancel),

@@ -309,6 +309,57 @@ static void test_tcp_wire_handshake_rejects_malformed(void **state)
     assert_non_null(strstr(why, "version"));
 }
 
+/* Protocol 4: the nonce and MAC travel intact, PROOF is a kind, the AUTH
+ * verdicts are verdicts, and the reserved tail must be zero. */
+static void test_tcp_wire_handshake_auth_fields(void **state)
+{
+    gs__tcp_hs_t in = good_hello();
+    gs__tcp_hs_t out;
+    uint8_t buf[GS_TCP_HS_LEN];
+    char why[160];
+
+    (void)state;
+    in.flags = GS_TCP_HS_F_AUTH;
+    for (int i = 0; i < 16; i++) {
+        in.nonce[i] = (uint8_t)(0xa0 + i);
+    }
+    for (int i = 0; i < 32; i++) {
+        in.mac[i] = (uint8_t)(0x30 + i);
+    }
+    gs__tcp_hs_encode(&in, buf);
+    assert_int_equal(buf[40], 0xa0);
+    assert_int_equal(buf[56], 0x30);
+    assert_int_equal(gs__tcp_hs_decode(buf, sizeof(buf), &out, why, sizeof(why)), GS_OK);
+    assert_memory_equal(out.nonce, in.nonce, sizeof(in.nonce));
+    assert_memory_equal(out.mac, in.mac, sizeof(in.mac));
+    assert_int_equal(out.flags, GS_TCP_HS_F_AUTH);
+    in.kind = GS_TCP_HS_PROOF;
+    gs__tcp_hs_encode(&in, buf);
+    assert_int_equal(gs__tcp_hs_decode(buf, sizeof(buf), &out, why, sizeof(why)), GS_OK);
+    assert_int_equal(out.kind, GS_TCP_HS_PROOF);
+    buf[7] = GS_TCP_HS_AUTH_REQUIRED; /* a PROOF with a verdict */
+    assert_int_equal(gs__tcp_hs_decode(buf, sizeof(buf), &out, why, sizeof(why)),
+                     GS_ERR_PROTOCOL);
+    in.kind = GS_TCP_HS_ACK;
+    for (uint32_t v = GS_TCP_HS_AUTH_REQUIRED; v <= GS_TCP_HS_AUTH_UNEXPECTED; v++) {
+        in.verdict = v;
+        gs__tcp_hs_encode(&in, buf);
+        assert_int_equal(gs__tcp_hs_decode(buf, sizeof(buf), &out, why, sizeof(why)), GS_OK);
+        assert_int_equal(out.verdict, v);
+        assert_non_null(strstr(gs__tcp_hs_verdict_str(v), "GS_AUTH_TOKEN"));
+    }
+    in.verdict = GS_TCP_HS_VERDICT_MAX + 1;
+    gs__tcp_hs_encode(&in, buf);
+    assert_int_equal(gs__tcp_hs_decode(buf, sizeof(buf), &out, why, sizeof(why)),
+                     GS_ERR_PROTOCOL);
+    in.verdict = GS_TCP_HS_OK;
+    gs__tcp_hs_encode(&in, buf);
+    buf[GS_TCP_HS_LEN - 1] = 1; /* reserved tail */
+    assert_int_equal(gs__tcp_hs_decode(buf, sizeof(buf), &out, why, sizeof(why)),
+                     GS_ERR_PROTOCOL);
+    assert_non_null(strstr(why, "reserved"));
+}
+
 static void test_tcp_wire_handshake_check_mismatches(void **state)
 {
     gs__tcp_hs_t hs;
@@ -356,6 +407,7 @@ int main(void)
         cmocka_unit_test(test_tcp_wire_frame_decode_writes_reason),
         cmocka_unit_test(test_tcp_wire_handshake_roundtrip),
         cmocka_unit_test(test_tcp_wire_handshake_rejects_malformed),
+        cmocka_unit_test(test_tcp_wire_handshake_auth_fields),
         cmocka_unit_test(test_tcp_wire_handshake_check_mismatches),
     };
 

@@ -50,6 +50,12 @@ static MPI_Op mpi_op(gs_op_t op)
         return MPI_MIN;
     case GS_OP_MAX:
         return MPI_MAX;
+    case GS_OP_BAND:
+        return MPI_BAND;
+    case GS_OP_BOR:
+        return MPI_BOR;
+    case GS_OP_BXOR:
+        return MPI_BXOR;
     default:
         return MPI_OP_NULL;
     }

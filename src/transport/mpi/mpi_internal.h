@@ -5,7 +5,7 @@
  *
  *   mpi_transport.c  the ops table: init, address, connect, abort, wake,
  *                    finalize (instance lifetime and communicator)
- *   mpi_request.c    isend, irecv, test and req_release (request calls)
+ *   mpi_request.c    isend, irecv, probe, test and req_release (request calls)
  *   mpi_match.c      request sets, completion, orphans, matching of
  *                    headers against posted receives, the unexpected queue
  *   mpi_progress.c   polling of headers, payloads and orphans; progress and
@@ -208,6 +208,8 @@ gs_status_t gs__mpi_tp_isend(gs_tp_t *tp, int peer, uint64_t tag, const void *bu
                              gs_tp_req_t **req_out);
 gs_status_t gs__mpi_tp_irecv(gs_tp_t *tp, int peer, uint64_t tag, void *buf, size_t len,
                              gs_tp_req_t **req_out);
+gs_status_t gs__mpi_tp_probe(gs_tp_t *tp, int peer, uint64_t tag, int *found_out,
+                             gs_tp_completion_t *comp_out);
 gs_status_t gs__mpi_tp_test(gs_tp_t *tp, gs_tp_req_t *req, int *done_out,
                             gs_tp_completion_t *comp_out);
 gs_status_t gs__mpi_tp_req_release(gs_tp_t *tp, gs_tp_req_t *req);

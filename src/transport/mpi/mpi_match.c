@@ -296,6 +296,7 @@ void gs__mpi_deliver_header(gs_tp_t *tp, int src, const mpi_hdr_t *h, const unsi
         }
         *p = m;
     }
+    tp->completions++; /* progress returns: a probe may be waiting for it */
 }
 
 void gs__mpi_msg_free(mpi_msg_t *m)

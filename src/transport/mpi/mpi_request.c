@@ -2,8 +2,9 @@
 /*
  * Request calls of the MPI transport: isend (header, inline payload or
  * chunks), irecv (from the unexpected queue, or posted for a header to
- * come), test and req_release. A request whose peer or transport already
- * failed completes at once with that error.
+ * come), probe (the unexpected queue), test and req_release. A request
+ * whose peer or transport already failed completes at once with that
+ * error.
  */
 #include "transport/mpi/mpi_internal.h"
 
@@ -108,6 +109,49 @@ gs_status_t gs__mpi_tp_isend(gs_tp_t *tp, int peer, uint64_t tag, const void *bu
     }
     r->state = REQ_ACTIVE;
     gs__mpi_list_append(&tp->active, r);
+    return GS_OK;
+}
+
+gs_status_t gs__mpi_tp_probe(gs_tp_t *tp, int peer, uint64_t tag, int *found_out,
+                             gs_tp_completion_t *comp_out)
+{
+    int alive = 0;
+
+    if ((tp == NULL) || (found_out == NULL) || (comp_out == NULL) || (peer >= tp->size) ||
+        (peer < GS_ANY_SOURCE) || (peer == tp->rank)) {
+        return gs__error_set(GS_ERR_INVALID_ARG, "mpi: probe of rank %d of %d", peer,
+                             (tp != NULL) ? tp->size : 0);
+    }
+    *found_out = 0;
+    if (atomic_load(&tp->aborted)) {
+        return gs__error_set(GS_ERR_ABORTED, "mpi: the transport was aborted");
+    }
+    if ((peer >= 0) && (tp->peer_err[peer] != GS_OK)) {
+        /* As irecv: a failed peer fails the receive before any lookup. */
+        return gs__error_set(tp->peer_err[peer], "mpi: rank %d failed earlier", peer);
+    }
+    /* Headers are taken off MPI (MPI_Improbe) by progress into the
+     * unexpected queue, which is what irecv matches first: the oldest
+     * match there is the message the next irecv takes. */
+    for (const mpi_msg_t *m = tp->unexp; m != NULL; m = m->next) {
+        if (((peer == GS_ANY_SOURCE) || (peer == m->src)) && gs__mpi_masked_equal(m->h.tag, tag)) {
+            *found_out = 1;
+            comp_out->status = GS_OK;
+            comp_out->peer = m->src;
+            comp_out->tag = m->h.tag;
+            comp_out->nbytes = (size_t)m->h.len;
+            return GS_OK;
+        }
+    }
+    if (peer >= 0) {
+        return GS_OK;
+    }
+    for (int i = 0; i < tp->size; i++) {
+        alive += (i != tp->rank) && (tp->peer_err[i] == GS_OK);
+    }
+    if ((alive == 0) && (tp->size > 1)) {
+        return gs__error_set(GS_ERR_PEER_FAILED, "mpi: every rank failed");
+    }
     return GS_OK;
 }
 

@@ -265,6 +265,7 @@ const gs_transport_ops_t gs__mpi_ops = {
     .abort = mpi_tp_abort,
     .finalize = mpi_tp_finalize,
     .wake = mpi_tp_wake,
+    .probe = gs__mpi_tp_probe,
     .coll_allreduce = gs__mpi_coll_allreduce,
     .coll_bcast = gs__mpi_coll_bcast,
     .coll_allgather = gs__mpi_coll_allgather,

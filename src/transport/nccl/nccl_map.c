@@ -25,7 +25,9 @@
     X(GS_DTYPE_I32, ncclInt32)      \
     X(GS_DTYPE_I64, ncclInt64)
 
-/* GS_NCCL_OP_MAP(X): X(gradsync op, NCCL op). AVG is refused on integers below. */
+/* GS_NCCL_OP_MAP(X): X(gradsync op, NCCL op). AVG is refused on integers
+ * below; NCCL has no bitwise ops (GS_OP_BAND/BOR/BXOR have no row and are
+ * GS_ERR_UNSUPPORTED; the planner never sends them here). */
 #define GS_NCCL_OP_MAP(X)    \
     X(GS_OP_SUM, ncclSum)    \
     X(GS_OP_PROD, ncclProd)  \
@@ -98,6 +100,12 @@ gs_status_t gs__nccl_op(gs_op_t op, gs_dtype_t dtype, int *nccl_op_out)
         return gs__error_set(GS_ERR_INVALID_ARG,
                              "nccl: GS_OP_AVG needs a floating-point dtype, not dtype %d",
                              (int)dtype);
+    }
+    if ((op == GS_OP_BAND) || (op == GS_OP_BOR) || (op == GS_OP_BXOR)) {
+        return gs__error_set(GS_ERR_UNSUPPORTED,
+                             "nccl: NCCL has no bitwise reduction (op %d); gradsync runs it on "
+                             "the staged path",
+                             (int)op);
     }
     switch (op) {
 #define GS_NCCL_OP_CASE(_gs, _nccl)  \

@@ -324,7 +324,8 @@ gs_status_t gs__nccl_dtype(gs_dtype_t dtype, int *nccl_type_out);
  * and AVG as ncclAvg (float types only).
  * @param[out] nccl_op_out written only on success.
  * @return GS_OK, GS_ERR_INVALID_ARG (unknown op or dtype, GS_OP_AVG on an
- *         integer dtype, or nccl_op_out NULL).
+ *         integer dtype, or nccl_op_out NULL), GS_ERR_UNSUPPORTED (the bitwise
+ *         ops: NCCL has none).
  */
 gs_status_t gs__nccl_op(gs_op_t op, gs_dtype_t dtype, int *nccl_op_out);
 

@@ -33,6 +33,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include "core/auth.h"
 #include "core/socket.h"
 #include "transport/shm/shm_seg.h"
 #include "transport/tcp/tcp_wire.h"
@@ -222,6 +223,7 @@ struct gs_tp {
     int shm_test_free;       /* GS_SHM_TEST_FREE_BYTES, -1 when unset */
     gs__tcp_conn_t **shm_conns; /* the conns with a shared-memory link */
     int nshm;
+    gs__auth_t auth;            /* the job token: every connection authenticates when on */
 };
 
 /* The sentence a request involving failed peer p fails with: once the
@@ -293,6 +295,11 @@ void gs__tcp_conn_read(gs_tp_t *tp, gs__tcp_conn_t *c);
 void gs__tcp_conn_read_ring(gs_tp_t *tp, gs__tcp_conn_t *c);
 /* Match a new receive against held unexpected messages, else post it. */
 void gs__tcp_recv_post(gs_tp_t *tp, struct gs_tp_req *req);
+/* The probe slot (transport.h): the held message an irecv from @p peer (or
+ * GS_ANY_SOURCE) with @p tag would match now, else the failure it would
+ * complete with. */
+gs_status_t gs__tcp_recv_probe(gs_tp_t *tp, int peer, uint64_t tag, int *found_out,
+                               gs_tp_completion_t *comp_out);
 /* Detach an unfinished receive from whatever it is bound to (cancel). */
 void gs__tcp_recv_cancel(gs_tp_t *tp, struct gs_tp_req *req);
 /* Free every held message (finalize). */

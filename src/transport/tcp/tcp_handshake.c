@@ -2,9 +2,14 @@
 /*
  * TCP connection setup: the full mesh of nsocks sockets per pair of ranks.
  * The higher rank connects to the lower rank's listening address and sends
- * a HELLO; the lower rank validates it and answers with an ACK. Everything
- * runs in one poll loop (outgoing connects with retry, accepts, handshakes)
- * until every socket is up or the deadline passes.
+ * a HELLO; the lower rank validates it and answers with an ACK. With a job
+ * token (core/auth.h) the HELLO carries the connector's nonce, the ACK the
+ * acceptor's nonce and MAC, and the connector proves itself with a PROOF;
+ * the acceptor takes the socket only when the PROOF checks out, so a peer
+ * without the token never gets a frame read. A side with a token and one
+ * without learn it from the verdict and fail at once with GS_ERR_AUTH.
+ * Everything runs in one poll loop (outgoing connects with retry, accepts,
+ * handshakes) until every socket is up or the deadline passes.
  *
  * Anything that fails the handshake on the listening side (a port scanner,
  * another job, a stale rank) gets one WARN naming its address and the
@@ -36,8 +41,10 @@ typedef enum hs_state {
     HS_OUT_CONNECTING,
     HS_OUT_HELLO,
     HS_OUT_ACK,
+    HS_OUT_PROOF, /* last of the outgoing states (out_step drives them) */
     HS_IN_HELLO,
     HS_IN_ACK,
+    HS_IN_PROOF,
     HS_DONE
 } hs_state_t;
 
@@ -48,6 +55,8 @@ typedef struct hs_slot {
     hs_state_t state;
     size_t done; /* bytes of buf sent or received */
     uint8_t buf[GS_TCP_HS_LEN];
+    uint8_t nonce_c[GS_AUTH_NONCE_BYTES]; /* with a token: the connector's nonce */
+    uint8_t nonce_a[GS_AUTH_NONCE_BYTES]; /* and the acceptor's */
     uint64_t retry_at;
     int backoff_ms;
     char text[GS_SOCK_ADDR_MAX]; /* remote address, for messages */
@@ -97,6 +106,11 @@ static void fill_hs(const gs_tp_t *tp, gs__tcp_hs_t *hs, uint32_t kind, uint32_t
     hs->nsocks = (uint32_t)tp->nsocks;
     /* Socket 0 offers shared memory (tcp_shm.c decides after the handshakes). */
     hs->flags = ((index == 0) && tp->shm_offer) ? GS_TCP_HS_F_SHM : 0;
+    if (tp->auth.on) {
+        hs->flags |= GS_TCP_HS_F_AUTH;
+    }
+    memset(hs->nonce, 0, sizeof(hs->nonce));
+    memset(hs->mac, 0, sizeof(hs->mac));
 }
 
 static void out_schedule_retry(hs_slot_t *s, uint64_t now, const char *why)
@@ -123,6 +137,13 @@ static gs_status_t out_start(hs_ctx_t *ctx, hs_slot_t *s, uint64_t now)
                              s->peer, s->text, strerror(errno));
     }
     fill_hs(ctx->tp, &hs, GS_TCP_HS_HELLO, GS_TCP_HS_OK, s->index);
+    if (ctx->tp->auth.on) {
+        /* A fresh nonce per attempt: nothing of an earlier try can be replayed. */
+        if (gs__auth_nonce(s->nonce_c) != GS_OK) {
+            return GS_ERR_SYSTEM;
+        }
+        memcpy(hs.nonce, s->nonce_c, sizeof(hs.nonce));
+    }
     gs__tcp_hs_encode(&hs, s->buf);
     s->done = 0;
     ret = connect(s->fd, (const struct sockaddr *)&a->ss, a->len);
@@ -198,10 +219,20 @@ static gs_status_t out_got_ack(hs_ctx_t *ctx, hs_slot_t *s)
                              s->peer, s->text);
     }
     if (ack.verdict != GS_TCP_HS_OK) {
-        return gs__error_set((ack.verdict == GS_TCP_HS_BAD_VERSION) ? GS_ERR_VERSION_MISMATCH
-                                                                     : GS_ERR_MISMATCH,
-                             "tcp: rank %d (%s) rejected our connection %d: %s", s->peer,
-                             s->text, s->index, gs__tcp_hs_verdict_str(ack.verdict));
+        gs_status_t st = GS_ERR_MISMATCH;
+
+        if (ack.verdict == GS_TCP_HS_BAD_VERSION) {
+            st = GS_ERR_VERSION_MISMATCH;
+        } else if ((ack.verdict == GS_TCP_HS_AUTH_REQUIRED) ||
+                   (ack.verdict == GS_TCP_HS_AUTH_UNEXPECTED)) {
+            st = GS_ERR_AUTH;
+        }
+        return gs__error_set(st,
+                             "tcp: rank %d (%s) rejected our connection %d: %s%s", s->peer,
+                             s->text, s->index, gs__tcp_hs_verdict_str(ack.verdict),
+                             (st == GS_ERR_AUTH) ? "; give every rank the same GS_AUTH_TOKEN "
+                                                   "(or GS_AUTH_TOKEN_FILE)"
+                                                 : "");
     }
     if ((gs__tcp_hs_check(&ack, &exp, why, sizeof(why)) != GS_TCP_HS_OK) ||
         (ack.index != (uint32_t)s->index)) {
@@ -210,10 +241,29 @@ static gs_status_t out_got_ack(hs_ctx_t *ctx, hs_slot_t *s)
                              s->text, s->peer,
                              (ack.index != (uint32_t)s->index) ? "wrong socket index" : why);
     }
-    tp->peers[s->peer].conns[s->index].fd = s->fd;
     if (s->index == 0) {
         tp->peers[s->peer].shm_offered = ((ack.flags & GS_TCP_HS_F_SHM) != 0);
     }
+    if (tp->auth.on) {
+        gs__tcp_hs_t proof;
+
+        if (!(ack.flags & GS_TCP_HS_F_AUTH) ||
+            !gs__auth_check(&tp->auth, GS_AUTH_ACCEPTOR, GS_TCP_AUTH_DOMAIN, s->nonce_c,
+                            ack.nonce, ack.mac)) {
+            return gs__error_set(GS_ERR_AUTH,
+                                 "tcp: rank %d (%s) failed authentication: its GS_AUTH_TOKEN "
+                                 "differs from this rank's (or it is not rank %d of this job)",
+                                 s->peer, s->text, s->peer);
+        }
+        fill_hs(tp, &proof, GS_TCP_HS_PROOF, GS_TCP_HS_OK, s->index);
+        gs__auth_mac(&tp->auth, GS_AUTH_CONNECTOR, GS_TCP_AUTH_DOMAIN, s->nonce_c, ack.nonce,
+                     proof.mac);
+        gs__tcp_hs_encode(&proof, s->buf);
+        s->done = 0;
+        s->state = HS_OUT_PROOF;
+        return GS_OK;
+    }
+    tp->peers[s->peer].conns[s->index].fd = s->fd;
     s->fd = -1;
     s->state = HS_DONE;
     return GS_OK;
@@ -266,6 +316,19 @@ static gs_status_t out_step(hs_ctx_t *ctx, hs_slot_t *s, short revents, uint64_t
             return GS_OK;
         }
         return out_got_ack(ctx, s);
+    }
+    if (s->state == HS_OUT_PROOF) {
+        ret = hs_io(s, true);
+        if (ret < 0) {
+            out_schedule_retry(s, now, (errno != 0) ? strerror(errno) : "closed before the proof");
+            return GS_OK;
+        }
+        if (ret == 0) {
+            return GS_OK;
+        }
+        ctx->tp->peers[s->peer].conns[s->index].fd = s->fd;
+        s->fd = -1;
+        s->state = HS_DONE;
     }
     return GS_OK;
 }
@@ -327,6 +390,18 @@ static void in_step(hs_ctx_t *ctx, hs_slot_t *s)
             in_reject(ctx, s, verdict, why);
             return;
         }
+        if (tp->auth.on && !(hello.flags & GS_TCP_HS_F_AUTH)) {
+            snprintf(why, sizeof(why), "rank %u has no GS_AUTH_TOKEN and this rank requires one",
+                     hello.rank);
+            in_reject(ctx, s, GS_TCP_HS_AUTH_REQUIRED, why);
+            return;
+        }
+        if (!tp->auth.on && (hello.flags & GS_TCP_HS_F_AUTH)) {
+            snprintf(why, sizeof(why), "rank %u has a GS_AUTH_TOKEN and this rank has none",
+                     hello.rank);
+            in_reject(ctx, s, GS_TCP_HS_AUTH_UNEXPECTED, why);
+            return;
+        }
         if (ctx->claimed[hello.rank * (uint32_t)tp->nsocks + hello.index]) {
             snprintf(why, sizeof(why), "rank %u socket %u is already connected", hello.rank,
                      hello.index);
@@ -339,7 +414,20 @@ static void in_step(hs_ctx_t *ctx, hs_slot_t *s)
         if (s->index == 0) {
             tp->peers[s->peer].shm_offered = ((hello.flags & GS_TCP_HS_F_SHM) != 0);
         }
+        if (tp->auth.on) {
+            memcpy(s->nonce_c, hello.nonce, sizeof(s->nonce_c));
+            if (gs__auth_nonce(s->nonce_a) != GS_OK) {
+                ctx->claimed[s->peer * tp->nsocks + s->index] = false;
+                in_reject(ctx, s, GS_TCP_HS_OK, gs__error_get());
+                return;
+            }
+        }
         fill_hs(tp, &hello, GS_TCP_HS_ACK, GS_TCP_HS_OK, s->index);
+        if (tp->auth.on) {
+            memcpy(hello.nonce, s->nonce_a, sizeof(hello.nonce));
+            gs__auth_mac(&tp->auth, GS_AUTH_ACCEPTOR, GS_TCP_AUTH_DOMAIN, s->nonce_c, s->nonce_a,
+                         hello.mac);
+        }
         gs__tcp_hs_encode(&hello, s->buf);
         s->done = 0;
         s->state = HS_IN_ACK;
@@ -355,6 +443,36 @@ static void in_step(hs_ctx_t *ctx, hs_slot_t *s)
             return;
         }
         if (ret == 0) {
+            return;
+        }
+        if (tp->auth.on) {
+            s->done = 0;
+            s->state = HS_IN_PROOF;
+            return;
+        }
+        tp->peers[s->peer].conns[s->index].fd = s->fd;
+        s->fd = -1;
+        s->state = HS_DONE;
+    }
+    if (s->state == HS_IN_PROOF) {
+        gs__tcp_hs_t proof;
+
+        ret = hs_io(s, false);
+        if (ret == 0) {
+            return;
+        }
+        if ((ret < 0) ||
+            (gs__tcp_hs_decode(s->buf, GS_TCP_HS_LEN, &proof, why, sizeof(why)) != GS_OK) ||
+            (proof.kind != GS_TCP_HS_PROOF) ||
+            !gs__auth_check(&tp->auth, GS_AUTH_CONNECTOR, GS_TCP_AUTH_DOMAIN, s->nonce_c,
+                            s->nonce_a, proof.mac)) {
+            /* Not the token's holder (or a replay of an old handshake): free the place. */
+            ctx->claimed[s->peer * tp->nsocks + s->index] = false;
+            snprintf(why, sizeof(why),
+                     "the peer claiming rank %d failed authentication (%s): a wrong "
+                     "GS_AUTH_TOKEN or a replayed handshake",
+                     s->peer, (ret < 0) ? "closed before its proof" : "bad proof");
+            in_reject(ctx, s, GS_TCP_HS_OK, why);
             return;
         }
         tp->peers[s->peer].conns[s->index].fd = s->fd;
@@ -505,7 +623,8 @@ static gs_status_t hs_loop(hs_ctx_t *ctx, uint64_t deadline_ns)
 
             if (s->state != HS_DONE) {
                 ctx->pfds[npfd].fd = s->fd;
-                ctx->pfds[npfd].events = (s->state == HS_IN_HELLO) ? POLLIN : POLLOUT;
+                ctx->pfds[npfd].events =
+                    ((s->state == HS_IN_HELLO) || (s->state == HS_IN_PROOF)) ? POLLIN : POLLOUT;
                 ctx->pslots[npfd++] = s;
             }
         }
@@ -524,7 +643,7 @@ static gs_status_t hs_loop(hs_ctx_t *ctx, uint64_t deadline_ns)
             if (ctx->pfds[i].revents == 0) {
                 continue;
             }
-            if (s->state <= HS_OUT_ACK) {
+            if (s->state <= HS_OUT_PROOF) {
                 status = out_step(ctx, s, ctx->pfds[i].revents, now);
                 if (status != GS_OK) {
                     return status;

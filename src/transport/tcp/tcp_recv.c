@@ -122,6 +122,38 @@ void gs__tcp_recv_post(gs_tp_t *tp, struct gs_tp_req *req)
     tp->posted_tail = req;
 }
 
+gs_status_t gs__tcp_recv_probe(gs_tp_t *tp, int peer, uint64_t tag, int *found_out,
+                               gs_tp_completion_t *comp_out)
+{
+    const gs__tcp_inmsg_t *m;
+
+    *found_out = 0;
+    if (tp->down_status != GS_OK) {
+        gs__error_copy_in(tp->down_reason);
+        return tp->down_status;
+    }
+    /* The same scan as gs__tcp_recv_post, so the message found is the one
+     * an irecv posted next would take. */
+    for (m = tp->unexp_head; m != NULL; m = m->unext) {
+        if (((peer == GS_ANY_SOURCE) || (peer == m->peer)) && tags_match(m->tag, tag)) {
+            *found_out = 1;
+            comp_out->status = GS_OK;
+            comp_out->peer = m->peer;
+            comp_out->tag = m->tag;
+            comp_out->nbytes = (size_t)m->total;
+            return GS_OK;
+        }
+    }
+    for (int p = 0; p < tp->size; p++) {
+        if ((p != tp->rank) && ((peer == GS_ANY_SOURCE) || (peer == p)) &&
+            (tp->peers[p].fail_status != GS_OK)) {
+            gs__error_copy_in(tp->peers[p].reason);
+            return tp->peers[p].fail_status;
+        }
+    }
+    return GS_OK;
+}
+
 void gs__tcp_recv_cancel(gs_tp_t *tp, struct gs_tp_req *req)
 {
     gs__tcp_inmsg_t *m = req->msg;
@@ -226,6 +258,7 @@ static gs__tcp_inmsg_t *msg_start(gs_tp_t *tp, int peer, const gs__tcp_frame_hdr
             tp->unexp_head = m;
         }
         tp->unexp_tail = m;
+        tp->nevents++; /* progress returns: a probe may be waiting for it */
     }
     m->next = p->active;
     p->active = m;

@@ -148,6 +148,9 @@ static gs_status_t tcp_init(const gs_tp_params_t *params, gs_tp_t **tp_out)
         tp->shm_offer = false; /* unset or out of range (in-process tests): TCP only */
     }
     tp->shm_test_free = params->shm_test_free;
+    if (params->auth != NULL) {
+        tp->auth = *params->auth;
+    }
     atomic_init(&tp->aborted, 0);
     tp->peers = calloc((size_t)tp->size, sizeof(*tp->peers));
     tp->scratch = malloc(GS_TCP_SCRATCH_LEN);
@@ -470,6 +473,30 @@ static gs_status_t tcp_test(gs_tp_t *tp, gs_tp_req_t *req, int *done_out,
     return GS_OK;
 }
 
+static gs_status_t tcp_probe(gs_tp_t *tp, int peer, uint64_t tag, int *found_out,
+                             gs_tp_completion_t *comp_out)
+{
+    gs_status_t status;
+
+    if ((tp == NULL) || (found_out == NULL) || (comp_out == NULL)) {
+        return gs__error_set(GS_ERR_INVALID_ARG, "tcp: probe needs an instance and outputs");
+    }
+    status = check_peer(tp, peer, true, "probe");
+    if (status != GS_OK) {
+        return status;
+    }
+    if (!tp->connected) {
+        return gs__error_set(GS_ERR_INVALID_USAGE, "tcp: probe before connect on rank %d",
+                             tp->rank);
+    }
+    if (atomic_load_explicit(&tp->aborted, memory_order_relaxed)) {
+        *found_out = 0;
+        gs__error_copy_in(tcp_abort_reason);
+        return GS_ERR_ABORTED;
+    }
+    return gs__tcp_recv_probe(tp, peer, tag, found_out, comp_out);
+}
+
 /* Fail everything once after abort. */
 static void do_abort(gs_tp_t *tp)
 {
@@ -771,5 +798,6 @@ const gs_transport_ops_t gs__tcp_ops = {
     .abort = tcp_abort,
     .finalize = tcp_finalize,
     .wake = tcp_wake,
+    .probe = tcp_probe,
     .shm_peers = tcp_shm_peers,
 };

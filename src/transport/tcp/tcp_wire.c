@@ -26,7 +26,10 @@ enum {
     HS_OFF_SIZE = 28,
     HS_OFF_INDEX = 32,  /* u16 */
     HS_OFF_NSOCKS = 34, /* u16 */
-    HS_OFF_FLAGS = 36   /* u32, GS_TCP_HS_F_* */
+    HS_OFF_FLAGS = 36,  /* u32, GS_TCP_HS_F_* */
+    HS_OFF_NONCE = 40,  /* 16 bytes */
+    HS_OFF_MAC = 56,    /* 32 bytes */
+    HS_OFF_RESERVED = 88 /* 8 zero bytes */
 };
 
 /* Byte offsets of the frame header fields. */
@@ -42,7 +45,7 @@ enum {
     FR_OFF_CHUNK = 40
 };
 
-_Static_assert(HS_OFF_FLAGS + 4 == GS_TCP_HS_LEN, "handshake layout");
+_Static_assert(HS_OFF_RESERVED + 8 == GS_TCP_HS_LEN, "handshake layout");
 _Static_assert(FR_OFF_CHUNK + 8 == GS_TCP_FRAME_HDR_LEN, "frame layout");
 
 static void put_le16(uint8_t *p, uint32_t v)
@@ -69,6 +72,9 @@ void gs__tcp_hs_encode(const gs__tcp_hs_t *hs, uint8_t *buf)
     put_le16(buf + HS_OFF_INDEX, hs->index);
     put_le16(buf + HS_OFF_NSOCKS, hs->nsocks);
     gs__put_le32(buf + HS_OFF_FLAGS, hs->flags);
+    memcpy(buf + HS_OFF_NONCE, hs->nonce, sizeof(hs->nonce));
+    memcpy(buf + HS_OFF_MAC, hs->mac, sizeof(hs->mac));
+    memset(buf + HS_OFF_RESERVED, 0, 8);
 }
 
 gs_status_t gs__tcp_hs_decode(const uint8_t *buf, size_t len, gs__tcp_hs_t *out, char *why,
@@ -95,23 +101,32 @@ gs_status_t gs__tcp_hs_decode(const uint8_t *buf, size_t len, gs__tcp_hs_t *out,
     hs.index = get_le16(buf + HS_OFF_INDEX);
     hs.nsocks = get_le16(buf + HS_OFF_NSOCKS);
     hs.flags = gs__get_le32(buf + HS_OFF_FLAGS);
+    memcpy(hs.nonce, buf + HS_OFF_NONCE, sizeof(hs.nonce));
+    memcpy(hs.mac, buf + HS_OFF_MAC, sizeof(hs.mac));
     if (hs.version != GS_TCP_PROTO_VERSION) {
         *out = hs;
         return gs__error_explain(GS_ERR_VERSION_MISMATCH, why, whylen,
                       "protocol version %" PRIu32 ", this library speaks %u", hs.version,
                       GS_TCP_PROTO_VERSION);
     }
-    if ((hs.kind != GS_TCP_HS_HELLO) && (hs.kind != GS_TCP_HS_ACK)) {
+    if ((hs.kind != GS_TCP_HS_HELLO) && (hs.kind != GS_TCP_HS_ACK) &&
+        (hs.kind != GS_TCP_HS_PROOF)) {
         return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "unknown handshake kind %" PRIu32, hs.kind);
     }
     if ((hs.verdict > GS_TCP_HS_VERDICT_MAX) ||
-        ((hs.kind == GS_TCP_HS_HELLO) && (hs.verdict != GS_TCP_HS_OK))) {
+        ((hs.kind != GS_TCP_HS_ACK) && (hs.verdict != GS_TCP_HS_OK))) {
         return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "bad handshake verdict %" PRIu32,
                       hs.verdict);
     }
     if ((hs.flags & ~GS_TCP_HS_F_KNOWN) != 0) {
         return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "unknown handshake flags 0x%08" PRIx32,
                       hs.flags);
+    }
+    for (int i = 0; i < 8; i++) {
+        if (buf[HS_OFF_RESERVED + i] != 0) {
+            return gs__error_explain(GS_ERR_PROTOCOL, why, whylen,
+                                     "nonzero reserved handshake byte %d", HS_OFF_RESERVED + i);
+        }
     }
     *out = hs;
     return GS_OK;
@@ -168,6 +183,10 @@ const char *gs__tcp_hs_verdict_str(uint32_t verdict)
         return "rank, world size or socket count does not fit";
     case GS_TCP_HS_DUPLICATE:
         return "duplicate connection";
+    case GS_TCP_HS_AUTH_REQUIRED:
+        return "it requires authentication (GS_AUTH_TOKEN) and this rank has no token";
+    case GS_TCP_HS_AUTH_UNEXPECTED:
+        return "this rank has a GS_AUTH_TOKEN and it has none";
     default:
         return "unknown verdict";
     }

@@ -19,14 +19,15 @@
 
 /* Protocol version carried in every handshake. Bump on any layout change.
  * 2: adds the DOWN frame. 3: handshake flags (shared-memory offer) and the
- * shared-memory setup records. */
-#define GS_TCP_PROTO_VERSION 3u
+ * shared-memory setup records. 4: authentication (nonce and MAC fields, the
+ * PROOF message, the AUTH verdicts). */
+#define GS_TCP_PROTO_VERSION 4u
 
 /* "GSHS" and "GSFR" as bytes on the wire. */
 #define GS_TCP_HS_MAGIC 0x53485347u
 #define GS_TCP_FRAME_MAGIC 0x52465347u
 
-#define GS_TCP_HS_LEN 40
+#define GS_TCP_HS_LEN 96
 #define GS_TCP_FRAME_HDR_LEN 48
 
 /* Largest message the wire accepts (16 TiB). A bigger total is hostile. */
@@ -34,13 +35,22 @@
 /* Most sockets per peer a handshake may announce. */
 #define GS_TCP_MAX_SOCKS 16
 
-/* Handshake flags (a HELLO or ACK on socket 0 only). */
-#define GS_TCP_HS_F_SHM 1u /* this side would carry the pair's frames in shared memory */
-#define GS_TCP_HS_F_KNOWN GS_TCP_HS_F_SHM
+/* Handshake flags. */
+#define GS_TCP_HS_F_SHM 1u  /* socket 0: this side would carry the pair's frames in shared memory */
+#define GS_TCP_HS_F_AUTH 2u /* this side has a token (core/auth.h): nonce (and MAC) are set */
+#define GS_TCP_HS_F_KNOWN (GS_TCP_HS_F_SHM | GS_TCP_HS_F_AUTH)
 
-/* Handshake kinds. */
+/*
+ * Handshake kinds. Without a token: HELLO (connector), ACK (acceptor). With
+ * one on both sides (core/auth.h): HELLO carries Nc, ACK carries Na and
+ * MAC_A, and the connector, having checked MAC_A, sends PROOF with MAC_C;
+ * the acceptor reads no frame before PROOF checks out.
+ */
 #define GS_TCP_HS_HELLO 1u
 #define GS_TCP_HS_ACK 2u
+#define GS_TCP_HS_PROOF 3u
+/* The domain of the transport's MACs. */
+#define GS_TCP_AUTH_DOMAIN "tcp"
 
 /* Handshake verdicts, carried by an ACK (HELLO carries OK). */
 typedef enum gs__tcp_hs_verdict {
@@ -49,7 +59,9 @@ typedef enum gs__tcp_hs_verdict {
     GS_TCP_HS_BAD_JOB = 2,     /* job id or communicator id differ */
     GS_TCP_HS_BAD_RANK = 3,    /* rank, world size, socket index or nsocks wrong */
     GS_TCP_HS_DUPLICATE = 4,   /* that (rank, socket index) is already connected */
-    GS_TCP_HS_VERDICT_MAX = 4
+    GS_TCP_HS_AUTH_REQUIRED = 5,   /* the acceptor has a token, the HELLO did not */
+    GS_TCP_HS_AUTH_UNEXPECTED = 6, /* the HELLO offered authentication, the acceptor has no token */
+    GS_TCP_HS_VERDICT_MAX = 6
 } gs__tcp_hs_verdict_t;
 
 /* Frame types. */
@@ -70,6 +82,8 @@ typedef struct gs__tcp_hs {
     uint32_t index; /* socket index within the pair, < nsocks */
     uint32_t nsocks;
     uint32_t flags; /* GS_TCP_HS_F_* */
+    uint8_t nonce[16]; /* F_AUTH: HELLO Nc, ACK Na (else zero) */
+    uint8_t mac[32];   /* F_AUTH: ACK MAC_A, PROOF MAC_C (else zero) */
 } gs__tcp_hs_t;
 
 /* What the accepting side expects of a HELLO (and the connector of an ACK). */
