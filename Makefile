@@ -6,7 +6,8 @@ JOBS ?= 2
 CMAKE_FLAGS ?=
 NP ?= 4
 
-.PHONY: help deps build run test test-asan test-gpu test-unit bench bench-auto bench-compare bench-net clean
+.PHONY: help deps deps-build build build-test docs install run test test-asan test-gpu test-unit \
+	test-python bench bench-auto bench-compare bench-net clean
 
 help:
 	@echo "gradsync make targets:"
@@ -18,32 +19,57 @@ help:
 	@echo "  make test-gpu      on a machine with a GPU: tests/gpu/run.sh (fresh CUDA build, GPU tests,"
 	@echo "                     kernel and device-buffer benchmarks)"
 	@echo "  make test-unit     run only the unit tests"
+	@echo "  make test-python   run only the Python package's tests (pytest, 1, 2 and 4 ranks; ctest -L python)"
 	@echo "  make bench         gs-bench all-reduce sweep, 4 KiB to 256 MiB, $(NP) ranks"
 	@echo "  make bench-auto    auto beside every forced all-reduce algorithm, interleaved, $(NP) ranks:"
 	@echo "                     how far the cost model's choice is from the fastest at each size"
 	@echo "  make bench-compare gradsync beside Open MPI and Gloo in one run (bench/compare/compare.sh)"
 	@echo "  make bench-net     all-reduce across 4 lab hosts shaped to 1 Gbit/s: busbw and link efficiency (root)"
-	@echo "  make deps          install the Debian packages (scripts/install-deps.sh)"
+	@echo "  make build         build the library and tools (needs only the build packages; no root"
+	@echo "                     once they are there)"
+	@echo "  make install       build, then cmake --install (PREFIX=/path to choose; docs/install.md)"
+	@echo "  make docs          the API reference with Doxygen, warnings as errors ($(BUILD)/docs/api/html)"
+	@echo "  make deps          install every Debian package: build, test and bench (scripts/install-deps.sh;"
+	@echo "                     'make deps-build' only the build ones)"
 	@echo "  make clean         remove $(BUILD)/ and $(ASAN_BUILD)/"
 
 deps:
-	bash scripts/install-deps.sh
+	bash scripts/install-deps.sh all
+
+deps-build:
+	bash scripts/install-deps.sh build
 
 $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) -DGS_WERROR=ON $(CMAKE_FLAGS)
 
-build: deps $(BUILD)/CMakeCache.txt
+# The library and tools need only the build packages (no root once they are
+# there); without CMocka the unit tests are left out of this build.
+build: deps-build $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
+
+# The test packages, then a configure that finds what they brought.
+build-test: deps $(BUILD)/CMakeCache.txt
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) > /dev/null
+	cmake --build $(BUILD) -j $(JOBS)
+
+docs: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) --target docs
+
+install: build
+	cmake --install $(BUILD) $(if $(PREFIX),--prefix $(PREFIX))
 
 run: build
 	$(BUILD)/tools/gsrun -n $(NP) --timeout 120 $(BUILD)/examples/allreduce 1000000
 	$(BUILD)/tools/gsrun -n $(NP) --timeout 300 $(BUILD)/bench/gs-bench allreduce -b 4K -e 64M -f 4 -w 2 -n 5 --check
 
-test: build
+test: build-test
 	cd $(BUILD) && ctest --output-on-failure --timeout 600
 
-test-unit: build
+test-unit: build-test
 	cd $(BUILD) && ctest --output-on-failure -L unit
+
+test-python: build-test
+	cd $(BUILD) && ctest --output-on-failure -L python
 
 # The sanitizer pass skips the 'large' runs (gigabytes) and the 'exhaustive' ones: more world
 # sizes, host layouts and lab repeats of code that a smaller test of the same family already

@@ -1,11 +1,33 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Install the Debian packages gradsync needs to build, test and bench.
-# Idempotent: a no-op when everything is present. Runs without a terminal.
+# Install the Debian packages gradsync needs, by purpose:
+#   install-deps.sh build   what building the library and its tools needs
+#   install-deps.sh test    that, plus what the test suite needs
+#   install-deps.sh all     that, plus the comparison peers of the benchmarks (default)
+# Idempotent: it asks the package manager only for what is missing, says what
+# and why first, and needs root (or sudo) only then; with everything present
+# it changes nothing and needs no privileges. Runs without a terminal.
 set -euo pipefail
 
-PKGS="cmake make gcc g++ libzstd-dev libcmocka-dev libopenmpi-dev openmpi-bin iproute2
-      python3 libgloo-dev binutils"
+WHAT=${1:-all}
+# The library: compiler and CMake, zstd (codecs), OpenSSL's libcrypto
+# (connection authentication), pkg-config (finding them).
+BUILD_PKGS="cmake make gcc g++ pkg-config libzstd-dev libssl-dev"
+# The test suite: CMocka (unit tests), Open MPI (MPI transport and its tests),
+# iproute2 (the network-namespace lab), Python with pytest, numpy and torch
+# (the Python package and the PyTorch plugin), libtorch-dev (its C++ headers),
+# matplotlib (scripts/plot-bench), doxygen (the API reference), binutils (the
+# exported-symbol check).
+TEST_PKGS="libcmocka-dev libopenmpi-dev openmpi-bin iproute2 python3 python3-pytest
+           python3-numpy python3-torch libtorch-dev python3-matplotlib doxygen binutils"
+# The benchmarks' comparison peers (bench/compare): Gloo.
+BENCH_PKGS="libgloo-dev"
+case "$WHAT" in
+  build) PKGS="$BUILD_PKGS" ;;
+  test) PKGS="$BUILD_PKGS $TEST_PKGS" ;;
+  all) PKGS="$BUILD_PKGS $TEST_PKGS $BENCH_PKGS" ;;
+  *) echo "usage: install-deps.sh [build|test|all]" >&2; exit 2 ;;
+esac
 
 # CUDA and NCCL are not Debian packages here: they come with the CUDA toolkit
 # (nvcc, and NCCL beside it or under NCCL_HOME). Say what CMake will find;
@@ -36,11 +58,16 @@ done
 if [ -z "$missing" ]; then
   exit 0
 fi
-echo "install-deps: installing:$missing"
+echo "install-deps: the '$WHAT' set needs these Debian packages, missing here:$missing"
 SUDO=""
 if [ "$(id -u)" != 0 ]; then
+  if ! command -v sudo >/dev/null 2>&1; then
+    echo "install-deps: not root and no sudo: install them yourself, then run again" >&2
+    exit 1
+  fi
   SUDO="sudo"
 fi
+echo "install-deps: installing them with ${SUDO:-root's} apt-get"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 # shellcheck disable=SC2086

@@ -1,0 +1,244 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Thin classes over the gradient bucketer (gradsync/bucket.h) and the parameter
+server (gradsync/ps.h). The C headers hold the full contracts; these only
+hold on to the Python objects the C side points into (registered tensors,
+pending pushes and pulls) for as long as the C side may touch them.
+"""
+import ctypes
+import operator
+
+from ctypes import byref, c_size_t, c_void_p
+
+from . import _types as T
+from ._buffer import dtype_of, resolve
+from ._comm import _int, algo_of, op_of
+from ._compress import codec_of
+from ._lib import LIB, check, invalid, make_error
+from ._request import Request
+
+_GS_ERR_INVALID_USAGE = -2
+
+
+def _opt_int(v, what):
+    return T.UNSET if v is None else _int(v, what)
+
+
+def _opt_real(v):
+    return float(T.UNSET) if v is None else float(v)
+
+
+class Bucketer:
+    """Gradient bucketing over comm (gs_bucketer_t), as DDP's reducer.
+
+    Bucketer(comm, bucket_bytes=None, first_bucket_bytes=None, op="avg", algo=None,
+             codec=None, error_feedback=None, rebuild=None). Register every
+    gradient with add(tensor) -> id in forward order, on every rank alike; each
+    step call ready(id) as each gradient becomes final (any thread), then wait()
+    (collective): every tensor then holds the reduced gradient. The tensors are
+    referenced here until close(): they must stay at their address.
+    """
+
+    def __init__(self, comm, bucket_bytes=None, first_bucket_bytes=None, op="avg", algo=None,
+                 codec=None, error_feedback=None, rebuild=None):
+        o = self._opts = T.BucketerOpts()
+        o.size = ctypes.sizeof(o)
+        o.bucket_bytes = T.UNSET if bucket_bytes is None else operator.index(bucket_bytes)
+        o.first_bucket_bytes = (T.UNSET if first_bucket_bytes is None
+                                else operator.index(first_bucket_bytes))
+        o.op = op_of(op)
+        o.algo = algo_of(algo)
+        self._codec = codec_of(codec)
+        o.codec = self._codec._ptr() if self._codec is not None else None
+        o.error_feedback = T.UNSET if error_feedback is None else int(bool(error_feedback))
+        o.rebuild = T.UNSET if rebuild is None else int(bool(rebuild))
+        o.stream = None
+        o.flags = 0
+        h = c_void_p()
+        check(LIB.gs_bucketer_create(comm._handle(), byref(o), byref(h)))
+        self._h = h.value
+        self._comm = comm
+        self._tensors = []
+        comm._children.add(self)
+
+    def _handle(self):
+        if self._h is None:
+            raise make_error(_GS_ERR_INVALID_USAGE, "the bucketer is closed")
+        return self._h
+
+    def add(self, tensor):
+        """Register a gradient buffer; returns its id (0, 1, ... in registration order)."""
+        b = resolve(tensor, "Bucketer.add: tensor", writable=True)
+        out = c_size_t()
+        check(LIB.gs_bucketer_add(self._handle(), b.ptr, b.count, b.dtype, byref(out)))
+        self._tensors.append(b.keep)
+        return out.value
+
+    def ready(self, id):
+        """Mark tensor id's gradient final for this step (any thread; never blocks)."""
+        check(LIB.gs_bucketer_ready(self._handle(), _int(id, "Bucketer.ready: id", 0,
+                                                         (1 << 63) - 1)))
+
+    def wait(self):
+        """End the step: every tensor holds the reduced gradient. Collective, blocking."""
+        check(LIB.gs_bucketer_wait(self._handle()))
+
+    def stats(self):
+        """gs_bucketer_stats_t as a dict."""
+        s = T.BucketerStats()
+        s.size = ctypes.sizeof(s)
+        check(LIB.gs_bucketer_stats(self._handle(), byref(s)))
+        return T.struct_to_dict(s)
+
+    def bucket_info(self, index):
+        """Bucket index of the current grouping (count, dtype, ntensors, inplace) as a dict."""
+        s = T.BucketInfo()
+        s.size = ctypes.sizeof(s)
+        check(LIB.gs_bucketer_bucket_info(self._handle(), _int(index, "bucket_info: index", 0,
+                                                               (1 << 63) - 1), byref(s)))
+        d = T.struct_to_dict(s)
+        d["dtype"] = T.DType(d["dtype"])
+        return d
+
+    def locate(self, id):
+        """(bucket, offset in elements) of tensor id in the current grouping."""
+        b, off = c_size_t(), c_size_t()
+        check(LIB.gs_bucketer_locate(self._handle(), _int(id, "locate: id", 0, (1 << 63) - 1),
+                                     byref(b), byref(off)))
+        return b.value, off.value
+
+    def close(self):
+        """Wait for the all-reduces in flight and free the bucketer. Idempotent."""
+        h, self._h = self._h, None
+        if h is not None:
+            try:
+                check(LIB.gs_bucketer_destroy(h))
+            finally:
+                self._tensors = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+_MODES = {"bsp": T.PSConsistency.BSP, "ssp": T.PSConsistency.SSP, "asp": T.PSConsistency.ASP}
+_RULES = {"sgd": T.PSRule.SGD, "adam": T.PSRule.ADAM}
+
+
+class ParameterServer:
+    """A parameter server over comm's ranks (gs_ps_t). Collective to create.
+
+    ParameterServer(comm, mode="bsp"|"ssp"|"asp", staleness=None, servers=None,
+                    rule="sgd"|"adam", lr=None, momentum=None, weight_decay=None,
+                    beta1=None, beta2=None, eps=None, codec=None, split_bytes=None,
+                    timeout_ms=None); None takes the library default (ps.h).
+    register(key, initial) is collective (initial: rank 0's values define the
+    key; other ranks pass a buffer of the same length and dtype, or count= and
+    dtype=). push(key, grad) and pull(key, out) return Requests; clock() ends
+    this worker's iteration; close() is collective.
+    """
+
+    def __init__(self, comm, mode="bsp", staleness=None, servers=None, rule="sgd", lr=None,
+                 momentum=None, weight_decay=None, beta1=None, beta2=None, eps=None, codec=None,
+                 split_bytes=None, timeout_ms=None):
+        o = self._opts = T.PSOpts()
+        o.size = ctypes.sizeof(o)
+        m = _MODES.get(mode.lower() if isinstance(mode, str) else mode, mode)
+        if not isinstance(m, int):
+            raise invalid("ParameterServer: mode %r is not one of %s" % (mode, ", ".join(_MODES)))
+        o.consistency = m
+        r = _RULES.get(rule.lower() if isinstance(rule, str) else rule, rule)
+        if not isinstance(r, int) or r == T.PSRule.CALLBACK:
+            raise invalid("ParameterServer: rule %r is not one of %s (a Python callback rule "
+                          "is not supported)" % (rule, ", ".join(_RULES)))
+        o.rule = r
+        o.staleness = _opt_int(staleness, "staleness")
+        o.servers = _opt_int(servers, "servers")
+        o.lr, o.momentum, o.weight_decay = _opt_real(lr), _opt_real(momentum), _opt_real(
+            weight_decay)
+        o.beta1, o.beta2, o.eps = _opt_real(beta1), _opt_real(beta2), _opt_real(eps)
+        o.update_fn = None
+        o.user = None
+        self._codec = codec_of(codec)
+        o.codec = self._codec._ptr() if self._codec is not None else None
+        o.split_bytes = T.UNSET if split_bytes is None else operator.index(split_bytes)
+        o.timeout_ms = _opt_int(timeout_ms, "timeout_ms")
+        h = c_void_p()
+        check(LIB.gs_ps_create(comm._handle(), byref(o), byref(h)))
+        self._h = h.value
+        self._comm = comm
+        comm._children.add(self)
+
+    def _handle(self):
+        if self._h is None:
+            raise make_error(_GS_ERR_INVALID_USAGE, "the parameter server is closed")
+        return self._h
+
+    def register(self, key, initial=None, count=None, dtype=None):
+        """Register key (collective, same order on every rank) from rank 0's initial values."""
+        key = _int(key, "register: key", 0, (1 << 64) - 1)
+        if initial is not None:
+            b = resolve(initial, "register: initial")
+            if count is not None and count != b.count:
+                raise invalid("register: count %r but initial holds %d" % (count, b.count))
+            if dtype is not None and dtype_of(dtype) != b.dtype:
+                raise invalid("register: dtype %r but initial is %s"
+                              % (dtype, b.dtype.name.lower()))
+            cnt, dt, ptr = b.count, b.dtype, b.ptr
+        else:
+            if count is None or dtype is None:
+                raise invalid("register: give initial, or count and dtype")
+            cnt, dt, ptr = _int(count, "register: count", 0, (1 << 63) - 1), dtype_of(dtype), None
+        check(LIB.gs_ps_register(self._handle(), key, cnt, dt, ptr))
+
+    def push(self, key, grad):
+        """Start sending grad (the whole key) to its servers; returns a Request."""
+        b = resolve(grad, "push: grad")
+        req = Request(b.keep, None, owner=self, ps=True)
+        check(LIB.gs_ps_push(self._handle(), _int(key, "push: key", 0, (1 << 64) - 1), b.ptr,
+                             b.count, b.dtype, byref(req._h)))
+        return req
+
+    def pull(self, key, out):
+        """Start fetching key's parameters into out; returns a Request (result: out)."""
+        b = resolve(out, "pull: out", writable=True)
+        req = Request(b.keep, out, owner=self, ps=True)
+        check(LIB.gs_ps_pull(self._handle(), _int(key, "pull: key", 0, (1 << 64) - 1), b.ptr,
+                             b.count, b.dtype, byref(req._h)))
+        return req
+
+    def clock(self):
+        """End this worker's iteration (after starting its pushes)."""
+        check(LIB.gs_ps_clock(self._handle()))
+
+    def info(self):
+        """gs_ps_info_t as a dict (roles, clock, keys, health)."""
+        s = T.PSInfo()
+        s.size = ctypes.sizeof(s)
+        check(LIB.gs_ps_info(self._handle(), byref(s)))
+        return T.struct_to_dict(s)
+
+    def close(self):
+        """Finish this rank's part and free the parameter server. Collective. Idempotent."""
+        h, self._h = self._h, None
+        if h is not None:
+            check(LIB.gs_ps_destroy(h))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass

@@ -1,0 +1,339 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Loading libgradsync.so, the table of C signatures, and the exceptions.
+
+The library is found in this order: the GRADSYNC_LIBRARY environment
+variable (a path; when it is set nothing else is tried), a libgradsync.so*
+next to this package, then the dynamic loader's search path. Every C
+function is bound lazily, on first use, from SIGNATURES below: a library
+that lacks a symbol imports fine and fails only when a method needs it,
+with gradsync.Unsupported "this libgradsync has no gs_xxx; rebuild".
+
+ctypes.CDLL (not PyDLL) is deliberate: it releases the GIL for the length
+of every C call, so a collective blocked in one Python thread never stops
+the others. Errors are read with gs_last_error() right after the failing
+call, on the same thread (the C text is thread-local).
+"""
+import ctypes
+import ctypes.util
+import glob
+import os
+
+from ctypes import POINTER, c_char_p, c_int, c_size_t, c_uint, c_uint32, c_uint64, c_void_p
+
+from . import _types as T
+
+# --------------------------------------------------------------------------
+# Exceptions
+# --------------------------------------------------------------------------
+
+
+class Error(Exception):
+    """A gradsync call failed.
+
+    Attributes: status (the gs_status_t value, an int), name (its enum name,
+    "GS_ERR_TIMEOUT") and message (gs_last_error()'s sentence, naming the
+    argument, peer or rank at fault).
+    """
+
+    def __init__(self, status, name, message):
+        self.status = int(status)
+        self.name = name
+        self.message = message
+        super().__init__("%s: %s" % (name, message) if message else name)
+
+
+class InvalidArgument(Error, ValueError):
+    """GS_ERR_INVALID_ARG: the call was wrong; nothing was changed."""
+
+
+class InvalidUsage(Error, RuntimeError):
+    """GS_ERR_INVALID_USAGE: a call out of order (e.g. a group end without a start)."""
+
+
+class Unsupported(Error, NotImplementedError):
+    """GS_ERR_UNSUPPORTED, also raised when the loaded library lacks a C function."""
+
+
+class Truncated(Error):
+    """GS_ERR_TRUNCATED: the message was larger than the receive buffer."""
+
+
+class NoMemory(Error, MemoryError):
+    """GS_ERR_NO_MEMORY."""
+
+
+class PeerFailed(Error, ConnectionError):
+    """GS_ERR_PEER_FAILED: a peer died or its link broke; the communicator is failed."""
+
+
+class Timeout(Error, TimeoutError):
+    """GS_ERR_TIMEOUT: a deadline passed (GS_TIMEOUT_MS); the message names the rank."""
+
+
+class Mismatch(Error):
+    """GS_ERR_MISMATCH: ranks disagree (different collective, count or world size)."""
+
+
+class AuthError(Error, PermissionError):
+    """GS_ERR_AUTH: a peer's authentication token differs or is missing."""
+
+
+class Aborted(Error):
+    """GS_ERR_ABORTED: the communicator was aborted."""
+
+
+class LibraryNotFound(Error, ImportError):
+    """libgradsync.so could not be loaded; the message names every place tried."""
+
+
+_STATUS_CLASS = {
+    -1: InvalidArgument,
+    -2: InvalidUsage,
+    -3: Unsupported,
+    -4: Truncated,
+    -20: NoMemory,
+    -40: PeerFailed,
+    -41: Timeout,
+    -44: Mismatch,
+    -45: AuthError,
+    -60: Aborted,
+}
+_STATUS_NAME = {v: k for k, v in T.STATUS.items()}
+
+
+def error_class(status):
+    """The Error subclass raised for a gs_status_t value."""
+    return _STATUS_CLASS.get(int(status), Error)
+
+
+def make_error(status, message):
+    """An Error for @status with @message (used for errors found on the Python side too)."""
+    status = int(status)
+    try:
+        name = LIB.gs_status_name(status).decode()
+    except Exception:  # the library has no such symbol or is not loaded
+        name = _STATUS_NAME.get(status, "status %d" % status)
+    return error_class(status)(status, name, message)
+
+
+def invalid(message):
+    """InvalidArgument raised by the Python side, as the C library would."""
+    return make_error(T.GS_ERR_INVALID_ARG, message)
+
+
+def check(status):
+    """Raise the Error for a C return value; return it when it is GS_OK or GS_INPROGRESS."""
+    if status < 0:
+        # Read the thread-local text before anything else can call into the library.
+        raw = LIB.gs_last_error()
+        raise make_error(status, raw.decode(errors="replace") if raw else "")
+    return status
+
+
+# --------------------------------------------------------------------------
+# Signatures: every function of gradsync.h, compress.h, bucket.h and ps.h.
+# test_abi.py checks this table against the headers.
+# --------------------------------------------------------------------------
+
+_P = c_void_p          # any pointer to data, and every handle
+_Z = c_size_t
+_I = c_int             # int, gs_dtype_t, gs_op_t, gs_status_t and the other enums
+_PP = POINTER(c_void_p)  # handle out-parameters (gs_comm_t *, gs_request_t *, ...)
+_ZP = POINTER(c_size_t)
+_IP = POINTER(c_int)
+_U32 = c_uint32
+_CO = POINTER(T.CollOpts)
+
+SIGNATURES = {
+    # version and errors
+    "gs_version": (c_uint, []),
+    "gs_version_string": (c_char_p, []),
+    "gs_strerror": (c_char_p, [_I]),
+    "gs_status_name": (c_char_p, [_I]),
+    "gs_status_scope": (_I, [_I]),
+    "gs_last_error": (c_char_p, []),
+    # configuration and communicators
+    "gs_config_init_v": (_I, [POINTER(T.Config), c_uint, _Z]),
+    "gs_comm_init": (_I, [_PP, POINTER(T.Config)]),
+    "gs_comm_init_env": (_I, [_PP, POINTER(T.Config)]),
+    "gs_comm_destroy": (_I, [_P]),
+    "gs_comm_abort": (_I, [_P]),
+    "gs_comm_rank": (_I, [_P, _IP]),
+    "gs_comm_size": (_I, [_P, _IP]),
+    "gs_comm_split": (_I, [_P, _I, _I, _PP]),
+    "gs_comm_dup": (_I, [_P, _PP]),
+    "gs_comm_get_async_error": (_I, [_P, _IP]),
+    "gs_comm_counters": (_I, [_P, POINTER(T.Counters)]),
+    "gs_comm_stats": (_I, [_P, POINTER(T.CommStats)]),
+    "gs_comm_peer_stats": (_I, [_P, _I, POINTER(T.PeerStats)]),
+    # blocking collectives
+    "gs_allreduce": (_I, [_P, _P, _P, _Z, _I, _I]),
+    "gs_broadcast": (_I, [_P, _P, _Z, _I, _I]),
+    "gs_reduce": (_I, [_P, _P, _P, _Z, _I, _I, _I]),
+    "gs_allgather": (_I, [_P, _P, _P, _Z, _I]),
+    "gs_reduce_scatter": (_I, [_P, _P, _P, _Z, _I, _I]),
+    "gs_alltoall": (_I, [_P, _P, _P, _Z, _I]),
+    "gs_barrier": (_I, [_P]),
+    "gs_gather": (_I, [_P, _P, _P, _Z, _I, _I]),
+    "gs_scatter": (_I, [_P, _P, _P, _Z, _I, _I]),
+    "gs_allgatherv": (_I, [_P, _P, _Z, _P, _Z, _ZP, _ZP, _I]),
+    "gs_alltoallv": (_I, [_P, _P, _Z, _ZP, _ZP, _P, _Z, _ZP, _ZP, _I]),
+    "gs_reduce_scatterv": (_I, [_P, _P, _P, _ZP, _I, _I]),
+    # non-blocking rooted and v collectives
+    "gs_igather": (_I, [_P, _P, _P, _Z, _I, _I, _PP]),
+    "gs_iscatter": (_I, [_P, _P, _P, _Z, _I, _I, _PP]),
+    "gs_iallgatherv": (_I, [_P, _P, _Z, _P, _Z, _ZP, _ZP, _I, _PP]),
+    "gs_ialltoallv": (_I, [_P, _P, _Z, _ZP, _ZP, _P, _Z, _ZP, _ZP, _I, _PP]),
+    "gs_ireduce_scatterv": (_I, [_P, _P, _P, _ZP, _I, _I, _PP]),
+    # options forms
+    "gs_allreduce_ex": (_I, [_P, _P, _P, _Z, _I, _I, POINTER(T.AllreduceOpts)]),
+    "gs_broadcast_ex": (_I, [_P, _P, _Z, _I, _I, _CO]),
+    "gs_reduce_ex": (_I, [_P, _P, _P, _Z, _I, _I, _I, _CO]),
+    "gs_allgather_ex": (_I, [_P, _P, _P, _Z, _I, _CO]),
+    "gs_reduce_scatter_ex": (_I, [_P, _P, _P, _Z, _I, _I, _CO]),
+    "gs_alltoall_ex": (_I, [_P, _P, _P, _Z, _I, _CO]),
+    "gs_gather_ex": (_I, [_P, _P, _P, _Z, _I, _I, _CO]),
+    "gs_scatter_ex": (_I, [_P, _P, _P, _Z, _I, _I, _CO]),
+    "gs_allgatherv_ex": (_I, [_P, _P, _Z, _P, _Z, _ZP, _ZP, _I, _CO]),
+    "gs_alltoallv_ex": (_I, [_P, _P, _Z, _ZP, _ZP, _P, _Z, _ZP, _ZP, _I, _CO]),
+    "gs_reduce_scatterv_ex": (_I, [_P, _P, _P, _ZP, _I, _I, _CO]),
+    # point-to-point
+    "gs_send": (_I, [_P, _P, _Z, _I, _I, _U32]),
+    "gs_recv": (_I, [_P, _P, _Z, _I, _I, _U32]),
+    "gs_send_ex": (_I, [_P, _P, _Z, _I, _I, _U32, _CO]),
+    "gs_recv_ex": (_I, [_P, _P, _Z, _I, _I, _U32, _CO]),
+    "gs_recv_status": (_I, [_P, _P, _Z, _I, _I, _U32, POINTER(T.P2PStatus)]),
+    "gs_probe": (_I, [_P, _I, _U32, _I, POINTER(T.P2PStatus)]),
+    "gs_iprobe": (_I, [_P, _I, _U32, _I, _IP, POINTER(T.P2PStatus)]),
+    "gs_group_start": (_I, []),
+    "gs_group_end": (_I, []),
+    # non-blocking
+    "gs_iallreduce": (_I, [_P, _P, _P, _Z, _I, _I, _PP]),
+    "gs_iallreduce_ex": (_I, [_P, _P, _P, _Z, _I, _I, POINTER(T.AllreduceOpts), _PP]),
+    "gs_ibroadcast": (_I, [_P, _P, _Z, _I, _I, _PP]),
+    "gs_ireduce": (_I, [_P, _P, _P, _Z, _I, _I, _I, _PP]),
+    "gs_iallgather": (_I, [_P, _P, _P, _Z, _I, _PP]),
+    "gs_ireduce_scatter": (_I, [_P, _P, _P, _Z, _I, _I, _PP]),
+    "gs_ialltoall": (_I, [_P, _P, _P, _Z, _I, _PP]),
+    "gs_ibarrier": (_I, [_P, _PP]),
+    "gs_isend": (_I, [_P, _P, _Z, _I, _I, _U32, _PP]),
+    "gs_irecv": (_I, [_P, _P, _Z, _I, _I, _U32, _PP]),
+    "gs_ibroadcast_ex": (_I, [_P, _P, _Z, _I, _I, _CO, _PP]),
+    "gs_ireduce_ex": (_I, [_P, _P, _P, _Z, _I, _I, _I, _CO, _PP]),
+    "gs_iallgather_ex": (_I, [_P, _P, _P, _Z, _I, _CO, _PP]),
+    "gs_ireduce_scatter_ex": (_I, [_P, _P, _P, _Z, _I, _I, _CO, _PP]),
+    "gs_ialltoall_ex": (_I, [_P, _P, _P, _Z, _I, _CO, _PP]),
+    "gs_isend_ex": (_I, [_P, _P, _Z, _I, _I, _U32, _CO, _PP]),
+    "gs_irecv_ex": (_I, [_P, _P, _Z, _I, _I, _U32, _CO, _PP]),
+    "gs_irecv_status": (_I, [_P, _P, _Z, _I, _I, _U32, POINTER(T.P2PStatus), _PP]),
+    "gs_wait": (_I, [_PP]),
+    "gs_test": (_I, [_PP]),
+    "gs_waitall": (_I, [_Z, _PP]),
+    "gs_waitany": (_I, [_Z, _PP, _IP]),
+    "gs_testall": (_I, [_Z, _PP]),
+    # compress.h
+    "gs_ef_create": (_I, [_Z, _I, _PP]),
+    "gs_ef_reset": (_I, [_P]),
+    "gs_ef_destroy": (_I, [_P]),
+    "gs_codec_encoded_size": (_I, [POINTER(T.CodecConfig), _Z, _I, _ZP]),
+    "gs_codec_scratch_size": (_I, [POINTER(T.CodecConfig), _Z, _I, _ZP]),
+    "gs_codec_encode": (_I, [POINTER(T.CodecConfig), _P, _Z, _I, _P, _P, _Z, _P, _Z, _ZP]),
+    "gs_codec_decode": (_I, [POINTER(T.CodecConfig), _P, _Z, _Z, _I, _P, _Z, _P]),
+    "gs_codec_decode_accumulate": (_I, [POINTER(T.CodecConfig), _P, _Z, _Z, _I, _P, _Z, _P]),
+    # bucket.h
+    "gs_bucketer_create": (_I, [_P, POINTER(T.BucketerOpts), _PP]),
+    "gs_bucketer_add": (_I, [_P, _P, _Z, _I, _ZP]),
+    "gs_bucketer_destroy": (_I, [_P]),
+    "gs_bucketer_ready": (_I, [_P, _Z]),
+    "gs_bucketer_wait": (_I, [_P]),
+    "gs_bucketer_stats": (_I, [_P, POINTER(T.BucketerStats)]),
+    "gs_bucketer_bucket_info": (_I, [_P, _Z, POINTER(T.BucketInfo)]),
+    "gs_bucketer_locate": (_I, [_P, _Z, _ZP, _ZP]),
+    # ps.h
+    "gs_ps_create": (_I, [_P, POINTER(T.PSOpts), _PP]),
+    "gs_ps_register": (_I, [_P, c_uint64, _Z, _I, _P]),
+    "gs_ps_destroy": (_I, [_P]),
+    "gs_ps_push": (_I, [_P, c_uint64, _P, _Z, _I, _PP]),
+    "gs_ps_pull": (_I, [_P, c_uint64, _P, _Z, _I, _PP]),
+    "gs_ps_clock": (_I, [_P]),
+    "gs_ps_wait": (_I, [_PP]),
+    "gs_ps_test": (_I, [_PP]),
+    "gs_ps_waitall": (_I, [_Z, _PP]),
+    "gs_ps_info": (_I, [_P, POINTER(T.PSInfo)]),
+}
+
+
+# --------------------------------------------------------------------------
+# Loading
+# --------------------------------------------------------------------------
+
+def _candidates():
+    """(description, path-or-name) pairs in search order."""
+    env = os.environ.get("GRADSYNC_LIBRARY")
+    if env:
+        return [("GRADSYNC_LIBRARY=%s" % env, env)], True
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = []
+    local = sorted(glob.glob(os.path.join(here, "libgradsync.so*")), key=len)
+    if local:
+        out += [(p, p) for p in local]
+    else:
+        out.append((os.path.join(here, "libgradsync.so*") + " (none there)", None))
+    found = ctypes.util.find_library("gradsync")
+    if found:
+        out.append(("ctypes.util.find_library('gradsync') = %s" % found, found))
+    else:
+        out.append(("ctypes.util.find_library('gradsync') (found nothing)", None))
+    for name in ("libgradsync.so.0", "libgradsync.so"):
+        out.append(("%s on the loader path (LD_LIBRARY_PATH, ld.so.cache)" % name, name))
+    return out, False
+
+
+def _load():
+    tried = []
+    cands, from_env = _candidates()
+    for desc, path in cands:
+        if path is None:
+            tried.append(desc)
+            continue
+        try:
+            return ctypes.CDLL(path), path
+        except OSError as e:
+            tried.append("%s: %s" % (desc, e))
+    hint = ("unset GRADSYNC_LIBRARY to search next to the package and on the loader path"
+            if from_env else "set GRADSYNC_LIBRARY to the path of libgradsync.so "
+            "(build/libgradsync.so after a CMake build)")
+    raise LibraryNotFound(-22, "GS_ERR_SYSTEM", "cannot load libgradsync; tried: "
+                          + "; ".join(tried) + ". " + hint)
+
+
+class _Lib:
+    """The loaded library; attributes are its C functions, bound on first use."""
+
+    def __init__(self):
+        self._dll, self.path = _load()
+
+    def has(self, name):
+        try:
+            getattr(self._dll, name)
+            return True
+        except AttributeError:
+            return False
+
+    def __getattr__(self, name):
+        if not name.startswith("gs_"):
+            raise AttributeError(name)
+        sig = SIGNATURES.get(name)
+        if sig is None:
+            raise AttributeError("gradsync binds no C function %s" % name)
+        try:
+            fn = getattr(self._dll, name)
+        except AttributeError:
+            msg = "this libgradsync (%s) has no %s; rebuild" % (self.path, name)
+            raise Unsupported(T.GS_ERR_UNSUPPORTED, "GS_ERR_UNSUPPORTED", msg) from None
+        fn.restype, fn.argtypes = sig
+        self.__dict__[name] = fn
+        return fn
+
+
+LIB = _Lib()

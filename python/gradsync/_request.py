@@ -1,0 +1,262 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Requests of non-blocking calls, receive statuses, groups, wait_all/any, test_all.
+
+A Request holds every Python object its operation reads or writes until the
+C library reports completion, so a buffer dropped by the caller is never
+freed under the worker thread. A Request dropped while still running is
+waited for by its finaliser (bounded by the communicator's deadline).
+"""
+import threading
+import time
+
+from ctypes import byref, c_int, c_void_p
+
+from . import _types as T
+from ._lib import LIB, check, make_error
+
+
+class Status:
+    """What a receive or a probe found: source (rank), tag, count (elements).
+
+    Unpacks as a tuple: ``source, tag, count = comm.recv(buf)``. Inside a
+    gradsync.group() the fields are None until the group ends.
+    """
+    __slots__ = ("source", "tag", "count")
+
+    def __init__(self, source=None, tag=None, count=None):
+        self.source = source
+        self.tag = tag
+        self.count = count
+
+    @classmethod
+    def from_c(cls, st):
+        return cls(st.source, st.tag, st.count)
+
+    def _fill(self, st):
+        self.source, self.tag, self.count = st.source, st.tag, st.count
+
+    def __iter__(self):
+        return iter((self.source, self.tag, self.count))
+
+    def __eq__(self, other):
+        return tuple(self) == tuple(other)
+
+    def __repr__(self):
+        return "Status(source=%r, tag=%r, count=%r)" % (self.source, self.tag, self.count)
+
+
+def _last_error(status):
+    raw = LIB.gs_last_error()
+    return make_error(status, raw.decode(errors="replace") if raw else "")
+
+
+class Request:
+    """A non-blocking operation in flight.
+
+    wait() blocks until it finishes and returns a Status for receives (None
+    otherwise), raising gradsync.Error when it failed; test() returns True
+    once finished (raising likewise); done is test() without the raise.
+    result is the output object of the call (the out buffer), if any.
+    """
+
+    def __init__(self, keep, result=None, pstatus=None, owner=None, ps=False):
+        self._h = c_void_p()
+        self._keep = keep
+        self.result = result
+        self._pstatus = pstatus
+        self._owner = owner  # the Communicator or ParameterServer: it must outlive us
+        self._ps = ps
+        self._finished = False
+        self._error = None
+        self._lock = threading.Lock()
+
+    def _complete(self, status, error=None):
+        """Record completion (called right after the C call that released the handle)."""
+        if status < 0 and error is None:
+            error = _last_error(status)
+        self._error = error
+        self._finished = True
+        self._keep = None
+        self._h = c_void_p()
+
+    def _outcome(self):
+        if self._error is not None:
+            raise self._error
+        return Status.from_c(self._pstatus) if self._pstatus is not None else None
+
+    def _poll(self):
+        fn = LIB.gs_ps_test if self._ps else LIB.gs_test
+        st = fn(byref(self._h))
+        if st != T.GS_INPROGRESS:
+            self._complete(st)
+
+    def wait(self):
+        """Block until finished; return its Status (receives) or None; raise on failure."""
+        with self._lock:
+            if not self._finished:
+                fn = LIB.gs_ps_wait if self._ps else LIB.gs_wait
+                self._complete(fn(byref(self._h)))
+        return self._outcome()
+
+    def test(self):
+        """True once finished (then raises if it failed); False while it runs. Never blocks."""
+        with self._lock:
+            if not self._finished:
+                self._poll()
+        if self._finished:
+            self._outcome()
+        return self._finished
+
+    @property
+    def done(self):
+        """True once finished, successfully or not (wait() then says which)."""
+        with self._lock:
+            if not self._finished:
+                self._poll()
+        return self._finished
+
+    @property
+    def status(self):
+        """The Status of a finished receive (None before, or for other operations)."""
+        if self._finished and self._error is None and self._pstatus is not None:
+            return Status.from_c(self._pstatus)
+        return None
+
+    def __del__(self):
+        try:
+            if not self._finished and self._h.value:
+                fn = LIB.gs_ps_wait if self._ps else LIB.gs_wait
+                fn(byref(self._h))
+        except Exception:
+            pass
+
+    def __repr__(self):
+        state = "running" if not self._finished else ("failed" if self._error else "done")
+        return "<gradsync.Request %s>" % state
+
+
+def _all_comm(reqs):
+    return all(isinstance(r, Request) and not r._ps for r in reqs)
+
+
+def wait_all(reqs):
+    """Wait for every request (even after one fails); raise the first error in list order.
+    Returns the list of their results (Status for receives, else None)."""
+    first = None
+    out = []
+    for r in reqs:
+        try:
+            out.append(r.wait())
+        except Exception as e:  # noqa: BLE001 - re-raised below
+            out.append(None)
+            if first is None:
+                first = e
+    if first is not None:
+        raise first
+    return out
+
+
+def wait_any(reqs):
+    """Wait until one unfinished request finishes: (index, Status or None); raises its error.
+    (None, None) when every request had already finished."""
+    reqs = list(reqs)
+    live = [i for i, r in enumerate(reqs) if not r._finished]
+    if not live:
+        return None, None
+    if _all_comm(reqs):
+        arr = (c_void_p * len(reqs))(*[r._h.value if not r._finished else None for r in reqs])
+        idx = c_int(-1)
+        st = LIB.gs_waitany(len(reqs), arr, byref(idx))
+        err = _last_error(st) if st < 0 else None
+        if idx.value < 0:
+            if err is not None:
+                raise err
+            return None, None
+        r = reqs[idx.value]
+        with r._lock:
+            r._complete(st, err)
+        return idx.value, r._outcome()
+    delay = 1e-5
+    while True:
+        for i in live:
+            if reqs[i].done:
+                return i, reqs[i]._outcome()
+        time.sleep(delay)
+        delay = min(delay * 2, 1e-3)
+
+
+def test_all(reqs):
+    """True when every request has finished (then raises the first error), else False;
+    never blocks. With communicator requests only it is gs_testall(): when that reports
+    an error it cannot say whose, and every request of the list then carries it."""
+    reqs = list(reqs)
+    if _all_comm(reqs) and any(not r._finished for r in reqs):
+        arr = (c_void_p * len(reqs))(*[r._h.value if not r._finished else None for r in reqs])
+        st = LIB.gs_testall(len(reqs), arr)
+        if st == T.GS_INPROGRESS:
+            return False
+        err = _last_error(st) if st < 0 else None
+        for r in reqs:
+            with r._lock:
+                if not r._finished:
+                    r._complete(st, err)
+        if err is not None:
+            raise err
+    elif not all(r.done for r in reqs):
+        return False
+    for r in reqs:
+        r._outcome()
+    return True
+
+
+# --------------------------------------------------------------------------
+# Groups of point-to-point calls
+# --------------------------------------------------------------------------
+
+_tls = threading.local()
+
+
+def group_keep(keep, pending_status=None):
+    """Inside a group, hold @keep until the group ends; return True when in a group."""
+    stack = getattr(_tls, "groups", None)
+    if not stack:
+        return False
+    stack[-1].append((keep, pending_status))
+    return True
+
+
+def in_group():
+    return bool(getattr(_tls, "groups", None))
+
+
+class group:
+    """``with gradsync.group(): ...`` : gs_group_start()/gs_group_end() on this thread.
+
+    send() and recv() inside only queue; the end posts them all and waits for
+    every one (so their order never deadlocks). Statuses returned by recv()
+    inside the group are filled when it ends. Groups nest.
+    """
+
+    def __enter__(self):
+        check(LIB.gs_group_start())
+        stack = getattr(_tls, "groups", None)
+        if stack is None:
+            stack = _tls.groups = []
+        stack.append([])
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        pending = _tls.groups.pop()
+        st = LIB.gs_group_end()
+        err = _last_error(st) if st < 0 else None
+        if _tls.groups:
+            # Nested: only the outermost end posts, so the outer group holds these.
+            _tls.groups[-1].extend(pending)
+        elif err is None:
+            for keep, pst in pending:
+                if pst is not None:
+                    pst[1]._fill(pst[0])
+        del pending
+        if err is not None and exc_type is None:
+            raise err
+        return False

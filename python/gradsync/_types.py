@@ -1,0 +1,308 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Value types of the C API mirrored in ctypes: enums and option structs.
+
+Every table here mirrors one in include/gradsync/*.h, field for field and
+value for value; python/tests/test_abi.py compiles the headers and checks
+the offsets, sizes and enum values against these. Structs are only ever
+appended to in C, and each carries its own size first, so a library newer
+than this file still reads these structs correctly (it reads the fields
+that fit in ``size``). This file does not load the library.
+"""
+import ctypes
+import enum
+
+from ctypes import c_char_p, c_double, c_int, c_int64, c_size_t, c_uint, c_uint32, c_uint64
+from ctypes import c_void_p
+
+#: "Not set by the caller" for numeric option fields (GS_UNSET, INT_MIN).
+UNSET = -2147483647 - 1
+#: Receive from any rank (GS_ANY_SOURCE).
+ANY_SOURCE = -1
+#: GS_VERSION_NUMBER of the headers these tables mirror (gs_config_init_v checks the major).
+HEADER_VERSION = 100
+
+
+class DType(enum.IntEnum):
+    """gs_dtype_t (GS_DTYPE_MAP in types.h)."""
+    FLOAT32 = 0
+    FLOAT64 = 1
+    FLOAT16 = 2
+    BFLOAT16 = 3
+    INT8 = 4
+    UINT8 = 5
+    INT32 = 6
+    INT64 = 7
+
+    @property
+    def itemsize(self):
+        return _DTYPE_SIZE[self]
+
+
+_DTYPE_SIZE = {DType.FLOAT32: 4, DType.FLOAT64: 8, DType.FLOAT16: 2, DType.BFLOAT16: 2,
+               DType.INT8: 1, DType.UINT8: 1, DType.INT32: 4, DType.INT64: 8}
+
+#: Names accepted wherever a dtype is given as a string.
+DTYPE_NAMES = {
+    "float32": DType.FLOAT32, "f32": DType.FLOAT32, "float": DType.FLOAT32,
+    "float64": DType.FLOAT64, "f64": DType.FLOAT64, "double": DType.FLOAT64,
+    "float16": DType.FLOAT16, "f16": DType.FLOAT16, "half": DType.FLOAT16,
+    "bfloat16": DType.BFLOAT16, "bf16": DType.BFLOAT16,
+    "int8": DType.INT8, "i8": DType.INT8,
+    "uint8": DType.UINT8, "u8": DType.UINT8,
+    "int32": DType.INT32, "i32": DType.INT32,
+    "int64": DType.INT64, "i64": DType.INT64,
+}
+
+
+class Op(enum.IntEnum):
+    """gs_op_t (GS_OP_MAP in types.h). AVG needs a float dtype; the bitwise ops integer ones."""
+    SUM = 0
+    PROD = 1
+    MIN = 2
+    MAX = 3
+    AVG = 4
+    BAND = 5
+    BOR = 6
+    BXOR = 7
+
+
+class Algo(enum.IntEnum):
+    """gs_algo_t (GS_ALGO_MAP in types.h)."""
+    AUTO = 0
+    RING = 1
+    CHAIN = 2
+    DIRECT = 3
+    TREE = 4
+    RD = 5
+    RABENSEIFNER = 6
+    BINOMIAL = 7
+    NATIVE = 8
+    HIER = 9
+
+
+class CodecKind(enum.IntEnum):
+    """gs_codec_kind_t (GS_CODEC_MAP in compress.h)."""
+    NONE = 0
+    FP16 = 1
+    BF16 = 2
+    INT8 = 3
+    QSGD = 4
+    SIGN = 5
+    TOPK = 6
+    RANDK = 7
+
+
+class CodecZstd(enum.IntEnum):
+    """gs_codec_zstd_t (compress.h)."""
+    OFF = 0
+    ON = 1
+    AUTO = 2
+
+
+class PSConsistency(enum.IntEnum):
+    """gs_ps_consistency_t (ps.h)."""
+    BSP = 0
+    SSP = 1
+    ASP = 2
+
+
+class PSRule(enum.IntEnum):
+    """gs_ps_rule_t (ps.h)."""
+    SGD = 0
+    ADAM = 1
+    CALLBACK = 2
+
+
+class CollType(enum.IntEnum):
+    """gs_coll_type_t (gradsync.h): the indexes of Communicator.stats()["coll"]."""
+    ALLREDUCE = 0
+    BROADCAST = 1
+    REDUCE = 2
+    ALLGATHER = 3
+    REDUCE_SCATTER = 4
+    ALLTOALL = 5
+    BARRIER = 6
+    SEND = 7
+    RECV = 8
+    GATHER = 9
+    SCATTER = 10
+    ALLGATHERV = 11
+    ALLTOALLV = 12
+    REDUCE_SCATTERV = 13
+
+
+class Scope(enum.IntEnum):
+    """gs_status_scope_t (status.h)."""
+    NONE = 0
+    ARGUMENT = 1
+    RESOURCE = 2
+    PEER = 3
+    COMM = 4
+    INTERNAL = 5
+
+
+#: gs_status_t (GS_STATUS_MAP in status.h): name -> value.
+STATUS = {
+    "GS_OK": 0,
+    "GS_INPROGRESS": 1,
+    "GS_ERR_INVALID_ARG": -1,
+    "GS_ERR_INVALID_USAGE": -2,
+    "GS_ERR_UNSUPPORTED": -3,
+    "GS_ERR_TRUNCATED": -4,
+    "GS_ERR_NO_MEMORY": -20,
+    "GS_ERR_NO_RESOURCE": -21,
+    "GS_ERR_SYSTEM": -22,
+    "GS_ERR_CUDA": -23,
+    "GS_ERR_PEER_FAILED": -40,
+    "GS_ERR_TIMEOUT": -41,
+    "GS_ERR_PROTOCOL": -42,
+    "GS_ERR_VERSION_MISMATCH": -43,
+    "GS_ERR_MISMATCH": -44,
+    "GS_ERR_AUTH": -45,
+    "GS_ERR_ABORTED": -60,
+    "GS_ERR_COMM_FAILED": -61,
+    "GS_ERR_INTERNAL": -100,
+}
+GS_OK = 0
+GS_INPROGRESS = 1
+GS_ERR_INVALID_ARG = -1
+GS_ERR_UNSUPPORTED = -3
+
+
+# --------------------------------------------------------------------------
+# Structs (field order and types exactly as in the headers)
+# --------------------------------------------------------------------------
+
+class Config(ctypes.Structure):
+    """gs_config_t (gradsync.h)."""
+    _fields_ = [
+        ("size", c_size_t),
+        ("version", c_uint),
+        ("rank", c_int),
+        ("world_size", c_int),
+        ("local_rank", c_int),
+        ("master_addr", c_char_p),
+        ("master_port", c_int),
+        ("timeout_ms", c_int),
+        ("transport", c_char_p),
+        ("tcp_nsocks", c_int),
+        ("socket_ifname", c_char_p),
+        ("socket_family", c_char_p),
+        ("slice_bytes", c_int),
+        ("algo", c_char_p),
+        ("job_id", c_char_p),
+        # Process-wide knobs, appended (GS_ENV_PROC in docs/env.md).
+        ("shm", c_int),
+        ("tcp_spin_us", c_int),
+        ("tune", c_char_p),
+        ("debug", c_char_p),
+        ("debug_subsys", c_char_p),
+        ("debug_file", c_char_p),
+        ("stats_file", c_char_p),
+        # Connection authentication (docs/security.md), appended.
+        ("auth_token", c_char_p),
+        ("auth_token_file", c_char_p),
+    ]
+
+
+class Counters(ctypes.Structure):
+    """gs_counters_t (gradsync.h)."""
+    _fields_ = [("size", c_size_t)] + [(n, c_uint64) for n in (
+        "bytes_sent", "bytes_received", "msgs_sent", "msgs_received", "ops_completed",
+        "ops_failed", "busy_ns")]
+
+
+STATS_COLL_MAX = 16
+
+
+class CollStats(ctypes.Structure):
+    """gs_coll_stats_t (gradsync.h)."""
+    _fields_ = [("ops", c_uint64), ("bytes", c_uint64), ("busy_ns", c_uint64),
+                ("last_algo", c_int)]
+
+
+class CommStats(ctypes.Structure):
+    """gs_comm_stats_t (gradsync.h)."""
+    _fields_ = [("size", c_size_t), ("rank", c_int), ("nranks", c_int)] + [
+        (n, c_uint64) for n in ("comm_id", "bytes_sent", "bytes_received", "msgs_sent",
+                                "msgs_received", "ops_completed", "ops_failed", "busy_ns",
+                                "wait_ns")] + [("coll", CollStats * STATS_COLL_MAX)]
+
+
+class PeerStats(ctypes.Structure):
+    """gs_peer_stats_t (gradsync.h)."""
+    _fields_ = [("size", c_size_t), ("peer", c_int)] + [(n, c_uint64) for n in (
+        "bytes_sent", "bytes_received", "msgs_sent", "msgs_received", "send_wait_ns",
+        "recv_wait_ns")]
+
+
+class CollOpts(ctypes.Structure):
+    """gs_coll_opts_t (gradsync.h)."""
+    _fields_ = [("size", c_size_t), ("algo", c_int), ("stream", c_void_p), ("flags", c_uint)]
+
+
+class AllreduceOpts(ctypes.Structure):
+    """gs_allreduce_opts_t (gradsync.h)."""
+    _fields_ = [("size", c_size_t), ("algo", c_int), ("codec", c_void_p), ("ef", c_void_p),
+                ("stream", c_void_p), ("flags", c_uint)]
+
+
+class P2PStatus(ctypes.Structure):
+    """gs_p2p_status_t (gradsync.h)."""
+    _fields_ = [("source", c_int), ("tag", c_uint32), ("count", c_size_t)]
+
+
+class CodecConfig(ctypes.Structure):
+    """gs_codec_config_t (compress.h)."""
+    _fields_ = [("size", c_size_t), ("kind", c_int), ("block_size", c_int), ("ratio", c_double),
+                ("levels", c_int), ("seed", c_uint64), ("zstd", c_int), ("zstd_level", c_int)]
+
+
+class BucketerOpts(ctypes.Structure):
+    """gs_bucketer_opts_t (bucket.h)."""
+    _fields_ = [("size", c_size_t), ("bucket_bytes", c_int64), ("first_bucket_bytes", c_int64),
+                ("op", c_int), ("algo", c_int), ("codec", c_void_p), ("error_feedback", c_int),
+                ("rebuild", c_int), ("stream", c_void_p), ("flags", c_uint)]
+
+
+class BucketerStats(ctypes.Structure):
+    """gs_bucketer_stats_t (bucket.h)."""
+    _fields_ = [("size", c_size_t)] + [(n, c_uint64) for n in (
+        "steps", "failed_steps", "tensors", "buckets", "inplace_buckets", "bytes",
+        "fusion_bytes", "last_exposed_ns", "total_exposed_ns", "last_step_ns")] + [
+        ("rebuilt", c_int), ("device", c_int)]
+
+
+class BucketInfo(ctypes.Structure):
+    """gs_bucket_info_t (bucket.h)."""
+    _fields_ = [("size", c_size_t), ("count", c_size_t), ("dtype", c_int),
+                ("ntensors", c_size_t), ("inplace", c_int)]
+
+
+class PSOpts(ctypes.Structure):
+    """gs_ps_opts_t (ps.h)."""
+    _fields_ = [("size", c_size_t), ("consistency", c_int), ("staleness", c_int),
+                ("servers", c_int), ("rule", c_int), ("lr", c_double), ("momentum", c_double),
+                ("weight_decay", c_double), ("beta1", c_double), ("beta2", c_double),
+                ("eps", c_double), ("update_fn", c_void_p), ("user", c_void_p),
+                ("codec", c_void_p), ("split_bytes", c_int64), ("timeout_ms", c_int)]
+
+
+class PSInfo(ctypes.Structure):
+    """gs_ps_info_t (ps.h)."""
+    _fields_ = [("size", c_size_t), ("rank", c_int), ("nranks", c_int), ("worker", c_int),
+                ("nworkers", c_int), ("server", c_int), ("nservers", c_int), ("clock", c_int64),
+                ("nkeys", c_size_t), ("shard_bytes", c_size_t), ("error", c_int)]
+
+
+def struct_to_dict(s):
+    """The fields of a ctypes struct as a dict (nested arrays of structs become lists)."""
+    out = {}
+    for name, _ in s._fields_:
+        if name == "size":
+            continue
+        v = getattr(s, name)
+        if isinstance(v, ctypes.Array):
+            v = [struct_to_dict(e) if isinstance(e, ctypes.Structure) else e for e in v]
+        out[name] = v
+    return out
