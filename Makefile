@@ -7,7 +7,7 @@ CMAKE_FLAGS ?=
 NP ?= 4
 
 .PHONY: help deps deps-build build build-test docs install run test test-asan test-gpu test-unit \
-	test-python bench bench-auto bench-compare bench-net clean
+	test-python bench bench-auto bench-compare bench-net bench-torch clean
 
 help:
 	@echo "gradsync make targets:"
@@ -24,6 +24,7 @@ help:
 	@echo "  make bench-auto    auto beside every forced all-reduce algorithm, interleaved, $(NP) ranks:"
 	@echo "                     how far the cost model's choice is from the fastest at each size"
 	@echo "  make bench-compare gradsync beside Open MPI and Gloo in one run (bench/compare/compare.sh)"
+	@echo "  make bench-torch   DDP step and all_reduce time, gloo beside the gradsync backend, $(NP) ranks"
 	@echo "  make bench-net     all-reduce across 4 lab hosts shaped to 1 Gbit/s: busbw and link efficiency (root)"
 	@echo "  make build         build the library and tools (needs only the build packages; no root"
 	@echo "                     once they are there)"
@@ -108,3 +109,7 @@ bench-net: build
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)
+
+bench-torch: build
+	GRADSYNC_LIBRARY=$(abspath $(BUILD))/libgradsync.so PYTHONPATH=$(CURDIR)/python \
+	    /usr/bin/python3 bench/torch/bench_torch.py --nprocs $(NP)

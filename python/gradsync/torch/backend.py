@@ -1,0 +1,408 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The "gradsync" torch.distributed backend.
+
+``import gradsync.torch.backend`` (or ``gradsync.torch.register_backend()``)
+registers it; then ``torch.distributed.init_process_group("gradsync", ...)``
+works with any init method that gives a store (env://, tcp://, file://).
+
+It is a Python subclass of torch.distributed.ProcessGroup, not a C++
+extension. In torch 1.13 the pybind trampoline forwards exactly the calls
+C++ makes on a process group (allreduce, allgather, broadcast, barrier,
+reduce_scatter, send, recv: what DDP's reducer and its start-up checks use)
+to Python, and every other collective is called by distributed_c10d.py on
+the Python object, where the subclass's method wins. So one Python class
+serves both, with no compiler at run time. Collectives return
+``_create_work_from_future(fut)``: a C++ Work that C++ callers keep alive
+(a Python Work subclass is collected when only C++ holds it, and its
+waiter then hangs). The future is completed by the communicator's
+completion thread when gradsync's non-blocking request finishes, so
+``async_op=True`` and DDP's bucket all-reduces overlap with the caller;
+a call from distributed_c10d with async_op=False waits on the caller's
+thread instead and raises its error there (see _caller_waits).
+
+What it does not do: CUDA tensors (gradsync's device path is not wired
+here), ReduceOp.PREMUL_SUM, allreduce_coalesced and the *_coalesced calls,
+several tensors per call (one per device, a multi-GPU idiom).
+"""
+
+import datetime
+import os
+import socket
+import sys
+import weakref
+
+import torch
+import torch.distributed as dist
+
+from . import _native
+
+BACKEND_NAME = "gradsync"
+_RENDEZVOUS_KEY = "gradsync/rendezvous"
+
+_REDUCE_OPS = [
+    ("SUM", "sum"),
+    ("PRODUCT", "prod"),
+    ("MIN", "min"),
+    ("MAX", "max"),
+    ("BAND", "band"),
+    ("BOR", "bor"),
+    ("BXOR", "bxor"),
+    ("AVG", "avg"),
+]
+
+
+def reduce_op(op):
+    """Map a torch.distributed.ReduceOp to gradsync's op code; refuse the rest."""
+    for torch_name, gs_name in _REDUCE_OPS:
+        if hasattr(dist.ReduceOp, torch_name) and op == getattr(dist.ReduceOp, torch_name):
+            return _native.OPS[gs_name]
+    raise ValueError("gradsync backend: unsupported reduce op %s (supported: SUM, PRODUCT, MIN, "
+                     "MAX, BAND, BOR, BXOR, AVG; PREMUL_SUM is not)" % (op,))
+
+
+def _one(tensors, what):
+    if len(tensors) != 1:
+        raise ValueError("gradsync backend: %s takes exactly one tensor per call, got %d"
+                         % (what, len(tensors)))
+    return _check(tensors[0], what)
+
+
+def _check(t, what):
+    if t.device.type != "cpu":
+        raise ValueError("gradsync backend: %s: only CPU tensors are supported, got %s"
+                         % (what, t.device))
+    if t.is_sparse:
+        raise ValueError("gradsync backend: %s: sparse tensors are not supported" % what)
+    _native.dtype_of(t)
+    return t
+
+
+def _contiguous_block(tensors):
+    """The one contiguous tensor the list views back to back, or None."""
+    first = tensors[0]
+    n = first.numel()
+    for i, t in enumerate(tensors):
+        if (not t.is_contiguous()) or (t.dtype != first.dtype) or (t.numel() != n):
+            return None
+        if t.data_ptr() != first.data_ptr() + i * n * first.element_size():
+            return None
+    if not first.is_contiguous():
+        return None
+    return torch.as_strided(first, (len(tensors) * n,), (1,)) if n else None
+
+
+def _work(fut):
+    return torch._C._distributed_c10d._create_work_from_future(fut)
+
+
+_C10D_FILE = dist.distributed_c10d.__file__.rstrip("c")
+
+
+def _caller_waits(depth=2):
+    """True when the method @depth frames up was called by distributed_c10d with
+    async_op=False: that caller waits on the Work at once. The call then runs on the
+    caller's thread and raises its error there, because torch 1.13's Work made by
+    _create_work_from_future returns from wait() without raising the future's error
+    (measured). C++ callers (DDP's reducer) have no such frame and stay asynchronous;
+    they read the future's value, which does raise."""
+    try:
+        frame = sys._getframe(depth)
+    except ValueError:
+        return False
+    return frame.f_code.co_filename.rstrip("c") == _C10D_FILE and \
+        frame.f_locals.get("async_op", True) is False
+
+
+class _PeerWork(dist.Work):
+    """Work of a send or receive, waited for by its (Python) caller. Called only from
+    Python (distributed_c10d's send/recv/isend/irecv), so a Python Work is safe here
+    and gives recv_anysource its _source_rank()."""
+
+    def __init__(self, req, copy_back=None):
+        super().__init__()
+        self._req = req
+        self._copy_back = copy_back
+
+    def wait(self, timeout=None):
+        self._req.wait()
+        if self._copy_back is not None:
+            self._copy_back()
+            self._copy_back = None
+        return True
+
+    def is_completed(self):
+        return self._req.test()
+
+    def is_success(self):
+        return self._req.test()
+
+    def _source_rank(self):
+        self.wait()
+        return self._req.source
+
+    def source_rank(self):
+        return self._source_rank()
+
+
+class ProcessGroupGradsync(dist.ProcessGroup):
+    """torch.distributed ProcessGroup backed by one gradsync communicator."""
+
+    def __init__(self, store, rank, size, timeout):
+        super().__init__(rank, size)
+        self._rank = rank
+        self._size = size
+        addr, port = _agree_address(store, rank, timeout)
+        timeout_ms = None
+        if "GS_TIMEOUT_MS" not in os.environ and isinstance(timeout, datetime.timedelta):
+            timeout_ms = int(min(timeout.total_seconds() * 1000, 2**31 - 1))
+        self.comm = _native.Comm(rank, size, addr, port, timeout_ms=timeout_ms,
+                                 job_id="torch-%s-%d" % (addr, port))
+        self._finalizer = weakref.finalize(self, self.comm.close)
+
+    # --- identity --------------------------------------------------------------------
+
+    def getBackendName(self):
+        return BACKEND_NAME
+
+    def _get_backend_name(self):
+        return BACKEND_NAME
+
+    def name(self):
+        return BACKEND_NAME
+
+    def rank(self):
+        return self._rank
+
+    def size(self):
+        return self._size
+
+    def shutdown(self):
+        """Destroy the gradsync communicator (also done at exit)."""
+        self._finalizer()
+
+    # --- collectives -----------------------------------------------------------------
+
+    def _staged(self, t, what):
+        """A contiguous tensor for t and the copy-back to run after the call (or None)."""
+        _check(t, what)
+        if t.is_contiguous():
+            return t, None
+        c = t.contiguous()
+        return c, (lambda: t.copy_(c))
+
+    def allreduce(self, tensors, opts=None):
+        sync = _caller_waits()
+        t = _one(tensors, "allreduce")
+        op = reduce_op(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
+        buf, back = self._staged(t, "allreduce")
+        return _work(self.comm.iallreduce(buf, op, result=tensors, after=back, sync=sync))
+
+    def broadcast(self, tensors, opts=None):
+        sync = _caller_waits()
+        t = _one(tensors, "broadcast")
+        buf, back = self._staged(t, "broadcast")
+        root = opts.rootRank if opts is not None else 0
+        return _work(self.comm.ibroadcast(buf, root, result=tensors, after=back, sync=sync))
+
+    def reduce(self, tensors, opts=None):
+        sync = _caller_waits()
+        t = _one(tensors, "reduce")
+        op = reduce_op(opts.reduceOp)
+        buf, back = self._staged(t, "reduce")
+        return _work(self.comm.ireduce(buf, op, opts.rootRank, result=tensors, after=back,
+                                       sync=sync))
+
+    def allgather(self, output_tensors, input_tensors, opts=None):
+        sync = _caller_waits()
+        send = _one(input_tensors, "allgather").contiguous()
+        outs = output_tensors[0]
+        if len(output_tensors) != 1 or len(outs) != self._size:
+            raise ValueError("gradsync backend: allgather needs one list of %d output tensors"
+                             % self._size)
+        for o in outs:
+            _check(o, "allgather")
+        block = _contiguous_block(outs)
+        if block is not None:
+            return _work(self.comm.iallgather(send, block, result=output_tensors, sync=sync))
+        flat = torch.empty(self._size * send.numel(), dtype=send.dtype)
+
+        def after():
+            for o, piece in zip(outs, flat.split(send.numel())):
+                o.copy_(piece.view_as(o))
+
+        return _work(self.comm.iallgather(send, flat, result=output_tensors, after=after,
+                                          sync=sync))
+
+    def _allgather_base(self, output, input, opts=None):
+        sync = _caller_waits()
+        _check(output, "all_gather_into_tensor")
+        send = _check(input, "all_gather_into_tensor").contiguous()
+        if not output.is_contiguous():
+            raise ValueError("gradsync backend: all_gather_into_tensor needs a contiguous output")
+        return _work(self.comm.iallgather(send, output, result=[output], sync=sync))
+
+    def gather(self, output_tensors, input_tensors, opts=None):
+        sync = _caller_waits()
+        send = _one(input_tensors, "gather").contiguous()
+        root = opts.rootRank
+        if self._rank != root:
+            return _work(self.comm.igather(send, None, root, result=[], sync=sync))
+        outs = output_tensors[0]
+        if len(outs) != self._size:
+            raise ValueError("gradsync backend: gather needs %d output tensors at the root"
+                             % self._size)
+        flat = torch.empty(self._size * send.numel(), dtype=send.dtype)
+
+        def after():
+            for o, piece in zip(outs, flat.split(send.numel())):
+                o.copy_(piece.view_as(o))
+
+        return _work(self.comm.igather(send, flat, root, result=output_tensors, after=after,
+                                       sync=sync))
+
+    def scatter(self, output_tensors, input_tensors, opts=None):
+        sync = _caller_waits()
+        out = _one(output_tensors, "scatter")
+        root = opts.rootRank
+        buf, back = self._staged(out, "scatter")
+        send = None
+        if self._rank == root:
+            ins = input_tensors[0]
+            if len(ins) != self._size:
+                raise ValueError("gradsync backend: scatter needs %d input tensors at the root"
+                                 % self._size)
+            send = torch.cat([_check(i, "scatter").reshape(-1) for i in ins])
+        return _work(self.comm.iscatter(send, buf, root, result=output_tensors, after=back,
+                                        sync=sync))
+
+    def reduce_scatter(self, output_tensors, input_tensors, opts=None):
+        return self._reduce_scatter(output_tensors, input_tensors, opts, _caller_waits())
+
+    def _reduce_scatter(self, output_tensors, input_tensors, opts, sync):
+        out = _one(output_tensors, "reduce_scatter")
+        op = reduce_op(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
+        ins = input_tensors[0]
+        if len(input_tensors) != 1 or len(ins) != self._size:
+            raise ValueError("gradsync backend: reduce_scatter needs one list of %d inputs"
+                             % self._size)
+        block = _contiguous_block(ins)
+        send = block if block is not None else \
+            torch.cat([_check(i, "reduce_scatter").reshape(-1) for i in ins])
+        buf, back = self._staged(out, "reduce_scatter")
+        return _work(self.comm.ireduce_scatter(send, buf, op, result=output_tensors, after=back,
+                                               sync=sync))
+
+    def _reduce_scatter_base(self, output, input, opts=None):
+        return self._reduce_scatter([output], [list(input.contiguous().chunk(self._size))], opts,
+                                    _caller_waits())
+
+    def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
+        sync = _caller_waits()
+        _check(output, "all_to_all_single")
+        send = _check(input, "all_to_all_single").contiguous()
+        buf, back = self._staged(output, "all_to_all_single")
+        if not output_split_sizes and not input_split_sizes:
+            if send.numel() % self._size:
+                raise ValueError("gradsync backend: all_to_all_single: %d elements do not split "
+                                 "into %d equal blocks" % (send.numel(), self._size))
+            return _work(self.comm.ialltoall(send, buf, result=[output], after=back, sync=sync))
+        srow = send.numel() // send.shape[0] if send.dim() and send.shape[0] else 1
+        rrow = buf.numel() // buf.shape[0] if buf.dim() and buf.shape[0] else 1
+        scounts = _splits(input_split_sizes, send, self._size, srow)
+        rcounts = _splits(output_split_sizes, buf, self._size, rrow)
+        return _work(self.comm.ialltoallv(send, scounts, _displs(scounts), buf, rcounts,
+                                          _displs(rcounts), result=[output], after=back, sync=sync))
+
+    def alltoall(self, output_tensors, input_tensors, opts=None):
+        sync = _caller_waits()
+        send = torch.cat([_check(t, "all_to_all").reshape(-1) for t in input_tensors])
+        for t in output_tensors:
+            _check(t, "all_to_all")
+        recv = torch.empty(sum(t.numel() for t in output_tensors), dtype=send.dtype)
+        scounts = [t.numel() for t in input_tensors]
+        rcounts = [t.numel() for t in output_tensors]
+
+        def after():
+            for o, piece in zip(output_tensors, recv.split(rcounts)):
+                o.copy_(piece.view_as(o))
+
+        return _work(self.comm.ialltoallv(send, scounts, _displs(scounts), recv, rcounts,
+                                          _displs(rcounts), result=output_tensors, after=after,
+                                          sync=sync))
+
+    def barrier(self, opts=None):
+        sync = _caller_waits()
+        return _work(self.comm.ibarrier(result=[], sync=sync))
+
+    # --- point-to-point --------------------------------------------------------------
+
+    def send(self, tensors, dst, tag):
+        t = _one(tensors, "send").contiguous()
+        return _PeerWork(self.comm.isend(t, dst, tag))
+
+    def recv(self, tensors, src, tag):
+        t = _one(tensors, "recv")
+        buf, back = self._staged(t, "recv")
+        return _PeerWork(self.comm.irecv(buf, src, tag), back)
+
+    def recv_anysource(self, tensors, tag):
+        t = _one(tensors, "recv")
+        buf, back = self._staged(t, "recv")
+        return _PeerWork(self.comm.irecv(buf, _native.ANY_SOURCE, tag), back)
+
+
+def _splits(sizes, t, size, row):
+    if not sizes:
+        if t.numel() % size:
+            raise ValueError("gradsync backend: all_to_all_single: %d elements do not split into "
+                             "%d equal blocks" % (t.numel(), size))
+        return [t.numel() // size] * size
+    if len(sizes) != size:
+        raise ValueError("gradsync backend: all_to_all_single: %d split sizes for %d ranks"
+                         % (len(sizes), size))
+    return [int(s) * row for s in sizes]
+
+
+def _displs(counts):
+    out, acc = [], 0
+    for c in counts:
+        out.append(acc)
+        acc += c
+    return out
+
+
+def _free_port(addr):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((addr, 0))
+        return s.getsockname()[1]
+
+
+def _agree_address(store, rank, timeout):
+    """Rank 0 picks a free port on its rendezvous address and publishes "addr:port" in the
+    group's (prefixed) store; the other ranks read it. GS_MASTER_ADDR, else MASTER_ADDR,
+    else 127.0.0.1 names rank 0's host."""
+    if rank == 0:
+        addr = os.environ.get("GS_MASTER_ADDR") or os.environ.get("MASTER_ADDR") or "127.0.0.1"
+        try:
+            bind_addr = socket.gethostbyname(addr)
+        except OSError:
+            bind_addr = ""
+        port = _free_port(bind_addr)
+        store.set(_RENDEZVOUS_KEY, "%s:%d" % (addr, port))
+    value = store.get(_RENDEZVOUS_KEY).decode()
+    addr, _, port = value.rpartition(":")
+    return addr, int(port)
+
+
+def _create(store, rank, size, timeout):
+    return ProcessGroupGradsync(store, rank, size, timeout)
+
+
+def register_backend():
+    """Register "gradsync" with torch.distributed (idempotent)."""
+    if BACKEND_NAME.upper() not in dist.Backend._plugins:
+        dist.Backend.register_backend(BACKEND_NAME, _create)
+
+
+register_backend()
