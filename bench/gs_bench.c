@@ -603,10 +603,11 @@ static void print_header(const bench_t *b)
         fprintf(f,
                 "{\"bench\": \"gs-bench\", \"coll\": \"%s\", \"nranks\": %d, \"dtype\": \"%s\", "
                 "\"op\": \"%s\", \"root\": %d, \"algo\": \"%s\", \"inplace\": %s, "
-                "\"warmup\": %d, \"iters\": %d, \"check\": %s, \"version\": \"%s\",\n",
+                "\"warmup\": %d, \"iters\": %d, \"check\": %s, \"aggregation\": \"%s\", "
+                "\"version\": \"%s\",\n",
                 b->coll->name, b->nranks, b->dt->name, redop, b->coll->rooted ? b->root : -1,
                 algos, b->inplace ? "true" : "false", b->warmup, b->iters,
-                b->check ? "true" : "false", gs_version_string());
+                b->check ? "true" : "false", gs_bench_agg_names[b->agg], gs_version_string());
         if (b->use_codec) {
             fprintf(f, " \"codec\": \"%s\", \"ef\": %s,\n", b->codec_name,
                     b->use_ef ? "true" : "false");
@@ -620,10 +621,9 @@ static void print_header(const bench_t *b)
     }
     fprintf(f, "# gs-bench %s: nranks %d, dtype %s, op %s, algo %s, gradsync %s\n",
             b->coll->name, b->nranks, b->dt->name, redop, algos, gs_version_string());
-    fprintf(f, "# %s, warmup %d, iters %d, check %s; time = median over iterations of the "
-               "slowest rank\n",
+    fprintf(f, "# %s, warmup %d, iters %d, check %s; time = median over iterations of %s\n",
             b->inplace ? "in-place" : "out-of-place", b->warmup, b->iters,
-            b->check ? "on" : "off");
+            b->check ? "on" : "off", gs_bench_agg_names[b->agg]);
     if (b->rounds > 1) {
         fprintf(f, "# %d rounds over the algorithms, interleaved; a row is the median round\n",
                 b->rounds);
@@ -793,6 +793,29 @@ static int cmp_row_time(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Combine each iteration's time over the ranks as -a says (every rank ends
+ * with the same values): rank 0's, the average, the fastest or the slowest. */
+static void aggregate_times(bench_t *b, int iters)
+{
+    switch (b->agg) {
+    case BENCH_AGG_RANK0:
+        BENCH_CHECK(b, gs_broadcast(b->comm, b->times, (size_t)iters, GS_DTYPE_F64, 0));
+        break;
+    case BENCH_AGG_AVG:
+        BENCH_CHECK(b, gs_allreduce(b->comm, b->times, b->times, (size_t)iters, GS_DTYPE_F64,
+                                    GS_OP_AVG));
+        break;
+    case BENCH_AGG_MIN:
+        BENCH_CHECK(b, gs_allreduce(b->comm, b->times, b->times, (size_t)iters, GS_DTYPE_F64,
+                                    GS_OP_MIN));
+        break;
+    default:
+        BENCH_CHECK(b, gs_allreduce(b->comm, b->times, b->times, (size_t)iters, GS_DTYPE_F64,
+                                    GS_OP_MAX));
+        break;
+    }
+}
+
 /* The median of @p n rounds of one algorithm at one size (rounds reordered). */
 static void row_median(row_t *rounds, int n, row_t *out)
 {
@@ -899,8 +922,7 @@ static void bench_size(bench_t *b, size_t count, row_t *row)
     }
     /* Read before the bookkeeping all-reduces below choose their own algorithm. */
     const int algo_used = (b->show_algo || b->device) ? last_algo(b) : (int)b->algo;
-    BENCH_CHECK(b, gs_allreduce(b->comm, b->times, b->times, (size_t)iters, GS_DTYPE_F64,
-                                GS_OP_MAX));
+    aggregate_times(b, iters);
     qsort(b->times, (size_t)iters, sizeof(double), cmp_double);
     double median = (iters % 2) ? b->times[iters / 2]
                                 : 0.5 * (b->times[iters / 2 - 1] + b->times[iters / 2]);
@@ -979,6 +1001,8 @@ int main(int argc, char **argv)
         .factor = 2,
         .warmup = 5,
         .iters = 20,
+        .check = true,
+        .agg = BENCH_AGG_MAX,
         .codec = GS_CODEC_CONFIG_INIT,
         .format = OUT_TEXT,
     };

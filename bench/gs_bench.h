@@ -24,6 +24,10 @@
 /* Tables (names come from the public X-macro tables)                    */
 /* ===================================================================== */
 
+/* -a: how a row's per-iteration times are combined over ranks (nccl-tests' -a). */
+enum { BENCH_AGG_RANK0 = 0, BENCH_AGG_AVG = 1, BENCH_AGG_MIN = 2, BENCH_AGG_MAX = 3 };
+extern const char *const gs_bench_agg_names[4];
+
 typedef struct dtype_info {
     gs_dtype_t dtype;
     size_t size;
@@ -85,7 +89,8 @@ typedef struct bench {
     size_t factor;
     int warmup;
     int iters;
-    bool check;
+    bool check;              /* -c 1 (default) / -c 0: verify every size after timing it */
+    int agg;                 /* -a: 0 rank 0, 1 average, 2 min, 3 max (default) over ranks */
     bool inplace;
     bool use_codec;          /* --codec given (allreduce only) */
     bool use_ef;             /* --ef: one gs_ef_t per size, reset before the error run */

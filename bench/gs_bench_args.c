@@ -23,6 +23,18 @@ const name_info_t gs_bench_ops[GS_OP_COUNT] = {GS_OP_MAP(BENCH_NAME_ROW)};
 const name_info_t gs_bench_algos[GS_ALGO_COUNT] = {GS_ALGO_MAP(BENCH_NAME_ROW)};
 #undef BENCH_NAME_ROW
 
+const char *const gs_bench_agg_names[4] = {"rank 0's time", "the average over ranks",
+                                           "the fastest rank's time", "the slowest rank's time"};
+
+/* nccl-tests' -d names beside gradsync's own. */
+static const struct {
+    const char *nccl;
+    const char *gs;
+} dtype_aliases[] = {
+    {"float", "f32"}, {"double", "f64"}, {"half", "f16"}, {"bfloat16", "bf16"},
+    {"int8", "i8"},   {"uint8", "u8"},   {"int32", "i32"}, {"int64", "i64"},
+};
+
 static const coll_info_t coll_table[] = {
     {COLL_ALLREDUCE, "allreduce", false, true, false},
     {COLL_BROADCAST, "broadcast", false, false, true},
@@ -57,26 +69,32 @@ static void usage(FILE *f)
             "  -w, --warmup N        warm-up iterations per size, default 5\n"
             "  -n, --iters N         timed iterations per size, default 20\n"
             "  -r, --root R          root of broadcast/reduce, default 0\n"
+            "  -o, --op NAME         reduction op (below), default sum (as nccl-tests' -o)\n"
+            "  -d, --dtype NAME      element type (below; nccl-tests' names float, double, half,\n"
+            "                        bfloat16, int8, uint8, int32, int64 work too), default f32\n"
+            "  -c 0|1, --check[=0|1] verify every size after timing it (exit 1 when any element\n"
+            "                        is wrong), default 1 (0 with --codec); --no-check is -c 0\n"
+            "  -a, --average N       combine each iteration's time over the ranks: 0 rank 0,\n"
+            "                        1 average, 2 fastest, 3 slowest (default; nccl-tests' is 1)\n"
             "      --algo LIST       allreduce algorithm, or a comma list measured in turn at\n"
             "                        every size (with auto: auto/best per size):");
     for (size_t i = 0; i < BENCH_COUNTOF(gs_bench_algos); i++) {
         fprintf(f, " %s", gs_bench_algos[i].name);
     }
-    fprintf(f, "\n      --dtype NAME      ");
+    fprintf(f, "\n      dtypes:           ");
     for (size_t i = 0; i < BENCH_COUNTOF(gs_bench_dtypes); i++) {
         fprintf(f, "%s%s", i ? "|" : "", gs_bench_dtypes[i].name);
     }
-    fprintf(f, ", default f32\n      --op NAME         ");
+    fprintf(f, "\n      ops:              ");
     for (size_t i = 0; i < BENCH_COUNTOF(gs_bench_ops); i++) {
         fprintf(f, "%s%s", i ? "|" : "", gs_bench_ops[i].name);
     }
-    fprintf(f, ", default sum\n"
+    fprintf(f, "\n"
                "      --rounds N        passes over the --algo list per size, interleaved;\n"
                "                        rows show the median of the passes, default 1\n"
                "      --transport NAME  tcp|mpi (mpi: launch with mpirun), default GS_TRANSPORT\n"
                "      --device KIND     host (default) or cuda (alias gpu: cudaMalloc'd buffers,\n"
                "                        GPU = local rank %% device count; CUDA builds only)\n"
-               "  -c, --check           verify every size (exit 1 when any element is wrong)\n"
                "      --stats           after the run, print each rank's slowest link (the peer\n"
                "                        it waited on longest) and the most waited-on rank\n"
                "      --inplace         in-place buffers (default out-of-place)\n"
@@ -84,7 +102,7 @@ static void usage(FILE *f)
                "      --ef              with error feedback (one gs_ef_t per size)\n"
                "      --ratio R         topk/randk fraction kept, default 0.01\n"
                "      --csv | --json    machine-readable output (rank 0)\n"
-               "  -o, --out FILE        write the output to FILE instead of stdout (rank 0)\n"
+               "      --out FILE        write the output to FILE instead of stdout (rank 0)\n"
                "  -h, --help            this text\n"
                "sizes are total buffer bytes as in nccl-tests (allgather: receive buffer,\n"
                "reduce_scatter: send buffer, alltoall: either buffer).\n",
@@ -166,8 +184,24 @@ static int lookup_name(const name_info_t *table, size_t n, const char *name)
     return -1;
 }
 
-enum { OPT_ALGO = 256, OPT_DTYPE, OPT_OP, OPT_INPLACE, OPT_CSV, OPT_JSON, OPT_CODEC, OPT_EF,
-       OPT_RATIO, OPT_TRANSPORT, OPT_STATS, OPT_ROUNDS, OPT_DEVICE };
+enum { OPT_ALGO = 256, OPT_INPLACE, OPT_CSV, OPT_JSON, OPT_CODEC, OPT_EF, OPT_RATIO,
+       OPT_TRANSPORT, OPT_STATS, OPT_ROUNDS, OPT_DEVICE, OPT_OUT, OPT_NO_CHECK };
+
+/* -d / --dtype: gradsync's names or nccl-tests'. */
+static const dtype_info_t *parse_dtype(const char *name)
+{
+    for (size_t i = 0; i < BENCH_COUNTOF(dtype_aliases); i++) {
+        if (strcmp(dtype_aliases[i].nccl, name) == 0) {
+            name = dtype_aliases[i].gs;
+        }
+    }
+    for (size_t i = 0; i < BENCH_COUNTOF(gs_bench_dtypes); i++) {
+        if (strcmp(gs_bench_dtypes[i].name, name) == 0) {
+            return &gs_bench_dtypes[i];
+        }
+    }
+    return NULL;
+}
 
 /* --algo NAME[,NAME...]: each a known algorithm, at most BENCH_MAX_ALGOS, no repeats. */
 static void parse_algo_list(bench_t *b, const char *text)
@@ -216,12 +250,14 @@ void gs_bench_parse_args(bench_t *b, int argc, char **argv)
         {"warmup", required_argument, NULL, 'w'},
         {"iters", required_argument, NULL, 'n'},
         {"root", required_argument, NULL, 'r'},
-        {"check", no_argument, NULL, 'c'},
-        {"out", required_argument, NULL, 'o'},
+        {"check", optional_argument, NULL, 'c'},
+        {"no-check", no_argument, NULL, OPT_NO_CHECK},
+        {"average", required_argument, NULL, 'a'},
+        {"out", required_argument, NULL, OPT_OUT},
         {"help", no_argument, NULL, 'h'},
         {"algo", required_argument, NULL, OPT_ALGO},
-        {"dtype", required_argument, NULL, OPT_DTYPE},
-        {"op", required_argument, NULL, OPT_OP},
+        {"dtype", required_argument, NULL, 'd'},
+        {"op", required_argument, NULL, 'o'},
         {"inplace", no_argument, NULL, OPT_INPLACE},
         {"csv", no_argument, NULL, OPT_CSV},
         {"json", no_argument, NULL, OPT_JSON},
@@ -234,7 +270,7 @@ void gs_bench_parse_args(bench_t *b, int argc, char **argv)
         {"device", required_argument, NULL, OPT_DEVICE},
         {NULL, 0, NULL, 0},
     };
-    bool algo_set = false, op_set = false, root_set = false, ratio_set = false;
+    bool algo_set = false, op_set = false, root_set = false, ratio_set = false, check_set = false;
 
     if (argc < 2) {
         usage(stderr);
@@ -255,7 +291,7 @@ void gs_bench_parse_args(bench_t *b, int argc, char **argv)
 
     optind = 1;
     int c;
-    while ((c = getopt_long(argc - 1, argv + 1, "b:e:f:w:n:r:co:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc - 1, argv + 1, "b:e:f:w:n:r:c:o:d:a:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'b':
             if (!gs_bench_parse_size(optarg, &b->min_bytes)) {
@@ -281,9 +317,18 @@ void gs_bench_parse_args(bench_t *b, int argc, char **argv)
             root_set = true;
             break;
         case 'c':
-            b->check = true;
+            /* -c 0|1 as nccl-tests; the long --check alone means 1. */
+            b->check = (optarg == NULL) ? true : (parse_int(optarg, 0, 1, "-c / --check") == 1);
+            check_set = true;
             break;
-        case 'o':
+        case OPT_NO_CHECK:
+            b->check = false;
+            check_set = true;
+            break;
+        case 'a':
+            b->agg = parse_int(optarg, 0, 3, "-a / --average");
+            break;
+        case OPT_OUT:
             b->out_path = optarg;
             break;
         case 'h':
@@ -296,21 +341,18 @@ void gs_bench_parse_args(bench_t *b, int argc, char **argv)
         case OPT_ROUNDS:
             b->rounds = parse_int(optarg, 1, 1000, "--rounds");
             break;
-        case OPT_DTYPE:
-            b->dt = NULL;
-            for (size_t i = 0; i < BENCH_COUNTOF(gs_bench_dtypes); i++) {
-                if (strcmp(gs_bench_dtypes[i].name, optarg) == 0) {
-                    b->dt = &gs_bench_dtypes[i];
-                }
-            }
+        case 'd':
+            b->dt = parse_dtype(optarg);
             if (b->dt == NULL) {
-                usage_error("unknown --dtype", optarg);
+                usage_error("unknown -d / --dtype", optarg);
             }
             break;
-        case OPT_OP: {
+        case 'o': {
             int v = lookup_name(gs_bench_ops, BENCH_COUNTOF(gs_bench_ops), optarg);
             if (v < 0) {
-                usage_error("unknown --op", optarg);
+                usage_error("unknown -o / --op (-o is the reduction op, as in nccl-tests; "
+                            "--out FILE names an output file)",
+                            optarg);
             }
             b->op = (gs_op_t)v;
             op_set = true;
@@ -397,6 +439,9 @@ void gs_bench_parse_args(bench_t *b, int argc, char **argv)
     }
     if (b->inplace && b->coll->kind == COLL_SENDRECV) {
         usage_error("--inplace does not apply to sendrecv", NULL);
+    }
+    if (b->use_codec && !check_set) {
+        b->check = false; /* a codec's result is approximate: rel.err is reported instead */
     }
     if ((b->use_ef || ratio_set) && !b->use_codec) {
         usage_error("--ef and --ratio need --codec", NULL);

@@ -48,7 +48,7 @@ while [ $# -gt 0 ]; do
     --timeout) TIMEOUT=$2; shift 2 ;;
     --out) OUTDIR=$2; shift 2 ;;
     --gloo-algos) GLOO_ALGOS=$2; shift 2 ;;
-    --no-check) CHECK=(); shift ;;
+    --no-check) CHECK=(--no-check); shift ;;
     -h|--help) usage ;;
     *) echo "compare.sh: unknown argument '$1'" >&2; usage ;;
     esac
@@ -96,10 +96,10 @@ run_one() { # label kind round
     local -a cmd
     case "$kind" in
     gs)
-        cmd=("$GSRUN" -n "$NRANKS" "$GSBENCH" allreduce "${COMMON[@]}" "${CHECK[@]}" -o "$csv") ;;
+        cmd=("$GSRUN" -n "$NRANKS" "$GSBENCH" allreduce "${COMMON[@]}" "${CHECK[@]}" --out "$csv") ;;
     gstcp)
         cmd=(env GS_SHM=0 "$GSRUN" -n "$NRANKS" "$GSBENCH" allreduce "${COMMON[@]}" "${CHECK[@]}"
-             -o "$csv") ;;
+             --out "$csv") ;;
     mpi)
         cmd=(mpirun --allow-run-as-root --oversubscribe -np "$NRANKS"
              "$MPIBENCH" "${COMMON[@]}" -o "$csv") ;;

@@ -67,7 +67,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
     for a in "${algos[@]}"; do
         csv=$OUTDIR/${a}__r$r.csv log=$OUTDIR/${a}__r$r.log rc=0 t0=$SECONDS
         lab_bench_launch "$log" "$NH" "$RPH" "$GSBENCH" allreduce -b "$MINB" -e "$MAXB" -f 2 \
-            -w "$WARMUP" -n "$ITERS" --inplace --check --csv --algo "$a" -o "$csv" || rc=$?
+            -w "$WARMUP" -n "$ITERS" --inplace --check --csv --algo "$a" --out "$csv" || rc=$?
         lab_bench_done bench_hier "$r" "$a" "$rc" "$csv" "$log" "$t0"
     done
 done

@@ -141,18 +141,18 @@ run_one() { # label kind round
     local csv=$OUTDIR/${label}__r${round}.csv log=$OUTDIR/${label}__r${round}.log
     case "$kind" in
     gs)
-        lab_bench_launch "$log" "$NH" 1 "$GSBENCH" allreduce "${COMMON[@]}" --check -o "$csv" ||
+        lab_bench_launch "$log" "$NH" 1 "$GSBENCH" allreduce "${COMMON[@]}" --check --out "$csv" ||
             rc=$?
         ;;
     gsring)
         lab_bench_launch "$log" "$NH" 1 "$GSBENCH" allreduce "${COMMON[@]}" --algo ring --check \
-            -o "$csv" || rc=$?
+            --out "$csv" || rc=$?
         ;;
     codec:*)
         local spec=${kind#codec:} extra=()
         [ "${spec#*:}" != "$spec" ] && extra=(--ratio "${spec#*:}")
         lab_bench_launch "$log" "$NH" 1 "$GSBENCH" allreduce "${COMMON[@]}" \
-            --codec "${spec%%:*}" "${extra[@]}" --ef -o "$csv" || rc=$?
+            --codec "${spec%%:*}" "${extra[@]}" --ef --out "$csv" || rc=$?
         ;;
     mpi)
         # shellcheck disable=SC2016 # expanded by the inner sh

@@ -411,7 +411,7 @@ bench() {
   rm -f "$table"
   echo "=== $name ===" | tee -a "$LOG_BENCH"
   run_step 120 "$LOG_BENCH" env GS_TIMEOUT_MS=60000 "${envs[@]}" "$GSRUN" -n "$nranks" \
-    --timeout 110 "$BENCH" allreduce "${SIZES[@]}" -w 2 -n 5 -o "$table" "$@"
+    --timeout 110 "$BENCH" allreduce "${SIZES[@]}" -w 2 -n 5 --out "$table" "$@"
   rc=$?
   [ -f "$table" ] && cat "$table" | tee -a "$LOG_BENCH"
   LAST_TABLE=$table

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# test_gs_bench_args.sh GSRUN GS_BENCH: gs-bench reads an nccl-tests command
+# line as nccl-tests does (docs/bench.md): -o is the reduction op, -d the
+# dtype (nccl-tests' names too), -c 0|1 turns checking off or on (on by
+# default), -a the aggregation over ranks; --out FILE still writes a file,
+# and -o with a file name is refused with a sentence that says so.
+set -u
+GSRUN=${1:?usage: test_gs_bench_args.sh GSRUN GS_BENCH}
+BENCH=${2:?usage: test_gs_bench_args.sh GSRUN GS_BENCH}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+PASS=0
+FAIL=0
+ok() { echo "ok - $1"; PASS=$((PASS + 1)); }
+bad() { echo "FAIL - $1"; FAIL=$((FAIL + 1)); }
+run() { "$GSRUN" -n 2 --timeout 60 "$BENCH" allreduce -b 1K -e 4K -w 1 -n 3 "$@" >"$TMP/out" 2>&1; }
+
+run -o max -d float -a 2
+if [ $? -eq 0 ] && grep -q "dtype f32, op max" "$TMP/out" && grep -q "check on" "$TMP/out" &&
+    grep -q "of the fastest rank's time" "$TMP/out" && grep -Eq "^\[0\] +1024 .* max .* 0 " "$TMP/out"; then
+    ok "-o max -d float -a 2: op max, f32, checked by default, fastest rank"
+else
+    bad "-o max -d float -a 2: $(head -4 "$TMP/out")"
+fi
+run -c 0 -d int32 -o bxor
+if [ $? -eq 0 ] && grep -q "check off" "$TMP/out" && grep -q "dtype i32, op bxor" "$TMP/out" &&
+    grep -q "N/A" "$TMP/out"; then ok "-c 0: not checked"; else bad "-c 0: $(head -3 "$TMP/out")"; fi
+run --no-check -a 0
+if [ $? -eq 0 ] && grep -q "check off" "$TMP/out" && grep -q "of rank 0's time" "$TMP/out"; then
+    ok "--no-check -a 0"; else bad "--no-check -a 0: $(head -3 "$TMP/out")"; fi
+run --out "$TMP/file.txt" --check=1
+if [ $? -eq 0 ] && grep -q "check on" "$TMP/file.txt"; then ok "--out FILE --check=1"; else
+    bad "--out FILE: $(cat "$TMP/out")"; fi
+run -o result.txt
+if [ $? -eq 2 ] && grep -q "reduction op, as in nccl-tests" "$TMP/out" && [ ! -e result.txt ]; then
+    ok "-o FILE is refused, saying -o is the op"; else bad "-o FILE: $(cat "$TMP/out")"; fi
+run -a 4
+if [ $? -eq 2 ]; then ok "-a 4 refused"; else bad "-a 4 accepted"; fi
+run -c 2
+if [ $? -eq 2 ]; then ok "-c 2 refused"; else bad "-c 2 accepted"; fi
+echo "test_gs_bench_args: $PASS passed, $FAIL failed"
+[ "$FAIL" -eq 0 ]
