@@ -41,6 +41,7 @@
 #include <time.h>
 
 #include "gs_bench.h"
+#include "progress.h"
 #include "gs_bench_bucket.h"
 #include "gs_bench_codec.h"
 #include "gs_bench_ps.h"
@@ -1091,6 +1092,20 @@ int main(int argc, char **argv)
         fprintf(stderr, "gs-bench: out of memory\n");
         return BENCH_EXIT_FAIL;
     }
+    /* The progress line (rank 0, a terminal only): a size's work is its
+     * bytes plus a fixed cost, times the runs it takes. */
+    gs_progress_t progress;
+    double work_total = 0.0;
+    double work_done = 0.0;
+    for (size_t s = b.min_bytes;;) { /* the sizes of the loop below */
+        work_total += (double)s + 65536.0;
+        if (b.coll->kind == COLL_BARRIER || s >= b.max_bytes ||
+            (s > 0 && s > b.max_bytes / b.factor)) {
+            break;
+        }
+        s = s > 0 ? s * b.factor : 1;
+    }
+    gs_progress_start(&progress, b.coll->name, work_total, b.rank == 0);
     for (;;) {
         row_t rows[BENCH_MAX_ALGOS];
         size_t count = b.coll->kind == COLL_BARRIER ? 0 : count_for(&b, bytes);
@@ -1115,6 +1130,12 @@ int main(int argc, char **argv)
          * (A B C, B C A, C A B, ...): a noisy moment of the machine hits every
          * algorithm alike, and none is always the first after a size change
          * (measured: the first one ran up to 1.5x slower). */
+        {
+            char where[48];
+
+            snprintf(where, sizeof(where), "size %zu B", bytes);
+            gs_progress_show(&progress, work_done, where);
+        }
         for (int r = 0; r < b.rounds; r++) {
             for (int j = 0; j < b.nalgos; j++) {
                 const int i = (j + r) % b.nalgos;
@@ -1122,6 +1143,8 @@ int main(int argc, char **argv)
                 bench_size(&b, count, &hist[i * b.rounds + r]);
             }
         }
+        work_done += (double)bytes + 65536.0;
+        gs_progress_clear(&progress);
         for (int i = 0; i < b.nalgos; i++) {
             row_median(&hist[i * b.rounds], b.rounds, &rows[i]);
             b.algo = b.algos[i];
@@ -1147,6 +1170,7 @@ int main(int argc, char **argv)
         }
         bytes = bytes > 0 ? bytes * b.factor : 1;
     }
+    gs_progress_end(&progress);
 
     int64_t *stats = NULL;
     if (b.stats) {

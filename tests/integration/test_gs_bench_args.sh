@@ -5,7 +5,8 @@
 # line as nccl-tests does (docs/bench.md): -o is the reduction op, -d the
 # dtype (nccl-tests' names too), -c 0|1 turns checking off or on (on by
 # default), -a the aggregation over ranks; --out FILE still writes a file,
-# and -o with a file name is refused with a sentence that says so.
+# and -o with a file name is refused with a sentence that says so. The
+# progress line of a sweep shows on a terminal and never in a pipe.
 set -u
 GSRUN=${1:?usage: test_gs_bench_args.sh GSRUN GS_BENCH}
 BENCH=${2:?usage: test_gs_bench_args.sh GSRUN GS_BENCH}
@@ -40,5 +41,14 @@ run -a 4
 if [ $? -eq 2 ]; then ok "-a 4 refused"; else bad "-a 4 accepted"; fi
 run -c 2
 if [ $? -eq 2 ]; then ok "-c 2 refused"; else bad "-c 2 accepted"; fi
+# The progress line: on a terminal only (a pseudo-terminal from script(1)), never in a pipe.
+run -a 3
+if grep -q $'\033' "$TMP/out"; then bad "progress: escape codes in piped output"; else
+    ok "progress: quiet when stderr is not a terminal"; fi
+if command -v script >/dev/null 2>&1; then
+    script -qec "$BENCH allreduce -b 1K -e 1M -w 1 -n 2" /dev/null >"$TMP/tty" 2>&1
+    if grep -q $'\033\[K'"allreduce .*%" "$TMP/tty"; then ok "progress: drawn on a terminal"; else
+        bad "progress: no progress line on a terminal"; fi
+fi
 echo "test_gs_bench_args: $PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]
