@@ -11,6 +11,12 @@
 
 #include "api/comm_impl.h"
 
+/* Check every argument of *d (coll_check.c): GS_OK, or the first problem
+ * as GS_ERR_INVALID_ARG / GS_ERR_UNSUPPORTED with this thread's last error
+ * naming @p fn and the argument; sets d->mem and d->device from the
+ * buffers. Nothing is changed on failure. */
+gs_status_t gs__coll_validate(const char *fn, gs_comm_t comm, gs_coll_desc_t *d);
+
 /* Validate *d completely (as every gs_* call does) and run it: blocking
  * (with the deadline; inside a group, a point-to-point call is only
  * remembered) or returning a heap request in *req_out. Return GS_OK or the
