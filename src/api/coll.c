@@ -13,6 +13,7 @@
 
 #include "api/coll_impl.h"
 #include "api/comm_impl.h"
+#include "compress/codec.h"
 #include "core/error.h"
 
 static gs_status_t coll_blocking(const char *fn, gs_comm_t comm, const gs_coll_desc_t *d_in)

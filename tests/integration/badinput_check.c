@@ -756,6 +756,10 @@ static void check_abort(gs_comm_t comm)
         fail("abort: split", "returned %s: %s", gs_status_name(st), gs_last_error());
         return;
     }
+    /* Every rank's split must be complete before one aborts the duplicate:
+     * an abort closes its connections, which fails a peer still finishing
+     * the split's setup (rightly; this test is about later calls). */
+    expect_ok("abort: barrier after the split", gs_barrier(comm));
     expect_ok("abort: gs_comm_abort", gs_comm_abort(dup));
     float x = 1, y = 0;
     CHECK_ERR("abort: allreduce after abort", gs_allreduce(dup, &x, &y, 1, GS_DTYPE_F32,
