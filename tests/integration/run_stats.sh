@@ -71,7 +71,7 @@ if [ -n "$BENCH" ]; then
     python3 "$HERE/stats_verify.py" bench "$DIR" 3 ||
         { cat "$DIR/bench.log"; fail "gs-bench --stats output is wrong"; }
     if ! "$GSRUN" -n 3 --timeout 120 "$BENCH" allreduce -b 4K -e 4K -w 1 -n 2 --stats --json \
-        -o "$DIR/bench.json" > "$DIR/bench_json.log" 2>&1; then
+        --out "$DIR/bench.json" > "$DIR/bench_json.log" 2>&1; then
         cat "$DIR/bench_json.log"
         fail "gs-bench --stats --json failed"
     elif ! python3 -c '
@@ -90,7 +90,7 @@ print("gs-bench --stats --json: ok")' "$DIR/bench.json"; then
     # --algo LIST --rounds N: one row per algorithm and size, in the list's order, each
     # row run by the algorithm it names (auto by a real one), checked, and auto/best lines.
     if ! "$GSRUN" -n 3 --timeout 120 "$BENCH" allreduce -b 4K -e 64K -f 16 -w 1 -n 3 --check \
-        --algo auto,ring,rd --rounds 3 --json -o "$DIR/bench_list.json" \
+        --algo auto,ring,rd --rounds 3 --json --out "$DIR/bench_list.json" \
         > "$DIR/bench_list.log" 2>&1; then
         cat "$DIR/bench_list.log"
         fail "gs-bench --algo auto,ring,rd --rounds 3 failed"
