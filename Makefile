@@ -2,12 +2,17 @@
 # Convenience wrapper around CMake. `make help` lists the targets.
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_JOBS ?= 2
+SOAK_SECONDS ?= 600
 JOBS ?= 2
 CMAKE_FLAGS ?=
 NP ?= 4
 
 .PHONY: help deps deps-build build build-test docs install run test test-asan test-gpu test-unit \
-	test-python bench bench-auto bench-compare bench-net bench-torch clean
+	test-python test-tsan fuzz soak bench bench-auto bench-compare bench-net bench-torch clean
 
 help:
 	@echo "gradsync make targets:"
@@ -16,6 +21,13 @@ help:
 	@echo "                     NCCL when found (GS_WITH_CUDA=AUTO): GPU tests are skipped without a GPU"
 	@echo "  make test-asan     build without CUDA, with AddressSanitizer+UBSan, in $(ASAN_BUILD)/ and run"
 	@echo "                     the tests but the 'large' and 'exhaustive' ones (make test runs those)"
+	@echo "  make test-tsan     build without CUDA, with ThreadSanitizer, in $(TSAN_BUILD)/ and run the unit and"
+	@echo "                     integration tests that run threads, then the MPI ones (tests/tsan.supp)"
+	@echo "  make fuzz          build the libFuzzer targets with clang in $(FUZZ_BUILD)/ and fuzz each for"
+	@echo "                     FUZZ_SECONDS=$(FUZZ_SECONDS) s, FUZZ_JOBS=$(FUZZ_JOBS) at a time (FUZZ_MERGE=1: merge new"
+	@echo "                     inputs into tests/fuzz/corpora/)"
+	@echo "  make soak          mixed collectives, p2p, dtypes and codecs on 4 ranks for SOAK_SECONDS=$(SOAK_SECONDS) s,"
+	@echo "                     every result checked; fails on any error or peak-RSS growth over 10% + 4 MiB"
 	@echo "  make test-gpu      on a machine with a GPU: tests/gpu/run.sh (fresh CUDA build, GPU tests,"
 	@echo "                     kernel and device-buffer benchmarks)"
 	@echo "  make test-unit     run only the unit tests"
@@ -32,7 +44,7 @@ help:
 	@echo "  make docs          the API reference with Doxygen, warnings as errors ($(BUILD)/docs/api/html)"
 	@echo "  make deps          install every Debian package: build, test and bench (scripts/install-deps.sh;"
 	@echo "                     'make deps-build' only the build ones)"
-	@echo "  make clean         remove $(BUILD)/ and $(ASAN_BUILD)/"
+	@echo "  make clean         remove $(BUILD)/, $(ASAN_BUILD)/, $(TSAN_BUILD)/ and $(FUZZ_BUILD)/"
 
 deps:
 	bash scripts/install-deps.sh all
@@ -91,6 +103,54 @@ test-asan: deps
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 GSTEST_TIMEOUT_MULT=3 \
 	    ctest --output-on-failure --timeout 900 -L mpi -LE exhaustive
 
+# The tests ThreadSanitizer runs in CI (about 4 minutes on 2 cores): one or
+# two of each family where threads meet (the worker and the caller, progress,
+# abort from another thread, heartbeats, the bucketer's hooks, the parameter
+# server's service thread, p2p groups and probes, mismatch reports, the dump
+# signal's thread, shrink), not the matrix of world sizes and dtypes that
+# drives the same code paths. TSAN_TESTS=. runs every unit and integration
+# test (about 10 minutes).
+TSAN_TESTS ?= ^(unit_test_(worker|tcp_.*|bucket|ps|trace|auth|shm_ring|bootstrap)|p2p_(order_w3|api_w2|api_w3)|abort_.*|bucket_(w2|straggler_w2)|ps_exact_w2_(bsp|ssp)|ps_exact_w4_asp|ps_bound_w4_ssp2|ps_fault|ps_codec_w3_int8|fault_(kill|stop)|diag_(mismatch_kind_w3|timeout_w2|signal_w2)|shrink_fault|coll_w2_algo_(tree|rd|rabenseifner)|compress_w3|stats_w2|auth|coll_w4_noshm|coll_w3_shm_4k_nsocks3)$$
+
+# ThreadSanitizer over the tests that run threads (TSAN_TESTS above), then
+# the MPI tests. Not the Python tests
+# (the interpreter cannot load a TSan library), nor the large, exhaustive and
+# net ones (time). Suppressions: tests/tsan.supp (Open MPI only, each with its
+# reason). -O1 as for the ASan pass.
+test-tsan: deps
+	cmake -S . -B $(TSAN_BUILD) -DGS_WERROR=ON -DGS_TSAN=ON -DGS_BUILD_BENCH=OFF -DGS_WITH_CUDA=OFF \
+	      -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_C_FLAGS_DEBUG=-g -O1" "-DCMAKE_CXX_FLAGS_DEBUG=-g -O1" \
+	      $(CMAKE_FLAGS)
+	cmake --build $(TSAN_BUILD) -j $(JOBS)
+	cd $(TSAN_BUILD) && \
+	    TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp second_deadlock_stack=1 exitcode=66" \
+	    GSTEST_TIMEOUT_MULT=3 ctest --output-on-failure --timeout 900 -j $(JOBS) \
+	    -L 'unit|integration' -LE 'large|exhaustive|mpi|net|python|torch' -R '$(TSAN_TESTS)'
+	@# The MPI tests, with the Open MPI entries of tests/tsan.supp.
+	cd $(TSAN_BUILD) && \
+	    TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp second_deadlock_stack=1 exitcode=66" \
+	    GSTEST_TIMEOUT_MULT=3 ctest --output-on-failure --timeout 900 -j $(JOBS) \
+	    -L mpi -LE 'large|exhaustive'
+
+# libFuzzer (clang, with ASan and UBSan). The library itself is built with
+# -fsanitize=fuzzer-no-link so that the fuzzer sees the decoders' coverage.
+# clang 14 misnames the symbols of non-static target_clones functions, so
+# this build leaves the SIMD clones out, as the TSan build does.
+fuzz: deps
+	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+	      -DGS_FUZZ=ON -DGS_ASAN=ON -DGS_UBSAN=ON -DGS_BUILD_BENCH=OFF -DGS_WITH_CUDA=OFF \
+	      -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_C_FLAGS_DEBUG=-g -O1" \
+	      "-DCMAKE_C_FLAGS=-fsanitize=fuzzer-no-link -DGS_CODEC_TSAN=1 -DGS_REDUCE_TSAN=1"
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_all
+	bash tests/fuzz/run_fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_JOBS)
+
+# The soak test: every result checked, operations, bytes, errors and peak RSS
+# at the start and the end (tests/soak/README.md).
+soak: build
+	cmake --build $(BUILD) -j $(JOBS) --target gs_soak
+	$(BUILD)/tools/gsrun -n 4 --no-tag-output --timeout $$(( $(SOAK_SECONDS) * 6 / 5 + 300 )) \
+	    $(BUILD)/tests/soak/gs_soak --seconds $(SOAK_SECONDS)
+
 test-gpu:
 	bash tests/gpu/run.sh
 
@@ -108,7 +168,7 @@ bench-net: build
 	bash bench/net/bench_net.sh $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)
 
 bench-torch: build
 	GRADSYNC_LIBRARY=$(abspath $(BUILD))/libgradsync.so PYTHONPATH=$(CURDIR)/python \

@@ -17,9 +17,10 @@ BUILD_PKGS="cmake make gcc g++ pkg-config libzstd-dev libssl-dev"
 # iproute2 (the network-namespace lab), Python with pytest, numpy and torch
 # (the Python package and the PyTorch plugin), libtorch-dev (its C++ headers),
 # matplotlib (scripts/plot-bench), doxygen (the API reference), binutils (the
-# exported-symbol check).
+# exported-symbol check), clang and its runtime (libFuzzer: make fuzz).
 TEST_PKGS="libcmocka-dev libopenmpi-dev openmpi-bin iproute2 python3 python3-pytest
-           python3-numpy python3-torch libtorch-dev python3-matplotlib doxygen binutils"
+           python3-numpy python3-torch libtorch-dev python3-matplotlib doxygen binutils
+           clang libclang-rt-14-dev"
 # The benchmarks' comparison peers (bench/compare): Gloo.
 BENCH_PKGS="libgloo-dev"
 case "$WHAT" in

@@ -31,6 +31,9 @@ static int print_version(void)
            gs_version(), GS_VERSION_STRING);
     printf("reduce isa: %s\n", gs__reduce_isa());
     printf("device buffers: %s\n", gs__device_summary());
+    /* "yes": the test-only fault switches (env_table.h's GS_ENV_TEST_ROWS)
+     * are compiled in (CMake GS_TEST_HOOKS); the hook tests skip on "no". */
+    printf("test hooks: %s\n", gs__cfg_test_hooks() ? "yes" : "no");
     return 0;
 }
 

@@ -30,6 +30,17 @@
  *     gsrun -n 2 build/examples/train/train --data iris.csv --epochs 50
  *     gsrun -n 4 build/examples/train/train --sync ps-ssp=2 --slow-rank 3 --slow-ms 20
  *
+ * Elastic training (--elastic, with --sync allreduce): when a rank dies
+ * (--kill-rank R --kill-at-step S makes rank R raise SIGKILL on itself at
+ * global step S, counted from 0), the survivors' step fails with
+ * GS_ERR_PEER_FAILED; they call gs_comm_shrink, say which shard of the
+ * training split they lost (the dead ranks' shares), re-broadcast the
+ * parameters and momentum from the new rank 0, and go on with their own
+ * shards and the same per-rank batch. Start such a job by hand (RANK,
+ * WORLD_SIZE, MASTER_ADDR, MASTER_PORT per process, or
+ * tests/integration/run_train_elastic.sh): gsrun stops every rank when one
+ * dies.
+ *
  * What it does not do: no threads, no BLAS, no checkpointing. Exit status:
  * 0 success, 1 a gradsync error (gs_last_error() is printed) or ranks whose
  * parameters diverged, 2 a usage or data error.
@@ -39,6 +50,7 @@
 
 #include <getopt.h>
 #include <math.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +84,9 @@ typedef struct train_args {
     double held_out;       /* fraction of the samples kept for evaluation */
     synth_params_t synth;
     train_sync_opts_t sync;
+    bool elastic;          /* shrink and go on when a rank dies */
+    int kill_rank;         /* -1: nobody */
+    long kill_step;        /* global step at which kill_rank raises SIGKILL */
 } train_args_t;
 
 /* Parameters, flattened: [w1 (h x d), b1 (h)] when h > 0, then w2 (c x in), b2 (c). */
@@ -118,6 +133,7 @@ static void usage(FILE *f)
             "             [--sync allreduce|bucket|ps-bsp|ps-ssp=N|ps-asp]\n"
             "             [--bucket-bytes B]\n"
             "             [--slow-rank R --slow-ms M]\n"
+            "             [--elastic] [--kill-rank R --kill-at-step S]\n"
             "  launch with: gsrun -n N train ...  (rank 0 prints; last line 'final: loss L acc A')\n"
             "  --codec      gradient codec (default none); --ratio for topk/randk (default 0.01)\n"
             "  --no-ef      run a lossy codec without error feedback (on by default)\n"
@@ -129,7 +145,10 @@ static void usage(FILE *f)
             "               feedback for lossy codecs (no --no-ef)\n"
             "  --bucket-bytes  bucket mode: bytes per bucket, 0 for one per tensor\n"
             "               (default: the library's, one bucket for this model below 1 MiB)\n"
-            "  --slow-rank  rank R sleeps --slow-ms M milliseconds every step (a straggler)\n");
+            "  --slow-rank  rank R sleeps --slow-ms M milliseconds every step (a straggler)\n"
+            "  --elastic    when a rank dies, shrink the communicator and go on without it\n"
+            "               (--sync allreduce; start the ranks by hand, not with gsrun)\n"
+            "  --kill-rank  rank R raises SIGKILL on itself at global step --kill-at-step S\n");
 }
 
 static bool parse_num(const char *s, double lo, double hi, double *out)
@@ -148,7 +167,8 @@ static bool parse_num(const char *s, double lo, double hi, double *out)
 static int parse_args(int argc, char **argv, train_args_t *a)
 {
     enum { O_RATIO = 256, O_BLOCK, O_NOEF, O_MOM, O_HID, O_HELD, O_SAMP, O_FEAT, O_CLS, O_CLU,
-           O_SPREAD, O_NOISE, O_SYNC, O_BUCKET, O_SLOWR, O_SLOWMS };
+           O_SPREAD, O_NOISE, O_SYNC, O_BUCKET, O_SLOWR, O_SLOWMS, O_ELASTIC, O_KILLR,
+           O_KILLS };
     static const struct option longopts[] = {
         {"codec", required_argument, NULL, 'c'},   {"ratio", required_argument, NULL, O_RATIO},
         {"block", required_argument, NULL, O_BLOCK}, {"no-ef", no_argument, NULL, O_NOEF},
@@ -163,7 +183,10 @@ static int parse_args(int argc, char **argv, train_args_t *a)
         {"sync", required_argument, NULL, O_SYNC},
         {"bucket-bytes", required_argument, NULL, O_BUCKET},
         {"slow-rank", required_argument, NULL, O_SLOWR},
-        {"slow-ms", required_argument, NULL, O_SLOWMS}, {NULL, 0, NULL, 0}};
+        {"slow-ms", required_argument, NULL, O_SLOWMS},
+        {"elastic", no_argument, NULL, O_ELASTIC},
+        {"kill-rank", required_argument, NULL, O_KILLR},
+        {"kill-at-step", required_argument, NULL, O_KILLS}, {NULL, 0, NULL, 0}};
     int c, li = -1;
 
     while ((c = getopt_long(argc, argv, "c:e:l:b:s:d:h", longopts, &li)) != -1) {
@@ -250,6 +273,17 @@ static int parse_args(int argc, char **argv, train_args_t *a)
             ok = parse_num(optarg, 0, 600000, &v);
             a->sync.slow_ms = (int)v;
             break;
+        case O_ELASTIC:
+            a->elastic = true;
+            break;
+        case O_KILLR:
+            ok = parse_num(optarg, 0, 1 << 20, &v);
+            a->kill_rank = (int)v;
+            break;
+        case O_KILLS:
+            ok = parse_num(optarg, 0, 1e12, &v);
+            a->kill_step = (long)v;
+            break;
         case 'h':
             if (g_rank == 0) {
                 usage(stdout);
@@ -276,6 +310,12 @@ static int parse_args(int argc, char **argv, train_args_t *a)
     if (optind < argc) {
         if (g_rank == 0) {
             fprintf(stderr, "train: unexpected argument '%s'\n", argv[optind]);
+        }
+        return 2;
+    }
+    if (a->elastic && (a->sync.mode != TRAIN_SYNC_ALLREDUCE)) {
+        if (g_rank == 0) {
+            fprintf(stderr, "train: --elastic needs --sync allreduce\n");
         }
         return 2;
     }
@@ -468,6 +508,9 @@ typedef struct run {
     train_data_t train, test;
     size_t shard_lo, shard_n; /* this rank's part of the training split */
     size_t *order;            /* shard_n indices, shuffled each epoch */
+    int world0;               /* --elastic: the size at the start */
+    int rank0;                /* --elastic: this rank at the start */
+    size_t lost;              /* --elastic: training samples of the ranks gone */
 } run_t;
 
 static void split_range(size_t n, int parts, int i, size_t *lo, size_t *len)
@@ -513,6 +556,93 @@ static int evaluate(run_t *r, bool alone, double *loss_out, double *acc_out,
     return 0;
 }
 
+static int open_sync(run_t *r);
+
+/*
+ * --elastic: a step failed. When a peer failed (not a local error), shrink
+ * the communicator to the survivors, report the training samples the dead
+ * ranks' shards held (this rank keeps its own shard), re-broadcast the
+ * parameters and momentum from the new rank 0 and reopen the sync on the
+ * new communicator. The survivors need not have failed in the same step (a
+ * dead rank's last bytes reach some of them and not others), so the new
+ * rank 0's state wins: its parameters, and its failed step as *step, the
+ * one every survivor drops before going on with the next. Returns 0 to go
+ * on, -1 to give up.
+ */
+static int elastic_recover(run_t *r, int epoch, size_t *step)
+{
+    int64_t resume = (int64_t)*step;
+
+    gs_status_t err = GS_OK;
+    gs_comm_t shrunk = GS_COMM_NULL;
+    int32_t mine = r->rank0;
+    int32_t *olds;
+    char *present;
+    size_t lost = 0;
+
+    (void)gs_comm_get_async_error(r->comm, &err);
+    if ((err != GS_ERR_PEER_FAILED) && (err != GS_ERR_TIMEOUT)) {
+        return -1;
+    }
+    if (r->sync_open) {
+        (void)train_sync_close(&r->sync); /* all-reduce mode: local */
+        r->sync_open = false;
+    }
+    if (gs_failed(gs_comm_shrink(r->comm, &shrunk), "gs_comm_shrink")) {
+        return -1;
+    }
+    (void)gs_comm_destroy(r->comm); /* the failed one: its status is the failure */
+    r->comm = shrunk;
+    if (gs_failed(gs_comm_rank(r->comm, &r->rank), "gs_comm_rank") ||
+        gs_failed(gs_comm_size(r->comm, &r->size), "gs_comm_size")) {
+        return -1;
+    }
+    g_rank = r->rank;
+    olds = calloc((size_t)r->size, sizeof(*olds));
+    present = calloc((size_t)r->world0, 1);
+    if ((olds == NULL) || (present == NULL) ||
+        gs_failed(gs_allgather(r->comm, &mine, olds, 1, GS_DTYPE_I32), "gs_allgather (ranks)")) {
+        free(olds);
+        free(present);
+        return -1;
+    }
+    for (int i = 0; i < r->size; i++) {
+        present[olds[i]] = 1;
+    }
+    for (int q = 0; q < r->world0; q++) {
+        size_t lo, len;
+
+        if (present[q]) {
+            continue;
+        }
+        split_range(r->train.n, r->world0, q, &lo, &len);
+        lost += len;
+        if (r->rank == 0) {
+            printf("elastic: rank %d is gone (epoch %d, step %zu): its shard, training samples "
+                   "[%zu, %zu) (%zu samples), is lost\n",
+                   q, epoch, *step, lo, lo + len, len);
+        }
+    }
+    free(olds);
+    free(present);
+    r->lost = lost;
+    if (r->rank == 0) {
+        printf("elastic: going on with %d of %d ranks; %zu of %zu training samples (%.1f%%) "
+               "lost\n",
+               r->size, r->world0, lost, r->train.n, 100.0 * (double)lost / (double)r->train.n);
+        fflush(stdout);
+    }
+    if (gs_failed(gs_broadcast(r->comm, r->model.theta, r->model.nparams, GS_DTYPE_F32, 0),
+                  "gs_broadcast (parameters)") ||
+        gs_failed(gs_broadcast(r->comm, r->model.vel, r->model.nparams, GS_DTYPE_F32, 0),
+                  "gs_broadcast (momentum)") ||
+        gs_failed(gs_broadcast(r->comm, &resume, 1, GS_DTYPE_I64, 0), "gs_broadcast (step)")) {
+        return -1;
+    }
+    *step = (size_t)resume;
+    return (open_sync(r) == 0) ? 0 : -1;
+}
+
 /* One epoch: returns 0 and fills the per-rank loss sum and sample count. */
 static int train_epoch(run_t *r, int epoch, size_t per_rank, size_t steps, double stats[2])
 {
@@ -539,8 +669,17 @@ static int train_epoch(run_t *r, int epoch, size_t per_rank, size_t steps, doubl
         for (size_t k = 0; k < m->nparams; k++) {
             m->grad[k] *= inv;
         }
+        if ((r->rank0 == r->args->kill_rank) &&
+            ((long)((size_t)(epoch - 1) * steps + s) == r->args->kill_step)) {
+            printf("train: rank %d raises SIGKILL at step %ld\n", r->rank0, r->args->kill_step);
+            fflush(stdout);
+            raise(SIGKILL);
+        }
         if (train_sync_step(&r->sync) != 0) {
-            return -1;
+            /* --elastic: the survivors shrink and drop this step. */
+            if (!r->args->elastic || (elastic_recover(r, epoch, &s) != 0)) {
+                return -1;
+            }
         }
     }
     return 0;
@@ -658,7 +797,7 @@ static int train_run(run_t *r)
         }
         if (r->rank == 0) {
             /* The parameter server's traffic runs on its own communicator. */
-            if (!ps) {
+            if (!ps && (c1.bytes_sent >= c0.bytes_sent)) { /* a shrink restarts the count */
                 snprintf(sent, sizeof(sent), "%.2f", (double)(c1.bytes_sent - c0.bytes_sent) / 1e6);
             }
             printf("epoch %3d/%d  train loss %.4f  held-out loss %.4f  acc %6.2f%%  "
@@ -683,6 +822,10 @@ static int train_run(run_t *r)
     }
     if (r->rank == 0) {
         printf("done: %.3f s (every rank finished)\n", now_s() - start);
+        if (r->size != r->world0) {
+            printf("elastic: finished on %d of %d ranks, %zu training samples lost\n", r->size,
+                   r->world0, r->lost);
+        }
         printf("final: loss %.4f acc %.2f\n", loss, acc);
     }
     return 0;
@@ -742,7 +885,8 @@ int main(int argc, char **argv)
         .synth = {.samples = 50000, .features = 128, .classes = 10, .clusters = 2, .spread = 0.25,
                   .label_noise = 0.1, .seed = 1},
         .sync = {.mode = TRAIN_SYNC_ALLREDUCE, .staleness = 0, .slow_rank = -1, .slow_ms = 0,
-                 .bucket_bytes = -1}};
+                 .bucket_bytes = -1},
+        .elastic = false, .kill_rank = -1, .kill_step = 0};
     run_t r = {.comm = NULL, .args = &args, .codec = GS_CODEC_CONFIG_INIT};
     train_data_t all = {0};
     int rc;
@@ -756,6 +900,8 @@ int main(int argc, char **argv)
         return 1;
     }
     g_rank = r.rank;
+    r.world0 = r.size;
+    r.rank0 = r.rank;
     rc = parse_args(argc, argv, &args);
     if (rc == 0) {
         rc = make_codec(&args, &r.codec, &r.compress);

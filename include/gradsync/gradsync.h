@@ -22,6 +22,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h> /* FILE, for gs_comm_dump only */
 
 #include "gradsync/status.h"
 #include "gradsync/types.h"
@@ -103,6 +104,20 @@ typedef struct gs_config {
      * and dups. The token is copied, never logged. */
     const char *auth_token;      /**< GS_AUTH_TOKEN: the job's shared secret */
     const char *auth_token_file; /**< GS_AUTH_TOKEN_FILE: a file holding it */
+    /* Failure detection and abortable init (docs/design.md, "Heartbeats"
+     * and "Aborting"), appended. */
+    int heartbeat_ms; /**< GS_HEARTBEAT_MS: TCP liveness interval; 0 off */
+    /**
+     * Optional, not an environment knob: a flag the caller owns. While
+     * gs_comm_init* runs, any thread (a framework's watchdog) or a signal
+     * handler may set *abort_flag to non-zero; the init then returns
+     * GS_ERR_ABORTED, freeing everything it made: within about 10 ms during
+     * the connection setup and the steps after it, and within about 100 ms
+     * in the rendezvous. Read only during the init (never after it
+     * returns); NULL: not abortable. To stop an established
+     * communicator use gs_comm_abort().
+     */
+    volatile int *abort_flag;
 } gs_config_t;
 
 /** @brief Implementation of gs_config_init(); call that instead. */
@@ -164,9 +179,26 @@ GS_API gs_status_t gs_comm_destroy(gs_comm_t comm);
 
 /**
  * @brief Abort: every pending and later operation on @p comm completes with
- * GS_ERR_ABORTED. Safe to call from any thread, including a signal-free
- * watchdog thread. The communicator must still be destroyed.
- * @return GS_OK or GS_ERR_INVALID_ARG.
+ * GS_ERR_ABORTED, whatever the peers do (dead, stopped, or unreachable).
+ *
+ * Non-blocking and local: it sets the communicator's sticky error, wakes
+ * the worker and returns at once; a blocking call in progress on another
+ * thread returns GS_ERR_ABORTED within milliseconds (well under 1 s),
+ * non-blocking requests complete with it on their next gs_test()/gs_wait(),
+ * in-flight point-to-point transfers are cancelled (their buffers are never
+ * touched again), and every later call on @p comm returns it without
+ * communicating. gs_comm_get_async_error() reports it. Idempotent.
+ * @note Thread-safe: callable from any thread (a framework's watchdog)
+ * concurrently with any call on @p comm, including a blocking collective
+ * and another gs_comm_abort(). It may also overlap a gs_comm_destroy() in
+ * progress on another thread, which it cuts short (destroy waits for
+ * queued operations; after an abort they fail at once), but the caller
+ * must know the handle is still valid when it calls: never after
+ * gs_comm_destroy() returned. Not async-signal-safe. The communicator must still be destroyed;
+ * gs_comm_destroy() after an abort skips the goodbye to the peers and
+ * returns promptly. To stop a gs_comm_init*() that hangs, use
+ * gs_config_t.abort_flag.
+ * @return GS_OK or GS_ERR_INVALID_ARG (comm is NULL).
  */
 GS_API gs_status_t gs_comm_abort(gs_comm_t comm);
 
@@ -185,6 +217,39 @@ GS_API gs_status_t gs_comm_size(gs_comm_t comm, int *size_out);
 GS_API gs_status_t gs_comm_split(gs_comm_t comm, int color, int key, gs_comm_t *newcomm_out);
 
 /**
+ * @brief Recover from a failure: the surviving ranks of @p comm agree on
+ * which ranks are gone and form a new communicator without them (as NCCL's
+ * ncclCommShrink and MPI ULFM's MPI_Comm_shrink do).
+ *
+ * The ranks gone are those any survivor saw fail or leave (its transport's
+ * view: a closed or reset connection, a DOWN report, a missed heartbeat),
+ * plus those that do not take part within the deadline. The agreement runs
+ * over the connections of @p comm that still work, so it is meant for a
+ * communicator whose operations failed with GS_ERR_PEER_FAILED (or
+ * GS_ERR_TIMEOUT); on a healthy one it returns a copy with every rank. The
+ * survivors keep their order: new ranks are dense, in old-rank order. The
+ * new communicator has its own connections, the configuration of @p comm
+ * and a communicator id derived from it, so nothing of the old one can
+ * reach it. @p comm is left as it was (failed): destroy it afterwards.
+ * @param[in] comm the failed communicator.
+ * @param[out] newcomm_out the new communicator (written only on GS_OK).
+ * @return GS_OK; GS_ERR_INVALID_ARG (a NULL argument); GS_ERR_UNSUPPORTED
+ * (a transport that cannot tell which peers failed: MPI); GS_ERR_ABORTED
+ * (@p comm was aborted); GS_ERR_PEER_FAILED when this rank was declared
+ * gone by the others (it answered too late) or a survivor failed during the
+ * endpoint exchange (call it again on @p comm); GS_ERR_TIMEOUT when the
+ * coordinator (the lowest surviving rank) did not answer within
+ * GS_TIMEOUT_MS or the new connections were not made in time;
+ * GS_ERR_PROTOCOL for a malformed agreement message; GS_ERR_NO_MEMORY;
+ * GS_ERR_SYSTEM.
+ * @note Collective over the surviving ranks of @p comm (every one must call
+ * it, the ranks gone cannot). Blocking, bounded by GS_TIMEOUT_MS for the
+ * agreement and again for the new connections. Thread-safe with respect to
+ * other calls on @p comm, which keep failing with its sticky error.
+ */
+GS_API gs_status_t gs_comm_shrink(gs_comm_t comm, gs_comm_t *newcomm_out);
+
+/**
  * @brief A new communicator with the same ranks in the same order and the
  * same configuration as @p comm, whose traffic never matches @p comm's (as
  * MPI_Comm_dup): a library layered on gradsync takes one for itself.
@@ -200,6 +265,25 @@ GS_API gs_status_t gs_comm_dup(gs_comm_t comm, gs_comm_t *newcomm_out);
  * peer or communicator error that failed it.
  */
 GS_API gs_status_t gs_comm_get_async_error(gs_comm_t comm, gs_status_t *error_out);
+
+/**
+ * @brief Print the flight recorder of @p comm to @p stream: its last
+ * GS_TRACE_SIZE collectives (default 64), one line each, with the sequence
+ * number, the call in words (collective, count, dtype, op, root, codec),
+ * this rank's bytes, the algorithm, the start and end times, the status and,
+ * for the operation in flight or one that failed, the peers it still waited
+ * on. The same text goes to the log at WARN when the process receives
+ * GS_DUMP_SIGNAL (e.g. GS_DUMP_SIGNAL=USR1, then kill -USR1 PID).
+ * @param[in] comm The communicator (a handle).
+ * @param[in] stream Where to write; flushed before the call returns.
+ * @return GS_OK, GS_ERR_INVALID_ARG (NULL @p comm or @p stream), or
+ * GS_ERR_SYSTEM when writing failed.
+ * @note Local, not collective. Thread-safe: callable from any thread while
+ * operations run (it takes the recorder's lock briefly per line) and after
+ * the communicator failed; it blocks only on @p stream. It reads @p comm, so
+ * it must not race with gs_comm_destroy().
+ */
+GS_API gs_status_t gs_comm_dump(gs_comm_t comm, FILE *stream);
 
 /** @brief Traffic counters of one communicator. Append-only; size first. */
 typedef struct gs_counters {

@@ -213,6 +213,13 @@ typedef struct gs_algo_ctx {
     uint64_t wait_pending_ns;
     unsigned dev_caps;          /* GS_DEV_CAP_*, agreed at device setup; 0: staging only */
     struct gs_algo_dev *dev;    /* streams, staging buffers, NCCL; NULL until a device call */
+    /* Diagnosis (algo_diag.c): the flight recorder (or NULL), the collective in flight
+     * between gs__algo_op_begin and _end (or NULL), its fingerprint (the check bits of
+     * every tag it uses) and when a stalled operation may next scan for early messages. */
+    struct gs__trace *trace;
+    const gs_coll_desc_t *cur;
+    uint16_t fp;
+    uint64_t diag_scan_ns;
 } gs_algo_ctx_t;
 
 /* A posted transport request and what it is for. */
@@ -223,9 +230,59 @@ typedef struct gs_algo_req {
 } gs_algo_req_t;
 
 /* Tag of message number @p idx (< 2^24) of the collective in flight: the
- * sequence number and index select the receive; a signature of the
- * descriptor in the check bits catches ranks that run different collectives. */
+ * sequence number and index select the receive; the operation's fingerprint
+ * (ctx->fp inside gs__algo_op_begin/_end, so nested descriptors of one call
+ * share it; else @p d's) in the check bits catches ranks that run different
+ * collectives or arguments (docs/design.md, "Diagnosis"). */
 uint64_t gs__algo_tag(const gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint32_t idx);
+
+/*
+ * Diagnosis (algo_diag.c). gs__algo_fingerprint: a 15-bit hash of what every
+ * rank must agree on (kind, dtype, the op of reducing kinds, the count of
+ * the non-v kinds, the root of rooted kinds, the codec). gs__algo_op_begin
+ * and _end bracket one collective on the worker: they set ctx->cur and
+ * ctx->fp and record it in ctx->trace (when set). Pure but for the recorder.
+ */
+uint16_t gs__algo_fingerprint(const gs_coll_desc_t *d);
+void gs__algo_op_begin(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint64_t t0_ns);
+void gs__algo_op_end(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, gs_status_t status,
+                     uint64_t t1_ns);
+
+/* The flight recorder's callbacks: an operation in words
+ * ("allreduce(count=1000, f32, sum)") and an algorithm's name. */
+struct gs__trace_op;
+void gs__algo_trace_describe(const struct gs__trace_op *op, char *buf, size_t len);
+const char *gs__algo_trace_algo_name(int algo);
+
+/* A receive of the collective in flight from @p peer met a message whose tag
+ * @p their_tag has other check bits: tell every rank (a REPORT message),
+ * wait up to 1 s for @p peer's own description, and return GS_ERR_MISMATCH
+ * with both calls in words. */
+gs_status_t gs__algo_diag_mismatch(gs_algo_ctx_t *ctx, int peer, uint64_t their_tag);
+
+/* Called while the collective in flight is blocked for @p stalled_ns: take a
+ * REPORT of another rank (GS_ERR_MISMATCH in words, after describing this
+ * rank's call to the reporter when it blames this rank) and, after 200 ms,
+ * look for early messages of this operation number from the peers waited on
+ * whose fingerprint differs (then as gs__algo_diag_mismatch). Returns GS_OK
+ * when there is nothing to report. */
+gs_status_t gs__algo_diag_poll(gs_algo_ctx_t *ctx, uint64_t stalled_ns);
+
+/* After a peer failure in the collective in flight: a REPORT that arrived
+ * before it (or within 100 ms) explains it better. Returns GS_ERR_MISMATCH
+ * in words when one is there (the last error set), else GS_OK (the caller
+ * reports the failure as it is; the last error is restored). */
+gs_status_t gs__algo_diag_explain(gs_algo_ctx_t *ctx);
+
+/* Decode a diagnosis message of @p n bytes in a job of @p size ranks and
+ * write the sender's call in words into @p words. Returns GS_OK, or
+ * GS_ERR_PROTOCOL with the reason in @p why. Pure; the fuzz target's entry. */
+gs_status_t gs__algo_diag_decode(const uint8_t *buf, size_t n, int size, char *words,
+                                 size_t wlen, char *why, size_t whylen);
+
+/* GS_ERR_TIMEOUT for the collective in flight, naming it (number and words) and
+ * every peer it still waits on (the recorder's counters; else @p waiting_on). */
+gs_status_t gs__algo_diag_timeout(gs_algo_ctx_t *ctx, const gs_algo_req_t *waiting_on);
 
 /* Scratch memory of at least @p bytes, valid until the next call.
  * Returns GS_OK or GS_ERR_NO_MEMORY. */

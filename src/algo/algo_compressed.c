@@ -101,13 +101,24 @@ static size_t comp_align(size_t x)
 }
 
 /* GS_COMP_TEST_CORRUPT (tests only): flip one byte of a payload this rank
- * is about to send, so that the receivers' checks meet a rogue peer. */
+ * is about to send, so that the receivers' checks meet a rogue peer.
+ * Compiled in only with test hooks (CMake GS_TEST_HOOKS): a released
+ * library has no way to corrupt what it sends. */
+#ifdef GS_TEST_HOOKS
 static void comp_test_corrupt(const gs_algo_ctx_t *ctx, uint8_t *buf, size_t bytes)
 {
     if ((ctx->comp_corrupt > 0) && (bytes > 0)) {
         buf[(size_t)(ctx->comp_corrupt - 1) % bytes] ^= 0xffu;
     }
 }
+#else
+static void comp_test_corrupt(const gs_algo_ctx_t *ctx, uint8_t *buf, size_t bytes)
+{
+    (void)ctx;
+    (void)buf;
+    (void)bytes;
+}
+#endif
 
 gs_status_t gs__comp_exchange(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint32_t phase,
                               const gs_comp_xchg_t *x)
@@ -120,6 +131,7 @@ gs_status_t gs__comp_exchange(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint3
     uint64_t deadline;
     int left = 0;
 
+#ifdef GS_TEST_HOOKS
     if (ctx->comp_corrupt > 0) {
         bad = malloc((size_t)n * x->cap);
         if (bad == NULL) {
@@ -133,6 +145,7 @@ gs_status_t gs__comp_exchange(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint3
         }
         send = bad;
     }
+#endif
 
     memset(x->reqs, 0, sizeof(gs_algo_req_t) * 2 * (size_t)n);
     for (int i = 1; (i < n) && (status == GS_OK); i++) {

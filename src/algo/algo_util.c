@@ -15,22 +15,13 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/socket.h"
+#include "core/trace.h"
 
 uint64_t gs__algo_tag(const gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint32_t idx)
 {
-    uint64_t sig_src[5];
-    uint64_t sig;
+    /* Inside an operation its fingerprint, computed once (gs__algo_op_begin). */
+    const uint64_t sig = (ctx->cur != NULL) ? ctx->fp : gs__algo_fingerprint(d);
 
-    sig_src[0] = (uint64_t)d->kind;
-    sig_src[1] = (uint64_t)d->dtype;
-    sig_src[2] = (d->kind == GS_COLL_ALLREDUCE || d->kind == GS_COLL_REDUCE ||
-                  d->kind == GS_COLL_REDUCE_SCATTER || d->kind == GS_COLL_REDUCE_SCATTERV)
-                     ? (uint64_t)d->op
-                     : 0;
-    sig_src[3] =
-        gs__coll_is_v(d->kind) ? 0 : (uint64_t)d->count; /* v: lengths checked per message */
-    sig_src[4] = (uint64_t)(uint32_t)d->root;
-    sig = gs__hash64(sig_src, sizeof(sig_src), 0) & 0x7fffull;
     return (sig << 48) | ((uint64_t)(ctx->seq & 0xffffffu) << 24) | (uint64_t)(idx & 0xffffffu);
 }
 
@@ -94,17 +85,29 @@ static void algo_stats_complete(gs_algo_ctx_t *ctx, const gs_algo_req_t *r, size
 gs_status_t gs__algo_isend(gs_algo_ctx_t *ctx, int peer, uint64_t tag, const void *buf, size_t len,
                            gs_algo_req_t *r)
 {
+    gs_status_t status;
+
     r->peer = peer;
     r->is_send = 1;
-    return gs__tp_isend(ctx->tr, peer, tag, buf, len, &r->req);
+    status = gs__tp_isend(ctx->tr, peer, tag, buf, len, &r->req);
+    if (status == GS_OK) {
+        gs__trace_pend(ctx->trace, peer, 1, 1);
+    }
+    return status;
 }
 
 gs_status_t gs__algo_irecv(gs_algo_ctx_t *ctx, int peer, uint64_t tag, void *buf, size_t len,
                            gs_algo_req_t *r)
 {
+    gs_status_t status;
+
     r->peer = peer;
     r->is_send = 0;
-    return gs__tp_irecv(ctx->tr, peer, tag, buf, len, &r->req);
+    status = gs__tp_irecv(ctx->tr, peer, tag, buf, len, &r->req);
+    if (status == GS_OK) {
+        gs__trace_pend(ctx->trace, peer, 0, 1);
+    }
+    return status;
 }
 
 gs_status_t gs__algo_check_len(gs_algo_ctx_t *ctx, gs_algo_req_t *r, int *done_out,
@@ -123,12 +126,25 @@ gs_status_t gs__algo_check_len(gs_algo_ctx_t *ctx, gs_algo_req_t *r, int *done_o
     }
     gs__tp_req_release(ctx->tr, r->req);
     r->req = NULL;
+    gs__trace_pend(ctx->trace, r->peer, r->is_send, -1); /* the peer it was posted for */
     *done_out = 1;
     *nbytes_out = comp.nbytes;
     if (!r->is_send && (comp.status == GS_OK)) {
         r->peer = comp.peer; /* resolves GS_ANY_SOURCE for messages and callers */
     }
     algo_stats_complete(ctx, r, comp.nbytes, comp.status == GS_OK);
+    if ((comp.status == GS_ERR_MISMATCH) && !r->is_send && (ctx->cur != NULL) &&
+        ((comp.tag & GS_TP_TAG_P2P) == 0)) {
+        /* Another collective's message: find out what the sender called. */
+        return gs__algo_diag_mismatch(ctx, comp.peer, comp.tag);
+    }
+    if ((comp.status == GS_ERR_PEER_FAILED) && (ctx->cur != NULL)) {
+        /* A rank that found a mismatch may have left right after reporting it. */
+        gs_status_t why = gs__algo_diag_explain(ctx);
+        if (why != GS_OK) {
+            return why;
+        }
+    }
     if (comp.status != GS_OK) {
         return gs__error_wrap(comp.status, "%s: %s rank %d failed: %s", ctx->opname,
                               r->is_send ? "send to" : "receive from", r->peer, gs__error_get());
@@ -156,26 +172,42 @@ void gs__algo_renew(const gs_algo_ctx_t *ctx, uint64_t *deadline)
     *deadline = gs__now_ns() + ctx->timeout_ns;
 }
 
+/* An operation blocked this long looks for another rank's REPORT (algo_diag.c),
+ * and from then on wakes at least this often to look again. */
+#define ALGO_DIAG_POLL_NS 1000000ull
+#define ALGO_DIAG_SLICE_NS 50000000ull
+
 gs_status_t gs__algo_progress(gs_algo_ctx_t *ctx, uint64_t *deadline,
                               const gs_algo_req_t *waiting_on)
 {
     const uint64_t t0 = gs__now_ns();
+    uint64_t until = *deadline;
     gs_status_t status;
 
     if (t0 >= *deadline) {
         if (waiting_on != NULL) {
             algo_stats_complete(ctx, waiting_on, 0, 0); /* the wait that timed out is its */
-            return gs__error_set(GS_ERR_TIMEOUT,
-                                 "%s: rank %d timed out after %llu ms waiting to %s rank %d",
-                                 ctx->opname, ctx->rank,
-                                 (unsigned long long)(ctx->timeout_ns / 1000000ull),
-                                 waiting_on->is_send ? "send to" : "receive from",
-                                 waiting_on->peer);
         }
-        return gs__error_set(GS_ERR_TIMEOUT, "%s: rank %d timed out after %llu ms", ctx->opname,
-                             ctx->rank, (unsigned long long)(ctx->timeout_ns / 1000000ull));
+        return gs__algo_diag_timeout(ctx, waiting_on);
     }
-    status = gs__tp_progress(ctx->tr, *deadline);
+    if (ctx->cur != NULL) {
+        /* Blocked since the last completion (the deadline is renewed then). */
+        const uint64_t stalled =
+            (t0 + ctx->timeout_ns > *deadline) ? t0 + ctx->timeout_ns - *deadline : 0;
+        uint64_t wake;
+
+        if (stalled >= ALGO_DIAG_POLL_NS) {
+            status = gs__algo_diag_poll(ctx, stalled);
+            if (status != GS_OK) {
+                return status;
+            }
+            wake = t0 + ALGO_DIAG_SLICE_NS;
+        } else {
+            wake = t0 + (ALGO_DIAG_POLL_NS - stalled);
+        }
+        until = (wake < until) ? wake : until;
+    }
+    status = gs__tp_progress(ctx->tr, until);
     ctx->wait_pending_ns += gs__now_ns() - t0;
     if (status != GS_OK) {
         return gs__error_wrap(status, "%s: %s", ctx->opname, gs__error_get());
@@ -189,6 +221,7 @@ void gs__algo_release_all(gs_algo_ctx_t *ctx, gs_algo_req_t *reqs, size_t n)
         if (reqs[i].req != NULL) {
             gs__tp_req_release(ctx->tr, reqs[i].req);
             reqs[i].req = NULL;
+            gs__trace_pend(ctx->trace, reqs[i].peer, reqs[i].is_send, -1);
         }
     }
 }

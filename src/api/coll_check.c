@@ -554,6 +554,12 @@ gs_status_t gs__coll_validate(const char *fn, gs_comm_t comm, gs_coll_desc_t *d)
     default:
         status = gs__error_set(GS_ERR_INTERNAL, "%s: unknown operation kind %d", fn, (int)d->kind);
     }
+    if ((status == GS_OK) && ((unsigned)d->algo >= GS_ALGO_COUNT)) {
+        status = gs__error_set(GS_ERR_INVALID_ARG,
+                               "%s: opts->algo %d is not a gs_algo_t (0..%d); GS_ALGO_AUTO lets "
+                               "the library choose",
+                               fn, (int)d->algo, GS_ALGO_COUNT - 1);
+    }
     if ((status == GS_OK) && !gs__algo_offers(d->kind, d->algo)) {
         status = gs__error_set(GS_ERR_UNSUPPORTED, "%s: opts->algo %d does not implement %s", fn,
                                (int)d->algo, gs__coll_name(d->kind));

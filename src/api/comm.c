@@ -10,6 +10,8 @@
 
 #include "api/comm_impl.h"
 #include "api/comm_stats.h"
+#include "api/comm_watch.h"
+#include "api/comm_trace.h"
 #ifdef GS_WITH_CUDA
 #include "algo/algo_dev.h"
 #endif
@@ -22,6 +24,7 @@
 #include "core/error.h"
 #include "core/host.h"
 #include "core/log.h"
+#include "core/msg_limit.h"
 
 #define COMM_WORLD_ID 0x776f726c64ull /* "world" */
 
@@ -119,6 +122,9 @@ gs_status_t gs__comm_run_task(gs__task_t *task, void *ctx)
     comm->actx.wait_pending_ns = 0;
     t0 = gs__now_ns();
     status = GS_OK;
+    if ((d->kind != GS_COLL_SEND) && (d->kind != GS_COLL_RECV)) {
+        gs__algo_op_begin(&comm->actx, d, t0); /* fingerprint and flight recorder */
+    }
 #ifdef GS_WITH_CUDA
     if (d->mem == GS_MEM_DEVICE) {
         status = gs__comm_dev_ready(comm, d);
@@ -133,6 +139,9 @@ gs_status_t gs__comm_run_task(gs__task_t *task, void *ctx)
          * tests its event from now on (gs__comm_test_task). */
         req->p2p_deadline = gs__now_ns() + comm->actx.timeout_ns;
         comm->dev_inflight++;
+        if (comm->actx.cur != NULL) { /* the recorder shows it left in flight */
+            gs__algo_op_end(&comm->actx, d, GS_INPROGRESS, gs__now_ns());
+        }
         return GS_INPROGRESS;
     }
 #endif
@@ -141,6 +150,9 @@ gs_status_t gs__comm_run_task(gs__task_t *task, void *ctx)
         status = comm_p2p_status(d, d->root, d->count * gs__dtype_size(d->dtype));
     }
     t1 = gs__now_ns();
+    if (comm->actx.cur != NULL) {
+        gs__algo_op_end(&comm->actx, d, status, t1);
+    }
     gs__counter_add(&comm->counters.busy_ns, t1 - t0);
     gs__comm_stats_op_done(comm, d, status, t1 - t0);
     if ((status != GS_OK) && comm_error_is_sticky(d->kind, status)) {
@@ -276,6 +288,15 @@ static void comm_worker_idle(void *ctx, uint64_t wait_ns)
     gs__comm_stats_tick(comm, t1);
 }
 
+/* The worker's heartbeat tick while it has nothing to do: one non-blocking
+ * progress pass (the transport beats and checks its peers' silence). */
+static void comm_worker_tick(void *ctx)
+{
+    gs_comm_t comm = (gs_comm_t)ctx;
+
+    (void)gs__tp_progress(&comm->tr, 0);
+}
+
 static void comm_worker_wake(void *ctx)
 {
     gs_comm_t comm = (gs_comm_t)ctx;
@@ -301,6 +322,7 @@ gs_comm_t gs__comm_alloc(void)
 void gs__comm_free(gs_comm_t comm)
 {
     gs__comm_stats_free(comm);
+    gs__comm_trace_free(comm);
 #ifdef GS_WITH_CUDA
     (void)gs__dev_free(&comm->actx, atomic_load(&comm->err.status) != GS_OK);
 #endif
@@ -370,9 +392,12 @@ gs_status_t gs__comm_transport_init(gs_comm_t comm)
     params.host_id = gs__host_id(comm->cfg.host_id);
     params.shm = comm->cfg.shm;
     params.shm_bytes = comm->cfg.shm_bytes;
-    params.shm_test_free = comm->cfg.shm_test_free;
+    params.shm_test_free = gs__cfg_shm_test_free(&comm->cfg); /* -1 without test hooks */
     params.counters = &comm->counters;
     params.auth = &comm->auth;
+    (void)gs__max_message_parse(comm->cfg.max_message_bytes, &params.max_message_bytes);
+    params.heartbeat_ms = comm->cfg.heartbeat_ms;
+    params.timeout_ms = comm->cfg.timeout_ms;
     return comm->tr.ops->init(&params, &comm->tr.tp);
 }
 
@@ -426,7 +451,7 @@ gs_status_t gs__comm_start(gs_comm_t comm, char (*addrs)[GS_SOCK_ADDR_MAX], cons
     comm->actx.size = comm->size;
     comm->actx.timeout_ns = (uint64_t)comm->cfg.timeout_ms * 1000000ull;
     comm->actx.slice_bytes = (size_t)comm->cfg.slice_bytes;
-    comm->actx.comp_corrupt = comm->cfg.comp_test_corrupt + 1; /* -1 (unset) is 0: off */
+    comm->actx.comp_corrupt = gs__cfg_comp_test_corrupt(&comm->cfg) + 1; /* -1 (unset): 0, off */
     gs__algo_model_init(&comm->actx.model, comm->cfg.algo_alpha_us, comm->cfg.algo_beta_mbps,
                         comm->cfg.algo_gamma_mbps);
     gs__algo_model_set_intra(&comm->actx.model, comm->cfg.algo_intra_alpha_us,
@@ -455,12 +480,50 @@ gs_status_t gs__comm_start(gs_comm_t comm, char (*addrs)[GS_SOCK_ADDR_MAX], cons
     if (status != GS_OK) {
         return status;
     }
+    status = gs__comm_trace_setup(comm); /* flight recorder, GS_DUMP_SIGNAL */
+    if (status != GS_OK) {
+        return status;
+    }
+    memset(&hooks, 0, sizeof(hooks));
     hooks.idle = comm_worker_idle;
     hooks.wake = gs__tp_has_wake(&comm->tr) ? comm_worker_wake : NULL;
+    if ((comm->cfg.heartbeat_ms > 0) && (strcmp(comm->tr.ops->name, "tcp") == 0)) {
+        /* A little more often than the transport's quarter-interval clock,
+         * so that no tick of it is skipped (docs/design.md, "Heartbeats"). */
+        hooks.tick = comm_worker_tick;
+        hooks.tick_ns = (uint64_t)comm->cfg.heartbeat_ms * 200000ull;
+    }
     return gs__worker_start(&comm->worker, comm, &hooks);
 }
 
+static gs_status_t comm_init_watched(gs_comm_t *comm_out, const gs_config_t *cfg,
+                                     int launcher_env, gs__init_watch_t *watch);
+
 static gs_status_t comm_init(gs_comm_t *comm_out, const gs_config_t *cfg, int launcher_env)
+{
+    gs__init_watch_t watch;
+    gs_comm_t comm = GS_COMM_NULL;
+    gs_status_t status;
+
+    if (comm_out == NULL) {
+        gs__log_init();
+        return gs__error_set(GS_ERR_INVALID_ARG, "gs_comm_init: comm_out is NULL");
+    }
+    gs__init_watch_start(&watch, cfg);
+    status = comm_init_watched(&comm, cfg, launcher_env, &watch);
+    if (gs__init_watch_stop(&watch) && (status == GS_OK)) {
+        /* Set after the last step looked: honour it all the same. */
+        (void)gs_comm_destroy(comm);
+        status = gs__init_watch_aborted();
+    }
+    if (status == GS_OK) {
+        *comm_out = comm;
+    }
+    return status;
+}
+
+static gs_status_t comm_init_watched(gs_comm_t *comm_out, const gs_config_t *cfg,
+                                     int launcher_env, gs__init_watch_t *watch)
 {
     char my_addr[GS_SOCK_ADDR_MAX];
     char (*addrs)[GS_SOCK_ADDR_MAX] = NULL;
@@ -499,6 +562,7 @@ static gs_status_t comm_init(gs_comm_t *comm_out, const gs_config_t *cfg, int la
         gs__comm_free(comm);
         return status;
     }
+    gs__init_watch_arm(watch, comm);
     addrs = calloc((size_t)comm->size, GS_SOCK_ADDR_MAX);
     hosts = calloc((size_t)comm->size, sizeof(*hosts));
     if ((addrs == NULL) || (hosts == NULL)) {
@@ -507,11 +571,24 @@ static gs_status_t comm_init(gs_comm_t *comm_out, const gs_config_t *cfg, int la
         goto err_finalize;
     }
     status = comm->tr.ops->get_address(comm->tr.tp, my_addr, sizeof(my_addr));
+    if ((status == GS_OK) && gs__init_watch_tripped(watch)) {
+        status = gs__init_watch_aborted();
+    }
     if (status == GS_OK) {
-        status = gs__bootstrap_exchange(&comm->cfg, &comm->auth, my_addr, addrs, hosts, &nonce);
+        status = gs__bootstrap_exchange(&comm->cfg, &comm->auth, watch->started ? watch->flag : NULL,
+                                        my_addr, addrs, hosts, &nonce);
+    }
+    if ((status != GS_OK) && (status != GS_ERR_ABORTED) && gs__init_watch_tripped(watch)) {
+        status = gs__init_watch_aborted(); /* the step failed because of the abort */
+    }
+    if ((status == GS_OK) && gs__init_watch_tripped(watch)) {
+        status = gs__init_watch_aborted();
     }
     if (status == GS_OK) {
         status = gs__comm_start(comm, addrs, hosts);
+    }
+    if ((status != GS_OK) && (status != GS_ERR_ABORTED) && gs__init_watch_tripped(watch)) {
+        status = gs__init_watch_aborted();
     }
     if (status != GS_OK) {
         goto err_finalize;
@@ -526,6 +603,7 @@ static gs_status_t comm_init(gs_comm_t *comm_out, const gs_config_t *cfg, int la
 err_finalize:
     free(addrs);
     free(hosts);
+    gs__init_watch_disarm(watch);
     comm->tr.ops->finalize(comm->tr.tp);
     gs__comm_free(comm);
     return status;
@@ -552,6 +630,7 @@ gs_status_t gs_comm_init_env(gs_comm_t *comm_out, const gs_config_t *cfg)
 
 gs_status_t gs_comm_destroy(gs_comm_t comm)
 {
+    gs_tp_t *tp;
     gs_status_t status;
 
     if (comm == NULL) {
@@ -564,7 +643,14 @@ gs_status_t gs_comm_destroy(gs_comm_t comm)
     if (comm->cfg.stats_file[0] != '\0') {
         gs__comm_stats_emit(comm, gs__now_ns(), 1);
     }
-    status = comm->tr.ops->finalize(comm->tr.tp);
+    /* A gs_comm_abort() overlapping this destroy (it may cut short the wait
+     * for queued operations above) holds err.mu while it touches the
+     * transport: take the instance away under it before freeing it. */
+    pthread_mutex_lock(&comm->err.mu);
+    tp = comm->tr.tp;
+    comm->tr.tp = NULL;
+    pthread_mutex_unlock(&comm->err.mu);
+    status = comm->tr.ops->finalize(tp);
     gs__comm_free(comm);
     return status;
 }
@@ -578,7 +664,14 @@ gs_status_t gs_comm_abort(gs_comm_t comm)
 #ifdef GS_WITH_CUDA
     gs__dev_abort(&comm->actx);
 #endif
-    return comm->tr.ops->abort(comm->tr.tp);
+    /* Under err.mu: a gs_comm_destroy() running meanwhile frees the
+     * transport only after taking it away under the same lock. */
+    pthread_mutex_lock(&comm->err.mu);
+    if (comm->tr.tp != NULL) {
+        (void)comm->tr.ops->abort(comm->tr.tp);
+    }
+    pthread_mutex_unlock(&comm->err.mu);
+    return GS_OK;
 }
 
 gs_status_t gs_comm_rank(gs_comm_t comm, int *rank_out)

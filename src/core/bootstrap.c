@@ -526,8 +526,9 @@ static gs_status_t boot_listen(const gs__cfg_t *cfg, int *fd_out)
 }
 
 static gs_status_t boot_serve(const gs__cfg_t *cfg, const gs__auth_t *auth,
-                              const char *my_addr, char (*addrs)[GS_SOCK_ADDR_MAX],
-                              uint64_t *hosts, uint64_t *nonce_out)
+                              const volatile int *abort_flag, const char *my_addr,
+                              char (*addrs)[GS_SOCK_ADDR_MAX], uint64_t *hosts,
+                              uint64_t *nonce_out)
 {
     const uint64_t deadline = gs__deadline_after_ms(cfg->timeout_ms);
     boot_server_t s;
@@ -565,6 +566,12 @@ static gs_status_t boot_serve(const gs__cfg_t *cfg, const gs__auth_t *auth,
         uint64_t now = gs__now_ns();
         int timeout_ms;
 
+        if ((abort_flag != NULL) && (__atomic_load_n(abort_flag, __ATOMIC_RELAXED) != 0)) {
+            s.fail_status = GS_ERR_ABORTED;
+            snprintf(s.fail_msg, sizeof(s.fail_msg),
+                     "rank 0 aborted the rendezvous (gs_config_t.abort_flag)");
+            break;
+        }
         if (now >= deadline) {
             char missing[96];
             size_t off = 0;
@@ -802,10 +809,12 @@ static gs_status_t boot_client(const gs__cfg_t *cfg, const gs__auth_t *auth, con
 }
 
 gs_status_t gs__bootstrap_exchange(const gs__cfg_t *cfg, const gs__auth_t *auth,
-                                   const char *my_addr, char (*addrs_out)[GS_SOCK_ADDR_MAX],
-                                   uint64_t *hosts_out, uint64_t *nonce_out)
+                                   const volatile int *abort_flag, const char *my_addr,
+                                   char (*addrs_out)[GS_SOCK_ADDR_MAX], uint64_t *hosts_out,
+                                   uint64_t *nonce_out)
 {
     static const gs__auth_t no_auth;
+    gs_status_t status;
 
     if (auth == NULL) {
         auth = &no_auth;
@@ -816,8 +825,13 @@ gs_status_t gs__bootstrap_exchange(const gs__cfg_t *cfg, const gs__auth_t *auth,
         *nonce_out = gs__now_ns();
         return GS_OK;
     }
+    /* The blocking socket calls look at the flag too (core/socket.h). */
+    gs__sock_watch_abort(abort_flag);
     if (cfg->rank == 0) {
-        return boot_serve(cfg, auth, my_addr, addrs_out, hosts_out, nonce_out);
+        status = boot_serve(cfg, auth, abort_flag, my_addr, addrs_out, hosts_out, nonce_out);
+    } else {
+        status = boot_client(cfg, auth, my_addr, addrs_out, hosts_out, nonce_out);
     }
-    return boot_client(cfg, auth, my_addr, addrs_out, hosts_out, nonce_out);
+    gs__sock_watch_abort(NULL);
+    return status;
 }

@@ -91,11 +91,14 @@ gs_status_t gs__boot_proof_decode(const uint8_t *in, size_t len, uint8_t mac[32]
  * address. On success addrs_out[i] holds rank i's address and hosts_out[i]
  * its host id (world_size rows each; this rank's id is
  * gs__host_id(cfg->host_id)) and *nonce_out the job nonce. @p auth is the
- * job token (NULL or off: none). Blocking, bounded by cfg->timeout_ms.
+ * job token (NULL or off: none). Blocking, bounded by cfg->timeout_ms; a
+ * set @p abort_flag (gs_config_t.abort_flag; may be NULL) ends it within
+ * about 20 ms with GS_ERR_ABORTED.
  * Returns GS_OK, GS_ERR_TIMEOUT, GS_ERR_MISMATCH, GS_ERR_AUTH,
  * GS_ERR_PROTOCOL, GS_ERR_SYSTEM, GS_ERR_NO_MEMORY.
  */
-gs_status_t gs__bootstrap_exchange(const gs__cfg_t *cfg, const gs__auth_t *auth, const char *my_addr,
+gs_status_t gs__bootstrap_exchange(const gs__cfg_t *cfg, const gs__auth_t *auth,
+                                   const volatile int *abort_flag, const char *my_addr,
                                    char (*addrs_out)[GS_SOCK_ADDR_MAX], uint64_t *hosts_out,
                                    uint64_t *nonce_out);
 

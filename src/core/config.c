@@ -22,6 +22,7 @@
 #include "core/env_table.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/msg_limit.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -87,7 +88,8 @@ GS_ENV_TABLE(KNOB_KIND_CHECK)
     X(socket_family)                                                                               \
     X(slice_bytes)                                                                                 \
     X(algo)                                                                                        \
-    X(job_id)
+    X(job_id)                                                                                      \
+    X(heartbeat_ms)
 
 #define GS_CFG_USER_PROC_FIELDS(X)                                                                 \
     X(shm)                                                                                         \
@@ -451,6 +453,7 @@ static gs_status_t validate(resolve_ctx_t *ctx, int use_launcher_env)
     const int i_fam = find_knob("socket_family");
     gs__cfg_t *cfg = &ctx->cfg;
     int single = 0;
+    uint64_t max_msg = 0;
     char o1[96];
     char o2[96];
 
@@ -528,6 +531,12 @@ static gs_status_t validate(resolve_ctx_t *ctx, int use_launcher_env)
     }
     if (cfg->tune[0] == '\0') { /* GS_TUNE= (empty) means the default */
         (void)snprintf(cfg->tune, GS_CFG_STR_MAX, "auto");
+    }
+    if (gs__max_message_parse(cfg->max_message_bytes, &max_msg) != 0) {
+        return gs__error_set(GS_ERR_INVALID_ARG,
+                             "GS_MAX_MESSAGE_BYTES=\"%.64s\" is not a size from 1K to 16T (bytes, "
+                             "or a number with K, M, G or T)",
+                             cfg->max_message_bytes);
     }
     if (normalise_choice(cfg->socket_family, known_families,
                          sizeof(known_families) / sizeof(known_families[0])) != 0) {
@@ -735,7 +744,12 @@ static void warn_unknown_env_once(void)
         if (known) {
             continue;
         }
-        if (best != NULL) {
+        if (!gs__cfg_test_hooks() && (strstr(entry, "_TEST_") != NULL) &&
+            (strstr(entry, "_TEST_") < entry + len)) {
+            GS_WARN("%.*s ignored: this build has no test hooks (configure with "
+                    "-DGS_TEST_HOOKS=ON or -DGS_BUILD_TESTS=ON)",
+                    (int)((len < 128) ? len : 128), entry);
+        } else if (best != NULL) {
             GS_WARN("unknown environment variable %.*s ignored (did you mean %s?)",
                     (int)((len < 128) ? len : 128), entry, best);
         } else {

@@ -36,8 +36,10 @@ typedef struct gs__cfg {
     int tcp_spin_us;
     int shm;
     int shm_bytes;
-    int shm_test_free;
+#ifdef GS_TEST_HOOKS
+    int shm_test_free;     /* test hooks only: env_table.h's GS_ENV_TEST_ROWS */
     int comp_test_corrupt;
+#endif
     char socket_ifname[GS_CFG_STR_MAX];
     char socket_family[GS_CFG_STR_MAX];
     int slice_bytes;
@@ -52,12 +54,16 @@ typedef struct gs__cfg {
     char auth_token[GS_CFG_STR_MAX];
     char auth_token_file[GS_CFG_STR_MAX];
     char job_id[GS_CFG_STR_MAX];
+    int trace_size;
+    char dump_signal[GS_CFG_STR_MAX];
     char debug[GS_CFG_STR_MAX];
     char debug_subsys[GS_CFG_STR_MAX];
     char debug_file[GS_CFG_STR_MAX];
     char stats_file[GS_CFG_STR_MAX];
     int stats_interval_ms;
-    gs_cfg_source_t source[40]; /* indexed by env_table.h row */
+    char max_message_bytes[GS_CFG_STR_MAX];
+    int heartbeat_ms;
+    gs_cfg_source_t source[48]; /* indexed by env_table.h row */
 } gs__cfg_t;
 
 /* Number of rows in env_table.h. */
@@ -84,7 +90,41 @@ const char *gs__cfg_knob_name(int idx);
 const char *gs__cfg_knob_doc(int idx);
 int gs__cfg_knob_scope(int idx);
 
-/* Warn once per process about GS_* variables that are not in the table. */
+/* The test-only fault switches (env_table.h's GS_ENV_TEST_ROWS): their
+ * values in a build with test hooks (CMake GS_TEST_HOOKS), and "unset" (-1)
+ * in one without, where the knobs and the code behind them are absent. */
+static inline int gs__cfg_shm_test_free(const gs__cfg_t *cfg)
+{
+#ifdef GS_TEST_HOOKS
+    return cfg->shm_test_free;
+#else
+    (void)cfg;
+    return -1;
+#endif
+}
+
+static inline int gs__cfg_comp_test_corrupt(const gs__cfg_t *cfg)
+{
+#ifdef GS_TEST_HOOKS
+    return cfg->comp_test_corrupt;
+#else
+    (void)cfg;
+    return -1;
+#endif
+}
+
+/* Whether this build has the test hooks compiled in (1) or not (0). */
+static inline int gs__cfg_test_hooks(void)
+{
+#ifdef GS_TEST_HOOKS
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+/* Warn once per process about GS_* variables that are not in the table
+ * (a GS_*_TEST_* one in a build without test hooks: says so). */
 void gs__cfg_warn_unknown_env(void);
 
 /* Set every gs_config_t field that lies within the first @p nbytes of @p cfg

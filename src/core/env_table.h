@@ -38,6 +38,21 @@
 #define GS_ALGO_INTRA_ALPHA_US_DEFAULT 10
 #define GS_ALGO_INTRA_BETA_MBPS_DEFAULT 2000
 
+/* The test-only fault switches (scope GS_ENV_TEST): rows of the table only
+ * in a build with test hooks (CMake GS_TEST_HOOKS, on with GS_BUILD_TESTS),
+ * so that a released library has neither the knobs nor the code behind
+ * them (config.c warns when one is set in a build without them). */
+#ifdef GS_TEST_HOOKS
+#define GS_ENV_TEST_ROWS(X)                                                                        \
+    X("GS_SHM_TEST_FREE_BYTES", shm_test_free, GS_ENV_INT, -1, "", 0, 2147483647, GS_ENV_TEST,     \
+      "pretend /dev/shm has this many bytes free (tests of the TCP fallback)")                     \
+    X("GS_COMP_TEST_CORRUPT", comp_test_corrupt, GS_ENV_INT, -1, "", 0, 1073741824, GS_ENV_TEST,   \
+      "flip byte N (modulo the size) of every compressed payload this rank sends (tests of the "  \
+      "receivers' checks against a rogue peer)")
+#else
+#define GS_ENV_TEST_ROWS(X)
+#endif
+
 #define GS_ENV_TABLE(X)                                                                            \
     X("GS_RANK", rank, GS_ENV_INT, -1, "", 0, 16777215, GS_ENV_COMM,                               \
       "rank of this process (launchers set RANK, OMPI_COMM_WORLD_RANK or SLURM_PROCID instead)")   \
@@ -82,11 +97,7 @@
     X("GS_SHM_BYTES", shm_bytes, GS_ENV_INT, 1048576, "", 1024, 1073741824, GS_ENV_PROC,           \
       "shared-memory ring size per direction and pair of local ranks; /dev/shm needs "            \
       "2 x this + 8 KiB per pair")                                                                 \
-    X("GS_SHM_TEST_FREE_BYTES", shm_test_free, GS_ENV_INT, -1, "", 0, 2147483647, GS_ENV_TEST,     \
-      "pretend /dev/shm has this many bytes free (tests of the TCP fallback)")                     \
-    X("GS_COMP_TEST_CORRUPT", comp_test_corrupt, GS_ENV_INT, -1, "", 0, 1073741824, GS_ENV_TEST,   \
-      "flip byte N (modulo the size) of every compressed payload this rank sends (tests of the "  \
-      "receivers' checks against a rogue peer)")                                                   \
+    GS_ENV_TEST_ROWS(X)                                                                            \
     X("GS_SOCKET_IFNAME", socket_ifname, GS_ENV_STR, 0, "", 0, 0, GS_ENV_COMM,                     \
       "network interface to listen on (default: the one that routes to the master address)")       \
     X("GS_SOCKET_FAMILY", socket_family, GS_ENV_STR, 0, "any", 0, 0, GS_ENV_COMM,                  \
@@ -138,6 +149,26 @@
     X("GS_STATS_INTERVAL_MS", stats_interval_ms, GS_ENV_INT, 0, "", 0, 86400000, GS_ENV_PROC,     \
       "with GS_STATS_FILE: also write a line every this many milliseconds while operations run " \
       "(0: only at destroy)")                                                                      \
+    X("GS_MAX_MESSAGE_BYTES", max_message_bytes, GS_ENV_STR, 0, "64G", 0, 0, GS_ENV_PROC,         \
+      "longest message accepted from a peer, in bytes or with a K, M, G or T suffix (binary), "  \
+      "1K .. 16T: a peer announcing a longer one is failed with GS_ERR_PROTOCOL naming it and "   \
+      "the limit, before anything is allocated for it (TCP and MPI transports; "                 \
+      "docs/reliability.md); unexpected messages held are also bounded, 8 GiB over all peers")   \
+    X("GS_HEARTBEAT_MS", heartbeat_ms, GS_ENV_INT, 1000, "", 0, 3600000, GS_ENV_COMM,            \
+      "TCP: send a heartbeat on every connection idle this long, and fail with "                  \
+      "GS_ERR_PEER_FAILED (\"no heartbeat from rank R for N ms\") a peer from which nothing "       \
+      "arrived for 3 intervals (when that is below GS_TIMEOUT_MS): a frozen host or a pulled "     \
+      "cable is found in seconds, not at "                                                         \
+      "GS_TIMEOUT_MS; the worker thread beats while the application computes; 0: off "           \
+      "(docs/design.md, \"Heartbeats\")")                                                          \
+    X("GS_TRACE_SIZE", trace_size, GS_ENV_INT, 64, "", 1, 65536, GS_ENV_PROC,                    \
+      "operations kept by each communicator's flight recorder (sequence number, collective, "     \
+      "bytes, algorithm, times, status, peers waited on), printed by gs_comm_dump and "          \
+      "GS_DUMP_SIGNAL; the same table decodes a peer's fingerprint on GS_ERR_MISMATCH")          \
+    X("GS_DUMP_SIGNAL", dump_signal, GS_ENV_STR, 0, "", 0, 0, GS_ENV_PROC,                        \
+      "signal (USR1, USR2, HUP, QUIT, PWR, WINCH or a number) that makes a live process print "  \
+      "every communicator's flight recorder to the log at WARN, e.g. kill -USR1 PID; empty: no "  \
+      "handler is installed")                                                                     \
     X("GS_DEBUG", debug, GS_ENV_STR, 0, "WARN", 0, 0, GS_ENV_PROC,                                 \
       "log level: NONE, VERSION, WARN, INFO or TRACE; also gs_config_t.debug (process-wide "       \
       "from the gs_comm_init that sets it)")                                                       \

@@ -45,7 +45,23 @@ static int family_of(const char *family, int *af_out)
     return 0;
 }
 
-/* Milliseconds until deadline_ns, rounded up, clamped to [0, INT_MAX]. */
+/* This thread's abort flag for the blocking helpers (gs__sock_watch_abort). */
+static _Thread_local const volatile int *tl_abort;
+/* While a flag is watched, the blocking helpers wake this often to look at it. */
+#define SOCK_ABORT_SLICE_MS 20
+
+void gs__sock_watch_abort(const volatile int *flag)
+{
+    tl_abort = flag;
+}
+
+static int sock_aborted(void)
+{
+    return (tl_abort != NULL) && (__atomic_load_n(tl_abort, __ATOMIC_RELAXED) != 0);
+}
+
+/* Milliseconds until deadline_ns, rounded up, clamped to [0, INT_MAX]; at
+ * most one abort slice while an abort flag is watched. */
 static int ms_until(uint64_t deadline_ns)
 {
     uint64_t now = gs__now_ns();
@@ -55,6 +71,9 @@ static int ms_until(uint64_t deadline_ns)
         return 0;
     }
     ms = (deadline_ns - now + 999999u) / 1000000u;
+    if ((tl_abort != NULL) && (ms > SOCK_ABORT_SLICE_MS)) {
+        ms = SOCK_ABORT_SLICE_MS;
+    }
     return (ms > (uint64_t)INT_MAX) ? INT_MAX : (int)ms;
 }
 
@@ -236,6 +255,49 @@ static void copy_ifaddr(const struct sockaddr *sa, gs_sockaddr_t *out)
  * Scan the interfaces: by name when ifname is set, else the first non-loopback
  * interface that is up. IPv4 is preferred over IPv6 for family "any".
  */
+/* The names of the interfaces with an address of family @p af (AF_UNSPEC:
+ * IPv4 or IPv6), each once, comma-separated: "lo, eth0" or "none". */
+static void list_ifaddrs(const struct ifaddrs *ifs, int af, char *buf, size_t len)
+{
+    size_t used = 0;
+
+    buf[0] = '\0';
+    for (const struct ifaddrs *it = ifs; (it != NULL) && (used + 1 < len); it = it->ifa_next) {
+        const char *seen = buf;
+        const size_t nlen = strlen(it->ifa_name);
+        int dup = 0;
+        int fam;
+        int ret;
+
+        if (it->ifa_addr == NULL) {
+            continue;
+        }
+        fam = it->ifa_addr->sa_family;
+        if (((fam != AF_INET) && (fam != AF_INET6)) || ((af != AF_UNSPEC) && (fam != af))) {
+            continue;
+        }
+        while ((seen = strstr(seen, it->ifa_name)) != NULL) {
+            if (((seen == buf) || (seen[-1] == ' ')) &&
+                ((seen[nlen] == ',') || (seen[nlen] == '\0'))) {
+                dup = 1;
+                break;
+            }
+            seen += nlen;
+        }
+        if (dup) {
+            continue;
+        }
+        ret = snprintf(buf + used, len - used, "%s%s", (used > 0) ? ", " : "", it->ifa_name);
+        if ((ret < 0) || ((size_t)ret >= len - used)) {
+            break;
+        }
+        used += (size_t)ret;
+    }
+    if (buf[0] == '\0') {
+        snprintf(buf, len, "none");
+    }
+}
+
 static gs_status_t pick_from_ifaddrs(const char *ifname, int af, gs_sockaddr_t *out)
 {
     struct ifaddrs *ifs = NULL;
@@ -277,12 +339,20 @@ static gs_status_t pick_from_ifaddrs(const char *ifname, int af, gs_sockaddr_t *
         freeifaddrs(ifs);
         return GS_OK;
     }
-    freeifaddrs(ifs);
     if (ifname != NULL) {
+        char names[256];
+
+        list_ifaddrs(ifs, af, names, sizeof(names));
+        freeifaddrs(ifs);
         return gs__error_set(GS_ERR_INVALID_ARG,
-                             "socket: interface %s does not exist or has no %s address", ifname,
-                             (af == AF_INET) ? "IPv4" : ((af == AF_INET6) ? "IPv6" : "IP"));
+                             "socket: interface %s does not exist or has no %s address; "
+                             "interfaces here: %s (set GS_SOCKET_IFNAME to one of them, or "
+                             "leave it empty to pick the one that routes to the master)",
+                             ifname,
+                             (af == AF_INET) ? "IPv4" : ((af == AF_INET6) ? "IPv6" : "IP"),
+                             names);
     }
+    freeifaddrs(ifs);
     return GS_ERR_NO_RESOURCE; /* caller falls back to loopback */
 }
 
@@ -486,7 +556,12 @@ gs_status_t gs__sock_connect(const gs_sockaddr_t *addr, uint64_t deadline_ns, in
             do {
                 pfd.revents = 0;
                 ret = poll(&pfd, 1, ms_until(deadline_ns));
-            } while ((ret < 0) && (errno == EINTR));
+                if (sock_aborted()) {
+                    close(fd);
+                    return gs__error_set(GS_ERR_ABORTED, "socket: connect to %s aborted", text);
+                }
+            } while (((ret < 0) && (errno == EINTR)) ||
+                     ((ret == 0) && (gs__now_ns() < deadline_ns)));
             if (ret < 0) {
                 err = errno;
                 close(fd);
@@ -515,6 +590,9 @@ gs_status_t gs__sock_connect(const gs_sockaddr_t *addr, uint64_t deadline_ns, in
                                  strerror(err));
         }
         last_err = err;
+        if (sock_aborted()) {
+            return gs__error_set(GS_ERR_ABORTED, "socket: connect to %s aborted", text);
+        }
         if (gs__now_ns() >= deadline_ns) {
             break;
         }
@@ -573,6 +651,11 @@ static gs_status_t wait_fd(int fd, short events, uint64_t deadline_ns, const cha
     char text[GS_SOCK_ADDR_MAX];
     int ret;
 
+    if (sock_aborted()) {
+        peer_text(fd, text, sizeof(text));
+        return gs__error_set(GS_ERR_ABORTED, "socket: %s %s aborted after %zu of %zu bytes",
+                             what, text, done, len);
+    }
     if (gs__now_ns() >= deadline_ns) {
         peer_text(fd, text, sizeof(text));
         return gs__error_set(GS_ERR_TIMEOUT, "socket: %s %s timed out after %zu of %zu bytes",

@@ -47,6 +47,12 @@ gs_status_t gs__sock_pick_local(const char *ifname, const char *family, const gs
 gs_status_t gs__sock_listen(const gs_sockaddr_t *addr, int backlog, int *fd_out,
                             gs_sockaddr_t *bound_out);
 
+/* Watch @p flag (NULL: none) on this thread: while it is set, the blocking
+ * helpers below (connect, read_full, write_full) return GS_ERR_ABORTED
+ * within about 20 ms instead of waiting for their deadline. The rendezvous
+ * watches gs_config_t.abort_flag this way. */
+void gs__sock_watch_abort(const volatile int *flag);
+
 /* Connect with retries on ECONNREFUSED/ETIMEDOUT until deadline_ns (monotonic).
  * The returned socket is blocking=0 (non-blocking), close-on-exec, TCP_NODELAY.
  * Returns GS_OK, GS_ERR_TIMEOUT (naming the address), GS_ERR_SYSTEM. */

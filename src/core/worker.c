@@ -8,8 +8,10 @@
  */
 #include "core/worker.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/log.h"
 #include "gradsync/gradsync.h"
@@ -91,6 +93,25 @@ static int worker_count_inflight(const gs__worker_t *w)
     return n;
 }
 
+/* Wait on cv_work (mu held): at most one tick when a tick is set.
+ * Returns ETIMEDOUT when the tick came first. */
+static int worker_sleep(gs__worker_t *w)
+{
+    struct timespec until;
+
+    if ((w->hooks.tick == NULL) || (w->hooks.tick_ns == 0)) {
+        return pthread_cond_wait(&w->cv_work, &w->mu);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += (time_t)(w->hooks.tick_ns / 1000000000ull);
+    until.tv_nsec += (long)(w->hooks.tick_ns % 1000000000ull);
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    return pthread_cond_timedwait(&w->cv_work, &w->mu, &until);
+}
+
 static void *worker_main(void *arg)
 {
     gs__worker_t *w = (gs__worker_t *)arg;
@@ -98,8 +119,9 @@ static void *worker_main(void *arg)
     pthread_mutex_lock(&w->mu);
     for (;;) {
         if (w->inline_active) {
-            /* A caller owns the transport; it signals cv_work when done. */
-            pthread_cond_wait(&w->cv_work, &w->mu);
+            /* A caller owns the transport; it signals cv_work when done
+             * only when there is work, so with a tick wake up on time. */
+            (void)worker_sleep(w);
             continue;
         }
         if (w->head != NULL) {
@@ -135,6 +157,19 @@ static void *worker_main(void *arg)
         if (w->stop) {
             break; /* stop requested, queue drained, nothing in flight */
         }
+        if ((w->hooks.tick != NULL) && (w->hooks.tick_ns > 0)) {
+            if ((worker_sleep(w) == ETIMEDOUT) && (w->head == NULL) && (w->inflight == NULL) &&
+                !w->inline_active && !w->stop) {
+                /* Nothing to do for a tick: beat (busy keeps callers off the
+                 * transport meanwhile; they queue, and we run their task next). */
+                w->busy = 1;
+                pthread_mutex_unlock(&w->mu);
+                w->hooks.tick(w->ctx);
+                pthread_mutex_lock(&w->mu);
+                w->busy = 0;
+            }
+            continue;
+        }
         pthread_cond_wait(&w->cv_work, &w->mu);
     }
     pthread_mutex_unlock(&w->mu);
@@ -151,7 +186,15 @@ gs_status_t gs__worker_start(gs__worker_t *w, void *ctx, const gs__worker_hooks_
         w->hooks = *hooks;
     }
     pthread_mutex_init(&w->mu, NULL);
-    pthread_cond_init(&w->cv_work, NULL);
+    {
+        /* cv_work's timed wait (the tick) runs on the monotonic clock. */
+        pthread_condattr_t attr;
+
+        pthread_condattr_init(&attr);
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+        pthread_cond_init(&w->cv_work, &attr);
+        pthread_condattr_destroy(&attr);
+    }
     pthread_cond_init(&w->cv_done, NULL);
     ret = pthread_create(&w->thread, NULL, worker_main, w);
     if (ret != 0) {

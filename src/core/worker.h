@@ -37,10 +37,17 @@ struct gs__task {
 
 /* What the worker does while tasks are in flight and the queue is empty:
  * idle() drives the transport for at most wait_ns; wake() (thread-safe, may
- * be NULL) makes a sleeping idle() return when a task is submitted. */
+ * be NULL) makes a sleeping idle() return when a task is submitted.
+ * tick() (may be NULL) is the heartbeat: while the worker has nothing at
+ * all to do (no task queued or in flight, no caller running one inline) it
+ * calls tick() every tick_ns, so that the transport's liveness clock runs
+ * while the application computes between calls. A tick must be short and
+ * must not block. */
 typedef struct gs__worker_hooks {
     void (*idle)(void *ctx, uint64_t wait_ns);
     void (*wake)(void *ctx);
+    void (*tick)(void *ctx);
+    uint64_t tick_ns;
 } gs__worker_hooks_t;
 
 typedef struct gs__worker {

@@ -26,6 +26,8 @@
  *   learns of a failure, first or second hand, fails every pending and later
  *   receive, whichever peer it names, with a reason naming the failed rank:
  *   the communicator is dead, and every rank should say who killed it.
+ *   Recovery tags (GS_TP_TAG_RECOVERY) are the exception: the survivors
+ *   agree over the connections that still work (gs_comm_shrink).
  */
 #ifndef GS_TRANSPORT_TRANSPORT_H
 #define GS_TRANSPORT_TRANSPORT_H
@@ -43,6 +45,16 @@
 #define GS_TP_TAG_MATCH_MASK 0x8000ffffffffffffull
 /* Tags with this bit are point-to-point user tags (low 32 bits). */
 #define GS_TP_TAG_P2P 0x8000000000000000ull
+/* Recovery tags (gs_comm_shrink): both bits set (user tags never have bit
+ * 47). Recovery traffic outlives a failure: a transport that goes down
+ * keeps recovery messages that arrive or are held, and posts and keeps
+ * recovery receives; only a failure of the very peer named fails them. */
+#define GS_TP_TAG_RECOVERY 0x8000800000000000ull
+
+static inline int gs__tp_tag_is_recovery(uint64_t tag)
+{
+    return (tag & GS_TP_TAG_RECOVERY) == GS_TP_TAG_RECOVERY;
+}
 
 /* Capability bits (gs_transport_ops_t.caps). */
 #define GS_TP_CAP_HOST_MEM (1u << 0)
@@ -75,6 +87,10 @@ typedef struct gs_tp_params {
     int shm_test_free;        /* >= 0: pretend /dev/shm has this much free (GS_SHM_TEST_FREE_BYTES) */
     gs__counters_t *counters; /* where to count bytes and messages; may be NULL */
     const struct gs__auth *auth; /* tcp: the job token (core/auth.h); NULL or off: none */
+    uint64_t max_message_bytes;  /* longest message a peer may announce (GS_MAX_MESSAGE_BYTES);
+                                  * 0: GS_MAX_MESSAGE_BYTES_DEFAULT */
+    int heartbeat_ms;         /* tcp: GS_HEARTBEAT_MS; 0 (or less): no heartbeat */
+    int timeout_ms;           /* tcp: GS_TIMEOUT_MS (silence is judged only below it) */
 } gs_tp_params_t;
 
 /* What a finished request reports. */
@@ -129,7 +145,11 @@ typedef struct gs_transport_ops {
     /* Move data: read and write every ready socket, then return as soon as
      * at least one request completed, a peer failed or a message nobody
      * was waiting for started to arrive (so a probe sees it), or at
-     * @p deadline_ns.
+     * @p deadline_ns. Also the liveness clock (tcp: GS_HEARTBEAT_MS):
+     * heartbeats go out and silent peers fail from inside progress, so the
+     * layer above must call it at least every heartbeat interval while the
+     * instance is idle (the worker does; a call with a past deadline makes
+     * one non-blocking pass).
      * Returns GS_OK (also at the deadline), GS_ERR_ABORTED after abort,
      * GS_ERR_SYSTEM for a failure of the poller itself. */
     gs_status_t (*progress)(gs_tp_t *tp, uint64_t deadline_ns);
@@ -175,6 +195,12 @@ typedef struct gs_transport_ops {
      * rank reaches over shared memory (the cost model prices a job whose
      * every pair does so with its intra-host parameters). Any thread. */
     int (*shm_peers)(gs_tp_t *tp);
+
+    /* Optional (may be NULL: the transport cannot tell, and gs_comm_shrink
+     * answers GS_ERR_UNSUPPORTED). Worker thread only: 1 when this instance
+     * has seen @p peer fail or leave (itself, or told by another rank), 0
+     * while it looks healthy. */
+    int (*peer_failed)(gs_tp_t *tp, int peer);
 
     /* Optional native collectives (NULL when the transport has none; mpi
      * fills them and sets GS_TP_CAP_NATIVE_COLL). Used only for

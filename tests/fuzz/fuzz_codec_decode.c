@@ -4,9 +4,12 @@
  * without the zstd stage). The configuration and count are taken from the
  * input's own header fields (wire id, block size, param, count; the count
  * capped at 2^16), so that mutated bodies reach the codec, not only the
- * header check. Decoding must return GS_OK or GS_ERR_PROTOCOL, never read
- * or write out of bounds (ASan), and on GS_ERR_PROTOCOL leave the output
- * untouched. Built with -fsanitize=fuzzer; regression_driver.c replays
+ * header check; the output dtype (f32, f64, f16, bf16: the conversion after
+ * the codec) from the input length's low two bits. Every codec of
+ * GS_CODEC_MAP is reached (the wire id is taken modulo the codec count, and
+ * the corpus holds a payload of each). Decoding must return GS_OK or
+ * GS_ERR_PROTOCOL, never read or write out of bounds (ASan), and on
+ * GS_ERR_PROTOCOL leave the output untouched. Built with -fsanitize=fuzzer; regression_driver.c replays
  * corpora/codec_decode/ without libFuzzer.
  */
 #include <math.h>
@@ -29,10 +32,14 @@ static uint32_t rd32(const uint8_t *p)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    static const gs_dtype_t dts[4] = {GS_DTYPE_F32, GS_DTYPE_F64, GS_DTYPE_F16, GS_DTYPE_BF16};
+    static const size_t dt_bytes[4] = {4, 8, 2, 2};
     gs_codec_config_t cfg = GS_CODEC_CONFIG_INIT;
     const gs_codec_ops_t *ops;
-    size_t count = 7, scratch_size = 0, i;
-    float *y;
+    const gs_dtype_t dt = dts[size & 3u];
+    const size_t esize = dt_bytes[size & 3u];
+    size_t count = 7, scratch_size = 0, ybytes;
+    uint8_t *y, *ref;
     void *scratch = NULL;
     gs_status_t status;
     int pass;
@@ -58,34 +65,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         cfg.zstd = ((data[6] & GS_CODEC_WIRE_FLAG_ZSTD) != 0) ? GS_CODEC_ZSTD_AUTO
                                                                : GS_CODEC_ZSTD_OFF;
     }
-    if (gs_codec_scratch_size(&cfg, count, GS_DTYPE_F32, &scratch_size) != GS_OK) {
+    if (gs_codec_scratch_size(&cfg, count, dt, &scratch_size) != GS_OK) {
         abort();
     }
-    y = malloc((count > 0 ? count : 1) * sizeof(float));
+    ybytes = (count > 0 ? count : 1) * esize;
+    y = malloc(ybytes);
+    ref = malloc(ybytes);
     scratch = (scratch_size > 0) ? malloc(scratch_size) : NULL;
-    if ((y == NULL) || ((scratch_size > 0) && (scratch == NULL))) {
+    if ((y == NULL) || (ref == NULL) || ((scratch_size > 0) && (scratch == NULL))) {
         abort();
     }
+    memset(ref, 0x3c, ybytes); /* a finite value in every float dtype */
     for (pass = 0; pass < 2; pass++) {
-        for (i = 0; i < count; i++) {
-            y[i] = 3.0f;
-        }
-        status = (pass == 0) ? gs_codec_decode(&cfg, data, size, count, GS_DTYPE_F32, scratch,
+        memcpy(y, ref, ybytes);
+        status = (pass == 0) ? gs_codec_decode(&cfg, data, size, count, dt, scratch,
                                                scratch_size, y)
-                             : gs_codec_decode_accumulate(&cfg, data, size, count, GS_DTYPE_F32,
-                                                          scratch, scratch_size, y);
+                             : gs_codec_decode_accumulate(&cfg, data, size, count, dt, scratch,
+                                                          scratch_size, y);
         if ((status != GS_OK) && (status != GS_ERR_PROTOCOL)) {
             abort();
         }
-        if (status == GS_ERR_PROTOCOL) {
-            for (i = 0; i < count; i++) {
-                if (y[i] != 3.0f) {
-                    abort();
-                }
-            }
+        if ((status == GS_ERR_PROTOCOL) && (memcmp(y, ref, count * esize) != 0)) {
+            abort();
         }
     }
     free(scratch);
+    free(ref);
     free(y);
     return 0;
 }

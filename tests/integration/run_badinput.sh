@@ -10,11 +10,16 @@
 #               fails (GS_ERR_MISMATCH, "rank taken twice", or GS_ERR_TIMEOUT
 #               when it arrives after the rendezvous closed), nobody hangs
 #   jobid       ranks with different GS_JOB_ID: both fail, nobody hangs
+#   api         api_badinput_check (next to badinput_check) on one rank, given the
+#               names of every GS_API function of include/gradsync/*.h: each needs a
+#               bad-input row (NULL handles and pointers, bad enums, overflowing counts,
+#               ranks out of range: GS_ERR_INVALID_ARG or GS_ERR_INVALID_USAGE with a
+#               sentence, no crash); a function without a row fails the case
 # usage: run_badinput.sh PATH/TO/badinput_check [CASE...]   (KEEP=1 keeps the logs)
 # Prints "N passed, M failed"; exit status 1 when any case failed.
 set -u
 
-PROG=${1:?usage: run_badinput.sh PATH/TO/badinput_check [worldsize|duprank|jobid]...}
+PROG=${1:?usage: run_badinput.sh PATH/TO/badinput_check [worldsize|duprank|jobid|api]...}
 shift
 CASES=${*:-worldsize duprank jobid}
 # shellcheck source-path=SCRIPTDIR source=lib_procs.sh
@@ -98,6 +103,28 @@ for c in $CASES; do
         run_job jobid MISMATCH,PROTOCOL,TIMEOUT,VERSION_MISMATCH,PEER_FAILED \
             0:2:GS_JOB_ID=job-a 1:2:GS_JOB_ID=job-b
         check_inits jobid 0 2 "${JOB_LOGS[@]}"
+        ;;
+    api)
+        # The public functions, from the headers: every "GS_API <type> gs_name(".
+        hdrs="$(dirname "$0")/../../include/gradsync"
+        names="$TMP/api.names"
+        for h in "$hdrs"/*.h; do
+            tr '\n' ' ' <"$h" | grep -o 'GS_API[^;{]*(' | grep -o 'gs_[a-z0-9_]*($' | tr -d '('
+        done | sort -u >"$names"
+        echo "  api: $(wc -l <"$names") public functions in $hdrs"
+        prog_save=$PROG
+        PROG="$(dirname "$PROG")/api_badinput_check"
+        start_rank 0 1 "$(free_port)" 10000 "$TMP/api.0.log" --names "$names"
+        PROG=$prog_save
+        PROG_API_PID=$LASTPID
+        wait_rank "$PROG_API_PID" 50
+        grep -E '^(FAIL|  FAIL|MISSING|SKIP|NOTE|  NOTE|api_badinput_check:)' "$TMP/api.0.log"
+        if [ "$RC" -eq 0 ] && grep -q ' 0 failed, .* 0 missing' "$TMP/api.0.log"; then
+            pass "api: every public function refuses bad input cleanly"
+        else
+            fail "api: exit status $RC"
+            tail -n 20 "$TMP/api.0.log"
+        fi
         ;;
     *) fail "unknown case $c" ;;
     esac

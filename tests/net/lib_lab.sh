@@ -140,7 +140,7 @@ lab_wait() {
         pid=
         { wait -n -p pid "${running[@]}"; } 2>/dev/null # no "Killed" job notices
         st=$?
-        [ -n "$pid" ] || break
+        [ -n "${pid:-}" ] || break # bash unsets pid when no job was left to wait for
         local -a still=()
         for r in "${running[@]}"; do
             [ "$r" = "$pid" ] || still+=("$r")

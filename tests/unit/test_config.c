@@ -156,6 +156,38 @@ static void test_config_env_override(void **state)
     assert_int_equal(src_of(&cfg, "GS_TIMEOUT_MS"), GS_CFG_SRC_DEFAULT);
 }
 
+/* GS_MAX_MESSAGE_BYTES is checked at init: a size with K/M/G/T from 1K to
+ * 16T passes; anything else fails naming the variable. The token knob is
+ * described without its value. */
+static void test_config_max_message_and_secret(void **state)
+{
+    static const char *const good[] = {"64G", "1K", "16T", "1048576", "2MiB", "3GB"};
+    static const char *const bad[] = {"12X", "0", "512", "17T", "-1", "1.5G", "G"};
+    gs__cfg_t cfg;
+    char line[256];
+
+    (void)state;
+    setenv("GS_RANK", "0", 1);
+    setenv("GS_WORLD_SIZE", "1", 1);
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        setenv("GS_MAX_MESSAGE_BYTES", good[i], 1);
+        assert_int_equal(gs__cfg_resolve(NULL, 0, &cfg), GS_OK);
+    }
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        setenv("GS_MAX_MESSAGE_BYTES", bad[i], 1);
+        assert_int_equal(gs__cfg_resolve(NULL, 0, &cfg), GS_ERR_INVALID_ARG);
+        assert_non_null(strstr(gs__error_get(), "GS_MAX_MESSAGE_BYTES"));
+    }
+    unsetenv("GS_MAX_MESSAGE_BYTES");
+    setenv("GS_AUTH_TOKEN", "hunter2-secret", 1);
+    assert_int_equal(gs__cfg_resolve(NULL, 0, &cfg), GS_OK);
+    for (int k = 0; k < gs__cfg_num_knobs(); k++) {
+        assert_int_equal(gs__cfg_describe(&cfg, k, line, sizeof(line)), GS_OK);
+        assert_null(strstr(line, "hunter2"));
+    }
+    unsetenv("GS_AUTH_TOKEN");
+}
+
 static void test_config_caller_beats_env(void **state)
 {
     gs_config_t user;
@@ -524,6 +556,7 @@ int main(void)
         cmocka_unit_test_setup(test_config_describe_and_knobs, clean_env),
         cmocka_unit_test_setup(test_config_unset_fields_respects_size, clean_env),
         cmocka_unit_test_setup(test_config_warn_unknown_env, clean_env),
+        cmocka_unit_test_setup(test_config_max_message_and_secret, clean_env),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

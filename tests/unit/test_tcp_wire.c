@@ -159,6 +159,42 @@ static void test_tcp_wire_frame_rejects_malformed(void **state)
 }
 
 /* DOWN: the failed rank in tag, everything else zero, tag a valid int. */
+/* Protocol 5: HEARTBEAT is a control frame whose every field is zero. */
+static void test_tcp_wire_heartbeat_frame(void **state)
+{
+    uint8_t buf[GS_TCP_FRAME_HDR_LEN];
+    gs__tcp_frame_hdr_t h;
+    gs__tcp_frame_hdr_t out;
+    char why[160] = "";
+
+    (void)state;
+    memset(&h, 0, sizeof(h));
+    h.type = GS_TCP_FRAME_HEARTBEAT;
+    gs__tcp_frame_encode(&h, buf);
+    assert_int_equal(buf[4], GS_TCP_FRAME_HEARTBEAT);
+    assert_int_equal(decode(buf, &out), GS_OK);
+    assert_int_equal(out.type, GS_TCP_FRAME_HEARTBEAT);
+    assert_true((out.seq == 0) && (out.tag == 0) && (out.total_len == 0) && (out.chunk_len == 0));
+    /* Any field set: not a heartbeat the receiver could trust. */
+    for (int field = 0; field < 4; field++) {
+        memset(&h, 0, sizeof(h));
+        h.type = GS_TCP_FRAME_HEARTBEAT;
+        if (field == 0) {
+            h.seq = 1;
+        } else if (field == 1) {
+            h.tag = 7;
+        } else if (field == 2) {
+            h.total_len = 8;
+        } else {
+            h.chunk_len = 8;
+            h.total_len = 8;
+        }
+        gs__tcp_frame_encode(&h, buf);
+        assert_int_equal(gs__tcp_frame_decode(buf, sizeof(buf), &out, why, sizeof(why)),
+                         GS_ERR_PROTOCOL);
+    }
+}
+
 static void test_tcp_wire_down_frame(void **state)
 {
     uint8_t buf[GS_TCP_FRAME_HDR_LEN];
@@ -404,6 +440,7 @@ int main(void)
         cmocka_unit_test(test_tcp_wire_frame_layout_is_little_endian),
         cmocka_unit_test(test_tcp_wire_frame_rejects_malformed),
         cmocka_unit_test(test_tcp_wire_down_frame),
+        cmocka_unit_test(test_tcp_wire_heartbeat_frame),
         cmocka_unit_test(test_tcp_wire_frame_decode_writes_reason),
         cmocka_unit_test(test_tcp_wire_handshake_roundtrip),
         cmocka_unit_test(test_tcp_wire_handshake_rejects_malformed),

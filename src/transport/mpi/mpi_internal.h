@@ -117,6 +117,7 @@ struct gs_tp {
     mpi_hdrq_t *hdrq;      /* header receives, in probe order */
     mpi_orphan_t *orphans;
     int completions;       /* bumped by every completion (progress returns) */
+    uint64_t max_msg; /* GS_MAX_MESSAGE_BYTES: a peer announcing more is failed */
 };
 
 /* ---------------------------------------------------------------------- */

@@ -26,6 +26,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/msg_limit.h"
 
 int gs__mpi_reqset_alloc(mpi_reqset_t *rs, size_t n)
 {
@@ -232,6 +233,18 @@ void gs__mpi_deliver_header(gs_tp_t *tp, int src, const mpi_hdr_t *h, const unsi
     mpi_msg_t *m;
     int ret;
 
+    /* Before anything is allocated or posted for it (GS_MAX_MESSAGE_BYTES). */
+    if (h->len > tp->max_msg) {
+        char why[160];
+        (void)snprintf(why, sizeof(why),
+                       "announced a message of %llu bytes, over the limit of %llu bytes "
+                       "(GS_MAX_MESSAGE_BYTES)",
+                       (unsigned long long)h->len, (unsigned long long)tp->max_msg);
+        drain_chunks(tp, src, nchunks);
+        tp->recv_seq[src] += nchunks;
+        gs__mpi_peer_fail(tp, src, GS_ERR_PROTOCOL, why);
+        return;
+    }
     while ((r != NULL) && !(((r->peer == src) || (r->peer == GS_ANY_SOURCE)) &&
                             gs__mpi_masked_equal(r->tag, h->tag))) {
         r = r->next;

@@ -174,6 +174,76 @@ void gs__tcp_queue_down(gs_tp_t *tp, gs__tcp_conn_t *c, int failed)
 static void peer_fail_va(gs_tp_t *tp, int peer, gs_status_t status, bool remote,
                          const char *fmt, va_list ap) __attribute__((format(printf, 5, 0)));
 
+/* One HEARTBEAT frame on socket 0 of peer p (owned; skipped when out of memory). */
+static void queue_heartbeat(gs_tp_t *tp, gs__tcp_conn_t *c)
+{
+    gs__tcp_frame_t *f = calloc(1, sizeof(*f));
+    gs__tcp_frame_hdr_t hdr;
+
+    if (f == NULL) {
+        return; /* the next tick tries again */
+    }
+    memset(&hdr, 0, sizeof(hdr));
+    hdr.type = GS_TCP_FRAME_HEARTBEAT;
+    gs__tcp_frame_encode(&hdr, f->hdr);
+    f->owned = true;
+    gs__tcp_conn_queue(tp, c, f);
+}
+
+void gs__tcp_heartbeat_tick(gs_tp_t *tp, uint64_t now)
+{
+    const uint64_t silence = tp->hb_ns * GS_TCP_HEARTBEAT_MISSES;
+    bool blind;
+
+    if ((tp->hb_ns == 0) || !tp->connected || tp->leaving ||
+        atomic_load_explicit(&tp->aborted, memory_order_relaxed)) {
+        tp->hb_next_ns = UINT64_MAX;
+        return;
+    }
+    /* Ticks come every quarter interval while anyone drives the transport
+     * (the worker does while idle). A longer gap means this process was not
+     * looking (stopped, or starved of the CPU): what arrived meanwhile sits
+     * unread, so the peers' silence over the gap is not held against them. */
+    blind = (tp->hb_tick_ns == 0) || (now - tp->hb_tick_ns > tp->hb_ns);
+    tp->hb_tick_ns = now;
+    tp->hb_next_ns = now + tp->hb_ns / 4u;
+    for (int q = 0; q < tp->size; q++) {
+        gs__tcp_peer_t *p = &tp->peers[q];
+        gs__tcp_conn_t *c;
+
+        if ((q == tp->rank) || (p->fail_status != GS_OK)) {
+            continue;
+        }
+        if (blind || p->rx_seen) {
+            p->last_rx_ns = now;
+            p->rx_seen = false;
+        } else if (tp->hb_judge && (now - p->last_rx_ns >= silence)) {
+            gs__tcp_peer_fail(tp, q, GS_ERR_PEER_FAILED,
+                              "no heartbeat from rank %d for %llu ms (GS_HEARTBEAT_MS=%llu, "
+                              "failed after %d silent intervals): its host is frozen, stopped "
+                              "or unreachable",
+                              q, (unsigned long long)((now - p->last_rx_ns) / 1000000ull),
+                              (unsigned long long)(tp->hb_ns / 1000000ull),
+                              GS_TCP_HEARTBEAT_MISSES);
+            continue;
+        }
+        if (p->tx_seen) {
+            p->last_tx_ns = now;
+            p->tx_seen = false;
+            continue;
+        }
+        c = &p->conns[0];
+        /* Frames already queued will reach it (or it is not reading). After
+         * a blind gap the peer may be close to its own limit: beat now. */
+        if ((blind || (now - p->last_tx_ns >= tp->hb_ns)) && (c->fd >= 0) &&
+            (c->sq_head == NULL)) {
+            queue_heartbeat(tp, c);
+            p->last_tx_ns = now;
+            p->tx_seen = false;
+        }
+    }
+}
+
 static void peer_fail_va(gs_tp_t *tp, int peer, gs_status_t status, bool remote,
                          const char *fmt, va_list ap)
 {
@@ -487,6 +557,7 @@ void gs__tcp_conn_queue(gs_tp_t *tp, gs__tcp_conn_t *c, gs__tcp_frame_t *f)
     }
     c->sq_tail = f;
     c->sq_bytes += GS_TCP_FRAME_HDR_LEN + f->payload_len;
+    tp->peers[c->peer].tx_seen = true;
     if (was_empty) {
         gs__tcp_conn_flush(tp, c); /* latency: try the write now */
     }

@@ -54,6 +54,11 @@
 /* How long finalize tries to get its goodbye frames out. */
 #define GS_TCP_BYE_TIMEOUT_MS 1000
 #define GS_TCP_REASON_MAX 200
+/* A peer from which nothing (data or heartbeat) arrived for this many
+ * heartbeat intervals is failed (docs/design.md, "Heartbeats"), provided
+ * that this limit is below GS_TIMEOUT_MS: otherwise the operation's
+ * deadline comes first anyway, and reports GS_ERR_TIMEOUT as before. */
+#define GS_TCP_HEARTBEAT_MISSES 3
 
 typedef enum gs__tcp_req_kind { GS_TCP_REQ_SEND = 1, GS_TCP_REQ_RECV = 2 } gs__tcp_req_kind_t;
 
@@ -158,6 +163,10 @@ typedef struct gs__tcp_peer {
     int nbye;
     bool reading_last;       /* reading what it sent before blaming it (tcp_conn.c) */
     bool shm_offered;        /* its handshake on socket 0 offered shared memory */
+    bool rx_seen;            /* bytes arrived since the last heartbeat tick */
+    bool tx_seen;            /* a frame was queued to it since the last heartbeat tick */
+    uint64_t last_rx_ns;     /* heartbeat tick that last saw bytes from it */
+    uint64_t last_tx_ns;     /* heartbeat tick that last saw a frame queued to it */
     gs__tcp_shm_t *shm;      /* owned shared-memory link (also conns[0].shm once set up) */
     gs_status_t fail_status; /* GS_OK while the peer is healthy */
     char reason[GS_TCP_REASON_MAX];
@@ -206,6 +215,7 @@ struct gs_tp {
     gs__tcp_inmsg_t *unexp_head;
     gs__tcp_inmsg_t *unexp_tail;
     uint64_t unexp_bytes;
+    uint64_t max_msg; /* GS_MAX_MESSAGE_BYTES: a peer announcing more is failed */
     uint64_t nevents; /* completions and peer failures so far */
     int spin_us;      /* GS_TCP_SPIN_US as given: -1 auto, 0 off, > 0 microseconds */
     uint64_t spin_ns; /* progress polls this long before sleeping (set at connect) */
@@ -224,6 +234,10 @@ struct gs_tp {
     gs__tcp_conn_t **shm_conns; /* the conns with a shared-memory link */
     int nshm;
     gs__auth_t auth;            /* the job token: every connection authenticates when on */
+    uint64_t hb_ns;             /* heartbeat interval (GS_HEARTBEAT_MS); 0: off */
+    bool hb_judge;              /* fail silent peers (the limit is below GS_TIMEOUT_MS) */
+    uint64_t hb_next_ns;        /* next heartbeat tick */
+    uint64_t hb_tick_ns;        /* last heartbeat tick (0: none since connect) */
 };
 
 /* The sentence a request involving failed peer p fails with: once the
@@ -277,6 +291,15 @@ void gs__tcp_peer_drop(gs_tp_t *tp, int peer, gs_status_t status, const char *fm
 void gs__tcp_go_down(gs_tp_t *tp, int failed, const char *reason);
 /* Queue a DOWN(failed) frame on socket c (owned; dropped when out of memory). */
 void gs__tcp_queue_down(gs_tp_t *tp, gs__tcp_conn_t *c, int failed);
+
+/* The heartbeat (docs/design.md, "Heartbeats"), called by progress once
+ * now >= tp->hb_next_ns: queue a HEARTBEAT frame on socket 0 of every
+ * healthy peer to which nothing was queued for an interval, and fail with
+ * GS_ERR_PEER_FAILED every peer from which nothing arrived for
+ * GS_TCP_HEARTBEAT_MISSES intervals of watching (a gap between ticks longer
+ * than an interval means this side was not looking: the silence is not
+ * counted). */
+void gs__tcp_heartbeat_tick(gs_tp_t *tp, uint64_t now);
 
 /* Finish a request with a status; reason (copied) may be NULL for GS_OK. */
 void gs__tcp_req_complete(gs_tp_t *tp, struct gs_tp_req *req, gs_status_t status,

@@ -342,6 +342,12 @@ static void in_reject(hs_ctx_t *ctx, hs_slot_t *s, uint32_t verdict, const char 
         uint8_t buf[GS_TCP_HS_LEN];
 
         fill_hs(ctx->tp, &ack, GS_TCP_HS_ACK, verdict, 0);
+        if (ctx->tp->auth.on) {
+            /* Nothing about the job for a peer that has not proven the token:
+             * the verdict alone (the connector does not check ids on a refusal). */
+            ack.job_id = 0;
+            ack.comm_id = 0;
+        }
         gs__tcp_hs_encode(&ack, buf);
         (void)send(s->fd, buf, sizeof(buf), MSG_NOSIGNAL | MSG_DONTWAIT);
     }
@@ -549,8 +555,14 @@ static void missing_ranks(const hs_ctx_t *ctx, char *buf, size_t len)
             have += (tp->peers[p].conns[i].fd >= 0) ? 1 : 0;
         }
         if (have < tp->nsocks) {
-            int n = snprintf(buf + off, len - off, "%s%d (%d/%d sockets)", (count > 0) ? ", " : "",
-                             p, have, tp->nsocks);
+            const char *at = NULL;
+            int n;
+
+            for (int i = 0; (i < ctx->nout) && (at == NULL); i++) {
+                at = (ctx->out[i].peer == p) ? ctx->out[i].text : NULL;
+            }
+            n = snprintf(buf + off, len - off, "%s%d%s%s (%d/%d sockets)", (count > 0) ? ", " : "",
+                         p, (at != NULL) ? " at " : "", (at != NULL) ? at : "", have, tp->nsocks);
 
             off += (n > 0) ? (size_t)n : 0;
             count++;
@@ -591,7 +603,9 @@ static gs_status_t hs_loop(hs_ctx_t *ctx, uint64_t deadline_ns)
             missing_ranks(ctx, missing, sizeof(missing));
             return gs__error_set(GS_ERR_TIMEOUT,
                                  "tcp: rank %d timed out after %llu ms connecting; still missing "
-                                 "ranks %s",
+                                 "ranks %s (a rank that refuses connections is not running, "
+                                 "crashed or listens elsewhere; GS_DEBUG_SUBSYS=NET logs each "
+                                 "attempt, GS_SOCKET_IFNAME picks the interface)",
                                  tp->rank, (unsigned long long)((now - start) / 1000000u),
                                  missing);
         }

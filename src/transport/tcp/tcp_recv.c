@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/msg_limit.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -66,7 +67,7 @@ void gs__tcp_recv_post(gs_tp_t *tp, struct gs_tp_req *req)
 {
     gs__tcp_inmsg_t *m;
 
-    if (tp->down_status != GS_OK) {
+    if ((tp->down_status != GS_OK) && !gs__tp_tag_is_recovery(req->tag)) {
         gs__tcp_req_fail_ref(tp, req, tp->down_status, tp->down_reason);
         return;
     }
@@ -197,8 +198,17 @@ static gs__tcp_inmsg_t *msg_start(gs_tp_t *tp, int peer, const gs__tcp_frame_hdr
 {
     gs__tcp_peer_t *p = &tp->peers[peer];
     struct gs_tp_req *r;
-    gs__tcp_inmsg_t *m = calloc(1, sizeof(*m));
+    gs__tcp_inmsg_t *m;
 
+    /* Before anything is allocated or read for it (GS_MAX_MESSAGE_BYTES). */
+    if (h->total_len > tp->max_msg) {
+        gs__tcp_peer_fail(tp, peer, GS_ERR_PROTOCOL,
+                          "peer %d announced a message of %" PRIu64
+                          " bytes, over the limit of %" PRIu64 " bytes (GS_MAX_MESSAGE_BYTES)",
+                          peer, h->total_len, tp->max_msg);
+        return NULL;
+    }
+    m = calloc(1, sizeof(*m));
     if (m == NULL) {
         gs__tcp_peer_fail(tp, peer, GS_ERR_NO_MEMORY,
                           "out of memory for a message from peer %d", peer);
@@ -208,7 +218,7 @@ static gs__tcp_inmsg_t *msg_start(gs_tp_t *tp, int peer, const gs__tcp_frame_hdr
     m->seq = h->seq;
     m->tag = h->tag;
     m->total = h->total_len;
-    if (tp->down_status != GS_OK) {
+    if ((tp->down_status != GS_OK) && !gs__tp_tag_is_recovery(h->tag)) {
         /* No receive will ever take it: drain, hold nothing. */
         m->dest = GS_TCP_DEST_DRAIN;
         m->next = p->active;
@@ -235,7 +245,8 @@ static gs__tcp_inmsg_t *msg_start(gs_tp_t *tp, int peer, const gs__tcp_frame_hdr
             free(m);
             gs__tcp_peer_fail(tp, peer, GS_ERR_PROTOCOL,
                               "peer %d sent an unexpected message of %" PRIu64
-                              " bytes; %" PRIu64 " bytes are already held (limit %llu)",
+                              " bytes; %" PRIu64 " bytes are already held (limit %llu, all "
+                              "peers together)",
                               peer, h->total_len, tp->unexp_bytes, GS_TCP_UNEXP_MAX);
             return NULL;
         }
@@ -401,6 +412,9 @@ static void on_header(gs_tp_t *tp, gs__tcp_conn_t *c)
         on_down(tp, c); /* a control frame: no sequence number */
         return;
     }
+    if (h->type == GS_TCP_FRAME_HEARTBEAT) {
+        return; /* its bytes arriving was the point (do_recv noted them) */
+    }
     if (h->type == GS_TCP_FRAME_BYE) {
         c->bye_rcvd = true;
         p->nbye++;
@@ -485,6 +499,7 @@ static bool do_recv_shm(gs_tp_t *tp, gs__tcp_conn_t *c, void *dst, size_t len, s
 
     if (n > 0) {
         *n_out = n;
+        tp->peers[c->peer].rx_seen = true;
         if ((size_t)n < len) {
             c->drained = true;
         }
@@ -510,6 +525,7 @@ static bool do_recv(gs_tp_t *tp, gs__tcp_conn_t *c, void *dst, size_t len, ssize
     } while ((n < 0) && (errno == EINTR));
     if (n > 0) {
         *n_out = n;
+        tp->peers[c->peer].rx_seen = true;
         if ((size_t)n < len) {
             c->drained = true; /* the kernel had no more; skip the EAGAIN call */
         }
@@ -675,6 +691,9 @@ void gs__tcp_recv_go_down(gs_tp_t *tp)
             continue;
         }
         for (gs__tcp_inmsg_t *m = p->active; m != NULL; m = m->next) {
+            if (gs__tp_tag_is_recovery(m->tag)) {
+                continue; /* the survivors' agreement: keep it coming */
+            }
             if (m->req != NULL) {
                 r = m->req;
                 m->req = NULL;
@@ -698,12 +717,23 @@ void gs__tcp_recv_go_down(gs_tp_t *tp)
             }
         }
     }
-    /* What is left on the unexpected list is complete and unwanted now. */
-    while (tp->unexp_head != NULL) {
-        gs__tcp_msg_free(tp, tp->unexp_head);
+    /* What is left on the unexpected list is complete and unwanted now,
+     * but for recovery messages. */
+    for (gs__tcp_inmsg_t *m = tp->unexp_head; m != NULL;) {
+        gs__tcp_inmsg_t *next = m->unext;
+
+        if (!gs__tp_tag_is_recovery(m->tag)) {
+            gs__tcp_msg_free(tp, m);
+        }
+        m = next;
     }
-    while ((r = tp->posted_head) != NULL) {
-        gs__tcp_posted_unlink(tp, r);
-        gs__tcp_req_fail_ref(tp, r, tp->down_status, tp->down_reason);
+    for (r = tp->posted_head; r != NULL;) {
+        struct gs_tp_req *next = r->next;
+
+        if (!gs__tp_tag_is_recovery(r->tag)) {
+            gs__tcp_posted_unlink(tp, r);
+            gs__tcp_req_fail_ref(tp, r, tp->down_status, tp->down_reason);
+        }
+        r = next;
     }
 }

@@ -13,6 +13,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/msg_limit.h"
 #include "transport/tcp/tcp_conn.h"
 
 #include <errno.h>
@@ -141,16 +142,26 @@ static gs_status_t tcp_init(const gs_tp_params_t *params, gs_tp_t **tp_out)
     tp->epfd = -1;
     tp->evfd = -1;
     tp->down_rank = -1;
+    tp->hb_ns = (params->heartbeat_ms > 0) ? (uint64_t)params->heartbeat_ms * 1000000ull : 0;
+    tp->hb_next_ns = UINT64_MAX; /* armed by connect */
+    tp->hb_judge = (tp->hb_ns > 0) && (params->timeout_ms > 0) &&
+                   (tp->hb_ns * GS_TCP_HEARTBEAT_MISSES < (uint64_t)params->timeout_ms * 1000000ull);
     tp->host_id = params->host_id;
     tp->shm_offer = (params->shm != 0) && (params->host_id != 0) && (tp->size > 1);
     tp->shm_bytes = (uint64_t)params->shm_bytes;
     if ((tp->shm_bytes < GS_SHM_MIN_BYTES) || (tp->shm_bytes > GS_SHM_MAX_BYTES)) {
         tp->shm_offer = false; /* unset or out of range (in-process tests): TCP only */
     }
+#ifdef GS_TEST_HOOKS
     tp->shm_test_free = params->shm_test_free;
+#else
+    tp->shm_test_free = -1; /* GS_SHM_TEST_FREE_BYTES: test hooks only */
+#endif
     if (params->auth != NULL) {
         tp->auth = *params->auth;
     }
+    tp->max_msg = (params->max_message_bytes != 0) ? params->max_message_bytes
+                                                     : GS_MAX_MESSAGE_BYTES_DEFAULT;
     atomic_init(&tp->aborted, 0);
     tp->peers = calloc((size_t)tp->size, sizeof(*tp->peers));
     tp->scratch = malloc(GS_TCP_SCRATCH_LEN);
@@ -281,6 +292,9 @@ static gs_status_t tcp_connect(gs_tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX], uint6
         }
     }
     tp->connected = true;
+    if (tp->hb_ns > 0) {
+        tp->hb_next_ns = 0; /* the first progress pass ticks (and beats) */
+    }
     /* Auto: poll only when every peer is a ring away, so that polling costs
      * no syscall and the answer of a small message is microseconds away. */
     tp->spin_rings = (tp->size > 1) && (tp->nshm == tp->size - 1);
@@ -622,11 +636,14 @@ static gs_status_t tcp_progress(gs_tp_t *tp, uint64_t deadline_ns)
         if (status != GS_OK) {
             return status;
         }
+        now = gs__now_ns();
+        if (now >= tp->hb_next_ns) {
+            gs__tcp_heartbeat_tick(tp, now); /* may fail a silent peer (an event) */
+        }
         if (tp->nevents != start) {
             return atomic_load_explicit(&tp->aborted, memory_order_acquire) ? GS_ERR_ABORTED
                                                                              : GS_OK;
         }
-        now = gs__now_ns();
         if (now >= deadline_ns) {
             return GS_OK;
         }
@@ -638,7 +655,8 @@ static gs_status_t tcp_progress(gs_tp_t *tp, uint64_t deadline_ns)
             timeout_ms = 0;
             continue;
         }
-        timeout_ms = ms_until(deadline_ns, now);
+        /* Sleep no further than the next heartbeat tick. */
+        timeout_ms = ms_until((deadline_ns < tp->hb_next_ns) ? deadline_ns : tp->hb_next_ns, now);
     }
 }
 
@@ -685,6 +703,14 @@ static gs_status_t tcp_abort(gs_tp_t *tp)
 static int tcp_shm_peers(gs_tp_t *tp)
 {
     return tp->nshm;
+}
+
+static int tcp_peer_failed(gs_tp_t *tp, int peer)
+{
+    if ((tp == NULL) || (peer < 0) || (peer >= tp->size) || (peer == tp->rank)) {
+        return 0;
+    }
+    return tp->peers[peer].fail_status != GS_OK;
 }
 
 static gs_status_t tcp_wake(gs_tp_t *tp)
@@ -800,4 +826,5 @@ const gs_transport_ops_t gs__tcp_ops = {
     .wake = tcp_wake,
     .probe = tcp_probe,
     .shm_peers = tcp_shm_peers,
+    .peer_failed = tcp_peer_failed,
 };

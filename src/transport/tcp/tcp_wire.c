@@ -221,7 +221,8 @@ gs_status_t gs__tcp_frame_decode(const uint8_t *buf, size_t len, gs__tcp_frame_h
     }
     h.type = buf[FR_OFF_TYPE];
     if ((h.type != GS_TCP_FRAME_DATA) && (h.type != GS_TCP_FRAME_BYE) &&
-        (h.type != GS_TCP_FRAME_SKIP) && (h.type != GS_TCP_FRAME_DOWN)) {
+        (h.type != GS_TCP_FRAME_SKIP) && (h.type != GS_TCP_FRAME_DOWN) &&
+        (h.type != GS_TCP_FRAME_HEARTBEAT)) {
         return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "unknown frame type %" PRIu32, h.type);
     }
     if ((buf[FR_OFF_FLAGS] != 0) || (get_le16(buf + FR_OFF_RSVD) != 0)) {
@@ -235,6 +236,11 @@ gs_status_t gs__tcp_frame_decode(const uint8_t *buf, size_t len, gs__tcp_frame_h
     if (h.type == GS_TCP_FRAME_BYE) {
         if ((h.seq | h.tag | h.total_len | h.offset | h.chunk_len) != 0) {
             return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "bye frame with non-zero fields");
+        }
+    } else if (h.type == GS_TCP_FRAME_HEARTBEAT) {
+        if ((h.seq | h.tag | h.total_len | h.offset | h.chunk_len) != 0) {
+            return gs__error_explain(GS_ERR_PROTOCOL, why, whylen,
+                                     "heartbeat frame with non-zero fields");
         }
     } else if (h.type == GS_TCP_FRAME_SKIP) {
         if ((h.tag | h.total_len | h.offset | h.chunk_len) != 0) {

@@ -20,8 +20,8 @@
 /* Protocol version carried in every handshake. Bump on any layout change.
  * 2: adds the DOWN frame. 3: handshake flags (shared-memory offer) and the
  * shared-memory setup records. 4: authentication (nonce and MAC fields, the
- * PROOF message, the AUTH verdicts). */
-#define GS_TCP_PROTO_VERSION 4u
+ * PROOF message, the AUTH verdicts). 5: the HEARTBEAT frame. */
+#define GS_TCP_PROTO_VERSION 5u
 
 /* "GSHS" and "GSFR" as bytes on the wire. */
 #define GS_TCP_HS_MAGIC 0x53485347u
@@ -69,6 +69,7 @@ typedef enum gs__tcp_hs_verdict {
 #define GS_TCP_FRAME_BYE 2u  /* the sender is leaving; no frame follows on this socket */
 #define GS_TCP_FRAME_SKIP 3u /* message seq was cancelled before any byte was sent */
 #define GS_TCP_FRAME_DOWN 4u /* rank `tag` failed (control frame: takes no sequence number) */
+#define GS_TCP_FRAME_HEARTBEAT 5u /* the sender is alive (control frame, every field zero) */
 
 /* A decoded handshake (HELLO from the connecting side, ACK in reply). */
 typedef struct gs__tcp_hs {
@@ -166,7 +167,7 @@ void gs__tcp_frame_encode(const gs__tcp_frame_hdr_t *hdr, uint8_t *buf);
 /* Decode and validate a frame header: magic, known type, zero reserved bytes,
  * total_len <= GS_TCP_MAX_MSG, offset + chunk_len <= total_len without
  * overflow, chunk_len > 0 unless total_len == 0, all-zero fields for BYE
- * and SKIP (but seq), and for DOWN zero seq/total/offset/chunk with a tag
+ * and HEARTBEAT, and for SKIP (but seq), and for DOWN zero seq/total/offset/chunk with a tag
  * (the failed rank) <= INT32_MAX; whether that rank exists and is not the
  * receiver is the caller's check. Returns GS_OK or GS_ERR_PROTOCOL with a
  * reason in why[whylen]. */
