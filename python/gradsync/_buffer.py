@@ -73,8 +73,10 @@ class Buf:
         self.keep = keep
 
 
-def _torch(obj, what):
-    if str(obj.layout) != "torch.strided":
+def _torch(obj, what, torch):
+    # The torch backend calls this on every collective: attribute tests only (obj.device
+    # and str(obj.layout) cost more than the rest together).
+    if obj.layout != torch.strided:
         raise invalid("%s is a %s tensor; only dense (strided) tensors are supported"
                       % (what, obj.layout))
     dt = _TORCH.get(str(obj.dtype))
@@ -83,10 +85,11 @@ def _torch(obj, what):
                       % (what, obj.dtype, _SUPPORTED))
     if not obj.is_contiguous():
         raise invalid("%s is not contiguous; pass tensor.contiguous() (and copy back)" % what)
-    dev = obj.device.type
-    if dev not in ("cpu", "cuda"):
-        raise invalid("%s is on device %s; gradsync takes CPU or CUDA tensors" % (what, dev))
-    return Buf(obj.data_ptr(), obj.numel(), dt, False, dev == "cuda", obj, obj)
+    cuda = obj.is_cuda
+    if not (cuda or obj.is_cpu):
+        raise invalid("%s is on device %s; gradsync takes CPU or CUDA tensors"
+                      % (what, obj.device.type))
+    return Buf(obj.data_ptr(), obj.numel(), dt, False, cuda, obj, obj)
 
 
 def _numpy(obj, what):
@@ -134,7 +137,7 @@ def resolve(obj, what, writable=False):
     torch = sys.modules.get("torch")
     np = sys.modules.get("numpy")
     if torch is not None and isinstance(obj, torch.Tensor):
-        b = _torch(obj, what)
+        b = _torch(obj, what, torch)
     elif np is not None and isinstance(obj, np.ndarray):
         b = _numpy(obj, what)
     else:

@@ -18,7 +18,7 @@ from ctypes import byref, c_int, c_size_t, c_void_p
 from . import _types as T
 from ._buffer import dtype_of, resolve
 from ._compress import ErrorFeedback, codec_of
-from ._lib import LIB, check, invalid, make_error
+from ._lib import LIB, Resource, check, invalid, make_error, query
 from ._request import Request, Status, group_keep
 
 _OPS = {"sum": T.Op.SUM, "prod": T.Op.PROD, "min": T.Op.MIN, "max": T.Op.MAX,
@@ -26,7 +26,6 @@ _OPS = {"sum": T.Op.SUM, "prod": T.Op.PROD, "min": T.Op.MIN, "max": T.Op.MAX,
 _ALGOS = {a.name.lower(): a for a in T.Algo}
 _ALGOS.update({"recursive_doubling": T.Algo.RD, "hierarchical": T.Algo.HIER})
 _INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
-_GS_ERR_INVALID_USAGE = -2
 
 
 def op_of(op):
@@ -91,7 +90,7 @@ def _same_dtype(a, b, fn, an="buf", bn="out"):
                                                              a.dtype.name.lower()))
 
 
-class Communicator:
+class Communicator(Resource):
     """A group of ranks (gs_comm_t).
 
     Communicator(): rank and size from the environment: GS_RANK/GS_WORLD_SIZE,
@@ -101,14 +100,16 @@ class Communicator:
     world_size), local_rank, master_addr, master_port, timeout_ms, transport,
     tcp_nsocks, socket_ifname, socket_family, slice_bytes, algo, job_id, shm,
     tcp_spin_us, tune, debug, debug_subsys, debug_file, stats_file, auth_token,
-    auth_token_file (docs/env.md describes each; the debug ones apply to the
-    whole process).
+    auth_token_file, heartbeat_ms (docs/env.md describes each; the debug ones apply
+    to the whole process).
     launcher=False ignores the launcher variables (gs_comm_init).
 
     Collective: every rank constructs it, with the same size. Use it as a
     context manager, or call close(); abort() from any thread fails every
     pending and later call with gradsync.Aborted.
     """
+
+    _what = "communicator"
 
     def __init__(self, rank=None, size=None, master_addr=None, master_port=None,
                  timeout_ms=None, *, launcher=True, **config):
@@ -156,12 +157,6 @@ class Communicator:
     def closed(self):
         return self._h is None
 
-    def _handle(self):
-        h = self._h
-        if h is None:
-            raise make_error(_GS_ERR_INVALID_USAGE, "the communicator is closed")
-        return h
-
     def close(self):
         """Finish the submitted collectives, close the bucketers and parameter servers made
         on it, and free the communicator (gs_comm_destroy). Idempotent."""
@@ -178,18 +173,6 @@ class Communicator:
     def abort(self):
         """Every pending and later operation fails with gradsync.Aborted. Any thread."""
         check(LIB.gs_comm_abort(self._handle()))
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __repr__(self):
         return "<gradsync.Communicator rank %d of %d%s>" % (
@@ -221,24 +204,16 @@ class Communicator:
 
     def counters(self):
         """Traffic counters (gs_counters_t) as a dict."""
-        c = T.Counters()
-        c.size = ctypes.sizeof(c)
-        check(LIB.gs_comm_counters(self._handle(), byref(c)))
-        return T.struct_to_dict(c)
+        return T.struct_to_dict(query(LIB.gs_comm_counters, T.Counters, self._handle()))
 
     def stats(self):
         """Statistics (gs_comm_stats_t) as a dict; "coll" is a list indexed by gs_coll_type_t."""
-        s = T.CommStats()
-        s.size = ctypes.sizeof(s)
-        check(LIB.gs_comm_stats(self._handle(), byref(s)))
-        return T.struct_to_dict(s)
+        return T.struct_to_dict(query(LIB.gs_comm_stats, T.CommStats, self._handle()))
 
     def peer_stats(self, peer):
         """What this rank exchanged with @peer (gs_peer_stats_t) as a dict."""
-        s = T.PeerStats()
-        s.size = ctypes.sizeof(s)
-        check(LIB.gs_comm_peer_stats(self._handle(), _int(peer, "peer_stats: peer"), byref(s)))
-        return T.struct_to_dict(s)
+        return T.struct_to_dict(query(LIB.gs_comm_peer_stats, T.PeerStats, self._handle(),
+                                      _int(peer, "peer_stats: peer")))
 
     # ---- helpers -------------------------------------------------------
 
@@ -282,11 +257,10 @@ class Communicator:
             return self._run("gs_allreduce", (self._handle(), s.ptr, o.ptr, s.count, s.dtype,
                                               opv), async_op, (s.keep, o.keep), result,
                              "gs_iallreduce")
-        opts = T.AllreduceOpts()
-        opts.size = ctypes.sizeof(opts)
+        opts = T.sized(T.AllreduceOpts)
         opts.algo = algo_of(algo)
         opts.codec = codec._ptr() if codec is not None else None
-        opts.ef = ef._handle if ef is not None else None
+        opts.ef = ef._handle() if ef is not None else None
         return self._run("gs_allreduce_ex", (self._handle(), s.ptr, o.ptr, s.count, s.dtype,
                                              opv, byref(opts)), async_op,
                          (s.keep, o.keep, opts, codec, ef), result, "gs_iallreduce_ex")
@@ -496,7 +470,8 @@ class Communicator:
 def _make_config(fields):
     """A gs_config_t from keyword arguments (None: unset), and the bytes it points to."""
     cfg = T.Config()
-    types = {name: ctype for name, ctype in T.Config._fields_ if name not in ("size", "version")}
+    types = {name: ctype for name, ctype in T.Config._fields_
+             if name not in ("size", "version", "abort_flag")}
     for name, ctype in types.items():
         if ctype is ctypes.c_int:  # a library older than this struct leaves these alone
             setattr(cfg, name, T.UNSET)

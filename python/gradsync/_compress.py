@@ -11,7 +11,7 @@ from ctypes import byref, c_size_t, c_void_p
 
 from . import _types as T
 from ._buffer import dtype_of, resolve
-from ._lib import LIB, check, invalid
+from ._lib import LIB, Resource, check, invalid
 
 _ZSTD = {"off": T.CodecZstd.OFF, "on": T.CodecZstd.ON, "auto": T.CodecZstd.AUTO,
          False: T.CodecZstd.OFF, True: T.CodecZstd.ON, None: T.CodecZstd.OFF}
@@ -40,8 +40,7 @@ class Codec:
 
     def __init__(self, kind="none", block_size=None, ratio=None, levels=None, seed=0,
                  zstd="off", zstd_level=None):
-        c = self._cfg = T.CodecConfig()
-        c.size = ctypes.sizeof(c)
+        c = self._cfg = T.sized(T.CodecConfig)
         c.kind = _kind(kind)
         c.block_size = T.UNSET if block_size is None else int(block_size)
         c.ratio = float(T.UNSET) if ratio is None else float(ratio)
@@ -96,7 +95,7 @@ class Codec:
         scratch, nscratch = self._scratch(b.count, b.dtype)
         n = c_size_t()
         check(LIB.gs_codec_encode(byref(self._cfg), b.ptr, b.count, b.dtype,
-                                  ef._handle if ef is not None else None,
+                                  ef._handle() if ef is not None else None,
                                   scratch, nscratch, dst, cap, byref(n)))
         return dst.raw[:n.value]
 
@@ -118,12 +117,14 @@ def codec_of(codec):
     return Codec(codec)
 
 
-class ErrorFeedback:
+class ErrorFeedback(Resource):
     """Error-feedback residual of one tensor: ErrorFeedback(count, dtype="float32").
 
     Pass it as ef= to allreduce() with a lossy codec, one per tensor, never to
     two calls in flight at once. reset() zeroes it; close() frees it.
     """
+
+    _what = "error feedback"
 
     def __init__(self, count, dtype="float32"):
         self.count = int(count)
@@ -132,24 +133,12 @@ class ErrorFeedback:
             raise invalid("ErrorFeedback: count %d is negative" % self.count)
         h = c_void_p()
         check(LIB.gs_ef_create(self.count, self.dtype, byref(h)))
-        self._handle = h.value
+        self._h = h.value
 
     def reset(self):
-        check(LIB.gs_ef_reset(self._handle))
+        check(LIB.gs_ef_reset(self._handle()))
 
     def close(self):
-        h, self._handle = self._handle, None
+        h, self._h = self._h, None
         if h:
             check(LIB.gs_ef_destroy(h))
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass

@@ -4,7 +4,6 @@ server (gradsync/ps.h). The C headers hold the full contracts; these only
 hold on to the Python objects the C side points into (registered tensors,
 pending pushes and pulls) for as long as the C side may touch them.
 """
-import ctypes
 import operator
 
 from ctypes import byref, c_size_t, c_void_p
@@ -13,10 +12,8 @@ from . import _types as T
 from ._buffer import dtype_of, resolve
 from ._comm import _int, algo_of, op_of
 from ._compress import codec_of
-from ._lib import LIB, check, invalid, make_error
+from ._lib import LIB, Resource, check, invalid, query
 from ._request import Request
-
-_GS_ERR_INVALID_USAGE = -2
 
 
 def _opt_int(v, what):
@@ -27,7 +24,7 @@ def _opt_real(v):
     return float(T.UNSET) if v is None else float(v)
 
 
-class Bucketer:
+class Bucketer(Resource):
     """Gradient bucketing over comm (gs_bucketer_t), as DDP's reducer.
 
     Bucketer(comm, bucket_bytes=None, first_bucket_bytes=None, op="avg", algo=None,
@@ -38,10 +35,11 @@ class Bucketer:
     referenced here until close(): they must stay at their address.
     """
 
+    _what = "bucketer"
+
     def __init__(self, comm, bucket_bytes=None, first_bucket_bytes=None, op="avg", algo=None,
                  codec=None, error_feedback=None, rebuild=None):
-        o = self._opts = T.BucketerOpts()
-        o.size = ctypes.sizeof(o)
+        o = self._opts = T.sized(T.BucketerOpts)
         o.bucket_bytes = T.UNSET if bucket_bytes is None else operator.index(bucket_bytes)
         o.first_bucket_bytes = (T.UNSET if first_bucket_bytes is None
                                 else operator.index(first_bucket_bytes))
@@ -59,11 +57,6 @@ class Bucketer:
         self._comm = comm
         self._tensors = []
         comm._children.add(self)
-
-    def _handle(self):
-        if self._h is None:
-            raise make_error(_GS_ERR_INVALID_USAGE, "the bucketer is closed")
-        return self._h
 
     def add(self, tensor):
         """Register a gradient buffer; returns its id (0, 1, ... in registration order)."""
@@ -84,18 +77,12 @@ class Bucketer:
 
     def stats(self):
         """gs_bucketer_stats_t as a dict."""
-        s = T.BucketerStats()
-        s.size = ctypes.sizeof(s)
-        check(LIB.gs_bucketer_stats(self._handle(), byref(s)))
-        return T.struct_to_dict(s)
+        return T.struct_to_dict(query(LIB.gs_bucketer_stats, T.BucketerStats, self._handle()))
 
     def bucket_info(self, index):
         """Bucket index of the current grouping (count, dtype, ntensors, inplace) as a dict."""
-        s = T.BucketInfo()
-        s.size = ctypes.sizeof(s)
-        check(LIB.gs_bucketer_bucket_info(self._handle(), _int(index, "bucket_info: index", 0,
-                                                               (1 << 63) - 1), byref(s)))
-        d = T.struct_to_dict(s)
+        d = T.struct_to_dict(query(LIB.gs_bucketer_bucket_info, T.BucketInfo, self._handle(),
+                                   _int(index, "bucket_info: index", 0, (1 << 63) - 1)))
         d["dtype"] = T.DType(d["dtype"])
         return d
 
@@ -115,24 +102,12 @@ class Bucketer:
             finally:
                 self._tensors = []
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
-
 
 _MODES = {"bsp": T.PSConsistency.BSP, "ssp": T.PSConsistency.SSP, "asp": T.PSConsistency.ASP}
 _RULES = {"sgd": T.PSRule.SGD, "adam": T.PSRule.ADAM}
 
 
-class ParameterServer:
+class ParameterServer(Resource):
     """A parameter server over comm's ranks (gs_ps_t). Collective to create.
 
     ParameterServer(comm, mode="bsp"|"ssp"|"asp", staleness=None, servers=None,
@@ -145,11 +120,12 @@ class ParameterServer:
     this worker's iteration; close() is collective.
     """
 
+    _what = "parameter server"
+
     def __init__(self, comm, mode="bsp", staleness=None, servers=None, rule="sgd", lr=None,
                  momentum=None, weight_decay=None, beta1=None, beta2=None, eps=None, codec=None,
                  split_bytes=None, timeout_ms=None):
-        o = self._opts = T.PSOpts()
-        o.size = ctypes.sizeof(o)
+        o = self._opts = T.sized(T.PSOpts)
         m = _MODES.get(mode.lower() if isinstance(mode, str) else mode, mode)
         if not isinstance(m, int):
             raise invalid("ParameterServer: mode %r is not one of %s" % (mode, ", ".join(_MODES)))
@@ -175,11 +151,6 @@ class ParameterServer:
         self._h = h.value
         self._comm = comm
         comm._children.add(self)
-
-    def _handle(self):
-        if self._h is None:
-            raise make_error(_GS_ERR_INVALID_USAGE, "the parameter server is closed")
-        return self._h
 
     def register(self, key, initial=None, count=None, dtype=None):
         """Register key (collective, same order on every rank) from rank 0's initial values."""
@@ -220,25 +191,10 @@ class ParameterServer:
 
     def info(self):
         """gs_ps_info_t as a dict (roles, clock, keys, health)."""
-        s = T.PSInfo()
-        s.size = ctypes.sizeof(s)
-        check(LIB.gs_ps_info(self._handle(), byref(s)))
-        return T.struct_to_dict(s)
+        return T.struct_to_dict(query(LIB.gs_ps_info, T.PSInfo, self._handle()))
 
     def close(self):
         """Finish this rank's part and free the parameter server. Collective. Idempotent."""
         h, self._h = self._h, None
         if h is not None:
             check(LIB.gs_ps_destroy(h))
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass

@@ -86,18 +86,12 @@ class LibraryNotFound(Error, ImportError):
     """libgradsync.so could not be loaded; the message names every place tried."""
 
 
-_STATUS_CLASS = {
-    -1: InvalidArgument,
-    -2: InvalidUsage,
-    -3: Unsupported,
-    -4: Truncated,
-    -20: NoMemory,
-    -40: PeerFailed,
-    -41: Timeout,
-    -44: Mismatch,
-    -45: AuthError,
-    -60: Aborted,
-}
+_STATUS_CLASS = {T.STATUS[name]: cls for name, cls in (
+    ("GS_ERR_INVALID_ARG", InvalidArgument), ("GS_ERR_INVALID_USAGE", InvalidUsage),
+    ("GS_ERR_UNSUPPORTED", Unsupported), ("GS_ERR_TRUNCATED", Truncated),
+    ("GS_ERR_NO_MEMORY", NoMemory), ("GS_ERR_PEER_FAILED", PeerFailed),
+    ("GS_ERR_TIMEOUT", Timeout), ("GS_ERR_MISMATCH", Mismatch), ("GS_ERR_AUTH", AuthError),
+    ("GS_ERR_ABORTED", Aborted))}
 _STATUS_NAME = {v: k for k, v in T.STATUS.items()}
 
 
@@ -121,13 +115,51 @@ def invalid(message):
     return make_error(T.GS_ERR_INVALID_ARG, message)
 
 
+def last_error(status):
+    """The Error of a failed C call, with gs_last_error()'s sentence. Call it right after
+    the call, on the same thread (the text is thread-local)."""
+    raw = LIB.gs_last_error()
+    return make_error(status, raw.decode(errors="replace") if raw else "")
+
+
 def check(status):
     """Raise the Error for a C return value; return it when it is GS_OK or GS_INPROGRESS."""
     if status < 0:
-        # Read the thread-local text before anything else can call into the library.
-        raw = LIB.gs_last_error()
-        raise make_error(status, raw.decode(errors="replace") if raw else "")
+        raise last_error(status)
     return status
+
+
+def query(fn, struct, *args):
+    """A new @struct (its size field set) filled by ``fn(*args, &struct)``."""
+    s = T.sized(struct)
+    check(fn(*args, ctypes.byref(s)))
+    return s
+
+
+class Resource:
+    """Base of the objects that own a C handle (self._h, None once closed): _handle(),
+    with-statement support, and a finaliser that closes. Subclasses define close()."""
+
+    _h = None
+    _what = "object"
+
+    def _handle(self):
+        h = self._h
+        if h is None:
+            raise make_error(T.GS_ERR_INVALID_USAGE, "the %s is closed" % self._what)
+        return h
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
 
 
 # --------------------------------------------------------------------------
@@ -166,66 +198,16 @@ SIGNATURES = {
     "gs_comm_counters": (_I, [_P, POINTER(T.Counters)]),
     "gs_comm_stats": (_I, [_P, POINTER(T.CommStats)]),
     "gs_comm_peer_stats": (_I, [_P, _I, POINTER(T.PeerStats)]),
-    # blocking collectives
-    "gs_allreduce": (_I, [_P, _P, _P, _Z, _I, _I]),
-    "gs_broadcast": (_I, [_P, _P, _Z, _I, _I]),
-    "gs_reduce": (_I, [_P, _P, _P, _Z, _I, _I, _I]),
-    "gs_allgather": (_I, [_P, _P, _P, _Z, _I]),
-    "gs_reduce_scatter": (_I, [_P, _P, _P, _Z, _I, _I]),
-    "gs_alltoall": (_I, [_P, _P, _P, _Z, _I]),
+    "gs_comm_dump": (_I, [_P, _P]),  # FILE *stream
+    "gs_comm_shrink": (_I, [_P, _PP]),
     "gs_barrier": (_I, [_P]),
-    "gs_gather": (_I, [_P, _P, _P, _Z, _I, _I]),
-    "gs_scatter": (_I, [_P, _P, _P, _Z, _I, _I]),
-    "gs_allgatherv": (_I, [_P, _P, _Z, _P, _Z, _ZP, _ZP, _I]),
-    "gs_alltoallv": (_I, [_P, _P, _Z, _ZP, _ZP, _P, _Z, _ZP, _ZP, _I]),
-    "gs_reduce_scatterv": (_I, [_P, _P, _P, _ZP, _I, _I]),
-    # non-blocking rooted and v collectives
-    "gs_igather": (_I, [_P, _P, _P, _Z, _I, _I, _PP]),
-    "gs_iscatter": (_I, [_P, _P, _P, _Z, _I, _I, _PP]),
-    "gs_iallgatherv": (_I, [_P, _P, _Z, _P, _Z, _ZP, _ZP, _I, _PP]),
-    "gs_ialltoallv": (_I, [_P, _P, _Z, _ZP, _ZP, _P, _Z, _ZP, _ZP, _I, _PP]),
-    "gs_ireduce_scatterv": (_I, [_P, _P, _P, _ZP, _I, _I, _PP]),
-    # options forms
-    "gs_allreduce_ex": (_I, [_P, _P, _P, _Z, _I, _I, POINTER(T.AllreduceOpts)]),
-    "gs_broadcast_ex": (_I, [_P, _P, _Z, _I, _I, _CO]),
-    "gs_reduce_ex": (_I, [_P, _P, _P, _Z, _I, _I, _I, _CO]),
-    "gs_allgather_ex": (_I, [_P, _P, _P, _Z, _I, _CO]),
-    "gs_reduce_scatter_ex": (_I, [_P, _P, _P, _Z, _I, _I, _CO]),
-    "gs_alltoall_ex": (_I, [_P, _P, _P, _Z, _I, _CO]),
-    "gs_gather_ex": (_I, [_P, _P, _P, _Z, _I, _I, _CO]),
-    "gs_scatter_ex": (_I, [_P, _P, _P, _Z, _I, _I, _CO]),
-    "gs_allgatherv_ex": (_I, [_P, _P, _Z, _P, _Z, _ZP, _ZP, _I, _CO]),
-    "gs_alltoallv_ex": (_I, [_P, _P, _Z, _ZP, _ZP, _P, _Z, _ZP, _ZP, _I, _CO]),
-    "gs_reduce_scatterv_ex": (_I, [_P, _P, _P, _ZP, _I, _I, _CO]),
-    # point-to-point
-    "gs_send": (_I, [_P, _P, _Z, _I, _I, _U32]),
-    "gs_recv": (_I, [_P, _P, _Z, _I, _I, _U32]),
-    "gs_send_ex": (_I, [_P, _P, _Z, _I, _I, _U32, _CO]),
-    "gs_recv_ex": (_I, [_P, _P, _Z, _I, _I, _U32, _CO]),
+    "gs_ibarrier": (_I, [_P, _PP]),
     "gs_recv_status": (_I, [_P, _P, _Z, _I, _I, _U32, POINTER(T.P2PStatus)]),
+    "gs_irecv_status": (_I, [_P, _P, _Z, _I, _I, _U32, POINTER(T.P2PStatus), _PP]),
     "gs_probe": (_I, [_P, _I, _U32, _I, POINTER(T.P2PStatus)]),
     "gs_iprobe": (_I, [_P, _I, _U32, _I, _IP, POINTER(T.P2PStatus)]),
     "gs_group_start": (_I, []),
     "gs_group_end": (_I, []),
-    # non-blocking
-    "gs_iallreduce": (_I, [_P, _P, _P, _Z, _I, _I, _PP]),
-    "gs_iallreduce_ex": (_I, [_P, _P, _P, _Z, _I, _I, POINTER(T.AllreduceOpts), _PP]),
-    "gs_ibroadcast": (_I, [_P, _P, _Z, _I, _I, _PP]),
-    "gs_ireduce": (_I, [_P, _P, _P, _Z, _I, _I, _I, _PP]),
-    "gs_iallgather": (_I, [_P, _P, _P, _Z, _I, _PP]),
-    "gs_ireduce_scatter": (_I, [_P, _P, _P, _Z, _I, _I, _PP]),
-    "gs_ialltoall": (_I, [_P, _P, _P, _Z, _I, _PP]),
-    "gs_ibarrier": (_I, [_P, _PP]),
-    "gs_isend": (_I, [_P, _P, _Z, _I, _I, _U32, _PP]),
-    "gs_irecv": (_I, [_P, _P, _Z, _I, _I, _U32, _PP]),
-    "gs_ibroadcast_ex": (_I, [_P, _P, _Z, _I, _I, _CO, _PP]),
-    "gs_ireduce_ex": (_I, [_P, _P, _P, _Z, _I, _I, _I, _CO, _PP]),
-    "gs_iallgather_ex": (_I, [_P, _P, _P, _Z, _I, _CO, _PP]),
-    "gs_ireduce_scatter_ex": (_I, [_P, _P, _P, _Z, _I, _I, _CO, _PP]),
-    "gs_ialltoall_ex": (_I, [_P, _P, _P, _Z, _I, _CO, _PP]),
-    "gs_isend_ex": (_I, [_P, _P, _Z, _I, _I, _U32, _CO, _PP]),
-    "gs_irecv_ex": (_I, [_P, _P, _Z, _I, _I, _U32, _CO, _PP]),
-    "gs_irecv_status": (_I, [_P, _P, _Z, _I, _I, _U32, POINTER(T.P2PStatus), _PP]),
     "gs_wait": (_I, [_PP]),
     "gs_test": (_I, [_PP]),
     "gs_waitall": (_I, [_Z, _PP]),
@@ -261,6 +243,31 @@ SIGNATURES = {
     "gs_ps_waitall": (_I, [_Z, _PP]),
     "gs_ps_info": (_I, [_P, POINTER(T.PSInfo)]),
 }
+
+
+def _forms(name, args, opts=_CO, nonblocking_ex=True):
+    """The calls of one operation: gs_NAME(args), gs_iNAME(args, &req), gs_NAME_ex(args,
+    opts) and, unless @nonblocking_ex is false, gs_iNAME_ex(args, opts, &req)."""
+    SIGNATURES["gs_" + name] = (_I, args)
+    SIGNATURES["gs_i" + name] = (_I, args + [_PP])
+    SIGNATURES["gs_%s_ex" % name] = (_I, args + [opts])
+    if nonblocking_ex:
+        SIGNATURES["gs_i%s_ex" % name] = (_I, args + [opts, _PP])
+
+
+_forms("allreduce", [_P, _P, _P, _Z, _I, _I], POINTER(T.AllreduceOpts))
+_forms("broadcast", [_P, _P, _Z, _I, _I])
+_forms("reduce", [_P, _P, _P, _Z, _I, _I, _I])
+_forms("allgather", [_P, _P, _P, _Z, _I])
+_forms("reduce_scatter", [_P, _P, _P, _Z, _I, _I])
+_forms("alltoall", [_P, _P, _P, _Z, _I])
+_forms("send", [_P, _P, _Z, _I, _I, _U32])
+_forms("recv", [_P, _P, _Z, _I, _I, _U32])
+_forms("gather", [_P, _P, _P, _Z, _I, _I], nonblocking_ex=False)
+_forms("scatter", [_P, _P, _P, _Z, _I, _I], nonblocking_ex=False)
+_forms("allgatherv", [_P, _P, _Z, _P, _Z, _ZP, _ZP, _I], nonblocking_ex=False)
+_forms("alltoallv", [_P, _P, _Z, _ZP, _ZP, _P, _Z, _ZP, _ZP, _I], nonblocking_ex=False)
+_forms("reduce_scatterv", [_P, _P, _P, _ZP, _I, _I], nonblocking_ex=False)
 
 
 # --------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import time
 from ctypes import byref, c_int, c_void_p
 
 from . import _types as T
-from ._lib import LIB, check, make_error
+from ._lib import LIB, check, last_error as _last_error
 
 
 class Status:
@@ -43,11 +43,6 @@ class Status:
 
     def __repr__(self):
         return "Status(source=%r, tag=%r, count=%r)" % (self.source, self.tag, self.count)
-
-
-def _last_error(status):
-    raw = LIB.gs_last_error()
-    return make_error(status, raw.decode(errors="replace") if raw else "")
 
 
 class Request:

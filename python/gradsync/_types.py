@@ -22,24 +22,17 @@ ANY_SOURCE = -1
 HEADER_VERSION = 100
 
 
-class DType(enum.IntEnum):
-    """gs_dtype_t (GS_DTYPE_MAP in types.h)."""
-    FLOAT32 = 0
-    FLOAT64 = 1
-    FLOAT16 = 2
-    BFLOAT16 = 3
-    INT8 = 4
-    UINT8 = 5
-    INT32 = 6
-    INT64 = 7
-
-    @property
-    def itemsize(self):
-        return _DTYPE_SIZE[self]
+def _enum(name, doc, members):
+    """An IntEnum of a C enum whose values run 0, 1, 2, ... in the order of @members."""
+    cls = enum.IntEnum(name, [(m, i) for i, m in enumerate(members.split())], module=__name__)
+    cls.__doc__ = doc
+    return cls
 
 
-_DTYPE_SIZE = {DType.FLOAT32: 4, DType.FLOAT64: 8, DType.FLOAT16: 2, DType.BFLOAT16: 2,
-               DType.INT8: 1, DType.UINT8: 1, DType.INT32: 4, DType.INT64: 8}
+DType = _enum("DType", "gs_dtype_t (GS_DTYPE_MAP in types.h).",
+              "FLOAT32 FLOAT64 FLOAT16 BFLOAT16 INT8 UINT8 INT32 INT64")
+_DTYPE_SIZE = dict(zip(DType, (4, 8, 2, 2, 1, 1, 4, 8)))
+DType.itemsize = property(lambda self: _DTYPE_SIZE[self], doc="Bytes per element.")
 
 #: Names accepted wherever a dtype is given as a string.
 DTYPE_NAMES = {
@@ -53,92 +46,21 @@ DTYPE_NAMES = {
     "int64": DType.INT64, "i64": DType.INT64,
 }
 
-
-class Op(enum.IntEnum):
-    """gs_op_t (GS_OP_MAP in types.h). AVG needs a float dtype; the bitwise ops integer ones."""
-    SUM = 0
-    PROD = 1
-    MIN = 2
-    MAX = 3
-    AVG = 4
-    BAND = 5
-    BOR = 6
-    BXOR = 7
-
-
-class Algo(enum.IntEnum):
-    """gs_algo_t (GS_ALGO_MAP in types.h)."""
-    AUTO = 0
-    RING = 1
-    CHAIN = 2
-    DIRECT = 3
-    TREE = 4
-    RD = 5
-    RABENSEIFNER = 6
-    BINOMIAL = 7
-    NATIVE = 8
-    HIER = 9
-
-
-class CodecKind(enum.IntEnum):
-    """gs_codec_kind_t (GS_CODEC_MAP in compress.h)."""
-    NONE = 0
-    FP16 = 1
-    BF16 = 2
-    INT8 = 3
-    QSGD = 4
-    SIGN = 5
-    TOPK = 6
-    RANDK = 7
-
-
-class CodecZstd(enum.IntEnum):
-    """gs_codec_zstd_t (compress.h)."""
-    OFF = 0
-    ON = 1
-    AUTO = 2
-
-
-class PSConsistency(enum.IntEnum):
-    """gs_ps_consistency_t (ps.h)."""
-    BSP = 0
-    SSP = 1
-    ASP = 2
-
-
-class PSRule(enum.IntEnum):
-    """gs_ps_rule_t (ps.h)."""
-    SGD = 0
-    ADAM = 1
-    CALLBACK = 2
-
-
-class CollType(enum.IntEnum):
-    """gs_coll_type_t (gradsync.h): the indexes of Communicator.stats()["coll"]."""
-    ALLREDUCE = 0
-    BROADCAST = 1
-    REDUCE = 2
-    ALLGATHER = 3
-    REDUCE_SCATTER = 4
-    ALLTOALL = 5
-    BARRIER = 6
-    SEND = 7
-    RECV = 8
-    GATHER = 9
-    SCATTER = 10
-    ALLGATHERV = 11
-    ALLTOALLV = 12
-    REDUCE_SCATTERV = 13
-
-
-class Scope(enum.IntEnum):
-    """gs_status_scope_t (status.h)."""
-    NONE = 0
-    ARGUMENT = 1
-    RESOURCE = 2
-    PEER = 3
-    COMM = 4
-    INTERNAL = 5
+Op = _enum("Op", "gs_op_t (GS_OP_MAP in types.h). AVG needs a float dtype; the bitwise ops "
+           "integer ones.", "SUM PROD MIN MAX AVG BAND BOR BXOR")
+Algo = _enum("Algo", "gs_algo_t (GS_ALGO_MAP in types.h).",
+             "AUTO RING CHAIN DIRECT TREE RD RABENSEIFNER BINOMIAL NATIVE HIER")
+CodecKind = _enum("CodecKind", "gs_codec_kind_t (GS_CODEC_MAP in compress.h).",
+                  "NONE FP16 BF16 INT8 QSGD SIGN TOPK RANDK")
+CodecZstd = _enum("CodecZstd", "gs_codec_zstd_t (compress.h).", "OFF ON AUTO")
+PSConsistency = _enum("PSConsistency", "gs_ps_consistency_t (ps.h).", "BSP SSP ASP")
+PSRule = _enum("PSRule", "gs_ps_rule_t (ps.h).", "SGD ADAM CALLBACK")
+CollType = _enum("CollType", "gs_coll_type_t (gradsync.h): the indexes of "
+                 "Communicator.stats()[\"coll\"].",
+                 "ALLREDUCE BROADCAST REDUCE ALLGATHER REDUCE_SCATTER ALLTOALL BARRIER SEND RECV "
+                 "GATHER SCATTER ALLGATHERV ALLTOALLV REDUCE_SCATTERV")
+Scope = _enum("Scope", "gs_status_scope_t (status.h).",
+              "NONE ARGUMENT RESOURCE PEER COMM INTERNAL")
 
 
 #: gs_status_t (GS_STATUS_MAP in status.h): name -> value.
@@ -163,10 +85,12 @@ STATUS = {
     "GS_ERR_COMM_FAILED": -61,
     "GS_ERR_INTERNAL": -100,
 }
-GS_OK = 0
-GS_INPROGRESS = 1
-GS_ERR_INVALID_ARG = -1
-GS_ERR_UNSUPPORTED = -3
+GS_OK = STATUS["GS_OK"]
+GS_INPROGRESS = STATUS["GS_INPROGRESS"]
+GS_ERR_INVALID_ARG = STATUS["GS_ERR_INVALID_ARG"]
+GS_ERR_INVALID_USAGE = STATUS["GS_ERR_INVALID_USAGE"]
+GS_ERR_UNSUPPORTED = STATUS["GS_ERR_UNSUPPORTED"]
+GS_ERR_MISMATCH = STATUS["GS_ERR_MISMATCH"]
 
 
 # --------------------------------------------------------------------------
@@ -202,6 +126,10 @@ class Config(ctypes.Structure):
         # Connection authentication (docs/security.md), appended.
         ("auth_token", c_char_p),
         ("auth_token_file", c_char_p),
+        # Failure detection and abortable init (docs/design.md), appended. abort_flag is the
+        # caller's int, not a keyword of Communicator().
+        ("heartbeat_ms", c_int),
+        ("abort_flag", ctypes.POINTER(c_int)),
     ]
 
 
@@ -293,6 +221,13 @@ class PSInfo(ctypes.Structure):
     _fields_ = [("size", c_size_t), ("rank", c_int), ("nranks", c_int), ("worker", c_int),
                 ("nworkers", c_int), ("server", c_int), ("nservers", c_int), ("clock", c_int64),
                 ("nkeys", c_size_t), ("shard_bytes", c_size_t), ("error", c_int)]
+
+
+def sized(struct):
+    """A zeroed @struct (a class) with its size field set, as every versioned struct starts."""
+    s = struct()
+    s.size = ctypes.sizeof(s)
+    return s
 
 
 def struct_to_dict(s):

@@ -115,6 +115,7 @@ _C_TO_CTYPES = {
     "gs_op_t": ctypes.c_int, "gs_status_t": ctypes.c_int, "gs_status_scope_t": ctypes.c_int,
     "char*": ctypes.c_char_p, "size_t*": ctypes.POINTER(ctypes.c_size_t),
     "int*": ctypes.POINTER(ctypes.c_int), "gs_status_t*": ctypes.POINTER(ctypes.c_int),
+    "FILE*": ctypes.c_void_p,
 }
 for _h in ("gs_comm_t", "gs_request_t", "gs_ef_t", "gs_bucketer_t", "gs_ps_t",
            "gs_ps_request_t"):

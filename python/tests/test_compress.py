@@ -88,3 +88,14 @@ def test_codec_errors_change_nothing(comm):
     with pytest.raises(gradsync.Error) as ei:
         gradsync.Codec("int8").decode(payload, out)
     assert ei.value.name == "GS_ERR_PROTOCOL" and (out == 5).all()
+
+
+def test_closed_error_feedback_is_refused(comm):
+    ef = gradsync.ErrorFeedback(4)
+    with ef:
+        ef.reset()
+    ef.close()  # idempotent
+    with pytest.raises(gradsync.InvalidUsage, match="error feedback is closed"):
+        comm.allreduce(bytearray(16), codec="int8", ef=ef)
+    with pytest.raises(gradsync.InvalidUsage, match="error feedback is closed"):
+        ef.reset()

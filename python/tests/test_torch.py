@@ -102,3 +102,61 @@ def test_tensor_and_numpy_mix(comm):
     out = np.zeros(4, np.float64)
     comm.allreduce(x, out)
     assert (out == sum(range(comm.size))).all()
+
+
+# --------------------------------------------------------------------------
+# gradsync.torch's layer over the package (gradsync/torch/_comm.py)
+# --------------------------------------------------------------------------
+
+def test_torch_layer_errors_are_gradsync_errors_and_runtime_errors():
+    from gradsync.torch import _comm
+
+    for status in (-1, -2, -4, -20, -40, -41, -44, -45, -60, -100):
+        e = _comm.error(status, "a sentence")
+        assert isinstance(e, gradsync.error_class(status)) and isinstance(e, RuntimeError)
+        assert e.status == status and e.message == "a sentence" and e.name.startswith("GS_")
+        assert type(_comm.error(status, "again")) is type(e)  # one class per status class
+    e = _comm.invalid("gradsync backend: no")
+    assert isinstance(e, gradsync.InvalidArgument) and isinstance(e, ValueError)
+    with pytest.raises(gradsync.InvalidArgument):
+        _comm.call(gradsync.Codec, "zip")
+
+
+def test_torch_layer_dtypes_follow_the_package():
+    from gradsync import _buffer
+    from gradsync.torch import _comm
+
+    for t, dt in _comm.DTYPES.items():
+        if t is not torch.bool:
+            assert _buffer.dtype_of(t) == dt
+    assert _comm.DTYPES[torch.bool] == gradsync.DType.UINT8
+    assert set(_comm.FLOAT_DTYPES) == {torch.float32, torch.float64, torch.float16,
+                                       torch.bfloat16}
+    with pytest.raises(gradsync.InvalidArgument, match="not supported"):
+        _comm.dtype_of(torch.zeros(1, dtype=torch.int16))
+
+
+def test_torch_layer_on_a_borrowed_communicator(comm):
+    """Comm(communicator) runs the package's calls, completes torch futures on its thread
+    (bool tensors as uint8), raises the package's errors as RuntimeError too, and leaves a
+    borrowed communicator open."""
+    from gradsync.torch import _comm
+
+    c = _comm.Comm(comm)
+    try:
+        x = torch.full((5,), float(comm.rank + 1))
+        assert c.start("allreduce", x, op="sum", result="done").wait() == "done"
+        assert torch.all(x == sum(range(1, comm.size + 1)))
+        b = torch.tensor([comm.rank == 0, True, False])
+        c.start("allreduce", b, op="max", sync=True).wait()
+        assert b.tolist() == [True, True, False]
+        after = []
+        fut = c.start("barrier", result=7, after=lambda: after.append(1))
+        assert fut.wait() == 7 and after == [1]
+        with pytest.raises(gradsync.InvalidArgument) as ei:
+            c.start("allreduce", x, torch.zeros(2), sync=True)
+        assert isinstance(ei.value, RuntimeError)
+    finally:
+        c.close()
+        c.close()
+    assert not comm.closed

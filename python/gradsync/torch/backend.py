@@ -20,6 +20,10 @@ completion thread when gradsync's non-blocking request finishes, so
 a call from distributed_c10d with async_op=False waits on the caller's
 thread instead and raises its error there (see _caller_waits).
 
+The C calls are gradsync.Communicator's (through gradsync.torch._comm.Comm,
+which adds the completion thread); errors are gradsync.Error subclasses that
+are RuntimeError too, the backend's own refusals gradsync.InvalidArgument.
+
 What it does not do: CUDA tensors (gradsync's device path is not wired
 here), ReduceOp.PREMUL_SUM, allreduce_coalesced and the *_coalesced calls,
 several tensors per call (one per device, a multi-GPU idiom).
@@ -34,47 +38,71 @@ import weakref
 import torch
 import torch.distributed as dist
 
-from . import _native
+import gradsync
+from gradsync import Op
+from gradsync._types import GS_ERR_MISMATCH
+
+from ._comm import Comm, call, dtype_of, error, invalid
 
 BACKEND_NAME = "gradsync"
 _RENDEZVOUS_KEY = "gradsync/rendezvous"
 
 _REDUCE_OPS = [
-    ("SUM", "sum"),
-    ("PRODUCT", "prod"),
-    ("MIN", "min"),
-    ("MAX", "max"),
-    ("BAND", "band"),
-    ("BOR", "bor"),
-    ("BXOR", "bxor"),
-    ("AVG", "avg"),
+    ("SUM", Op.SUM),
+    ("PRODUCT", Op.PROD),
+    ("MIN", Op.MIN),
+    ("MAX", Op.MAX),
+    ("BAND", Op.BAND),
+    ("BOR", Op.BOR),
+    ("BXOR", Op.BXOR),
+    ("AVG", Op.AVG),
 ]
 
 
+# By the value of ReduceOp.RedOpType (torch 1.13: opts.reduceOp.op): one dict look-up per
+# call instead of up to eight ReduceOp comparisons (0.7 us each).
+_REDUCE_OPS_BY_CODE = {int(getattr(dist.ReduceOp.RedOpType, torch_name)): gs_op
+                       for torch_name, gs_op in _REDUCE_OPS
+                       if hasattr(getattr(dist.ReduceOp, "RedOpType", None), torch_name)}
+
+
 def reduce_op(op):
-    """Map a torch.distributed.ReduceOp to gradsync's op code; refuse the rest."""
-    for torch_name, gs_name in _REDUCE_OPS:
+    """Map a torch.distributed.ReduceOp to a gradsync.Op; refuse the rest."""
+    try:
+        return _REDUCE_OPS_BY_CODE[int(getattr(op, "op", op))]
+    except (KeyError, TypeError, ValueError):
+        pass
+    for torch_name, gs_op in _REDUCE_OPS:
         if hasattr(dist.ReduceOp, torch_name) and op == getattr(dist.ReduceOp, torch_name):
-            return _native.OPS[gs_name]
-    raise ValueError("gradsync backend: unsupported reduce op %s (supported: SUM, PRODUCT, MIN, "
-                     "MAX, BAND, BOR, BXOR, AVG; PREMUL_SUM is not)" % (op,))
+            return gs_op
+    raise invalid("gradsync backend: unsupported reduce op %s (supported: SUM, PRODUCT, MIN, "
+                  "MAX, BAND, BOR, BXOR, AVG; PREMUL_SUM is not)" % (op,))
 
 
 def _one(tensors, what):
     if len(tensors) != 1:
-        raise ValueError("gradsync backend: %s takes exactly one tensor per call, got %d"
-                         % (what, len(tensors)))
+        raise invalid("gradsync backend: %s takes exactly one tensor per call, got %d"
+                      % (what, len(tensors)))
     return _check(tensors[0], what)
 
 
 def _check(t, what):
-    if t.device.type != "cpu":
-        raise ValueError("gradsync backend: %s: only CPU tensors are supported, got %s"
-                         % (what, t.device))
+    if not t.is_cpu:  # (t.device costs more than the rest of the call's checks)
+        raise invalid("gradsync backend: %s: only CPU tensors are supported, got %s"
+                      % (what, t.device))
     if t.is_sparse:
-        raise ValueError("gradsync backend: %s: sparse tensors are not supported" % what)
-    _native.dtype_of(t)
+        raise invalid("gradsync backend: %s: sparse tensors are not supported" % what)
+    dtype_of(t)
     return t
+
+
+def _staged(t):
+    """A contiguous tensor for t (_check()ed already) and the copy-back to run after the call
+    (or None)."""
+    if t.is_contiguous():
+        return t, None
+    c = t.contiguous()
+    return c, (lambda: t.copy_(c))
 
 
 def _contiguous_block(tensors):
@@ -114,31 +142,43 @@ def _caller_waits(depth=2):
 
 
 class _PeerWork(dist.Work):
-    """Work of a send or receive, waited for by its (Python) caller. Called only from
-    Python (distributed_c10d's send/recv/isend/irecv), so a Python Work is safe here
-    and gives recv_anysource its _source_rank()."""
+    """Work of a send or receive (a gradsync.Request), waited for by its (Python) caller.
+    Called only from Python (distributed_c10d's send/recv/isend/irecv), so a Python Work
+    is safe here and gives recv_anysource its _source_rank(). A receive must fill its
+    tensor: @expect elements, else gradsync.Mismatch."""
 
-    def __init__(self, req, copy_back=None):
+    def __init__(self, req, copy_back=None, expect=None):
         super().__init__()
         self._req = req
         self._copy_back = copy_back
+        self._expect = expect
+
+    def _check_count(self):
+        st = self._req.status
+        if self._expect is not None and st is not None and st.count != self._expect:
+            expect, self._expect = self._expect, None
+            raise error(GS_ERR_MISMATCH, "received %d elements, expected %d" % (st.count, expect))
 
     def wait(self, timeout=None):
-        self._req.wait()
+        call(self._req.wait)
+        self._check_count()
         if self._copy_back is not None:
             self._copy_back()
             self._copy_back = None
         return True
 
     def is_completed(self):
-        return self._req.test()
+        done = call(self._req.test)
+        if done:
+            self._check_count()
+        return done
 
     def is_success(self):
-        return self._req.test()
+        return self.is_completed()
 
     def _source_rank(self):
         self.wait()
-        return self._req.source
+        return self._req.status.source
 
     def source_rank(self):
         return self._source_rank()
@@ -155,7 +195,7 @@ class ProcessGroupGradsync(dist.ProcessGroup):
         timeout_ms = None
         if "GS_TIMEOUT_MS" not in os.environ and isinstance(timeout, datetime.timedelta):
             timeout_ms = int(min(timeout.total_seconds() * 1000, 2**31 - 1))
-        self.comm = _native.Comm(rank, size, addr, port, timeout_ms=timeout_ms,
+        self.comm = Comm.connect(rank, size, addr, port, timeout_ms=timeout_ms,
                                  job_id="torch-%s-%d" % (addr, port))
         self._finalizer = weakref.finalize(self, self.comm.close)
 
@@ -182,98 +222,93 @@ class ProcessGroupGradsync(dist.ProcessGroup):
 
     # --- collectives -----------------------------------------------------------------
 
-    def _staged(self, t, what):
-        """A contiguous tensor for t and the copy-back to run after the call (or None)."""
-        _check(t, what)
-        if t.is_contiguous():
-            return t, None
-        c = t.contiguous()
-        return c, (lambda: t.copy_(c))
-
     def allreduce(self, tensors, opts=None):
         sync = _caller_waits()
         t = _one(tensors, "allreduce")
         op = reduce_op(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
-        buf, back = self._staged(t, "allreduce")
-        return _work(self.comm.iallreduce(buf, op, result=tensors, after=back, sync=sync))
+        buf, back = _staged(t)
+        return _work(self.comm.start("allreduce", buf, op=op, result=tensors, after=back,
+                                     sync=sync))
 
     def broadcast(self, tensors, opts=None):
         sync = _caller_waits()
         t = _one(tensors, "broadcast")
-        buf, back = self._staged(t, "broadcast")
+        buf, back = _staged(t)
         root = opts.rootRank if opts is not None else 0
-        return _work(self.comm.ibroadcast(buf, root, result=tensors, after=back, sync=sync))
+        return _work(self.comm.start("broadcast", buf, root, result=tensors, after=back,
+                                     sync=sync))
 
     def reduce(self, tensors, opts=None):
         sync = _caller_waits()
         t = _one(tensors, "reduce")
         op = reduce_op(opts.reduceOp)
-        buf, back = self._staged(t, "reduce")
-        return _work(self.comm.ireduce(buf, op, opts.rootRank, result=tensors, after=back,
-                                       sync=sync))
+        buf, back = _staged(t)
+        return _work(self.comm.start("reduce", buf, None, op, opts.rootRank, result=tensors,
+                                     after=back, sync=sync))
 
     def allgather(self, output_tensors, input_tensors, opts=None):
         sync = _caller_waits()
         send = _one(input_tensors, "allgather").contiguous()
         outs = output_tensors[0]
         if len(output_tensors) != 1 or len(outs) != self._size:
-            raise ValueError("gradsync backend: allgather needs one list of %d output tensors"
-                             % self._size)
+            raise invalid("gradsync backend: allgather needs one list of %d output tensors"
+                          % self._size)
         for o in outs:
             _check(o, "allgather")
         block = _contiguous_block(outs)
         if block is not None:
-            return _work(self.comm.iallgather(send, block, result=output_tensors, sync=sync))
+            return _work(self.comm.start("allgather", send, block, result=output_tensors,
+                                         sync=sync))
         flat = torch.empty(self._size * send.numel(), dtype=send.dtype)
 
         def after():
             for o, piece in zip(outs, flat.split(send.numel())):
                 o.copy_(piece.view_as(o))
 
-        return _work(self.comm.iallgather(send, flat, result=output_tensors, after=after,
-                                          sync=sync))
+        return _work(self.comm.start("allgather", send, flat, result=output_tensors, after=after,
+                                     sync=sync))
 
     def _allgather_base(self, output, input, opts=None):
         sync = _caller_waits()
         _check(output, "all_gather_into_tensor")
         send = _check(input, "all_gather_into_tensor").contiguous()
         if not output.is_contiguous():
-            raise ValueError("gradsync backend: all_gather_into_tensor needs a contiguous output")
-        return _work(self.comm.iallgather(send, output, result=[output], sync=sync))
+            raise invalid("gradsync backend: all_gather_into_tensor needs a contiguous output")
+        return _work(self.comm.start("allgather", send, output, result=[output], sync=sync))
 
     def gather(self, output_tensors, input_tensors, opts=None):
         sync = _caller_waits()
         send = _one(input_tensors, "gather").contiguous()
         root = opts.rootRank
         if self._rank != root:
-            return _work(self.comm.igather(send, None, root, result=[], sync=sync))
+            return _work(self.comm.start("gather", send, None, root, result=[], sync=sync))
         outs = output_tensors[0]
         if len(outs) != self._size:
-            raise ValueError("gradsync backend: gather needs %d output tensors at the root"
-                             % self._size)
+            raise invalid("gradsync backend: gather needs %d output tensors at the root"
+                          % self._size)
         flat = torch.empty(self._size * send.numel(), dtype=send.dtype)
 
         def after():
             for o, piece in zip(outs, flat.split(send.numel())):
                 o.copy_(piece.view_as(o))
 
-        return _work(self.comm.igather(send, flat, root, result=output_tensors, after=after,
-                                       sync=sync))
+        return _work(self.comm.start("gather", send, flat, root, result=output_tensors,
+                                     after=after, sync=sync))
 
     def scatter(self, output_tensors, input_tensors, opts=None):
         sync = _caller_waits()
         out = _one(output_tensors, "scatter")
         root = opts.rootRank
-        buf, back = self._staged(out, "scatter")
+        buf, back = _staged(out)
         send = None
         if self._rank == root:
             ins = input_tensors[0]
             if len(ins) != self._size:
-                raise ValueError("gradsync backend: scatter needs %d input tensors at the root"
-                                 % self._size)
+                raise invalid("gradsync backend: scatter needs %d input tensors at the root"
+                              % self._size)
             send = torch.cat([_check(i, "scatter").reshape(-1) for i in ins])
-        return _work(self.comm.iscatter(send, buf, root, result=output_tensors, after=back,
-                                        sync=sync))
+        return _work(self.comm.start("scatter", send, buf, root, result=output_tensors,
+                                     after=back, sync=sync))
 
     def reduce_scatter(self, output_tensors, input_tensors, opts=None):
         return self._reduce_scatter(output_tensors, input_tensors, opts, _caller_waits())
@@ -283,14 +318,14 @@ class ProcessGroupGradsync(dist.ProcessGroup):
         op = reduce_op(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
         ins = input_tensors[0]
         if len(input_tensors) != 1 or len(ins) != self._size:
-            raise ValueError("gradsync backend: reduce_scatter needs one list of %d inputs"
-                             % self._size)
+            raise invalid("gradsync backend: reduce_scatter needs one list of %d inputs"
+                          % self._size)
         block = _contiguous_block(ins)
         send = block if block is not None else \
             torch.cat([_check(i, "reduce_scatter").reshape(-1) for i in ins])
-        buf, back = self._staged(out, "reduce_scatter")
-        return _work(self.comm.ireduce_scatter(send, buf, op, result=output_tensors, after=back,
-                                               sync=sync))
+        buf, back = _staged(out)
+        return _work(self.comm.start("reduce_scatter", send, buf, op, result=output_tensors,
+                                     after=back, sync=sync))
 
     def _reduce_scatter_base(self, output, input, opts=None):
         return self._reduce_scatter([output], [list(input.contiguous().chunk(self._size))], opts,
@@ -300,18 +335,19 @@ class ProcessGroupGradsync(dist.ProcessGroup):
         sync = _caller_waits()
         _check(output, "all_to_all_single")
         send = _check(input, "all_to_all_single").contiguous()
-        buf, back = self._staged(output, "all_to_all_single")
+        buf, back = _staged(output)
         if not output_split_sizes and not input_split_sizes:
             if send.numel() % self._size:
-                raise ValueError("gradsync backend: all_to_all_single: %d elements do not split "
-                                 "into %d equal blocks" % (send.numel(), self._size))
-            return _work(self.comm.ialltoall(send, buf, result=[output], after=back, sync=sync))
+                raise invalid("gradsync backend: all_to_all_single: %d elements do not split "
+                              "into %d equal blocks" % (send.numel(), self._size))
+            return _work(self.comm.start("alltoall", send, buf, result=[output], after=back,
+                                         sync=sync))
         srow = send.numel() // send.shape[0] if send.dim() and send.shape[0] else 1
         rrow = buf.numel() // buf.shape[0] if buf.dim() and buf.shape[0] else 1
         scounts = _splits(input_split_sizes, send, self._size, srow)
         rcounts = _splits(output_split_sizes, buf, self._size, rrow)
-        return _work(self.comm.ialltoallv(send, scounts, _displs(scounts), buf, rcounts,
-                                          _displs(rcounts), result=[output], after=back, sync=sync))
+        return _work(self.comm.start("alltoallv", send, buf, scounts, rcounts, _displs(scounts),
+                                     _displs(rcounts), result=[output], after=back, sync=sync))
 
     def alltoall(self, output_tensors, input_tensors, opts=None):
         sync = _caller_waits()
@@ -326,40 +362,41 @@ class ProcessGroupGradsync(dist.ProcessGroup):
             for o, piece in zip(output_tensors, recv.split(rcounts)):
                 o.copy_(piece.view_as(o))
 
-        return _work(self.comm.ialltoallv(send, scounts, _displs(scounts), recv, rcounts,
-                                          _displs(rcounts), result=output_tensors, after=after,
-                                          sync=sync))
+        return _work(self.comm.start("alltoallv", send, recv, scounts, rcounts, _displs(scounts),
+                                     _displs(rcounts), result=output_tensors, after=after,
+                                     sync=sync))
 
     def barrier(self, opts=None):
         sync = _caller_waits()
-        return _work(self.comm.ibarrier(result=[], sync=sync))
+        return _work(self.comm.start("barrier", result=[], sync=sync))
 
     # --- point-to-point --------------------------------------------------------------
 
     def send(self, tensors, dst, tag):
         t = _one(tensors, "send").contiguous()
-        return _PeerWork(self.comm.isend(t, dst, tag))
+        return _PeerWork(self.comm.request("isend", t, dst, tag))
 
     def recv(self, tensors, src, tag):
         t = _one(tensors, "recv")
-        buf, back = self._staged(t, "recv")
-        return _PeerWork(self.comm.irecv(buf, src, tag), back)
+        buf, back = _staged(t)
+        return _PeerWork(self.comm.request("irecv", buf, src, tag), back, buf.numel())
 
     def recv_anysource(self, tensors, tag):
         t = _one(tensors, "recv")
-        buf, back = self._staged(t, "recv")
-        return _PeerWork(self.comm.irecv(buf, _native.ANY_SOURCE, tag), back)
+        buf, back = _staged(t)
+        return _PeerWork(self.comm.request("irecv", buf, gradsync.ANY_SOURCE, tag), back,
+                         buf.numel())
 
 
 def _splits(sizes, t, size, row):
     if not sizes:
         if t.numel() % size:
-            raise ValueError("gradsync backend: all_to_all_single: %d elements do not split into "
-                             "%d equal blocks" % (t.numel(), size))
+            raise invalid("gradsync backend: all_to_all_single: %d elements do not split into "
+                          "%d equal blocks" % (t.numel(), size))
         return [t.numel() // size] * size
     if len(sizes) != size:
-        raise ValueError("gradsync backend: all_to_all_single: %d split sizes for %d ranks"
-                         % (len(sizes), size))
+        raise invalid("gradsync backend: all_to_all_single: %d split sizes for %d ranks"
+                      % (len(sizes), size))
     return [int(s) * row for s in sizes]
 
 

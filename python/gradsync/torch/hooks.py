@@ -27,7 +27,10 @@ import os
 import torch
 import torch.distributed as dist
 
-from . import _native
+import gradsync
+from gradsync import Op
+
+from ._comm import FLOAT_DTYPES, Comm, call, dtype_of, invalid
 
 
 class GradsyncHookState:
@@ -38,9 +41,9 @@ class GradsyncHookState:
         used once, to agree on the address of a new gradsync communicator.
     comm: a gradsync.Communicator to run on instead (borrowed: the state does not
         close it).
-    codec: None or "none" (plain average), or "fp16", "bf16", "int8", "qsgd",
-        "sign", "topk", "randk"; codec_params go to the codec (block_size,
-        ratio, levels, seed).
+    codec: None or "none" (plain average), "fp16", "bf16", "int8", "qsgd",
+        "sign", "topk", "randk", or a gradsync.Codec; codec_params go to
+        gradsync.Codec (block_size, ratio, levels, seed, zstd, zstd_level).
     error_feedback: keep a residual per bucket (default: when the codec is lossy).
     timeout_ms: deadline of the hook's communicator (default GS_TIMEOUT_MS or the
         library's).
@@ -49,33 +52,37 @@ class GradsyncHookState:
     def __init__(self, process_group=None, codec="int8", error_feedback=None, comm=None,
                  timeout_ms=None, **codec_params):
         self.codec = None
-        if codec is not None and codec != "none":
-            self.codec = _native.Codec(codec, **codec_params)
+        if isinstance(codec, gradsync.Codec):
+            self.codec = codec
+        elif codec is not None and codec != "none":
+            self.codec = call(gradsync.Codec, codec, **codec_params)
         self.error_feedback = (self.codec is not None) if error_feedback is None \
             else bool(error_feedback)
         self._owned = False
-        if comm is not None and not isinstance(comm, _native.Comm):
-            comm = _native.Comm.borrow(comm)
+        if comm is not None and not isinstance(comm, Comm):
+            comm = Comm(comm, owned=False)
             self._owned = True  # the wrapper (its completion thread), not the communicator
         elif comm is None:
             group = process_group if process_group is not None else \
                 dist.distributed_c10d._get_default_group()
             comm = getattr(group, "comm", None)
-            if not isinstance(comm, _native.Comm):
+            if not isinstance(comm, Comm):
                 comm = _comm_over(group, timeout_ms)
                 self._owned = True
         self.comm = comm
         self._ef = {}
 
     def ef_for(self, index, buf):
-        """The residual of bucket @index, recreated when its size or dtype changed."""
-        if (not self.error_feedback) or (buf.dtype not in _native.FLOAT_DTYPES):
+        """The residual (a gradsync.ErrorFeedback) of bucket @index, recreated when its size
+        or dtype changed."""
+        if (not self.error_feedback) or (buf.dtype not in FLOAT_DTYPES):
             return None
         ef = self._ef.get(index)
-        if ef is None or ef.count != buf.numel() or ef.dtype != buf.dtype:
+        dtype = dtype_of(buf)
+        if ef is None or ef.count != buf.numel() or ef.dtype != dtype:
             if ef is not None:
                 ef.close()
-            ef = _native.ErrorFeedback(buf.numel(), buf.dtype)
+            ef = call(gradsync.ErrorFeedback, buf.numel(), dtype)
             self._ef[index] = ef
         return ef
 
@@ -100,17 +107,15 @@ def gradsync_allreduce_hook(state, bucket):
     """DDP comm hook: average bucket.buffer() over the ranks through gradsync."""
     buf = bucket.buffer()
     if buf.device.type != "cpu":
-        raise ValueError("gradsync_allreduce_hook: only CPU buckets are supported, got %s"
-                         % buf.device)
-    lossy = state.codec is not None and buf.dtype in _native.FLOAT_DTYPES
-    avg = _native.OPS["avg"]
-    if not lossy:
-        if buf.dtype in _native.FLOAT_DTYPES:
-            return state.comm.iallreduce(buf, avg, result=buf)
-        return state.comm.iallreduce(buf, _native.OPS["sum"], result=buf).then(
+        raise invalid("gradsync_allreduce_hook: only CPU buckets are supported, got %s"
+                      % buf.device)
+    if buf.dtype not in FLOAT_DTYPES:
+        return state.comm.start("allreduce", buf, op=Op.SUM, result=buf).then(
             lambda f: f.value().div_(state.comm.size))
+    if state.codec is None:
+        return state.comm.start("allreduce", buf, op=Op.AVG, result=buf)
     ef = state.ef_for(bucket.index(), buf)
-    return state.comm.iallreduce(buf, avg, codec=state.codec, ef=ef, result=buf)
+    return state.comm.start("allreduce", buf, op=Op.AVG, codec=state.codec, ef=ef, result=buf)
 
 
 def _comm_over(group, timeout_ms):
@@ -137,5 +142,5 @@ def _comm_over(group, timeout_ms):
     dist.broadcast(addr_bytes, src=src, group=group)
     dist.broadcast(port, src=src, group=group)
     addr = bytes(addr_bytes.tolist()).rstrip(b"\0").decode()
-    return _native.Comm(rank, size, addr, int(port[0]), timeout_ms=timeout_ms,
+    return Comm.connect(rank, size, addr, int(port[0]), timeout_ms=timeout_ms,
                         job_id="torch-hook-%s-%d" % (addr, int(port[0])))
