@@ -54,6 +54,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: gs-bench COLLECTIVE [options]   (launch with: gsrun -n N gs-bench ...)\n"
+            "       gs-bench --version\n"
             "collectives: allreduce broadcast reduce allgather reduce_scatter alltoall\n"
             "             sendrecv (ring neighbour exchange) barrier\n"
             "       gs-bench codec [-e BYTES] [-w N] [-n N] [--zstd off|on|auto]  (codec throughput)\n"
@@ -275,6 +276,10 @@ void gs_bench_parse_args(bench_t *b, int argc, char **argv)
     if (argc < 2) {
         usage(stderr);
         exit(BENCH_EXIT_USAGE);
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("gs-bench (gradsync) %s\n", gs_version_string());
+        exit(0);
     }
     if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
         usage(stdout);

@@ -45,6 +45,7 @@
  * 0 success, 1 a gradsync error (gs_last_error() is printed) or ranks whose
  * parameters diverged, 2 a usage or data error.
  */
+#include "progress.h"
 #include "train_data.h"
 #include "train_sync.h"
 
@@ -728,6 +729,7 @@ static int ranks_agree(gs_comm_t comm, int rc)
 
 static int train_run(run_t *r)
 {
+    gs_progress_t progress;
     const train_args_t *a = r->args;
     const size_t per_rank = a->batch / (size_t)r->size;
     size_t steps, min_shard;
@@ -781,10 +783,16 @@ static int train_run(run_t *r)
         return 1;
     }
     start = now_s();
+    /* A progress line with the time left, on rank 0's terminal only. */
+    gs_progress_start(&progress, "train", (double)a->epochs, r->rank == 0);
     for (int e = 1; e <= a->epochs; e++) {
         double stats[2] = {0, 0};
         const double t0 = now_s();
         char sent[32] = "-";
+        char where[32];
+
+        snprintf(where, sizeof(where), "epoch %d/%d", e, a->epochs);
+        gs_progress_show(&progress, (double)(e - 1), where);
 
         if (gs_failed(gs_comm_counters(r->comm, &c0), "gs_comm_counters") ||
             (train_epoch(r, e, per_rank, steps, stats) != 0) ||
@@ -795,6 +803,7 @@ static int train_run(run_t *r)
         if (!isfinite(loss) && (r->rank == 0)) {
             printf("epoch %d: the loss is not finite; training diverged\n", e);
         }
+        gs_progress_clear(&progress);
         if (r->rank == 0) {
             /* The parameter server's traffic runs on its own communicator. */
             if (!ps && (c1.bytes_sent >= c0.bytes_sent)) { /* a shrink restarts the count */
@@ -807,6 +816,7 @@ static int train_run(run_t *r)
             fflush(stdout);
         }
     }
+    gs_progress_end(&progress);
     if (train_sync_finish(&r->sync) != 0) {
         return 1;
     }

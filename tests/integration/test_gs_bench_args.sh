@@ -41,6 +41,8 @@ run -a 4
 if [ $? -eq 2 ]; then ok "-a 4 refused"; else bad "-a 4 accepted"; fi
 run -c 2
 if [ $? -eq 2 ]; then ok "-c 2 refused"; else bad "-c 2 accepted"; fi
+if "$BENCH" --version 2>&1 | grep -Eqx 'gs-bench \(gradsync\) [0-9]+\.[0-9]+\.[0-9]+'; then
+    ok "--version"; else bad "--version: $("$BENCH" --version 2>&1)"; fi
 # The progress line: on a terminal only (a pseudo-terminal from script(1)), never in a pipe.
 run -a 3
 if grep -q $'\033' "$TMP/out"; then bad "progress: escape codes in piped output"; else
