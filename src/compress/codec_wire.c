@@ -18,46 +18,22 @@
  * The checker does not look at the body; the codec does.
  */
 #include "compress/codec.h"
+#include "core/le.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 
-static void put_u32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-    p[2] = (uint8_t)(v >> 16);
-    p[3] = (uint8_t)(v >> 24);
-}
-
-static void put_u64(uint8_t *p, uint64_t v)
-{
-    put_u32(p, (uint32_t)v);
-    put_u32(p + 4, (uint32_t)(v >> 32));
-}
-
-static uint32_t get_u32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
-           ((uint32_t)p[3] << 24);
-}
-
-static uint64_t get_u64(const uint8_t *p)
-{
-    return (uint64_t)get_u32(p) | ((uint64_t)get_u32(p + 4) << 32);
-}
-
 void gs__codec_hdr_encode(const gs_codec_hdr_t *hdr, uint8_t *out)
 {
-    put_u32(out, GS_CODEC_WIRE_MAGIC);
+    gs__put_le32(out, GS_CODEC_WIRE_MAGIC);
     out[4] = hdr->version;
     out[5] = hdr->codec;
     out[6] = hdr->flags;
     out[7] = 0;
-    put_u32(out + 8, hdr->block);
-    put_u32(out + 12, hdr->param);
-    put_u64(out + 16, hdr->count);
-    put_u64(out + 24, hdr->body_len);
+    gs__put_le32(out + 8, hdr->block);
+    gs__put_le32(out + 12, hdr->param);
+    gs__put_le64(out + 16, hdr->count);
+    gs__put_le64(out + 24, hdr->body_len);
 }
 
 gs_status_t gs__codec_hdr_check(const uint8_t *payload, size_t len, gs_codec_kind_t codec,
@@ -71,17 +47,17 @@ gs_status_t gs__codec_hdr_check(const uint8_t *payload, size_t len, gs_codec_kin
                  GS_CODEC_HEADER_BYTES);
         return GS_ERR_PROTOCOL;
     }
-    if (get_u32(payload) != GS_CODEC_WIRE_MAGIC) {
-        snprintf(why, why_len, "bad magic 0x%08" PRIx32, get_u32(payload));
+    if (gs__get_le32(payload) != GS_CODEC_WIRE_MAGIC) {
+        snprintf(why, why_len, "bad magic 0x%08" PRIx32, gs__get_le32(payload));
         return GS_ERR_PROTOCOL;
     }
     h.version = payload[4];
     h.codec = payload[5];
     h.flags = payload[6];
-    h.block = get_u32(payload + 8);
-    h.param = get_u32(payload + 12);
-    h.count = get_u64(payload + 16);
-    h.body_len = get_u64(payload + 24);
+    h.block = gs__get_le32(payload + 8);
+    h.param = gs__get_le32(payload + 12);
+    h.count = gs__get_le64(payload + 16);
+    h.body_len = gs__get_le64(payload + 24);
     if (h.version != GS_CODEC_WIRE_VERSION) {
         snprintf(why, why_len, "payload version %u, this library speaks %u", (unsigned)h.version,
                  GS_CODEC_WIRE_VERSION);

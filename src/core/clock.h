@@ -18,4 +18,17 @@ static inline uint64_t gs__deadline_after_ms(int64_t ms)
     return gs__now_ns() + (uint64_t)ms * 1000000ull;
 }
 
+/* Milliseconds from @p now_ns until @p deadline_ns, rounded up (a poll()
+ * timeout that does not wake early), 0 once it has passed, at most INT_MAX. */
+static inline int gs__ms_until(uint64_t deadline_ns, uint64_t now_ns)
+{
+    uint64_t ms;
+
+    if (deadline_ns <= now_ns) {
+        return 0;
+    }
+    ms = (deadline_ns - now_ns + 999999u) / 1000000u;
+    return (ms > 2147483647u) ? 2147483647 : (int)ms;
+}
+
 #endif /* GS_CORE_CLOCK_H */

@@ -64,17 +64,9 @@ static int sock_aborted(void)
  * most one abort slice while an abort flag is watched. */
 static int ms_until(uint64_t deadline_ns)
 {
-    uint64_t now = gs__now_ns();
-    uint64_t ms;
+    const int ms = gs__ms_until(deadline_ns, gs__now_ns());
 
-    if (deadline_ns <= now) {
-        return 0;
-    }
-    ms = (deadline_ns - now + 999999u) / 1000000u;
-    if ((tl_abort != NULL) && (ms > SOCK_ABORT_SLICE_MS)) {
-        ms = SOCK_ABORT_SLICE_MS;
-    }
-    return (ms > (uint64_t)INT_MAX) ? INT_MAX : (int)ms;
+    return ((tl_abort != NULL) && (ms > SOCK_ABORT_SLICE_MS)) ? SOCK_ABORT_SLICE_MS : ms;
 }
 
 /* Best-effort text of a socket's peer address, for messages. */

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "core/le.h" /* the wire formats that include this use it */
 #include "gradsync/status.h"
 
 #define GS_SOCK_ADDR_MAX 128
@@ -72,27 +73,6 @@ gs_status_t gs__sock_write_full(int fd, const void *buf, size_t len, uint64_t de
 /* Set TCP_NODELAY, O_NONBLOCK and FD_CLOEXEC. Returns GS_OK or GS_ERR_SYSTEM. */
 gs_status_t gs__sock_tune(int fd);
 
-/* Little-endian encode/decode helpers for wire formats. */
-static inline void gs__put_le32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24);
-}
-
-static inline void gs__put_le64(uint8_t *p, uint64_t v)
-{
-    gs__put_le32(p, (uint32_t)v);
-    gs__put_le32(p + 4, (uint32_t)(v >> 32));
-}
-
-static inline uint32_t gs__get_le32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
-
-static inline uint64_t gs__get_le64(const uint8_t *p)
-{
-    return (uint64_t)gs__get_le32(p) | ((uint64_t)gs__get_le32(p + 4) << 32);
-}
 
 /* 64-bit FNV-1a hash of a string (job ids, comm ids). */
 static inline uint64_t gs__hash64(const void *data, size_t len, uint64_t seed)

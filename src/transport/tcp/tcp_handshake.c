@@ -82,17 +82,6 @@ static void slot_close(hs_slot_t *s)
     }
 }
 
-static int ms_until(uint64_t deadline_ns, uint64_t now)
-{
-    uint64_t ms;
-
-    if (deadline_ns <= now) {
-        return 0;
-    }
-    ms = (deadline_ns - now + 999999u) / 1000000u;
-    return (ms > (uint64_t)INT_MAX) ? INT_MAX : (int)ms;
-}
-
 static void fill_hs(const gs_tp_t *tp, gs__tcp_hs_t *hs, uint32_t kind, uint32_t verdict, int index)
 {
     hs->version = GS_TCP_PROTO_VERSION;
@@ -642,7 +631,7 @@ static gs_status_t hs_loop(hs_ctx_t *ctx, uint64_t deadline_ns)
                 ctx->pslots[npfd++] = s;
             }
         }
-        ret = poll(ctx->pfds, npfd, ms_until(wake, now));
+        ret = poll(ctx->pfds, npfd, gs__ms_until(wake, now));
         if ((ret < 0) && (errno != EINTR)) {
             return gs__error_set(GS_ERR_SYSTEM, "tcp: poll while connecting failed: %s",
                                  strerror(errno));

@@ -38,17 +38,6 @@
 
 static const char tcp_abort_reason[] = "the communicator was aborted";
 
-static int ms_until(uint64_t deadline_ns, uint64_t now)
-{
-    uint64_t ms;
-
-    if (deadline_ns <= now) {
-        return 0;
-    }
-    ms = (deadline_ns - now + 999999u) / 1000000u;
-    return (ms > (uint64_t)INT_MAX) ? INT_MAX : (int)ms;
-}
-
 /* master_addr is "host", "host:port" or "[v6]:port"; only the host matters. */
 static gs_status_t resolve_route(const char *text, const char *family, gs_sockaddr_t *out)
 {
@@ -656,7 +645,7 @@ static gs_status_t tcp_progress(gs_tp_t *tp, uint64_t deadline_ns)
             continue;
         }
         /* Sleep no further than the next heartbeat tick. */
-        timeout_ms = ms_until((deadline_ns < tp->hb_next_ns) ? deadline_ns : tp->hb_next_ns, now);
+        timeout_ms = gs__ms_until((deadline_ns < tp->hb_next_ns) ? deadline_ns : tp->hb_next_ns, now);
     }
 }
 
@@ -778,7 +767,7 @@ static void say_goodbye(gs_tp_t *tp)
                 pending = pending || ((c->fd >= 0) && (c->sq_head != NULL));
             }
         }
-        if (!pending || (now >= deadline) || (poll_once(tp, ms_until(deadline, now)) != GS_OK)) {
+        if (!pending || (now >= deadline) || (poll_once(tp, gs__ms_until(deadline, now)) != GS_OK)) {
             break;
         }
     }

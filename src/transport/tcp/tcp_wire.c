@@ -48,29 +48,18 @@ enum {
 _Static_assert(HS_OFF_RESERVED + 8 == GS_TCP_HS_LEN, "handshake layout");
 _Static_assert(FR_OFF_CHUNK + 8 == GS_TCP_FRAME_HDR_LEN, "frame layout");
 
-static void put_le16(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-}
-
-static uint32_t get_le16(const uint8_t *p)
-{
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8);
-}
-
 void gs__tcp_hs_encode(const gs__tcp_hs_t *hs, uint8_t *buf)
 {
     gs__put_le32(buf + HS_OFF_MAGIC, GS_TCP_HS_MAGIC);
-    put_le16(buf + HS_OFF_VERSION, hs->version);
+    gs__put_le16(buf + HS_OFF_VERSION, hs->version);
     buf[HS_OFF_KIND] = (uint8_t)hs->kind;
     buf[HS_OFF_VERDICT] = (uint8_t)hs->verdict;
     gs__put_le64(buf + HS_OFF_JOB, hs->job_id);
     gs__put_le64(buf + HS_OFF_COMM, hs->comm_id);
     gs__put_le32(buf + HS_OFF_RANK, hs->rank);
     gs__put_le32(buf + HS_OFF_SIZE, hs->size);
-    put_le16(buf + HS_OFF_INDEX, hs->index);
-    put_le16(buf + HS_OFF_NSOCKS, hs->nsocks);
+    gs__put_le16(buf + HS_OFF_INDEX, hs->index);
+    gs__put_le16(buf + HS_OFF_NSOCKS, hs->nsocks);
     gs__put_le32(buf + HS_OFF_FLAGS, hs->flags);
     memcpy(buf + HS_OFF_NONCE, hs->nonce, sizeof(hs->nonce));
     memcpy(buf + HS_OFF_MAC, hs->mac, sizeof(hs->mac));
@@ -91,15 +80,15 @@ gs_status_t gs__tcp_hs_decode(const uint8_t *buf, size_t len, gs__tcp_hs_t *out,
     if (magic != GS_TCP_HS_MAGIC) {
         return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "bad handshake magic 0x%08" PRIx32, magic);
     }
-    hs.version = get_le16(buf + HS_OFF_VERSION);
+    hs.version = gs__get_le16(buf + HS_OFF_VERSION);
     hs.kind = buf[HS_OFF_KIND];
     hs.verdict = buf[HS_OFF_VERDICT];
     hs.job_id = gs__get_le64(buf + HS_OFF_JOB);
     hs.comm_id = gs__get_le64(buf + HS_OFF_COMM);
     hs.rank = gs__get_le32(buf + HS_OFF_RANK);
     hs.size = gs__get_le32(buf + HS_OFF_SIZE);
-    hs.index = get_le16(buf + HS_OFF_INDEX);
-    hs.nsocks = get_le16(buf + HS_OFF_NSOCKS);
+    hs.index = gs__get_le16(buf + HS_OFF_INDEX);
+    hs.nsocks = gs__get_le16(buf + HS_OFF_NSOCKS);
     hs.flags = gs__get_le32(buf + HS_OFF_FLAGS);
     memcpy(hs.nonce, buf + HS_OFF_NONCE, sizeof(hs.nonce));
     memcpy(hs.mac, buf + HS_OFF_MAC, sizeof(hs.mac));
@@ -197,7 +186,7 @@ void gs__tcp_frame_encode(const gs__tcp_frame_hdr_t *hdr, uint8_t *buf)
     gs__put_le32(buf + FR_OFF_MAGIC, GS_TCP_FRAME_MAGIC);
     buf[FR_OFF_TYPE] = (uint8_t)hdr->type;
     buf[FR_OFF_FLAGS] = 0;
-    put_le16(buf + FR_OFF_RSVD, 0);
+    gs__put_le16(buf + FR_OFF_RSVD, 0);
     gs__put_le64(buf + FR_OFF_SEQ, hdr->seq);
     gs__put_le64(buf + FR_OFF_TAG, hdr->tag);
     gs__put_le64(buf + FR_OFF_TOTAL, hdr->total_len);
@@ -225,7 +214,7 @@ gs_status_t gs__tcp_frame_decode(const uint8_t *buf, size_t len, gs__tcp_frame_h
         (h.type != GS_TCP_FRAME_HEARTBEAT)) {
         return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "unknown frame type %" PRIu32, h.type);
     }
-    if ((buf[FR_OFF_FLAGS] != 0) || (get_le16(buf + FR_OFF_RSVD) != 0)) {
+    if ((buf[FR_OFF_FLAGS] != 0) || (gs__get_le16(buf + FR_OFF_RSVD) != 0)) {
         return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "reserved frame bytes are not zero");
     }
     h.seq = gs__get_le64(buf + FR_OFF_SEQ);
@@ -297,7 +286,7 @@ void gs__tcp_shm_encode(const gs__tcp_shm_msg_t *m, uint8_t *buf)
     gs__put_le32(buf + SM_OFF_MAGIC, GS_TCP_SHM_MAGIC);
     buf[SM_OFF_KIND] = (uint8_t)m->kind;
     buf[SM_OFF_OK] = (uint8_t)(m->ok ? 1 : 0);
-    put_le16(buf + SM_OFF_RSVD, 0);
+    gs__put_le16(buf + SM_OFF_RSVD, 0);
     gs__put_le64(buf + SM_OFF_HOST, m->host_id);
     gs__put_le64(buf + SM_OFF_RING, m->ring_bytes);
     gs__put_le64(buf + SM_OFF_NONCE, m->nonce);
@@ -325,7 +314,7 @@ gs_status_t gs__tcp_shm_decode(const uint8_t *buf, size_t len, gs__tcp_shm_msg_t
     if ((m.kind < GS_TCP_SHM_OFFER) || (m.kind > GS_TCP_SHM_MAPPED)) {
         return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "unknown shm record kind %" PRIu32, m.kind);
     }
-    if ((buf[SM_OFF_OK] > 1) || (get_le16(buf + SM_OFF_RSVD) != 0)) {
+    if ((buf[SM_OFF_OK] > 1) || (gs__get_le16(buf + SM_OFF_RSVD) != 0)) {
         return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "bad shm record flags");
     }
     m.ok = (buf[SM_OFF_OK] == 1);
