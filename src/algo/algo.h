@@ -18,23 +18,39 @@
 #include "gradsync/gradsync.h"
 #include "transport/transport.h"
 
+/*
+ * GS_COLL_KIND_MAP(X): X(kind, public gs_coll_type_t value, short name, API
+ * function name), one row per operation kind. The enum, the short names
+ * (gs__coll_name, logs, statistics) and the API names (error messages) come
+ * from it, and each kind's value is the public GS_COLL_TYPE_* of
+ * gradsync.h by construction. Rows are only appended.
+ */
+#define GS_COLL_KIND_MAP(X)                                                                     \
+    X(GS_COLL_ALLREDUCE, GS_COLL_TYPE_ALLREDUCE, "allreduce", "gs_allreduce")                  \
+    X(GS_COLL_BROADCAST, GS_COLL_TYPE_BROADCAST, "broadcast", "gs_broadcast")                  \
+    X(GS_COLL_REDUCE, GS_COLL_TYPE_REDUCE, "reduce", "gs_reduce")                              \
+    X(GS_COLL_ALLGATHER, GS_COLL_TYPE_ALLGATHER, "allgather", "gs_allgather")                  \
+    X(GS_COLL_REDUCE_SCATTER, GS_COLL_TYPE_REDUCE_SCATTER, "reduce_scatter",                   \
+      "gs_reduce_scatter")                                                                      \
+    X(GS_COLL_ALLTOALL, GS_COLL_TYPE_ALLTOALL, "alltoall", "gs_alltoall")                      \
+    X(GS_COLL_BARRIER, GS_COLL_TYPE_BARRIER, "barrier", "gs_barrier")                          \
+    X(GS_COLL_SEND, GS_COLL_TYPE_SEND, "send", "gs_send")                                      \
+    X(GS_COLL_RECV, GS_COLL_TYPE_RECV, "recv", "gs_recv")                                      \
+    X(GS_COLL_GATHER, GS_COLL_TYPE_GATHER, "gather", "gs_gather")                              \
+    X(GS_COLL_SCATTER, GS_COLL_TYPE_SCATTER, "scatter", "gs_scatter")                          \
+    X(GS_COLL_ALLGATHERV, GS_COLL_TYPE_ALLGATHERV, "allgatherv", "gs_allgatherv")              \
+    X(GS_COLL_ALLTOALLV, GS_COLL_TYPE_ALLTOALLV, "alltoallv", "gs_alltoallv")                  \
+    X(GS_COLL_REDUCE_SCATTERV, GS_COLL_TYPE_REDUCE_SCATTERV, "reduce_scatterv",                \
+      "gs_reduce_scatterv")
+
+#define GS_COLL_KIND_ENUM_ROW(_kind, _public, _name, _api) _kind = (int)(_public),
+
 typedef enum gs_coll_kind {
-    GS_COLL_ALLREDUCE = 0,
-    GS_COLL_BROADCAST = 1,
-    GS_COLL_REDUCE = 2,
-    GS_COLL_ALLGATHER = 3,
-    GS_COLL_REDUCE_SCATTER = 4,
-    GS_COLL_ALLTOALL = 5,
-    GS_COLL_BARRIER = 6,
-    GS_COLL_SEND = 7,
-    GS_COLL_RECV = 8,
-    GS_COLL_GATHER = 9,
-    GS_COLL_SCATTER = 10,
-    GS_COLL_ALLGATHERV = 11,
-    GS_COLL_ALLTOALLV = 12,
-    GS_COLL_REDUCE_SCATTERV = 13,
-    GS_COLL_KIND_COUNT = 14
+    GS_COLL_KIND_MAP(GS_COLL_KIND_ENUM_ROW)
+    GS_COLL_KIND_COUNT = GS_COLL_TYPE_COUNT
 } gs_coll_kind_t;
+
+#undef GS_COLL_KIND_ENUM_ROW
 
 /* 1 for the kinds whose per-rank counts come from arrays (the "v" calls):
  * their count differs between ranks, so it is no part of the tag signature. */

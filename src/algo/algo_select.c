@@ -54,22 +54,9 @@
 #include "core/error.h"
 #include "core/log.h"
 
-static const char *const coll_names[GS_COLL_KIND_COUNT] = {
-    [GS_COLL_ALLREDUCE] = "allreduce",
-    [GS_COLL_BROADCAST] = "broadcast",
-    [GS_COLL_REDUCE] = "reduce",
-    [GS_COLL_ALLGATHER] = "allgather",
-    [GS_COLL_REDUCE_SCATTER] = "reduce_scatter",
-    [GS_COLL_ALLTOALL] = "alltoall",
-    [GS_COLL_BARRIER] = "barrier",
-    [GS_COLL_SEND] = "send",
-    [GS_COLL_RECV] = "recv",
-    [GS_COLL_GATHER] = "gather",
-    [GS_COLL_SCATTER] = "scatter",
-    [GS_COLL_ALLGATHERV] = "allgatherv",
-    [GS_COLL_ALLTOALLV] = "alltoallv",
-    [GS_COLL_REDUCE_SCATTERV] = "reduce_scatterv",
-};
+#define COLL_NAME_ROW(_kind, _public, _name, _api) [_kind] = _name,
+static const char *const coll_names[GS_COLL_KIND_COUNT] = {GS_COLL_KIND_MAP(COLL_NAME_ROW)};
+#undef COLL_NAME_ROW
 
 #define GS_ALGO_NAME_ROW(_name, _value, _str) [_value] = _str,
 static const char *const algo_names[GS_ALGO_COUNT] = {GS_ALGO_MAP(GS_ALGO_NAME_ROW)};

@@ -28,22 +28,9 @@
 
 #define COMM_WORLD_ID 0x776f726c64ull /* "world" */
 
-static const char *const api_names[GS_COLL_KIND_COUNT] = {
-    [GS_COLL_ALLREDUCE] = "gs_allreduce",
-    [GS_COLL_BROADCAST] = "gs_broadcast",
-    [GS_COLL_REDUCE] = "gs_reduce",
-    [GS_COLL_ALLGATHER] = "gs_allgather",
-    [GS_COLL_REDUCE_SCATTER] = "gs_reduce_scatter",
-    [GS_COLL_ALLTOALL] = "gs_alltoall",
-    [GS_COLL_BARRIER] = "gs_barrier",
-    [GS_COLL_SEND] = "gs_send",
-    [GS_COLL_RECV] = "gs_recv",
-    [GS_COLL_GATHER] = "gs_gather",
-    [GS_COLL_SCATTER] = "gs_scatter",
-    [GS_COLL_ALLGATHERV] = "gs_allgatherv",
-    [GS_COLL_ALLTOALLV] = "gs_alltoallv",
-    [GS_COLL_REDUCE_SCATTERV] = "gs_reduce_scatterv",
-};
+#define API_NAME_ROW(_kind, _public, _name, _api) [_kind] = _api,
+static const char *const api_names[GS_COLL_KIND_COUNT] = {GS_COLL_KIND_MAP(API_NAME_ROW)};
+#undef API_NAME_ROW
 
 void gs__comm_fail(gs_comm_t comm, gs_status_t status, const char *msg)
 {

@@ -27,22 +27,12 @@
 #include "core/error.h"
 #include "core/log.h"
 
-/* The public collective kinds are the internal ones. */
-_Static_assert((int)GS_COLL_TYPE_ALLREDUCE == (int)GS_COLL_ALLREDUCE, "coll kind");
-_Static_assert((int)GS_COLL_TYPE_BROADCAST == (int)GS_COLL_BROADCAST, "coll kind");
-_Static_assert((int)GS_COLL_TYPE_REDUCE == (int)GS_COLL_REDUCE, "coll kind");
-_Static_assert((int)GS_COLL_TYPE_ALLGATHER == (int)GS_COLL_ALLGATHER, "coll kind");
-_Static_assert((int)GS_COLL_TYPE_REDUCE_SCATTER == (int)GS_COLL_REDUCE_SCATTER, "coll kind");
-_Static_assert((int)GS_COLL_TYPE_ALLTOALL == (int)GS_COLL_ALLTOALL, "coll kind");
-_Static_assert((int)GS_COLL_TYPE_BARRIER == (int)GS_COLL_BARRIER, "coll kind");
-_Static_assert((int)GS_COLL_TYPE_SEND == (int)GS_COLL_SEND, "coll kind");
-_Static_assert((int)GS_COLL_TYPE_RECV == (int)GS_COLL_RECV, "coll kind");
-_Static_assert((int)GS_COLL_TYPE_GATHER == (int)GS_COLL_GATHER, "coll kind");
-_Static_assert((int)GS_COLL_TYPE_SCATTER == (int)GS_COLL_SCATTER, "coll kind");
-_Static_assert((int)GS_COLL_TYPE_ALLGATHERV == (int)GS_COLL_ALLGATHERV, "coll kind");
-_Static_assert((int)GS_COLL_TYPE_ALLTOALLV == (int)GS_COLL_ALLTOALLV, "coll kind");
-_Static_assert((int)GS_COLL_TYPE_REDUCE_SCATTERV == (int)GS_COLL_REDUCE_SCATTERV, "coll kind");
-_Static_assert((int)GS_COLL_TYPE_COUNT == (int)GS_COLL_KIND_COUNT, "coll kind count");
+/* The public collective kinds are the internal ones (algo.h's GS_COLL_KIND_MAP
+ * gives every internal kind its public value); every public kind has a row. */
+#define COLL_ROW_COUNT(_kind, _public, _name, _api) +1
+_Static_assert((0 GS_COLL_KIND_MAP(COLL_ROW_COUNT)) == (int)GS_COLL_TYPE_COUNT,
+               "a gs_coll_type_t without a GS_COLL_KIND_MAP row");
+#undef COLL_ROW_COUNT
 _Static_assert(GS_COLL_KIND_COUNT <= GS_STATS_COLL_MAX, "gs_comm_stats_t.coll is too short");
 _Static_assert(GS_STATS_COLL_MAX == GS__COUNTERS_COLL_MAX, "per-collective slots differ");
 

@@ -35,9 +35,10 @@
 atomic_int gs__log_level = -1;
 atomic_uint gs__log_subsys_mask = LOG_DEFAULT_SUBSYS;
 
-/* Names of the bits of gs_log_subsys_t, lowest bit first. */
-static const char *const gs__log_subsys_names[GS_SUBSYS_NUM] = {
-    "INIT", "BOOT", "NET", "COLL", "ALGO", "COMP", "PS", "CUDA", "ENV", "ALLOC", "P2P"};
+/* Names of the bits of gs_log_subsys_t, by bit (GS_SUBSYS_MAP). */
+#define GS_SUBSYS_NAME_ROW(_name, _bit, _str) [_bit] = _str,
+static const char *const gs__log_subsys_names[GS_SUBSYS_NUM] = {GS_SUBSYS_MAP(GS_SUBSYS_NAME_ROW)};
+#undef GS_SUBSYS_NAME_ROW
 
 static const char *const level_names[] = {"NONE", "VERSION", "WARN", "INFO", "TRACE"};
 

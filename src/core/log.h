@@ -20,23 +20,32 @@ typedef enum gs_log_level {
     GS_LOG_TRACE = 4
 } gs_log_level_t;
 
-/* Log subsystems (bit flags). gs__log_subsys_names in log.c lists them in this order. */
+/* GS_SUBSYS_MAP(X): X(name, bit, GS_DEBUG_SUBSYS name), one row per log
+ * subsystem: the enum (bit flags), the names log.c parses and prints, and
+ * the count come from it. Rows are only appended. */
+#define GS_SUBSYS_MAP(X)                  \
+    X(GS_SUBSYS_INIT, 0, "INIT")          \
+    X(GS_SUBSYS_BOOT, 1, "BOOT")          \
+    X(GS_SUBSYS_NET, 2, "NET")            \
+    X(GS_SUBSYS_COLL, 3, "COLL")          \
+    X(GS_SUBSYS_ALGO, 4, "ALGO")          \
+    X(GS_SUBSYS_COMP, 5, "COMP")          \
+    X(GS_SUBSYS_PS, 6, "PS")              \
+    X(GS_SUBSYS_CUDA, 7, "CUDA")          \
+    X(GS_SUBSYS_ENV, 8, "ENV")            \
+    X(GS_SUBSYS_ALLOC, 9, "ALLOC")        \
+    X(GS_SUBSYS_P2P, 10, "P2P")
+
+#define GS_SUBSYS_ENUM_ROW(_name, _bit, _str) _name = 1u << (_bit),
+#define GS_SUBSYS_COUNT_ROW(_name, _bit, _str) +1
+
+/* Log subsystems (bit flags). */
 typedef enum gs_log_subsys {
-    GS_SUBSYS_INIT = 1u << 0,
-    GS_SUBSYS_BOOT = 1u << 1,
-    GS_SUBSYS_NET = 1u << 2,
-    GS_SUBSYS_COLL = 1u << 3,
-    GS_SUBSYS_ALGO = 1u << 4,
-    GS_SUBSYS_COMP = 1u << 5,
-    GS_SUBSYS_PS = 1u << 6,
-    GS_SUBSYS_CUDA = 1u << 7,
-    GS_SUBSYS_ENV = 1u << 8,
-    GS_SUBSYS_ALLOC = 1u << 9,
-    GS_SUBSYS_P2P = 1u << 10,
+    GS_SUBSYS_MAP(GS_SUBSYS_ENUM_ROW)
     GS_SUBSYS_ALL = 0xffffffffu
 } gs_log_subsys_t;
 
-#define GS_SUBSYS_NUM 11
+#define GS_SUBSYS_NUM (0 GS_SUBSYS_MAP(GS_SUBSYS_COUNT_ROW))
 
 /* -1 until gs__log_init() has read the environment. */
 extern atomic_int gs__log_level;

@@ -6,6 +6,7 @@
  * preservation. gs__log_reset_for_test() makes the next gs__log_init()
  * read the environment again; every test writes into its own temp dir.
  */
+#include "core/config.h"
 #include "core/log.h"
 
 #include "gradsync/version.h"
@@ -380,6 +381,36 @@ static void test_log_none_writes_nothing_and_keeps_errno(void **state)
     free(text);
 }
 
+/* The one table of subsystems (GS_SUBSYS_MAP): distinct bits, a count that
+ * matches, and every name in the GS_DEBUG_SUBSYS documentation (env.md). */
+static void test_log_subsys_table(void **state)
+{
+    static const struct {
+        unsigned bit;
+        const char *name;
+    } rows[] = {
+#define ROW(_name, _bit, _str) {_name, _str},
+        GS_SUBSYS_MAP(ROW)
+#undef ROW
+    };
+    const char *doc = NULL;
+    unsigned seen = 0;
+
+    (void)state;
+    assert_int_equal(sizeof(rows) / sizeof(rows[0]), GS_SUBSYS_NUM);
+    for (int k = 0; k < gs__cfg_num_knobs(); k++) {
+        if (strcmp(gs__cfg_knob_name(k), "GS_DEBUG_SUBSYS") == 0) {
+            doc = gs__cfg_knob_doc(k);
+        }
+    }
+    assert_non_null(doc);
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        assert_int_equal(rows[i].bit & seen, 0);
+        seen |= rows[i].bit;
+        assert_non_null(strstr(doc, rows[i].name));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -387,6 +418,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_log_level_parse, log_setup, log_teardown),
         cmocka_unit_test_setup_teardown(test_log_bad_level_warns_once, log_setup, log_teardown),
         cmocka_unit_test_setup_teardown(test_log_subsys_mask, log_setup, log_teardown),
+        cmocka_unit_test(test_log_subsys_table),
         cmocka_unit_test_setup_teardown(test_log_bad_subsys_warns, log_setup, log_teardown),
         cmocka_unit_test_setup_teardown(test_log_file_line_prefix, log_setup, log_teardown),
         cmocka_unit_test_setup_teardown(test_log_file_fallback_to_stderr, log_setup,
