@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Shared parts of the compressed all-reduce: the two-phase scheme for the
- * quantizers (algo_compressed.c) and the sparse paths for top-k and
- * random-k (algo_sparse.c). Internal to src/algo.
+ * quantizers (algo_compressed.c), the sparse paths for top-k and random-k
+ * (algo_sparse.c) and the exchange both run (algo_comp_xchg.c). Internal
+ * to src/algo.
  */
 #ifndef GS_ALGO_ALGO_COMP_H
 #define GS_ALGO_ALGO_COMP_H
@@ -33,6 +34,11 @@ typedef struct gs_comp_xchg {
  * (GS_ERR_TIMEOUT, GS_ERR_PROTOCOL for an oversized message, ...). */
 gs_status_t gs__comp_exchange(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint32_t phase,
                               const gs_comp_xchg_t *x);
+
+/* GS_COMP_TEST_CORRUPT (tests only, GS_TEST_HOOKS builds): flip one byte of
+ * a payload of @p bytes this rank is about to send, so that the receivers'
+ * checks meet a rogue peer. A no-op without test hooks. */
+void gs__comp_test_corrupt(const gs_algo_ctx_t *ctx, uint8_t *buf, size_t bytes);
 
 /* The server residual of this rank's chunk of @p ef (its sum's error
  * feedback, own_len elements), (re)made when the chunk changes; *out is

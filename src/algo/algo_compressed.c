@@ -100,107 +100,6 @@ static size_t comp_align(size_t x)
     return (x + COMP_ALIGN - 1) & ~(size_t)(COMP_ALIGN - 1);
 }
 
-/* GS_COMP_TEST_CORRUPT (tests only): flip one byte of a payload this rank
- * is about to send, so that the receivers' checks meet a rogue peer.
- * Compiled in only with test hooks (CMake GS_TEST_HOOKS): a released
- * library has no way to corrupt what it sends. */
-#ifdef GS_TEST_HOOKS
-static void comp_test_corrupt(const gs_algo_ctx_t *ctx, uint8_t *buf, size_t bytes)
-{
-    if ((ctx->comp_corrupt > 0) && (bytes > 0)) {
-        buf[(size_t)(ctx->comp_corrupt - 1) % bytes] ^= 0xffu;
-    }
-}
-#else
-static void comp_test_corrupt(const gs_algo_ctx_t *ctx, uint8_t *buf, size_t bytes)
-{
-    (void)ctx;
-    (void)buf;
-    (void)bytes;
-}
-#endif
-
-gs_status_t gs__comp_exchange(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint32_t phase,
-                              const gs_comp_xchg_t *x)
-{
-    const int n = ctx->size;
-    const int r = ctx->rank;
-    const uint8_t *send = x->send;
-    uint8_t *bad = NULL;
-    gs_status_t status = GS_OK;
-    uint64_t deadline;
-    int left = 0;
-
-#ifdef GS_TEST_HOOKS
-    if (ctx->comp_corrupt > 0) {
-        bad = malloc((size_t)n * x->cap);
-        if (bad == NULL) {
-            return gs__error_set(GS_ERR_NO_MEMORY, "%s: GS_COMP_TEST_CORRUPT copy", ctx->opname);
-        }
-        for (int q = 0; q < n; q++) {
-            const size_t len = x->send_len[x->send_same_slot ? r : q];
-            memcpy(bad + (size_t)q * x->cap, x->send + (size_t)(x->send_same_slot ? r : q) * x->cap,
-                   len);
-            comp_test_corrupt(ctx, bad + (size_t)q * x->cap, len);
-        }
-        send = bad;
-    }
-#endif
-
-    memset(x->reqs, 0, sizeof(gs_algo_req_t) * 2 * (size_t)n);
-    for (int i = 1; (i < n) && (status == GS_OK); i++) {
-        const int from = (r - i + n) % n;
-        status = gs__algo_irecv(ctx, from, gs__algo_tag(ctx, d, phase),
-                                x->recv + (size_t)from * x->cap, x->cap, &x->reqs[2 * from]);
-        left += (status == GS_OK);
-    }
-    for (int i = 1; (i < n) && (status == GS_OK); i++) {
-        const int to = (r + i) % n;
-        const int slot = x->send_same_slot ? r : to;
-        status = gs__algo_isend(ctx, to, gs__algo_tag(ctx, d, phase),
-                                send + (size_t)((bad != NULL) ? to : slot) * x->cap,
-                                x->send_len[slot], &x->reqs[2 * to + 1]);
-        left += (status == GS_OK);
-    }
-    gs__algo_renew(ctx, &deadline);
-    while ((status == GS_OK) && (left > 0)) {
-        const gs_algo_req_t *blame = NULL;
-        int progressed = 0;
-
-        for (int i = 0; (i < 2 * n) && (status == GS_OK); i++) {
-            gs_algo_req_t *q = &x->reqs[i];
-            size_t nbytes = 0;
-            int done = 0;
-
-            if (q->req == NULL) {
-                continue;
-            }
-            status = gs__algo_check_len(ctx, q, &done, &nbytes);
-            if (done) {
-                left--;
-                progressed = 1;
-                if (!q->is_send) {
-                    x->recv_len[q->peer] = nbytes;
-                }
-            } else if (blame == NULL) {
-                blame = q;
-            }
-        }
-        if ((status == GS_OK) && (left > 0)) {
-            if (progressed) {
-                gs__algo_renew(ctx, &deadline);
-            } else {
-                status = gs__algo_progress(ctx, &deadline, blame);
-            }
-        }
-    }
-    if (status != GS_OK) {
-        gs__algo_release_all(ctx, x->reqs, 2 * (size_t)n);
-    }
-    free(bad); /* every request is finished or released */
-    return status;
-}
-
 /* ---------------------------------------------------------------------- */
 /* Slices                                                                 */
 /* ---------------------------------------------------------------------- */
@@ -453,7 +352,7 @@ static gs_status_t comp_reduce(comp_state_t *st, size_t s)
                              comp_ef_view(st->server, loff, len, &view), st->codec_scratch,
                              st->scratch, comp_slot(st, st->p2, st->r, s), st->cap, &st->len[ir]);
     if (status == GS_OK) {
-        comp_test_corrupt(st->ctx, comp_slot(st, st->p2, st->r, s), st->len[ir]);
+        gs__comp_test_corrupt(st->ctx, comp_slot(st, st->p2, st->r, s), st->len[ir]);
     }
     for (int i = 1; (i < st->n) && (status == GS_OK); i++) {
         status = comp_post(st, COMP_P2_SEND, (st->r + i) % st->n, s,
@@ -482,7 +381,7 @@ static gs_status_t comp_encode(comp_state_t *st, int c, size_t s)
         return status;
     }
     if (!own) {
-        comp_test_corrupt(st->ctx, slot, *len_out);
+        gs__comp_test_corrupt(st->ctx, slot, *len_out);
         return comp_post(st, COMP_P1_SEND, c, s, slot, *len_out);
     }
     st->got[(size_t)st->r * st->max_ns + s] = 1;
