@@ -64,6 +64,15 @@
 #define VCOLL_MAX_CHILDREN 32
 
 /* Round @p bytes up to a multiple of 16, for carving scratch. */
+/* memmove of @p len bytes, nothing at all for 0: the buffers of an empty
+ * block may be NULL, which memcpy and memmove must never be given. */
+static void vcoll_copy(void *dst, const void *src, size_t len)
+{
+    if (len > 0) {
+        memmove(dst, src, len);
+    }
+}
+
 static size_t vcoll_align(size_t bytes)
 {
     return (bytes + 15u) & ~(size_t)15u;
@@ -218,7 +227,7 @@ gs_status_t gs__binomial_gather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
         /* A leaf (or n = 1): its block goes straight to the parent. */
         if (parent < 0) {
             if ((d->recvbuf != d->sendbuf) && (block > 0)) {
-                memmove(d->recvbuf, d->sendbuf, block);
+                vcoll_copy(d->recvbuf, d->sendbuf, block);
             }
             return GS_OK;
         }
@@ -235,7 +244,7 @@ gs_status_t gs__binomial_gather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
         buf = (uint8_t *)scratch;
     }
     if ((buf != (const uint8_t *)d->sendbuf) && (block > 0)) {
-        memcpy(buf, d->sendbuf, block);
+        vcoll_copy(buf, d->sendbuf, block);
     }
     memset(reqs, 0, sizeof(reqs));
     for (int m = 1; (status == GS_OK) && (m < gs__binom_span(n, v)) && (v + m < n); m *= 2) {
@@ -264,8 +273,8 @@ gs_status_t gs__binomial_gather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
         uint8_t *dst = (uint8_t *)d->recvbuf;
         const size_t head = (size_t)(n - root) * block;
 
-        memcpy(dst + (size_t)root * block, buf, head);
-        memcpy(dst, buf + head, (size_t)root * block);
+        vcoll_copy(dst + (size_t)root * block, buf, head);
+        vcoll_copy(dst, buf + head, (size_t)root * block);
     }
     return GS_OK;
 }
@@ -288,7 +297,7 @@ gs_status_t gs__direct_gather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
     if ((d->recvbuf != d->sendbuf) && (block > 0)) {
         uint8_t *own = (uint8_t *)d->recvbuf + (size_t)r * block;
         if (own != (const uint8_t *)d->sendbuf) {
-            memmove(own, d->sendbuf, block);
+            vcoll_copy(own, d->sendbuf, block);
         }
     }
     status = gs__algo_scratch(ctx, (size_t)n * (sizeof(*reqs) + sizeof(*expect) + sizeof(*ids)),
@@ -339,7 +348,7 @@ gs_status_t gs__binomial_scatter(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
     if (sub == 1) {
         if (parent < 0) {
             if ((d->recvbuf != d->sendbuf) && (block > 0)) {
-                memmove(d->recvbuf, d->sendbuf, block);
+                vcoll_copy(d->recvbuf, d->sendbuf, block);
             }
             return GS_OK;
         }
@@ -360,8 +369,8 @@ gs_status_t gs__binomial_scatter(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
             /* Rank order to vrank order: vrank p is rank (p + root) mod n. */
             const size_t head = (size_t)(n - root) * block;
 
-            memcpy(s, (const uint8_t *)d->sendbuf + (size_t)root * block, head);
-            memcpy(s + head, d->sendbuf, (size_t)root * block);
+            vcoll_copy(s, (const uint8_t *)d->sendbuf + (size_t)root * block, head);
+            vcoll_copy(s + head, d->sendbuf, (size_t)root * block);
         } else {
             status = vcoll_sendrecv(ctx, d, (uint32_t)v, -1, NULL, 0,
                                     gs__binom_rank(n, root, parent), s, (size_t)sub * block, v);
@@ -384,7 +393,7 @@ gs_status_t gs__binomial_scatter(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
         nreq++;
     }
     if ((status == GS_OK) && (buf != (const uint8_t *)d->recvbuf) && (block > 0)) {
-        memmove(d->recvbuf, buf, block);
+        vcoll_copy(d->recvbuf, buf, block);
     }
     if (status != GS_OK) {
         gs__algo_release_all(ctx, reqs, nreq);
@@ -430,7 +439,7 @@ gs_status_t gs__direct_scatter(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
     if ((status == GS_OK) && (d->recvbuf != d->sendbuf) && (block > 0)) {
         const uint8_t *own = (const uint8_t *)d->sendbuf + (size_t)r * block;
         if (own != (const uint8_t *)d->recvbuf) {
-            memmove(d->recvbuf, own, block);
+            vcoll_copy(d->recvbuf, own, block);
         }
     }
     if (status != GS_OK) {
@@ -463,7 +472,7 @@ gs_status_t gs__ring_allgatherv(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
     off = (size_t *)scratch;
     vcoll_layout(d->rcounts, d->rdispls, n, off);
     if ((d->count > 0) && (dst + off[r] * esize != (const uint8_t *)d->sendbuf)) {
-        memmove(dst + off[r] * esize, d->sendbuf, d->count * esize);
+        vcoll_copy(dst + off[r] * esize, d->sendbuf, d->count * esize);
     }
     for (int s = 0; (s < n - 1) && (status == GS_OK); s++) {
         const int sb = vcoll_mod(r - s, n);
@@ -507,14 +516,14 @@ gs_status_t gs__ring_reduce_scatterv(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d
     vcoll_layout(d->rcounts, NULL, n, off);
     if (n == 1) {
         if ((d->count > 0) && (d->recvbuf != d->sendbuf)) {
-            memmove(d->recvbuf, d->sendbuf, d->count * esize);
+            vcoll_copy(d->recvbuf, d->sendbuf, d->count * esize);
         }
         return GS_OK;
     }
     /* A working copy: recvbuf may overlap sendbuf, and partial sums must not
      * touch the caller's input. */
     if (total > 0) {
-        memcpy(work, d->sendbuf, total * esize);
+        vcoll_copy(work, d->sendbuf, total * esize);
     }
     for (int s = 0; (s < n - 1) && (status == GS_OK); s++) {
         const int sb = vcoll_mod(r - s - 1, n);
@@ -571,7 +580,7 @@ gs_status_t gs__direct_alltoallv(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
     vcoll_layout(d->rcounts, d->rdispls, n, roff);
     memset(reqs, 0, sizeof(*reqs) * 2 * (size_t)n);
     if (d->rcounts[r] > 0) {
-        memmove(dst + roff[r] * esize, src + soff[r] * esize, d->rcounts[r] * esize);
+        vcoll_copy(dst + roff[r] * esize, src + soff[r] * esize, d->rcounts[r] * esize);
     }
     for (int i = 1; (i < n) && (status == GS_OK); i++) {
         const int from = (r - i + n) % n;
