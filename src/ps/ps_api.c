@@ -281,6 +281,7 @@ gs_status_t gs_ps_destroy(gs_ps_t ps)
     if (ps->rx_started) {
         pthread_join(ps->rx_thread, NULL);
     }
+    gs__ps_queue_discard(ps);
     status = gs__ps_sticky(ps);
     /* 3. Nobody still receives once everyone is past the barrier. */
     if (status == GS_OK) {

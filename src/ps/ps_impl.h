@@ -307,6 +307,10 @@ void gs__ps_registry_free(gs_ps_t ps);
 
 /* Queue an op for the server thread. */
 void gs__ps_enqueue(gs_ps_t ps, gs__ps_op_t *op);
+/* After both threads are joined (gs_ps_destroy): free what the receive
+ * thread queued after the service thread had left (a late CLOCK, a push
+ * whose payload receive is then waited for), so that nothing leaks. */
+void gs__ps_queue_discard(gs_ps_t ps);
 
 /* The server thread. */
 void *gs__ps_server_main(void *arg);

@@ -54,6 +54,27 @@ void gs__ps_enqueue(gs_ps_t ps, gs__ps_op_t *op)
     pthread_mutex_unlock(&ps->q_mu);
 }
 
+void gs__ps_queue_discard(gs_ps_t ps)
+{
+    gs__ps_op_t *op;
+
+    pthread_mutex_lock(&ps->q_mu);
+    op = ps->q_head;
+    ps->q_head = NULL;
+    ps->q_tail = NULL;
+    pthread_mutex_unlock(&ps->q_mu);
+    while (op != NULL) {
+        gs__ps_op_t *next = op->next;
+
+        (void)gs_wait(&op->data_req); /* GS_OK for GS_REQUEST_NULL; bounded otherwise */
+        if ((op->buf != NULL) && (op->shard != NULL)) {
+            gs__ps_buf_put(ps, op->shard, op->buf);
+        }
+        free(op);
+        op = next;
+    }
+}
+
 gs__ps_buf_t *gs__ps_buf_get(gs_ps_t ps, gs__ps_shard_t *shard)
 {
     const size_t cap = (shard->max_encoded > shard->bytes) ? shard->max_encoded : shard->bytes;
