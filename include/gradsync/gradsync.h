@@ -109,8 +109,10 @@ typedef struct gs_config {
     int heartbeat_ms; /**< GS_HEARTBEAT_MS: TCP liveness interval; 0 off */
     /**
      * Optional, not an environment knob: a flag the caller owns. While
-     * gs_comm_init* runs, any thread (a framework's watchdog) or a signal
-     * handler may set *abort_flag to non-zero; the init then returns
+     * gs_comm_init* runs, any thread (a framework's watchdog, with an
+     * atomic store such as __atomic_store_n(flag, 1, __ATOMIC_RELAXED) or
+     * C11's atomic_store on the same object) or a signal handler of the
+     * calling thread may set *abort_flag to non-zero; the init then returns
      * GS_ERR_ABORTED, freeing everything it made: within about 10 ms during
      * the connection setup and the steps after it, and within about 100 ms
      * in the rendezvous. Read only during the init (never after it

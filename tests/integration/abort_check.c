@@ -338,7 +338,8 @@ static void mode_heartbeat(gs_comm_t comm)
 static void *flag_setter(void *arg)
 {
     sleep_ms(1500);
-    *(volatile int *)arg = 1;
+    /* Another thread: an atomic store, as gradsync.h asks (a plain one races). */
+    __atomic_store_n((volatile int *)arg, 1, __ATOMIC_RELAXED);
     return NULL;
 }
 
