@@ -13,17 +13,18 @@ EXTRA_ENV=()
 PASS=0
 FAIL=0
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/gs_itest.XXXXXX")
-PIDS=()
-PASS=0
-FAIL=0
 
 # Launcher variables from the caller's environment must not leak in.
 unset GS_RANK GS_WORLD_SIZE GS_LOCAL_RANK GS_MASTER_ADDR GS_MASTER_PORT GS_TIMEOUT_MS \
     RANK WORLD_SIZE LOCAL_RANK MASTER_ADDR MASTER_PORT OMPI_COMM_WORLD_RANK \
     OMPI_COMM_WORLD_SIZE OMPI_COMM_WORLD_LOCAL_RANK SLURM_PROCID SLURM_NTASKS SLURM_LOCALID
 
+PROCS_SHELL_PID=$BASHPID
 cleanup() {
     local p
+    # Only the shell that set the trap cleans up: a background subshell killed in the
+    # instant after fork runs the inherited traps (see tests/net/lib_lab.sh).
+    [ "$BASHPID" = "$PROCS_SHELL_PID" ] || return 0
     for p in "${PIDS[@]}"; do
         kill -CONT "$p" 2>/dev/null
         kill -KILL "$p" 2>/dev/null

@@ -29,6 +29,7 @@ LAB_PREFIX=${LAB_PREFIX:-gsnl$$}
 LAB_PREFIX=${LAB_PREFIX:0:20}
 LAB_TMP=$(mktemp -d "${TMPDIR:-/tmp}/gs_net.XXXXXX")
 LAB_IS_UP=0
+LAB_SHELL_PID=$BASHPID
 LAB_PID=()
 LAB_HOST=()
 RCS=()
@@ -40,6 +41,10 @@ unset GS_RANK GS_WORLD_SIZE GS_LOCAL_RANK GS_MASTER_ADDR GS_MASTER_PORT GS_SOCKE
 
 lab_cleanup() {
     local p
+    # A background subshell (lab_wait's watchdog) that receives TERM in the instant after
+    # fork, before bash resets the inherited traps, runs `exit 130` and then this trap: it
+    # must not tear down the lab or remove the logs under the caller (seen in CI).
+    [ "$BASHPID" = "$LAB_SHELL_PID" ] || return 0
     for p in "${LAB_PID[@]}"; do
         kill -CONT "$p" 2>/dev/null
         kill -KILL "$p" 2>/dev/null
