@@ -594,10 +594,10 @@ static void print_header(const bench_t *b)
 
     if (b->format == OUT_CSV) {
         fprintf(f, "coll,nranks,size,count,type,redop,root,algo,inplace,time_us,algbw_gbps,"
-                   "busbw_gbps,wrong%s%s%s\n",
+                   "busbw_gbps,wrong%s%s%s%s\n",
                 b->show_algo ? ",algo_used" : "",
                 b->use_codec ? ",codec,ef,wire_bytes,wirebw_gbps,rel_err" : "",
-                b->device ? ",device_path" : "");
+                b->device ? ",device_path" : "", (b->ncomms > 1) ? ",link" : "");
         return;
     }
     if (b->format == OUT_JSON) {
@@ -617,6 +617,9 @@ static void print_header(const bench_t *b)
             fprintf(f, " \"device\": \"cuda\", \"gpu\": \"%s\", \"gs_cuda_path\": \"%s\",\n",
                     b->gpu.name, cuda_path_env());
         }
+        if (b->ncomms > 1) {
+            fprintf(f, " \"links\": [\"tcp\", \"tls\"], \"shm\": false,\n");
+        }
         fprintf(f, " \"rows\": [");
         return;
     }
@@ -633,6 +636,10 @@ static void print_header(const bench_t *b)
         fprintf(f, "# device cuda: rank 0 on GPU %d of %d (%s), GS_CUDA_PATH %s; path nccl = "
                    "NCCL, staged = through pinned host memory\n",
                 b->gpu.device, b->gpu.ndevices, b->gpu.name, cuda_path_env());
+    }
+    if (b->ncomms > 1) {
+        fprintf(f, "# --tls-compare: every size on a plain TCP and a TLS 1.3 communicator in turn, "
+                   "both without shared memory; the last column is the link\n");
     }
     fprintf(f, "#\n");
     if (b->use_codec) {
@@ -656,6 +663,12 @@ static void print_header(const bench_t *b)
     fprintf(f, "# %12s %12s %8s %6s %6s %10s %8s %8s %7s%s%s\n", "(B)", "(elements)", "", "", "",
             "(us)", "(GB/s)", "(GB/s)", "", b->device ? "        " : "",
             !b->show_algo ? "" : (b->nalgos > 1) ? "  (asked->ran)" : "  (auto chose)");
+}
+
+/* --tls-compare: the link of the row being printed. */
+static const char *link_name(const bench_t *b)
+{
+    return (b->link == 1) ? "tls" : "tcp";
 }
 
 /* The text column of --device cuda ("  staged"), empty on the host. */
@@ -689,6 +702,9 @@ static void print_row(const bench_t *b, const row_t *row, bool first)
         if (b->device) {
             fprintf(f, ",%s", row->path);
         }
+        if (b->ncomms > 1) {
+            fprintf(f, ",%s", link_name(b));
+        }
         fprintf(f, "\n");
     } else if (b->format == OUT_JSON) {
         fprintf(f,
@@ -709,11 +725,15 @@ static void print_row(const bench_t *b, const row_t *row, bool first)
         if (b->device) {
             fprintf(f, ", \"path\": \"%s\"", row->path);
         }
+        if (b->ncomms > 1) {
+            fprintf(f, ", \"link\": \"%s\"", link_name(b));
+        }
         fprintf(f, "}");
     } else if (b->use_codec) {
-        fprintf(f, "  %12zu %12zu %8s %6s %6d %10.2f %8.3f %8.3f %12.0f %8.3f %9.2e%s\n",
+        fprintf(f, "  %12zu %12zu %8s %6s %6d %10.2f %8.3f %8.3f %12.0f %8.3f %9.2e%s%s%s\n",
                 row->bytes, row->count, b->dt->name, redop, root, row->time_us, row->algbw,
-                row->busbw, row->wire_bytes, row->wirebw, row->relerr, path_column(b, row, path));
+                row->busbw, row->wire_bytes, row->wirebw, row->relerr, path_column(b, row, path),
+                (b->ncomms > 1) ? "  " : "", (b->ncomms > 1) ? link_name(b) : "");
     } else {
         char wrong[32];
         if (row->wrong < 0) {
@@ -726,9 +746,10 @@ static void print_row(const bench_t *b, const row_t *row, bool first)
             snprintf(ran, sizeof(ran), "  %s%s", (b->nalgos > 1 && b->algo == GS_ALGO_AUTO) ?
                      "auto->" : "", row_algo_name(row));
         }
-        fprintf(f, "  %12zu %12zu %8s %6s %6d %10.2f %8.3f %8.3f %7s%s%s\n", row->bytes,
+        fprintf(f, "  %12zu %12zu %8s %6s %6d %10.2f %8.3f %8.3f %7s%s%s%s%s\n", row->bytes,
                 row->count, b->dt->name, redop, root, row->time_us, row->algbw, row->busbw, wrong,
-                path_column(b, row, path), ran);
+                path_column(b, row, path), ran, (b->ncomms > 1) ? "  " : "",
+                (b->ncomms > 1) ? link_name(b) : "");
     }
     fflush(f);
 }
@@ -1029,7 +1050,20 @@ int main(int argc, char **argv)
     gs_config_t cfg;
     BENCH_CHECK(NULL, gs_config_init(&cfg));
     cfg.transport = b.transport; /* NULL: GS_TRANSPORT or the default */
-    BENCH_CHECK(NULL, gs_comm_init_env(&b.comm, &cfg));
+    if (b.tls_compare) {
+        /* Both links over TCP sockets (TLS turns same-host shared memory off):
+         * the difference between the rows is TLS alone. */
+        cfg.shm = 0;
+        cfg.tls = 0;
+    }
+    BENCH_CHECK(NULL, gs_comm_init_env(&b.comms[0], &cfg));
+    b.ncomms = 1;
+    if (b.tls_compare) {
+        cfg.tls = 1; /* certificate, key and CA from GS_TLS_CERT, GS_TLS_KEY, GS_TLS_CA */
+        BENCH_CHECK(NULL, gs_comm_init_env(&b.comms[1], &cfg));
+        b.ncomms = 2;
+    }
+    b.comm = b.comms[0];
     BENCH_CHECK(&b, gs_comm_rank(b.comm, &b.rank));
     BENCH_CHECK(&b, gs_comm_size(b.comm, &b.nranks));
     if (b.coll->rooted && b.root >= b.nranks) {
@@ -1087,7 +1121,9 @@ int main(int argc, char **argv)
     size_t bytes = b.min_bytes;
     size_t worst_bytes = 0;
     double worst_ratio = 0.0;
-    row_t *hist = calloc((size_t)b.rounds * BENCH_MAX_ALGOS, sizeof(row_t));
+    row_t *hist = calloc((size_t)b.rounds * BENCH_MAX_ALGOS * 2, sizeof(row_t));
+    double tls_ratios[64]; /* --tls-compare: tls/tcp time per size (and algorithm) */
+    int ntls = 0;
     if (hist == NULL) {
         fprintf(stderr, "gs-bench: out of memory\n");
         return BENCH_EXIT_FAIL;
@@ -1107,7 +1143,7 @@ int main(int argc, char **argv)
     }
     gs_progress_start(&progress, b.coll->name, work_total, b.rank == 0);
     for (;;) {
-        row_t rows[BENCH_MAX_ALGOS];
+        row_t rows[BENCH_MAX_ALGOS * 2]; /* [link * nalgos + algo] */
         size_t count = b.coll->kind == COLL_BARRIER ? 0 : count_for(&b, bytes);
         /*
          * Timed runs read the check pattern; in-place reductions read zeros
@@ -1136,32 +1172,58 @@ int main(int argc, char **argv)
             snprintf(where, sizeof(where), "size %zu B", bytes);
             gs_progress_show(&progress, work_done, where);
         }
+        /* With --tls-compare the links take turns the same way. */
         for (int r = 0; r < b.rounds; r++) {
-            for (int j = 0; j < b.nalgos; j++) {
-                const int i = (j + r) % b.nalgos;
-                b.algo = b.algos[i];
-                bench_size(&b, count, &hist[i * b.rounds + r]);
+            for (int jl = 0; jl < b.ncomms; jl++) {
+                b.link = (jl + r) % b.ncomms;
+                b.comm = b.comms[b.link];
+                for (int j = 0; j < b.nalgos; j++) {
+                    const int i = (j + r) % b.nalgos;
+                    b.algo = b.algos[i];
+                    bench_size(&b, count, &hist[(b.link * b.nalgos + i) * b.rounds + r]);
+                }
             }
         }
         work_done += (double)bytes + 65536.0;
         gs_progress_clear(&progress);
-        for (int i = 0; i < b.nalgos; i++) {
-            row_median(&hist[i * b.rounds], b.rounds, &rows[i]);
-            b.algo = b.algos[i];
-            if (b.rank == 0) {
-                print_row(&b, &rows[i], nrows == 0);
+        for (b.link = 0; b.link < b.ncomms; b.link++) {
+            row_t *lrows = &rows[b.link * b.nalgos];
+
+            b.comm = b.comms[b.link];
+            for (int i = 0; i < b.nalgos; i++) {
+                row_median(&hist[(b.link * b.nalgos + i) * b.rounds], b.rounds, &lrows[i]);
+                b.algo = b.algos[i];
+                if (b.rank == 0) {
+                    print_row(&b, &lrows[i], nrows == 0);
+                }
+                busbw_sum += lrows[i].busbw;
+                nrows++;
+                if (lrows[i].wrong > 0) {
+                    wrong_total += lrows[i].wrong;
+                }
             }
-            busbw_sum += rows[i].busbw;
-            nrows++;
-            if (rows[i].wrong > 0) {
-                wrong_total += rows[i].wrong;
+            if (b.rank == 0) {
+                double ratio = print_auto_ratio(&b, lrows);
+                if (ratio > worst_ratio) {
+                    worst_ratio = ratio;
+                    worst_bytes = lrows[0].bytes;
+                }
             }
         }
-        if (b.rank == 0) {
-            double ratio = print_auto_ratio(&b, rows);
-            if (ratio > worst_ratio) {
-                worst_ratio = ratio;
-                worst_bytes = rows[0].bytes;
+        b.link = 0;
+        b.comm = b.comms[0];
+        for (int i = 0; (b.ncomms == 2) && (i < b.nalgos); i++) {
+            const double ratio = (rows[i].time_us > 0.0)
+                                     ? rows[b.nalgos + i].time_us / rows[i].time_us : 0.0;
+
+            if (ntls < (int)BENCH_COUNTOF(tls_ratios)) {
+                tls_ratios[ntls++] = ratio;
+            }
+            if (b.rank == 0) {
+                fprintf((b.format == OUT_TEXT) ? b.out : stderr,
+                        "#  %zu bytes%s%s: tls / tcp time = %.2f\n", rows[i].bytes,
+                        (b.nalgos > 1) ? ", " : "", (b.nalgos > 1) ? algo_name(b.algos[i]) : "",
+                        ratio);
             }
         }
         if (b.coll->kind == COLL_BARRIER || bytes >= b.max_bytes ||
@@ -1191,6 +1253,12 @@ int main(int argc, char **argv)
             if (worst_ratio > 0.0) {
                 fprintf(b.out, "# Worst auto/best      : %.2f at %zu bytes\n", worst_ratio,
                         worst_bytes);
+            }
+            if (ntls > 0) {
+                qsort(tls_ratios, (size_t)ntls, sizeof(double), cmp_double);
+                fprintf(b.out, "# TLS / plain TCP time : median %.2f, range %.2f .. %.2f over "
+                        "%d sizes\n", tls_ratios[ntls / 2], tls_ratios[0], tls_ratios[ntls - 1],
+                        ntls);
             }
             if (b.device) {
                 static const char *const paths[] = {"none", "nccl", "staged", "nccl and staged"};
@@ -1226,6 +1294,8 @@ int main(int argc, char **argv)
         gs_bench_cuda_free(b.drecv);
         gs_bench_cuda_free(b.dcodec_input);
     }
-    BENCH_CHECK(&b, gs_comm_destroy(b.comm));
+    for (int l = b.ncomms - 1; l >= 0; l--) {
+        BENCH_CHECK(&b, gs_comm_destroy(b.comms[l]));
+    }
     return status_exit;
 }

@@ -104,8 +104,12 @@ typedef struct bench {
     bool stats;              /* --stats: print the slowest link per rank after the run */
     bool show_algo;          /* --algo auto: a column with the algorithm that ran */
     bool device;             /* --device cuda: the collective gets device buffers */
+    bool tls_compare;        /* --tls-compare: every size on plain TCP and on TLS in turn */
     /* runtime */
-    gs_comm_t comm;
+    gs_comm_t comm;          /* the communicator being measured (one of comms[]) */
+    gs_comm_t comms[2];      /* comms[0]; with --tls-compare comms[1] is the TLS one */
+    int ncomms;
+    int link;                /* index into comms[] of the row being measured */
     int rank;
     int nranks;
     FILE *out;

@@ -96,6 +96,9 @@ static void usage(FILE *f)
                "      --transport NAME  tcp|mpi (mpi: launch with mpirun), default GS_TRANSPORT\n"
                "      --device KIND     host (default) or cuda (alias gpu: cudaMalloc'd buffers,\n"
                "                        GPU = local rank %% device count; CUDA builds only)\n"
+               "      --tls-compare     every size over two communicators in turn, plain TCP and\n"
+               "                        TLS (GS_TLS_CERT, GS_TLS_KEY, GS_TLS_CA; both without\n"
+               "                        shared memory): rows per link and the tls/tcp time ratio\n"
                "      --stats           after the run, print each rank's slowest link (the peer\n"
                "                        it waited on longest) and the most waited-on rank\n"
                "      --inplace         in-place buffers (default out-of-place)\n"
@@ -186,7 +189,8 @@ static int lookup_name(const name_info_t *table, size_t n, const char *name)
 }
 
 enum { OPT_ALGO = 256, OPT_INPLACE, OPT_CSV, OPT_JSON, OPT_CODEC, OPT_EF, OPT_RATIO,
-       OPT_TRANSPORT, OPT_STATS, OPT_ROUNDS, OPT_DEVICE, OPT_OUT, OPT_NO_CHECK };
+       OPT_TRANSPORT, OPT_STATS, OPT_ROUNDS, OPT_DEVICE, OPT_OUT, OPT_NO_CHECK,
+       OPT_TLS_COMPARE };
 
 /* -d / --dtype: gradsync's names or nccl-tests'. */
 static const dtype_info_t *parse_dtype(const char *name)
@@ -269,6 +273,7 @@ void gs_bench_parse_args(bench_t *b, int argc, char **argv)
         {"stats", no_argument, NULL, OPT_STATS},
         {"rounds", required_argument, NULL, OPT_ROUNDS},
         {"device", required_argument, NULL, OPT_DEVICE},
+        {"tls-compare", no_argument, NULL, OPT_TLS_COMPARE},
         {NULL, 0, NULL, 0},
     };
     bool algo_set = false, op_set = false, root_set = false, ratio_set = false, check_set = false;
@@ -408,6 +413,9 @@ void gs_bench_parse_args(bench_t *b, int argc, char **argv)
                 usage_error("unknown --device (host, cuda or gpu)", optarg);
             }
             break;
+        case OPT_TLS_COMPARE:
+            b->tls_compare = true;
+            break;
         default:
             usage_error("bad option", NULL);
         }
@@ -421,6 +429,11 @@ void gs_bench_parse_args(bench_t *b, int argc, char **argv)
     }
     if (b->min_bytes > b->max_bytes) {
         usage_error("-b is larger than -e", NULL);
+    }
+    if (b->tls_compare && (b->device || ((b->transport != NULL) &&
+                                         (strcmp(b->transport, "tcp") != 0)))) {
+        usage_error("--tls-compare measures the TCP transport on host buffers (no --device, "
+                    "--transport tcp)", NULL);
     }
     if (algo_set && (b->nalgos > 1 || b->algo != GS_ALGO_AUTO) &&
         b->coll->kind != COLL_ALLREDUCE) {

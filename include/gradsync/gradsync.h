@@ -120,6 +120,12 @@ typedef struct gs_config {
      * communicator use gs_comm_abort().
      */
     volatile int *abort_flag;
+    /* TLS on the TCP transport's connections (docs/security.md), appended:
+     * every rank of the job must use it, with certificates from one CA. */
+    int tls;              /**< GS_TLS: 1 every connection TLS 1.3, 0 plain TCP */
+    const char *tls_cert; /**< GS_TLS_CERT: PEM certificate (chain) of this rank */
+    const char *tls_key;  /**< GS_TLS_KEY: PEM private key of tls_cert */
+    const char *tls_ca;   /**< GS_TLS_CA: PEM CA certificates peers must chain to */
 } gs_config_t;
 
 /** @brief Implementation of gs_config_init(); call that instead. */

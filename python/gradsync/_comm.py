@@ -100,8 +100,8 @@ class Communicator(Resource):
     world_size), local_rank, master_addr, master_port, timeout_ms, transport,
     tcp_nsocks, socket_ifname, socket_family, slice_bytes, algo, job_id, shm,
     tcp_spin_us, tune, debug, debug_subsys, debug_file, stats_file, auth_token,
-    auth_token_file, heartbeat_ms (docs/env.md describes each; the debug ones apply
-    to the whole process).
+    auth_token_file, heartbeat_ms, tls, tls_cert, tls_key, tls_ca (docs/env.md describes
+    each; the debug ones apply to the whole process).
     launcher=False ignores the launcher variables (gs_comm_init).
 
     Collective: every rank constructs it, with the same size. Use it as a

@@ -130,6 +130,11 @@ class Config(ctypes.Structure):
         # caller's int, not a keyword of Communicator().
         ("heartbeat_ms", c_int),
         ("abort_flag", ctypes.POINTER(c_int)),
+        # TLS on the TCP transport (docs/security.md), appended.
+        ("tls", c_int),
+        ("tls_cert", c_char_p),
+        ("tls_key", c_char_p),
+        ("tls_ca", c_char_p),
     ]
 
 

@@ -360,6 +360,12 @@ gs_status_t gs__comm_transport_init(gs_comm_t comm)
         return status;
     }
 
+    if (comm->cfg.tls && (strcmp(comm->cfg.transport, "mpi") == 0)) {
+        return gs__error_set(GS_ERR_UNSUPPORTED,
+                             "GS_TLS=1 encrypts the TCP transport, and GS_TRANSPORT=mpi hands every "
+                             "byte to MPI: use GS_TRANSPORT=tcp, or the MPI library's own "
+                             "encryption (docs/security.md)");
+    }
     /* GS_TRANSPORT=nccl: host buffers over TCP, device buffers over NCCL. */
     status = gs__transport_lookup(
         (strcmp(comm->cfg.transport, "nccl") == 0) ? "tcp" : comm->cfg.transport, &comm->tr.ops);
@@ -385,6 +391,10 @@ gs_status_t gs__comm_transport_init(gs_comm_t comm)
     (void)gs__max_message_parse(comm->cfg.max_message_bytes, &params.max_message_bytes);
     params.heartbeat_ms = comm->cfg.heartbeat_ms;
     params.timeout_ms = comm->cfg.timeout_ms;
+    params.tls.on = comm->cfg.tls;
+    params.tls.cert = comm->cfg.tls_cert;
+    params.tls.key = comm->cfg.tls_key;
+    params.tls.ca = comm->cfg.tls_ca;
     return comm->tr.ops->init(&params, &comm->tr.tp);
 }
 

@@ -100,7 +100,11 @@ GS_ENV_TABLE(KNOB_KIND_CHECK)
     X(debug_file)                                                                                  \
     X(stats_file)                                                                                  \
     X(auth_token)                                                                                  \
-    X(auth_token_file)
+    X(auth_token_file)                                                                             \
+    X(tls)                                                                                         \
+    X(tls_cert)                                                                                    \
+    X(tls_key)                                                                                     \
+    X(tls_ca)
 
 #define GS_CFG_USER_FIELDS(X) GS_CFG_USER_COMM_FIELDS(X) GS_CFG_USER_PROC_FIELDS(X)
 

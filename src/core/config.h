@@ -53,6 +53,10 @@ typedef struct gs__cfg {
     char host_id[GS_CFG_STR_MAX];
     char auth_token[GS_CFG_STR_MAX];
     char auth_token_file[GS_CFG_STR_MAX];
+    int tls;
+    char tls_cert[GS_CFG_STR_MAX];
+    char tls_key[GS_CFG_STR_MAX];
+    char tls_ca[GS_CFG_STR_MAX];
     char job_id[GS_CFG_STR_MAX];
     int trace_size;
     char dump_signal[GS_CFG_STR_MAX];

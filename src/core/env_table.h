@@ -140,6 +140,19 @@
     X("GS_AUTH_TOKEN_FILE", auth_token_file, GS_ENV_STR, 0, "", 0, 0, GS_ENV_PROC,                 \
       "file holding the job's token (one trailing newline is ignored); GS_AUTH_TOKEN wins; also "  \
       "gs_config_t.auth_token_file")                                                               \
+    X("GS_TLS", tls, GS_ENV_INT, 0, "", 0, 1, GS_ENV_PROC,                                          \
+      "1: every TCP transport connection is TLS 1.3 (OpenSSL), both peers presenting a "           \
+      "certificate that chains to GS_TLS_CA; a peer without one is dropped before its HELLO is "  \
+      "read; same-host shared memory is off; the rendezvous stays plain, authenticated by "        \
+      "GS_AUTH_TOKEN (docs/security.md); also gs_config_t.tls")                                   \
+    X("GS_TLS_CERT", tls_cert, GS_ENV_STR, 0, "", 0, 0, GS_ENV_PROC,                               \
+      "with GS_TLS=1: PEM file with this rank's certificate (and chain); also "                   \
+      "gs_config_t.tls_cert")                                                                      \
+    X("GS_TLS_KEY", tls_key, GS_ENV_STR, 0, "", 0, 0, GS_ENV_PROC,                                 \
+      "with GS_TLS=1: PEM file with the private key of GS_TLS_CERT; also gs_config_t.tls_key")     \
+    X("GS_TLS_CA", tls_ca, GS_ENV_STR, 0, "", 0, 0, GS_ENV_PROC,                                   \
+      "with GS_TLS=1: PEM file with the CA certificate(s) every peer's certificate must chain "   \
+      "to; also gs_config_t.tls_ca")                                                               \
     X("GS_JOB_ID", job_id, GS_ENV_STR, 0, "", 0, 0, GS_ENV_COMM,                                   \
       "job name checked in every handshake, so ranks of another job are rejected")                 \
     X("GS_STATS_FILE", stats_file, GS_ENV_STR, 0, "", 0, 0, GS_ENV_PROC,                          \

@@ -71,6 +71,14 @@ typedef struct gs_tp gs_tp_t;
 /* A pending send or receive, owned by the transport until req_release. */
 typedef struct gs_tp_req gs_tp_req_t;
 
+/* TLS on the TCP transport's connections (GS_TLS, transport/tcp/tcp_tls.h). */
+typedef struct gs_tp_tls {
+    int on;           /* 1: every connection is TLS 1.3, peers verified against ca */
+    const char *cert; /* PEM certificate chain of this rank (GS_TLS_CERT) */
+    const char *key;  /* PEM private key (GS_TLS_KEY) */
+    const char *ca;   /* PEM CA certificates peers must chain to (GS_TLS_CA) */
+} gs_tp_tls_t;
+
 typedef struct gs_tp_params {
     int rank;                 /* this rank in the communicator */
     int size;                 /* ranks in the communicator */
@@ -91,6 +99,7 @@ typedef struct gs_tp_params {
                                   * 0: GS_MAX_MESSAGE_BYTES_DEFAULT */
     int heartbeat_ms;         /* tcp: GS_HEARTBEAT_MS; 0 (or less): no heartbeat */
     int timeout_ms;           /* tcp: GS_TIMEOUT_MS (silence is judged only below it) */
+    gs_tp_tls_t tls;          /* tcp: TLS settings; tls.on 0: plain TCP */
 } gs_tp_params_t;
 
 /* What a finished request reports. */

@@ -121,6 +121,8 @@ void gs__tcp_conn_close(gs_tp_t *tp, gs__tcp_conn_t *c)
         return;
     }
     epoll_ctl(tp->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+    gs__tcp_tls_free(c->ssl);
+    c->ssl = NULL;
     close(c->fd);
     c->fd = -1;
     c->events = 0;
@@ -455,10 +457,25 @@ static void send_error(gs_tp_t *tp, gs__tcp_conn_t *c, int err)
     }
 }
 
+/* A TLS write that must be retried has sealed the first @p bytes of the
+ * queue: their sends may no longer be cancelled as if never started. */
+static void tls_commit(gs__tcp_conn_t *c, size_t bytes)
+{
+    for (gs__tcp_frame_t *f = c->sq_head; (f != NULL) && (bytes > 0); f = f->next) {
+        uint64_t left = GS_TCP_FRAME_HDR_LEN + f->payload_len - f->sent;
+
+        if (f->req != NULL) {
+            f->req->on_wire = true;
+        }
+        bytes -= (bytes < left) ? bytes : (size_t)left;
+    }
+}
+
 void gs__tcp_conn_flush(gs_tp_t *tp, gs__tcp_conn_t *c)
 {
     int budget = GS_TCP_IO_BUDGET;
     bool wrote = false;
+    char why[GS_TCP_REASON_MAX];
 
     while ((c->sq_head != NULL) && (c->fd >= 0) && (budget-- > 0)) {
         struct iovec iov[GS_TCP_IOV_MAX];
@@ -496,6 +513,19 @@ void gs__tcp_conn_flush(gs_tp_t *tp, gs__tcp_conn_t *c)
                 break; /* full (the sweep or a doorbell resumes it), or the peer failed */
             }
             wrote = true;
+        } else if (c->ssl != NULL) {
+            size_t committed = 0;
+
+            n = gs__tcp_tls_writev(c->ssl, iov, niov, tp->tls_stage, &committed, why,
+                                   sizeof(why));
+            if (committed > (size_t)((n > 0) ? n : 0)) {
+                tls_commit(c, committed);
+            }
+            if ((n < 0) && (errno == EPROTO)) {
+                gs__tcp_peer_fail(tp, c->peer, GS_ERR_PROTOCOL, "sending to peer %d failed: %s",
+                                  c->peer, why);
+                return;
+            }
         } else {
             memset(&mh, 0, sizeof(mh));
             mh.msg_iov = iov;

@@ -36,6 +36,7 @@
 #include "core/auth.h"
 #include "core/socket.h"
 #include "transport/shm/shm_seg.h"
+#include "transport/tcp/tcp_tls.h"
 #include "transport/tcp/tcp_wire.h"
 #include "transport/transport.h"
 
@@ -151,6 +152,7 @@ typedef struct gs__tcp_conn {
     size_t rpos;
     size_t rlen;
     gs__tcp_shm_t *shm; /* socket 0 of a peer on the same host: frames go through it */
+    struct ssl_st *ssl; /* GS_TLS: the session every byte goes through (tcp_tls.h) */
 } gs__tcp_conn_t;
 
 typedef struct gs__tcp_peer {
@@ -238,6 +240,8 @@ struct gs_tp {
     bool hb_judge;              /* fail silent peers (the limit is below GS_TIMEOUT_MS) */
     uint64_t hb_next_ns;        /* next heartbeat tick */
     uint64_t hb_tick_ns;        /* last heartbeat tick (0: none since connect) */
+    struct ssl_ctx_st *tls_ctx; /* GS_TLS: certificate, key and CA; NULL: plain TCP */
+    unsigned char *tls_stage;   /* GS_TCP_TLS_STAGE_LEN bytes: small frames gathered per record */
 };
 
 /* The sentence a request involving failed peer p fails with: once the

@@ -11,6 +11,13 @@
  * Everything runs in one poll loop (outgoing connects with retry, accepts,
  * handshakes) until every socket is up or the deadline passes.
  *
+ * With GS_TLS (tcp_tls.h) every socket first runs a TLS 1.3 handshake, both
+ * sides verifying the other's certificate against the CA, and the HELLO,
+ * ACK and PROOF travel inside it. A plain HELLO reaching a TLS rank gets a
+ * plain TLS_REQUIRED verdict, and a TLS ClientHello reaching a plain rank a
+ * TLS_UNEXPECTED one, so a job whose ranks disagree fails at once with
+ * GS_ERR_AUTH instead of waiting for its deadline.
+ *
  * Anything that fails the handshake on the listening side (a port scanner,
  * another job, a stale rank) gets one WARN naming its address and the
  * reason, is closed, and does not disturb the job: we keep waiting for the
@@ -21,6 +28,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/le.h"
 #include "core/log.h"
 
 #include <errno.h>
@@ -39,9 +47,11 @@
 typedef enum hs_state {
     HS_OUT_RETRY = 1, /* waiting until retry_at to connect */
     HS_OUT_CONNECTING,
+    HS_OUT_TLS, /* GS_TLS: the TLS handshake, before the HELLO */
     HS_OUT_HELLO,
     HS_OUT_ACK,
     HS_OUT_PROOF, /* last of the outgoing states (out_step drives them) */
+    HS_IN_TLS,
     HS_IN_HELLO,
     HS_IN_ACK,
     HS_IN_PROOF,
@@ -59,6 +69,10 @@ typedef struct hs_slot {
     uint8_t nonce_a[GS_AUTH_NONCE_BYTES]; /* and the acceptor's */
     uint64_t retry_at;
     int backoff_ms;
+    struct ssl_st *ssl; /* GS_TLS: the session, handed to the connection with the socket */
+    short tls_events;   /* what the TLS handshake waits for (POLLIN or POLLOUT) */
+    bool tls_checked;   /* HS_IN_TLS: the first bytes were looked at (a plain HELLO?) */
+    char why[GS_TCP_REASON_MAX]; /* hs_io: the TLS error behind an EPROTO */
     char text[GS_SOCK_ADDR_MAX]; /* remote address, for messages */
 } hs_slot_t;
 
@@ -76,10 +90,24 @@ typedef struct hs_ctx {
 
 static void slot_close(hs_slot_t *s)
 {
+    gs__tcp_tls_free(s->ssl);
+    s->ssl = NULL;
     if (s->fd >= 0) {
         close(s->fd);
         s->fd = -1;
     }
+}
+
+/* The slot's socket (and TLS session) become connection (peer, index). */
+static void slot_hand_over(gs_tp_t *tp, hs_slot_t *s)
+{
+    gs__tcp_conn_t *c = &tp->peers[s->peer].conns[s->index];
+
+    c->fd = s->fd;
+    c->ssl = s->ssl;
+    s->fd = -1;
+    s->ssl = NULL;
+    s->state = HS_DONE;
 }
 
 static void fill_hs(const gs_tp_t *tp, gs__tcp_hs_t *hs, uint32_t kind, uint32_t verdict, int index)
@@ -136,9 +164,8 @@ static gs_status_t out_start(hs_ctx_t *ctx, hs_slot_t *s, uint64_t now)
     gs__tcp_hs_encode(&hs, s->buf);
     s->done = 0;
     ret = connect(s->fd, (const struct sockaddr *)&a->ss, a->len);
-    if (ret == 0) {
-        s->state = HS_OUT_HELLO;
-    } else if ((errno == EINPROGRESS) || (errno == EINTR)) {
+    if ((ret == 0) || (errno == EINPROGRESS) || (errno == EINTR)) {
+        /* Done at once or not: poll says writable, and out_step goes on from there. */
         s->state = HS_OUT_CONNECTING;
     } else if ((errno == ECONNREFUSED) || (errno == ENETUNREACH) || (errno == EHOSTUNREACH) ||
                (errno == EAGAIN) || (errno == ETIMEDOUT)) {
@@ -154,13 +181,22 @@ static gs_status_t out_start(hs_ctx_t *ctx, hs_slot_t *s, uint64_t now)
 }
 
 /* Read or write the rest of s->buf. Returns 1 when complete, 0 when it would
- * block, -1 on EOF or error (errno set, 0 for EOF). */
+ * block, -1 on EOF or error (errno set, 0 for EOF, EPROTO for a TLS error
+ * that s->why describes). */
 static int hs_io(hs_slot_t *s, bool writing)
 {
     while (s->done < GS_TCP_HS_LEN) {
         ssize_t n;
 
-        if (writing) {
+        if ((s->ssl != NULL) && writing) {
+            struct iovec iov = {.iov_base = s->buf + s->done, .iov_len = GS_TCP_HS_LEN - s->done};
+            size_t committed;
+
+            n = gs__tcp_tls_writev(s->ssl, &iov, 1, NULL, &committed, s->why, sizeof(s->why));
+        } else if (s->ssl != NULL) {
+            n = gs__tcp_tls_read(s->ssl, s->buf + s->done, GS_TCP_HS_LEN - s->done, s->why,
+                                 sizeof(s->why));
+        } else if (writing) {
             n = send(s->fd, s->buf + s->done, GS_TCP_HS_LEN - s->done,
                      MSG_NOSIGNAL | MSG_DONTWAIT);
         } else {
@@ -213,15 +249,20 @@ static gs_status_t out_got_ack(hs_ctx_t *ctx, hs_slot_t *s)
         if (ack.verdict == GS_TCP_HS_BAD_VERSION) {
             st = GS_ERR_VERSION_MISMATCH;
         } else if ((ack.verdict == GS_TCP_HS_AUTH_REQUIRED) ||
-                   (ack.verdict == GS_TCP_HS_AUTH_UNEXPECTED)) {
+                   (ack.verdict == GS_TCP_HS_AUTH_UNEXPECTED) ||
+                   (ack.verdict == GS_TCP_HS_TLS_REQUIRED) ||
+                   (ack.verdict == GS_TCP_HS_TLS_UNEXPECTED)) {
             st = GS_ERR_AUTH;
         }
         return gs__error_set(st,
                              "tcp: rank %d (%s) rejected our connection %d: %s%s", s->peer,
                              s->text, s->index, gs__tcp_hs_verdict_str(ack.verdict),
-                             (st == GS_ERR_AUTH) ? "; give every rank the same GS_AUTH_TOKEN "
-                                                   "(or GS_AUTH_TOKEN_FILE)"
-                                                 : "");
+                             (ack.verdict == GS_TCP_HS_TLS_REQUIRED)
+                                 ? "; give every rank GS_TLS=1 and its certificate, key and CA "
+                                   "(docs/security.md)"
+                             : (st == GS_ERR_AUTH) ? "; give every rank the same GS_AUTH_TOKEN "
+                                                     "(or GS_AUTH_TOKEN_FILE)"
+                                                   : "");
     }
     if ((gs__tcp_hs_check(&ack, &exp, why, sizeof(why)) != GS_TCP_HS_OK) ||
         (ack.index != (uint32_t)s->index)) {
@@ -252,10 +293,22 @@ static gs_status_t out_got_ack(hs_ctx_t *ctx, hs_slot_t *s)
         s->state = HS_OUT_PROOF;
         return GS_OK;
     }
-    tp->peers[s->peer].conns[s->index].fd = s->fd;
-    s->fd = -1;
-    s->state = HS_DONE;
+    slot_hand_over(tp, s);
     return GS_OK;
+}
+
+/* TLS with the peer failed for a reason a retry cannot change (its
+ * certificate, ours, or a peer without TLS): fatal, like a bad ACK. In TLS
+ * 1.3 the acceptor judges our certificate after our side of the handshake
+ * is done, so its refusal arrives as an alert in place of the ACK. */
+static gs_status_t out_tls_failed(hs_slot_t *s)
+{
+    return gs__error_set(GS_ERR_AUTH,
+                         "tcp: TLS with rank %d (%s) failed: %s. Every rank needs GS_TLS=1 and a "
+                         "certificate (GS_TLS_CERT, GS_TLS_KEY) signed by the CA in every "
+                         "rank's GS_TLS_CA; a rank without GS_TLS answers a TLS handshake with "
+                         "bytes that are not TLS",
+                         s->peer, s->text, s->why);
 }
 
 /* Drive one outgoing slot after poll said it is ready. */
@@ -281,9 +334,33 @@ static gs_status_t out_step(hs_ctx_t *ctx, hs_slot_t *s, short revents, uint64_t
             return GS_ERR_SYSTEM;
         }
         s->state = HS_OUT_HELLO;
+        if (ctx->tp->tls_ctx != NULL) {
+            s->ssl = gs__tcp_tls_new(ctx->tp->tls_ctx, s->fd, true);
+            if (s->ssl == NULL) {
+                return GS_ERR_NO_MEMORY;
+            }
+            s->state = HS_OUT_TLS;
+        }
+    }
+    if (s->state == HS_OUT_TLS) {
+        ret = gs__tcp_tls_handshake(s->ssl, &s->tls_events, s->why, sizeof(s->why));
+        if (ret == 0) {
+            return GS_OK;
+        }
+        if (ret == -2) {
+            out_schedule_retry(s, now, s->why);
+            return GS_OK;
+        }
+        if (ret < 0) {
+            return out_tls_failed(s);
+        }
+        s->state = HS_OUT_HELLO;
     }
     if (s->state == HS_OUT_HELLO) {
         ret = hs_io(s, true);
+        if ((ret < 0) && (errno == EPROTO)) {
+            return out_tls_failed(s);
+        }
         if (ret < 0) {
             out_schedule_retry(s, now, (errno != 0) ? strerror(errno) : "closed");
             return GS_OK;
@@ -297,6 +374,9 @@ static gs_status_t out_step(hs_ctx_t *ctx, hs_slot_t *s, short revents, uint64_t
     }
     if (s->state == HS_OUT_ACK) {
         ret = hs_io(s, false);
+        if ((ret < 0) && (errno == EPROTO)) {
+            return out_tls_failed(s);
+        }
         if (ret < 0) {
             out_schedule_retry(s, now, (errno != 0) ? strerror(errno) : "closed before the ack");
             return GS_OK;
@@ -308,6 +388,9 @@ static gs_status_t out_step(hs_ctx_t *ctx, hs_slot_t *s, short revents, uint64_t
     }
     if (s->state == HS_OUT_PROOF) {
         ret = hs_io(s, true);
+        if ((ret < 0) && (errno == EPROTO)) {
+            return out_tls_failed(s);
+        }
         if (ret < 0) {
             out_schedule_retry(s, now, (errno != 0) ? strerror(errno) : "closed before the proof");
             return GS_OK;
@@ -315,9 +398,7 @@ static gs_status_t out_step(hs_ctx_t *ctx, hs_slot_t *s, short revents, uint64_t
         if (ret == 0) {
             return GS_OK;
         }
-        ctx->tp->peers[s->peer].conns[s->index].fd = s->fd;
-        s->fd = -1;
-        s->state = HS_DONE;
+        slot_hand_over(ctx->tp, s);
     }
     return GS_OK;
 }
@@ -338,10 +419,44 @@ static void in_reject(hs_ctx_t *ctx, hs_slot_t *s, uint32_t verdict, const char 
             ack.comm_id = 0;
         }
         gs__tcp_hs_encode(&ack, buf);
-        (void)send(s->fd, buf, sizeof(buf), MSG_NOSIGNAL | MSG_DONTWAIT);
+        if ((s->ssl != NULL) && (s->state != HS_IN_TLS)) {
+            struct iovec iov = {.iov_base = buf, .iov_len = sizeof(buf)};
+            size_t committed;
+            char why_tls[GS_TCP_REASON_MAX];
+
+            (void)gs__tcp_tls_writev(s->ssl, &iov, 1, NULL, &committed, why_tls,
+                                     sizeof(why_tls));
+        } else {
+            /* Plain, also to a plain HELLO that reached a TLS rank (TLS_REQUIRED). */
+            (void)send(s->fd, buf, sizeof(buf), MSG_NOSIGNAL | MSG_DONTWAIT);
+        }
     }
     slot_close(s);
     s->state = HS_DONE;
+}
+
+/* Whether the bytes a TLS rank got first are a plain HELLO rather than a TLS
+ * record: 1 yes, 0 no (or not known yet: 0 with *wait set). */
+static int in_plain_hello(hs_slot_t *s, bool *wait)
+{
+    uint8_t head[4];
+    ssize_t n = recv(s->fd, head, sizeof(head), MSG_PEEK | MSG_DONTWAIT);
+
+    *wait = false;
+    if ((n > 0) && (n < (ssize_t)sizeof(head)) && (head[0] != 0x16u)) {
+        *wait = true; /* maybe a HELLO still arriving */
+        return 0;
+    }
+    if (n < (ssize_t)sizeof(head)) {
+        return 0; /* a TLS record, EOF or an error: the TLS handshake reports it */
+    }
+    if (gs__get_le32(head) != GS_TCP_HS_MAGIC) {
+        return 0;
+    }
+    /* Take the HELLO off the socket: closing it unread would reset the
+     * connection before the peer reads our verdict. */
+    (void)recv(s->fd, s->buf, sizeof(s->buf), MSG_DONTWAIT);
+    return 1;
 }
 
 static void in_step(hs_ctx_t *ctx, hs_slot_t *s)
@@ -352,6 +467,30 @@ static void in_step(hs_ctx_t *ctx, hs_slot_t *s)
     gs_status_t status;
     int ret;
 
+    if (s->state == HS_IN_TLS) {
+        if (!s->tls_checked) {
+            bool wait = false;
+
+            if (in_plain_hello(s, &wait) == 1) {
+                in_reject(ctx, s, GS_TCP_HS_TLS_REQUIRED,
+                          "a plain gradsync HELLO where TLS was required (GS_TLS=1 here)");
+                return;
+            }
+            if (wait) {
+                return;
+            }
+            s->tls_checked = true;
+        }
+        ret = gs__tcp_tls_handshake(s->ssl, &s->tls_events, s->why, sizeof(s->why));
+        if (ret == 0) {
+            return;
+        }
+        if (ret < 0) {
+            in_reject(ctx, s, GS_TCP_HS_OK, s->why);
+            return;
+        }
+        s->state = HS_IN_HELLO;
+    }
     if (s->state == HS_IN_HELLO) {
         gs__tcp_hs_expect_t exp = {.job_id = tp->job_id,
                                    .comm_id = tp->comm_id,
@@ -363,8 +502,10 @@ static void in_step(hs_ctx_t *ctx, hs_slot_t *s)
 
         ret = hs_io(s, false);
         if (ret < 0) {
-            snprintf(why, sizeof(why), "%s after %zu handshake bytes",
-                     (errno != 0) ? strerror(errno) : "closed", s->done);
+            /* (the TLS reason is cut to fit the line) */
+            snprintf(why, sizeof(why), "%.150s after %zu handshake bytes",
+                     (errno == EPROTO) ? s->why : (errno != 0) ? strerror(errno) : "closed",
+                     s->done);
             in_reject(ctx, s, GS_TCP_HS_OK, why);
             return;
         }
@@ -372,6 +513,13 @@ static void in_step(hs_ctx_t *ctx, hs_slot_t *s)
             return;
         }
         status = gs__tcp_hs_decode(s->buf, GS_TCP_HS_LEN, &hello, why, sizeof(why));
+        if ((status != GS_OK) && (s->ssl == NULL) && (s->buf[0] == 0x16u) &&
+            (s->buf[1] == 0x03u)) {
+            /* A TLS ClientHello: our plain ACK ends the peer's handshake with an error. */
+            in_reject(ctx, s, GS_TCP_HS_TLS_UNEXPECTED,
+                      "a TLS handshake, and this rank does not use TLS (no GS_TLS=1)");
+            return;
+        }
         if (status == GS_ERR_VERSION_MISMATCH) {
             in_reject(ctx, s, GS_TCP_HS_BAD_VERSION, why);
             return;
@@ -445,9 +593,7 @@ static void in_step(hs_ctx_t *ctx, hs_slot_t *s)
             s->state = HS_IN_PROOF;
             return;
         }
-        tp->peers[s->peer].conns[s->index].fd = s->fd;
-        s->fd = -1;
-        s->state = HS_DONE;
+        slot_hand_over(tp, s);
     }
     if (s->state == HS_IN_PROOF) {
         gs__tcp_hs_t proof;
@@ -470,9 +616,7 @@ static void in_step(hs_ctx_t *ctx, hs_slot_t *s)
             in_reject(ctx, s, GS_TCP_HS_OK, why);
             return;
         }
-        tp->peers[s->peer].conns[s->index].fd = s->fd;
-        s->fd = -1;
-        s->state = HS_DONE;
+        slot_hand_over(tp, s);
     }
 }
 
@@ -522,6 +666,15 @@ static void in_accept(hs_ctx_t *ctx)
         }
         if (gs__sock_tune(fd) != GS_OK) {
             in_reject(ctx, s, GS_TCP_HS_OK, "could not set socket options");
+            continue;
+        }
+        if (ctx->tp->tls_ctx != NULL) {
+            s->ssl = gs__tcp_tls_new(ctx->tp->tls_ctx, fd, false);
+            s->state = HS_IN_TLS;
+            s->tls_events = POLLIN;
+            if (s->ssl == NULL) {
+                in_reject(ctx, s, GS_TCP_HS_OK, "out of memory for a TLS session");
+            }
         }
     }
 }
@@ -617,7 +770,9 @@ static gs_status_t hs_loop(hs_ctx_t *ctx, uint64_t deadline_ns)
                 wake = (s->retry_at < wake) ? s->retry_at : wake;
             } else if (s->state != HS_DONE) {
                 ctx->pfds[npfd].fd = s->fd;
-                ctx->pfds[npfd].events = (s->state == HS_OUT_ACK) ? POLLIN : POLLOUT;
+                ctx->pfds[npfd].events = (s->state == HS_OUT_TLS)   ? s->tls_events
+                                         : (s->state == HS_OUT_ACK) ? POLLIN
+                                                                    : POLLOUT;
                 ctx->pslots[npfd++] = s;
             }
         }
@@ -627,7 +782,9 @@ static gs_status_t hs_loop(hs_ctx_t *ctx, uint64_t deadline_ns)
             if (s->state != HS_DONE) {
                 ctx->pfds[npfd].fd = s->fd;
                 ctx->pfds[npfd].events =
-                    ((s->state == HS_IN_HELLO) || (s->state == HS_IN_PROOF)) ? POLLIN : POLLOUT;
+                    (s->state == HS_IN_TLS) ? s->tls_events
+                    : ((s->state == HS_IN_HELLO) || (s->state == HS_IN_PROOF)) ? POLLIN
+                                                                               : POLLOUT;
                 ctx->pslots[npfd++] = s;
             }
         }

@@ -512,6 +512,35 @@ static bool do_recv_shm(gs_tp_t *tp, gs__tcp_conn_t *c, void *dst, size_t len, s
     return false;
 }
 
+/* One SSL_read: a short read says nothing about what the socket or OpenSSL
+ * still hold (a read returns one record at most), so only "would block"
+ * marks the connection drained; until then the read loop goes on, or kicks. */
+static bool do_recv_tls(gs_tp_t *tp, gs__tcp_conn_t *c, void *dst, size_t len, ssize_t *n_out)
+{
+    char why[GS_TCP_REASON_MAX];
+    ssize_t n;
+
+    do {
+        n = gs__tcp_tls_read(c->ssl, dst, len, why, sizeof(why));
+    } while ((n < 0) && (errno == EINTR));
+    if (n > 0) {
+        *n_out = n;
+        tp->peers[c->peer].rx_seen = true;
+        return true;
+    }
+    if ((n < 0) && (errno == EAGAIN)) {
+        c->drained = true;
+        return false;
+    }
+    if ((n < 0) && (errno == EPROTO)) {
+        gs__tcp_peer_fail(tp, c->peer, GS_ERR_PROTOCOL, "receiving from peer %d failed: %s",
+                          c->peer, why);
+        return false;
+    }
+    recv_error(tp, c, n, (n < 0) ? errno : 0);
+    return false;
+}
+
 /* One recv; returns false when the socket has nothing more now (or failed). */
 static bool do_recv(gs_tp_t *tp, gs__tcp_conn_t *c, void *dst, size_t len, ssize_t *n_out)
 {
@@ -519,6 +548,9 @@ static bool do_recv(gs_tp_t *tp, gs__tcp_conn_t *c, void *dst, size_t len, ssize
 
     if (c->shm != NULL) {
         return do_recv_shm(tp, c, dst, len, n_out);
+    }
+    if (c->ssl != NULL) {
+        return do_recv_tls(tp, c, dst, len, n_out);
     }
     do {
         n = recv(c->fd, dst, len, MSG_DONTWAIT);

@@ -67,6 +67,7 @@ static void free_instance(gs_tp_t *tp)
                     }
                     f = fnext;
                 }
+                gs__tcp_tls_free(conns[i].ssl);
                 if (conns[i].fd >= 0) {
                     close(conns[i].fd);
                 }
@@ -87,6 +88,8 @@ static void free_instance(gs_tp_t *tp)
     }
     free(tp->peers);
     free(tp->scratch);
+    free(tp->tls_stage);
+    gs__tcp_tls_ctx_free(tp->tls_ctx);
     if (tp->listen_fd >= 0) {
         close(tp->listen_fd);
     }
@@ -152,6 +155,20 @@ static gs_status_t tcp_init(const gs_tp_params_t *params, gs_tp_t **tp_out)
     tp->max_msg = (params->max_message_bytes != 0) ? params->max_message_bytes
                                                      : GS_MAX_MESSAGE_BYTES_DEFAULT;
     atomic_init(&tp->aborted, 0);
+    status = gs__tcp_tls_ctx_new(&params->tls, &tp->tls_ctx);
+    if (status != GS_OK) {
+        goto err_free; /* named the file or the missing setting */
+    }
+    if (tp->tls_ctx != NULL) {
+        /* Every byte between ranks goes through TLS: no shared-memory links
+         * (their doorbells and rings would bypass it; docs/security.md). */
+        tp->shm_offer = false;
+        tp->tls_stage = malloc(GS_TCP_TLS_STAGE_LEN);
+        if (tp->tls_stage == NULL) {
+            status = gs__error_set(GS_ERR_NO_MEMORY, "tcp: out of memory for TLS");
+            goto err_free;
+        }
+    }
     tp->peers = calloc((size_t)tp->size, sizeof(*tp->peers));
     tp->scratch = malloc(GS_TCP_SCRATCH_LEN);
     if ((tp->peers == NULL) || (tp->scratch == NULL)) {
@@ -278,6 +295,11 @@ static gs_status_t tcp_connect(gs_tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX], uint6
                                      strerror(errno));
             }
             c->events = EPOLLIN;
+            gs__tcp_tls_stream(c->ssl);
+            if (gs__tcp_tls_pending(c->ssl)) {
+                c->kicked = true; /* decrypted bytes epoll cannot see */
+                tp->nkicked++;
+            }
         }
     }
     tp->connected = true;
@@ -292,8 +314,9 @@ static gs_status_t tcp_connect(gs_tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX], uint6
     } else if ((tp->spin_us < 0) && tp->spin_rings) {
         tp->spin_ns = (uint64_t)TCP_SHM_SPIN_US * 1000ull;
     }
-    GS_INFO(NET, "tcp: rank %d connected to %d peers (%d through shared memory), polling %llu us "
+    GS_INFO(NET, "tcp: rank %d connected to %d peers (%d through shared memory%s), polling %llu us "
             "before sleeping", tp->rank, tp->size - 1, tp->nshm,
+            (tp->tls_ctx != NULL) ? ", every socket TLS 1.3" : "",
             (unsigned long long)(tp->spin_ns / 1000ull));
     return GS_OK;
 }

@@ -176,6 +176,10 @@ const char *gs__tcp_hs_verdict_str(uint32_t verdict)
         return "it requires authentication (GS_AUTH_TOKEN) and this rank has no token";
     case GS_TCP_HS_AUTH_UNEXPECTED:
         return "this rank has a GS_AUTH_TOKEN and it has none";
+    case GS_TCP_HS_TLS_REQUIRED:
+        return "it requires TLS (GS_TLS=1) and this rank does not use it";
+    case GS_TCP_HS_TLS_UNEXPECTED:
+        return "this rank uses TLS (GS_TLS=1) and it does not";
     default:
         return "unknown verdict";
     }

@@ -20,8 +20,9 @@
 /* Protocol version carried in every handshake. Bump on any layout change.
  * 2: adds the DOWN frame. 3: handshake flags (shared-memory offer) and the
  * shared-memory setup records. 4: authentication (nonce and MAC fields, the
- * PROOF message, the AUTH verdicts). 5: the HEARTBEAT frame. */
-#define GS_TCP_PROTO_VERSION 5u
+ * PROOF message, the AUTH verdicts). 5: the HEARTBEAT frame. 6: the TLS
+ * verdicts (with GS_TLS the handshake itself runs inside TLS 1.3). */
+#define GS_TCP_PROTO_VERSION 6u
 
 /* "GSHS" and "GSFR" as bytes on the wire. */
 #define GS_TCP_HS_MAGIC 0x53485347u
@@ -61,7 +62,9 @@ typedef enum gs__tcp_hs_verdict {
     GS_TCP_HS_DUPLICATE = 4,   /* that (rank, socket index) is already connected */
     GS_TCP_HS_AUTH_REQUIRED = 5,   /* the acceptor has a token, the HELLO did not */
     GS_TCP_HS_AUTH_UNEXPECTED = 6, /* the HELLO offered authentication, the acceptor has no token */
-    GS_TCP_HS_VERDICT_MAX = 6
+    GS_TCP_HS_TLS_REQUIRED = 7,    /* the acceptor uses TLS, the connector sent a plain HELLO */
+    GS_TCP_HS_TLS_UNEXPECTED = 8,  /* the connector started TLS, the acceptor does not use it */
+    GS_TCP_HS_VERDICT_MAX = 8
 } gs__tcp_hs_verdict_t;
 
 /* Frame types. */
