@@ -727,10 +727,17 @@ static gs_status_t boot_client(const gs__cfg_t *cfg, const gs__auth_t *auth, con
     status = gs__sock_connect(&master, deadline, &fd);
     if (status != GS_OK) {
         if (status == GS_ERR_TIMEOUT) {
+            char why[GS_ERROR_MSG_MAX];
+
+            /* The socket layer's text has the last attempt's error ("Connection refused":
+             * nothing listens there yet; "No route to host": the address is wrong). */
+            (void)snprintf(why, sizeof(why), "%s", gs__error_get());
             return gs__error_set(status,
-                                 "rank %d could not reach the rendezvous at %s:%d within %d ms "
-                                 "(is rank 0 running?)",
-                                 cfg->rank, cfg->master_addr, cfg->master_port, cfg->timeout_ms);
+                                 "rank %d could not reach rank 0's rendezvous at %s:%d within %d "
+                                 "ms (%s): is rank 0 running, with the same GS_MASTER_ADDR and "
+                                 "GS_MASTER_PORT?",
+                                 cfg->rank, cfg->master_addr, cfg->master_port, cfg->timeout_ms,
+                                 why);
         }
         return status;
     }

@@ -16,6 +16,9 @@
  *           SIGUSR1) puts the recorder in this rank's log within 2 s
  *   ifname  with GS_SOCKET_IFNAME=nonexistent0, gs_comm_init_env fails and
  *           its text lists the interfaces that exist (lo among them)
+ *   refused rank 1 of 2 whose rank 0 never starts (a port nobody listens on,
+ *           GS_TIMEOUT_MS 1000): GS_ERR_TIMEOUT naming host:port, rank 0 and
+ *           the refusal
  * Prints one FAIL line per failed check and "N passed, M failed"; exit
  * status 1 when any check failed.
  */
@@ -25,6 +28,10 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "gradsync/gradsync.h"
 
@@ -287,6 +294,59 @@ static void run_signal(gs_comm_t comm)
     }
 }
 
+/* A loopback port nobody listens on (bound, then closed), or 0. */
+static int dead_port(void)
+{
+    struct sockaddr_in a;
+    socklen_t len = sizeof(a);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int port = 0;
+
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if ((fd >= 0) && (bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0) &&
+        (getsockname(fd, (struct sockaddr *)&a, &len) == 0)) {
+        port = ntohs(a.sin_port);
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    return port;
+}
+
+static int run_refused(void)
+{
+    gs_config_t cfg;
+    gs_comm_t comm = GS_COMM_NULL;
+    char want[64];
+    gs_status_t status;
+    int port = dead_port();
+
+    gs_config_init(&cfg);
+    cfg.rank = 1;
+    cfg.world_size = 2;
+    cfg.master_addr = "127.0.0.1";
+    cfg.master_port = port;
+    cfg.timeout_ms = 1000;
+    status = gs_comm_init(&comm, &cfg);
+    printf("rank %d: init %s: %s\n", g_rank, gs_status_name(status), gs_last_error());
+    if (status == GS_OK) {
+        fail("refused", "gs_comm_init succeeded without a rank 0");
+        gs_comm_destroy(comm);
+    } else {
+        snprintf(want, sizeof(want), "127.0.0.1:%d", port);
+        expect_has("refused: names host:port", gs_last_error(), want);
+        expect_has("refused: names rank 0", gs_last_error(), "rank 0");
+        expect_has("refused: says it was refused", gs_last_error(), "refused");
+        if (status != GS_ERR_TIMEOUT) {
+            fail("refused", "status %s, expected GS_ERR_TIMEOUT", gs_status_name(status));
+        }
+    }
+    printf("diag_check refused rank %d: %ld passed, %ld failed\n", g_rank, g_passed, g_failed);
+    return g_failed > 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = (argc > 1) ? argv[1] : "";
@@ -305,6 +365,9 @@ int main(int argc, char **argv)
         if (log_path(path, sizeof(path)) == 0) {
             (void)unlink(path); /* no stale log from an earlier run may pass a check */
         }
+    }
+    if (strcmp(mode, "refused") == 0) {
+        return run_refused();
     }
     status = gs_comm_init_env(&comm, NULL);
     if (strcmp(mode, "ifname") == 0) {
@@ -336,8 +399,8 @@ int main(int argc, char **argv)
     } else if (strcmp(mode, "signal") == 0) {
         run_signal(comm);
     } else {
-        fail("usage", "unknown mode \"%s\" (kind, count, dtype, timeout, dump, signal, ifname)",
-             mode);
+        fail("usage", "unknown mode \"%s\" (kind, count, dtype, timeout, dump, signal, ifname, "
+             "refused)", mode);
     }
     gs_comm_destroy(comm);
     printf("diag_check %s rank %d: %ld passed, %ld failed\n", mode, g_rank, g_passed, g_failed);

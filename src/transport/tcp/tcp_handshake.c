@@ -134,6 +134,9 @@ static void out_schedule_retry(hs_slot_t *s, uint64_t now, const char *why)
 {
     GS_INFO(NET, "tcp: connection %d to rank %d (%s) failed (%s); retrying in %d ms", s->index,
             s->peer, s->text, why, s->backoff_ms);
+    if (why != s->why) {
+        (void)snprintf(s->why, sizeof(s->why), "%s", why); /* for the timeout's text */
+    }
     slot_close(s);
     s->state = HS_OUT_RETRY;
     s->done = 0;
@@ -697,14 +700,18 @@ static void missing_ranks(const hs_ctx_t *ctx, char *buf, size_t len)
             have += (tp->peers[p].conns[i].fd >= 0) ? 1 : 0;
         }
         if (have < tp->nsocks) {
-            const char *at = NULL;
+            const hs_slot_t *at = NULL;
             int n;
 
             for (int i = 0; (i < ctx->nout) && (at == NULL); i++) {
-                at = (ctx->out[i].peer == p) ? ctx->out[i].text : NULL;
+                at = (ctx->out[i].peer == p) ? &ctx->out[i] : NULL;
             }
-            n = snprintf(buf + off, len - off, "%s%d%s%s (%d/%d sockets)", (count > 0) ? ", " : "",
-                         p, (at != NULL) ? " at " : "", (at != NULL) ? at : "", have, tp->nsocks);
+            /* Our connects to a lower rank: where, and what the last attempt got. */
+            n = snprintf(buf + off, len - off, "%s%d%s%s (%d/%d sockets%s%.60s)",
+                         (count > 0) ? ", " : "", p, (at != NULL) ? " at " : "",
+                         (at != NULL) ? at->text : "", have, tp->nsocks,
+                         ((at != NULL) && (at->why[0] != '\0')) ? "; last attempt: " : "",
+                         ((at != NULL) && (at->why[0] != '\0')) ? at->why : "");
 
             off += (n > 0) ? (size_t)n : 0;
             count++;
