@@ -1,37 +1,60 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Dependencies point one way: core <- transport <- algo <- api, and
-# core <- compress (pure codecs) <- algo. kernels/ (the CUDA sources and the
-# arithmetic headers they share with the CPU code) sits below them all: any
-# layer may include its headers, and it includes none of src/.
-# Fails on an #include that points upward.
+# Dependencies point one way. The layer table is the root CMakeLists.txt's
+# `set(GS_LAYER_<layer> <layers it may include>)` rows (the one definition:
+# the compiler enforces them, each layer's target seeing only its row's
+# folders); this grep reads the same rows, so that an upward #include is
+# named by file and line even in a layer this build leaves out (MPI, NCCL,
+# CUDA). kernels/ (the CUDA sources and the arithmetic headers they share
+# with the CPU code, included by bare name) is the bottom layer.
+# Also refused: #include "../...", which would reach past the include roots
+# through the including file's own folder, where the compiler cannot stop it.
+#
+# usage: check_includes.sh SRC_DIR   (the tree's src/; CMakeLists.txt and
+# kernels/ are found beside it). Exit status 0 when every include points down.
 set -uo pipefail
-src=$1
+src=${1:?usage: check_includes.sh SRC_DIR}
+top="$src/.."
+table="$top/CMakeLists.txt"
 fail=0
-check() { # folder, forbidden include prefixes...
-  local dir=$1; shift
-  for bad in "$@"; do
-    if grep -rn "#include \"$bad/" "$src/$dir" 2>/dev/null; then
-      echo "error: $dir must not include $bad/ headers"
-      fail=1
-    fi
-  done
-}
-check core transport algo api compress
-check compress transport algo api
-check transport algo api compress
-check algo api
-# fusion (bucketing) and ps (parameter server) build on the public API and core only.
-check fusion transport algo api compress ps
-check ps transport algo api compress fusion
-kernels="$src/../kernels"
-if [ -d "$kernels" ]; then
-  for bad in core transport algo api compress; do
-    if grep -rn "#include \"$bad/" "$kernels" 2>/dev/null; then
-      echo "error: kernels must not include $bad/ headers"
-      fail=1
-    fi
-  done
+
+declare -A row=()
+while read -r layer allowed; do
+    row[$layer]=" $allowed "
+done < <(sed -n 's/^set(GS_LAYER_\([a-z0-9_]*\) \([^)]*\))$/\1 \2/p' "$table")
+if [ ${#row[@]} -eq 0 ]; then
+    echo "error: no layer table (set(GS_LAYER_<layer> ...) rows) in $table"
+    exit 1
 fi
-[ $fail -eq 0 ] && echo "include direction ok"
+
+layers=$(printf '%s\n' "${!row[@]}" | sort | paste -sd ' ' -)
+# The folder holding a layer's sources.
+layer_dir() { if [ "$1" = kernels ]; then echo "$top/kernels"; else echo "$src/$1"; fi; }
+
+for layer in $layers; do
+    dir=$(layer_dir "$layer")
+    [ -d "$dir" ] || continue
+    for other in $layers; do
+        case "${row[$layer]}" in *" $other "*) continue ;; esac
+        if [ "$other" = kernels ]; then
+            # kernels/ headers are included by their bare names.
+            for h in "$top"/kernels/*.h; do
+                [ -e "$h" ] || continue
+                if grep -rnE "^[[:space:]]*#[[:space:]]*include[[:space:]]*\"$(basename "$h")\"" \
+                    "$dir"; then
+                    echo "error: $layer must not include kernels/ headers"
+                    fail=1
+                fi
+            done
+        elif grep -rnE "^[[:space:]]*#[[:space:]]*include[[:space:]]*\"$other/" "$dir"; then
+            echo "error: $layer must not include $other/ headers"
+            fail=1
+        fi
+    done
+done
+if grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"([^"]*/)?\.\./' "$src" "$top/kernels"; then
+    echo "error: no #include \"../...\": name the header from its layer's folder"
+    fail=1
+fi
+[ $fail -eq 0 ] && echo "include direction ok (layers: $layers)"
 exit $fail
