@@ -23,15 +23,14 @@
  */
 #include <gradsync/gradsync.h>
 
-#include <ctype.h>
+#include "fault_util.h"
+
 #include <math.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <time.h>
 #include <unistd.h>
 
 static struct {
@@ -43,21 +42,6 @@ static struct {
     long kill_after;
     const char *expect;
 } g_opt = {NULL, 16u * 1024u * 1024u, 1000000, 60.0, -1, 3, NULL};
-
-static double mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-/* Wall-clock milliseconds, comparable between processes of one host. */
-static long long wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* True when @p st is accepted by the comma list @p list ("ok" means GS_OK). */
 static int status_accepted(gs_status_t st, const char *list)
@@ -71,24 +55,6 @@ static int status_accepted(gs_status_t st, const char *list)
         if (strcmp(tok, "ok") == 0 && st == GS_OK)
             return 1;
         if (strcmp(tok, name) == 0 || strcmp(tok, shortname) == 0)
-            return 1;
-    }
-    return 0;
-}
-
-/* True when @p msg contains "rank N" or "peer N" (any case), with N equal
- * to @p want, or any number when want < 0. */
-static int names_rank(const char *msg, int want)
-{
-    for (const char *p = msg; *p; p++) {
-        if (strncasecmp(p, "rank", 4) != 0 && strncasecmp(p, "peer", 4) != 0)
-            continue;
-        const char *q = p + 4;
-        while (*q == ' ' || *q == '=' || *q == ':' || *q == '#')
-            q++;
-        if (!isdigit((unsigned char)*q))
-            continue;
-        if (want < 0 || strtol(q, NULL, 10) == want)
             return 1;
     }
     return 0;
@@ -233,26 +199,20 @@ static int run_loop(void)
 
 static int parse_args(int argc, char **argv)
 {
+    const fault_opt_t opts[] = {
+        {"--count", FAULT_OPT_SIZE, &g_opt.count},
+        {"--iters", FAULT_OPT_LONG, &g_opt.iters},
+        {"--max-seconds", FAULT_OPT_DOUBLE, &g_opt.max_seconds},
+        {"--victim", FAULT_OPT_INT, &g_opt.victim},
+        {"--kill-after", FAULT_OPT_LONG, &g_opt.kill_after},
+        {"--expect", FAULT_OPT_STR, &g_opt.expect},
+    };
+
     if (argc < 2)
         return -1;
     g_opt.mode = argv[1];
-    for (int i = 2; i + 1 < argc; i += 2) {
-        const char *a = argv[i], *v = argv[i + 1];
-        if (strcmp(a, "--count") == 0)
-            g_opt.count = (size_t)strtoull(v, NULL, 10);
-        else if (strcmp(a, "--iters") == 0)
-            g_opt.iters = atol(v);
-        else if (strcmp(a, "--max-seconds") == 0)
-            g_opt.max_seconds = atof(v);
-        else if (strcmp(a, "--victim") == 0)
-            g_opt.victim = atoi(v);
-        else if (strcmp(a, "--kill-after") == 0)
-            g_opt.kill_after = atol(v);
-        else if (strcmp(a, "--expect") == 0)
-            g_opt.expect = v;
-        else
-            return -1;
-    }
+    if (fault_parse_opts(argc, argv, opts, sizeof(opts) / sizeof(opts[0])) != NULL)
+        return -1;
     return (argc % 2) == 0 ? 0 : -1;
 }
 

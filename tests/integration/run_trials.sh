@@ -34,7 +34,7 @@ WORLD=4
 SEED=${SEED:-}
 BUDGET=210
 STOPS=2
-COLLS="allreduce broadcast allgather reduce_scatter alltoall allgatherv alltoallv reduce_scatterv p2p compressed"
+COLLS=
 while [ $# -gt 0 ]; do
     case "$1" in
     --trials) TRIALS=$2; shift 2 ;;
@@ -49,33 +49,28 @@ done
 [ -n "$SEED" ] || SEED=$(( ($(date +%s%N) / 1000) % 2147483647 ))
 # shellcheck source-path=SCRIPTDIR source=lib_procs.sh
 . "$(dirname "$0")/lib_procs.sh"
+# shellcheck source-path=SCRIPTDIR source=lib_trials.sh
+. "$(dirname "$0")/lib_trials.sh"
 
-LIMIT_MS=2000
 STOP_TMO=6000
-read -r -a COLL_LIST <<<"$COLLS"
+[ -z "$COLLS" ] || read -r -a TRIAL_COLLS <<<"$COLLS"
+COLLS=${TRIAL_COLLS[*]}
 RANDOM=$SEED
 echo "run_trials: seed $SEED (reproduce with SEED=$SEED), $TRIALS trials on $WORLD ranks," \
     "budget ${BUDGET}s, collectives: $COLLS"
 
-ntrials=0 nsurv=0 nhang=0 ncrash=0 nbad=0 nslow=0 nunnamed=0
-LAT=()
 declare -A PER_COLL_T PER_COLL_F
 t_start=$(now_ms)
 
 # one_trial I : runs trial I; updates the counters.
 one_trial() {
-    local i=$1 coll count victim kiter kdelay port r pids=() ok=1 kill_t st t dt named rc
-    coll=${COLL_LIST[RANDOM % ${#COLL_LIST[@]}]}
-    count=$(( (RANDOM % 6 == 0) ? 1 + RANDOM % 64 : 1000 + (RANDOM * 8 + RANDOM % 8) % 400000 ))
-    victim=$((RANDOM % WORLD))
-    kiter=$((1 + RANDOM % 3))
-    kdelay=$((RANDOM % 30000))
+    # shellcheck disable=SC2034 # count, kiter, kdelay: set by trial_draw for TRIAL_ARGS
+    local i=$1 coll count victim kiter kdelay port r pids=() ok=1 kill_t st t named rc line
+    trial_draw "$i" "$WORLD"
     port=$(free_port)
     local name="t$i"
     for ((r = 0; r < WORLD; r++)); do
-        start_rank "$r" "$WORLD" "$port" 20000 "$TMP/$name.$r.log" loop --coll "$coll" \
-            --count "$count" --victim "$victim" --kill-iter "$kiter" --kill-delay-us "$kdelay" \
-            --max-seconds 25
+        start_rank "$r" "$WORLD" "$port" 20000 "$TMP/$name.$r.log" "${TRIAL_ARGS[@]}"
         pids[r]=$LASTPID
     done
     local rcs=()
@@ -86,7 +81,6 @@ one_trial() {
     ntrials=$((ntrials + 1))
     PER_COLL_T[$coll]=$(( ${PER_COLL_T[$coll]:-0} + 1 ))
     kill_t=$(field "$TMP/$name.$victim.log" KILL t_ms)
-    local line="trial $i: $coll count=$count victim=$victim iter=$kiter delay=${kdelay}us:"
     if [ -z "$kill_t" ]; then
         line+=" victim never reached the kill point (exit ${rcs[victim]})"
         ok=0
@@ -113,21 +107,7 @@ one_trial() {
             line+=" r$r=CRASH(exit $rc)"
             ncrash=$((ncrash + 1)); ok=0; continue
         fi
-        if [ -z "$t" ]; then
-            line+=" r$r=no-RESULT(exit $rc)"
-            nbad=$((nbad + 1)); ok=0; continue
-        fi
-        dt=$((t - kill_t))
-        [ "$dt" -lt 0 ] && dt=0
-        LAT+=("$dt")
-        line+=" r$r=${st#GS_ERR_}/${dt}ms"
-        if [ "$named" != 1 ]; then
-            line+="(unnamed)"
-            nunnamed=$((nunnamed + 1)); ok=0
-        fi
-        if [ "$dt" -gt "$LIMIT_MS" ]; then
-            nslow=$((nslow + 1)); ok=0
-        fi
+        trial_judge "$r" "$rc" "$st" "$t" "$named" || continue
         [ "$st" = GS_OK ] && { nbad=$((nbad + 1)); ok=0; }
     done
     if [ "$ok" -eq 1 ]; then
@@ -154,7 +134,7 @@ nstop=0 nstop_ok=0
 stop_case() {
     local k=$1 victim port r pids=() ok=1 t_stop st t dt err coll
     victim=$((RANDOM % WORLD))
-    coll=${COLL_LIST[RANDOM % ${#COLL_LIST[@]}]}
+    coll=${TRIAL_COLLS[RANDOM % ${#TRIAL_COLLS[@]}]}
     port=$(free_port)
     for ((r = 0; r < WORLD; r++)); do
         start_rank "$r" "$WORLD" "$port" "$STOP_TMO" "$TMP/stop$k.$r.log" loop --coll "$coll" \
@@ -198,31 +178,15 @@ for ((k = 1; k <= STOPS; k++)); do
     stop_case "$k" 2>>"$TMP/notices"
 done
 
-# Summary table.
-max=0 med=0
-if [ ${#LAT[@]} -gt 0 ]; then
-    read -r max med < <(printf '%s\n' "${LAT[@]}" | sort -n |
-        awk '{a[NR]=$1} END {print a[NR], a[int((NR+1)/2)]}')
-fi
 elapsed=$(( ($(now_ms) - t_start) / 1000 ))
-echo
-echo "run_trials summary (seed $SEED, world $WORLD, ${elapsed}s):"
-printf '  %-28s %s\n' "kill -9 trials" "$ntrials" \
-    "survivors checked" "$nsurv" \
-    "detection latency max" "${max} ms (limit $LIMIT_MS)" \
-    "detection latency median" "${med} ms" \
-    "over the limit" "$nslow" \
-    "error not naming the victim" "$nunnamed" \
-    "hangs" "$nhang" \
-    "crashes" "$ncrash" \
-    "other failures" "$nbad" \
+trial_summary "run_trials summary (seed $SEED, world $WORLD, ${elapsed}s):" \
     "SIGSTOP cases (passed)" "$nstop ($nstop_ok)"
 printf '  per collective (trials/failed):'
-for c in "${COLL_LIST[@]}"; do
+for c in "${TRIAL_COLLS[@]}"; do
     printf ' %s %s/%s' "$c" "${PER_COLL_T[$c]:-0}" "${PER_COLL_F[$c]:-0}"
 done
 echo
-if [ $((nslow + nunnamed + nhang + ncrash + nbad)) -eq 0 ] && [ "$nstop" -eq "$nstop_ok" ] &&
+if [ "$(trial_failures)" -eq 0 ] && [ "$nstop" -eq "$nstop_ok" ] &&
     [ "$ntrials" -gt 0 ]; then
     echo "run_trials: PASS"
     exit 0

@@ -25,7 +25,8 @@
 #include <gradsync/gradsync.h>
 #include <gradsync/compress.h>
 
-#include <ctype.h>
+#include "fault_util.h"
+
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -33,8 +34,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <time.h>
 #include <unistd.h>
 
 static struct {
@@ -48,35 +47,6 @@ static struct {
 } g_opt = {NULL, "allreduce", 100000, -1, 2, 0, 30.0};
 
 static atomic_long g_iter = -1;
-
-static long long wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* True when @p msg contains "rank N" or "peer N" (any case) with N == want. */
-static int names_rank(const char *msg, int want)
-{
-    for (const char *p = msg; *p; p++) {
-        if (strncasecmp(p, "rank", 4) != 0 && strncasecmp(p, "peer", 4) != 0)
-            continue;
-        const char *q = p + 4;
-        while (*q == ' ' || *q == '=' || *q == ':' || *q == '#')
-            q++;
-        if (isdigit((unsigned char)*q) && strtol(q, NULL, 10) == want)
-            return 1;
-    }
-    return 0;
-}
 
 static void *killer(void *arg)
 {
@@ -193,10 +163,10 @@ static int run_loop(void)
             return 1;
         }
     }
-    double start = mono_s();
+    double start = mono_ms();
     long it;
     st = GS_OK;
-    for (it = 0; mono_s() - start < g_opt.max_seconds; it++) {
+    for (it = 0; mono_ms() - start < g_opt.max_seconds * 1e3; it++) {
         atomic_store(&g_iter, it);
         st = run_one(comm, &b, it);
         if (st != GS_OK)
@@ -208,10 +178,9 @@ static int run_loop(void)
     printf("RESULT rank=%d status=%s iters=%ld t_ms=%lld named=%d err=%s\n", b.rank,
            gs_status_name(st), it, t, named, err);
     fflush(stdout);
-    double t2 = mono_s();
+    double t2 = mono_ms();
     gs_status_t dst = gs_comm_destroy(comm);
-    printf("DESTROY rank=%d status=%s ms=%.0f\n", b.rank, gs_status_name(dst),
-           (mono_s() - t2) * 1e3);
+    printf("DESTROY rank=%d status=%s ms=%.0f\n", b.rank, gs_status_name(dst), mono_ms() - t2);
     free(b.send);
     free(b.recv);
     free(b.counts);
@@ -259,6 +228,15 @@ static int run_hwm(void)
 
 int main(int argc, char **argv)
 {
+    const fault_opt_t opts[] = {
+        {"--coll", FAULT_OPT_STR, &g_opt.coll},
+        {"--count", FAULT_OPT_SIZE, &g_opt.count},
+        {"--victim", FAULT_OPT_INT, &g_opt.victim},
+        {"--kill-iter", FAULT_OPT_LONG, &g_opt.kill_iter},
+        {"--kill-delay-us", FAULT_OPT_LONG, &g_opt.kill_delay_us},
+        {"--max-seconds", FAULT_OPT_DOUBLE, &g_opt.max_seconds},
+    };
+
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc < 2 || (argc % 2) != 0) {
         fprintf(stderr, "usage: trial_check loop|hwm [--coll NAME] [--count N] [--victim R]"
@@ -266,24 +244,10 @@ int main(int argc, char **argv)
         return 2;
     }
     g_opt.mode = argv[1];
-    for (int i = 2; i + 1 < argc; i += 2) {
-        const char *a = argv[i], *v = argv[i + 1];
-        if (strcmp(a, "--coll") == 0)
-            g_opt.coll = v;
-        else if (strcmp(a, "--count") == 0)
-            g_opt.count = (size_t)strtoull(v, NULL, 10);
-        else if (strcmp(a, "--victim") == 0)
-            g_opt.victim = atoi(v);
-        else if (strcmp(a, "--kill-iter") == 0)
-            g_opt.kill_iter = atol(v);
-        else if (strcmp(a, "--kill-delay-us") == 0)
-            g_opt.kill_delay_us = atol(v);
-        else if (strcmp(a, "--max-seconds") == 0)
-            g_opt.max_seconds = atof(v);
-        else {
-            fprintf(stderr, "trial_check: unknown option %s\n", a);
-            return 2;
-        }
+    const char *bad = fault_parse_opts(argc, argv, opts, sizeof(opts) / sizeof(opts[0]));
+    if (bad != NULL) {
+        fprintf(stderr, "trial_check: unknown option %s\n", bad);
+        return 2;
     }
     if (strcmp(g_opt.mode, "loop") == 0)
         return run_loop();

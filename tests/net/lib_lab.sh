@@ -11,6 +11,9 @@
 #
 #   lab_up N [netlab up options]     builds the lab (prefix LAB_PREFIX); exits 77 to skip
 #   lab_launch NHOSTS RPH PROG ARGS  runs NHOSTS*RPH ranks of PROG; sets RCS[r], LAB_RC
+#                                    (= lab_start, then lab_wait)
+#   lab_wait_running NAME            every started rank has printed RUNNING, or exits 1
+#   field LOG TAG KEY                a rank's "TAG key=value" line, read as lib_procs.sh does
 #
 # Settings read by lab_launch (set them before calling):
 #   LAB_PLACE=block|cyclic  rank r on host r/RPH (block, each host's ranks adjacent)
@@ -172,6 +175,30 @@ lab_wait() {
 lab_launch() {
     lab_start "$@"
     lab_wait
+}
+
+# lab_wait_running NAME: waits (30 s at most) until every rank started by lab_start has
+# printed its RUNNING line (fault_check loop: 3 iterations done). Otherwise it says which
+# rank never started its loop, dumps the logs and exits 1 ("NAME: FAIL").
+lab_wait_running() {
+    local name=$1 r end
+    end=$(($(lab_now_ms) + 30000))
+    for ((r = 0; r < ${#LAB_PID[@]}; r++)); do
+        until grep -q '^RUNNING' "$LAB_TMP/rank.$r.log" 2>/dev/null; do
+            if [ "$(lab_now_ms)" -ge "$end" ]; then
+                echo "$name: rank $r never started its loop"
+                lab_dump 20
+                echo "$name: FAIL"
+                exit 1
+            fi
+            sleep 0.05
+        done
+    done
+}
+
+# field LOG TAG KEY : value of KEY= on the first line of LOG starting with TAG.
+field() {
+    grep -m1 "^$2 " "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$3=//p" | head -n 1
 }
 
 # lab_dump: the tail of every rank's log.

@@ -60,19 +60,7 @@ echo "run_cutlink: $NH hosts, 1 rank each, all-reduce loop of $COUNT f32;" \
     "host $VICTIM's link cut on the $SIDE side; GS_TIMEOUT_MS=$TMO_MS"
 lab_start "$NH" 1 "$PROG" loop --count "$COUNT" --max-seconds 60 --expect PEER_FAILED,TIMEOUT
 
-# Wait until every rank is in the loop.
-end=$(($(lab_now_ms) + 30000))
-for ((r = 0; r < NH; r++)); do
-    until grep -q '^RUNNING' "$LAB_TMP/rank.$r.log" 2>/dev/null; do
-        if [ "$(lab_now_ms)" -ge "$end" ]; then
-            echo "run_cutlink: rank $r never started its loop"
-            lab_dump 20
-            echo "run_cutlink: FAIL"
-            exit 1
-        fi
-        sleep 0.05
-    done
-done
+lab_wait_running run_cutlink # every rank is in the loop
 sleep 0.3 # well inside the loop
 t_cut=$(lab_now_ms)
 if [ "$SIDE" = bridge ]; then
@@ -83,9 +71,6 @@ fi
 echo "run_cutlink: link of host $VICTIM down at t=0"
 lab_wait
 
-field() { # LOG TAG KEY
-    grep -m1 "^$2 " "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$3=//p" | head -n 1
-}
 ok=1
 for ((r = 0; r < NH; r++)); do
     log=$LAB_TMP/rank.$r.log

@@ -55,18 +55,7 @@ echo "run_heartbeat: $NH hosts, 1 rank each; host $VICTIM goes silent ($CASE);" 
     "GS_HEARTBEAT_MS=$HB_MS GS_TIMEOUT_MS=$TMO_MS; limit $LIMIT_MS ms"
 lab_start "$NH" 1 "$PROG" loop --count 100000 --max-seconds 80 --expect PEER_FAILED
 
-end=$(($(lab_now_ms) + 30000))
-for ((r = 0; r < NH; r++)); do
-    until grep -q '^RUNNING' "$LAB_TMP/rank.$r.log" 2>/dev/null; do
-        if [ "$(lab_now_ms)" -ge "$end" ]; then
-            echo "run_heartbeat: rank $r never started its loop"
-            lab_dump 20
-            echo "run_heartbeat: FAIL"
-            exit 1
-        fi
-        sleep 0.05
-    done
-done
+lab_wait_running run_heartbeat
 sleep 0.3 # well inside the loop
 t_ev=$(lab_now_ms)
 if [ "$CASE" = cut ]; then
@@ -90,9 +79,6 @@ if [ "$CASE" = stop ]; then
 fi
 lab_wait
 
-field() { # LOG TAG KEY
-    grep -m1 "^$2 " "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$3=//p" | head -n 1
-}
 ok=1
 for ((r = 0; r < NH; r++)); do
     log=$LAB_TMP/rank.$r.log

@@ -45,11 +45,10 @@ done
 
 # shellcheck source=lib_lab.sh
 . "$(dirname "$0")/lib_lab.sh"
+# shellcheck source=../integration/lib_trials.sh
+. "$(dirname "$0")/../integration/lib_trials.sh"
 lab_up "$NH" ${RATE_OPTS[@]+"${RATE_OPTS[@]}"}
 
-LIMIT_MS=2000
-COLLS=(allreduce broadcast allgather reduce_scatter alltoall allgatherv alltoallv reduce_scatterv
-    p2p compressed)
 LAB_ENV=(GS_TIMEOUT_MS=20000)
 LAB_KILL_ON_FAIL=0
 LAB_TIMEOUT=45
@@ -57,23 +56,12 @@ RANDOM=$SEED
 echo "run_trials_lab: seed $SEED (reproduce with SEED=$SEED), $TRIALS trials on $NH hosts" \
     "(one rank each)"
 
-field() { # LOG TAG KEY
-    grep -m1 "^$2 " "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$3=//p" | head -n 1
-}
-
-ntrials=0 nsurv=0 nhang=0 ncrash=0 nbad=0 nslow=0 nunnamed=0
-LAT=()
 t_start=$(lab_now_ms)
 for ((i = 1; i <= TRIALS; i++)); do
-    coll=${COLLS[RANDOM % ${#COLLS[@]}]}
-    count=$(( (RANDOM % 6 == 0) ? 1 + RANDOM % 64 : 1000 + (RANDOM * 8 + RANDOM % 8) % 400000 ))
-    victim=$((RANDOM % NH))
-    kiter=$((1 + RANDOM % 3))
-    kdelay=$((RANDOM % 30000))
+    trial_draw "$i" "$NH"
     LAB_PORT=$((29500 + i))
     rm -f "$LAB_TMP"/rank.*.log
-    lab_start "$NH" 1 "$PROG" loop --coll "$coll" --count "$count" --victim "$victim" \
-        --kill-iter "$kiter" --kill-delay-us "$kdelay" --max-seconds 25
+    lab_start "$NH" 1 "$PROG" "${TRIAL_ARGS[@]}"
     # lib_lab.sh's lab_wait reads "$pid" after `wait -n -p pid`, which bash unsets when
     # wait returns without a job (a rank already reaped): not under set -u.
     set +u
@@ -81,7 +69,6 @@ for ((i = 1; i <= TRIALS; i++)); do
     set -u
     ntrials=$((ntrials + 1))
     ok=1
-    line="trial $i: $coll count=$count victim=$victim iter=$kiter delay=${kdelay}us:"
     kill_t=$(field "$LAB_TMP/rank.$victim.log" KILL t_ms)
     if [ -z "$kill_t" ]; then
         line+=" victim never reached the kill point"
@@ -106,16 +93,7 @@ for ((i = 1; i <= TRIALS; i++)); do
                 line+=" r$r=CRASH(exit $rc)"
                 ncrash=$((ncrash + 1)); ok=0; continue
             fi
-            if [ -z "$t" ]; then
-                line+=" r$r=no-RESULT(exit $rc)"
-                nbad=$((nbad + 1)); ok=0; continue
-            fi
-            dt=$((t - kill_t))
-            [ "$dt" -lt 0 ] && dt=0
-            LAT+=("$dt")
-            line+=" r$r=${st#GS_ERR_}/${dt}ms"
-            [ "$named" = 1 ] || { line+="(unnamed)"; nunnamed=$((nunnamed + 1)); ok=0; }
-            [ "$dt" -le "$LIMIT_MS" ] || { nslow=$((nslow + 1)); ok=0; }
+            trial_judge "$r" "$rc" "$st" "$t" "$named" || continue
             [ "$rc" -eq 0 ] || ok=0
         done
     fi
@@ -126,23 +104,8 @@ for ((i = 1; i <= TRIALS; i++)); do
         lab_dump 10
     fi
 done
-max=0 med=0
-if [ ${#LAT[@]} -gt 0 ]; then
-    read -r max med < <(printf '%s\n' "${LAT[@]}" | sort -n |
-        awk '{a[NR]=$1} END {print a[NR], a[int((NR+1)/2)]}')
-fi
-echo
-echo "run_trials_lab summary (seed $SEED, $NH hosts, $(( ($(lab_now_ms) - t_start) / 1000 ))s):"
-printf '  %-28s %s\n' "kill -9 trials" "$ntrials" \
-    "survivors checked" "$nsurv" \
-    "detection latency max" "${max} ms (limit $LIMIT_MS)" \
-    "detection latency median" "${med} ms" \
-    "over the limit" "$nslow" \
-    "error not naming the victim" "$nunnamed" \
-    "hangs" "$nhang" \
-    "crashes" "$ncrash" \
-    "other failures" "$nbad"
-if [ $((nslow + nunnamed + nhang + ncrash + nbad)) -eq 0 ] && [ "$ntrials" -gt 0 ]; then
+trial_summary "run_trials_lab summary (seed $SEED, $NH hosts, $(( ($(lab_now_ms) - t_start) / 1000 ))s):"
+if [ "$(trial_failures)" -eq 0 ] && [ "$ntrials" -gt 0 ]; then
     echo "run_trials_lab: PASS"
     exit 0
 fi
