@@ -345,6 +345,22 @@ void gs__algo_renew(const gs_algo_ctx_t *ctx, uint64_t *deadline);
 gs_status_t gs__algo_wait_all(gs_algo_ctx_t *ctx, gs_algo_req_t *reqs, const size_t *expect,
                               size_t n);
 
+/* What a wait does with each receive that finished: @p status is what
+ * gs__algo_check_len returned for reqs[i] (*r), @p nbytes what arrived;
+ * returns the status to go on with (a failure ends the wait). */
+typedef gs_status_t (*gs_algo_recv_done_fn_t)(gs_algo_ctx_t *ctx, const gs_algo_req_t *r, size_t i,
+                                              gs_status_t status, size_t nbytes, const void *arg);
+
+/* Wait for every posted request in reqs[0..n) (NULL req entries are
+ * skipped), releasing each, and hand every finished receive to @p on_recv
+ * (may be NULL) with @p arg. The deadline is renewed by each completion; on
+ * error every other request is released too. Blocking. Returns GS_OK, the
+ * first failure (on_recv's, or the transport's: GS_ERR_TIMEOUT naming the
+ * peer, GS_ERR_ABORTED, ...). gs__algo_wait_all is this with an exact
+ * length check. */
+gs_status_t gs__algo_wait_each(gs_algo_ctx_t *ctx, gs_algo_req_t *reqs, size_t n,
+                               gs_algo_recv_done_fn_t on_recv, const void *arg);
+
 /* Release every still-posted request (after an error). */
 void gs__algo_release_all(gs_algo_ctx_t *ctx, gs_algo_req_t *reqs, size_t n);
 

@@ -12,7 +12,29 @@
 #include <stdint.h>
 
 #include "algo/algo.h"
+#include "compress/codec.h"
 #include "gradsync/compress.h"
+
+/*
+ * The codec of one compressed all-reduce, worked out once at the start of
+ * the call and passed down: the configuration resolved and prepared for
+ * payloads of up to max_count elements of the tensor's dtype and of f32
+ * (the sums). Every slice, chunk and payload of the call is encoded and
+ * decoded through it; nothing is resolved, checked or laid out again.
+ */
+typedef struct gs_comp_plan {
+    gs_codec_plan_t in;  /* the tensor's dtype: encodes of the input, decodes of the result */
+    gs_codec_plan_t f32; /* f32: decode-accumulates into the sums, encodes of a sum */
+    size_t cap;          /* slot bytes: the largest payload, 64-aligned */
+    size_t scratch;      /* codec scratch bytes that serve both */
+} gs_comp_plan_t;
+
+/* Prepare @p rc (resolved from the call's configuration) for payloads of
+ * up to @p max_count elements of @p dtype and of f32. Local, pure.
+ * Returns GS_OK or the codec's error naming ctx->opname
+ * (GS_ERR_UNSUPPORTED: a sparse codec past 2^32 - 1 elements). */
+gs_status_t gs__comp_plan(const gs_algo_ctx_t *ctx, const gs_codec_resolved_t *rc, size_t max_count,
+                          gs_dtype_t dtype, gs_comp_plan_t *out);
 
 /* One all-peers exchange of variable-length payloads: slot q of recv
  * (cap bytes each) receives from rank q; rank q is sent slot q of send,
@@ -46,7 +68,8 @@ void gs__comp_test_corrupt(const gs_algo_ctx_t *ctx, uint8_t *buf, size_t bytes)
 gs_status_t gs__comp_server_ef(gs_ef_t ef, size_t own_len, gs_ef_t *out);
 
 /* Run the sparse all-reduce of @p d along @p scheme (GS_SCHEME_SPARSE_GATHER
- * or GS_SCHEME_SPARSE_SHARED, as gs__algo_plan chose).
+ * or GS_SCHEME_SPARSE_SHARED, as gs__algo_plan chose); d->codec is resolved
+ * once, here.
  * Collective, blocking. Returns GS_OK; GS_ERR_PROTOCOL for a malformed
  * payload from a peer or ranks that disagree on the random-k draw;
  * GS_ERR_NO_MEMORY; the transport's errors. */

@@ -19,9 +19,9 @@
  * The arithmetic is the CPU path's, bit for bit (codec_kernels.h: the
  * kernels and the CPU codecs share codec_math.h; the sum is taken in the
  * same order and the average multiplies by the same 1/n), and the seeds of
- * the stochastic codecs are derived the same way (rc.seed plus the
- * error-feedback step times the golden ratio): a device all-reduce gives
- * the bits a host all-reduce of the same data gives. Unsliced (one
+ * the stochastic codecs are derived the same way (gs__codec_step_seed of
+ * the error-feedback step): a device all-reduce gives the bits a host
+ * all-reduce of the same data gives. Unsliced (one
  * payload per chunk): a GPU encodes a chunk faster than a link moves it.
  * Bodies travel without the 32-byte header over NCCL (both sides know
  * every length from the plan); over the host transport they carry it and
@@ -53,7 +53,6 @@
 #endif
 
 #define DCOMP_ALIGN 256
-#define DCOMP_GOLDEN 0x9e3779b97f4a7c15ull
 
 /* A residual's device copy (gs_ef_dev_t first: the gs_ef_t sees only that). */
 typedef struct dcomp_res {
@@ -466,14 +465,13 @@ gs_status_t gs__dev_comp_allreduce(gs_algo_ctx_t *ctx, gs_coll_desc_t *d,
         return status;
     }
     x.kind = x.rc.ops->wire_id;
-    x.wseed = x.rc.seed + ((ef != GS_EF_NULL) ? ef->step * DCOMP_GOLDEN : 0);
-    x.sseed = x.rc.seed + (((ef != GS_EF_NULL) && (ef->server != GS_EF_NULL))
-                               ? ef->server->step * DCOMP_GOLDEN
-                               : 0);
+    x.wseed = gs__codec_step_seed(&x.rc, (ef != GS_EF_NULL) ? ef->step : 0);
+    x.sseed = gs__codec_step_seed(
+        &x.rc, ((ef != GS_EF_NULL) && (ef->server != GS_EF_NULL)) ? ef->server->step : 0);
     status = dcomp_layout(&x);
     if ((status == GS_OK) && (x.server != GS_EF_NULL)) {
         /* A server residual made just now starts at step 0 everywhere. */
-        x.sseed = x.rc.seed + x.server->step * DCOMP_GOLDEN;
+        x.sseed = gs__codec_step_seed(&x.rc, x.server->step);
     }
     if (status == GS_OK) {
         void *mem = NULL;

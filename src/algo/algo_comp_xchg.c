@@ -33,6 +33,19 @@ void gs__comp_test_corrupt(const gs_algo_ctx_t *ctx, uint8_t *buf, size_t bytes)
 }
 #endif
 
+/* gs__algo_wait_each's hook: a payload arrived; its length is what the
+ * transport delivered (received payloads vary in length). */
+static gs_status_t comp_xchg_recv_done(gs_algo_ctx_t *ctx, const gs_algo_req_t *r, size_t i,
+                                       gs_status_t status, size_t nbytes, const void *arg)
+{
+    const gs_comp_xchg_t *x = arg;
+
+    (void)ctx;
+    (void)i;
+    x->recv_len[r->peer] = nbytes;
+    return status;
+}
+
 gs_status_t gs__comp_exchange(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint32_t phase,
                               const gs_comp_xchg_t *x)
 {
@@ -41,8 +54,6 @@ gs_status_t gs__comp_exchange(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint3
     const uint8_t *send = x->send;
     uint8_t *bad = NULL;
     gs_status_t status = GS_OK;
-    uint64_t deadline;
-    int left = 0;
 
 #ifdef GS_TEST_HOOKS
     if (ctx->comp_corrupt > 0) {
@@ -65,7 +76,6 @@ gs_status_t gs__comp_exchange(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint3
         const int from = (r - i + n) % n;
         status = gs__algo_irecv(ctx, from, gs__algo_tag(ctx, d, phase),
                                 x->recv + (size_t)from * x->cap, x->cap, &x->reqs[2 * from]);
-        left += (status == GS_OK);
     }
     for (int i = 1; (i < n) && (status == GS_OK); i++) {
         const int to = (r + i) % n;
@@ -73,39 +83,9 @@ gs_status_t gs__comp_exchange(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint3
         status = gs__algo_isend(ctx, to, gs__algo_tag(ctx, d, phase),
                                 send + (size_t)((bad != NULL) ? to : slot) * x->cap,
                                 x->send_len[slot], &x->reqs[2 * to + 1]);
-        left += (status == GS_OK);
     }
-    gs__algo_renew(ctx, &deadline);
-    while ((status == GS_OK) && (left > 0)) {
-        const gs_algo_req_t *blame = NULL;
-        int progressed = 0;
-
-        for (int i = 0; (i < 2 * n) && (status == GS_OK); i++) {
-            gs_algo_req_t *q = &x->reqs[i];
-            size_t nbytes = 0;
-            int done = 0;
-
-            if (q->req == NULL) {
-                continue;
-            }
-            status = gs__algo_check_len(ctx, q, &done, &nbytes);
-            if (done) {
-                left--;
-                progressed = 1;
-                if (!q->is_send) {
-                    x->recv_len[q->peer] = nbytes;
-                }
-            } else if (blame == NULL) {
-                blame = q;
-            }
-        }
-        if ((status == GS_OK) && (left > 0)) {
-            if (progressed) {
-                gs__algo_renew(ctx, &deadline);
-            } else {
-                status = gs__algo_progress(ctx, &deadline, blame);
-            }
-        }
+    if (status == GS_OK) {
+        status = gs__algo_wait_each(ctx, x->reqs, 2 * (size_t)n, comp_xchg_recv_done, x);
     }
     if (status != GS_OK) {
         gs__algo_release_all(ctx, x->reqs, 2 * (size_t)n);

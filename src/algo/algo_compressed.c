@@ -50,7 +50,9 @@
  * chunk would get: the result is bit-identical to the unsliced scheme
  * whatever the slice size (tests/integration compress_slices_w*). Codecs
  * whose output depends on the whole payload (top-k's selection, qsgd's
- * noise drawn by index) keep one slice per chunk. In-place is safe: the
+ * noise drawn by index) keep one slice per chunk. The codec's configuration
+ * is resolved, checked and laid out once per call for the largest slice
+ * (gs_comp_plan_t), not per slice. In-place is safe: the
  * sum of slice s of chunk c can only arrive after rank c got our encoding
  * of it, i.e. after we read that part of the input.
  */
@@ -59,7 +61,6 @@
 
 #include "algo/algo.h"
 #include "algo/algo_comp.h"
-#include "compress/codec.h"
 #include "core/clock.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -76,12 +77,11 @@ typedef struct comp_state {
     const gs_coll_desc_t *d;
     gs_ef_t ef;          /* worker residual, or NULL */
     gs_ef_t server;      /* server residual of our chunk, or NULL */
+    gs_comp_plan_t plan; /* the codec, prepared once for the largest slice */
     size_t esize;        /* bytes per element of d->dtype */
     int n, r;
     size_t slice;        /* elements per slice: a multiple of the codec block */
     size_t max_ns;       /* slices of the largest chunk */
-    size_t cap;          /* slot bytes: the encoded size of one slice, aligned */
-    size_t scratch;      /* codec scratch bytes */
     size_t own_off, own_len;
     uint8_t *p1_send;    /* [c][s]: phase 1 payload for rank c */
     uint8_t *p1_recv;    /* [q][s]: slice s of our chunk from rank q (q = r: our own) */
@@ -110,21 +110,16 @@ static size_t comp_align(size_t x)
  * payload (top-k's selection, the noise of qsgd and random-k, drawn by
  * index in the payload) keep one slice per chunk. */
 static size_t comp_slice_elems(const gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
-                               size_t max_chunk)
+                               const gs_codec_resolved_t *rc, size_t max_chunk)
 {
     const size_t whole = (max_chunk > 0) ? max_chunk : 1;
-    gs_codec_resolved_t rc;
     size_t unit = 64, e;
 
-    if (gs__codec_resolve(d->codec, &rc) != GS_OK) {
-        gs__error_clear(); /* comp_layout reports it */
+    if ((rc->ops->flags & (GS_CODEC_F_SPARSE | GS_CODEC_F_STOCHASTIC)) != 0) {
         return whole;
     }
-    if ((rc.ops->flags & (GS_CODEC_F_SPARSE | GS_CODEC_F_STOCHASTIC)) != 0) {
-        return whole;
-    }
-    if ((rc.ops->flags & GS_CODEC_F_BLOCKED) != 0) {
-        unit = rc.block;
+    if ((rc->ops->flags & GS_CODEC_F_BLOCKED) != 0) {
+        unit = rc->block;
     }
     e = ctx->slice_bytes / gs__dtype_size(d->dtype);
     e -= e % unit;
@@ -168,38 +163,48 @@ static size_t comp_ix(const comp_state_t *st, int kind, int peer, size_t s)
 
 static uint8_t *comp_slot(const comp_state_t *st, uint8_t *base, int peer, size_t s)
 {
-    return base + ((size_t)peer * st->max_ns + s) * st->cap;
+    return base + ((size_t)peer * st->max_ns + s) * st->plan.cap;
 }
 
-static gs_status_t comp_layout(comp_state_t *st)
+gs_status_t gs__comp_plan(const gs_algo_ctx_t *ctx, const gs_codec_resolved_t *rc, size_t max_count,
+                          gs_dtype_t dtype, gs_comp_plan_t *out)
 {
-    const gs_codec_config_t *cfg = st->d->codec;
-    const size_t n = (size_t)st->n;
-    const size_t max_chunk = (st->d->count + n - 1) / n;
-    size_t slots, slice_max, sc_in, sc_acc, total;
-    uint8_t *base = NULL;
-    gs_status_t status;
-    void *mem = NULL;
+    gs_status_t status = gs__codec_plan(ctx->opname, rc, max_count, dtype, &out->in);
 
-    st->slice = comp_slice_elems(st->ctx, st->d, max_chunk);
-    st->max_ns = comp_nslices(st, max_chunk);
-    slice_max = (st->slice < max_chunk) ? st->slice : max_chunk;
-    status = gs_codec_encoded_size(cfg, slice_max, st->d->dtype, &st->cap);
     if (status == GS_OK) {
-        status = gs_codec_scratch_size(cfg, slice_max, st->d->dtype, &sc_in);
-    }
-    if (status == GS_OK) {
-        status = gs_codec_scratch_size(cfg, slice_max, GS_DTYPE_F32, &sc_acc);
+        status = gs__codec_plan(ctx->opname, rc, max_count, GS_DTYPE_F32, &out->f32);
     }
     if (status != GS_OK) {
         return status;
     }
-    st->cap = comp_align(st->cap);
-    st->scratch = (sc_in > sc_acc) ? sc_in : sc_acc;
+    /* The payload bound depends on the count, not the dtype. */
+    out->cap = comp_align(out->in.payload_max);
+    out->scratch =
+        (out->in.lay.total > out->f32.lay.total) ? out->in.lay.total : out->f32.lay.total;
+    return GS_OK;
+}
+
+/* Slices, the codec plan for the largest, and every buffer in ctx's scratch. */
+static gs_status_t comp_layout(comp_state_t *st, const gs_codec_resolved_t *rc)
+{
+    const size_t n = (size_t)st->n;
+    const size_t max_chunk = (st->d->count + n - 1) / n;
+    size_t slots, slice_max, total;
+    uint8_t *base = NULL;
+    gs_status_t status;
+    void *mem = NULL;
+
+    st->slice = comp_slice_elems(st->ctx, st->d, rc, max_chunk);
+    st->max_ns = comp_nslices(st, max_chunk);
+    slice_max = (st->slice < max_chunk) ? st->slice : max_chunk;
+    status = gs__comp_plan(st->ctx, rc, slice_max, st->d->dtype, &st->plan);
+    if (status != GS_OK) {
+        return status;
+    }
     slots = n * st->max_ns;
-    total = 3 * slots * st->cap + comp_align(COMP_KINDS * slots * sizeof(size_t)) +
+    total = 3 * slots * st->plan.cap + comp_align(COMP_KINDS * slots * sizeof(size_t)) +
             comp_align(slots) + comp_align(st->max_ns * sizeof(uint32_t)) +
-            comp_align(st->own_len * sizeof(float) + 1) + comp_align(st->scratch + 1) +
+            comp_align(st->own_len * sizeof(float) + 1) + comp_align(st->plan.scratch + 1) +
             comp_align(COMP_KINDS * slots * sizeof(gs_algo_req_t));
     status = gs__algo_scratch(st->ctx, total + COMP_ALIGN, &mem);
     if (status != GS_OK) {
@@ -207,11 +212,11 @@ static gs_status_t comp_layout(comp_state_t *st)
     }
     base = (uint8_t *)comp_align((size_t)mem);
     st->p1_send = base;
-    base += slots * st->cap;
+    base += slots * st->plan.cap;
     st->p1_recv = base;
-    base += slots * st->cap;
+    base += slots * st->plan.cap;
     st->p2 = base;
-    base += slots * st->cap;
+    base += slots * st->plan.cap;
     st->len = (size_t *)(void *)base;
     base += comp_align(COMP_KINDS * slots * sizeof(size_t));
     st->got = base;
@@ -223,7 +228,7 @@ static gs_status_t comp_layout(comp_state_t *st)
     st->acc = (float *)(void *)base;
     base += comp_align(st->own_len * sizeof(float) + 1);
     st->codec_scratch = base;
-    base += comp_align(st->scratch + 1);
+    base += comp_align(st->plan.scratch + 1);
     st->reqs = (gs_algo_req_t *)(void *)base;
     memset(st->reqs, 0, COMP_KINDS * slots * sizeof(gs_algo_req_t));
     return GS_OK;
@@ -283,7 +288,7 @@ static gs_status_t comp_post(comp_state_t *st, int kind, int peer, size_t s, uin
     if ((kind == COMP_P1_SEND) || (kind == COMP_P2_SEND)) {
         status = gs__algo_isend(st->ctx, peer, tag, buf, bytes, q);
     } else {
-        status = gs__algo_irecv(st->ctx, peer, tag, buf, st->cap, q);
+        status = gs__algo_irecv(st->ctx, peer, tag, buf, st->plan.cap, q);
     }
     st->left += (status == GS_OK);
     return status;
@@ -297,9 +302,10 @@ static gs_status_t comp_decode_sum(comp_state_t *st, int c, size_t s)
     gs_status_t status;
 
     comp_slice(st, c, s, &off, &len);
-    status = gs_codec_decode(d->codec, comp_slot(st, st->p2, c, s),
-                             st->len[comp_ix(st, COMP_P2_RECV, c, s)], len, d->dtype,
-                             st->codec_scratch, st->scratch, (uint8_t *)d->recvbuf + off * st->esize);
+    status = gs__codec_plan_decode(&st->plan.in, comp_slot(st, st->p2, c, s),
+                                   st->len[comp_ix(st, COMP_P2_RECV, c, s)], len, st->codec_scratch,
+                                   st->plan.scratch, (uint8_t *)d->recvbuf + off * st->esize,
+                                   GS_CODEC_MODE_SET);
     if (status != GS_OK) {
         status = gs__error_wrap(status, "%s: the compressed sum from rank %d is bad: %s",
                                 st->ctx->opname, c, gs__error_get());
@@ -327,10 +333,10 @@ static gs_status_t comp_reduce(comp_state_t *st, size_t s)
         if (q == 0) {
             memset(st->acc + loff, 0, len * sizeof(float));
         }
-        status = gs_codec_decode_accumulate(d->codec, comp_slot(st, st->p1_recv, q, s),
-                                            st->len[comp_ix(st, COMP_P1_RECV, q, s)], len,
-                                            GS_DTYPE_F32, st->codec_scratch, st->scratch,
-                                            st->acc + loff);
+        status =
+            gs__codec_plan_decode(&st->plan.f32, comp_slot(st, st->p1_recv, q, s),
+                                  st->len[comp_ix(st, COMP_P1_RECV, q, s)], len, st->codec_scratch,
+                                  st->plan.scratch, st->acc + loff, GS_CODEC_MODE_ADD);
         if (status != GS_OK) {
             return gs__error_wrap(status, "%s: the compressed chunk from rank %d is bad: %s",
                                   st->ctx->opname, q, gs__error_get());
@@ -348,9 +354,10 @@ static gs_status_t comp_reduce(comp_state_t *st, size_t s)
             st->acc[loff + i] *= inv;
         }
     }
-    status = gs_codec_encode(d->codec, st->acc + loff, len, GS_DTYPE_F32,
-                             comp_ef_view(st->server, loff, len, &view), st->codec_scratch,
-                             st->scratch, comp_slot(st, st->p2, st->r, s), st->cap, &st->len[ir]);
+    status = gs__codec_plan_encode(&st->plan.f32, st->acc + loff, len,
+                                   comp_ef_view(st->server, loff, len, &view), st->codec_scratch,
+                                   st->plan.scratch, comp_slot(st, st->p2, st->r, s), st->plan.cap,
+                                   &st->len[ir]);
     if (status == GS_OK) {
         gs__comp_test_corrupt(st->ctx, comp_slot(st, st->p2, st->r, s), st->len[ir]);
     }
@@ -374,9 +381,9 @@ static gs_status_t comp_encode(comp_state_t *st, int c, size_t s)
     gs_status_t status;
 
     comp_slice(st, c, s, &off, &len);
-    status = gs_codec_encode(d->codec, (const uint8_t *)d->sendbuf + off * st->esize, len,
-                             d->dtype, comp_ef_view(st->ef, off, len, &view), st->codec_scratch,
-                             st->scratch, slot, st->cap, len_out);
+    status = gs__codec_plan_encode(&st->plan.in, (const uint8_t *)d->sendbuf + off * st->esize, len,
+                                   comp_ef_view(st->ef, off, len, &view), st->codec_scratch,
+                                   st->plan.scratch, slot, st->plan.cap, len_out);
     if (status != GS_OK) {
         return status;
     }
@@ -486,6 +493,7 @@ static gs_status_t comp_post_receives(comp_state_t *st)
 
 gs_status_t gs__compressed_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
 {
+    gs_codec_resolved_t rc;
     comp_state_t st;
     gs_status_t status;
 
@@ -493,6 +501,9 @@ gs_status_t gs__compressed_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d
         return GS_OK;
     }
     status = gs__ef_sync_host((gs_ef_t)d->ef); /* a device call may hold the residuals */
+    if (status == GS_OK) {
+        status = gs__codec_resolve(d->codec, &rc); /* once per call: see comp_layout */
+    }
     if (status != GS_OK) {
         return status;
     }
@@ -504,7 +515,7 @@ gs_status_t gs__compressed_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d
     st.n = ctx->size;
     st.r = ctx->rank;
     gs__algo_split(d->count, st.n, st.r, &st.own_off, &st.own_len);
-    status = comp_layout(&st);
+    status = comp_layout(&st, &rc);
     if (status == GS_OK) {
         status = gs__comp_server_ef(st.ef, st.own_len, &st.server);
     }

@@ -39,7 +39,6 @@
 
 #include "algo/algo.h"
 #include "algo/algo_comp.h"
-#include "compress/codec.h"
 #include "core/dtype.h"
 #include "core/error.h"
 
@@ -88,44 +87,32 @@ static void sparse_scale(float *v, size_t n, float s)
     }
 }
 
-/* Scratch bytes the codec needs for @p count elements of @p dtype and of f32. */
-static gs_status_t sparse_codec_scratch(const gs_codec_config_t *cfg, size_t count,
-                                        gs_dtype_t dtype, size_t *out)
-{
-    size_t a = 0, b = 0;
-    gs_status_t status = gs_codec_scratch_size(cfg, count, dtype, &a);
-
-    if (status == GS_OK) {
-        status = gs_codec_scratch_size(cfg, count, GS_DTYPE_F32, &b);
-    }
-    *out = (a > b) ? a : b;
-    return status;
-}
-
 /* The sum of the n gathered payloads into acc (count f32), divided by n
  * for AVG. Without zstd, codec_topk.c checks every payload and then sums
  * them in one blocked pass over acc; with the zstd stage, each payload is
  * decoded into acc in turn. Both give the same bits. */
-static gs_status_t sparse_sum(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint8_t *recv,
-                              size_t cap, const size_t *lens, const uint8_t **slots, size_t *cursor,
-                              uint8_t *codec_scratch, size_t sc, float *acc)
+static gs_status_t sparse_sum(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
+                              const gs_comp_plan_t *plan, uint8_t *recv, const size_t *lens,
+                              const uint8_t **slots, size_t *cursor, uint8_t *codec_scratch,
+                              float *acc)
 {
     const size_t n = (size_t)ctx->size;
+    const size_t cap = plan->cap;
     const float inv = 1.0f / (float)n;
-    gs_codec_resolved_t rc;
-    gs_codec_params_t p;
     gs_status_t status = GS_OK;
 
-    if ((gs__codec_resolve(d->codec, &rc) == GS_OK) && (rc.zstd == GS_CODEC_ZSTD_OFF) &&
-        (gs__codec_params(&rc, d->count, &p) == GS_OK)) {
+    if (plan->f32.rc.zstd == GS_CODEC_ZSTD_OFF) {
         char why[192];
         size_t bad = 0;
 
         for (size_t q = 0; q < n; q++) {
             slots[q] = recv + q * cap;
         }
-        status = gs__codec_topk_sum(&p, slots, lens, n, (d->op == GS_OP_AVG) ? &inv : NULL, acc,
-                                    cursor, &bad, why, sizeof(why));
+        /* The plan's parameters are the whole tensor's (seed 0), as a
+         * payload's header states them. */
+        status =
+            gs__codec_topk_sum(&plan->f32.p, slots, lens, n, (d->op == GS_OP_AVG) ? &inv : NULL,
+                               acc, cursor, &bad, why, sizeof(why));
         if (status != GS_OK) {
             status = gs__error_set(status,
                                    "%s: the top-k payload from rank %zu is bad: malformed topk "
@@ -134,11 +121,10 @@ static gs_status_t sparse_sum(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint8
         }
         return status;
     }
-    gs__error_clear(); /* resolve and params succeeded on this path before */
     memset(acc, 0, d->count * sizeof(float));
     for (size_t q = 0; (q < n) && (status == GS_OK); q++) {
-        status = gs_codec_decode_accumulate(d->codec, recv + q * cap, lens[q], d->count,
-                                            GS_DTYPE_F32, codec_scratch, sc, acc);
+        status = gs__codec_plan_decode(&plan->f32, recv + q * cap, lens[q], d->count, codec_scratch,
+                                       plan->scratch, acc, GS_CODEC_MODE_ADD);
         if (status != GS_OK) {
             status = gs__error_wrap(status, "%s: the top-k payload from rank %zu is bad: %s",
                                     ctx->opname, q, gs__error_get());
@@ -151,12 +137,13 @@ static gs_status_t sparse_sum(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint8
 }
 
 /* top-k: all-gather of the payloads, sum in rank order. */
-static gs_status_t sparse_gather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
+static gs_status_t sparse_gather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
+                                 const gs_codec_resolved_t *rc)
 {
-    const gs_codec_config_t *cfg = d->codec;
     const size_t n = (size_t)ctx->size;
     const int r = ctx->rank;
     const int f32 = (d->dtype == GS_DTYPE_F32);
+    gs_comp_plan_t plan;
     size_t cap, sc, total;
     uint8_t *base, *recv, *codec_scratch;
     size_t *lens, *cursor;
@@ -166,14 +153,12 @@ static gs_status_t sparse_gather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
     void *mem = NULL;
     gs_status_t status;
 
-    status = gs_codec_encoded_size(cfg, d->count, d->dtype, &cap);
-    if (status == GS_OK) {
-        status = sparse_codec_scratch(cfg, d->count, d->dtype, &sc);
-    }
+    status = gs__comp_plan(ctx, rc, d->count, d->dtype, &plan);
     if (status != GS_OK) {
         return status;
     }
-    cap = sparse_align(cap);
+    cap = plan.cap;
+    sc = plan.scratch;
     total = n * cap + sparse_align(2 * n * sizeof(size_t)) + sparse_align(n * sizeof(void *)) +
             (f32 ? 0 : sparse_align(d->count * sizeof(float))) + sparse_align(sc + 1) +
             sparse_align(2 * n * sizeof(gs_algo_req_t));
@@ -197,8 +182,8 @@ static gs_status_t sparse_gather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
 
     /* Our payload sits in our own receive slot and goes to every peer. The
      * input is read only here, so recvbuf may alias sendbuf. */
-    status = gs_codec_encode(cfg, d->sendbuf, d->count, d->dtype, d->ef, codec_scratch, sc,
-                             recv + (size_t)r * cap, cap, &lens[r]);
+    status = gs__codec_plan_encode(&plan.in, d->sendbuf, d->count, d->ef, codec_scratch, sc,
+                                   recv + (size_t)r * cap, cap, &lens[r]);
     if (status == GS_OK) {
         const gs_comp_xchg_t x = {
             .send = recv,
@@ -213,7 +198,7 @@ static gs_status_t sparse_gather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
         status = gs__comp_exchange(ctx, d, 0, &x);
     }
     if (status == GS_OK) {
-        status = sparse_sum(ctx, d, recv, cap, lens, slots, cursor, codec_scratch, sc, acc);
+        status = sparse_sum(ctx, d, &plan, recv, lens, slots, cursor, codec_scratch, acc);
     }
     if (status == GS_OK) {
         sparse_store(acc, d->count, d->dtype, d->recvbuf);
@@ -222,11 +207,12 @@ static gs_status_t sparse_gather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
 }
 
 /* random-k: same draw on every rank, dense all-reduce of the k values. */
-static gs_status_t sparse_shared(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
+static gs_status_t sparse_shared(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
+                                 const gs_codec_resolved_t *rc_call)
 {
-    gs_codec_config_t cfg = GS_CODEC_CONFIG_INIT;
-    const size_t cfg_bytes = (d->codec->size < sizeof(cfg)) ? d->codec->size : sizeof(cfg);
+    gs_codec_resolved_t rc = *rc_call;
     const float n = (float)ctx->size;
+    gs_comp_plan_t plan;
     gs_coll_desc_t sum;
     size_t cap, len = 0, sc = 0, k;
     uint8_t *payload;
@@ -237,17 +223,13 @@ static gs_status_t sparse_shared(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
 
     /* The caller's configuration with the zstd stage off: the values are
      * summed as raw f32, so there is no payload to compress. */
-    memcpy(&cfg, d->codec, cfg_bytes);
-    cfg.size = sizeof(cfg);
-    cfg.zstd = GS_CODEC_ZSTD_OFF;
-    status = gs_codec_encoded_size(&cfg, d->count, d->dtype, &cap);
-    if (status == GS_OK) {
-        status = sparse_codec_scratch(&cfg, d->count, d->dtype, &sc);
-    }
+    rc.zstd = GS_CODEC_ZSTD_OFF;
+    status = gs__comp_plan(ctx, &rc, d->count, d->dtype, &plan);
     if (status != GS_OK) {
         return status;
     }
-    /* Not in ctx's scratch: the inner all-reduce may grow and reuse it. */
+    cap = plan.cap;
+    sc = plan.scratch;
     /* Not ctx's scratch: the nested all-reduce may grow it, moving it. */
     status = gs__algo_grow(ctx, &ctx->sparse_buf, &ctx->sparse_cap, cap + sizeof(float), &keep);
     if (status != GS_OK) {
@@ -258,8 +240,8 @@ static gs_status_t sparse_shared(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
         status = gs__algo_scratch(ctx, sc, &scratch);
     }
     if (status == GS_OK) {
-        status = gs_codec_encode(&cfg, d->sendbuf, d->count, d->dtype, d->ef, scratch, sc, payload,
-                                 cap, &len);
+        status = gs__codec_plan_encode(&plan.in, d->sendbuf, d->count, d->ef, scratch, sc, payload,
+                                       cap, &len);
     }
     if (status == GS_OK) {
         k = (len - SPARSE_BODY_OFF) / sizeof(float);
@@ -296,17 +278,23 @@ static gs_status_t sparse_shared(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
         }
     }
     if (status == GS_OK) {
-        status = gs_codec_decode(&cfg, payload, len, d->count, d->dtype, scratch, sc, d->recvbuf);
+        status = gs__codec_plan_decode(&plan.in, payload, len, d->count, scratch, sc, d->recvbuf,
+                                       GS_CODEC_MODE_SET);
     }
     return status;
 }
 
 gs_status_t gs__sparse_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, gs_scheme_t scheme)
 {
-    const gs_status_t status = gs__ef_sync_host((gs_ef_t)d->ef);
+    gs_codec_resolved_t rc;
+    gs_status_t status = gs__ef_sync_host((gs_ef_t)d->ef);
 
+    if (status == GS_OK) {
+        status = gs__codec_resolve(d->codec, &rc);
+    }
     if (status != GS_OK) {
         return status;
     }
-    return (scheme == GS_SCHEME_SPARSE_SHARED) ? sparse_shared(ctx, d) : sparse_gather(ctx, d);
+    return (scheme == GS_SCHEME_SPARSE_SHARED) ? sparse_shared(ctx, d, &rc)
+                                               : sparse_gather(ctx, d, &rc);
 }

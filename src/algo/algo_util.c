@@ -152,17 +152,26 @@ gs_status_t gs__algo_check_len(gs_algo_ctx_t *ctx, gs_algo_req_t *r, int *done_o
     return GS_OK;
 }
 
+/* A finished receive of @p nbytes where @p expect were due ((size_t)-1: any). */
+static gs_status_t algo_check_nbytes(const gs_algo_ctx_t *ctx, const gs_algo_req_t *r,
+                                     size_t nbytes, size_t expect)
+{
+    if ((expect != (size_t)-1) && (nbytes != expect)) {
+        return gs__error_set(GS_ERR_MISMATCH,
+                             "%s: rank %d sent %zu bytes where %zu were expected (do all ranks "
+                             "pass the same count and dtype?)",
+                             ctx->opname, r->peer, nbytes, expect);
+    }
+    return GS_OK;
+}
+
 gs_status_t gs__algo_check(gs_algo_ctx_t *ctx, gs_algo_req_t *r, size_t expect, int *done_out)
 {
     size_t nbytes = 0;
     gs_status_t status = gs__algo_check_len(ctx, r, done_out, &nbytes);
 
-    if ((status == GS_OK) && *done_out && !r->is_send && (expect != (size_t)-1) &&
-        (nbytes != expect)) {
-        return gs__error_set(GS_ERR_MISMATCH,
-                             "%s: rank %d sent %zu bytes where %zu were expected (do all ranks "
-                             "pass the same count and dtype?)",
-                             ctx->opname, r->peer, nbytes, expect);
+    if ((status == GS_OK) && *done_out && !r->is_send) {
+        return algo_check_nbytes(ctx, r, nbytes, expect);
     }
     return status;
 }
@@ -226,8 +235,8 @@ void gs__algo_release_all(gs_algo_ctx_t *ctx, gs_algo_req_t *reqs, size_t n)
     }
 }
 
-gs_status_t gs__algo_wait_all(gs_algo_ctx_t *ctx, gs_algo_req_t *reqs, const size_t *expect,
-                              size_t n)
+gs_status_t gs__algo_wait_each(gs_algo_ctx_t *ctx, gs_algo_req_t *reqs, size_t n,
+                               gs_algo_recv_done_fn_t on_recv, const void *arg)
 {
     uint64_t deadline;
     size_t left = 0;
@@ -239,21 +248,28 @@ gs_status_t gs__algo_wait_all(gs_algo_ctx_t *ctx, gs_algo_req_t *reqs, const siz
     gs__algo_renew(ctx, &deadline);
     while (left > 0) {
         const gs_algo_req_t *blame = NULL;
+
         for (size_t i = 0; (i < n) && (status == GS_OK); i++) {
+            size_t nbytes = 0;
             int done = 0;
+
             if (reqs[i].req == NULL) {
                 continue;
             }
-            status = gs__algo_check(ctx, &reqs[i], (expect != NULL) ? expect[i] : (size_t)-1,
-                                    &done);
-            if (done) {
-                left--;
-                gs__algo_renew(ctx, &deadline);
-            } else if (blame == NULL) {
-                blame = &reqs[i];
+            status = gs__algo_check_len(ctx, &reqs[i], &done, &nbytes);
+            if (!done) {
+                if (blame == NULL) {
+                    blame = &reqs[i];
+                }
+                continue;
+            }
+            left--;
+            gs__algo_renew(ctx, &deadline);
+            if (!reqs[i].is_send && (on_recv != NULL)) {
+                status = on_recv(ctx, &reqs[i], i, status, nbytes, arg);
             }
         }
-        if (status == GS_OK && left > 0) {
+        if ((status == GS_OK) && (left > 0)) {
             status = gs__algo_progress(ctx, &deadline, blame);
         }
         if (status != GS_OK) {
@@ -262,4 +278,22 @@ gs_status_t gs__algo_wait_all(gs_algo_ctx_t *ctx, gs_algo_req_t *reqs, const siz
         }
     }
     return GS_OK;
+}
+
+/* gs__algo_wait_all's check of a finished receive: gs__algo_check's. */
+static gs_status_t algo_recv_expect(gs_algo_ctx_t *ctx, const gs_algo_req_t *r, size_t i,
+                                    gs_status_t status, size_t nbytes, const void *arg)
+{
+    const size_t *expect = arg;
+
+    if ((status != GS_OK) || (expect == NULL)) {
+        return status;
+    }
+    return algo_check_nbytes(ctx, r, nbytes, expect[i]);
+}
+
+gs_status_t gs__algo_wait_all(gs_algo_ctx_t *ctx, gs_algo_req_t *reqs, const size_t *expect,
+                              size_t n)
+{
+    return gs__algo_wait_each(ctx, reqs, n, algo_recv_expect, expect);
 }

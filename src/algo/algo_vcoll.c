@@ -63,7 +63,6 @@
 
 #define VCOLL_MAX_CHILDREN 32
 
-/* Round @p bytes up to a multiple of 16, for carving scratch. */
 /* memmove of @p len bytes, nothing at all for 0: the buffers of an empty
  * block may be NULL, which memcpy and memmove must never be given. */
 static void vcoll_copy(void *dst, const void *src, size_t len)
@@ -73,6 +72,7 @@ static void vcoll_copy(void *dst, const void *src, size_t len)
     }
 }
 
+/* Round @p bytes up to a multiple of 16, for carving scratch. */
 static size_t vcoll_align(size_t bytes)
 {
     return (bytes + 15u) & ~(size_t)15u;
@@ -118,56 +118,44 @@ static gs_status_t vcoll_disagree(const gs_algo_ctx_t *ctx, const gs_algo_req_t 
                          ctx->opname, r->peer, ctx->rank, got, block, expect);
 }
 
-/*
- * Wait for reqs[0..n): receives must deliver exactly expect[i] bytes
- * (sends: ignored); block[i] names the block for error text. On any error
- * every other request is released. Returns GS_OK, GS_ERR_MISMATCH (both
- * ranks named), or the transport's failure.
- */
-static gs_status_t vcoll_wait(gs_algo_ctx_t *ctx, gs_algo_req_t *reqs, const size_t *expect,
-                              const int *block, size_t n)
+/* What a receive of a v call must get: expect[i] bytes, for block[i] (error text). */
+typedef struct vcoll_expect {
+    const size_t *bytes;
+    const int *block;
+} vcoll_expect_t;
+
+/* gs__algo_wait_each's check of a finished receive: the wrong length, or a
+ * message of another call, becomes GS_ERR_MISMATCH naming both ranks. */
+static gs_status_t vcoll_recv_done(gs_algo_ctx_t *ctx, const gs_algo_req_t *r, size_t i,
+                                   gs_status_t status, size_t got, const void *arg)
 {
-    uint64_t deadline;
-    size_t left = 0;
-    gs_status_t status = GS_OK;
+    const vcoll_expect_t *e = arg;
 
-    for (size_t i = 0; i < n; i++) {
-        left += (reqs[i].req != NULL);
+    if ((status == GS_ERR_TRUNCATED) || (status == GS_ERR_MISMATCH) ||
+        ((status == GS_OK) && (got != e->bytes[i]))) {
+        return vcoll_disagree(ctx, r, e->block[i], status, got, e->bytes[i]);
     }
-    gs__algo_renew(ctx, &deadline);
-    while (left > 0) {
-        const gs_algo_req_t *blame = NULL;
+    return status;
+}
 
-        for (size_t i = 0; (i < n) && (status == GS_OK); i++) {
-            size_t got = 0;
-            int done = 0;
+/*
+ * The end of a call that posted reqs[0..nreq): after a posting failure
+ * (@p status) release them and return it; else wait for them all, where
+ * receives must deliver exactly expect[i] bytes (sends: ignored) and
+ * block[i] names the block for error text. On any error every other
+ * request is released. Returns GS_OK, GS_ERR_MISMATCH (both ranks named),
+ * or the transport's failure.
+ */
+static gs_status_t vcoll_finish(gs_algo_ctx_t *ctx, gs_status_t status, gs_algo_req_t *reqs,
+                                const size_t *expect, const int *block, size_t nreq)
+{
+    const vcoll_expect_t e = {.bytes = expect, .block = block};
 
-            if (reqs[i].req == NULL) {
-                continue;
-            }
-            status = gs__algo_check_len(ctx, &reqs[i], &done, &got);
-            if (!done) {
-                if (blame == NULL) {
-                    blame = &reqs[i];
-                }
-                continue;
-            }
-            left--;
-            gs__algo_renew(ctx, &deadline);
-            if (!reqs[i].is_send && ((status == GS_ERR_TRUNCATED) || (status == GS_ERR_MISMATCH) ||
-                                     ((status == GS_OK) && (got != expect[i])))) {
-                status = vcoll_disagree(ctx, &reqs[i], block[i], status, got, expect[i]);
-            }
-        }
-        if ((status == GS_OK) && (left > 0)) {
-            status = gs__algo_progress(ctx, &deadline, blame);
-        }
-        if (status != GS_OK) {
-            gs__algo_release_all(ctx, reqs, n);
-            return status;
-        }
+    if (status != GS_OK) {
+        gs__algo_release_all(ctx, reqs, nreq);
+        return status;
     }
-    return GS_OK;
+    return gs__algo_wait_each(ctx, reqs, nreq, vcoll_recv_done, &e);
 }
 
 /* Send sbytes to @p to and receive exactly rbytes from @p from as message
@@ -188,11 +176,7 @@ static gs_status_t vcoll_sendrecv(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, u
     if ((status == GS_OK) && (to >= 0)) {
         status = gs__algo_isend(ctx, to, tag, sbuf, sbytes, &reqs[1]);
     }
-    if (status != GS_OK) {
-        gs__algo_release_all(ctx, reqs, 2);
-        return status;
-    }
-    return vcoll_wait(ctx, reqs, expect, block, 2);
+    return vcoll_finish(ctx, status, reqs, expect, block, 2);
 }
 
 /* Blocks (vranks) in the subtree of vrank v. */
@@ -204,209 +188,205 @@ static int vcoll_subtree(int n, int v)
 }
 
 /* ------------------------------------------------------------------ */
-/* Gather                                                              */
+/* Gather and scatter                                                  */
 /* ------------------------------------------------------------------ */
 
-gs_status_t gs__binomial_gather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
+/* This rank's place in the binomial tree of a gather or scatter. */
+typedef struct vcoll_tree {
+    int n, root;
+    int v;      /* vrank: (rank - root) mod n */
+    int parent; /* the parent's rank, -1 at the root */
+    int sub;    /* blocks in v's subtree */
+    size_t block;
+} vcoll_tree_t;
+
+static vcoll_tree_t vcoll_tree(const gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
 {
-    const int n = ctx->size;
-    const int root = d->root;
-    const int v = gs__binom_vrank(n, root, ctx->rank);
-    const int parent = gs__binom_parent(v);
-    const int sub = vcoll_subtree(n, v);
-    const size_t block = d->count * gs__dtype_size(d->dtype);
+    vcoll_tree_t t;
+
+    t.n = ctx->size;
+    t.root = d->root;
+    t.v = gs__binom_vrank(t.n, t.root, ctx->rank);
+    t.parent = gs__binom_rank(t.n, t.root, gs__binom_parent(t.v));
+    t.sub = vcoll_subtree(t.n, t.v);
+    t.block = d->count * gs__dtype_size(d->dtype);
+    return t;
+}
+
+/* recvbuf = sendbuf for this rank's own block (@p own_dst, @p own_src),
+ * unless the call is in place. */
+static void vcoll_own(const gs_coll_desc_t *d, void *own_dst, const void *own_src, size_t block)
+{
+    if ((d->recvbuf != d->sendbuf) && (block > 0) && (own_dst != own_src)) {
+        vcoll_copy(own_dst, own_src, block);
+    }
+}
+
+/* A subtree of one block (a leaf, or n = 1): the root keeps its own block,
+ * a leaf sends it to its parent (gather) or receives it (scatter). */
+static gs_status_t vcoll_leaf(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, const vcoll_tree_t *t,
+                              int gather)
+{
+    if (t->parent < 0) {
+        vcoll_own(d, d->recvbuf, d->sendbuf, t->block);
+        return GS_OK;
+    }
+    if (gather) {
+        return vcoll_sendrecv(ctx, d, (uint32_t)t->v, t->parent, d->sendbuf, t->block, -1, NULL, 0,
+                              -1);
+    }
+    return vcoll_sendrecv(ctx, d, (uint32_t)t->v, -1, NULL, 0, t->parent, d->recvbuf, t->block,
+                          t->v);
+}
+
+/* Between rank order and vrank order (vrank p is rank (p + root) mod n). */
+static void vcoll_rotate(uint8_t *dst, const uint8_t *src, const vcoll_tree_t *t, int to_rank_order)
+{
+    const size_t head = (size_t)(t->n - t->root) * t->block;
+    const size_t tail = (size_t)t->root * t->block;
+
+    if (to_rank_order) {
+        vcoll_copy(dst + tail, src, head);
+        vcoll_copy(dst, src + head, tail);
+    } else {
+        vcoll_copy(dst, src + tail, head);
+        vcoll_copy(dst + head, src, tail);
+    }
+}
+
+/* The messages to or from v's children: requests, the bytes each receive
+ * must get, and the blocks they carry (for error text). */
+typedef struct vcoll_kids {
     gs_algo_req_t reqs[VCOLL_MAX_CHILDREN];
     size_t expect[VCOLL_MAX_CHILDREN];
     int ids[VCOLL_MAX_CHILDREN];
-    size_t nreq = 0;
-    uint8_t *buf;
-    void *scratch = NULL;
+    size_t n;
+} vcoll_kids_t;
+
+/*
+ * Post the messages to or from v's children, each a whole subtree at its
+ * vrank offset of the buffer: the gather receives into @p rbuf (nearest
+ * child first), the scatter sends from @p sbuf (largest subtree first),
+ * into @p k. Returns GS_OK or the first posting failure (the caller ends
+ * with vcoll_finish either way).
+ */
+static gs_status_t vcoll_children(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
+                                  const vcoll_tree_t *t, const uint8_t *sbuf, uint8_t *rbuf,
+                                  vcoll_kids_t *k)
+{
+    const int gather = (rbuf != NULL);
+    int dist[VCOLL_MAX_CHILDREN];
+    int nkids = 0;
     gs_status_t status = GS_OK;
 
-    if (sub == 1) {
-        /* A leaf (or n = 1): its block goes straight to the parent. */
-        if (parent < 0) {
-            if ((d->recvbuf != d->sendbuf) && (block > 0)) {
-                vcoll_copy(d->recvbuf, d->sendbuf, block);
-            }
-            return GS_OK;
-        }
-        return vcoll_sendrecv(ctx, d, (uint32_t)v, gs__binom_rank(n, root, parent), d->sendbuf,
-                              block, -1, NULL, 0, -1);
+    for (int m = 1; (m < gs__binom_span(t->n, t->v)) && (t->v + m < t->n); m *= 2) {
+        dist[nkids++] = m;
     }
-    if ((v == 0) && (root == 0)) {
+    memset(k->reqs, 0, sizeof(k->reqs));
+    k->n = 0;
+    for (int i = 0; (i < nkids) && (status == GS_OK); i++) {
+        const int m = gather ? dist[i] : dist[nkids - 1 - i];
+        const int peer = gs__binom_rank(t->n, t->root, t->v + m);
+        const uint64_t tag = gs__algo_tag(ctx, d, (uint32_t)(t->v + m));
+        const size_t bytes = (size_t)vcoll_subtree(t->n, t->v + m) * t->block;
+        const size_t off = (size_t)m * t->block;
+        gs_algo_req_t *q = &k->reqs[k->n];
+
+        k->expect[k->n] = gather ? bytes : 0;
+        k->ids[k->n] = gather ? peer : -1;
+        status = gather ? gs__algo_irecv(ctx, peer, tag, rbuf + off, bytes, q)
+                        : gs__algo_isend(ctx, peer, tag, sbuf + off, bytes, q);
+        k->n++;
+    }
+    return status;
+}
+
+gs_status_t gs__binomial_gather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
+{
+    const vcoll_tree_t t = vcoll_tree(ctx, d);
+    vcoll_kids_t k;
+    uint8_t *buf;
+    void *scratch = NULL;
+    gs_status_t status;
+
+    if (t.sub == 1) {
+        return vcoll_leaf(ctx, d, &t, 1);
+    }
+    if ((t.v == 0) && (t.root == 0)) {
         buf = (uint8_t *)d->recvbuf; /* vrank order is rank order */
     } else {
-        status = gs__algo_scratch(ctx, (size_t)sub * block, &scratch);
+        status = gs__algo_scratch(ctx, (size_t)t.sub * t.block, &scratch);
         if (status != GS_OK) {
             return status;
         }
         buf = (uint8_t *)scratch;
     }
-    if ((buf != (const uint8_t *)d->sendbuf) && (block > 0)) {
-        vcoll_copy(buf, d->sendbuf, block);
+    if ((buf != (const uint8_t *)d->sendbuf) && (t.block > 0)) {
+        vcoll_copy(buf, d->sendbuf, t.block);
     }
-    memset(reqs, 0, sizeof(reqs));
-    for (int m = 1; (status == GS_OK) && (m < gs__binom_span(n, v)) && (v + m < n); m *= 2) {
-        const int csub = vcoll_subtree(n, v + m);
-
-        expect[nreq] = (size_t)csub * block;
-        ids[nreq] = gs__binom_rank(n, root, v + m);
-        status = gs__algo_irecv(ctx, ids[nreq], gs__algo_tag(ctx, d, (uint32_t)(v + m)),
-                                buf + (size_t)m * block, expect[nreq], &reqs[nreq]);
-        nreq++;
-    }
-    if (status != GS_OK) {
-        gs__algo_release_all(ctx, reqs, nreq);
-        return status;
-    }
-    status = vcoll_wait(ctx, reqs, expect, ids, nreq);
+    status = vcoll_children(ctx, d, &t, NULL, buf, &k);
+    status = vcoll_finish(ctx, status, k.reqs, k.expect, k.ids, k.n);
     if (status != GS_OK) {
         return status;
     }
-    if (parent >= 0) {
-        return vcoll_sendrecv(ctx, d, (uint32_t)v, gs__binom_rank(n, root, parent), buf,
-                              (size_t)sub * block, -1, NULL, 0, -1);
+    if (t.parent >= 0) {
+        return vcoll_sendrecv(ctx, d, (uint32_t)t.v, t.parent, buf, (size_t)t.sub * t.block, -1,
+                              NULL, 0, -1);
     }
     if (buf != (uint8_t *)d->recvbuf) {
-        /* vrank p is rank (p + root) mod n. */
-        uint8_t *dst = (uint8_t *)d->recvbuf;
-        const size_t head = (size_t)(n - root) * block;
-
-        vcoll_copy(dst + (size_t)root * block, buf, head);
-        vcoll_copy(dst, buf + head, (size_t)root * block);
+        vcoll_rotate((uint8_t *)d->recvbuf, buf, &t, 1);
     }
     return GS_OK;
 }
 
-gs_status_t gs__direct_gather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
-{
-    const int n = ctx->size;
-    const int r = ctx->rank;
-    const size_t block = d->count * gs__dtype_size(d->dtype);
-    gs_algo_req_t *reqs;
-    size_t *expect;
-    int *ids;
-    void *scratch = NULL;
-    size_t nreq = 0;
-    gs_status_t status;
-
-    if (r != d->root) {
-        return vcoll_sendrecv(ctx, d, 0, d->root, d->sendbuf, block, -1, NULL, 0, -1);
-    }
-    if ((d->recvbuf != d->sendbuf) && (block > 0)) {
-        uint8_t *own = (uint8_t *)d->recvbuf + (size_t)r * block;
-        if (own != (const uint8_t *)d->sendbuf) {
-            vcoll_copy(own, d->sendbuf, block);
-        }
-    }
-    status = gs__algo_scratch(ctx, (size_t)n * (sizeof(*reqs) + sizeof(*expect) + sizeof(*ids)),
-                              &scratch);
-    if (status != GS_OK) {
-        return status;
-    }
-    reqs = (gs_algo_req_t *)scratch;
-    expect = (size_t *)(reqs + n);
-    ids = (int *)(expect + n);
-    memset(reqs, 0, sizeof(*reqs) * (size_t)n);
-    for (int i = 1; (i < n) && (status == GS_OK); i++) {
-        const int from = (r + i) % n;
-
-        expect[nreq] = block;
-        ids[nreq] = from;
-        status = gs__algo_irecv(ctx, from, gs__algo_tag(ctx, d, 0),
-                                (uint8_t *)d->recvbuf + (size_t)from * block, block, &reqs[nreq]);
-        nreq++;
-    }
-    if (status != GS_OK) {
-        gs__algo_release_all(ctx, reqs, nreq);
-        return status;
-    }
-    return vcoll_wait(ctx, reqs, expect, ids, nreq);
-}
-
-/* ------------------------------------------------------------------ */
-/* Scatter                                                             */
-/* ------------------------------------------------------------------ */
-
 gs_status_t gs__binomial_scatter(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
 {
-    const int n = ctx->size;
-    const int root = d->root;
-    const int v = gs__binom_vrank(n, root, ctx->rank);
-    const int parent = gs__binom_parent(v);
-    const int sub = vcoll_subtree(n, v);
-    const size_t block = d->count * gs__dtype_size(d->dtype);
-    gs_algo_req_t reqs[VCOLL_MAX_CHILDREN];
-    size_t expect[VCOLL_MAX_CHILDREN];
-    int ids[VCOLL_MAX_CHILDREN];
-    size_t nreq = 0;
+    const vcoll_tree_t t = vcoll_tree(ctx, d);
+    vcoll_kids_t k;
     const uint8_t *buf;
     void *scratch = NULL;
-    gs_status_t status = GS_OK;
+    gs_status_t status;
 
-    if (sub == 1) {
-        if (parent < 0) {
-            if ((d->recvbuf != d->sendbuf) && (block > 0)) {
-                vcoll_copy(d->recvbuf, d->sendbuf, block);
-            }
-            return GS_OK;
-        }
-        return vcoll_sendrecv(ctx, d, (uint32_t)v, -1, NULL, 0, gs__binom_rank(n, root, parent),
-                              d->recvbuf, block, v);
+    if (t.sub == 1) {
+        return vcoll_leaf(ctx, d, &t, 0);
     }
-    if ((v == 0) && (root == 0)) {
+    if ((t.v == 0) && (t.root == 0)) {
         buf = (const uint8_t *)d->sendbuf;
     } else {
-        uint8_t *s;
-
-        status = gs__algo_scratch(ctx, (size_t)sub * block, &scratch);
+        status = gs__algo_scratch(ctx, (size_t)t.sub * t.block, &scratch);
         if (status != GS_OK) {
             return status;
         }
-        s = (uint8_t *)scratch;
-        if (v == 0) {
-            /* Rank order to vrank order: vrank p is rank (p + root) mod n. */
-            const size_t head = (size_t)(n - root) * block;
-
-            vcoll_copy(s, (const uint8_t *)d->sendbuf + (size_t)root * block, head);
-            vcoll_copy(s + head, d->sendbuf, (size_t)root * block);
+        if (t.v == 0) {
+            vcoll_rotate((uint8_t *)scratch, (const uint8_t *)d->sendbuf, &t, 0);
         } else {
-            status = vcoll_sendrecv(ctx, d, (uint32_t)v, -1, NULL, 0,
-                                    gs__binom_rank(n, root, parent), s, (size_t)sub * block, v);
+            status = vcoll_sendrecv(ctx, d, (uint32_t)t.v, -1, NULL, 0, t.parent, scratch,
+                                    (size_t)t.sub * t.block, t.v);
             if (status != GS_OK) {
                 return status;
             }
         }
-        buf = s;
+        buf = (const uint8_t *)scratch;
     }
-    memset(reqs, 0, sizeof(reqs));
-    for (int m = gs__binom_span(n, v) / 2; (status == GS_OK) && (m >= 1); m /= 2) {
-        if (v + m >= n) {
-            continue;
-        }
-        expect[nreq] = 0;
-        ids[nreq] = -1;
-        status = gs__algo_isend(ctx, gs__binom_rank(n, root, v + m),
-                                gs__algo_tag(ctx, d, (uint32_t)(v + m)), buf + (size_t)m * block,
-                                (size_t)vcoll_subtree(n, v + m) * block, &reqs[nreq]);
-        nreq++;
+    status = vcoll_children(ctx, d, &t, buf, NULL, &k);
+    if ((status == GS_OK) && (buf != (const uint8_t *)d->recvbuf) && (t.block > 0)) {
+        vcoll_copy(d->recvbuf, buf, t.block);
     }
-    if ((status == GS_OK) && (buf != (const uint8_t *)d->recvbuf) && (block > 0)) {
-        vcoll_copy(d->recvbuf, buf, block);
-    }
-    if (status != GS_OK) {
-        gs__algo_release_all(ctx, reqs, nreq);
-        return status;
-    }
-    return vcoll_wait(ctx, reqs, expect, ids, nreq);
+    return vcoll_finish(ctx, status, k.reqs, k.expect, k.ids, k.n);
 }
 
-gs_status_t gs__direct_scatter(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
+/*
+ * Direct gather (@p gather) or scatter: the root posts its n - 1 receives
+ * (sends) at once, straight into (from) the user's buffer at each rank's
+ * block, and copies its own block (the gather first, the scatter once its
+ * sends are out); every other rank sends (receives) one.
+ */
+static gs_status_t vcoll_direct(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, int gather)
 {
     const int n = ctx->size;
     const int r = ctx->rank;
     const size_t block = d->count * gs__dtype_size(d->dtype);
+    const uint64_t tag = gs__algo_tag(ctx, d, 0);
     gs_algo_req_t *reqs;
     size_t *expect;
     int *ids;
@@ -414,8 +394,14 @@ gs_status_t gs__direct_scatter(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
     size_t nreq = 0;
     gs_status_t status;
 
+    if ((r != d->root) && gather) {
+        return vcoll_sendrecv(ctx, d, 0, d->root, d->sendbuf, block, -1, NULL, 0, -1);
+    }
     if (r != d->root) {
         return vcoll_sendrecv(ctx, d, 0, -1, NULL, 0, d->root, d->recvbuf, block, r);
+    }
+    if (gather) {
+        vcoll_own(d, (uint8_t *)d->recvbuf + (size_t)r * block, d->sendbuf, block);
     }
     status = gs__algo_scratch(ctx, (size_t)n * (sizeof(*reqs) + sizeof(*expect) + sizeof(*ids)),
                               &scratch);
@@ -427,26 +413,31 @@ gs_status_t gs__direct_scatter(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
     ids = (int *)(expect + n);
     memset(reqs, 0, sizeof(*reqs) * (size_t)n);
     for (int i = 1; (i < n) && (status == GS_OK); i++) {
-        const int to = (r + i) % n;
+        const int peer = (r + i) % n;
+        const size_t off = (size_t)peer * block;
 
-        expect[nreq] = 0;
-        ids[nreq] = -1;
+        expect[nreq] = gather ? block : 0;
+        ids[nreq] = gather ? peer : -1;
         status =
-            gs__algo_isend(ctx, to, gs__algo_tag(ctx, d, 0),
-                           (const uint8_t *)d->sendbuf + (size_t)to * block, block, &reqs[nreq]);
+            gather ? gs__algo_irecv(ctx, peer, tag, (uint8_t *)d->recvbuf + off, block, &reqs[nreq])
+                   : gs__algo_isend(ctx, peer, tag, (const uint8_t *)d->sendbuf + off, block,
+                                    &reqs[nreq]);
         nreq++;
     }
-    if ((status == GS_OK) && (d->recvbuf != d->sendbuf) && (block > 0)) {
-        const uint8_t *own = (const uint8_t *)d->sendbuf + (size_t)r * block;
-        if (own != (const uint8_t *)d->recvbuf) {
-            vcoll_copy(d->recvbuf, own, block);
-        }
+    if ((status == GS_OK) && !gather) {
+        vcoll_own(d, d->recvbuf, (const uint8_t *)d->sendbuf + (size_t)r * block, block);
     }
-    if (status != GS_OK) {
-        gs__algo_release_all(ctx, reqs, nreq);
-        return status;
-    }
-    return vcoll_wait(ctx, reqs, expect, ids, nreq);
+    return vcoll_finish(ctx, status, reqs, expect, ids, nreq);
+}
+
+gs_status_t gs__direct_gather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
+{
+    return vcoll_direct(ctx, d, 1);
+}
+
+gs_status_t gs__direct_scatter(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
+{
+    return vcoll_direct(ctx, d, 0);
 }
 
 /* ------------------------------------------------------------------ */
@@ -598,9 +589,5 @@ gs_status_t gs__direct_alltoallv(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
         status = gs__algo_isend(ctx, to, gs__algo_tag(ctx, d, 0), src + soff[to] * esize,
                                 d->scounts[to] * esize, &reqs[2 * i + 1]);
     }
-    if (status != GS_OK) {
-        gs__algo_release_all(ctx, reqs, 2 * (size_t)n);
-        return status;
-    }
-    return vcoll_wait(ctx, reqs, expect, ids, 2 * (size_t)n);
+    return vcoll_finish(ctx, status, reqs, expect, ids, 2 * (size_t)n);
 }

@@ -161,17 +161,29 @@ static coll_opts_t coll_allreduce_opts(const gs_allreduce_opts_t *o)
     return r;
 }
 
-/* The descriptor fields that come from options. */
-#define OPTS_FIELDS(_o) \
-    .algo = (_o).algo, .codec = (_o).codec, .ef = (_o).ef, .stream = (_o).stream, .flags = (_o).flags
-
 #define DESC(...) ((gs_coll_desc_t){__VA_ARGS__})
 
-/* Blocking or not: the same descriptor, submitted one way or the other. */
-static gs_status_t coll_submit(const char *fn, gs_comm_t comm, const gs_coll_desc_t *d,
-                               gs_request_t *req_out, int nonblocking)
+/* Run d with the options @p o, blocking or not: every entry point ends here
+ * (gs_barrier and p2p.c's calls, which have no options, go straight to
+ * coll_blocking / coll_nonblocking). */
+static gs_status_t coll_submit_o(const char *fn, gs_comm_t comm, gs_coll_desc_t d,
+                                 const coll_opts_t *o, gs_request_t *req_out, int nonblocking)
 {
-    return nonblocking ? coll_nonblocking(fn, comm, d, req_out) : coll_blocking(fn, comm, d);
+    d.algo = o->algo;
+    d.codec = o->codec;
+    d.ef = o->ef;
+    d.stream = o->stream;
+    d.flags = o->flags;
+    return nonblocking ? coll_nonblocking(fn, comm, &d, req_out) : coll_blocking(fn, comm, &d);
+}
+
+/* The same with the options of a gs_coll_opts_t (every call but all-reduce). */
+static gs_status_t coll_submit(const char *fn, gs_comm_t comm, gs_coll_desc_t d,
+                               const gs_coll_opts_t *opts, gs_request_t *req_out, int nonblocking)
+{
+    const coll_opts_t o = coll_opts(opts);
+
+    return coll_submit_o(fn, comm, d, &o, req_out, nonblocking);
 }
 
 static gs_status_t coll_allreduce(const char *fn, gs_comm_t comm, const void *sendbuf,
@@ -180,63 +192,35 @@ static gs_status_t coll_allreduce(const char *fn, gs_comm_t comm, const void *se
 {
     const coll_opts_t o = coll_allreduce_opts(opts);
 
-    return coll_submit(fn, comm,
-                       &DESC(.kind = GS_COLL_ALLREDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                             .count = count, .dtype = dtype, .op = op, OPTS_FIELDS(o)),
-                       req_out, nb);
+    return coll_submit_o(fn, comm,
+                         DESC(.kind = GS_COLL_ALLREDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                              .count = count, .dtype = dtype, .op = op),
+                         &o, req_out, nb);
 }
 
-static gs_status_t coll_broadcast(const char *fn, gs_comm_t comm, void *buf, size_t count,
-                                  gs_dtype_t dtype, int root, const gs_coll_opts_t *opts,
-                                  gs_request_t *req_out, int nb)
+/* The collectives of count elements per block: broadcast, reduce,
+ * allgather, reduce_scatter, alltoall, gather and scatter (@p op and
+ * @p root where the collective has them; GS_OP_SUM and 0 otherwise). */
+static gs_status_t coll_fixed(const char *fn, gs_coll_kind_t kind, gs_comm_t comm,
+                              const void *sendbuf, void *recvbuf, size_t count, gs_dtype_t dtype,
+                              gs_op_t op, int root, const gs_coll_opts_t *opts,
+                              gs_request_t *req_out, int nb)
 {
-    const coll_opts_t o = coll_opts(opts);
-
     return coll_submit(fn, comm,
-                       &DESC(.kind = GS_COLL_BROADCAST, .sendbuf = buf, .recvbuf = buf,
-                             .count = count, .dtype = dtype, .root = root, OPTS_FIELDS(o)),
-                       req_out, nb);
-}
-
-static gs_status_t coll_reduce(const char *fn, gs_comm_t comm, const void *sendbuf,
-                               void *recvbuf, size_t count, gs_dtype_t dtype, gs_op_t op,
-                               int root, const gs_coll_opts_t *opts, gs_request_t *req_out,
-                               int nb)
-{
-    const coll_opts_t o = coll_opts(opts);
-
-    return coll_submit(fn, comm,
-                       &DESC(.kind = GS_COLL_REDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                             .count = count, .dtype = dtype, .op = op, .root = root,
-                             OPTS_FIELDS(o)),
-                       req_out, nb);
-}
-
-/* allgather, reduce_scatter and alltoall: per-rank blocks, no root. */
-static gs_status_t coll_blocks(const char *fn, gs_coll_kind_t kind, gs_comm_t comm,
-                               const void *sendbuf, void *recvbuf, size_t count,
-                               gs_dtype_t dtype, gs_op_t op, const gs_coll_opts_t *opts,
-                               gs_request_t *req_out, int nb)
-{
-    const coll_opts_t o = coll_opts(opts);
-
-    return coll_submit(fn, comm,
-                       &DESC(.kind = kind, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                             .count = count, .dtype = dtype, .op = op, OPTS_FIELDS(o)),
-                       req_out, nb);
+                       DESC(.kind = kind, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
+                            .dtype = dtype, .op = op, .root = root),
+                       opts, req_out, nb);
 }
 
 static gs_status_t coll_p2p(const char *fn, gs_coll_kind_t kind, gs_comm_t comm, void *buf,
                             size_t count, gs_dtype_t dtype, int peer, uint32_t tag,
                             const gs_coll_opts_t *opts, gs_request_t *req_out, int nb)
 {
-    const coll_opts_t o = coll_opts(opts);
-
     return coll_submit(fn, comm,
-                       &DESC(.kind = kind, .sendbuf = (kind == GS_COLL_SEND) ? buf : NULL,
-                             .recvbuf = (kind == GS_COLL_RECV) ? buf : NULL, .count = count,
-                             .dtype = dtype, .root = peer, .tag = tag, OPTS_FIELDS(o)),
-                       req_out, nb);
+                       DESC(.kind = kind, .sendbuf = (kind == GS_COLL_SEND) ? buf : NULL,
+                            .recvbuf = (kind == GS_COLL_RECV) ? buf : NULL, .count = count,
+                            .dtype = dtype, .root = peer, .tag = tag),
+                       opts, req_out, nb);
 }
 
 gs_status_t gs_allreduce(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
@@ -269,141 +253,145 @@ gs_status_t gs_iallreduce_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf,
 
 gs_status_t gs_broadcast(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype, int root)
 {
-    return coll_broadcast("gs_broadcast", comm, buf, count, dtype, root, NULL, NULL, 0);
+    return coll_fixed("gs_broadcast", GS_COLL_BROADCAST, comm, buf, buf, count, dtype, GS_OP_SUM,
+                      root, NULL, NULL, 0);
 }
 
 gs_status_t gs_broadcast_ex(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype, int root,
                             const gs_coll_opts_t *opts)
 {
-    return coll_broadcast("gs_broadcast_ex", comm, buf, count, dtype, root, opts, NULL, 0);
+    return coll_fixed("gs_broadcast_ex", GS_COLL_BROADCAST, comm, buf, buf, count, dtype, GS_OP_SUM,
+                      root, opts, NULL, 0);
 }
 
 gs_status_t gs_ibroadcast(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype, int root,
                           gs_request_t *req_out)
 {
-    return coll_broadcast("gs_ibroadcast", comm, buf, count, dtype, root, NULL, req_out, 1);
+    return coll_fixed("gs_ibroadcast", GS_COLL_BROADCAST, comm, buf, buf, count, dtype, GS_OP_SUM,
+                      root, NULL, req_out, 1);
 }
 
 gs_status_t gs_ibroadcast_ex(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype, int root,
                              const gs_coll_opts_t *opts, gs_request_t *req_out)
 {
-    return coll_broadcast("gs_ibroadcast_ex", comm, buf, count, dtype, root, opts, req_out, 1);
+    return coll_fixed("gs_ibroadcast_ex", GS_COLL_BROADCAST, comm, buf, buf, count, dtype,
+                      GS_OP_SUM, root, opts, req_out, 1);
 }
 
 gs_status_t gs_reduce(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
                       gs_dtype_t dtype, gs_op_t op, int root)
 {
-    return coll_reduce("gs_reduce", comm, sendbuf, recvbuf, count, dtype, op, root, NULL, NULL,
-                       0);
+    return coll_fixed("gs_reduce", GS_COLL_REDUCE, comm, sendbuf, recvbuf, count, dtype, op, root,
+                      NULL, NULL, 0);
 }
 
 gs_status_t gs_reduce_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
                          gs_dtype_t dtype, gs_op_t op, int root, const gs_coll_opts_t *opts)
 {
-    return coll_reduce("gs_reduce_ex", comm, sendbuf, recvbuf, count, dtype, op, root, opts, NULL,
-                       0);
+    return coll_fixed("gs_reduce_ex", GS_COLL_REDUCE, comm, sendbuf, recvbuf, count, dtype, op,
+                      root, opts, NULL, 0);
 }
 
 gs_status_t gs_ireduce(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
                        gs_dtype_t dtype, gs_op_t op, int root, gs_request_t *req_out)
 {
-    return coll_reduce("gs_ireduce", comm, sendbuf, recvbuf, count, dtype, op, root, NULL,
-                       req_out, 1);
+    return coll_fixed("gs_ireduce", GS_COLL_REDUCE, comm, sendbuf, recvbuf, count, dtype, op, root,
+                      NULL, req_out, 1);
 }
 
 gs_status_t gs_ireduce_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
                           gs_dtype_t dtype, gs_op_t op, int root, const gs_coll_opts_t *opts,
                           gs_request_t *req_out)
 {
-    return coll_reduce("gs_ireduce_ex", comm, sendbuf, recvbuf, count, dtype, op, root, opts,
-                       req_out, 1);
+    return coll_fixed("gs_ireduce_ex", GS_COLL_REDUCE, comm, sendbuf, recvbuf, count, dtype, op,
+                      root, opts, req_out, 1);
 }
 
 gs_status_t gs_allgather(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
                          gs_dtype_t dtype)
 {
-    return coll_blocks("gs_allgather", GS_COLL_ALLGATHER, comm, sendbuf, recvbuf, count, dtype,
-                       GS_OP_SUM, NULL, NULL, 0);
+    return coll_fixed("gs_allgather", GS_COLL_ALLGATHER, comm, sendbuf, recvbuf, count, dtype,
+                      GS_OP_SUM, 0, NULL, NULL, 0);
 }
 
 gs_status_t gs_allgather_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
                             gs_dtype_t dtype, const gs_coll_opts_t *opts)
 {
-    return coll_blocks("gs_allgather_ex", GS_COLL_ALLGATHER, comm, sendbuf, recvbuf, count, dtype,
-                       GS_OP_SUM, opts, NULL, 0);
+    return coll_fixed("gs_allgather_ex", GS_COLL_ALLGATHER, comm, sendbuf, recvbuf, count, dtype,
+                      GS_OP_SUM, 0, opts, NULL, 0);
 }
 
 gs_status_t gs_iallgather(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
                           gs_dtype_t dtype, gs_request_t *req_out)
 {
-    return coll_blocks("gs_iallgather", GS_COLL_ALLGATHER, comm, sendbuf, recvbuf, count, dtype,
-                       GS_OP_SUM, NULL, req_out, 1);
+    return coll_fixed("gs_iallgather", GS_COLL_ALLGATHER, comm, sendbuf, recvbuf, count, dtype,
+                      GS_OP_SUM, 0, NULL, req_out, 1);
 }
 
 gs_status_t gs_iallgather_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
                              gs_dtype_t dtype, const gs_coll_opts_t *opts, gs_request_t *req_out)
 {
-    return coll_blocks("gs_iallgather_ex", GS_COLL_ALLGATHER, comm, sendbuf, recvbuf, count,
-                       dtype, GS_OP_SUM, opts, req_out, 1);
+    return coll_fixed("gs_iallgather_ex", GS_COLL_ALLGATHER, comm, sendbuf, recvbuf, count, dtype,
+                      GS_OP_SUM, 0, opts, req_out, 1);
 }
 
 gs_status_t gs_reduce_scatter(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t recvcount,
                               gs_dtype_t dtype, gs_op_t op)
 {
-    return coll_blocks("gs_reduce_scatter", GS_COLL_REDUCE_SCATTER, comm, sendbuf, recvbuf,
-                       recvcount, dtype, op, NULL, NULL, 0);
+    return coll_fixed("gs_reduce_scatter", GS_COLL_REDUCE_SCATTER, comm, sendbuf, recvbuf,
+                      recvcount, dtype, op, 0, NULL, NULL, 0);
 }
 
 gs_status_t gs_reduce_scatter_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf,
                                  size_t recvcount, gs_dtype_t dtype, gs_op_t op,
                                  const gs_coll_opts_t *opts)
 {
-    return coll_blocks("gs_reduce_scatter_ex", GS_COLL_REDUCE_SCATTER, comm, sendbuf, recvbuf,
-                       recvcount, dtype, op, opts, NULL, 0);
+    return coll_fixed("gs_reduce_scatter_ex", GS_COLL_REDUCE_SCATTER, comm, sendbuf, recvbuf,
+                      recvcount, dtype, op, 0, opts, NULL, 0);
 }
 
 gs_status_t gs_ireduce_scatter(gs_comm_t comm, const void *sendbuf, void *recvbuf,
                                size_t recvcount, gs_dtype_t dtype, gs_op_t op,
                                gs_request_t *req_out)
 {
-    return coll_blocks("gs_ireduce_scatter", GS_COLL_REDUCE_SCATTER, comm, sendbuf, recvbuf,
-                       recvcount, dtype, op, NULL, req_out, 1);
+    return coll_fixed("gs_ireduce_scatter", GS_COLL_REDUCE_SCATTER, comm, sendbuf, recvbuf,
+                      recvcount, dtype, op, 0, NULL, req_out, 1);
 }
 
 gs_status_t gs_ireduce_scatter_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf,
                                   size_t recvcount, gs_dtype_t dtype, gs_op_t op,
                                   const gs_coll_opts_t *opts, gs_request_t *req_out)
 {
-    return coll_blocks("gs_ireduce_scatter_ex", GS_COLL_REDUCE_SCATTER, comm, sendbuf, recvbuf,
-                       recvcount, dtype, op, opts, req_out, 1);
+    return coll_fixed("gs_ireduce_scatter_ex", GS_COLL_REDUCE_SCATTER, comm, sendbuf, recvbuf,
+                      recvcount, dtype, op, 0, opts, req_out, 1);
 }
 
 gs_status_t gs_alltoall(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
                         gs_dtype_t dtype)
 {
-    return coll_blocks("gs_alltoall", GS_COLL_ALLTOALL, comm, sendbuf, recvbuf, count, dtype,
-                       GS_OP_SUM, NULL, NULL, 0);
+    return coll_fixed("gs_alltoall", GS_COLL_ALLTOALL, comm, sendbuf, recvbuf, count, dtype,
+                      GS_OP_SUM, 0, NULL, NULL, 0);
 }
 
 gs_status_t gs_alltoall_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
                            gs_dtype_t dtype, const gs_coll_opts_t *opts)
 {
-    return coll_blocks("gs_alltoall_ex", GS_COLL_ALLTOALL, comm, sendbuf, recvbuf, count, dtype,
-                       GS_OP_SUM, opts, NULL, 0);
+    return coll_fixed("gs_alltoall_ex", GS_COLL_ALLTOALL, comm, sendbuf, recvbuf, count, dtype,
+                      GS_OP_SUM, 0, opts, NULL, 0);
 }
 
 gs_status_t gs_ialltoall(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
                          gs_dtype_t dtype, gs_request_t *req_out)
 {
-    return coll_blocks("gs_ialltoall", GS_COLL_ALLTOALL, comm, sendbuf, recvbuf, count, dtype,
-                       GS_OP_SUM, NULL, req_out, 1);
+    return coll_fixed("gs_ialltoall", GS_COLL_ALLTOALL, comm, sendbuf, recvbuf, count, dtype,
+                      GS_OP_SUM, 0, NULL, req_out, 1);
 }
 
 gs_status_t gs_ialltoall_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
                             gs_dtype_t dtype, const gs_coll_opts_t *opts, gs_request_t *req_out)
 {
-    return coll_blocks("gs_ialltoall_ex", GS_COLL_ALLTOALL, comm, sendbuf, recvbuf, count, dtype,
-                       GS_OP_SUM, opts, req_out, 1);
+    return coll_fixed("gs_ialltoall_ex", GS_COLL_ALLTOALL, comm, sendbuf, recvbuf, count, dtype,
+                      GS_OP_SUM, 0, opts, req_out, 1);
 }
 
 gs_status_t gs_barrier(gs_comm_t comm)
@@ -474,31 +462,16 @@ gs_status_t gs_irecv_ex(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtyp
 /* Rooted and variable-size collectives                                */
 /* ------------------------------------------------------------------ */
 
-/* gather and scatter: count elements per rank, a root. */
-static gs_status_t coll_rooted(const char *fn, gs_coll_kind_t kind, gs_comm_t comm,
-                               const void *sendbuf, void *recvbuf, size_t count, gs_dtype_t dtype,
-                               int root, const gs_coll_opts_t *opts, gs_request_t *req_out, int nb)
-{
-    const coll_opts_t o = coll_opts(opts);
-
-    return coll_submit(fn, comm,
-                       &DESC(.kind = kind, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
-                             .dtype = dtype, .root = root, OPTS_FIELDS(o)),
-                       req_out, nb);
-}
-
 static gs_status_t coll_allgatherv(const char *fn, gs_comm_t comm, const void *sendbuf,
                                    size_t sendcount, void *recvbuf, size_t recvbuf_count,
                                    const size_t *recvcounts, const size_t *displs, gs_dtype_t dtype,
                                    const gs_coll_opts_t *opts, gs_request_t *req_out, int nb)
 {
-    const coll_opts_t o = coll_opts(opts);
-
     return coll_submit(fn, comm,
-                       &DESC(.kind = GS_COLL_ALLGATHERV, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                             .count = sendcount, .dtype = dtype, .rcounts = recvcounts,
-                             .rdispls = displs, .rcap = recvbuf_count, OPTS_FIELDS(o)),
-                       req_out, nb);
+                       DESC(.kind = GS_COLL_ALLGATHERV, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                            .count = sendcount, .dtype = dtype, .rcounts = recvcounts,
+                            .rdispls = displs, .rcap = recvbuf_count),
+                       opts, req_out, nb);
 }
 
 static gs_status_t coll_alltoallv(const char *fn, gs_comm_t comm, const void *sendbuf,
@@ -507,14 +480,12 @@ static gs_status_t coll_alltoallv(const char *fn, gs_comm_t comm, const void *se
                                   const size_t *recvcounts, const size_t *rdispls, gs_dtype_t dtype,
                                   const gs_coll_opts_t *opts, gs_request_t *req_out, int nb)
 {
-    const coll_opts_t o = coll_opts(opts);
-
     return coll_submit(fn, comm,
-                       &DESC(.kind = GS_COLL_ALLTOALLV, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                             .dtype = dtype, .scounts = sendcounts, .sdispls = sdispls,
-                             .rcounts = recvcounts, .rdispls = rdispls, .scap = sendbuf_count,
-                             .rcap = recvbuf_count, OPTS_FIELDS(o)),
-                       req_out, nb);
+                       DESC(.kind = GS_COLL_ALLTOALLV, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                            .dtype = dtype, .scounts = sendcounts, .sdispls = sdispls,
+                            .rcounts = recvcounts, .rdispls = rdispls, .scap = sendbuf_count,
+                            .rcap = recvbuf_count),
+                       opts, req_out, nb);
 }
 
 static gs_status_t coll_reduce_scatterv(const char *fn, gs_comm_t comm, const void *sendbuf,
@@ -522,55 +493,52 @@ static gs_status_t coll_reduce_scatterv(const char *fn, gs_comm_t comm, const vo
                                         gs_op_t op, const gs_coll_opts_t *opts,
                                         gs_request_t *req_out, int nb)
 {
-    const coll_opts_t o = coll_opts(opts);
-
     return coll_submit(fn, comm,
-                       &DESC(.kind = GS_COLL_REDUCE_SCATTERV, .sendbuf = sendbuf,
-                             .recvbuf = recvbuf, .dtype = dtype, .op = op, .rcounts = recvcounts,
-                             OPTS_FIELDS(o)),
-                       req_out, nb);
+                       DESC(.kind = GS_COLL_REDUCE_SCATTERV, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                            .dtype = dtype, .op = op, .rcounts = recvcounts),
+                       opts, req_out, nb);
 }
 
 gs_status_t gs_gather(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
                       gs_dtype_t dtype, int root)
 {
-    return coll_rooted("gs_gather", GS_COLL_GATHER, comm, sendbuf, recvbuf, count, dtype, root,
-                       NULL, NULL, 0);
+    return coll_fixed("gs_gather", GS_COLL_GATHER, comm, sendbuf, recvbuf, count, dtype, GS_OP_SUM,
+                      root, NULL, NULL, 0);
 }
 
 gs_status_t gs_gather_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
                          gs_dtype_t dtype, int root, const gs_coll_opts_t *opts)
 {
-    return coll_rooted("gs_gather_ex", GS_COLL_GATHER, comm, sendbuf, recvbuf, count, dtype, root,
-                       opts, NULL, 0);
+    return coll_fixed("gs_gather_ex", GS_COLL_GATHER, comm, sendbuf, recvbuf, count, dtype,
+                      GS_OP_SUM, root, opts, NULL, 0);
 }
 
 gs_status_t gs_igather(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
                        gs_dtype_t dtype, int root, gs_request_t *req_out)
 {
-    return coll_rooted("gs_igather", GS_COLL_GATHER, comm, sendbuf, recvbuf, count, dtype, root,
-                       NULL, req_out, 1);
+    return coll_fixed("gs_igather", GS_COLL_GATHER, comm, sendbuf, recvbuf, count, dtype, GS_OP_SUM,
+                      root, NULL, req_out, 1);
 }
 
 gs_status_t gs_scatter(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
                        gs_dtype_t dtype, int root)
 {
-    return coll_rooted("gs_scatter", GS_COLL_SCATTER, comm, sendbuf, recvbuf, count, dtype, root,
-                       NULL, NULL, 0);
+    return coll_fixed("gs_scatter", GS_COLL_SCATTER, comm, sendbuf, recvbuf, count, dtype,
+                      GS_OP_SUM, root, NULL, NULL, 0);
 }
 
 gs_status_t gs_scatter_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
                           gs_dtype_t dtype, int root, const gs_coll_opts_t *opts)
 {
-    return coll_rooted("gs_scatter_ex", GS_COLL_SCATTER, comm, sendbuf, recvbuf, count, dtype, root,
-                       opts, NULL, 0);
+    return coll_fixed("gs_scatter_ex", GS_COLL_SCATTER, comm, sendbuf, recvbuf, count, dtype,
+                      GS_OP_SUM, root, opts, NULL, 0);
 }
 
 gs_status_t gs_iscatter(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
                         gs_dtype_t dtype, int root, gs_request_t *req_out)
 {
-    return coll_rooted("gs_iscatter", GS_COLL_SCATTER, comm, sendbuf, recvbuf, count, dtype, root,
-                       NULL, req_out, 1);
+    return coll_fixed("gs_iscatter", GS_COLL_SCATTER, comm, sendbuf, recvbuf, count, dtype,
+                      GS_OP_SUM, root, NULL, req_out, 1);
 }
 
 gs_status_t gs_allgatherv(gs_comm_t comm, const void *sendbuf, size_t sendcount, void *recvbuf,

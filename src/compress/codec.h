@@ -140,6 +140,61 @@ gs_status_t gs__codec_resolve(const gs_codec_config_t *cfg, gs_codec_resolved_t 
 gs_status_t gs__codec_params(const gs_codec_resolved_t *rc, size_t count,
                              gs_codec_params_t *p_out);
 
+/* Where a call's parts sit in the caller's scratch (codec_api.c's header
+ * comment has the layout); total is what gs_codec_scratch_size reports. */
+typedef struct gs_codec_layout {
+    size_t conv_off, conv_len;
+    size_t zbuf_off, zbuf_len;
+    size_t work_off, work_len;
+    size_t total; /* bytes the caller must provide (0 when nothing is needed) */
+} gs_codec_layout_t;
+
+/*
+ * A resolved configuration prepared for payloads of up to max_count
+ * elements of one dtype: what every gs_codec_* call works out before it
+ * touches data (the dtype and count checks, the parameters, the largest
+ * payload, the scratch layout). The public calls make one per call; a
+ * caller that encodes or decodes many payloads with one configuration
+ * (the compressed all-reduce's slices) makes it once and passes it down.
+ */
+typedef struct gs_codec_plan {
+    gs_codec_resolved_t rc;
+    gs_dtype_t dtype;
+    size_t max_count;
+    gs_codec_params_t p;   /* for max_count elements (seed 0) */
+    size_t payload_max;    /* gs_codec_encoded_size of max_count elements */
+    gs_codec_layout_t lay; /* lay.total: gs_codec_scratch_size of max_count elements */
+} gs_codec_plan_t;
+
+/* Prepare @p rc for up to @p max_count elements of @p dtype. Local, pure.
+ * GS_ERR_INVALID_ARG (not a float dtype, count too large) or
+ * GS_ERR_UNSUPPORTED (a sparse codec past 2^32 - 1 elements), with text
+ * starting "fn: ". */
+gs_status_t gs__codec_plan(const char *fn, const gs_codec_resolved_t *rc, size_t max_count,
+                           gs_dtype_t dtype, gs_codec_plan_t *out);
+
+/* gs_codec_encode of @p count <= pl->max_count elements of pl->dtype;
+ * scratch of pl->lay.total bytes serves every count. Same checks and
+ * errors as gs_codec_encode, named after it. */
+gs_status_t gs__codec_plan_encode(const gs_codec_plan_t *pl, const void *src, size_t count,
+                                  gs_ef_t ef, void *scratch, size_t scratch_size, void *dst,
+                                  size_t dst_capacity, size_t *len_out);
+
+/* gs_codec_decode (GS_CODEC_MODE_SET) or gs_codec_decode_accumulate
+ * (GS_CODEC_MODE_ADD) of @p count <= pl->max_count elements, with their
+ * checks and errors, named after them. */
+gs_status_t gs__codec_plan_decode(const gs_codec_plan_t *pl, const void *payload, size_t len,
+                                  size_t count, void *scratch, size_t scratch_size, void *dst,
+                                  gs_codec_mode_t mode);
+
+/* The seed of a stochastic codec's draws at error-feedback step @p step:
+ * every step draws differently (qsgd noise, random-k strata), alike on
+ * every rank and on the host and device paths. */
+static inline uint64_t gs__codec_step_seed(const gs_codec_resolved_t *rc, uint64_t step)
+{
+    return rc->seed + step * 0x9e3779b97f4a7c15ull;
+}
+
 /* ---------------------------------------------------------------------- */
 /* Payload header (codec_wire.c)                                          */
 /* ---------------------------------------------------------------------- */

@@ -3,6 +3,9 @@
  * The public codec entry points (gradsync/compress.h): configuration
  * resolution, size and scratch arithmetic, dtype conversion, the error
  * feedback step and the zstd stage around the pure codecs of the table.
+ * The arithmetic a call does before it touches data is a gs_codec_plan_t
+ * (codec.h): each public call makes one; the compressed all-reduce makes
+ * one per call and encodes and decodes every slice through it.
  *
  * Scratch layout (each part 64-byte aligned inside the caller's buffer):
  *   conv  count f32   tensors that are not f32: the converted input
@@ -25,13 +28,6 @@
 /* True when the caller's struct (of cfg->size bytes) contains @p _field. */
 #define CFG_HAS(_cfg, _field) \
     ((_cfg)->size >= offsetof(gs_codec_config_t, _field) + sizeof((_cfg)->_field))
-
-typedef struct scratch_layout {
-    size_t conv_off, conv_len;
-    size_t zbuf_off, zbuf_len;
-    size_t work_off, work_len;
-    size_t total; /* bytes the caller must provide (0 when nothing is needed) */
-} scratch_layout_t;
 
 static size_t align_up(size_t v)
 {
@@ -136,34 +132,45 @@ gs_status_t gs__codec_params(const gs_codec_resolved_t *rc, size_t count,
     return GS_OK;
 }
 
-/* Resolve, check the common arguments, and compute params and layout. */
-static gs_status_t prepare(const char *fn, const gs_codec_config_t *cfg, size_t count,
-                           gs_dtype_t dtype, gs_codec_resolved_t *rc, gs_codec_params_t *p,
-                           scratch_layout_t *lay)
+/* The largest payload of a body of @p raw bytes: header, and zstd's bound
+ * when zstd is on (auto keeps the raw body when zstd would not shrink it). */
+static size_t payload_max(const gs_codec_resolved_t *rc, size_t raw)
 {
+    if ((rc->zstd == GS_CODEC_ZSTD_ON) && (raw > 0)) {
+        const size_t bound = gs__zstd_bound(raw);
+
+        return GS_CODEC_HEADER_BYTES + ((bound > raw) ? bound : raw);
+    }
+    return GS_CODEC_HEADER_BYTES + raw;
+}
+
+gs_status_t gs__codec_plan(const char *fn, const gs_codec_resolved_t *rc, size_t max_count,
+                           gs_dtype_t dtype, gs_codec_plan_t *out)
+{
+    gs_codec_layout_t *lay = &out->lay;
     gs_status_t status;
     size_t raw, off = 0;
 
-    status = gs__codec_resolve(cfg, rc);
-    if (status != GS_OK) {
-        return gs__error_wrap(status, "%s: %s", fn, gs__error_get());
-    }
     if (((unsigned)dtype >= (unsigned)GS_DTYPE_COUNT) || !gs__dtype_is_float(dtype)) {
         return gs__error_set(GS_ERR_INVALID_ARG, "%s: dtype %d is not f32, f64, f16 or bf16", fn,
                              (int)dtype);
     }
-    if (count > GS_CODEC_MAX_COUNT) {
-        return gs__error_set(GS_ERR_INVALID_ARG, "%s: count %zu is too large", fn, count);
+    if (max_count > GS_CODEC_MAX_COUNT) {
+        return gs__error_set(GS_ERR_INVALID_ARG, "%s: count %zu is too large", fn, max_count);
     }
-    status = gs__codec_params(rc, count, p);
+    status = gs__codec_params(rc, max_count, &out->p);
     if (status != GS_OK) {
         return gs__error_wrap(status, "%s: %s", fn, gs__error_get());
     }
-    raw = rc->ops->encoded_size(p);
+    out->rc = *rc;
+    out->dtype = dtype;
+    out->max_count = max_count;
+    raw = rc->ops->encoded_size(&out->p);
+    out->payload_max = payload_max(rc, raw);
     memset(lay, 0, sizeof(*lay));
     if (dtype != GS_DTYPE_F32) {
         lay->conv_off = off;
-        lay->conv_len = count * sizeof(float);
+        lay->conv_len = max_count * sizeof(float);
         off += align_up(lay->conv_len);
     }
     if (rc->zstd != GS_CODEC_ZSTD_OFF) {
@@ -179,8 +186,45 @@ static gs_status_t prepare(const char *fn, const gs_codec_config_t *cfg, size_t 
     return GS_OK;
 }
 
+/* Resolve @p cfg and prepare it for @p count elements (the public calls). */
+static gs_status_t prepare(const char *fn, const gs_codec_config_t *cfg, size_t count,
+                           gs_dtype_t dtype, gs_codec_plan_t *pl)
+{
+    gs_codec_resolved_t rc;
+    gs_status_t status;
+
+    status = gs__codec_resolve(cfg, &rc);
+    if (status != GS_OK) {
+        return gs__error_wrap(status, "%s: %s", fn, gs__error_get());
+    }
+    return gs__codec_plan(fn, &rc, count, dtype, pl);
+}
+
+/* The parameters of a payload of @p count elements: the plan's own for
+ * max_count (every whole slice), else worked out (count <= max_count
+ * cannot fail where max_count did not). */
+static gs_status_t plan_params(const char *fn, const gs_codec_plan_t *pl, size_t count,
+                               gs_codec_params_t *p)
+{
+    gs_status_t status;
+
+    if (count == pl->max_count) {
+        *p = pl->p;
+        return GS_OK;
+    }
+    if (count > pl->max_count) {
+        return gs__error_set(GS_ERR_INTERNAL, "%s: %zu elements, but the plan is for %zu at most",
+                             fn, count, pl->max_count);
+    }
+    status = gs__codec_params(&pl->rc, count, p);
+    if (status != GS_OK) {
+        return gs__error_wrap(status, "%s: %s", fn, gs__error_get());
+    }
+    return GS_OK;
+}
+
 /* The 64-aligned base of the caller's scratch, after checking its size. */
-static gs_status_t scratch_base(const char *fn, const scratch_layout_t *lay, void *scratch,
+static gs_status_t scratch_base(const char *fn, const gs_codec_layout_t *lay, void *scratch,
                                 size_t scratch_size, uint8_t **base_out)
 {
     uintptr_t a;
@@ -200,53 +244,37 @@ static gs_status_t scratch_base(const char *fn, const scratch_layout_t *lay, voi
     return GS_OK;
 }
 
-static size_t payload_max(const gs_codec_resolved_t *rc, const gs_codec_params_t *p)
-{
-    const size_t raw = rc->ops->encoded_size(p);
-
-    if ((rc->zstd == GS_CODEC_ZSTD_ON) && (raw > 0)) {
-        const size_t bound = gs__zstd_bound(raw);
-
-        return GS_CODEC_HEADER_BYTES + ((bound > raw) ? bound : raw);
-    }
-    return GS_CODEC_HEADER_BYTES + raw;
-}
-
 gs_status_t gs_codec_encoded_size(const gs_codec_config_t *cfg, size_t count, gs_dtype_t dtype,
                                   size_t *bytes_out)
 {
-    gs_codec_resolved_t rc;
-    gs_codec_params_t p;
-    scratch_layout_t lay;
+    gs_codec_plan_t pl;
     gs_status_t status;
 
-    status = prepare("gs_codec_encoded_size", cfg, count, dtype, &rc, &p, &lay);
+    status = prepare("gs_codec_encoded_size", cfg, count, dtype, &pl);
     if (status != GS_OK) {
         return status;
     }
     if (bytes_out == NULL) {
         return gs__error_set(GS_ERR_INVALID_ARG, "gs_codec_encoded_size: bytes_out is NULL");
     }
-    *bytes_out = payload_max(&rc, &p);
+    *bytes_out = pl.payload_max;
     return GS_OK;
 }
 
 gs_status_t gs_codec_scratch_size(const gs_codec_config_t *cfg, size_t count, gs_dtype_t dtype,
                                   size_t *bytes_out)
 {
-    gs_codec_resolved_t rc;
-    gs_codec_params_t p;
-    scratch_layout_t lay;
+    gs_codec_plan_t pl;
     gs_status_t status;
 
-    status = prepare("gs_codec_scratch_size", cfg, count, dtype, &rc, &p, &lay);
+    status = prepare("gs_codec_scratch_size", cfg, count, dtype, &pl);
     if (status != GS_OK) {
         return status;
     }
     if (bytes_out == NULL) {
         return gs__error_set(GS_ERR_INVALID_ARG, "gs_codec_scratch_size: bytes_out is NULL");
     }
-    *bytes_out = lay.total;
+    *bytes_out = pl.lay.total;
     return GS_OK;
 }
 
@@ -307,22 +335,23 @@ static void from_f32(const float *v, size_t n, gs_dtype_t dtype, gs_codec_mode_t
 /* Encode                                                                 */
 /* ---------------------------------------------------------------------- */
 
-gs_status_t gs_codec_encode(const gs_codec_config_t *cfg, const void *src, size_t count,
-                            gs_dtype_t dtype, gs_ef_t ef, void *scratch, size_t scratch_size,
-                            void *dst, size_t dst_capacity, size_t *len_out)
+gs_status_t gs__codec_plan_encode(const gs_codec_plan_t *pl, const void *src, size_t count,
+                                  gs_ef_t ef, void *scratch, size_t scratch_size, void *dst,
+                                  size_t dst_capacity, size_t *len_out)
 {
     static const char fn[] = "gs_codec_encode";
-    gs_codec_resolved_t rc;
+    const gs_codec_resolved_t *rc = &pl->rc;
+    const gs_codec_layout_t *lay = &pl->lay;
+    const gs_dtype_t dtype = pl->dtype;
     gs_codec_params_t p;
-    scratch_layout_t lay;
     gs_codec_hdr_t hdr;
     uint8_t *base = NULL, *out = dst, *body;
     const float *x;
-    size_t raw, need;
+    size_t raw;
     int fused;
     gs_status_t status;
 
-    status = prepare(fn, cfg, count, dtype, &rc, &p, &lay);
+    status = plan_params(fn, pl, count, &p);
     if (status != GS_OK) {
         return status;
     }
@@ -335,42 +364,41 @@ gs_status_t gs_codec_encode(const gs_codec_config_t *cfg, const void *src, size_
                              ef->count, gs__dtype_name(ef->dtype), count,
                              gs__dtype_name(dtype));
     }
-    need = payload_max(&rc, &p);
-    if (dst_capacity < need) {
+    if (dst_capacity < pl->payload_max) {
         return gs__error_set(GS_ERR_INVALID_ARG,
-                             "%s: dst of %zu bytes given, %zu needed (gs_codec_encoded_size)",
-                             fn, dst_capacity, need);
+                             "%s: dst of %zu bytes given, %zu needed (gs_codec_encoded_size)", fn,
+                             dst_capacity, pl->payload_max);
     }
-    status = scratch_base(fn, &lay, scratch, scratch_size, &base);
+    status = scratch_base(fn, lay, scratch, scratch_size, &base);
     if (status == GS_OK) {
         status = gs__ef_sync_host(ef); /* a device call may hold the residual */
     }
     if (status != GS_OK) {
         return status;
     }
-    fused = (ef != NULL) && (dtype == GS_DTYPE_F32) && (rc.ops->encode_ef != NULL);
+    fused = (ef != NULL) && (dtype == GS_DTYPE_F32) && (rc->ops->encode_ef != NULL);
     if (ef != NULL) {
         /* Every step draws differently (qsgd noise, randk strata). */
-        p.seed = rc.seed + ef->step * 0x9e3779b97f4a7c15ull;
+        p.seed = gs__codec_step_seed(rc, ef->step);
         if (!fused) {
             gs__ef_add_input(ef, src);
         }
         x = ef->residual;
     } else if (dtype == GS_DTYPE_F32) {
-        p.seed = rc.seed;
+        p.seed = rc->seed;
         x = src;
     } else {
-        p.seed = rc.seed;
-        to_f32(src, dtype, count, (float *)(void *)(base + lay.conv_off));
-        x = (const float *)(const void *)(base + lay.conv_off);
+        p.seed = rc->seed;
+        to_f32(src, dtype, count, (float *)(void *)(base + lay->conv_off));
+        x = (const float *)(const void *)(base + lay->conv_off);
     }
-    raw = rc.ops->encoded_size(&p);
+    raw = rc->ops->encoded_size(&p);
     body = out + GS_CODEC_HEADER_BYTES;
     if (fused) {
         /* residual += src, encode, residual -= decoded, in one pass. */
-        status = rc.ops->encode_ef(&p, (const float *)src, ef->residual, body);
+        status = rc->ops->encode_ef(&p, (const float *)src, ef->residual, body);
     } else {
-        status = rc.ops->encode(&p, x, body);
+        status = rc->ops->encode(&p, x, body);
     }
     if (status != GS_OK) {
         return status;
@@ -379,31 +407,31 @@ gs_status_t gs_codec_encode(const gs_codec_config_t *cfg, const void *src, size_
         ef->step++;
     } else if (ef != NULL) {
         /* The new residual is what the payload does not carry. */
-        status = rc.ops->decode_accumulate(&p, body, ef->residual, GS_CODEC_MODE_ADD, -1.0f);
+        status = rc->ops->decode_accumulate(&p, body, ef->residual, GS_CODEC_MODE_ADD, -1.0f);
         if (status != GS_OK) {
             return gs__error_set(GS_ERR_INTERNAL, "%s: codec %s rejected its own body", fn,
-                                 rc.ops->name);
+                                 rc->ops->name);
         }
         ef->step++;
     }
     hdr.version = GS_CODEC_WIRE_VERSION;
-    hdr.codec = (uint8_t)rc.ops->wire_id;
+    hdr.codec = (uint8_t)rc->ops->wire_id;
     hdr.flags = 0;
     hdr.block = p.block;
     hdr.param = p.param;
     hdr.count = (uint64_t)count;
     hdr.body_len = (uint64_t)raw;
-    if ((rc.zstd != GS_CODEC_ZSTD_OFF) && (raw > 0)) {
-        uint8_t *zbuf = base + lay.zbuf_off;
+    if ((rc->zstd != GS_CODEC_ZSTD_OFF) && (raw > 0)) {
+        uint8_t *zbuf = base + lay->zbuf_off;
         size_t zlen;
 
-        status = gs__zstd_compress(body, raw, zbuf, lay.zbuf_len, rc.zstd_level,
-                                   base + lay.work_off, lay.work_len, &zlen);
+        status = gs__zstd_compress(body, raw, zbuf, lay->zbuf_len, rc->zstd_level,
+                                   base + lay->work_off, lay->work_len, &zlen);
         if (status != GS_OK) {
             return status;
         }
         /* auto keeps zstd's output only when it saves at least 10%. */
-        if ((rc.zstd == GS_CODEC_ZSTD_ON) || (zlen <= raw - raw / 10)) {
+        if ((rc->zstd == GS_CODEC_ZSTD_ON) || (zlen <= raw - raw / 10)) {
             memcpy(body, zbuf, zlen);
             hdr.flags |= GS_CODEC_WIRE_FLAG_ZSTD;
             hdr.body_len = (uint64_t)zlen;
@@ -414,18 +442,39 @@ gs_status_t gs_codec_encode(const gs_codec_config_t *cfg, const void *src, size_
     return GS_OK;
 }
 
+gs_status_t gs_codec_encode(const gs_codec_config_t *cfg, const void *src, size_t count,
+                            gs_dtype_t dtype, gs_ef_t ef, void *scratch, size_t scratch_size,
+                            void *dst, size_t dst_capacity, size_t *len_out)
+{
+    gs_codec_plan_t pl;
+    const gs_status_t status = prepare("gs_codec_encode", cfg, count, dtype, &pl);
+
+    if (status != GS_OK) {
+        return status;
+    }
+    return gs__codec_plan_encode(&pl, src, count, ef, scratch, scratch_size, dst, dst_capacity,
+                                 len_out);
+}
+
 /* ---------------------------------------------------------------------- */
 /* Decode                                                                 */
 /* ---------------------------------------------------------------------- */
 
-static gs_status_t decode_common(const char *fn, const gs_codec_config_t *cfg,
-                                 const void *payload, size_t len, size_t count, gs_dtype_t dtype,
-                                 void *scratch, size_t scratch_size, void *dst,
-                                 gs_codec_mode_t mode)
+/* The public call a decode in @p mode is, for error text. */
+static const char *decode_fn(gs_codec_mode_t mode)
 {
-    gs_codec_resolved_t rc;
+    return (mode == GS_CODEC_MODE_ADD) ? "gs_codec_decode_accumulate" : "gs_codec_decode";
+}
+
+gs_status_t gs__codec_plan_decode(const gs_codec_plan_t *pl, const void *payload, size_t len,
+                                  size_t count, void *scratch, size_t scratch_size, void *dst,
+                                  gs_codec_mode_t mode)
+{
+    const char *fn = decode_fn(mode);
+    const gs_codec_resolved_t *rc = &pl->rc;
+    const gs_codec_layout_t *lay = &pl->lay;
+    const gs_dtype_t dtype = pl->dtype;
     gs_codec_params_t p;
-    scratch_layout_t lay;
     gs_codec_hdr_t hdr;
     const uint8_t *body;
     uint8_t *base = NULL;
@@ -434,47 +483,49 @@ static gs_status_t decode_common(const char *fn, const gs_codec_config_t *cfg,
     char why[192];
     gs_status_t status;
 
-    status = prepare(fn, cfg, count, dtype, &rc, &p, &lay);
+    status = plan_params(fn, pl, count, &p);
     if (status != GS_OK) {
         return status;
     }
     if ((payload == NULL) || ((dst == NULL) && (count > 0))) {
         return gs__error_set(GS_ERR_INVALID_ARG, "%s: payload or dst is NULL", fn);
     }
-    status = scratch_base(fn, &lay, scratch, scratch_size, &base);
+    status = scratch_base(fn, lay, scratch, scratch_size, &base);
     if (status != GS_OK) {
         return status;
     }
-    status = gs__codec_hdr_check(payload, len, rc.ops->wire_id, &p, &hdr, why, sizeof(why));
+    status = gs__codec_hdr_check(payload, len, rc->ops->wire_id, &p, &hdr, why, sizeof(why));
     if (status != GS_OK) {
-        return gs__error_set(status, "%s: malformed %s payload: %s", fn, rc.ops->name, why);
+        return gs__error_set(status, "%s: malformed %s payload: %s", fn, rc->ops->name, why);
     }
-    raw = rc.ops->encoded_size(&p);
+    raw = rc->ops->encoded_size(&p);
     body = (const uint8_t *)payload + GS_CODEC_HEADER_BYTES;
     if ((hdr.flags & GS_CODEC_WIRE_FLAG_ZSTD) != 0) {
-        if (rc.zstd == GS_CODEC_ZSTD_OFF) {
+        if (rc->zstd == GS_CODEC_ZSTD_OFF) {
             return gs__error_set(GS_ERR_PROTOCOL,
                                  "%s: malformed %s payload: zstd-compressed, but the "
                                  "configuration has zstd off",
-                                 fn, rc.ops->name);
+                                 fn, rc->ops->name);
         }
-        status = gs__zstd_decompress(body, (size_t)hdr.body_len, base + lay.zbuf_off, raw,
-                                     base + lay.work_off, lay.work_len, why, sizeof(why));
+        status = gs__zstd_decompress(body, (size_t)hdr.body_len, base + lay->zbuf_off, raw,
+                                     base + lay->work_off, lay->work_len, why, sizeof(why));
         if (status != GS_OK) {
-            return gs__error_set(status, "%s: malformed %s payload: %s", fn, rc.ops->name, why);
+            return gs__error_set(status, "%s: malformed %s payload: %s", fn, rc->ops->name, why);
         }
-        body = base + lay.zbuf_off;
+        body = base + lay->zbuf_off;
     } else if (hdr.body_len != (uint64_t)raw) {
         return gs__error_set(GS_ERR_PROTOCOL,
-                             "%s: malformed %s payload: %llu body bytes, the codec needs %zu",
-                             fn, rc.ops->name, (unsigned long long)hdr.body_len, raw);
+                             "%s: malformed %s payload: %llu body bytes, the codec needs %zu", fn,
+                             rc->ops->name, (unsigned long long)hdr.body_len, raw);
     }
-    target = (dtype == GS_DTYPE_F32) ? (float *)dst : (float *)(void *)(base + lay.conv_off);
-    status = rc.ops->decode_accumulate(&p, body, target,
-                                       (dtype == GS_DTYPE_F32) ? mode : GS_CODEC_MODE_SET, 1.0f);
+    target = (dtype == GS_DTYPE_F32) ? (float *)dst : (float *)(void *)(base + lay->conv_off);
+    status = rc->ops->decode_accumulate(&p, body, target,
+                                        (dtype == GS_DTYPE_F32) ? mode : GS_CODEC_MODE_SET, 1.0f);
     if (status != GS_OK) {
-        return gs__error_set(status, "%s: malformed %s payload: an index is out of range or "
-                             "out of order", fn, rc.ops->name);
+        return gs__error_set(status,
+                             "%s: malformed %s payload: an index is out of range or "
+                             "out of order",
+                             fn, rc->ops->name);
     }
     if (dtype != GS_DTYPE_F32) {
         from_f32(target, count, dtype, mode, dst);
@@ -482,18 +533,32 @@ static gs_status_t decode_common(const char *fn, const gs_codec_config_t *cfg,
     return GS_OK;
 }
 
+/* Resolve, prepare and decode: the two public decode calls. */
+static gs_status_t decode_common(const gs_codec_config_t *cfg, const void *payload, size_t len,
+                                 size_t count, gs_dtype_t dtype, void *scratch, size_t scratch_size,
+                                 void *dst, gs_codec_mode_t mode)
+{
+    gs_codec_plan_t pl;
+    const gs_status_t status = prepare(decode_fn(mode), cfg, count, dtype, &pl);
+
+    if (status != GS_OK) {
+        return status;
+    }
+    return gs__codec_plan_decode(&pl, payload, len, count, scratch, scratch_size, dst, mode);
+}
+
 gs_status_t gs_codec_decode(const gs_codec_config_t *cfg, const void *payload, size_t len,
                             size_t count, gs_dtype_t dtype, void *scratch, size_t scratch_size,
                             void *dst)
 {
-    return decode_common("gs_codec_decode", cfg, payload, len, count, dtype, scratch,
-                         scratch_size, dst, GS_CODEC_MODE_SET);
+    return decode_common(cfg, payload, len, count, dtype, scratch, scratch_size, dst,
+                         GS_CODEC_MODE_SET);
 }
 
 gs_status_t gs_codec_decode_accumulate(const gs_codec_config_t *cfg, const void *payload,
                                        size_t len, size_t count, gs_dtype_t dtype, void *scratch,
                                        size_t scratch_size, void *dst)
 {
-    return decode_common("gs_codec_decode_accumulate", cfg, payload, len, count, dtype, scratch,
-                         scratch_size, dst, GS_CODEC_MODE_ADD);
+    return decode_common(cfg, payload, len, count, dtype, scratch, scratch_size, dst,
+                         GS_CODEC_MODE_ADD);
 }
