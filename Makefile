@@ -4,6 +4,7 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 FUZZ_BUILD ?= build-fuzz
+LINT_BUILD ?= build-lint
 FUZZ_SECONDS ?= 60
 FUZZ_JOBS ?= 2
 SOAK_SECONDS ?= 600
@@ -11,8 +12,9 @@ JOBS ?= 2
 CMAKE_FLAGS ?=
 NP ?= 4
 
-.PHONY: help deps deps-build build build-test docs install run test test-asan test-gpu test-unit \
-	test-python test-tsan fuzz soak bench bench-auto bench-compare bench-net bench-torch clean
+.PHONY: help deps deps-build build build-test docs install lint run test test-asan test-gpu \
+	test-unit test-python test-tsan fuzz soak bench bench-auto bench-compare bench-net bench-torch \
+	clean
 
 help:
 	@echo "gradsync make targets:"
@@ -31,6 +33,8 @@ help:
 	@echo "  make test-gpu      on a machine with a GPU: tests/gpu/run.sh (fresh CUDA build, GPU tests,"
 	@echo "                     kernel and device-buffer benchmarks)"
 	@echo "  make test-unit     run only the unit tests"
+	@echo "  make lint          clang-format check, clang-tidy and cppcheck (scripts/lint.sh; configured in"
+	@echo "                     $(LINT_BUILD)/; 'scripts/lint.sh --fix-format' reformats)"
 	@echo "  make test-python   run only the Python package's tests (pytest, 1, 2 and 4 ranks; ctest -L python)"
 	@echo "  make bench         gs-bench all-reduce sweep, 4 KiB to 256 MiB, $(NP) ranks"
 	@echo "  make bench-auto    auto beside every forced all-reduce algorithm, interleaved, $(NP) ranks:"
@@ -44,7 +48,7 @@ help:
 	@echo "  make docs          the API reference with Doxygen, warnings as errors ($(BUILD)/docs/api/html)"
 	@echo "  make deps          install every Debian package: build, test and bench (scripts/install-deps.sh;"
 	@echo "                     'make deps-build' only the build ones)"
-	@echo "  make clean         remove $(BUILD)/, $(ASAN_BUILD)/, $(TSAN_BUILD)/ and $(FUZZ_BUILD)/"
+	@echo "  make clean         remove $(BUILD)/, $(ASAN_BUILD)/, $(TSAN_BUILD)/, $(FUZZ_BUILD)/ and $(LINT_BUILD)/"
 
 deps:
 	bash scripts/install-deps.sh all
@@ -80,6 +84,11 @@ test: build-test
 
 test-unit: build-test
 	cd $(BUILD) && ctest --output-on-failure -L unit
+
+# The static checks, each with its checked-in configuration (.clang-format,
+# .clang-tidy, .cppcheck-suppressions); CI runs them first.
+lint: deps
+	LINT_BUILD=$(LINT_BUILD) LINT_JOBS=$(JOBS) bash scripts/lint.sh
 
 test-python: build-test
 	cd $(BUILD) && ctest --output-on-failure -L python
@@ -168,7 +177,7 @@ bench-net: build
 	bash bench/net/bench_net.sh $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD) $(LINT_BUILD)
 
 bench-torch: build
 	GRADSYNC_LIBRARY=$(abspath $(BUILD))/libgradsync.so PYTHONPATH=$(CURDIR)/python \

@@ -17,10 +17,11 @@ BUILD_PKGS="cmake make gcc g++ pkg-config libzstd-dev libssl-dev"
 # iproute2 (the network-namespace lab), Python with pytest, numpy and torch
 # (the Python package and the PyTorch plugin), libtorch-dev (its C++ headers),
 # matplotlib (scripts/plot-bench), doxygen (the API reference), binutils (the
-# exported-symbol check), clang and its runtime (libFuzzer: make fuzz).
+# exported-symbol check), clang and its runtime (libFuzzer: make fuzz),
+# clang-format, clang-tidy and cppcheck (make lint).
 TEST_PKGS="libcmocka-dev libopenmpi-dev openmpi-bin iproute2 python3 python3-pytest
            python3-numpy python3-torch libtorch-dev python3-matplotlib doxygen binutils
-           clang libclang-rt-14-dev"
+           clang libclang-rt-14-dev clang-format clang-tidy cppcheck"
 # The benchmarks' comparison peers (bench/compare): Gloo.
 BENCH_PKGS="libgloo-dev"
 case "$WHAT" in
@@ -68,7 +69,9 @@ if [ "$(id -u)" != 0 ]; then
   fi
   SUDO="sudo"
 fi
-echo "install-deps: installing them with ${SUDO:-root's} apt-get"
+# (Not "${SUDO:-root's}": bash 5.2 reads that quote as opening a string.)
+if [ -n "$SUDO" ]; then how="sudo apt-get"; else how="root's apt-get"; fi
+echo "install-deps: installing them with $how"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 # shellcheck disable=SC2086

@@ -454,7 +454,6 @@ gs_status_t gs__algo_diag_mismatch(gs_algo_ctx_t *ctx, int peer, uint64_t their_
     while ((first < ctx->size) || (left > 0)) {
         int n = 0;
 
-        left = 0;
         for (int p = first; (p < ctx->size) && (n < 64); p++, first++) {
             if (p != ctx->rank) {
                 diag_send(ctx, p, buf, &sends[n++]);

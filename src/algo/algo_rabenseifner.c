@@ -91,6 +91,7 @@ gs_status_t gs__rabenseifner_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t 
         if ((v ^ m) < v) {
             gs__reduce(dst + koff * esize, tmp, src + koff * esize, klen, d->dtype, d->op);
         } else {
+            /* cppcheck-suppress nullPointerArithmeticRedundantCheck ; the loop tests src != NULL */
             gs__reduce(dst + koff * esize, src + koff * esize, tmp, klen, d->dtype, d->op);
         }
         src = dst;

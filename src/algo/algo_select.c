@@ -141,6 +141,7 @@ static double algo_llc_bytes(void)
         if (f == NULL) {
             continue;
         }
+        /* NOLINTNEXTLINE(cert-err34-c): a size the kernel wrote, not user input. */
         got = fscanf(f, "%lu%c", &v, &unit);
         fclose(f);
         if (got >= 1 && v > 0) {
@@ -295,7 +296,8 @@ static double cost_hier(const gs_algo_model_t *m, const gs_algo_shape_t *sh, dou
 {
     const double fm = (double)sh->max_local;
     const double fh = (double)sh->nhosts;
-    const double runs = (double)((sh->max_local + sh->min_local - 1) / sh->min_local);
+    const int runs_int = (sh->max_local + sh->min_local - 1) / sh->min_local; /* ceil(max/min) */
+    const double runs = (double)runs_int;
     const double intra = 2.0 * (fm - 1.0) * m->intra_alpha +
                          2.0 * (fm - 1.0) / fm * b * m->intra_beta + (fm - 1.0) / fm * b * m->gamma;
     const double s = cost_slices(b / (fh * fm), slice_bytes);

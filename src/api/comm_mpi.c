@@ -120,7 +120,7 @@ static gs_status_t comm_init_over(gs_comm_t *comm_out, MPI_Comm user_comm, const
         ret = MPI_Allgather(my_addr, GS_SOCK_ADDR_MAX, MPI_CHAR, (all != NULL) ? all : sink,
                             (all != NULL) ? GS_SOCK_ADDR_MAX : 0, MPI_CHAR, dup);
         if (ret == MPI_SUCCESS) {
-            ret = MPI_Allgather(&my_host, 1, MPI_UINT64_T, (all != NULL) ? all : sink,
+            (void)MPI_Allgather(&my_host, 1, MPI_UINT64_T, (all != NULL) ? all : sink,
                                 (all != NULL) ? 1 : 0, MPI_UINT64_T, dup);
         }
         free(all);

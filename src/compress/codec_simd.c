@@ -656,9 +656,12 @@ SIMD_TARGET static inline __m128i qsgd_nibbles32(__m256i b)
     return _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi16(w, w), 0x08));
 }
 
+/* With upd, the residual r (the same array as x) is updated as well; the flag,
+ * not r != NULL, says so, which also tells the static analyzer that r is then
+ * never NULL. */
 SIMD_TARGET static inline __attribute__((always_inline)) size_t
-qsgd_quantize_run(const float *x, float *r, size_t n, size_t start, uint32_t key, float inv,
-                  float levels, int nib, float s, uint8_t *codes)
+qsgd_quantize_run(const float *x, float *r, int upd, size_t n, size_t start, uint32_t key,
+                  float inv, float levels, int nib, float s, uint8_t *codes)
 {
     const __m256i vkey = _mm256_set1_epi32((int)key);
     const __m256 vinv = _mm256_set1_ps(inv), vlev = _mm256_set1_ps(levels);
@@ -669,8 +672,7 @@ qsgd_quantize_run(const float *x, float *r, size_t n, size_t start, uint32_t key
     for (i = 0; i + 32 <= n; i += 32) {
         /* The plain loop's uint32_t index: the global index mod 2^32. */
         const __m256i idx = _mm256_add_epi32(_mm256_set1_epi32((int)(uint32_t)(start + i)), lane);
-        const __m256i b =
-            qsgd_step32(x + i, (r != NULL) ? r + i : NULL, idx, vkey, vinv, vlev, vs, r != NULL);
+        const __m256i b = qsgd_step32(x + i, upd ? r + i : NULL, idx, vkey, vinv, vlev, vs, upd);
 
         if (nib) {
             _mm_storeu_si128((__m128i *)(void *)(codes + (start + i) / 2), qsgd_nibbles32(b));
@@ -685,14 +687,14 @@ SIMD_TARGET size_t gs__codec_qsgd_quantize_simd(const float *x, size_t n, size_t
                                                 uint32_t key, float inv, float levels, int nib,
                                                 uint8_t *codes)
 {
-    return qsgd_quantize_run(x, NULL, n, start, key, inv, levels, nib, 0.0f, codes);
+    return qsgd_quantize_run(x, NULL, 0, n, start, key, inv, levels, nib, 0.0f, codes);
 }
 
 SIMD_TARGET size_t gs__codec_qsgd_quantize_update_simd(float *r, size_t n, size_t start,
                                                        uint32_t key, float inv, float levels,
                                                        int nib, float s, uint8_t *codes)
 {
-    return qsgd_quantize_run(r, r, n, start, key, inv, levels, nib, s, codes);
+    return qsgd_quantize_run(r, r, 1, n, start, key, inv, levels, nib, s, codes);
 }
 
 SIMD_TARGET size_t gs__codec_qsgd_dequant_simd(const uint8_t *codes, size_t start, size_t n,

@@ -324,6 +324,7 @@ static void boot_read_proof(boot_server_t *s, int i)
     if (c->proof_got < sizeof(c->proof)) {
         return;
     }
+    memset(&h, 0, sizeof(h));
     (void)gs__boot_hello_decode(c->buf, c->got, &h); /* decoded before: it is valid */
     if ((gs__boot_proof_decode(c->proof, sizeof(c->proof), mac) != GS_OK) ||
         !gs__auth_check(s->auth, GS_AUTH_CONNECTOR, GS_BOOT_AUTH_DOMAIN, h.nonce, c->nonce_a,
@@ -758,6 +759,7 @@ static gs_status_t boot_client(const gs__cfg_t *cfg, const gs__auth_t *auth, con
         }
     }
     gs__boot_hello_encode(&h, hello);
+    /* NOLINTNEXTLINE(bugprone-not-null-terminated-result): counted (addr_len), not a C string. */
     memcpy(hello + GS_BOOT_HELLO_BYTES, my_addr, alen);
     status = gs__sock_write_full(fd, hello, GS_BOOT_HELLO_BYTES + alen, deadline);
     if ((status == GS_OK) && auth->on) {

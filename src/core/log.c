@@ -116,6 +116,7 @@ static void log_emit_va(gs_log_level_t level, unsigned subsys, const char *file,
     if (n > 0) {
         if ((size_t)n >= cap - len) {
             len = cap - 1;
+            /* NOLINTNEXTLINE(bugprone-not-null-terminated-result): before the terminator. */
             memcpy(buf + len - 3, "...", 3);
         } else {
             len += (size_t)n;

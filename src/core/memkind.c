@@ -26,6 +26,7 @@ typedef int (*cu_pointer_get_attribute_fn_t)(void *data, int attribute, unsigned
 
 static pthread_once_t memkind_once = PTHREAD_ONCE_INIT;
 static cu_pointer_get_attribute_fn_t memkind_get_attr;
+static void *memkind_lib; /* never closed: memkind_get_attr points into it */
 
 static void memkind_load(void)
 {
@@ -36,6 +37,7 @@ static void memkind_load(void)
     if (lib == NULL) {
         return; /* no driver: no device memory in this process */
     }
+    memkind_lib = lib;
     init = (cu_init_fn_t)dlsym(lib, "cuInit");
     memkind_get_attr = (cu_pointer_get_attribute_fn_t)dlsym(lib, "cuPointerGetAttribute");
     if ((init == NULL) || (memkind_get_attr == NULL)) {

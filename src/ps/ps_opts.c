@@ -293,6 +293,8 @@ gs_status_t gs__ps_cfg_agree(gs_ps_t ps, int valid, const char *own_error)
             }
             break;
         }
+        /* 8-byte fields without padding; the doubles are compared bit for bit on purpose. */
+        /* NOLINTNEXTLINE(bugprone-suspicious-memory-comparison) */
         if (memcmp(&all[r], &all[0], sizeof(mine)) != 0) {
             status = gs__error_set(GS_ERR_INVALID_ARG,
                                    "gs_ps_create: rank %d passed options that differ from rank "

@@ -329,7 +329,7 @@ void *gs__ps_rx_main(void *arg)
     const uint64_t t0 = gs__now_ns();
 
     gs__log_set_rank(ps->rank);
-    rx.last_heard = malloc((size_t)ps->nranks * sizeof(uint64_t));
+    rx.last_heard = calloc((size_t)ps->nranks, sizeof(uint64_t));
     rx.left = calloc((size_t)ps->nranks, 1);
     if ((rx.last_heard == NULL) || (rx.left == NULL)) {
         rx_fail(&rx, GS_ERR_NO_MEMORY, 1, "parameter server rank %d: out of memory", ps->rank);

@@ -672,7 +672,7 @@ static void srv_push(gs_ps_t ps, gs__ps_op_t *op)
             }
             kept = 1;
             answer_push(ps, op, GS_OK, "");
-            return;
+            goto out;
         }
         gs__ps_accumulate(sh->key->dtype, sh->acc, data, sh->count, !sh->acc_has);
         sh->acc_has = 1;

@@ -338,11 +338,14 @@ static void sweep(gs_codec_kind_t kind, uint32_t param_or_zero, int blocked)
         for (size_t bi = 0; bi < (blocked ? NBLOCKS : 1); bi++) {
             for (size_t si = 0; si < NSHAPES; si++) {
                 for (int v = 0; v < 4; v++) {
+                    /* Not inside the initializer: its expressions are evaluated in no set
+                     * order, and .seed below reads seed too. */
+                    ++seed;
                     kcase_t c = {.kind = kind,
                                  .p = {.count = counts[ci],
                                        .block = blocked ? blocks[bi] : 0,
                                        .param = param_or_zero,
-                                       .seed = 0x9e3779b97f4a7c15ull * ++seed},
+                                       .seed = 0x9e3779b97f4a7c15ull * seed},
                                  .shape = shapes[si],
                                  .misalign = v & 1,
                                  .specials = (v >> 1) & 1,

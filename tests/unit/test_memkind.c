@@ -26,6 +26,7 @@ typedef void (*fake_clear_fn_t)(void);
 
 static fake_add_fn_t fake_add;
 static fake_clear_fn_t fake_clear;
+static void *fake_lib; /* never closed: fake_add and fake_clear point into it */
 static gs_comm_t comm;
 
 static int setup(void **state)
@@ -40,6 +41,7 @@ static int setup(void **state)
     if (lib == NULL) {
         return -1; /* the fake driver is not on the loader path */
     }
+    fake_lib = lib;
     fake_add = (fake_add_fn_t)dlsym(lib, "gs_fake_cuda_add");
     fake_clear = (fake_clear_fn_t)dlsym(lib, "gs_fake_cuda_clear");
     if ((fake_add == NULL) || (fake_clear == NULL)) {

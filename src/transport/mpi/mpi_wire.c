@@ -81,7 +81,7 @@ gs_status_t gs__mpi_hdr_decode(const unsigned char *p, int count, uint32_t expec
     }
     if (get_le(p + 4, 2) != MPI_HDR_VERSION) {
         (void)snprintf(why, whylen, "header version %u, expected %u", (unsigned)get_le(p + 4, 2),
-                       MPI_HDR_VERSION);
+                       (unsigned)MPI_HDR_VERSION);
         return GS_ERR_PROTOCOL;
     }
     h->flags = (uint16_t)get_le(p + 6, 2);
