@@ -9,7 +9,6 @@
  * bounded by its communicator's deadline, so every wait here returns.
  */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -65,23 +64,15 @@ gs_status_t gs_test(gs_request_t *req)
 
 gs_status_t gs_waitall(size_t n, gs_request_t *reqs)
 {
-    gs_status_t first = GS_OK;
-    char msg[GS_ERROR_MSG_MAX] = "";
+    gs__error_first_t first = {GS_OK, ""};
 
     if ((reqs == NULL) && (n > 0)) {
         return gs__error_set(GS_ERR_INVALID_ARG, "gs_waitall: reqs is NULL but n is %zu", n);
     }
     for (size_t i = 0; i < n; i++) {
-        gs_status_t status = gs_wait(&reqs[i]);
-        if ((status != GS_OK) && (first == GS_OK)) {
-            first = status;
-            snprintf(msg, sizeof(msg), "%s", gs__error_get());
-        }
+        gs__error_first_keep(&first, gs_wait(&reqs[i]));
     }
-    if (first != GS_OK) {
-        gs__error_copy_in(msg);
-    }
-    return first;
+    return gs__error_first_end(&first);
 }
 
 /* The first finished request of reqs[0..n), -1 when none has finished. */

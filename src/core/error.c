@@ -66,6 +66,22 @@ void gs__error_copy_in(const char *msg)
     (void)snprintf(last_error, sizeof(last_error), "%s", msg);
 }
 
+void gs__error_first_keep(gs__error_first_t *first, gs_status_t status)
+{
+    if ((status != GS_OK) && (first->status == GS_OK)) {
+        first->status = status;
+        (void)snprintf(first->msg, sizeof(first->msg), "%s", last_error);
+    }
+}
+
+gs_status_t gs__error_first_end(const gs__error_first_t *first)
+{
+    if (first->status != GS_OK) {
+        gs__error_copy_in(first->msg);
+    }
+    return first->status;
+}
+
 const char *gs__error_get(void)
 {
     return last_error;

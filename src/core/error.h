@@ -28,6 +28,23 @@ gs_status_t gs__error_wrap(gs_status_t status, const char *fmt, ...)
  * worker thread's error text over to the thread that waits on a request). */
 void gs__error_copy_in(const char *msg);
 
+/* The first failure of a sequence of calls and its sentence, kept while
+ * the later calls overwrite this thread's last error (waiting on several
+ * requests, the steps of a destroy). Start from {GS_OK, ""}; call
+ * gs__error_first_keep with each call's status, then return
+ * gs__error_first_end. Local to one thread. */
+typedef struct gs__error_first {
+    gs_status_t status;
+    char msg[GS_ERROR_MSG_MAX];
+} gs__error_first_t;
+
+/* Keep @p status and this thread's last error if it is the first failure. */
+void gs__error_first_keep(gs__error_first_t *first, gs_status_t status);
+
+/* The first failure kept (GS_OK when none), its sentence made this
+ * thread's last error again. */
+gs_status_t gs__error_first_end(const gs__error_first_t *first);
+
 /* This thread's last error text (never NULL). */
 const char *gs__error_get(void);
 

@@ -292,22 +292,13 @@ gs_status_t gs_ps_test(gs_ps_request_t *req)
 
 gs_status_t gs_ps_waitall(size_t n, gs_ps_request_t *reqs)
 {
-    gs_status_t first = GS_OK;
-    char msg[GS_ERROR_MSG_MAX] = "";
+    gs__error_first_t first = {GS_OK, ""};
 
     if ((reqs == NULL) && (n > 0)) {
         return gs__error_set(GS_ERR_INVALID_ARG, "gs_ps_waitall: reqs is NULL but n is %zu", n);
     }
     for (size_t i = 0; i < n; i++) {
-        const gs_status_t status = gs_ps_wait(&reqs[i]);
-
-        if ((status != GS_OK) && (first == GS_OK)) {
-            first = status;
-            snprintf(msg, sizeof(msg), "%s", gs__error_get());
-        }
+        gs__error_first_keep(&first, gs_ps_wait(&reqs[i]));
     }
-    if (first != GS_OK) {
-        gs__error_copy_in(msg);
-    }
-    return first;
+    return gs__error_first_end(&first);
 }
