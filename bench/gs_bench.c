@@ -67,12 +67,12 @@ static _Noreturn void die_gs(const bench_t *b, const char *what, gs_status_t sta
 }
 
 /* Check a gradsync call; on error print gs_last_error() and exit 1. */
-#define BENCH_CHECK(_b, _call)                  \
-    do {                                        \
-        gs_status_t st_ = (_call);              \
-        if (st_ != GS_OK) {                     \
-            die_gs((_b), #_call, st_);          \
-        }                                       \
+#define BENCH_CHECK(_b, _call)                                                                     \
+    do {                                                                                           \
+        gs_status_t st_ = (_call);                                                                 \
+        if (st_ != GS_OK) {                                                                        \
+            die_gs((_b), #_call, st_);                                                             \
+        }                                                                                          \
     } while (0)
 
 /* ===================================================================== */
@@ -148,15 +148,42 @@ static double get_elem(const void *buf, size_t i, gs_dtype_t dt)
 {
     const unsigned char *p = buf;
     switch (dt) {
-    case GS_DTYPE_F32: { float v; memcpy(&v, p + 4 * i, 4); return v; }
-    case GS_DTYPE_F64: { double v; memcpy(&v, p + 8 * i, 8); return v; }
-    case GS_DTYPE_F16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return f16_to_f32(v); }
-    case GS_DTYPE_BF16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return bits_to_f32((uint32_t)v << 16); }
-    case GS_DTYPE_I8: return (double)(int8_t)p[i];
-    case GS_DTYPE_U8: return (double)p[i];
-    case GS_DTYPE_I32: { int32_t v; memcpy(&v, p + 4 * i, 4); return v; }
-    case GS_DTYPE_I64: { int64_t v; memcpy(&v, p + 8 * i, 8); return (double)v; }
-    default: return NAN;
+    case GS_DTYPE_F32: {
+        float v;
+        memcpy(&v, p + 4 * i, 4);
+        return v;
+    }
+    case GS_DTYPE_F64: {
+        double v;
+        memcpy(&v, p + 8 * i, 8);
+        return v;
+    }
+    case GS_DTYPE_F16: {
+        uint16_t v;
+        memcpy(&v, p + 2 * i, 2);
+        return f16_to_f32(v);
+    }
+    case GS_DTYPE_BF16: {
+        uint16_t v;
+        memcpy(&v, p + 2 * i, 2);
+        return bits_to_f32((uint32_t)v << 16);
+    }
+    case GS_DTYPE_I8:
+        return (double)(int8_t)p[i];
+    case GS_DTYPE_U8:
+        return (double)p[i];
+    case GS_DTYPE_I32: {
+        int32_t v;
+        memcpy(&v, p + 4 * i, 4);
+        return v;
+    }
+    case GS_DTYPE_I64: {
+        int64_t v;
+        memcpy(&v, p + 8 * i, 8);
+        return (double)v;
+    }
+    default:
+        return NAN;
     }
 }
 
@@ -164,15 +191,43 @@ static void set_elem(void *buf, size_t i, gs_dtype_t dt, double x)
 {
     unsigned char *p = buf;
     switch (dt) {
-    case GS_DTYPE_F32: { float v = (float)x; memcpy(p + 4 * i, &v, 4); break; }
-    case GS_DTYPE_F64: { memcpy(p + 8 * i, &x, 8); break; }
-    case GS_DTYPE_F16: { uint16_t v = f32_to_f16((float)x); memcpy(p + 2 * i, &v, 2); break; }
-    case GS_DTYPE_BF16: { uint16_t v = f32_to_bf16((float)x); memcpy(p + 2 * i, &v, 2); break; }
-    case GS_DTYPE_I8: p[i] = (unsigned char)(int8_t)x; break;
-    case GS_DTYPE_U8: p[i] = (unsigned char)x; break;
-    case GS_DTYPE_I32: { int32_t v = (int32_t)x; memcpy(p + 4 * i, &v, 4); break; }
-    case GS_DTYPE_I64: { int64_t v = (int64_t)x; memcpy(p + 8 * i, &v, 8); break; }
-    default: break;
+    case GS_DTYPE_F32: {
+        float v = (float)x;
+        memcpy(p + 4 * i, &v, 4);
+        break;
+    }
+    case GS_DTYPE_F64: {
+        memcpy(p + 8 * i, &x, 8);
+        break;
+    }
+    case GS_DTYPE_F16: {
+        uint16_t v = f32_to_f16((float)x);
+        memcpy(p + 2 * i, &v, 2);
+        break;
+    }
+    case GS_DTYPE_BF16: {
+        uint16_t v = f32_to_bf16((float)x);
+        memcpy(p + 2 * i, &v, 2);
+        break;
+    }
+    case GS_DTYPE_I8:
+        p[i] = (unsigned char)(int8_t)x;
+        break;
+    case GS_DTYPE_U8:
+        p[i] = (unsigned char)x;
+        break;
+    case GS_DTYPE_I32: {
+        int32_t v = (int32_t)x;
+        memcpy(p + 4 * i, &v, 4);
+        break;
+    }
+    case GS_DTYPE_I64: {
+        int64_t v = (int64_t)x;
+        memcpy(p + 8 * i, &v, 8);
+        break;
+    }
+    default:
+        break;
     }
 }
 
@@ -184,11 +239,16 @@ static void set_elem(void *buf, size_t i, gs_dtype_t dt, double x)
 static double exact_limit(gs_dtype_t dt)
 {
     switch (dt) {
-    case GS_DTYPE_F16: return 2048.0;
-    case GS_DTYPE_BF16: return 256.0;
-    case GS_DTYPE_I8: return 127.0;
-    case GS_DTYPE_U8: return 255.0;
-    default: return 16777216.0; /* f32 mantissa; ample for f64 and the wide integers */
+    case GS_DTYPE_F16:
+        return 2048.0;
+    case GS_DTYPE_BF16:
+        return 256.0;
+    case GS_DTYPE_I8:
+        return 127.0;
+    case GS_DTYPE_U8:
+        return 255.0;
+    default:
+        return 16777216.0; /* f32 mantissa; ample for f64 and the wide integers */
     }
 }
 
@@ -241,14 +301,30 @@ static double reference(const bench_t *b, size_t i)
     for (int r = 1; r < b->nranks; r++) {
         double v = pattern(b, b->op, r, i);
         switch (b->op) {
-        case GS_OP_SUM: case GS_OP_AVG: acc += v; break;
-        case GS_OP_PROD: acc *= v; break;
-        case GS_OP_MIN: acc = v < acc ? v : acc; break;
-        case GS_OP_MAX: acc = v > acc ? v : acc; break;
-        case GS_OP_BAND: acc = (double)((int64_t)acc & (int64_t)v); break;
-        case GS_OP_BOR: acc = (double)((int64_t)acc | (int64_t)v); break;
-        case GS_OP_BXOR: acc = (double)((int64_t)acc ^ (int64_t)v); break;
-        default: break;
+        case GS_OP_SUM:
+        case GS_OP_AVG:
+            acc += v;
+            break;
+        case GS_OP_PROD:
+            acc *= v;
+            break;
+        case GS_OP_MIN:
+            acc = v < acc ? v : acc;
+            break;
+        case GS_OP_MAX:
+            acc = v > acc ? v : acc;
+            break;
+        case GS_OP_BAND:
+            acc = (double)((int64_t)acc & (int64_t)v);
+            break;
+        case GS_OP_BOR:
+            acc = (double)((int64_t)acc | (int64_t)v);
+            break;
+        case GS_OP_BXOR:
+            acc = (double)((int64_t)acc ^ (int64_t)v);
+            break;
+        default:
+            break;
         }
     }
     return b->op == GS_OP_AVG ? acc / b->nranks : acc;
@@ -262,10 +338,18 @@ static bool value_ok(const bench_t *b, gs_op_t op, double got, double want)
     }
     double tol;
     switch (b->dt->dtype) {
-    case GS_DTYPE_F16: tol = ldexp(1.0, -10); break;
-    case GS_DTYPE_BF16: tol = ldexp(1.0, -7); break;
-    case GS_DTYPE_F64: tol = 1e-12; break;
-    default: tol = ldexp(1.0, -22); break;
+    case GS_DTYPE_F16:
+        tol = ldexp(1.0, -10);
+        break;
+    case GS_DTYPE_BF16:
+        tol = ldexp(1.0, -7);
+        break;
+    case GS_DTYPE_F64:
+        tol = 1e-12;
+        break;
+    default:
+        tol = ldexp(1.0, -22);
+        break;
     }
     return fabs(got - want) <= tol * fmax(1.0, fabs(want));
 }
@@ -290,10 +374,18 @@ static double busbw_factor(const bench_t *b)
 {
     double n = b->nranks;
     switch (b->coll->kind) {
-    case COLL_ALLREDUCE: return 2.0 * (n - 1) / n;
-    case COLL_ALLGATHER: case COLL_REDUCE_SCATTER: case COLL_ALLTOALL: return (n - 1) / n;
-    case COLL_BROADCAST: case COLL_REDUCE: case COLL_SENDRECV: return 1.0;
-    default: return 0.0;
+    case COLL_ALLREDUCE:
+        return 2.0 * (n - 1) / n;
+    case COLL_ALLGATHER:
+    case COLL_REDUCE_SCATTER:
+    case COLL_ALLTOALL:
+        return (n - 1) / n;
+    case COLL_BROADCAST:
+    case COLL_REDUCE:
+    case COLL_SENDRECV:
+        return 1.0;
+    default:
+        return 0.0;
     }
 }
 
@@ -312,20 +404,19 @@ static gs_status_t run_once(bench_t *b, size_t count)
             opts.codec = &b->codec;
             opts.ef = b->ef;
         }
-        return gs_allreduce_ex(b->comm, b->inplace ? recv : send, recv, count, dt, b->op,
-                               &opts);
+        return gs_allreduce_ex(b->comm, b->inplace ? recv : send, recv, count, dt, b->op, &opts);
     }
     case COLL_BROADCAST:
         return gs_broadcast(b->comm, recv, count, dt, b->root);
     case COLL_REDUCE:
         return gs_reduce(b->comm, b->inplace ? recv : send, recv, count, dt, b->op, b->root);
     case COLL_ALLGATHER:
-        return gs_allgather(b->comm, b->inplace ? recv + (size_t)b->rank * count * es : send,
-                            recv, count, dt);
+        return gs_allgather(b->comm, b->inplace ? recv + (size_t)b->rank * count * es : send, recv,
+                            count, dt);
     case COLL_REDUCE_SCATTER:
         if (b->inplace) {
-            return gs_reduce_scatter(b->comm, send, send + (size_t)b->rank * count * es, count,
-                                     dt, b->op);
+            return gs_reduce_scatter(b->comm, send, send + (size_t)b->rank * count * es, count, dt,
+                                     b->op);
         }
         return gs_reduce_scatter(b->comm, send, recv, count, dt, b->op);
     case COLL_ALLTOALL:
@@ -377,7 +468,8 @@ static void fill_for_check(bench_t *b, size_t count)
     memset(b->recvbuf, 0xA5, bytes_for(b, count) + es);
     memset(b->sendbuf, 0xA5, bytes_for(b, count) + es);
     switch (b->coll->kind) {
-    case COLL_ALLREDUCE: case COLL_REDUCE:
+    case COLL_ALLREDUCE:
+    case COLL_REDUCE:
         in = b->inplace ? b->recvbuf : b->sendbuf;
         for (size_t i = 0; i < count; i++) {
             set_elem(in, i, dt, pattern(b, op, b->rank, i));
@@ -396,7 +488,8 @@ static void fill_for_check(bench_t *b, size_t count)
             set_elem(in, i, dt, pattern(b, op, b->rank, i));
         }
         break;
-    case COLL_REDUCE_SCATTER: case COLL_ALLTOALL:
+    case COLL_REDUCE_SCATTER:
+    case COLL_ALLTOALL:
         in = (b->inplace && b->coll->kind == COLL_ALLTOALL) ? b->recvbuf : b->sendbuf;
         for (size_t i = 0; i < count * n; i++) {
             set_elem(in, i, dt, pattern(b, op, b->rank, i));
@@ -522,16 +615,16 @@ static int cmp_double(const void *a, const void *c)
 typedef struct row {
     size_t bytes;
     size_t count;
-    double time_us;      /* median over iterations of the slowest rank */
-    double best_us;      /* fastest iteration (slowest rank) */
-    double algbw;        /* GB/s */
-    double busbw;        /* GB/s */
-    int64_t wrong;       /* -1 when not checked */
-    double wire_bytes;   /* --codec: bytes_sent per call, the largest over ranks */
-    double wirebw;       /* --codec: wire_bytes / time, GB/s */
-    double relerr;       /* --codec: ||out - exact|| / ||exact||, the largest over ranks */
-    int algo_used;       /* gs_algo_t of the timed calls; ALGO_MIXED when ranks disagree */
-    const char *path;    /* --device cuda: "nccl" or "staged" (rank 0's last call) */
+    double time_us;    /* median over iterations of the slowest rank */
+    double best_us;    /* fastest iteration (slowest rank) */
+    double algbw;      /* GB/s */
+    double busbw;      /* GB/s */
+    int64_t wrong;     /* -1 when not checked */
+    double wire_bytes; /* --codec: bytes_sent per call, the largest over ranks */
+    double wirebw;     /* --codec: wire_bytes / time, GB/s */
+    double relerr;     /* --codec: ||out - exact|| / ||exact||, the largest over ranks */
+    int algo_used;     /* gs_algo_t of the timed calls; ALGO_MIXED when ranks disagree */
+    const char *path;  /* --device cuda: "nccl" or "staged" (rank 0's last call) */
 } row_t;
 
 #define ALGO_MIXED (-1)
@@ -577,8 +670,8 @@ static const char *algo_list_text(const bench_t *b, char *buf, size_t size)
 
     buf[0] = '\0';
     for (int i = 0; (i < b->nalgos) && (used < size); i++) {
-        const int w = snprintf(buf + used, size - used, "%s%s", i ? "," : "",
-                               algo_name(b->algos[i]));
+        const int w =
+            snprintf(buf + used, size - used, "%s%s", i ? "," : "", algo_name(b->algos[i]));
         used += (w > 0) ? (size_t)w : 0;
     }
     return buf;
@@ -593,8 +686,9 @@ static void print_header(const bench_t *b)
     algo_list_text(b, algos, sizeof(algos));
 
     if (b->format == OUT_CSV) {
-        fprintf(f, "coll,nranks,size,count,type,redop,root,algo,inplace,time_us,algbw_gbps,"
-                   "busbw_gbps,wrong%s%s%s%s\n",
+        fprintf(f,
+                "coll,nranks,size,count,type,redop,root,algo,inplace,time_us,algbw_gbps,"
+                "busbw_gbps,wrong%s%s%s%s\n",
                 b->show_algo ? ",algo_used" : "",
                 b->use_codec ? ",codec,ef,wire_bytes,wirebw_gbps,rel_err" : "",
                 b->device ? ",device_path" : "", (b->ncomms > 1) ? ",link" : "");
@@ -606,9 +700,9 @@ static void print_header(const bench_t *b)
                 "\"op\": \"%s\", \"root\": %d, \"algo\": \"%s\", \"inplace\": %s, "
                 "\"warmup\": %d, \"iters\": %d, \"check\": %s, \"aggregation\": \"%s\", "
                 "\"version\": \"%s\",\n",
-                b->coll->name, b->nranks, b->dt->name, redop, b->coll->rooted ? b->root : -1,
-                algos, b->inplace ? "true" : "false", b->warmup, b->iters,
-                b->check ? "true" : "false", gs_bench_agg_names[b->agg], gs_version_string());
+                b->coll->name, b->nranks, b->dt->name, redop, b->coll->rooted ? b->root : -1, algos,
+                b->inplace ? "true" : "false", b->warmup, b->iters, b->check ? "true" : "false",
+                gs_bench_agg_names[b->agg], gs_version_string());
         if (b->use_codec) {
             fprintf(f, " \"codec\": \"%s\", \"ef\": %s,\n", b->codec_name,
                     b->use_ef ? "true" : "false");
@@ -623,18 +717,19 @@ static void print_header(const bench_t *b)
         fprintf(f, " \"rows\": [");
         return;
     }
-    fprintf(f, "# gs-bench %s: nranks %d, dtype %s, op %s, algo %s, gradsync %s\n",
-            b->coll->name, b->nranks, b->dt->name, redop, algos, gs_version_string());
+    fprintf(f, "# gs-bench %s: nranks %d, dtype %s, op %s, algo %s, gradsync %s\n", b->coll->name,
+            b->nranks, b->dt->name, redop, algos, gs_version_string());
     fprintf(f, "# %s, warmup %d, iters %d, check %s; time = median over iterations of %s\n",
-            b->inplace ? "in-place" : "out-of-place", b->warmup, b->iters,
-            b->check ? "on" : "off", gs_bench_agg_names[b->agg]);
+            b->inplace ? "in-place" : "out-of-place", b->warmup, b->iters, b->check ? "on" : "off",
+            gs_bench_agg_names[b->agg]);
     if (b->rounds > 1) {
         fprintf(f, "# %d rounds over the algorithms, interleaved; a row is the median round\n",
                 b->rounds);
     }
     if (b->device) {
-        fprintf(f, "# device cuda: rank 0 on GPU %d of %d (%s), GS_CUDA_PATH %s; path nccl = "
-                   "NCCL, staged = through pinned host memory\n",
+        fprintf(f,
+                "# device cuda: rank 0 on GPU %d of %d (%s), GS_CUDA_PATH %s; path nccl = "
+                "NCCL, staged = through pinned host memory\n",
                 b->gpu.device, b->gpu.ndevices, b->gpu.name, cuda_path_env());
     }
     if (b->ncomms > 1) {
@@ -650,8 +745,8 @@ static void print_header(const bench_t *b)
         }
         fprintf(f, "; busbw on the uncompressed size (effective); wire = bytes sent per rank "
                    "and call; rel.err of one call vs the exact f32 result\n");
-        fprintf(f, "# %12s %12s %8s %6s %6s %10s %8s %8s %12s %8s %9s%s\n", "size", "count",
-                "type", "redop", "root", "time", "algbw", "busbw", "wire", "wirebw", "rel.err",
+        fprintf(f, "# %12s %12s %8s %6s %6s %10s %8s %8s %12s %8s %9s%s\n", "size", "count", "type",
+                "redop", "root", "time", "algbw", "busbw", "wire", "wirebw", "rel.err",
                 b->device ? "    path" : "");
         fprintf(f, "# %12s %12s %8s %6s %6s %10s %8s %8s %12s %8s %9s\n", "(B)", "(elements)", "",
                 "", "", "(us)", "(GB/s)", "(GB/s)", "(B)", "(GB/s)", "");
@@ -662,7 +757,9 @@ static void print_header(const bench_t *b)
             b->show_algo ? "  algo" : "");
     fprintf(f, "# %12s %12s %8s %6s %6s %10s %8s %8s %7s%s%s\n", "(B)", "(elements)", "", "", "",
             "(us)", "(GB/s)", "(GB/s)", "", b->device ? "        " : "",
-            !b->show_algo ? "" : (b->nalgos > 1) ? "  (asked->ran)" : "  (auto chose)");
+            !b->show_algo     ? ""
+            : (b->nalgos > 1) ? "  (asked->ran)"
+                              : "  (auto chose)");
 }
 
 /* --tls-compare: the link of the row being printed. */
@@ -689,15 +786,15 @@ static void print_row(const bench_t *b, const row_t *row, bool first)
     int root = b->coll->rooted ? b->root : -1;
 
     if (b->format == OUT_CSV) {
-        fprintf(f, "%s,%d,%zu,%zu,%s,%s,%d,%s,%d,%.3f,%.4f,%.4f,%" PRId64, b->coll->name,
-                b->nranks, row->bytes, row->count, b->dt->name, redop, root, algo_name(b->algo),
+        fprintf(f, "%s,%d,%zu,%zu,%s,%s,%d,%s,%d,%.3f,%.4f,%.4f,%" PRId64, b->coll->name, b->nranks,
+                row->bytes, row->count, b->dt->name, redop, root, algo_name(b->algo),
                 b->inplace ? 1 : 0, row->time_us, row->algbw, row->busbw, row->wrong);
         if (b->show_algo) {
             fprintf(f, ",%s", row_algo_name(row));
         }
         if (b->use_codec) {
-            fprintf(f, ",%s,%d,%.0f,%.4f,%.4e", b->codec_name, b->use_ef ? 1 : 0,
-                    row->wire_bytes, row->wirebw, row->relerr);
+            fprintf(f, ",%s,%d,%.0f,%.4f,%.4e", b->codec_name, b->use_ef ? 1 : 0, row->wire_bytes,
+                    row->wirebw, row->relerr);
         }
         if (b->device) {
             fprintf(f, ",%s", row->path);
@@ -743,8 +840,9 @@ static void print_row(const bench_t *b, const row_t *row, bool first)
         }
         char ran[40] = "";
         if (b->show_algo) {
-            snprintf(ran, sizeof(ran), "  %s%s", (b->nalgos > 1 && b->algo == GS_ALGO_AUTO) ?
-                     "auto->" : "", row_algo_name(row));
+            snprintf(ran, sizeof(ran), "  %s%s",
+                     (b->nalgos > 1 && b->algo == GS_ALGO_AUTO) ? "auto->" : "",
+                     row_algo_name(row));
         }
         fprintf(f, "  %12zu %12zu %8s %6s %6d %10.2f %8.3f %8.3f %7s%s%s%s%s\n", row->bytes,
                 row->count, b->dt->name, redop, root, row->time_us, row->algbw, row->busbw, wrong,
@@ -768,14 +866,22 @@ static void codec_restore(bench_t *b, size_t count)
 static gs_coll_type_t coll_type_of(coll_kind_t kind)
 {
     switch (kind) {
-    case COLL_ALLREDUCE: return GS_COLL_TYPE_ALLREDUCE;
-    case COLL_BROADCAST: return GS_COLL_TYPE_BROADCAST;
-    case COLL_REDUCE: return GS_COLL_TYPE_REDUCE;
-    case COLL_ALLGATHER: return GS_COLL_TYPE_ALLGATHER;
-    case COLL_REDUCE_SCATTER: return GS_COLL_TYPE_REDUCE_SCATTER;
-    case COLL_ALLTOALL: return GS_COLL_TYPE_ALLTOALL;
-    case COLL_SENDRECV: return GS_COLL_TYPE_SEND;
-    case COLL_BARRIER: return GS_COLL_TYPE_BARRIER;
+    case COLL_ALLREDUCE:
+        return GS_COLL_TYPE_ALLREDUCE;
+    case COLL_BROADCAST:
+        return GS_COLL_TYPE_BROADCAST;
+    case COLL_REDUCE:
+        return GS_COLL_TYPE_REDUCE;
+    case COLL_ALLGATHER:
+        return GS_COLL_TYPE_ALLGATHER;
+    case COLL_REDUCE_SCATTER:
+        return GS_COLL_TYPE_REDUCE_SCATTER;
+    case COLL_ALLTOALL:
+        return GS_COLL_TYPE_ALLTOALL;
+    case COLL_SENDRECV:
+        return GS_COLL_TYPE_SEND;
+    case COLL_BARRIER:
+        return GS_COLL_TYPE_BARRIER;
     }
     return GS_COLL_TYPE_ALLREDUCE;
 }
@@ -824,16 +930,16 @@ static void aggregate_times(bench_t *b, int iters)
         BENCH_CHECK(b, gs_broadcast(b->comm, b->times, (size_t)iters, GS_DTYPE_F64, 0));
         break;
     case BENCH_AGG_AVG:
-        BENCH_CHECK(b, gs_allreduce(b->comm, b->times, b->times, (size_t)iters, GS_DTYPE_F64,
-                                    GS_OP_AVG));
+        BENCH_CHECK(
+            b, gs_allreduce(b->comm, b->times, b->times, (size_t)iters, GS_DTYPE_F64, GS_OP_AVG));
         break;
     case BENCH_AGG_MIN:
-        BENCH_CHECK(b, gs_allreduce(b->comm, b->times, b->times, (size_t)iters, GS_DTYPE_F64,
-                                    GS_OP_MIN));
+        BENCH_CHECK(
+            b, gs_allreduce(b->comm, b->times, b->times, (size_t)iters, GS_DTYPE_F64, GS_OP_MIN));
         break;
     default:
-        BENCH_CHECK(b, gs_allreduce(b->comm, b->times, b->times, (size_t)iters, GS_DTYPE_F64,
-                                    GS_OP_MAX));
+        BENCH_CHECK(
+            b, gs_allreduce(b->comm, b->times, b->times, (size_t)iters, GS_DTYPE_F64, GS_OP_MAX));
         break;
     }
 }
@@ -851,8 +957,8 @@ static void row_median(row_t *rounds, int n, row_t *out)
     }
     qsort(rounds, (size_t)n, sizeof(row_t), cmp_row_time);
     *out = rounds[(n - 1) / 2];
-    out->time_us = (n % 2) ? rounds[n / 2].time_us
-                           : 0.5 * (rounds[n / 2 - 1].time_us + rounds[n / 2].time_us);
+    out->time_us =
+        (n % 2) ? rounds[n / 2].time_us : 0.5 * (rounds[n / 2 - 1].time_us + rounds[n / 2].time_us);
     out->best_us = best;
     out->wrong = wrong;
     out->algbw = (out->time_us > 0.0) ? (double)out->bytes / out->time_us / 1e3 : 0.0;
@@ -946,8 +1052,8 @@ static void bench_size(bench_t *b, size_t count, row_t *row)
     const int algo_used = (b->show_algo || b->device) ? last_algo(b) : (int)b->algo;
     aggregate_times(b, iters);
     qsort(b->times, (size_t)iters, sizeof(double), cmp_double);
-    double median = (iters % 2) ? b->times[iters / 2]
-                                : 0.5 * (b->times[iters / 2 - 1] + b->times[iters / 2]);
+    double median =
+        (iters % 2) ? b->times[iters / 2] : 0.5 * (b->times[iters / 2 - 1] + b->times[iters / 2]);
 
     row->count = count;
     row->bytes = b->coll->kind == COLL_BARRIER ? 0 : bytes_for(b, count);
@@ -977,8 +1083,8 @@ static void bench_size(bench_t *b, size_t count, row_t *row)
         codec_restore(b, count);
         run_checked(b, count);
         device_get(b, count);
-        v[1] = gs_bench_codec_relerr((const float *)b->recvbuf, count, b->nranks,
-                                     b->op == GS_OP_AVG);
+        v[1] =
+            gs_bench_codec_relerr((const float *)b->recvbuf, count, b->nranks, b->op == GS_OP_AVG);
         BENCH_CHECK(b, gs_allreduce(b->comm, v, v, 2, GS_DTYPE_F64, GS_OP_MAX));
         row->wire_bytes = v[0];
         row->wirebw = median > 0 ? v[0] / median / 1e9 : 0.0;
@@ -1213,8 +1319,8 @@ int main(int argc, char **argv)
         b.link = 0;
         b.comm = b.comms[0];
         for (int i = 0; (b.ncomms == 2) && (i < b.nalgos); i++) {
-            const double ratio = (rows[i].time_us > 0.0)
-                                     ? rows[b.nalgos + i].time_us / rows[i].time_us : 0.0;
+            const double ratio =
+                (rows[i].time_us > 0.0) ? rows[b.nalgos + i].time_us / rows[i].time_us : 0.0;
 
             if (ntls < (int)BENCH_COUNTOF(tls_ratios)) {
                 tls_ratios[ntls++] = ratio;
@@ -1248,7 +1354,9 @@ int main(int argc, char **argv)
             fprintf(b.out, "}\n");
         } else if (b.format == OUT_TEXT) {
             fprintf(b.out, "# Out of bounds values : %" PRId64 " %s\n", wrong_total,
-                    !b.check ? "(not checked)" : wrong_total ? "FAILED" : "OK");
+                    !b.check      ? "(not checked)"
+                    : wrong_total ? "FAILED"
+                                  : "OK");
             fprintf(b.out, "# Avg bus bandwidth    : %.4f\n", busbw_sum / nrows);
             if (worst_ratio > 0.0) {
                 fprintf(b.out, "# Worst auto/best      : %.2f at %zu bytes\n", worst_ratio,
@@ -1256,9 +1364,10 @@ int main(int argc, char **argv)
             }
             if (ntls > 0) {
                 qsort(tls_ratios, (size_t)ntls, sizeof(double), cmp_double);
-                fprintf(b.out, "# TLS / plain TCP time : median %.2f, range %.2f .. %.2f over "
-                        "%d sizes\n", tls_ratios[ntls / 2], tls_ratios[0], tls_ratios[ntls - 1],
-                        ntls);
+                fprintf(b.out,
+                        "# TLS / plain TCP time : median %.2f, range %.2f .. %.2f over "
+                        "%d sizes\n",
+                        tls_ratios[ntls / 2], tls_ratios[0], tls_ratios[ntls - 1], ntls);
             }
             if (b.device) {
                 static const char *const paths[] = {"none", "nccl", "staged", "nccl and staged"};

@@ -65,9 +65,9 @@ typedef enum coll_kind {
 typedef struct coll_info {
     coll_kind_t kind;
     const char *name;
-    bool blocked;   /* size = count * nranks elements */
-    bool reduces;   /* uses --op */
-    bool rooted;    /* uses --root */
+    bool blocked; /* size = count * nranks elements */
+    bool reduces; /* uses --op */
+    bool rooted;  /* uses --root */
 } coll_info_t;
 
 
@@ -79,37 +79,37 @@ typedef struct bench {
     const coll_info_t *coll;
     const dtype_info_t *dt;
     gs_op_t op;
-    gs_algo_t algo;          /* the algorithm of the row being measured */
+    gs_algo_t algo;                   /* the algorithm of the row being measured */
     gs_algo_t algos[BENCH_MAX_ALGOS]; /* --algo LIST: measured in turn at every size */
     int nalgos;
-    int rounds;              /* --rounds: passes over the list per size, rows show medians */
+    int rounds; /* --rounds: passes over the list per size, rows show medians */
     int root;
     size_t min_bytes;
     size_t max_bytes;
     size_t factor;
     int warmup;
     int iters;
-    bool check;              /* -c 1 (default) / -c 0: verify every size after timing it */
-    int agg;                 /* -a: 0 rank 0, 1 average, 2 min, 3 max (default) over ranks */
+    bool check; /* -c 1 (default) / -c 0: verify every size after timing it */
+    int agg;    /* -a: 0 rank 0, 1 average, 2 min, 3 max (default) over ranks */
     bool inplace;
-    bool use_codec;          /* --codec given (allreduce only) */
-    bool use_ef;             /* --ef: one gs_ef_t per size, reset before the error run */
+    bool use_codec; /* --codec given (allreduce only) */
+    bool use_ef;    /* --ef: one gs_ef_t per size, reset before the error run */
     const char *codec_name;
     gs_codec_config_t codec;
     gs_ef_t ef;
-    float *codec_input;      /* in-place --codec runs restore their input from here */
+    float *codec_input; /* in-place --codec runs restore their input from here */
     out_format_t format;
     const char *out_path;
-    const char *transport;   /* --transport NAME, or NULL for GS_TRANSPORT/default */
-    bool stats;              /* --stats: print the slowest link per rank after the run */
-    bool show_algo;          /* --algo auto: a column with the algorithm that ran */
-    bool device;             /* --device cuda: the collective gets device buffers */
-    bool tls_compare;        /* --tls-compare: every size on plain TCP and on TLS in turn */
+    const char *transport; /* --transport NAME, or NULL for GS_TRANSPORT/default */
+    bool stats;            /* --stats: print the slowest link per rank after the run */
+    bool show_algo;        /* --algo auto: a column with the algorithm that ran */
+    bool device;           /* --device cuda: the collective gets device buffers */
+    bool tls_compare;      /* --tls-compare: every size on plain TCP and on TLS in turn */
     /* runtime */
-    gs_comm_t comm;          /* the communicator being measured (one of comms[]) */
-    gs_comm_t comms[2];      /* comms[0]; with --tls-compare comms[1] is the TLS one */
+    gs_comm_t comm;     /* the communicator being measured (one of comms[]) */
+    gs_comm_t comms[2]; /* comms[0]; with --tls-compare comms[1] is the TLS one */
     int ncomms;
-    int link;                /* index into comms[] of the row being measured */
+    int link; /* index into comms[] of the row being measured */
     int rank;
     int nranks;
     FILE *out;
@@ -121,8 +121,8 @@ typedef struct bench {
     unsigned char *dsend;
     unsigned char *drecv;
     float *dcodec_input;
-    unsigned paths_seen;     /* bit 0: a row ran on NCCL, bit 1: staged */
-    bool comm_nccl;          /* a plain device call of this communicator ran on NCCL */
+    unsigned paths_seen; /* bit 0: a row ran on NCCL, bit 1: staged */
+    bool comm_nccl;      /* a plain device call of this communicator ran on NCCL */
 } bench_t;
 
 /* Parse "123", "4K", "256M", "1G" (powers of 1024, an optional B) into

@@ -31,7 +31,7 @@ static const struct {
     const char *nccl;
     const char *gs;
 } dtype_aliases[] = {
-    {"float", "f32"}, {"double", "f64"}, {"half", "f16"}, {"bfloat16", "bf16"},
+    {"float", "f32"}, {"double", "f64"}, {"half", "f16"},  {"bfloat16", "bf16"},
     {"int8", "i8"},   {"uint8", "u8"},   {"int32", "i32"}, {"int64", "i64"},
 };
 
@@ -52,33 +52,34 @@ static const coll_info_t coll_table[] = {
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: gs-bench COLLECTIVE [options]   (launch with: gsrun -n N gs-bench ...)\n"
-            "       gs-bench --version\n"
-            "collectives: allreduce broadcast reduce allgather reduce_scatter alltoall\n"
-            "             sendrecv (ring neighbour exchange) barrier\n"
-            "       gs-bench codec [-e BYTES] [-w N] [-n N] [--zstd off|on|auto]  (codec throughput)\n"
-            "       gs-bench kernels [-b MIN] [-e MAX] [-f N] [-w N] [-n N] [--csv|--json]\n"
-            "                (CUDA builds: GB/s of every GPU kernel against a device copy)\n"
-            "       gs-bench bucket --model resnet50|bert [options]  (bucketing against a plain\n"
-            "                all-reduce after a simulated backward pass; gs-bench bucket --help)\n"
-            "       gs-bench ps [options]  (parameter server push/pull latency and a BSP iteration\n"
-            "                against an all-reduce of the same bytes; gs-bench ps --help)\n"
-            "  -b, --minbytes SIZE   smallest size in bytes (K/M/G suffixes), default 8\n"
-            "  -e, --maxbytes SIZE   largest size in bytes, default 32M\n"
-            "  -f, --stepfactor N    multiply the size by N (>= 2), default 2\n"
-            "  -w, --warmup N        warm-up iterations per size, default 5\n"
-            "  -n, --iters N         timed iterations per size, default 20\n"
-            "  -r, --root R          root of broadcast/reduce, default 0\n"
-            "  -o, --op NAME         reduction op (below), default sum (as nccl-tests' -o)\n"
-            "  -d, --dtype NAME      element type (below; nccl-tests' names float, double, half,\n"
-            "                        bfloat16, int8, uint8, int32, int64 work too), default f32\n"
-            "  -c 0|1, --check[=0|1] verify every size after timing it (exit 1 when any element\n"
-            "                        is wrong), default 1 (0 with --codec); --no-check is -c 0\n"
-            "  -a, --average N       combine each iteration's time over the ranks: 0 rank 0,\n"
-            "                        1 average, 2 fastest, 3 slowest (default; nccl-tests' is 1)\n"
-            "      --algo LIST       allreduce algorithm, or a comma list measured in turn at\n"
-            "                        every size (with auto: auto/best per size):");
+    fprintf(
+        f,
+        "usage: gs-bench COLLECTIVE [options]   (launch with: gsrun -n N gs-bench ...)\n"
+        "       gs-bench --version\n"
+        "collectives: allreduce broadcast reduce allgather reduce_scatter alltoall\n"
+        "             sendrecv (ring neighbour exchange) barrier\n"
+        "       gs-bench codec [-e BYTES] [-w N] [-n N] [--zstd off|on|auto]  (codec throughput)\n"
+        "       gs-bench kernels [-b MIN] [-e MAX] [-f N] [-w N] [-n N] [--csv|--json]\n"
+        "                (CUDA builds: GB/s of every GPU kernel against a device copy)\n"
+        "       gs-bench bucket --model resnet50|bert [options]  (bucketing against a plain\n"
+        "                all-reduce after a simulated backward pass; gs-bench bucket --help)\n"
+        "       gs-bench ps [options]  (parameter server push/pull latency and a BSP iteration\n"
+        "                against an all-reduce of the same bytes; gs-bench ps --help)\n"
+        "  -b, --minbytes SIZE   smallest size in bytes (K/M/G suffixes), default 8\n"
+        "  -e, --maxbytes SIZE   largest size in bytes, default 32M\n"
+        "  -f, --stepfactor N    multiply the size by N (>= 2), default 2\n"
+        "  -w, --warmup N        warm-up iterations per size, default 5\n"
+        "  -n, --iters N         timed iterations per size, default 20\n"
+        "  -r, --root R          root of broadcast/reduce, default 0\n"
+        "  -o, --op NAME         reduction op (below), default sum (as nccl-tests' -o)\n"
+        "  -d, --dtype NAME      element type (below; nccl-tests' names float, double, half,\n"
+        "                        bfloat16, int8, uint8, int32, int64 work too), default f32\n"
+        "  -c 0|1, --check[=0|1] verify every size after timing it (exit 1 when any element\n"
+        "                        is wrong), default 1 (0 with --codec); --no-check is -c 0\n"
+        "  -a, --average N       combine each iteration's time over the ranks: 0 rank 0,\n"
+        "                        1 average, 2 fastest, 3 slowest (default; nccl-tests' is 1)\n"
+        "      --algo LIST       allreduce algorithm, or a comma list measured in turn at\n"
+        "                        every size (with auto: auto/best per size):");
     for (size_t i = 0; i < BENCH_COUNTOF(gs_bench_algos); i++) {
         fprintf(f, " %s", gs_bench_algos[i].name);
     }
@@ -90,26 +91,27 @@ static void usage(FILE *f)
     for (size_t i = 0; i < BENCH_COUNTOF(gs_bench_ops); i++) {
         fprintf(f, "%s%s", i ? "|" : "", gs_bench_ops[i].name);
     }
-    fprintf(f, "\n"
-               "      --rounds N        passes over the --algo list per size, interleaved;\n"
-               "                        rows show the median of the passes, default 1\n"
-               "      --transport NAME  tcp|mpi (mpi: launch with mpirun), default GS_TRANSPORT\n"
-               "      --device KIND     host (default) or cuda (alias gpu: cudaMalloc'd buffers,\n"
-               "                        GPU = local rank %% device count; CUDA builds only)\n"
-               "      --tls-compare     every size over two communicators in turn, plain TCP and\n"
-               "                        TLS (GS_TLS_CERT, GS_TLS_KEY, GS_TLS_CA; both without\n"
-               "                        shared memory): rows per link and the tls/tcp time ratio\n"
-               "      --stats           after the run, print each rank's slowest link (the peer\n"
-               "                        it waited on longest) and the most waited-on rank\n"
-               "      --inplace         in-place buffers (default out-of-place)\n"
-               "      --codec NAME      allreduce through a codec (f32, sum|avg):%s\n"
-               "      --ef              with error feedback (one gs_ef_t per size)\n"
-               "      --ratio R         topk/randk fraction kept, default 0.01\n"
-               "      --csv | --json    machine-readable output (rank 0)\n"
-               "      --out FILE        write the output to FILE instead of stdout (rank 0)\n"
-               "  -h, --help            this text\n"
-               "sizes are total buffer bytes as in nccl-tests (allgather: receive buffer,\n"
-               "reduce_scatter: send buffer, alltoall: either buffer).\n",
+    fprintf(f,
+            "\n"
+            "      --rounds N        passes over the --algo list per size, interleaved;\n"
+            "                        rows show the median of the passes, default 1\n"
+            "      --transport NAME  tcp|mpi (mpi: launch with mpirun), default GS_TRANSPORT\n"
+            "      --device KIND     host (default) or cuda (alias gpu: cudaMalloc'd buffers,\n"
+            "                        GPU = local rank %% device count; CUDA builds only)\n"
+            "      --tls-compare     every size over two communicators in turn, plain TCP and\n"
+            "                        TLS (GS_TLS_CERT, GS_TLS_KEY, GS_TLS_CA; both without\n"
+            "                        shared memory): rows per link and the tls/tcp time ratio\n"
+            "      --stats           after the run, print each rank's slowest link (the peer\n"
+            "                        it waited on longest) and the most waited-on rank\n"
+            "      --inplace         in-place buffers (default out-of-place)\n"
+            "      --codec NAME      allreduce through a codec (f32, sum|avg):%s\n"
+            "      --ef              with error feedback (one gs_ef_t per size)\n"
+            "      --ratio R         topk/randk fraction kept, default 0.01\n"
+            "      --csv | --json    machine-readable output (rank 0)\n"
+            "      --out FILE        write the output to FILE instead of stdout (rank 0)\n"
+            "  -h, --help            this text\n"
+            "sizes are total buffer bytes as in nccl-tests (allgather: receive buffer,\n"
+            "reduce_scatter: send buffer, alltoall: either buffer).\n",
             gs_bench_codec_names());
 }
 
@@ -140,15 +142,18 @@ bool gs_bench_parse_size(const char *s, size_t *out)
     switch (*end) {
     case '\0':
         break;
-    case 'k': case 'K':
+    case 'k':
+    case 'K':
         mult = 1ull << 10;
         end++;
         break;
-    case 'm': case 'M':
+    case 'm':
+    case 'M':
         mult = 1ull << 20;
         end++;
         break;
-    case 'g': case 'G':
+    case 'g':
+    case 'G':
         mult = 1ull << 30;
         end++;
         break;
@@ -171,8 +176,7 @@ static int parse_int(const char *s, int lo, int hi, const char *what)
     errno = 0;
     long v = strtol(s, &end, 10);
     if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi) {
-        fprintf(stderr, "gs-bench: %s must be an integer in [%d, %d], got '%s'\n", what, lo, hi,
-                s);
+        fprintf(stderr, "gs-bench: %s must be an integer in [%d, %d], got '%s'\n", what, lo, hi, s);
         exit(BENCH_EXIT_USAGE);
     }
     return (int)v;
@@ -188,9 +192,22 @@ static int lookup_name(const name_info_t *table, size_t n, const char *name)
     return -1;
 }
 
-enum { OPT_ALGO = 256, OPT_INPLACE, OPT_CSV, OPT_JSON, OPT_CODEC, OPT_EF, OPT_RATIO,
-       OPT_TRANSPORT, OPT_STATS, OPT_ROUNDS, OPT_DEVICE, OPT_OUT, OPT_NO_CHECK,
-       OPT_TLS_COMPARE };
+enum {
+    OPT_ALGO = 256,
+    OPT_INPLACE,
+    OPT_CSV,
+    OPT_JSON,
+    OPT_CODEC,
+    OPT_EF,
+    OPT_RATIO,
+    OPT_TRANSPORT,
+    OPT_STATS,
+    OPT_ROUNDS,
+    OPT_DEVICE,
+    OPT_OUT,
+    OPT_NO_CHECK,
+    OPT_TLS_COMPARE
+};
 
 /* -d / --dtype: gradsync's names or nccl-tests'. */
 static const dtype_info_t *parse_dtype(const char *name)
@@ -425,18 +442,19 @@ void gs_bench_parse_args(bench_t *b, int argc, char **argv)
     }
     if (b->device && !gs_bench_cuda_built()) {
         usage_error("--device cuda needs a gs-bench built with CUDA (GS_WITH_CUDA); this one "
-                    "was built without it", NULL);
+                    "was built without it",
+                    NULL);
     }
     if (b->min_bytes > b->max_bytes) {
         usage_error("-b is larger than -e", NULL);
     }
-    if (b->tls_compare && (b->device || ((b->transport != NULL) &&
-                                         (strcmp(b->transport, "tcp") != 0)))) {
+    if (b->tls_compare &&
+        (b->device || ((b->transport != NULL) && (strcmp(b->transport, "tcp") != 0)))) {
         usage_error("--tls-compare measures the TCP transport on host buffers (no --device, "
-                    "--transport tcp)", NULL);
+                    "--transport tcp)",
+                    NULL);
     }
-    if (algo_set && (b->nalgos > 1 || b->algo != GS_ALGO_AUTO) &&
-        b->coll->kind != COLL_ALLREDUCE) {
+    if (algo_set && (b->nalgos > 1 || b->algo != GS_ALGO_AUTO) && b->coll->kind != COLL_ALLREDUCE) {
         usage_error("--algo applies to allreduce only (set GS_ALGO for the others)", NULL);
     }
     if (op_set && !b->coll->reduces) {
@@ -476,4 +494,3 @@ void gs_bench_parse_args(bench_t *b, int argc, char **argv)
         }
     }
 }
-

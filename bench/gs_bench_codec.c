@@ -116,10 +116,10 @@ static double median(double *v, int n)
 int gs_bench_codec_main(int argc, char **argv)
 {
     static const struct option longopts[] = {{"maxbytes", required_argument, NULL, 'e'},
-                                              {"warmup", required_argument, NULL, 'w'},
-                                              {"iters", required_argument, NULL, 'n'},
-                                              {"zstd", required_argument, NULL, 'z'},
-                                              {NULL, 0, NULL, 0}};
+                                             {"warmup", required_argument, NULL, 'w'},
+                                             {"iters", required_argument, NULL, 'n'},
+                                             {"zstd", required_argument, NULL, 'z'},
+                                             {NULL, 0, NULL, 0}};
     size_t bytes = 64u << 20, n, i, cap = 0, ss = 0, len = 0;
     int warmup = 3, iters = 10, c, it;
     gs_codec_zstd_t zstd = GS_CODEC_ZSTD_OFF;
@@ -146,7 +146,8 @@ int gs_bench_codec_main(int argc, char **argv)
                                                    : GS_CODEC_ZSTD_OFF;
             break;
         default:
-            fprintf(stderr, "usage: gs-bench codec [-e BYTES] [-w N] [-n N] [--zstd off|on|auto]\n");
+            fprintf(stderr,
+                    "usage: gs-bench codec [-e BYTES] [-w N] [-n N] [--zstd off|on|auto]\n");
             return 2;
         }
     }
@@ -184,7 +185,10 @@ int gs_bench_codec_main(int argc, char **argv)
         te[it] = now_s() - t0;
     }
     printf("# gs-bench codec: %zu f32 elements (%zu bytes), normal data, zstd %s, median of %d\n",
-           n, n * sizeof(float), zstd == GS_CODEC_ZSTD_ON ? "on" : zstd == GS_CODEC_ZSTD_AUTO ? "auto" : "off",
+           n, n * sizeof(float),
+           zstd == GS_CODEC_ZSTD_ON     ? "on"
+           : zstd == GS_CODEC_ZSTD_AUTO ? "auto"
+                                        : "off",
            iters);
     printf("%-8s %12s %12s %9s %12s\n", "codec", "enc GB/s", "dec GB/s", "ratio", "rel.error");
     printf("%-8s %12.2f %12s %9s %12s\n", "memcpy", (double)bytes / median(te, iters) / 1e9, "-",

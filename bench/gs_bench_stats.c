@@ -12,14 +12,14 @@
 
 /* What each rank contributes: its slowest peer, then its wait on every peer. */
 enum {
-    ST_PEER,       /* the peer this rank waited on longest, -1 when none */
-    ST_RECV_WAIT,  /* ns blocked until a message from it arrived */
-    ST_SEND_WAIT,  /* ns blocked until a send to it finished */
-    ST_SENT,       /* bytes sent to it */
-    ST_RECEIVED,   /* bytes received from it */
-    ST_BUSY,       /* ns this rank spent in collectives */
-    ST_WAIT,       /* ns this rank spent blocked on any peer */
-    ST_FIXED       /* then one wait (ns) per peer */
+    ST_PEER,      /* the peer this rank waited on longest, -1 when none */
+    ST_RECV_WAIT, /* ns blocked until a message from it arrived */
+    ST_SEND_WAIT, /* ns blocked until a send to it finished */
+    ST_SENT,      /* bytes sent to it */
+    ST_RECEIVED,  /* bytes received from it */
+    ST_BUSY,      /* ns this rank spent in collectives */
+    ST_WAIT,      /* ns this rank spent blocked on any peer */
+    ST_FIXED      /* then one wait (ns) per peer */
 };
 
 gs_status_t gs_bench_stats_gather(gs_comm_t comm, int rank, int nranks, int64_t **all_out)
@@ -42,8 +42,8 @@ gs_status_t gs_bench_stats_gather(gs_comm_t comm, int rank, int nranks, int64_t 
 
         status = gs_comm_peer_stats(comm, p, &ps);
         mine[ST_FIXED + p] = (int64_t)(ps.recv_wait_ns + ps.send_wait_ns);
-        if ((p != rank) && ((mine[ST_PEER] < 0) ||
-                               (mine[ST_FIXED + p] > mine[ST_FIXED + mine[ST_PEER]]))) {
+        if ((p != rank) &&
+            ((mine[ST_PEER] < 0) || (mine[ST_FIXED + p] > mine[ST_FIXED + mine[ST_PEER]]))) {
             mine[ST_PEER] = p;
             mine[ST_RECV_WAIT] = (int64_t)ps.recv_wait_ns;
             mine[ST_SEND_WAIT] = (int64_t)ps.send_wait_ns;
@@ -110,9 +110,8 @@ void gs_bench_stats_text(const int64_t *all, int nranks, FILE *f)
             fprintf(f, "# %5d %5s\n", r, "-");
             continue;
         }
-        fprintf(f, "# %5d %5d %10.2f %10.2f %10.2f %6.1f%% %12.2f %12.2f\n", r,
-                (int)row[ST_PEER], wait / 1e6, (double)row[ST_RECV_WAIT] / 1e6,
-                (double)row[ST_SEND_WAIT] / 1e6,
+        fprintf(f, "# %5d %5d %10.2f %10.2f %10.2f %6.1f%% %12.2f %12.2f\n", r, (int)row[ST_PEER],
+                wait / 1e6, (double)row[ST_RECV_WAIT] / 1e6, (double)row[ST_SEND_WAIT] / 1e6,
                 row[ST_BUSY] > 0 ? 100.0 * wait / (double)row[ST_BUSY] : 0.0,
                 (double)row[ST_SENT] / 1e6, (double)row[ST_RECEIVED] / 1e6);
         if (wait > (double)worst_wait) {
@@ -132,8 +131,9 @@ void gs_bench_stats_text(const int64_t *all, int nranks, FILE *f)
                 recv ? "for its data: that rank or the link into this one is slow"
                      : "for sends to finish: that rank reads slowly or the link is slow");
     }
-    fprintf(f, "# most waited-on rank: %d (the other ranks waited %.2f ms on it in total; one "
-               "rank waited on by all is a straggler, a single pair is a slow link)\n#\n",
+    fprintf(f,
+            "# most waited-on rank: %d (the other ranks waited %.2f ms on it in total; one "
+            "rank waited on by all is a straggler, a single pair is a slow link)\n#\n",
             waited_rank, (double)waited_total / 1e6);
 }
 
@@ -143,19 +143,20 @@ void gs_bench_stats_json(const int64_t *all, int nranks, FILE *f)
     int64_t waited_total = 0;
     const int waited_rank = most_waited_on(nranks, all, &waited_total);
 
-    fprintf(f, ",\n \"stats\": {\"most_waited_on\": %d, \"most_waited_on_ms\": %.3f, "
-               "\"slowest_links\": [",
+    fprintf(f,
+            ",\n \"stats\": {\"most_waited_on\": %d, \"most_waited_on_ms\": %.3f, "
+            "\"slowest_links\": [",
             waited_rank, (double)waited_total / 1e6);
     for (int r = 0; r < nranks; r++) {
         const int64_t *row = &all[(size_t)r * width];
-        fprintf(f,
-                "%s\n  {\"rank\": %d, \"peer\": %d, \"recv_wait_ms\": %.3f, \"send_wait_ms\": %.3f, "
-                "\"sent_bytes\": %" PRId64 ", \"received_bytes\": %" PRId64 ", \"busy_ms\": %.3f, "
-                "\"wait_ms\": %.3f}",
-                r ? "," : "", r, (int)row[ST_PEER], (double)row[ST_RECV_WAIT] / 1e6,
-                (double)row[ST_SEND_WAIT] / 1e6, row[ST_SENT], row[ST_RECEIVED],
-                (double)row[ST_BUSY] / 1e6, (double)row[ST_WAIT] / 1e6);
+        fprintf(
+            f,
+            "%s\n  {\"rank\": %d, \"peer\": %d, \"recv_wait_ms\": %.3f, \"send_wait_ms\": %.3f, "
+            "\"sent_bytes\": %" PRId64 ", \"received_bytes\": %" PRId64 ", \"busy_ms\": %.3f, "
+            "\"wait_ms\": %.3f}",
+            r ? "," : "", r, (int)row[ST_PEER], (double)row[ST_RECV_WAIT] / 1e6,
+            (double)row[ST_SEND_WAIT] / 1e6, row[ST_SENT], row[ST_RECEIVED],
+            (double)row[ST_BUSY] / 1e6, (double)row[ST_WAIT] / 1e6);
     }
     fprintf(f, "\n ]}");
 }
-

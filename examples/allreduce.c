@@ -48,8 +48,8 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < n; i++) {
         wrong += (grad[i] != expect);
     }
-    printf("rank %d of %d: averaged %zu floats, %zu wrong (expected %.1f everywhere)\n", rank,
-           size, n, wrong, (double)expect);
+    printf("rank %d of %d: averaged %zu floats, %zu wrong (expected %.1f everywhere)\n", rank, size,
+           n, wrong, (double)expect);
 
     free(grad);
     gs_comm_destroy(comm);

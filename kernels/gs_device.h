@@ -78,29 +78,29 @@ GS_KFN size_t gs_kthread_gstride(gs_kthread_t t)
 }
 
 /* CPU runner: body(thread, args...) for every block and thread, in order. */
-#define GS_CPU_GRID(_nblocks, _nthreads, _body, ...)                                      \
-    do {                                                                                  \
-        for (size_t gs_b_ = 0; gs_b_ < (size_t)(_nblocks); gs_b_++) {                     \
-            for (unsigned gs_t_ = 0; gs_t_ < (unsigned)(_nthreads); gs_t_++) {            \
-                _body(gs_kthread(gs_b_, (size_t)(_nblocks), gs_t_, (unsigned)(_nthreads)), \
-                      __VA_ARGS__);                                                       \
-            }                                                                             \
-        }                                                                                 \
+#define GS_CPU_GRID(_nblocks, _nthreads, _body, ...)                                               \
+    do {                                                                                           \
+        for (size_t gs_b_ = 0; gs_b_ < (size_t)(_nblocks); gs_b_++) {                              \
+            for (unsigned gs_t_ = 0; gs_t_ < (unsigned)(_nthreads); gs_t_++) {                     \
+                _body(gs_kthread(gs_b_, (size_t)(_nblocks), gs_t_, (unsigned)(_nthreads)),         \
+                      __VA_ARGS__);                                                                \
+            }                                                                                      \
+        }                                                                                          \
     } while (0)
 
 /* CPU runner of a body split at barriers: _phase(thread, phase, args...)
  * for phase 0 .. _nphases - 1, every thread of a block finishing a phase
  * before any starts the next. */
-#define GS_CPU_GRID_PHASES(_nblocks, _nthreads, _nphases, _phase, ...)                        \
-    do {                                                                                      \
-        for (size_t gs_b_ = 0; gs_b_ < (size_t)(_nblocks); gs_b_++) {                         \
-            for (int gs_p_ = 0; gs_p_ < (_nphases); gs_p_++) {                                \
-                for (unsigned gs_t_ = 0; gs_t_ < (unsigned)(_nthreads); gs_t_++) {            \
-                    _phase(gs_kthread(gs_b_, (size_t)(_nblocks), gs_t_, (unsigned)(_nthreads)), \
-                           gs_p_, __VA_ARGS__);                                               \
-                }                                                                             \
-            }                                                                                 \
-        }                                                                                     \
+#define GS_CPU_GRID_PHASES(_nblocks, _nthreads, _nphases, _phase, ...)                             \
+    do {                                                                                           \
+        for (size_t gs_b_ = 0; gs_b_ < (size_t)(_nblocks); gs_b_++) {                              \
+            for (int gs_p_ = 0; gs_p_ < (_nphases); gs_p_++) {                                     \
+                for (unsigned gs_t_ = 0; gs_t_ < (unsigned)(_nthreads); gs_t_++) {                 \
+                    _phase(gs_kthread(gs_b_, (size_t)(_nblocks), gs_t_, (unsigned)(_nthreads)),    \
+                           gs_p_, __VA_ARGS__);                                                    \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
     } while (0)
 
 #endif /* GS_KERNELS_GS_DEVICE_H */

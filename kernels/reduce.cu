@@ -42,8 +42,8 @@ static __global__ void __launch_bounds__(GS_KRED_THREADS)
 static size_t kred_dtype_size(gs_dtype_t dtype)
 {
     switch (dtype) {
-#define KRED_SIZE_ROW(_name, _value, _size, _str) \
-    case _name:                                   \
+#define KRED_SIZE_ROW(_name, _value, _size, _str)                                                  \
+    case _name:                                                                                    \
         return (_size);
         GS_DTYPE_MAP(KRED_SIZE_ROW)
 #undef KRED_SIZE_ROW

@@ -148,7 +148,7 @@ static int print_env_md(void)
            "\n"
            "| Variable | Default | Range | Scope | Description |\n"
            "| --- | --- | --- | --- | --- |\n");
-#define MD_ROW(_env, _field, _kind, _idef, _sdef, _min, _max, _scope, _doc) \
+#define MD_ROW(_env, _field, _kind, _idef, _sdef, _min, _max, _scope, _doc)                        \
     md_row((_env), (_kind), (_idef), (_sdef), (_min), (_max), (_scope), (_doc));
     GS_ENV_TABLE(MD_ROW)
 #undef MD_ROW

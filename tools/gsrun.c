@@ -39,28 +39,28 @@
 
 #include "gradsync/version.h"
 
-#define GSRUN_MAX_RANKS      1024     /* per node */
-#define GSRUN_MAX_NODES      16384
-#define GSRUN_MAX_LINE       16384 /* longer lines are split into several prefixed lines */
-#define GSRUN_READ_CHUNK     65536
-#define GSRUN_GRACE_NS       2000000000ULL /* SIGTERM -> SIGKILL, and SIGKILL -> give up */
-#define GSRUN_MAX_TIMEOUT_S  1e7
-#define GSRUN_MAX_ADDR       255
-#define GSRUN_EXIT_USAGE     2
-#define GSRUN_EXIT_INTERNAL  1
-#define GSRUN_EXIT_TIMEOUT   124
-#define GSRUN_EXIT_NOEXEC    127
+#define GSRUN_MAX_RANKS 1024 /* per node */
+#define GSRUN_MAX_NODES 16384
+#define GSRUN_MAX_LINE 16384 /* longer lines are split into several prefixed lines */
+#define GSRUN_READ_CHUNK 65536
+#define GSRUN_GRACE_NS 2000000000ULL /* SIGTERM -> SIGKILL, and SIGKILL -> give up */
+#define GSRUN_MAX_TIMEOUT_S 1e7
+#define GSRUN_MAX_ADDR 255
+#define GSRUN_EXIT_USAGE 2
+#define GSRUN_EXIT_INTERNAL 1
+#define GSRUN_EXIT_TIMEOUT 124
+#define GSRUN_EXIT_NOEXEC 127
 
 /* One output stream (stdout or stderr) of one rank, read through a pipe. */
 typedef struct {
-    int fd;       /* read end, or -1 once closed */
-    int out_fd;   /* STDOUT_FILENO or STDERR_FILENO of gsrun */
-    char *line;   /* the partial line so far (lazily allocated, GSRUN_MAX_LINE bytes) */
-    size_t len;   /* bytes in line */
+    int fd;     /* read end, or -1 once closed */
+    int out_fd; /* STDOUT_FILENO or STDERR_FILENO of gsrun */
+    char *line; /* the partial line so far (lazily allocated, GSRUN_MAX_LINE bytes) */
+    size_t len; /* bytes in line */
 } gsrun_stream_t;
 
 typedef struct {
-    pid_t pid;    /* also the id of the rank's process group; 0 if never started */
+    pid_t pid; /* also the id of the rank's process group; 0 if never started */
     bool reaped;
     gsrun_stream_t out;
     gsrun_stream_t err;
@@ -75,15 +75,15 @@ typedef enum {
 } gsrun_phase_t;
 
 typedef struct {
-    int nranks;           /* ranks on this node */
-    int nnodes;           /* nodes of the job (1: this host only) */
-    int node_rank;        /* this node, 0..nnodes-1 */
-    int port;             /* 0: not given */
+    int nranks;    /* ranks on this node */
+    int nnodes;    /* nodes of the job (1: this host only) */
+    int node_rank; /* this node, 0..nnodes-1 */
+    int port;      /* 0: not given */
     const char *addr;
-    double timeout_s;     /* 0: none */
+    double timeout_s; /* 0: none */
     bool tag_output;
     bool verbose;
-    char **argv;          /* the program and its arguments, NULL-terminated */
+    char **argv; /* the program and its arguments, NULL-terminated */
 } gsrun_opts_t;
 
 /* Signal state. The handler only counts and writes one byte to the self-pipe. */
@@ -97,36 +97,37 @@ static bool g_out_broken[3]; /* indexed by fd 1 and 2: writes failed, drop furth
 
 static void usage(FILE *fp)
 {
-    fprintf(fp,
-            "Usage: gsrun -n N [options] [--] program [args...]\n"
-            "\n"
-            "Launch N local ranks of program with the rank environment set:\n"
-            "  RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR,\n"
-            "  MASTER_PORT, GS_RANK, GS_WORLD_SIZE, GS_LOCAL_RANK, GS_MASTER_ADDR, GS_MASTER_PORT.\n"
-            "Across hosts, run one gsrun per node with the same --nnodes, --master-addr and\n"
-            "--master-port and its own --node-rank, as with torchrun.\n"
-            "\n"
-            "Options:\n"
-            "  -n, --nranks, --nproc-per-node N\n"
-            "                     ranks on this node, 1..%d (required)\n"
-            "  --nnodes M         nodes of the job (default 1); WORLD_SIZE = M * N\n"
-            "  --node-rank K      this node, 0..M-1 (default 0); its ranks are K*N .. K*N+N-1\n"
-            "  --port, --master-port P\n"
-            "                     master port, 1..65535 (default: $GS_MASTER_PORT, else a free\n"
-            "                     port on 127.0.0.1; required with --nnodes > 1)\n"
-            "  --addr, --master-addr A\n"
-            "                     master address: rank 0's host (default 127.0.0.1)\n"
-            "  --timeout SEC      stop every rank after SEC seconds and exit 124\n"
-            "  --tag-output       prefix each output line with \"[rank] \" (default)\n"
-            "  --no-tag-output    let ranks write to gsrun's stdout and stderr directly\n"
-            "  -v, --verbose      print the port and each rank's pid on stderr\n"
-            "  -h, --help         print this help and exit\n"
-            "  --version          print gsrun's version and exit\n"
-            "\n"
-            "Exit status: 0 when every rank exits 0; else the first failing rank's status\n"
-            "(128+signal if it was killed); 128+signal when gsrun got SIGINT/SIGTERM/SIGHUP;\n"
-            "124 on --timeout; 2 on a usage error; 1 when gsrun itself failed.\n",
-            GSRUN_MAX_RANKS);
+    fprintf(
+        fp,
+        "Usage: gsrun -n N [options] [--] program [args...]\n"
+        "\n"
+        "Launch N local ranks of program with the rank environment set:\n"
+        "  RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR,\n"
+        "  MASTER_PORT, GS_RANK, GS_WORLD_SIZE, GS_LOCAL_RANK, GS_MASTER_ADDR, GS_MASTER_PORT.\n"
+        "Across hosts, run one gsrun per node with the same --nnodes, --master-addr and\n"
+        "--master-port and its own --node-rank, as with torchrun.\n"
+        "\n"
+        "Options:\n"
+        "  -n, --nranks, --nproc-per-node N\n"
+        "                     ranks on this node, 1..%d (required)\n"
+        "  --nnodes M         nodes of the job (default 1); WORLD_SIZE = M * N\n"
+        "  --node-rank K      this node, 0..M-1 (default 0); its ranks are K*N .. K*N+N-1\n"
+        "  --port, --master-port P\n"
+        "                     master port, 1..65535 (default: $GS_MASTER_PORT, else a free\n"
+        "                     port on 127.0.0.1; required with --nnodes > 1)\n"
+        "  --addr, --master-addr A\n"
+        "                     master address: rank 0's host (default 127.0.0.1)\n"
+        "  --timeout SEC      stop every rank after SEC seconds and exit 124\n"
+        "  --tag-output       prefix each output line with \"[rank] \" (default)\n"
+        "  --no-tag-output    let ranks write to gsrun's stdout and stderr directly\n"
+        "  -v, --verbose      print the port and each rank's pid on stderr\n"
+        "  -h, --help         print this help and exit\n"
+        "  --version          print gsrun's version and exit\n"
+        "\n"
+        "Exit status: 0 when every rank exits 0; else the first failing rank's status\n"
+        "(128+signal if it was killed); 128+signal when gsrun got SIGINT/SIGTERM/SIGHUP;\n"
+        "124 on --timeout; 2 on a usage error; 1 when gsrun itself failed.\n",
+        GSRUN_MAX_RANKS);
 }
 
 static void die_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -177,24 +178,42 @@ static uint64_t now_ns(void)
 static const char *signal_name(int sig)
 {
     switch (sig) {
-    case SIGHUP: return "SIGHUP";
-    case SIGINT: return "SIGINT";
-    case SIGQUIT: return "SIGQUIT";
-    case SIGILL: return "SIGILL";
-    case SIGTRAP: return "SIGTRAP";
-    case SIGABRT: return "SIGABRT";
-    case SIGBUS: return "SIGBUS";
-    case SIGFPE: return "SIGFPE";
-    case SIGKILL: return "SIGKILL";
-    case SIGUSR1: return "SIGUSR1";
-    case SIGSEGV: return "SIGSEGV";
-    case SIGUSR2: return "SIGUSR2";
-    case SIGPIPE: return "SIGPIPE";
-    case SIGALRM: return "SIGALRM";
-    case SIGTERM: return "SIGTERM";
-    case SIGXCPU: return "SIGXCPU";
-    case SIGXFSZ: return "SIGXFSZ";
-    default: return "unknown signal";
+    case SIGHUP:
+        return "SIGHUP";
+    case SIGINT:
+        return "SIGINT";
+    case SIGQUIT:
+        return "SIGQUIT";
+    case SIGILL:
+        return "SIGILL";
+    case SIGTRAP:
+        return "SIGTRAP";
+    case SIGABRT:
+        return "SIGABRT";
+    case SIGBUS:
+        return "SIGBUS";
+    case SIGFPE:
+        return "SIGFPE";
+    case SIGKILL:
+        return "SIGKILL";
+    case SIGUSR1:
+        return "SIGUSR1";
+    case SIGSEGV:
+        return "SIGSEGV";
+    case SIGUSR2:
+        return "SIGUSR2";
+    case SIGPIPE:
+        return "SIGPIPE";
+    case SIGALRM:
+        return "SIGALRM";
+    case SIGTERM:
+        return "SIGTERM";
+    case SIGXCPU:
+        return "SIGXCPU";
+    case SIGXFSZ:
+        return "SIGXFSZ";
+    default:
+        return "unknown signal";
     }
 }
 
@@ -323,8 +342,8 @@ static void parse_args(int argc, char **argv, gsrun_opts_t *opts)
 
             errno = 0;
             t = strtod(val, &end);
-            if ((val[0] == '\0') || (errno != 0) || (*end != '\0') || !isfinite(t) ||
-                (t <= 0.0) || (t > GSRUN_MAX_TIMEOUT_S)) {
+            if ((val[0] == '\0') || (errno != 0) || (*end != '\0') || !isfinite(t) || (t <= 0.0) ||
+                (t > GSRUN_MAX_TIMEOUT_S)) {
                 die_usage("invalid timeout '%s' (expected seconds > 0)", val);
             }
             opts->timeout_s = t;
@@ -467,8 +486,8 @@ static int ensure_fd_limit(int nranks)
     }
     if ((g_orig_nofile.rlim_max != RLIM_INFINITY) && (g_orig_nofile.rlim_max < need)) {
         msg("%d tagged ranks need %lu open files but the limit is %lu; raise it (ulimit -n) or "
-            "use --no-tag-output", nranks, (unsigned long)need,
-            (unsigned long)g_orig_nofile.rlim_max);
+            "use --no-tag-output",
+            nranks, (unsigned long)need, (unsigned long)g_orig_nofile.rlim_max);
         return -1;
     }
     rl = g_orig_nofile;
@@ -555,8 +574,8 @@ static bool program_found(const char *prog)
     while (path != NULL) {
         const char *colon = strchr(path, ':');
         size_t dlen = (colon != NULL) ? (size_t)(colon - path) : strlen(path);
-        int n = snprintf(buf, sizeof(buf), "%.*s%s%s", (int)dlen, path, (dlen > 0) ? "/" : "",
-                         prog);
+        int n =
+            snprintf(buf, sizeof(buf), "%.*s%s%s", (int)dlen, path, (dlen > 0) ? "/" : "", prog);
 
         if ((n > 0) && ((size_t)n < sizeof(buf)) && (access(buf, X_OK) == 0)) {
             struct stat st;
@@ -633,8 +652,7 @@ static void child_exec(const gsrun_opts_t *opts, int rank, int out_fd, int err_f
     {
         char buf[512];
         int n = snprintf(buf, sizeof(buf), "gsrun: rank %d: cannot execute '%s': %s\n",
-                         global_rank(opts, rank),
-                         opts->argv[0], strerror(errno));
+                         global_rank(opts, rank), opts->argv[0], strerror(errno));
 
         if (n > 0) {
             (void)!write(STDERR_FILENO, buf, ((size_t)n < sizeof(buf)) ? (size_t)n : sizeof(buf));
@@ -824,11 +842,11 @@ static void stream_read(gsrun_stream_t *s, const char *prefix, char *buf)
 typedef struct {
     const gsrun_opts_t *opts;
     gsrun_rank_t *ranks;
-    int live;            /* ranks not yet reaped */
-    int exit_code;       /* decided by the first event that stops the job; -1 while none */
+    int live;      /* ranks not yet reaped */
+    int exit_code; /* decided by the first event that stops the job; -1 while none */
     gsrun_phase_t phase;
-    int stop_signal;     /* what PHASE_TERM sent: SIGTERM or the forwarded signal */
-    uint64_t deadline;   /* of the current phase; 0 for none */
+    int stop_signal;   /* what PHASE_TERM sent: SIGTERM or the forwarded signal */
+    uint64_t deadline; /* of the current phase; 0 for none */
 } gsrun_job_t;
 
 static bool rank_has_pipes(const gsrun_rank_t *r)
@@ -903,8 +921,7 @@ static void handle_exit(gsrun_job_t *job, int rank, int status)
         code = 128 + sig;
         if (job->exit_code < 0) {
             msg("rank %d killed by signal %d (%s)%s", global_rank(job->opts, rank), sig,
-                signal_name(sig),
-                core_dumped(status) ? ", core dumped" : "");
+                signal_name(sig), core_dumped(status) ? ", core dumped" : "");
         }
     }
     if ((code != 0) && (job->exit_code < 0)) {
@@ -1010,8 +1027,7 @@ static bool handle_deadline(gsrun_job_t *job)
         for (i = 0; i < job->opts->nranks; i++) {
             if (!job->ranks[i].reaped) {
                 msg("rank %d (pid %ld) did not exit after SIGKILL; not waiting for it",
-                    global_rank(job->opts, i),
-                    (long)job->ranks[i].pid);
+                    global_rank(job->opts, i), (long)job->ranks[i].pid);
             }
         }
         return true;

@@ -25,11 +25,11 @@
 #include <unistd.h>
 
 typedef struct gs_progress {
-    int on;            /* drawing: asked for and stderr is a terminal */
-    int drawn;         /* a line is on the screen now */
-    double t0;         /* start, seconds */
-    double last;       /* last redraw, seconds */
-    double total;      /* work of the whole run */
+    int on;       /* drawing: asked for and stderr is a terminal */
+    int drawn;    /* a line is on the screen now */
+    double t0;    /* start, seconds */
+    double last;  /* last redraw, seconds */
+    double total; /* work of the whole run */
     char label[48];
 } gs_progress_t;
 

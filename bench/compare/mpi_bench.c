@@ -85,10 +85,14 @@ static void parse_args(mpi_bench_t *b, int argc, char **argv)
 {
     enum { OPT_CSV = 256, OPT_INPLACE };
     static const struct option longopts[] = {
-        {"minbytes", required_argument, NULL, 'b'}, {"maxbytes", required_argument, NULL, 'e'},
-        {"stepfactor", required_argument, NULL, 'f'}, {"warmup", required_argument, NULL, 'w'},
-        {"iters", required_argument, NULL, 'n'},    {"out", required_argument, NULL, 'o'},
-        {"csv", no_argument, NULL, OPT_CSV},        {"inplace", no_argument, NULL, OPT_INPLACE},
+        {"minbytes", required_argument, NULL, 'b'},
+        {"maxbytes", required_argument, NULL, 'e'},
+        {"stepfactor", required_argument, NULL, 'f'},
+        {"warmup", required_argument, NULL, 'w'},
+        {"iters", required_argument, NULL, 'n'},
+        {"out", required_argument, NULL, 'o'},
+        {"csv", no_argument, NULL, OPT_CSV},
+        {"inplace", no_argument, NULL, OPT_INPLACE},
         {NULL, 0, NULL, 0},
     };
     int c;
@@ -163,8 +167,7 @@ static void mpi_check(int rc, const char *what)
 
 int main(int argc, char **argv)
 {
-    mpi_bench_t b = {.min_bytes = 8, .max_bytes = 32u << 20, .factor = 2, .warmup = 5,
-                     .iters = 20};
+    mpi_bench_t b = {.min_bytes = 8, .max_bytes = 32u << 20, .factor = 2, .warmup = 5, .iters = 20};
     int rank = 0, nranks = 1;
     int version = 0, subversion = 0;
     char lib[MPI_MAX_LIBRARY_VERSION_STRING];
@@ -202,13 +205,14 @@ int main(int argc, char **argv)
         } else {
             fprintf(out, "# mpi-bench allreduce: nranks %d, dtype f32, op sum, %s (MPI %d.%d)\n",
                     nranks, lib, version, subversion);
-            fprintf(out, "# %s, warmup %d, iters %d; time = median over iterations of the "
-                         "slowest rank\n#\n",
+            fprintf(out,
+                    "# %s, warmup %d, iters %d; time = median over iterations of the "
+                    "slowest rank\n#\n",
                     b.inplace ? "in-place" : "out-of-place", b.warmup, b.iters);
             fprintf(out, "# %12s %12s %8s %6s %6s %10s %8s %8s %7s\n", "size", "count", "type",
                     "redop", "root", "time", "algbw", "busbw", "#wrong");
-            fprintf(out, "# %12s %12s %8s %6s %6s %10s %8s %8s %7s\n", "(B)", "(elements)", "",
-                    "", "", "(us)", "(GB/s)", "(GB/s)", "");
+            fprintf(out, "# %12s %12s %8s %6s %6s %10s %8s %8s %7s\n", "(B)", "(elements)", "", "",
+                    "", "(us)", "(GB/s)", "(GB/s)", "");
         }
     }
 
@@ -257,8 +261,8 @@ int main(int argc, char **argv)
         failed |= wrong != 0;
         if (rank == 0) {
             if (b.csv) {
-                fprintf(out, "allreduce,%d,%zu,%zu,f32,sum,-1,mpi,%d,%.3f,%.4f,%.4f,%lld\n",
-                        nranks, count * sizeof(float), count, b.inplace, med * 1e6, algbw, busbw,
+                fprintf(out, "allreduce,%d,%zu,%zu,f32,sum,-1,mpi,%d,%.3f,%.4f,%.4f,%lld\n", nranks,
+                        count * sizeof(float), count, b.inplace, med * 1e6, algbw, busbw,
                         b.inplace ? -1 : wrong);
             } else {
                 fprintf(out, "  %12zu %12zu %8s %6s %6d %10.2f %8.3f %8.3f %7lld\n",

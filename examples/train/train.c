@@ -72,27 +72,27 @@ static const codec_name_t codec_names[] = {GS_CODEC_MAP(CODEC_NAME_ROW)};
 
 typedef struct train_args {
     const char *codec;
-    double ratio;          /* topk / randk; <= 0: library default */
-    int block;             /* <= 0: library default */
+    double ratio; /* topk / randk; <= 0: library default */
+    int block;    /* <= 0: library default */
     bool ef;
     int epochs;
     double lr;
     double momentum;
-    size_t batch;          /* global: split evenly over the ranks */
+    size_t batch; /* global: split evenly over the ranks */
     uint64_t seed;
-    const char *data;      /* CSV file, or NULL for the synthetic set */
-    size_t hidden;         /* 0: softmax regression */
-    double held_out;       /* fraction of the samples kept for evaluation */
+    const char *data; /* CSV file, or NULL for the synthetic set */
+    size_t hidden;    /* 0: softmax regression */
+    double held_out;  /* fraction of the samples kept for evaluation */
     synth_params_t synth;
     train_sync_opts_t sync;
-    bool elastic;          /* shrink and go on when a rank dies */
-    int kill_rank;         /* -1: nobody */
-    long kill_step;        /* global step at which kill_rank raises SIGKILL */
+    bool elastic;   /* shrink and go on when a rank dies */
+    int kill_rank;  /* -1: nobody */
+    long kill_step; /* global step at which kill_rank raises SIGKILL */
 } train_args_t;
 
 /* Parameters, flattened: [w1 (h x d), b1 (h)] when h > 0, then w2 (c x in), b2 (c). */
 typedef struct model {
-    size_t d, h, c, in;    /* in = h, or d for softmax regression */
+    size_t d, h, c, in; /* in = h, or d for softmax regression */
     size_t nparams;
     size_t off_b1, off_w2, off_b2;
     float *theta, *grad, *vel;
@@ -125,31 +125,31 @@ static double now_s(void)
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: train [--codec none|fp16|bf16|int8|qsgd|sign|topk|randk] [--ratio R]\n"
-            "             [--block B] [--no-ef] [--epochs N] [--lr X] [--momentum X]\n"
-            "             [--batch N] [--seed N] [--hidden H] [--held-out F]\n"
-            "             [--data FILE.csv | --samples N --features D --classes C\n"
-            "              --clusters K --spread S --label-noise P]\n"
-            "             [--sync allreduce|bucket|ps-bsp|ps-ssp=N|ps-asp]\n"
-            "             [--bucket-bytes B]\n"
-            "             [--slow-rank R --slow-ms M]\n"
-            "             [--elastic] [--kill-rank R --kill-at-step S]\n"
-            "  launch with: gsrun -n N train ...  (rank 0 prints; last line 'final: loss L acc A')\n"
-            "  --codec      gradient codec (default none); --ratio for topk/randk (default 0.01)\n"
-            "  --no-ef      run a lossy codec without error feedback (on by default)\n"
-            "  --batch      global batch, split over the ranks (default 256)\n"
-            "  --hidden     hidden units, 0 for softmax regression (default 64)\n"
-            "  --data       CSV: integer label, then the features, one sample per line\n"
-            "  --sync       gradient all-reduce (default), buckets, or a parameter server with\n"
-            "               bulk, stale (N clocks) or no synchronisation; ps modes keep error\n"
-            "               feedback for lossy codecs (no --no-ef)\n"
-            "  --bucket-bytes  bucket mode: bytes per bucket, 0 for one per tensor\n"
-            "               (default: the library's, one bucket for this model below 1 MiB)\n"
-            "  --slow-rank  rank R sleeps --slow-ms M milliseconds every step (a straggler)\n"
-            "  --elastic    when a rank dies, shrink the communicator and go on without it\n"
-            "               (--sync allreduce; start the ranks by hand, not with gsrun)\n"
-            "  --kill-rank  rank R raises SIGKILL on itself at global step --kill-at-step S\n");
+    fprintf(
+        f, "usage: train [--codec none|fp16|bf16|int8|qsgd|sign|topk|randk] [--ratio R]\n"
+           "             [--block B] [--no-ef] [--epochs N] [--lr X] [--momentum X]\n"
+           "             [--batch N] [--seed N] [--hidden H] [--held-out F]\n"
+           "             [--data FILE.csv | --samples N --features D --classes C\n"
+           "              --clusters K --spread S --label-noise P]\n"
+           "             [--sync allreduce|bucket|ps-bsp|ps-ssp=N|ps-asp]\n"
+           "             [--bucket-bytes B]\n"
+           "             [--slow-rank R --slow-ms M]\n"
+           "             [--elastic] [--kill-rank R --kill-at-step S]\n"
+           "  launch with: gsrun -n N train ...  (rank 0 prints; last line 'final: loss L acc A')\n"
+           "  --codec      gradient codec (default none); --ratio for topk/randk (default 0.01)\n"
+           "  --no-ef      run a lossy codec without error feedback (on by default)\n"
+           "  --batch      global batch, split over the ranks (default 256)\n"
+           "  --hidden     hidden units, 0 for softmax regression (default 64)\n"
+           "  --data       CSV: integer label, then the features, one sample per line\n"
+           "  --sync       gradient all-reduce (default), buckets, or a parameter server with\n"
+           "               bulk, stale (N clocks) or no synchronisation; ps modes keep error\n"
+           "               feedback for lossy codecs (no --no-ef)\n"
+           "  --bucket-bytes  bucket mode: bytes per bucket, 0 for one per tensor\n"
+           "               (default: the library's, one bucket for this model below 1 MiB)\n"
+           "  --slow-rank  rank R sleeps --slow-ms M milliseconds every step (a straggler)\n"
+           "  --elastic    when a rank dies, shrink the communicator and go on without it\n"
+           "               (--sync allreduce; start the ranks by hand, not with gsrun)\n"
+           "  --kill-rank  rank R raises SIGKILL on itself at global step --kill-at-step S\n");
 }
 
 static bool parse_num(const char *s, double lo, double hi, double *out)
@@ -167,27 +167,54 @@ static bool parse_num(const char *s, double lo, double hi, double *out)
 /* Returns 0, or 2 after printing a usage error (on rank 0). */
 static int parse_args(int argc, char **argv, train_args_t *a)
 {
-    enum { O_RATIO = 256, O_BLOCK, O_NOEF, O_MOM, O_HID, O_HELD, O_SAMP, O_FEAT, O_CLS, O_CLU,
-           O_SPREAD, O_NOISE, O_SYNC, O_BUCKET, O_SLOWR, O_SLOWMS, O_ELASTIC, O_KILLR,
-           O_KILLS };
-    static const struct option longopts[] = {
-        {"codec", required_argument, NULL, 'c'},   {"ratio", required_argument, NULL, O_RATIO},
-        {"block", required_argument, NULL, O_BLOCK}, {"no-ef", no_argument, NULL, O_NOEF},
-        {"epochs", required_argument, NULL, 'e'},  {"lr", required_argument, NULL, 'l'},
-        {"momentum", required_argument, NULL, O_MOM}, {"batch", required_argument, NULL, 'b'},
-        {"seed", required_argument, NULL, 's'},    {"data", required_argument, NULL, 'd'},
-        {"hidden", required_argument, NULL, O_HID}, {"held-out", required_argument, NULL, O_HELD},
-        {"samples", required_argument, NULL, O_SAMP}, {"features", required_argument, NULL, O_FEAT},
-        {"classes", required_argument, NULL, O_CLS}, {"clusters", required_argument, NULL, O_CLU},
-        {"spread", required_argument, NULL, O_SPREAD},
-        {"label-noise", required_argument, NULL, O_NOISE}, {"help", no_argument, NULL, 'h'},
-        {"sync", required_argument, NULL, O_SYNC},
-        {"bucket-bytes", required_argument, NULL, O_BUCKET},
-        {"slow-rank", required_argument, NULL, O_SLOWR},
-        {"slow-ms", required_argument, NULL, O_SLOWMS},
-        {"elastic", no_argument, NULL, O_ELASTIC},
-        {"kill-rank", required_argument, NULL, O_KILLR},
-        {"kill-at-step", required_argument, NULL, O_KILLS}, {NULL, 0, NULL, 0}};
+    enum {
+        O_RATIO = 256,
+        O_BLOCK,
+        O_NOEF,
+        O_MOM,
+        O_HID,
+        O_HELD,
+        O_SAMP,
+        O_FEAT,
+        O_CLS,
+        O_CLU,
+        O_SPREAD,
+        O_NOISE,
+        O_SYNC,
+        O_BUCKET,
+        O_SLOWR,
+        O_SLOWMS,
+        O_ELASTIC,
+        O_KILLR,
+        O_KILLS
+    };
+    static const struct option longopts[] = {{"codec", required_argument, NULL, 'c'},
+                                             {"ratio", required_argument, NULL, O_RATIO},
+                                             {"block", required_argument, NULL, O_BLOCK},
+                                             {"no-ef", no_argument, NULL, O_NOEF},
+                                             {"epochs", required_argument, NULL, 'e'},
+                                             {"lr", required_argument, NULL, 'l'},
+                                             {"momentum", required_argument, NULL, O_MOM},
+                                             {"batch", required_argument, NULL, 'b'},
+                                             {"seed", required_argument, NULL, 's'},
+                                             {"data", required_argument, NULL, 'd'},
+                                             {"hidden", required_argument, NULL, O_HID},
+                                             {"held-out", required_argument, NULL, O_HELD},
+                                             {"samples", required_argument, NULL, O_SAMP},
+                                             {"features", required_argument, NULL, O_FEAT},
+                                             {"classes", required_argument, NULL, O_CLS},
+                                             {"clusters", required_argument, NULL, O_CLU},
+                                             {"spread", required_argument, NULL, O_SPREAD},
+                                             {"label-noise", required_argument, NULL, O_NOISE},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {"sync", required_argument, NULL, O_SYNC},
+                                             {"bucket-bytes", required_argument, NULL, O_BUCKET},
+                                             {"slow-rank", required_argument, NULL, O_SLOWR},
+                                             {"slow-ms", required_argument, NULL, O_SLOWMS},
+                                             {"elastic", no_argument, NULL, O_ELASTIC},
+                                             {"kill-rank", required_argument, NULL, O_KILLR},
+                                             {"kill-at-step", required_argument, NULL, O_KILLS},
+                                             {NULL, 0, NULL, 0}};
     int c, li = -1;
 
     while ((c = getopt_long(argc, argv, "c:e:l:b:s:d:h", longopts, &li)) != -1) {
@@ -504,7 +531,7 @@ typedef struct run {
     bool compress;
     train_sync_t sync;
     bool sync_open;
-    bool replicated;          /* every rank holds the same parameters after each step */
+    bool replicated; /* every rank holds the same parameters after each step */
     model_t model;
     train_data_t train, test;
     size_t shard_lo, shard_n; /* this rank's part of the training split */
@@ -527,8 +554,7 @@ static void split_range(size_t n, int parts, int i, size_t *lo, size_t *len)
  * and the training statistics summed likewise. With @p alone, rank 0
  * evaluates the whole split and keeps its own training statistics, without
  * communication (the other ranks return at once). */
-static int evaluate(run_t *r, bool alone, double *loss_out, double *acc_out,
-                    double train_stats[2])
+static int evaluate(run_t *r, bool alone, double *loss_out, double *acc_out, double train_stats[2])
 {
     size_t lo = 0, len = r->test.n;
     double v[5] = {0, 0, 0, train_stats[0], train_stats[1]};
@@ -699,11 +725,13 @@ static int check_replicas(run_t *r)
     }
     v[0] = sum;
     v[1] = -sum;
-    if (gs_failed(gs_allreduce(r->comm, v, v, 2, GS_DTYPE_F64, GS_OP_MAX), "gs_allreduce (check)")) {
+    if (gs_failed(gs_allreduce(r->comm, v, v, 2, GS_DTYPE_F64, GS_OP_MAX),
+                  "gs_allreduce (check)")) {
         return -1;
     }
     if (v[0] != -v[1]) {
-        fprintf(stderr, "train: rank %d: parameters differ across ranks (checksums %.17g .. %.17g)\n",
+        fprintf(stderr,
+                "train: rank %d: parameters differ across ranks (checksums %.17g .. %.17g)\n",
                 r->rank, -v[1], v[0]);
         return -1;
     }
@@ -846,19 +874,19 @@ static int train_run(run_t *r)
 static int open_sync(run_t *r)
 {
     const model_t *m = &r->model;
-    train_sync_model_t sm = {.theta = m->theta, .grad = m->grad, .vel = m->vel,
-                             .nparams = m->nparams, .ntensors = 0};
+    train_sync_model_t sm = {
+        .theta = m->theta, .grad = m->grad, .vel = m->vel, .nparams = m->nparams, .ntensors = 0};
 
     if (m->h > 0) {
         sm.count[sm.ntensors++] = m->h * m->d; /* w1 */
         sm.count[sm.ntensors++] = m->h;        /* b1 */
     }
-    sm.count[sm.ntensors++] = m->c * m->in;    /* w2 */
-    sm.count[sm.ntensors++] = m->c;            /* b2 */
+    sm.count[sm.ntensors++] = m->c * m->in; /* w2 */
+    sm.count[sm.ntensors++] = m->c;         /* b2 */
     r->replicated = train_sync_replicated(&r->args->sync);
     r->sync_open = true;
-    return train_sync_open(&r->sync, r->comm, &r->args->sync, &sm, r->args->lr,
-                           r->args->momentum, r->compress ? &r->codec : NULL, r->args->ef);
+    return train_sync_open(&r->sync, r->comm, &r->args->sync, &sm, r->args->lr, r->args->momentum,
+                           r->compress ? &r->codec : NULL, r->args->ef);
 }
 
 /* Builds the data set (every rank the same), splits and standardises it. */
@@ -889,14 +917,33 @@ static int load_data(run_t *r, train_data_t *all)
 
 int main(int argc, char **argv)
 {
-    train_args_t args = {
-        .codec = "none", .ratio = 0, .block = 0, .ef = true, .epochs = 10, .lr = 0.05,
-        .momentum = 0.9, .batch = 256, .seed = 1, .data = NULL, .hidden = 64, .held_out = 0.2,
-        .synth = {.samples = 50000, .features = 128, .classes = 10, .clusters = 2, .spread = 0.25,
-                  .label_noise = 0.1, .seed = 1},
-        .sync = {.mode = TRAIN_SYNC_ALLREDUCE, .staleness = 0, .slow_rank = -1, .slow_ms = 0,
-                 .bucket_bytes = -1},
-        .elastic = false, .kill_rank = -1, .kill_step = 0};
+    train_args_t args = {.codec = "none",
+                         .ratio = 0,
+                         .block = 0,
+                         .ef = true,
+                         .epochs = 10,
+                         .lr = 0.05,
+                         .momentum = 0.9,
+                         .batch = 256,
+                         .seed = 1,
+                         .data = NULL,
+                         .hidden = 64,
+                         .held_out = 0.2,
+                         .synth = {.samples = 50000,
+                                   .features = 128,
+                                   .classes = 10,
+                                   .clusters = 2,
+                                   .spread = 0.25,
+                                   .label_noise = 0.1,
+                                   .seed = 1},
+                         .sync = {.mode = TRAIN_SYNC_ALLREDUCE,
+                                  .staleness = 0,
+                                  .slow_rank = -1,
+                                  .slow_ms = 0,
+                                  .bucket_bytes = -1},
+                         .elastic = false,
+                         .kill_rank = -1,
+                         .kill_step = 0};
     run_t r = {.comm = NULL, .args = &args, .codec = GS_CODEC_CONFIG_INIT};
     train_data_t all = {0};
     int rc;
@@ -929,14 +976,15 @@ int main(int argc, char **argv)
     if (rc == 0) {
         rc = ranks_agree(r.comm, load_data(&r, &all));
     }
-    if ((rc == 0) && (model_init(&r.model, r.train.d, args.hidden, (size_t)r.train.classes,
-                                 args.seed) != 0)) {
+    if ((rc == 0) &&
+        (model_init(&r.model, r.train.d, args.hidden, (size_t)r.train.classes, args.seed) != 0)) {
         fprintf(stderr, "train: out of memory for the model\n");
         rc = 1;
     }
     /* Rank 0's initial parameters are everyone's, as in DDP. */
-    if ((rc == 0) && gs_failed(gs_broadcast(r.comm, r.model.theta, r.model.nparams, GS_DTYPE_F32, 0),
-                               "gs_broadcast (parameters)")) {
+    if ((rc == 0) &&
+        gs_failed(gs_broadcast(r.comm, r.model.theta, r.model.nparams, GS_DTYPE_F32, 0),
+                  "gs_broadcast (parameters)")) {
         rc = 1;
     }
     if (rc == 0) {

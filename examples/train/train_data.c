@@ -152,8 +152,8 @@ static long csv_parse_line(csv_reader_t *r, const char *s, int *label, float **v
     errno = 0;
     lab = strtol(p, &end, 10);
     end = (char *)skip_space(end);
-    if ((end == p) || (errno != 0) || ((*end != ',') && (*end != '\0') && (*end != '\n') &&
-                                       (*end != '\r'))) {
+    if ((end == p) || (errno != 0) ||
+        ((*end != ',') && (*end != '\0') && (*end != '\n') && (*end != '\r'))) {
         return csv_error(r, "bad label '%s' (expected an integer)",
                          csv_field_text(p, field, sizeof(field)));
     }
@@ -303,8 +303,8 @@ void train_data_split(const train_data_t *all, size_t held_out, train_data_t *tr
     const size_t ntrain = all->n - held_out;
 
     *train = (train_data_t){ntrain, all->d, all->classes, all->x, all->y};
-    *test = (train_data_t){held_out, all->d, all->classes, all->x + ntrain * all->d,
-                           all->y + ntrain};
+    *test =
+        (train_data_t){held_out, all->d, all->classes, all->x + ntrain * all->d, all->y + ntrain};
 }
 
 void train_data_standardise(const train_data_t *stats, train_data_t *all)

@@ -14,29 +14,29 @@
 
 /** A labelled data set: n samples of d f32 features, labels in [0, classes). */
 typedef struct train_data {
-    size_t n;         /* samples */
-    size_t d;         /* features per sample */
-    int classes;      /* number of classes */
-    float *x;         /* n * d, row-major */
-    int *y;           /* n labels */
+    size_t n;    /* samples */
+    size_t d;    /* features per sample */
+    int classes; /* number of classes */
+    float *x;    /* n * d, row-major */
+    int *y;      /* n labels */
 } train_data_t;
 
 /** Parameters of the synthetic data set. */
 typedef struct synth_params {
-    size_t samples;       /* total, train + held-out */
+    size_t samples; /* total, train + held-out */
     size_t features;
     int classes;
-    int clusters;         /* Gaussian clusters per class */
-    double spread;        /* standard deviation of the cluster centres (unit noise around them) */
-    double label_noise;   /* probability that a label is replaced by a uniform random class */
+    int clusters;       /* Gaussian clusters per class */
+    double spread;      /* standard deviation of the cluster centres (unit noise around them) */
+    double label_noise; /* probability that a label is replaced by a uniform random class */
     uint64_t seed;
 } synth_params_t;
 
 /* splitmix64 stream and the draws built on it (deterministic on every platform). */
 uint64_t train_rng_next(uint64_t *state);
-double train_rng_uniform(uint64_t *state);          /* in (0, 1) */
-double train_rng_normal(uint64_t *state);           /* N(0, 1) */
-size_t train_rng_below(uint64_t *state, size_t n);  /* in [0, n), n > 0 */
+double train_rng_uniform(uint64_t *state);         /* in (0, 1) */
+double train_rng_normal(uint64_t *state);          /* N(0, 1) */
+size_t train_rng_below(uint64_t *state, size_t n); /* in [0, n), n > 0 */
 
 /** Fill @p out with the synthetic data set. @return 0, or -1 (message on stderr). */
 int train_data_synth(const synth_params_t *p, train_data_t *out);

@@ -90,9 +90,11 @@ typedef struct gs_bucketer_opts {
 } gs_bucketer_opts_t;
 
 /** @brief Initialiser of gs_bucketer_opts_t: size set, every knob unset (defaults apply). */
-#define GS_BUCKETER_OPTS_INIT                                                                  \
-    {sizeof(gs_bucketer_opts_t), GS_UNSET, GS_UNSET, GS_OP_AVG, GS_ALGO_AUTO, NULL, GS_UNSET, \
-     GS_UNSET, NULL, 0u}
+#define GS_BUCKETER_OPTS_INIT                                                                      \
+    {                                                                                              \
+        sizeof(gs_bucketer_opts_t), GS_UNSET, GS_UNSET, GS_OP_AVG, GS_ALGO_AUTO, NULL, GS_UNSET,   \
+            GS_UNSET, NULL, 0u                                                                     \
+    }
 
 /* ===================================================================== */
 /* Lifetime and registration                                             */
@@ -237,7 +239,10 @@ typedef struct gs_bucketer_stats {
 } gs_bucketer_stats_t;
 
 /** @brief Initialiser of gs_bucketer_stats_t: size set, everything else 0. */
-#define GS_BUCKETER_STATS_INIT {sizeof(gs_bucketer_stats_t), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+#define GS_BUCKETER_STATS_INIT                                                                     \
+    {                                                                                              \
+        sizeof(gs_bucketer_stats_t), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0                            \
+    }
 
 /**
  * @brief Read the statistics into @p stats_out, whose size field the caller
@@ -259,7 +264,10 @@ typedef struct gs_bucket_info {
 } gs_bucket_info_t;
 
 /** @brief Initialiser of gs_bucket_info_t: size set, everything else 0. */
-#define GS_BUCKET_INFO_INIT {sizeof(gs_bucket_info_t), 0, GS_DTYPE_F32, 0, 0}
+#define GS_BUCKET_INFO_INIT                                                                        \
+    {                                                                                              \
+        sizeof(gs_bucket_info_t), 0, GS_DTYPE_F32, 0, 0                                            \
+    }
 
 /**
  * @brief Describe bucket @p index (0 is reduced first) of the grouping the

@@ -48,14 +48,14 @@ extern "C" {
  * appended. Every row is stable.
  */
 /** @brief The codec table, one X(name, value, short name) row per codec. */
-#define GS_CODEC_MAP(X)              \
-    X(GS_CODEC_NONE, 0, "none")      \
-    X(GS_CODEC_FP16, 1, "fp16")      \
-    X(GS_CODEC_BF16, 2, "bf16")      \
-    X(GS_CODEC_INT8, 3, "int8")      \
-    X(GS_CODEC_QSGD, 4, "qsgd")      \
-    X(GS_CODEC_SIGN, 5, "sign")      \
-    X(GS_CODEC_TOPK, 6, "topk")      \
+#define GS_CODEC_MAP(X)                                                                            \
+    X(GS_CODEC_NONE, 0, "none")                                                                    \
+    X(GS_CODEC_FP16, 1, "fp16")                                                                    \
+    X(GS_CODEC_BF16, 2, "bf16")                                                                    \
+    X(GS_CODEC_INT8, 3, "int8")                                                                    \
+    X(GS_CODEC_QSGD, 4, "qsgd")                                                                    \
+    X(GS_CODEC_SIGN, 5, "sign")                                                                    \
+    X(GS_CODEC_TOPK, 6, "topk")                                                                    \
     X(GS_CODEC_RANDK, 7, "randk")
 
 #define GS_CODEC_ENUM_ROW(_name, _value, _str) _name = (_value),
@@ -79,9 +79,9 @@ typedef enum gs_codec_kind { GS_CODEC_MAP(GS_CODEC_ENUM_ROW) GS_CODEC_KIND_COUNT
 
 /** @brief Lossless zstd stage applied to the codec's body. */
 typedef enum gs_codec_zstd {
-    GS_CODEC_ZSTD_OFF = 0,  /**< never */
-    GS_CODEC_ZSTD_ON = 1,   /**< always (even when the body grows) */
-    GS_CODEC_ZSTD_AUTO = 2  /**< keep zstd's output only when it is >= 10% smaller */
+    GS_CODEC_ZSTD_OFF = 0, /**< never */
+    GS_CODEC_ZSTD_ON = 1,  /**< always (even when the body grows) */
+    GS_CODEC_ZSTD_AUTO = 2 /**< keep zstd's output only when it is >= 10% smaller */
 } gs_codec_zstd_t;
 
 /**
@@ -93,20 +93,22 @@ typedef enum gs_codec_zstd {
  * every payload is checked against it).
  */
 typedef struct gs_codec_config {
-    size_t size;           /**< sizeof the struct the caller was built with (set by the INIT macro) */
-    gs_codec_kind_t kind;  /**< codec; default GS_CODEC_NONE */
-    int block_size;        /**< elements per scale (int8, qsgd, sign); 1 .. 2^24, default 256 */
-    double ratio;          /**< fraction of elements kept (topk, randk); (0, 1], default 0.01 */
-    int levels;            /**< qsgd levels per sign; 1 .. 127, default 7 (4-bit codes) */
-    uint64_t seed;         /**< seed of the stochastic codecs (qsgd, randk); default 0 */
-    gs_codec_zstd_t zstd;  /**< lossless zstd stage; default GS_CODEC_ZSTD_OFF */
-    int zstd_level;        /**< zstd compression level; 1 .. 19, default 1 */
+    size_t size; /**< sizeof the struct the caller was built with (set by the INIT macro) */
+    gs_codec_kind_t kind; /**< codec; default GS_CODEC_NONE */
+    int block_size;       /**< elements per scale (int8, qsgd, sign); 1 .. 2^24, default 256 */
+    double ratio;         /**< fraction of elements kept (topk, randk); (0, 1], default 0.01 */
+    int levels;           /**< qsgd levels per sign; 1 .. 127, default 7 (4-bit codes) */
+    uint64_t seed;        /**< seed of the stochastic codecs (qsgd, randk); default 0 */
+    gs_codec_zstd_t zstd; /**< lossless zstd stage; default GS_CODEC_ZSTD_OFF */
+    int zstd_level;       /**< zstd compression level; 1 .. 19, default 1 */
 } gs_codec_config_t;
 
 /** @brief Initialiser of gs_codec_config_t: size set, GS_CODEC_NONE, every knob unset. */
-#define GS_CODEC_CONFIG_INIT                                                                 \
-    {sizeof(gs_codec_config_t), GS_CODEC_NONE, GS_UNSET, (double)GS_UNSET, GS_UNSET, 0, \
-     GS_CODEC_ZSTD_OFF, GS_UNSET}
+#define GS_CODEC_CONFIG_INIT                                                                       \
+    {                                                                                              \
+        sizeof(gs_codec_config_t), GS_CODEC_NONE, GS_UNSET, (double)GS_UNSET, GS_UNSET, 0,         \
+            GS_CODEC_ZSTD_OFF, GS_UNSET                                                            \
+    }
 
 /** @brief Bytes of the header that starts every payload. */
 #define GS_CODEC_HEADER_BYTES 32
@@ -209,9 +211,8 @@ GS_API gs_status_t gs_codec_scratch_size(const gs_codec_config_t *cfg, size_t co
  * unspecified values.
  */
 GS_API gs_status_t gs_codec_encode(const gs_codec_config_t *cfg, const void *src, size_t count,
-                                   gs_dtype_t dtype, gs_ef_t ef, void *scratch,
-                                   size_t scratch_size, void *dst, size_t dst_capacity,
-                                   size_t *len_out);
+                                   gs_dtype_t dtype, gs_ef_t ef, void *scratch, size_t scratch_size,
+                                   void *dst, size_t dst_capacity, size_t *len_out);
 
 /**
  * @brief Decode a payload of @p len bytes into @p dst (@p count elements

@@ -30,9 +30,9 @@ static inline gs_coll_opts_t gs_coll_opts_on_stream(cudaStream_t stream)
 }
 
 /** @brief All-reduce of device buffers ordered on @p stream; @p flags is 0 or GS_COLL_F_STREAM_ORDERED. */
-static inline gs_status_t gs_allreduce_on_stream(gs_comm_t comm, const void *sendbuf,
-                                                 void *recvbuf, size_t count, gs_dtype_t dtype,
-                                                 gs_op_t op, cudaStream_t stream, unsigned flags)
+static inline gs_status_t gs_allreduce_on_stream(gs_comm_t comm, const void *sendbuf, void *recvbuf,
+                                                 size_t count, gs_dtype_t dtype, gs_op_t op,
+                                                 cudaStream_t stream, unsigned flags)
 {
     gs_allreduce_opts_t opts = GS_ALLREDUCE_OPTS_INIT;
 

@@ -67,21 +67,21 @@ GS_API const char *gs_last_error(void);
  * Strings are copied by gs_comm_init*; they need only live across that call.
  */
 typedef struct gs_config {
-    size_t size;              /**< sizeof(gs_config_t) the caller was built with */
-    unsigned version;         /**< GS_VERSION_NUMBER the caller was built with */
-    int rank;                 /**< GS_RANK: this process's rank, 0..world_size-1 */
-    int world_size;           /**< GS_WORLD_SIZE: number of ranks */
-    int local_rank;           /**< GS_LOCAL_RANK: rank among this host's ranks */
-    const char *master_addr;  /**< GS_MASTER_ADDR: host of rank 0's rendezvous */
-    int master_port;          /**< GS_MASTER_PORT: port of rank 0's rendezvous */
-    int timeout_ms;           /**< GS_TIMEOUT_MS: deadline of every wait */
-    const char *transport;    /**< GS_TRANSPORT: "tcp" */
-    int tcp_nsocks;           /**< GS_TCP_NSOCKS: sockets per peer */
-    const char *socket_ifname;/**< GS_SOCKET_IFNAME: interface to listen on */
-    const char *socket_family;/**< GS_SOCKET_FAMILY: "any", "ipv4" or "ipv6" */
-    int slice_bytes;          /**< GS_SLICE_BYTES: pipeline slice size */
-    const char *algo;         /**< GS_ALGO: "ring" or "allreduce:ring,broadcast:chain" */
-    const char *job_id;       /**< GS_JOB_ID: job name checked in every handshake */
+    size_t size;               /**< sizeof(gs_config_t) the caller was built with */
+    unsigned version;          /**< GS_VERSION_NUMBER the caller was built with */
+    int rank;                  /**< GS_RANK: this process's rank, 0..world_size-1 */
+    int world_size;            /**< GS_WORLD_SIZE: number of ranks */
+    int local_rank;            /**< GS_LOCAL_RANK: rank among this host's ranks */
+    const char *master_addr;   /**< GS_MASTER_ADDR: host of rank 0's rendezvous */
+    int master_port;           /**< GS_MASTER_PORT: port of rank 0's rendezvous */
+    int timeout_ms;            /**< GS_TIMEOUT_MS: deadline of every wait */
+    const char *transport;     /**< GS_TRANSPORT: "tcp" */
+    int tcp_nsocks;            /**< GS_TCP_NSOCKS: sockets per peer */
+    const char *socket_ifname; /**< GS_SOCKET_IFNAME: interface to listen on */
+    const char *socket_family; /**< GS_SOCKET_FAMILY: "any", "ipv4" or "ipv6" */
+    int slice_bytes;           /**< GS_SLICE_BYTES: pipeline slice size */
+    const char *algo;          /**< GS_ALGO: "ring" or "allreduce:ring,broadcast:chain" */
+    const char *job_id;        /**< GS_JOB_ID: job name checked in every handshake */
     /* Process-wide knobs (GS_ENV_PROC in docs/env.md), appended: a caller
      * built with an older, smaller struct leaves them unset. They let a
      * framework embedding gradsync avoid setenv(). A value set here applies
@@ -295,14 +295,14 @@ GS_API gs_status_t gs_comm_dump(gs_comm_t comm, FILE *stream);
 
 /** @brief Traffic counters of one communicator. Append-only; size first. */
 typedef struct gs_counters {
-    size_t size;              /**< set by the caller to sizeof(gs_counters_t) */
-    uint64_t bytes_sent;      /**< payload bytes handed to the transport */
-    uint64_t bytes_received;  /**< payload bytes received */
-    uint64_t msgs_sent;       /**< transport messages sent */
-    uint64_t msgs_received;   /**< transport messages received */
-    uint64_t ops_completed;   /**< operations finished (any status) */
-    uint64_t ops_failed;      /**< operations finished with an error */
-    uint64_t busy_ns;         /**< time the worker spent running operations */
+    size_t size;             /**< set by the caller to sizeof(gs_counters_t) */
+    uint64_t bytes_sent;     /**< payload bytes handed to the transport */
+    uint64_t bytes_received; /**< payload bytes received */
+    uint64_t msgs_sent;      /**< transport messages sent */
+    uint64_t msgs_received;  /**< transport messages received */
+    uint64_t ops_completed;  /**< operations finished (any status) */
+    uint64_t ops_failed;     /**< operations finished with an error */
+    uint64_t busy_ns;        /**< time the worker spent running operations */
 } gs_counters_t;
 
 /**
@@ -379,8 +379,15 @@ typedef struct gs_comm_stats {
 } gs_comm_stats_t;
 
 /** @brief Initialiser of gs_comm_stats_t: size set, everything else 0. */
-#define GS_COMM_STATS_INIT \
-    {sizeof(gs_comm_stats_t), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, {{0, 0, 0, GS_ALGO_AUTO}}}
+#define GS_COMM_STATS_INIT                                                                         \
+    {                                                                                              \
+        sizeof(gs_comm_stats_t), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,                                  \
+        {                                                                                          \
+            {                                                                                      \
+                0, 0, 0, GS_ALGO_AUTO                                                              \
+            }                                                                                      \
+        }                                                                                          \
+    }
 
 /** @brief What this rank exchanged with one peer. Append-only; size first (GS_PEER_STATS_INIT). */
 typedef struct gs_peer_stats {
@@ -395,7 +402,10 @@ typedef struct gs_peer_stats {
 } gs_peer_stats_t;
 
 /** @brief Initialiser of gs_peer_stats_t: size set, everything else 0. */
-#define GS_PEER_STATS_INIT {sizeof(gs_peer_stats_t), 0, 0, 0, 0, 0, 0, 0}
+#define GS_PEER_STATS_INIT                                                                         \
+    {                                                                                              \
+        sizeof(gs_peer_stats_t), 0, 0, 0, 0, 0, 0, 0                                               \
+    }
 
 /**
  * @brief Read the statistics of @p comm into @p stats_out, whose size field
@@ -621,12 +631,15 @@ typedef struct gs_coll_opts {
 } gs_coll_opts_t;
 
 /** @brief Initialiser of gs_coll_opts_t: size set, GS_ALGO_AUTO, no stream, no flags. */
-#define GS_COLL_OPTS_INIT {sizeof(gs_coll_opts_t), GS_ALGO_AUTO, NULL, 0u}
+#define GS_COLL_OPTS_INIT                                                                          \
+    {                                                                                              \
+        sizeof(gs_coll_opts_t), GS_ALGO_AUTO, NULL, 0u                                             \
+    }
 
 /** @brief Options of gs_allreduce_ex(). Initialise with GS_ALLREDUCE_OPTS_INIT; fields are appended only. */
 typedef struct gs_allreduce_opts {
-    size_t size;     /**< sizeof the struct the caller was built with (set by the INIT macro) */
-    gs_algo_t algo;  /**< algorithm; GS_ALGO_AUTO lets the library choose */
+    size_t size;    /**< sizeof the struct the caller was built with (set by the INIT macro) */
+    gs_algo_t algo; /**< algorithm; GS_ALGO_AUTO lets the library choose */
     /** Compress with this codec (gradsync/compress.h), or NULL. A codec other
      * than GS_CODEC_NONE runs the two-phase compressed all-reduce: float dtypes,
      * GS_OP_SUM or GS_OP_AVG, algo must be GS_ALGO_AUTO. Borrowed for the call
@@ -636,12 +649,15 @@ typedef struct gs_allreduce_opts {
      * run a lossy codec without feedback. Used and updated by the call; do not
      * share one between calls in flight. */
     struct gs_ef *ef;
-    void *stream;    /**< cudaStream_t for device buffers, or NULL (legacy default stream) */
-    unsigned flags;  /**< GS_COLL_F_* */
+    void *stream;   /**< cudaStream_t for device buffers, or NULL (legacy default stream) */
+    unsigned flags; /**< GS_COLL_F_* */
 } gs_allreduce_opts_t;
 
 /** @brief Initialiser of gs_allreduce_opts_t: size set, GS_ALGO_AUTO, no codec, no error feedback, no stream, no flags. */
-#define GS_ALLREDUCE_OPTS_INIT {sizeof(gs_allreduce_opts_t), GS_ALGO_AUTO, NULL, NULL, NULL, 0u}
+#define GS_ALLREDUCE_OPTS_INIT                                                                     \
+    {                                                                                              \
+        sizeof(gs_allreduce_opts_t), GS_ALGO_AUTO, NULL, NULL, NULL, 0u                            \
+    }
 
 /**
  * @brief gs_allreduce() with options (algorithm, codec, error feedback,
@@ -649,41 +665,38 @@ typedef struct gs_allreduce_opts {
  * GS_ERR_UNSUPPORTED when the forced algorithm cannot run this all-reduce
  * or GS_COLL_F_STREAM_ORDERED is asked where only the staged path serves.
  */
-GS_API gs_status_t gs_allreduce_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf,
-                                   size_t count, gs_dtype_t dtype, gs_op_t op,
-                                   const gs_allreduce_opts_t *opts);
+GS_API gs_status_t gs_allreduce_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                                   gs_dtype_t dtype, gs_op_t op, const gs_allreduce_opts_t *opts);
 
 /** @brief gs_broadcast() with options (@p opts may be NULL). */
 GS_API gs_status_t gs_broadcast_ex(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype,
                                    int root, const gs_coll_opts_t *opts);
 /** @brief gs_reduce() with options (@p opts may be NULL). */
 GS_API gs_status_t gs_reduce_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
-                                gs_dtype_t dtype, gs_op_t op, int root,
-                                const gs_coll_opts_t *opts);
+                                gs_dtype_t dtype, gs_op_t op, int root, const gs_coll_opts_t *opts);
 /** @brief gs_allgather() with options (@p opts may be NULL). */
-GS_API gs_status_t gs_allgather_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf,
-                                   size_t count, gs_dtype_t dtype, const gs_coll_opts_t *opts);
+GS_API gs_status_t gs_allgather_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                                   gs_dtype_t dtype, const gs_coll_opts_t *opts);
 /** @brief gs_reduce_scatter() with options (@p opts may be NULL). */
 GS_API gs_status_t gs_reduce_scatter_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf,
                                         size_t recvcount, gs_dtype_t dtype, gs_op_t op,
                                         const gs_coll_opts_t *opts);
 /** @brief gs_alltoall() with options (@p opts may be NULL). */
-GS_API gs_status_t gs_alltoall_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf,
-                                  size_t count, gs_dtype_t dtype, const gs_coll_opts_t *opts);
+GS_API gs_status_t gs_alltoall_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                                  gs_dtype_t dtype, const gs_coll_opts_t *opts);
 
 /* Options forms of the rooted and variable-size collectives (NULL: defaults). */
 /** @brief gs_gather() with options (@p opts may be NULL). */
 GS_API gs_status_t gs_gather_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
                                 gs_dtype_t dtype, int root, const gs_coll_opts_t *opts);
 /** @brief gs_scatter() with options (@p opts may be NULL). */
-GS_API gs_status_t gs_scatter_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf,
-                                 size_t count, gs_dtype_t dtype, int root,
-                                 const gs_coll_opts_t *opts);
+GS_API gs_status_t gs_scatter_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                                 gs_dtype_t dtype, int root, const gs_coll_opts_t *opts);
 /** @brief gs_allgatherv() with options (@p opts may be NULL). */
 GS_API gs_status_t gs_allgatherv_ex(gs_comm_t comm, const void *sendbuf, size_t sendcount,
-                                    void *recvbuf, size_t recvbuf_count,
-                                    const size_t *recvcounts, const size_t *displs,
-                                    gs_dtype_t dtype, const gs_coll_opts_t *opts);
+                                    void *recvbuf, size_t recvbuf_count, const size_t *recvcounts,
+                                    const size_t *displs, gs_dtype_t dtype,
+                                    const gs_coll_opts_t *opts);
 /** @brief gs_alltoallv() with options (@p opts may be NULL). */
 GS_API gs_status_t gs_alltoallv_ex(gs_comm_t comm, const void *sendbuf, size_t sendbuf_count,
                                    const size_t *sendcounts, const size_t *sdispls, void *recvbuf,
@@ -849,8 +862,8 @@ GS_API gs_status_t gs_ibroadcast(gs_comm_t comm, void *buf, size_t count, gs_dty
 GS_API gs_status_t gs_ireduce(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
                               gs_dtype_t dtype, gs_op_t op, int root, gs_request_t *req_out);
 /** @brief Non-blocking gs_allgather(). */
-GS_API gs_status_t gs_iallgather(gs_comm_t comm, const void *sendbuf, void *recvbuf,
-                                 size_t count, gs_dtype_t dtype, gs_request_t *req_out);
+GS_API gs_status_t gs_iallgather(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                                 gs_dtype_t dtype, gs_request_t *req_out);
 /** @brief Non-blocking gs_reduce_scatter(). */
 GS_API gs_status_t gs_ireduce_scatter(gs_comm_t comm, const void *sendbuf, void *recvbuf,
                                       size_t recvcount, gs_dtype_t dtype, gs_op_t op,
@@ -872,9 +885,9 @@ GS_API gs_status_t gs_irecv(gs_comm_t comm, void *buf, size_t count, gs_dtype_t 
 GS_API gs_status_t gs_ibroadcast_ex(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype,
                                     int root, const gs_coll_opts_t *opts, gs_request_t *req_out);
 /** @brief Non-blocking gs_reduce_ex(). */
-GS_API gs_status_t gs_ireduce_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf,
-                                 size_t count, gs_dtype_t dtype, gs_op_t op, int root,
-                                 const gs_coll_opts_t *opts, gs_request_t *req_out);
+GS_API gs_status_t gs_ireduce_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                                 gs_dtype_t dtype, gs_op_t op, int root, const gs_coll_opts_t *opts,
+                                 gs_request_t *req_out);
 /** @brief Non-blocking gs_allgather_ex(). */
 GS_API gs_status_t gs_iallgather_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf,
                                     size_t count, gs_dtype_t dtype, const gs_coll_opts_t *opts,
@@ -884,17 +897,16 @@ GS_API gs_status_t gs_ireduce_scatter_ex(gs_comm_t comm, const void *sendbuf, vo
                                          size_t recvcount, gs_dtype_t dtype, gs_op_t op,
                                          const gs_coll_opts_t *opts, gs_request_t *req_out);
 /** @brief Non-blocking gs_alltoall_ex(). */
-GS_API gs_status_t gs_ialltoall_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf,
-                                   size_t count, gs_dtype_t dtype, const gs_coll_opts_t *opts,
+GS_API gs_status_t gs_ialltoall_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                                   gs_dtype_t dtype, const gs_coll_opts_t *opts,
                                    gs_request_t *req_out);
 /** @brief Non-blocking gs_send_ex(). */
 GS_API gs_status_t gs_isend_ex(gs_comm_t comm, const void *buf, size_t count, gs_dtype_t dtype,
                                int peer, uint32_t tag, const gs_coll_opts_t *opts,
                                gs_request_t *req_out);
 /** @brief Non-blocking gs_recv_ex(). */
-GS_API gs_status_t gs_irecv_ex(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype,
-                               int peer, uint32_t tag, const gs_coll_opts_t *opts,
-                               gs_request_t *req_out);
+GS_API gs_status_t gs_irecv_ex(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype, int peer,
+                               uint32_t tag, const gs_coll_opts_t *opts, gs_request_t *req_out);
 
 /**
  * @brief Wait for *req to finish, release it and set *req to GS_REQUEST_NULL.

@@ -51,8 +51,7 @@ extern "C" {
  *       on every rank. Destroy the communicator with gs_comm_destroy()
  *       before MPI_Finalize().
  */
-GS_API gs_status_t gs_comm_init_mpi(gs_comm_t *comm_out, MPI_Comm mpi_comm,
-                                    const gs_config_t *cfg);
+GS_API gs_status_t gs_comm_init_mpi(gs_comm_t *comm_out, MPI_Comm mpi_comm, const gs_config_t *cfg);
 
 #ifdef __cplusplus
 }

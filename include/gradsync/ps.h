@@ -139,18 +139,20 @@ typedef struct gs_ps_opts {
      * gs_ps_create(). The worker keeps one error-feedback residual per key and
      * server when the codec is lossy; the server decodes. */
     const struct gs_codec_config *codec;
-    int64_t split_bytes;             /**< keys of at least this many bytes are split over every
+    int64_t split_bytes; /**< keys of at least this many bytes are split over every
                                           server; default 1 MiB */
-    int timeout_ms;                  /**< deadline of the parameter server's waits; default
+    int timeout_ms;      /**< deadline of the parameter server's waits; default
                                           GS_TIMEOUT_MS (set it when the communicator's deadline
                                           came from gs_config_t.timeout_ms instead) */
 } gs_ps_opts_t;
 
 /** @brief Initialiser of gs_ps_opts_t: size set, every knob unset (defaults apply). */
-#define GS_PS_OPTS_INIT                                                                     \
-    {sizeof(gs_ps_opts_t), GS_PS_BSP, GS_UNSET, GS_UNSET, GS_PS_RULE_SGD, (double)GS_UNSET, \
-     (double)GS_UNSET, (double)GS_UNSET, (double)GS_UNSET, (double)GS_UNSET,               \
-     (double)GS_UNSET, NULL, NULL, NULL, (int64_t)GS_UNSET, GS_UNSET}
+#define GS_PS_OPTS_INIT                                                                            \
+    {                                                                                              \
+        sizeof(gs_ps_opts_t), GS_PS_BSP, GS_UNSET, GS_UNSET, GS_PS_RULE_SGD, (double)GS_UNSET,     \
+            (double)GS_UNSET, (double)GS_UNSET, (double)GS_UNSET, (double)GS_UNSET,                \
+            (double)GS_UNSET, NULL, NULL, NULL, (int64_t)GS_UNSET, GS_UNSET                        \
+    }
 
 /* ===================================================================== */
 /* Lifetime and keys                                                     */
@@ -230,8 +232,8 @@ GS_API gs_status_t gs_ps_push(gs_ps_t ps, uint64_t key, const void *grad, size_t
  * @note Local, non-blocking, thread-safe. Do not read, modify or free
  * @p out until completion; after a failed pull its contents are undefined.
  */
-GS_API gs_status_t gs_ps_pull(gs_ps_t ps, uint64_t key, void *out, size_t count,
-                              gs_dtype_t dtype, gs_ps_request_t *req_out);
+GS_API gs_status_t gs_ps_pull(gs_ps_t ps, uint64_t key, void *out, size_t count, gs_dtype_t dtype,
+                              gs_ps_request_t *req_out);
 
 /**
  * @brief End this worker's iteration: its clock goes from t to t + 1 and
@@ -289,7 +291,10 @@ typedef struct gs_ps_info {
 } gs_ps_info_t;
 
 /** @brief Initialiser of gs_ps_info_t: size set, everything else 0. */
-#define GS_PS_INFO_INIT {sizeof(gs_ps_info_t), 0, 0, 0, 0, 0, 0, 0, 0, 0, GS_OK}
+#define GS_PS_INFO_INIT                                                                            \
+    {                                                                                              \
+        sizeof(gs_ps_info_t), 0, 0, 0, 0, 0, 0, 0, 0, 0, GS_OK                                     \
+    }
 
 /**
  * @brief Read the roles, clock and health of @p ps into @p info_out, whose

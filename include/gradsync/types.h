@@ -29,14 +29,14 @@ extern "C" {
 
 /* GS_DTYPE_MAP(X): X(name, value, element size in bytes, short name). */
 /** @brief The dtype table, one X(name, value, element size in bytes, short name) row per dtype. */
-#define GS_DTYPE_MAP(X)                \
-    X(GS_DTYPE_F32, 0, 4, "f32")       \
-    X(GS_DTYPE_F64, 1, 8, "f64")       \
-    X(GS_DTYPE_F16, 2, 2, "f16")       \
-    X(GS_DTYPE_BF16, 3, 2, "bf16")     \
-    X(GS_DTYPE_I8, 4, 1, "i8")         \
-    X(GS_DTYPE_U8, 5, 1, "u8")         \
-    X(GS_DTYPE_I32, 6, 4, "i32")       \
+#define GS_DTYPE_MAP(X)                                                                            \
+    X(GS_DTYPE_F32, 0, 4, "f32")                                                                   \
+    X(GS_DTYPE_F64, 1, 8, "f64")                                                                   \
+    X(GS_DTYPE_F16, 2, 2, "f16")                                                                   \
+    X(GS_DTYPE_BF16, 3, 2, "bf16")                                                                 \
+    X(GS_DTYPE_I8, 4, 1, "i8")                                                                     \
+    X(GS_DTYPE_U8, 5, 1, "u8")                                                                     \
+    X(GS_DTYPE_I32, 6, 4, "i32")                                                                   \
     X(GS_DTYPE_I64, 7, 8, "i64")
 
 #define GS_DTYPE_ENUM_ROW(_name, _value, _size, _str) _name = (_value),
@@ -48,14 +48,14 @@ typedef enum gs_dtype { GS_DTYPE_MAP(GS_DTYPE_ENUM_ROW) GS_DTYPE_COUNT } gs_dtyp
 
 /* GS_OP_MAP(X): X(name, value, short name). */
 /** @brief The reduction-op table, one X(name, value, short name) row per op. */
-#define GS_OP_MAP(X)           \
-    X(GS_OP_SUM, 0, "sum")     \
-    X(GS_OP_PROD, 1, "prod")   \
-    X(GS_OP_MIN, 2, "min")     \
-    X(GS_OP_MAX, 3, "max")     \
-    X(GS_OP_AVG, 4, "avg")     \
-    X(GS_OP_BAND, 5, "band")   \
-    X(GS_OP_BOR, 6, "bor")     \
+#define GS_OP_MAP(X)                                                                               \
+    X(GS_OP_SUM, 0, "sum")                                                                         \
+    X(GS_OP_PROD, 1, "prod")                                                                       \
+    X(GS_OP_MIN, 2, "min")                                                                         \
+    X(GS_OP_MAX, 3, "max")                                                                         \
+    X(GS_OP_AVG, 4, "avg")                                                                         \
+    X(GS_OP_BAND, 5, "band")                                                                       \
+    X(GS_OP_BOR, 6, "bor")                                                                         \
     X(GS_OP_BXOR, 7, "bxor")
 
 #define GS_OP_ENUM_ROW(_name, _value, _str) _name = (_value),
@@ -71,16 +71,16 @@ typedef enum gs_op { GS_OP_MAP(GS_OP_ENUM_ROW) GS_OP_COUNT } gs_op_t;
 
 /* GS_ALGO_MAP(X): X(name, value, short name). */
 /** @brief The algorithm table, one X(name, value, short name) row per algorithm. */
-#define GS_ALGO_MAP(X)                                   \
-    X(GS_ALGO_AUTO, 0, "auto")                           \
-    X(GS_ALGO_RING, 1, "ring")                           \
-    X(GS_ALGO_CHAIN, 2, "chain")                         \
-    X(GS_ALGO_DIRECT, 3, "direct")                       \
-    X(GS_ALGO_TREE, 4, "tree")                           \
-    X(GS_ALGO_RECURSIVE_DOUBLING, 5, "rd")               \
-    X(GS_ALGO_RABENSEIFNER, 6, "rabenseifner")           \
-    X(GS_ALGO_BINOMIAL, 7, "binomial")                   \
-    X(GS_ALGO_NATIVE, 8, "native")                       \
+#define GS_ALGO_MAP(X)                                                                             \
+    X(GS_ALGO_AUTO, 0, "auto")                                                                     \
+    X(GS_ALGO_RING, 1, "ring")                                                                     \
+    X(GS_ALGO_CHAIN, 2, "chain")                                                                   \
+    X(GS_ALGO_DIRECT, 3, "direct")                                                                 \
+    X(GS_ALGO_TREE, 4, "tree")                                                                     \
+    X(GS_ALGO_RECURSIVE_DOUBLING, 5, "rd")                                                         \
+    X(GS_ALGO_RABENSEIFNER, 6, "rabenseifner")                                                     \
+    X(GS_ALGO_BINOMIAL, 7, "binomial")                                                             \
+    X(GS_ALGO_NATIVE, 8, "native")                                                                 \
     X(GS_ALGO_HIERARCHICAL, 9, "hier")
 
 #define GS_ALGO_ENUM_ROW(_name, _value, _str) _name = (_value),

@@ -25,29 +25,27 @@
  * from it, and each kind's value is the public GS_COLL_TYPE_* of
  * gradsync.h by construction. Rows are only appended.
  */
-#define GS_COLL_KIND_MAP(X)                                                                     \
-    X(GS_COLL_ALLREDUCE, GS_COLL_TYPE_ALLREDUCE, "allreduce", "gs_allreduce")                  \
-    X(GS_COLL_BROADCAST, GS_COLL_TYPE_BROADCAST, "broadcast", "gs_broadcast")                  \
-    X(GS_COLL_REDUCE, GS_COLL_TYPE_REDUCE, "reduce", "gs_reduce")                              \
-    X(GS_COLL_ALLGATHER, GS_COLL_TYPE_ALLGATHER, "allgather", "gs_allgather")                  \
-    X(GS_COLL_REDUCE_SCATTER, GS_COLL_TYPE_REDUCE_SCATTER, "reduce_scatter",                   \
-      "gs_reduce_scatter")                                                                      \
-    X(GS_COLL_ALLTOALL, GS_COLL_TYPE_ALLTOALL, "alltoall", "gs_alltoall")                      \
-    X(GS_COLL_BARRIER, GS_COLL_TYPE_BARRIER, "barrier", "gs_barrier")                          \
-    X(GS_COLL_SEND, GS_COLL_TYPE_SEND, "send", "gs_send")                                      \
-    X(GS_COLL_RECV, GS_COLL_TYPE_RECV, "recv", "gs_recv")                                      \
-    X(GS_COLL_GATHER, GS_COLL_TYPE_GATHER, "gather", "gs_gather")                              \
-    X(GS_COLL_SCATTER, GS_COLL_TYPE_SCATTER, "scatter", "gs_scatter")                          \
-    X(GS_COLL_ALLGATHERV, GS_COLL_TYPE_ALLGATHERV, "allgatherv", "gs_allgatherv")              \
-    X(GS_COLL_ALLTOALLV, GS_COLL_TYPE_ALLTOALLV, "alltoallv", "gs_alltoallv")                  \
-    X(GS_COLL_REDUCE_SCATTERV, GS_COLL_TYPE_REDUCE_SCATTERV, "reduce_scatterv",                \
+#define GS_COLL_KIND_MAP(X)                                                                        \
+    X(GS_COLL_ALLREDUCE, GS_COLL_TYPE_ALLREDUCE, "allreduce", "gs_allreduce")                      \
+    X(GS_COLL_BROADCAST, GS_COLL_TYPE_BROADCAST, "broadcast", "gs_broadcast")                      \
+    X(GS_COLL_REDUCE, GS_COLL_TYPE_REDUCE, "reduce", "gs_reduce")                                  \
+    X(GS_COLL_ALLGATHER, GS_COLL_TYPE_ALLGATHER, "allgather", "gs_allgather")                      \
+    X(GS_COLL_REDUCE_SCATTER, GS_COLL_TYPE_REDUCE_SCATTER, "reduce_scatter", "gs_reduce_scatter")  \
+    X(GS_COLL_ALLTOALL, GS_COLL_TYPE_ALLTOALL, "alltoall", "gs_alltoall")                          \
+    X(GS_COLL_BARRIER, GS_COLL_TYPE_BARRIER, "barrier", "gs_barrier")                              \
+    X(GS_COLL_SEND, GS_COLL_TYPE_SEND, "send", "gs_send")                                          \
+    X(GS_COLL_RECV, GS_COLL_TYPE_RECV, "recv", "gs_recv")                                          \
+    X(GS_COLL_GATHER, GS_COLL_TYPE_GATHER, "gather", "gs_gather")                                  \
+    X(GS_COLL_SCATTER, GS_COLL_TYPE_SCATTER, "scatter", "gs_scatter")                              \
+    X(GS_COLL_ALLGATHERV, GS_COLL_TYPE_ALLGATHERV, "allgatherv", "gs_allgatherv")                  \
+    X(GS_COLL_ALLTOALLV, GS_COLL_TYPE_ALLTOALLV, "alltoallv", "gs_alltoallv")                      \
+    X(GS_COLL_REDUCE_SCATTERV, GS_COLL_TYPE_REDUCE_SCATTERV, "reduce_scatterv",                    \
       "gs_reduce_scatterv")
 
 #define GS_COLL_KIND_ENUM_ROW(_kind, _public, _name, _api) _kind = (int)(_public),
 
 typedef enum gs_coll_kind {
-    GS_COLL_KIND_MAP(GS_COLL_KIND_ENUM_ROW)
-    GS_COLL_KIND_COUNT = GS_COLL_TYPE_COUNT
+    GS_COLL_KIND_MAP(GS_COLL_KIND_ENUM_ROW) GS_COLL_KIND_COUNT = GS_COLL_TYPE_COUNT
 } gs_coll_kind_t;
 
 #undef GS_COLL_KIND_ENUM_ROW
@@ -68,7 +66,7 @@ typedef enum gs_mem_kind {
 
 /* Internal flags of a descriptor (gs_coll_desc_t.flags), beside the public
  * GS_COLL_F_* bits of gradsync.h (which use the low 16 bits). */
-#define GS_DESC_F_BLOCKING (1u << 16) /* a blocking call: its caller waits for the result */
+#define GS_DESC_F_BLOCKING (1u << 16)  /* a blocking call: its caller waits for the result */
 #define GS_DESC_F_RECV_UPTO (1u << 17) /* recv: at most count elements (gs_recv_status) */
 
 /* What to run. count is the total element count for allreduce, broadcast
@@ -91,7 +89,7 @@ typedef struct gs_coll_desc {
     gs_op_t op;
     int root;
     uint32_t tag;
-    gs_algo_t algo; /* resolved by gs__algo_select before running */
+    gs_algo_t algo;                      /* resolved by gs__algo_select before running */
     const struct gs_codec_config *codec; /* all-reduce: compress with this codec, or NULL */
     struct gs_ef *ef;                    /* all-reduce: error feedback state, or NULL */
     gs_mem_kind_t mem;                   /* where the buffers live (all alike) */
@@ -99,10 +97,10 @@ typedef struct gs_coll_desc {
     void *stream;                        /* cudaStream_t the call is ordered on (NULL: legacy) */
     unsigned flags;                      /* GS_COLL_F_* | GS_DESC_F_* */
     void *event;                         /* device path: completion event while in flight */
-    struct gs_p2p_status *status;        /* recv: filled at completion, shorter allowed (gs_recv_status) */
-    const size_t *scounts;               /* alltoallv: elements sent to each rank */
-    const size_t *sdispls;               /* alltoallv: where each rank's block starts in sendbuf */
-    const size_t *rcounts;               /* v calls: elements received from (of) each rank */
+    struct gs_p2p_status *status; /* recv: filled at completion, shorter allowed (gs_recv_status) */
+    const size_t *scounts;        /* alltoallv: elements sent to each rank */
+    const size_t *sdispls;        /* alltoallv: where each rank's block starts in sendbuf */
+    const size_t *rcounts;        /* v calls: elements received from (of) each rank */
     const size_t *rdispls; /* allgatherv, alltoallv: where rank j's block starts in recvbuf */
     size_t scap;           /* alltoallv: sendbuf_count (elements; checked by the API) */
     size_t rcap;           /* allgatherv, alltoallv: recvbuf_count */
@@ -116,9 +114,9 @@ typedef struct gs_coll_desc {
  * NCCL path: NCCL's own collectives).
  */
 typedef enum gs_path {
-    GS_PATH_HOST = 0,   /* host buffers over the communicator's transport */
-    GS_PATH_NCCL = 1,   /* device buffers through NCCL, ordered on the caller's stream */
-    GS_PATH_STAGED = 2, /* device buffers staged through pinned host memory, host transport */
+    GS_PATH_HOST = 0,     /* host buffers over the communicator's transport */
+    GS_PATH_NCCL = 1,     /* device buffers through NCCL, ordered on the caller's stream */
+    GS_PATH_STAGED = 2,   /* device buffers staged through pinned host memory, host transport */
     GS_PATH_MPI_CUDA = 3, /* device buffers straight to a CUDA-aware MPI's collectives */
     GS_PATH_COUNT = 4
 } gs_path_t;
@@ -134,10 +132,10 @@ typedef enum gs_scheme {
 typedef struct gs_algo_plan {
     gs_path_t path;
     gs_scheme_t scheme;
-    gs_algo_t algo;  /* GS_SCHEME_PLAIN: the algorithm; else GS_ALGO_AUTO */
+    gs_algo_t algo;   /* GS_SCHEME_PLAIN: the algorithm; else GS_ALGO_AUTO */
     int device_codec; /* device buffers, two-phase: the codec kernels run on the GPU
                        * (f32 without zstd); else the CPU codecs run on staged copies */
-    const char *why; /* what decided the algorithm: "caller", "GS_ALGO", "cost model", ... */
+    const char *why;  /* what decided the algorithm: "caller", "GS_ALGO", "cost model", ... */
 } gs_algo_plan_t;
 
 /* Names for logs ("host", "nccl", "staged"; "plain", "two-phase", ...). */
@@ -145,8 +143,9 @@ const char *gs__path_name(gs_path_t path);
 const char *gs__scheme_name(gs_scheme_t scheme);
 
 /* Device capabilities of a context (gs_algo_ctx_t.dev_caps). */
-#define GS_DEV_CAP_NCCL (1u << 0)     /* an NCCL communicator can serve device buffers */
-#define GS_DEV_CAP_MPI_CUDA (1u << 1) /* the MPI transport takes device buffers (GS_MPI_CUDA_AWARE) */
+#define GS_DEV_CAP_NCCL (1u << 0) /* an NCCL communicator can serve device buffers */
+#define GS_DEV_CAP_MPI_CUDA                                                                        \
+    (1u << 1) /* the MPI transport takes device buffers (GS_MPI_CUDA_AWARE) */
 
 struct gs_algo_dev; /* the device context of a communicator (CUDA builds: algo_dev.h) */
 
@@ -159,10 +158,10 @@ typedef struct gs_algo_model {
     double cache_bytes; /* last-level cache: unsliced messages beyond it pay a memory pass */
     double intra_alpha; /* alpha and beta between ranks of one host (hierarchical phases) */
     double intra_beta;
-    int flat_intra;     /* 1: every rank on one host, every pair on shared memory, so the
+    int flat_intra;    /* 1: every rank on one host, every pair on shared memory, so the
                          * flat algorithms pay intra_alpha and intra_beta too (agreed by
                          * every rank at init: gs__algo_model_agree_local) */
-    double ring_bytes;  /* flat_intra: one shared-memory ring (GS_SHM_BYTES); an unsliced
+    double ring_bytes; /* flat_intra: one shared-memory ring (GS_SHM_BYTES); an unsliced
                          * message that does not fit stalls its sender; 0: no such limit */
 } gs_algo_model_t;
 
@@ -204,12 +203,12 @@ typedef struct gs_algo_ctx {
     gs_transport_t *tr;
     int rank;
     int size;
-    uint64_t timeout_ns;   /* an operation fails after this long without progress */
-    size_t slice_bytes;    /* pipeline slice */
-    uint32_t seq;          /* sequence number of the collective in flight */
-    void *scratch;         /* grown on demand, freed with the context */
+    uint64_t timeout_ns; /* an operation fails after this long without progress */
+    size_t slice_bytes;  /* pipeline slice */
+    uint32_t seq;        /* sequence number of the collective in flight */
+    void *scratch;       /* grown on demand, freed with the context */
     size_t scratch_cap;
-    void *sparse_buf;      /* algo_sparse.c's random-k payload (it outlives a nested
+    void *sparse_buf; /* algo_sparse.c's random-k payload (it outlives a nested
                             * all-reduce that may move scratch): grown on demand, freed
                             * with the context */
     size_t sparse_cap;
@@ -227,8 +226,8 @@ typedef struct gs_algo_ctx {
      * the request that completes next. */
     struct gs__peer_counters *peer_ctr;
     uint64_t wait_pending_ns;
-    unsigned dev_caps;          /* GS_DEV_CAP_*, agreed at device setup; 0: staging only */
-    struct gs_algo_dev *dev;    /* streams, staging buffers, NCCL; NULL until a device call */
+    unsigned dev_caps;       /* GS_DEV_CAP_*, agreed at device setup; 0: staging only */
+    struct gs_algo_dev *dev; /* streams, staging buffers, NCCL; NULL until a device call */
     /* Diagnosis (algo_diag.c): the flight recorder (or NULL), the collective in flight
      * between gs__algo_op_begin and _end (or NULL), its fingerprint (the check bits of
      * every tag it uses) and when a stalled operation may next scan for early messages. */
@@ -293,8 +292,8 @@ gs_status_t gs__algo_diag_explain(gs_algo_ctx_t *ctx);
 /* Decode a diagnosis message of @p n bytes in a job of @p size ranks and
  * write the sender's call in words into @p words. Returns GS_OK, or
  * GS_ERR_PROTOCOL with the reason in @p why. Pure; the fuzz target's entry. */
-gs_status_t gs__algo_diag_decode(const uint8_t *buf, size_t n, int size, char *words,
-                                 size_t wlen, char *why, size_t whylen);
+gs_status_t gs__algo_diag_decode(const uint8_t *buf, size_t n, int size, char *words, size_t wlen,
+                                 char *why, size_t whylen);
 
 /* GS_ERR_TIMEOUT for the collective in flight, naming it (number and words) and
  * every peer it still waits on (the recorder's counters; else @p waiting_on). */

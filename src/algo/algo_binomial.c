@@ -52,8 +52,8 @@ gs_status_t gs__binomial_broadcast(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
         return GS_OK;
     }
     if (parent >= 0) {
-        status = gs__algo_sendrecv(ctx, d, gs__binom_rank(n, d->root, parent), (uint32_t)v, NULL,
-                                   0, d->recvbuf, bytes);
+        status = gs__algo_sendrecv(ctx, d, gs__binom_rank(n, d->root, parent), (uint32_t)v, NULL, 0,
+                                   d->recvbuf, bytes);
     }
     memset(sends, 0, sizeof(sends));
     for (int m = gs__binom_span(n, v) / 2; (status == GS_OK) && (m >= 1); m /= 2) {

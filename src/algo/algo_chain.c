@@ -40,9 +40,9 @@
 typedef struct chain {
     gs_algo_ctx_t *ctx;
     const gs_coll_desc_t *d;
-    int dist;        /* distance from the root */
-    int from;        /* rank we receive from, -1 for none */
-    int to;          /* rank we send to, -1 for none */
+    int dist; /* distance from the root */
+    int from; /* rank we receive from, -1 for none */
+    int to;   /* rank we send to, -1 for none */
     size_t esize;
     size_t nslices;
     gs_algo_req_t *send; /* one per slice */
@@ -141,9 +141,9 @@ static gs_status_t chain_pipeline(chain_t *c, chain_addr_fn_t recv_dst, chain_st
         while ((status == GS_OK) && (recv_posted < need_recv) &&
                (recv_posted < recv_done + CHAIN_WINDOW)) {
             chain_slice(c, recv_posted, &off, &len);
-            status = gs__algo_irecv(ctx, c->from, gs__algo_tag(ctx, c->d, (uint32_t)recv_posted),
-                                    recv_dst(c, recv_posted), len * c->esize,
-                                    &c->recv[recv_posted]);
+            status =
+                gs__algo_irecv(ctx, c->from, gs__algo_tag(ctx, c->d, (uint32_t)recv_posted),
+                               recv_dst(c, recv_posted), len * c->esize, &c->recv[recv_posted]);
             recv_posted++;
             progressed = 1;
         }
@@ -163,9 +163,9 @@ static gs_status_t chain_pipeline(chain_t *c, chain_addr_fn_t recv_dst, chain_st
                (send_posted < send_done + CHAIN_WINDOW) &&
                ((need_recv == 0) || (send_posted < recv_done))) {
             chain_slice(c, send_posted, &off, &len);
-            status = gs__algo_isend(ctx, c->to, gs__algo_tag(ctx, c->d, (uint32_t)send_posted),
-                                    send_src(c, send_posted), len * c->esize,
-                                    &c->send[send_posted]);
+            status =
+                gs__algo_isend(ctx, c->to, gs__algo_tag(ctx, c->d, (uint32_t)send_posted),
+                               send_src(c, send_posted), len * c->esize, &c->send[send_posted]);
             send_posted++;
             progressed = 1;
         }

@@ -73,7 +73,6 @@ gs_status_t gs__comp_server_ef(gs_ef_t ef, size_t own_len, gs_ef_t *out);
  * Collective, blocking. Returns GS_OK; GS_ERR_PROTOCOL for a malformed
  * payload from a peer or ranks that disagree on the random-k draw;
  * GS_ERR_NO_MEMORY; the transport's errors. */
-gs_status_t gs__sparse_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
-                                 gs_scheme_t scheme);
+gs_status_t gs__sparse_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, gs_scheme_t scheme);
 
 #endif /* GS_ALGO_ALGO_COMP_H */

@@ -57,7 +57,7 @@
 /* A residual's device copy (gs_ef_dev_t first: the gs_ef_t sees only that). */
 typedef struct dcomp_res {
     gs_ef_dev_t base;
-    float *res;   /* count f32 on device */
+    float *res; /* count f32 on device */
     size_t count;
     int device;
 } dcomp_res_t;
@@ -88,10 +88,10 @@ static gs_status_t dcomp_res_to_host(gs_ef_dev_t *self, float *residual)
     const cudaError_t err =
         cudaMemcpy(residual, r->res, r->count * sizeof(float), cudaMemcpyDeviceToHost);
 
-    return (err == cudaSuccess) ? GS_OK
-                                : gs__error_set(GS_ERR_CUDA,
-                                                "reading the device residual back failed: %s",
-                                                cudaGetErrorString(err));
+    return (err == cudaSuccess)
+               ? GS_OK
+               : gs__error_set(GS_ERR_CUDA, "reading the device residual back failed: %s",
+                               cudaGetErrorString(err));
 }
 
 /* The device residual of @p ef (NULL when ef is), made current: created
@@ -162,16 +162,16 @@ typedef struct dcomp {
     float *acc;            /* device: our chunk's f32 sum */
     void *work;            /* device: codec workspace */
     size_t work_size;
-    int *bad;              /* device: n flags, one per sender */
-    float *wres, *sres;    /* device residuals (worker: count, server: own_len) or NULL */
-    gs_ef_t server;        /* host handle of the server residual, or NULL */
+    int *bad;           /* device: n flags, one per sender */
+    float *wres, *sres; /* device residuals (worker: count, server: own_len) or NULL */
+    gs_ef_t server;     /* host handle of the server residual, or NULL */
     /* Host bookkeeping, in the context's scratch (no allocation per call):
      * body lengths of the two exchanges, the host exchange's lengths and
      * requests, the checks' flags read back. */
-    size_t *lens;          /* 2n */
-    size_t *hlens;         /* 2n */
-    gs_algo_req_t *reqs;   /* 2n */
-    int *flags;            /* n */
+    size_t *lens;        /* 2n */
+    size_t *hlens;       /* 2n */
+    gs_algo_req_t *reqs; /* 2n */
+    int *flags;          /* n */
 } dcomp_t;
 
 static size_t dcomp_align(size_t x)
@@ -307,11 +307,11 @@ static gs_status_t dcomp_exchange(dcomp_t *x, uint32_t phase, uint8_t *send, uin
             const int q = (x->r + i) % x->n;
             const int slot = gather ? x->r : q;
 
-            status = gs__nccl_send(nc, dcomp_body(x, send, slot), send_len[slot], GS_DTYPE_U8, q,
-                                   x->st);
+            status =
+                gs__nccl_send(nc, dcomp_body(x, send, slot), send_len[slot], GS_DTYPE_U8, q, x->st);
             if (status == GS_OK) {
-                status = gs__nccl_recv(nc, dcomp_body(x, recv, q), recv_len[q], GS_DTYPE_U8, q,
-                                       x->st);
+                status =
+                    gs__nccl_recv(nc, dcomp_body(x, recv, q), recv_len[q], GS_DTYPE_U8, q, x->st);
             }
         }
         end = gs__nccl_group_end(nc);
@@ -386,13 +386,13 @@ static gs_status_t dcomp_exchange(dcomp_t *x, uint32_t phase, uint8_t *send, uin
             dcomp_chunk(x, gather ? (int)q : x->r, &off, &len);
             status = gs__codec_params(&x->rc, len, &p);
             if ((status == GS_OK) &&
-                ((gs__codec_hdr_check(hrecv + q * x->cap, hr_len[q], x->rc.ops->wire_id, &p,
-                                      &hdr, why, sizeof(why)) != GS_OK) ||
+                ((gs__codec_hdr_check(hrecv + q * x->cap, hr_len[q], x->rc.ops->wire_id, &p, &hdr,
+                                      why, sizeof(why)) != GS_OK) ||
                  (hdr.flags != 0) || (hdr.body_len != recv_len[q]))) {
-                status = gs__error_set(GS_ERR_PROTOCOL,
-                                       "%s: the compressed %s from rank %zu is bad: %s",
-                                       ctx->opname, gather ? "sum" : "chunk", q,
-                                       (hdr.flags != 0) ? "zstd is not expected here" : why);
+                status =
+                    gs__error_set(GS_ERR_PROTOCOL, "%s: the compressed %s from rank %zu is bad: %s",
+                                  ctx->opname, gather ? "sum" : "chunk", q,
+                                  (hdr.flags != 0) ? "zstd is not expected here" : why);
             }
             if (status == GS_OK) {
                 status = dcomp_k(x,
@@ -420,10 +420,10 @@ static gs_status_t dcomp_check_bad(dcomp_t *x, const char *what)
     if (x->kind != GS_CODEC_TOPK) {
         return GS_OK;
     }
-    status = dcomp_k(x,
-                     cudaMemcpyAsync(flags, x->bad, (size_t)x->n * sizeof(int),
-                                     cudaMemcpyDeviceToHost, x->st),
-                     "cudaMemcpyAsync (payload checks)");
+    status = dcomp_k(
+        x,
+        cudaMemcpyAsync(flags, x->bad, (size_t)x->n * sizeof(int), cudaMemcpyDeviceToHost, x->st),
+        "cudaMemcpyAsync (payload checks)");
     if (status == GS_OK) {
         status = dcomp_k(x, cudaStreamSynchronize(x->st), "cudaStreamSynchronize");
     }
@@ -477,10 +477,9 @@ gs_status_t gs__dev_comp_allreduce(gs_algo_ctx_t *ctx, gs_coll_desc_t *d,
         void *mem = NULL;
         const size_t n2 = 2 * (size_t)x.n;
 
-        status = gs__algo_scratch(ctx,
-                                  2 * n2 * sizeof(size_t) + n2 * sizeof(gs_algo_req_t) +
-                                      (size_t)x.n * sizeof(int),
-                                  &mem);
+        status = gs__algo_scratch(
+            ctx, 2 * n2 * sizeof(size_t) + n2 * sizeof(gs_algo_req_t) + (size_t)x.n * sizeof(int),
+            &mem);
         if (status == GS_OK) {
             x.lens = (size_t *)mem;
             x.hlens = x.lens + n2;
@@ -508,11 +507,10 @@ gs_status_t gs__dev_comp_allreduce(gs_algo_ctx_t *ctx, gs_coll_desc_t *d,
         status = dcomp_params(&x, len, x.wseed, &kp, &lens[c]);
         if (status == GS_OK) {
             const float *src = (const float *)d->sendbuf + off;
-            const int err = (x.wres != NULL)
-                                ? gs_k_codec_encode_ef(x.kind, &kp, src, x.wres + off, body,
-                                                       x.work, x.work_size, x.st)
-                                : gs_k_codec_encode(x.kind, &kp, src, body, x.work, x.work_size,
-                                                    x.st);
+            const int err = (x.wres != NULL) ? gs_k_codec_encode_ef(x.kind, &kp, src, x.wres + off,
+                                                                    body, x.work, x.work_size, x.st)
+                                             : gs_k_codec_encode(x.kind, &kp, src, body, x.work,
+                                                                 x.work_size, x.st);
             status = dcomp_k(&x, err, "the codec's encode kernel");
         }
         lens[x.n + c] = own_body; /* every peer's copy of our chunk */
@@ -542,11 +540,10 @@ gs_status_t gs__dev_comp_allreduce(gs_algo_ctx_t *ctx, gs_coll_desc_t *d,
     }
     if (status == GS_OK) {
         uint8_t *body = dcomp_body(&x, x.sums, x.r);
-        const int err = (x.sres != NULL)
-                            ? gs_k_codec_encode_ef(x.kind, &sum_kp, x.acc, x.sres, body, x.work,
-                                                   x.work_size, x.st)
-                            : gs_k_codec_encode(x.kind, &sum_kp, x.acc, body, x.work, x.work_size,
-                                                x.st);
+        const int err = (x.sres != NULL) ? gs_k_codec_encode_ef(x.kind, &sum_kp, x.acc, x.sres,
+                                                                body, x.work, x.work_size, x.st)
+                                         : gs_k_codec_encode(x.kind, &sum_kp, x.acc, body, x.work,
+                                                             x.work_size, x.st);
         status = dcomp_k(&x, err, "the codec's encode kernel (sum)");
     }
     for (int c = 0; (c < x.n) && (status == GS_OK); c++) {

@@ -80,16 +80,16 @@ typedef struct comp_state {
     gs_comp_plan_t plan; /* the codec, prepared once for the largest slice */
     size_t esize;        /* bytes per element of d->dtype */
     int n, r;
-    size_t slice;        /* elements per slice: a multiple of the codec block */
-    size_t max_ns;       /* slices of the largest chunk */
+    size_t slice;  /* elements per slice: a multiple of the codec block */
+    size_t max_ns; /* slices of the largest chunk */
     size_t own_off, own_len;
-    uint8_t *p1_send;    /* [c][s]: phase 1 payload for rank c */
-    uint8_t *p1_recv;    /* [q][s]: slice s of our chunk from rank q (q = r: our own) */
-    uint8_t *p2;         /* [c][s]: encoded sum of slice s of chunk c (c = r: ours, sent) */
-    size_t *len;         /* [kind][peer][s]: payload bytes */
-    uint8_t *got;        /* [q][s]: the phase 1 slice from q is here */
-    uint32_t *next_q;    /* [s]: ranks summed into slice s of acc so far (n + 1: sent) */
-    float *acc;          /* our chunk, f32 */
+    uint8_t *p1_send; /* [c][s]: phase 1 payload for rank c */
+    uint8_t *p1_recv; /* [q][s]: slice s of our chunk from rank q (q = r: our own) */
+    uint8_t *p2;      /* [c][s]: encoded sum of slice s of chunk c (c = r: ours, sent) */
+    size_t *len;      /* [kind][peer][s]: payload bytes */
+    uint8_t *got;     /* [q][s]: the phase 1 slice from q is here */
+    uint32_t *next_q; /* [s]: ranks summed into slice s of acc so far (n + 1: sent) */
+    float *acc;       /* our chunk, f32 */
     uint8_t *codec_scratch;
     gs_algo_req_t *reqs; /* [kind][peer][s] */
     size_t left;         /* requests posted and not finished */
@@ -145,8 +145,7 @@ static size_t comp_chunk_ns(const comp_state_t *st, int c)
 }
 
 /* Elements [*off_out, *off_out + *len_out) of the tensor: slice s of chunk c. */
-static void comp_slice(const comp_state_t *st, int c, size_t s, size_t *off_out,
-                       size_t *len_out)
+static void comp_slice(const comp_state_t *st, int c, size_t s, size_t *off_out, size_t *len_out)
 {
     size_t off, len, lo;
 

@@ -21,18 +21,18 @@
 struct gs_nccl;
 
 typedef struct gs_algo_dev {
-    int device;               /* CUDA device the resources belong to */
-    int ready;                /* setup done (capabilities agreed by every rank) */
-    void *copy_stream;        /* cudaStream_t of the staging copies */
+    int device;                           /* CUDA device the resources belong to */
+    int ready;                            /* setup done (capabilities agreed by every rank) */
+    void *copy_stream;                    /* cudaStream_t of the staging copies */
     void *slot_event[GS_DEV_STAGE_SLOTS]; /* D2H of slot s finished */
-    void *stage_event;        /* the copy stream has caught up with the caller's stream */
-    uint8_t *pinned;          /* staging memory (cudaHostAlloc), grown on demand */
+    void *stage_event; /* the copy stream has caught up with the caller's stream */
+    uint8_t *pinned;   /* staging memory (cudaHostAlloc), grown on demand */
     size_t pinned_cap;
-    void *dwork;              /* device workspace of the compressed path, grown on demand */
+    void *dwork; /* device workspace of the compressed path, grown on demand */
     size_t dwork_cap;
-    size_t stage_bytes;       /* slice of a pipelined staged call (GS_CUDA_STAGE_BYTES) */
-    struct gs_nccl *nccl;     /* NULL unless GS_DEV_CAP_NCCL */
-    void **events;            /* completion events of non-blocking NCCL calls: a free list */
+    size_t stage_bytes;   /* slice of a pipelined staged call (GS_CUDA_STAGE_BYTES) */
+    struct gs_nccl *nccl; /* NULL unless GS_DEV_CAP_NCCL */
+    void **events;        /* completion events of non-blocking NCCL calls: a free list */
     int nevents;
     int events_cap;
 } gs_algo_dev_t;
@@ -63,8 +63,7 @@ gs_status_t gs__dev_setup(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
  * ncclCommSplit of its parent's), set up and agreed: the split did what
  * gs__dev_setup's exchange would. Takes @p nccl (destroys it on failure).
  * Returns GS_OK or GS_ERR_CUDA. */
-gs_status_t gs__dev_adopt(gs_algo_ctx_t *ctx, int device, struct gs_nccl *nccl,
-                          size_t stage_bytes);
+gs_status_t gs__dev_adopt(gs_algo_ctx_t *ctx, int device, struct gs_nccl *nccl, size_t stage_bytes);
 
 /* Free ctx->dev (aborting NCCL first when @p abort). Always frees. */
 gs_status_t gs__dev_free(gs_algo_ctx_t *ctx, int abort);

@@ -102,22 +102,21 @@ static gs_status_t dev_create(gs_algo_ctx_t *ctx, int device, gs_algo_dev_t **ou
     dev->device = device;
     status = gs__dev_cuda(ctx, cudaSetDevice(device), "cudaSetDevice");
     if (status == GS_OK) {
-        status = gs__dev_cuda(ctx,
-                          cudaStreamCreateWithFlags((cudaStream_t *)&dev->copy_stream,
-                                                    cudaStreamNonBlocking),
-                          "cudaStreamCreateWithFlags (staging copies)");
+        status = gs__dev_cuda(
+            ctx,
+            cudaStreamCreateWithFlags((cudaStream_t *)&dev->copy_stream, cudaStreamNonBlocking),
+            "cudaStreamCreateWithFlags (staging copies)");
     }
     for (int s = 0; (s < GS_DEV_STAGE_SLOTS) && (status == GS_OK); s++) {
-        status = gs__dev_cuda(ctx,
-                          cudaEventCreateWithFlags((cudaEvent_t *)&dev->slot_event[s],
-                                                   cudaEventDisableTiming),
-                          "cudaEventCreateWithFlags");
+        status = gs__dev_cuda(
+            ctx,
+            cudaEventCreateWithFlags((cudaEvent_t *)&dev->slot_event[s], cudaEventDisableTiming),
+            "cudaEventCreateWithFlags");
     }
     if (status == GS_OK) {
-        status = gs__dev_cuda(ctx,
-                          cudaEventCreateWithFlags((cudaEvent_t *)&dev->stage_event,
-                                                   cudaEventDisableTiming),
-                          "cudaEventCreateWithFlags");
+        status = gs__dev_cuda(
+            ctx, cudaEventCreateWithFlags((cudaEvent_t *)&dev->stage_event, cudaEventDisableTiming),
+            "cudaEventCreateWithFlags");
     }
     ctx->dev = dev; /* freed by gs__dev_free, also after a failure here */
     *out = dev;
@@ -131,8 +130,8 @@ static gs_status_t dev_record(const gs_algo_ctx_t *ctx, int device, uint64_t hos
     struct cudaDeviceProp prop;
     const uint32_t w = (uint32_t)want;
     const uint32_t m = (uint32_t)mpi_cuda;
-    gs_status_t status = gs__dev_cuda(ctx, cudaGetDeviceProperties(&prop, device),
-                                  "cudaGetDeviceProperties");
+    gs_status_t status =
+        gs__dev_cuda(ctx, cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
 
     memset(rec, 0, DEV_AGREE_BYTES);
     if (status != GS_OK) {
@@ -193,8 +192,8 @@ gs_status_t gs__dev_setup(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
     }
     dev->stage_bytes = (params->stage_bytes > 0) ? params->stage_bytes : ((size_t)4 << 20);
     if (status == GS_OK) {
-        status = dev_record(ctx, d->device, params->host_id, params->want_nccl, params->mpi_cuda,
-                            mine);
+        status =
+            dev_record(ctx, d->device, params->host_id, params->want_nccl, params->mpi_cuda, mine);
     }
     if (status == GS_OK) {
         all = malloc((size_t)ctx->size * DEV_AGREE_BYTES);
@@ -236,17 +235,18 @@ gs_status_t gs__dev_setup(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
                              ctx->opname);
     }
     ctx->dev_caps = mpi_all ? GS_DEV_CAP_MPI_CUDA : 0u;
-    GS_INFO(CUDA, "device buffers on CUDA device %d: staged through host memory (built without "
-                  "NCCL%s)",
+    GS_INFO(CUDA,
+            "device buffers on CUDA device %d: staged through host memory (built without "
+            "NCCL%s)",
             dev->device, (share && want_all) ? "; ranks share a GPU too" : "");
 #else
     if (required && (share || !want_all)) {
-        return gs__error_set(GS_ERR_INVALID_USAGE,
-                             "%s: NCCL is required (GS_CUDA_PATH=nccl or GS_TRANSPORT=nccl) but %s: "
-                             "NCCL needs one GPU per rank; GS_CUDA_PATH=staged serves ranks that "
-                             "share a GPU",
-                             ctx->opname,
-                             share ? "two ranks share a GPU" : "some rank set GS_CUDA_PATH=staged");
+        return gs__error_set(
+            GS_ERR_INVALID_USAGE,
+            "%s: NCCL is required (GS_CUDA_PATH=nccl or GS_TRANSPORT=nccl) but %s: "
+            "NCCL needs one GPU per rank; GS_CUDA_PATH=staged serves ranks that "
+            "share a GPU",
+            ctx->opname, share ? "two ranks share a GPU" : "some rank set GS_CUDA_PATH=staged");
     }
     ctx->dev_caps = mpi_all ? GS_DEV_CAP_MPI_CUDA : 0u;
     if (want_all && !share) {
@@ -283,20 +283,21 @@ gs_status_t gs__dev_setup(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
             return status;
         }
         ctx->dev_caps |= GS_DEV_CAP_NCCL;
-        GS_INFO(CUDA, "device buffers on CUDA device %d: NCCL %d for plain calls, staged "
-                      "otherwise",
+        GS_INFO(CUDA,
+                "device buffers on CUDA device %d: NCCL %d for plain calls, staged "
+                "otherwise",
                 dev->device, gs__nccl_version());
     } else {
         GS_INFO(CUDA, "device buffers on CUDA device %d: staged through host memory (%s)",
-                dev->device, share ? "ranks share a GPU, which NCCL refuses" : "GS_CUDA_PATH=staged");
+                dev->device,
+                share ? "ranks share a GPU, which NCCL refuses" : "GS_CUDA_PATH=staged");
     }
 #endif
     dev->ready = 1;
     return GS_OK;
 }
 
-gs_status_t gs__dev_adopt(gs_algo_ctx_t *ctx, int device, struct gs_nccl *nccl,
-                          size_t stage_bytes)
+gs_status_t gs__dev_adopt(gs_algo_ctx_t *ctx, int device, struct gs_nccl *nccl, size_t stage_bytes)
 {
     gs_algo_dev_t *dev = NULL;
     gs_status_t status = dev_create(ctx, device, &dev);
@@ -392,8 +393,9 @@ gs_status_t gs__dev_event_get(gs_algo_ctx_t *ctx, void **ev_out)
         *ev_out = dev->events[--dev->nevents];
         return GS_OK;
     }
-    return gs__dev_cuda(ctx, cudaEventCreateWithFlags((cudaEvent_t *)ev_out, cudaEventDisableTiming),
-                    "cudaEventCreateWithFlags");
+    return gs__dev_cuda(ctx,
+                        cudaEventCreateWithFlags((cudaEvent_t *)ev_out, cudaEventDisableTiming),
+                        "cudaEventCreateWithFlags");
 }
 
 void gs__dev_event_put(gs_algo_ctx_t *ctx, void *ev)
@@ -505,7 +507,7 @@ gs_status_t gs__dev_pinned(gs_algo_ctx_t *ctx, size_t bytes)
     /* The previous buffer may still be read by copies queued before this
      * call: the copy stream must be idle first. */
     status = gs__dev_cuda(ctx, cudaStreamSynchronize((cudaStream_t)dev->copy_stream),
-                      "cudaStreamSynchronize (before growing the staging buffer)");
+                          "cudaStreamSynchronize (before growing the staging buffer)");
     if (status != GS_OK) {
         return status;
     }
@@ -515,7 +517,7 @@ gs_status_t gs__dev_pinned(gs_algo_ctx_t *ctx, size_t bytes)
         dev->pinned_cap = 0;
     }
     status = gs__dev_cuda(ctx, cudaHostAlloc(&p, bytes, cudaHostAllocPortable),
-                      "cudaHostAlloc (staging buffer)");
+                          "cudaHostAlloc (staging buffer)");
     if (status == GS_OK) {
         dev->pinned = p;
         dev->pinned_cap = bytes;
@@ -534,9 +536,9 @@ gs_status_t gs__dev_run_mpi(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo
                              ctx->opname);
     }
     /* MPI reads the buffers once the work queued before the call is done. */
-    status = gs__dev_cuda(ctx, cudaEventRecord((cudaEvent_t)ctx->dev->stage_event,
-                                               (cudaStream_t)d->stream),
-                          "cudaEventRecord (caller's stream)");
+    status = gs__dev_cuda(
+        ctx, cudaEventRecord((cudaEvent_t)ctx->dev->stage_event, (cudaStream_t)d->stream),
+        "cudaEventRecord (caller's stream)");
     if (status == GS_OK) {
         status = gs__dev_wait_event(ctx, ctx->dev->stage_event, "the caller's stream");
     }
@@ -577,10 +579,9 @@ gs_status_t gs__dev_run_staged(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_a
     gs_algo_dev_t *dev = ctx->dev;
     const size_t esize = gs__dtype_size(d->dtype);
     const int in_place = (d->sendbuf == d->recvbuf);
-    const int elementwise =
-        (plan->scheme == GS_SCHEME_PLAIN) &&
-        ((d->kind == GS_COLL_ALLREDUCE) || (d->kind == GS_COLL_BROADCAST) ||
-         (d->kind == GS_COLL_REDUCE));
+    const int elementwise = (plan->scheme == GS_SCHEME_PLAIN) &&
+                            ((d->kind == GS_COLL_ALLREDUCE) || (d->kind == GS_COLL_BROADCAST) ||
+                             (d->kind == GS_COLL_REDUCE));
     cudaStream_t user = (cudaStream_t)d->stream;
     cudaStream_t cs;
     size_t send_b, recv_b, slice_elems, nslices, slot_send, slot_recv, slot_bytes;
@@ -634,48 +635,48 @@ gs_status_t gs__dev_run_staged(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_a
     /* The copies follow whatever the caller queued on its stream. */
     if (status == GS_OK) {
         status = gs__dev_cuda(ctx, cudaEventRecord((cudaEvent_t)dev->stage_event, user),
-                          "cudaEventRecord (caller's stream)");
+                              "cudaEventRecord (caller's stream)");
     }
     if (status == GS_OK) {
         status = gs__dev_cuda(ctx, cudaStreamWaitEvent(cs, (cudaEvent_t)dev->stage_event, 0),
-                          "cudaStreamWaitEvent");
+                              "cudaStreamWaitEvent");
     }
     for (size_t k = 0; (k <= nslices) && (status == GS_OK); k++) {
         /* Step k: start the copy in of slice k, then run slice k - 1. */
         if (k < nslices) {
             const size_t off = k * slice_elems;
-            const size_t cnt = elementwise ? ((d->count - off < slice_elems) ? d->count - off
-                                                                              : slice_elems)
-                                           : d->count;
+            const size_t cnt = elementwise
+                                   ? ((d->count - off < slice_elems) ? d->count - off : slice_elems)
+                                   : d->count;
             uint8_t *slot = dev->pinned + (k % GS_DEV_STAGE_SLOTS) * slot_bytes;
             const size_t bytes = elementwise ? cnt * esize : send_b;
 
             if (send_b > 0) { /* in place, the slot's one part takes it */
-                status = gs__dev_cuda(ctx,
-                                  cudaMemcpyAsync(slot, (const uint8_t *)d->sendbuf + off * esize,
-                                                  bytes, cudaMemcpyDeviceToHost, cs),
-                                  "cudaMemcpyAsync (device to host)");
+                status =
+                    gs__dev_cuda(ctx,
+                                 cudaMemcpyAsync(slot, (const uint8_t *)d->sendbuf + off * esize,
+                                                 bytes, cudaMemcpyDeviceToHost, cs),
+                                 "cudaMemcpyAsync (device to host)");
             }
             if (status == GS_OK) {
-                status = gs__dev_cuda(ctx,
-                                  cudaEventRecord(
-                                      (cudaEvent_t)dev->slot_event[k % GS_DEV_STAGE_SLOTS], cs),
-                                  "cudaEventRecord");
+                status = gs__dev_cuda(
+                    ctx, cudaEventRecord((cudaEvent_t)dev->slot_event[k % GS_DEV_STAGE_SLOTS], cs),
+                    "cudaEventRecord");
             }
         }
         if ((k > 0) && (status == GS_OK)) {
             const size_t j = k - 1;
             const size_t off = j * slice_elems;
-            const size_t cnt = elementwise ? ((d->count - off < slice_elems) ? d->count - off
-                                                                              : slice_elems)
-                                           : d->count;
+            const size_t cnt = elementwise
+                                   ? ((d->count - off < slice_elems) ? d->count - off : slice_elems)
+                                   : d->count;
             uint8_t *slot = dev->pinned + (j % GS_DEV_STAGE_SLOTS) * slot_bytes;
             uint8_t *hrecv = slot + slot_send; /* == slot in place */
             const size_t rbytes = elementwise ? cnt * esize : recv_b;
             gs_coll_desc_t sub = *d;
 
             status = gs__dev_wait_event(ctx, (cudaEvent_t)dev->slot_event[j % GS_DEV_STAGE_SLOTS],
-                                    "the staging copy to the host");
+                                        "the staging copy to the host");
             if (status == GS_OK) {
                 sub.mem = GS_MEM_HOST;
                 sub.count = cnt;
@@ -685,9 +686,9 @@ gs_status_t gs__dev_run_staged(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_a
             }
             if ((status == GS_OK) && (recv_b > 0)) {
                 status = gs__dev_cuda(ctx,
-                                  cudaMemcpyAsync((uint8_t *)d->recvbuf + off * esize, hrecv,
-                                                  rbytes, cudaMemcpyHostToDevice, cs),
-                                  "cudaMemcpyAsync (host to device)");
+                                      cudaMemcpyAsync((uint8_t *)d->recvbuf + off * esize, hrecv,
+                                                      rbytes, cudaMemcpyHostToDevice, cs),
+                                      "cudaMemcpyAsync (host to device)");
             }
         }
     }
@@ -695,15 +696,15 @@ gs_status_t gs__dev_run_staged(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_a
      * the call returns once it is there. */
     if (status == GS_OK) {
         status = gs__dev_cuda(ctx, cudaEventRecord((cudaEvent_t)dev->stage_event, cs),
-                          "cudaEventRecord (copy stream)");
+                              "cudaEventRecord (copy stream)");
     }
     if (status == GS_OK) {
         status = gs__dev_cuda(ctx, cudaStreamWaitEvent(user, (cudaEvent_t)dev->stage_event, 0),
-                          "cudaStreamWaitEvent (caller's stream)");
+                              "cudaStreamWaitEvent (caller's stream)");
     }
     if (status == GS_OK) {
         status = gs__dev_wait_event(ctx, (cudaEvent_t)dev->stage_event,
-                                "the staging copy back to the device");
+                                    "the staging copy back to the device");
     }
     return status;
 }

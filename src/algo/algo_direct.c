@@ -94,11 +94,11 @@ gs_status_t gs__direct_barrier(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
         gs_status_t status;
 
         memset(reqs, 0, sizeof(reqs));
-        status = gs__algo_irecv(ctx, (r - dist + n) % n, gs__algo_tag(ctx, d, round), NULL, 0,
-                                &reqs[0]);
+        status =
+            gs__algo_irecv(ctx, (r - dist + n) % n, gs__algo_tag(ctx, d, round), NULL, 0, &reqs[0]);
         if (status == GS_OK) {
-            status = gs__algo_isend(ctx, (r + dist) % n, gs__algo_tag(ctx, d, round), NULL, 0,
-                                    &reqs[1]);
+            status =
+                gs__algo_isend(ctx, (r + dist) % n, gs__algo_tag(ctx, d, round), NULL, 0, &reqs[1]);
         }
         if (status != GS_OK) {
             gs__algo_release_all(ctx, reqs, 2);

@@ -50,8 +50,8 @@ gs_status_t gs__native_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
     if (ctx->tr->ops->coll_allreduce == NULL) {
         return native_missing(ctx, "allreduce");
     }
-    status = ctx->tr->ops->coll_allreduce(ctx->tr->tp, d->sendbuf, d->recvbuf, d->count,
-                                          d->dtype, d->op, native_deadline(ctx));
+    status = ctx->tr->ops->coll_allreduce(ctx->tr->tp, d->sendbuf, d->recvbuf, d->count, d->dtype,
+                                          d->op, native_deadline(ctx));
     return native_declined(ctx, status) ? gs__ring_allreduce(ctx, d) : status;
 }
 
@@ -84,8 +84,8 @@ gs_status_t gs__native_allgather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
     if (ctx->tr->ops->coll_allgather == NULL) {
         return native_missing(ctx, "allgather");
     }
-    status = ctx->tr->ops->coll_allgather(ctx->tr->tp, d->sendbuf, d->recvbuf, d->count,
-                                          d->dtype, native_deadline(ctx));
+    status = ctx->tr->ops->coll_allgather(ctx->tr->tp, d->sendbuf, d->recvbuf, d->count, d->dtype,
+                                          native_deadline(ctx));
     return native_declined(ctx, status) ? gs__ring_allgather(ctx, d) : status;
 }
 

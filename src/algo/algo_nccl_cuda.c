@@ -26,8 +26,7 @@ static gs_status_t nccl_enqueue(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
 
     switch (d->kind) {
     case GS_COLL_ALLREDUCE:
-        return gs__nccl_allreduce(nc, d->sendbuf, d->recvbuf, d->count, d->dtype, d->op,
-                                  d->stream);
+        return gs__nccl_allreduce(nc, d->sendbuf, d->recvbuf, d->count, d->dtype, d->op, d->stream);
     case GS_COLL_BROADCAST:
         return gs__nccl_broadcast(nc, d->recvbuf, d->count, d->dtype, d->root, d->stream);
     case GS_COLL_REDUCE:

@@ -221,15 +221,15 @@ gs_status_t gs__algo_probe(gs_algo_ctx_t *ctx, unsigned keep)
     }
     memset(buf, 0, 3 * (size_t)PROBE_BIG_BYTES);
     probe_setup(ctx, &p);
-    intra = (ctx->hosts.nhosts > 0) &&
-            (ctx->hosts.host_of[ctx->rank] == ctx->hosts.host_of[p.right]);
+    intra =
+        (ctx->hosts.nhosts > 0) && (ctx->hosts.host_of[ctx->rank] == ctx->hosts.host_of[p.right]);
     ctx->seq = PROBE_SEQ;
 
-    status = probe_time_shift(&p, buf, buf + PROBE_BIG_BYTES, PROBE_SMALL_BYTES,
-                              PROBE_SMALL_ITERS, &small);
+    status = probe_time_shift(&p, buf, buf + PROBE_BIG_BYTES, PROBE_SMALL_BYTES, PROBE_SMALL_ITERS,
+                              &small);
     if (status == GS_OK) {
-        status = probe_time_shift(&p, buf, buf + PROBE_BIG_BYTES, PROBE_BIG_BYTES,
-                                  PROBE_BIG_ITERS, &big);
+        status = probe_time_shift(&p, buf, buf + PROBE_BIG_BYTES, PROBE_BIG_BYTES, PROBE_BIG_ITERS,
+                                  &big);
     }
     for (k = 0; k < P_COUNT; k++) {
         v[k] = -1.0;

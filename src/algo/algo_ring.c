@@ -68,35 +68,35 @@ typedef struct ring_slot {
 } ring_slot_t;
 
 typedef struct ring_slice {
-    int next_send;   /* next step whose send is not posted */
-    int sends_done;  /* steps whose sends completed (in order) */
-    int next_recv;   /* next step whose receive is not posted */
-    int recvs_done;  /* steps whose receives completed and were processed */
+    int next_send;  /* next step whose send is not posted */
+    int sends_done; /* steps whose sends completed (in order) */
+    int next_recv;  /* next step whose receive is not posted */
+    int recvs_done; /* steps whose receives completed and were processed */
 } ring_slice_t;
 
 typedef struct ring {
     gs_algo_ctx_t *ctx;
     const gs_coll_desc_t *d;
     ring_mode_t mode;
-    int n;               /* positions on the route */
-    int q;               /* this rank's position; chunk ids below are positions */
-    int next;            /* rank at position q+1 */
-    int prev;            /* rank at position q-1 */
+    int n;    /* positions on the route */
+    int q;    /* this rank's position; chunk ids below are positions */
+    int next; /* rank at position q+1 */
+    int prev; /* rank at position q-1 */
     size_t esize;
     int rs_steps;
     int steps;
-    int rs_base;         /* RS step s sends chunk (rs_base - s) */
-    int ag_base;         /* AG step t sends chunk (ag_base - t) */
-    size_t total;        /* elements in the full buffer */
-    size_t block;        /* RS/AG modes: elements per chunk (0 for balanced split) */
+    int rs_base;          /* RS step s sends chunk (rs_base - s) */
+    int ag_base;          /* AG step t sends chunk (ag_base - t) */
+    size_t total;         /* elements in the full buffer */
+    size_t block;         /* RS/AG modes: elements per chunk (0 for balanced split) */
     const size_t *bounds; /* chunk modes: chunk c is [bounds[c], bounds[c+1]), or NULL */
     size_t nslices;
-    size_t max_chunk;    /* elements */
-    size_t slot_elems;   /* staging slot size: ceil(max_chunk / nslices) */
-    const uint8_t *src;  /* local contribution (RS modes) */
-    uint8_t *work;       /* full-size buffer holding the chunks */
-    uint8_t *tmp;        /* 2 * nslices staging slots for RS receives */
-    ring_slot_t *slots;  /* steps * nslices */
+    size_t max_chunk;   /* elements */
+    size_t slot_elems;  /* staging slot size: ceil(max_chunk / nslices) */
+    const uint8_t *src; /* local contribution (RS modes) */
+    uint8_t *work;      /* full-size buffer holding the chunks */
+    uint8_t *tmp;       /* 2 * nslices staging slots for RS receives */
+    ring_slot_t *slots; /* steps * nslices */
     ring_slice_t *slice;
 } ring_t;
 
@@ -437,8 +437,8 @@ static gs_status_t ring_setup_and_run(gs_algo_ctx_t *ctx, const gs_coll_desc_t *
     if ((g.slots == NULL) || (g.slice == NULL)) {
         free(g.slots);
         free(g.slice);
-        return gs__error_set(GS_ERR_NO_MEMORY, "%s: out of memory for %zu ring slices",
-                             ctx->opname, g.nslices);
+        return gs__error_set(GS_ERR_NO_MEMORY, "%s: out of memory for %zu ring slices", ctx->opname,
+                             g.nslices);
     }
     status = ring_run(&g);
     free(g.slots);

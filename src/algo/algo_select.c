@@ -63,8 +63,7 @@ static const char *const algo_names[GS_ALGO_COUNT] = {GS_ALGO_MAP(GS_ALGO_NAME_R
 #undef GS_ALGO_NAME_ROW
 
 typedef gs_status_t (*algo_fn_t)(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
-typedef gs_status_t (*path_fn_t)(gs_algo_ctx_t *ctx, gs_coll_desc_t *d,
-                                 const gs_algo_plan_t *plan);
+typedef gs_status_t (*path_fn_t)(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo_plan_t *plan);
 
 static const char *const path_names[GS_PATH_COUNT] = {
     [GS_PATH_HOST] = "host",
@@ -103,20 +102,20 @@ static const algo_fn_t algo_table[GS_COLL_KIND_COUNT][GS_ALGO_COUNT] = {
     [GS_COLL_BROADCAST] = {[GS_ALGO_CHAIN] = gs__chain_broadcast,
                            [GS_ALGO_BINOMIAL] = gs__binomial_broadcast,
                            [GS_ALGO_NATIVE] = gs__native_broadcast},
-    [GS_COLL_REDUCE] = {[GS_ALGO_CHAIN] = gs__chain_reduce,
-                        [GS_ALGO_BINOMIAL] = gs__binomial_reduce},
-    [GS_COLL_ALLGATHER] = {[GS_ALGO_RING] = gs__ring_allgather,
-                           [GS_ALGO_NATIVE] = gs__native_allgather},
-    [GS_COLL_REDUCE_SCATTER] = {[GS_ALGO_RING] = gs__ring_reduce_scatter,
-                                [GS_ALGO_NATIVE] = gs__native_reduce_scatter},
+    [GS_COLL_REDUCE] =
+        {[GS_ALGO_CHAIN] = gs__chain_reduce, [GS_ALGO_BINOMIAL] = gs__binomial_reduce},
+    [GS_COLL_ALLGATHER] =
+        {[GS_ALGO_RING] = gs__ring_allgather, [GS_ALGO_NATIVE] = gs__native_allgather},
+    [GS_COLL_REDUCE_SCATTER] =
+        {[GS_ALGO_RING] = gs__ring_reduce_scatter, [GS_ALGO_NATIVE] = gs__native_reduce_scatter},
     [GS_COLL_ALLTOALL] = {[GS_ALGO_DIRECT] = gs__direct_alltoall},
     [GS_COLL_BARRIER] = {[GS_ALGO_DIRECT] = gs__direct_barrier},
     [GS_COLL_SEND] = {[GS_ALGO_DIRECT] = gs__p2p_send},
     [GS_COLL_RECV] = {[GS_ALGO_DIRECT] = gs__p2p_recv},
-    [GS_COLL_GATHER] = {[GS_ALGO_DIRECT] = gs__direct_gather,
-                        [GS_ALGO_BINOMIAL] = gs__binomial_gather},
-    [GS_COLL_SCATTER] = {[GS_ALGO_DIRECT] = gs__direct_scatter,
-                         [GS_ALGO_BINOMIAL] = gs__binomial_scatter},
+    [GS_COLL_GATHER] =
+        {[GS_ALGO_DIRECT] = gs__direct_gather, [GS_ALGO_BINOMIAL] = gs__binomial_gather},
+    [GS_COLL_SCATTER] =
+        {[GS_ALGO_DIRECT] = gs__direct_scatter, [GS_ALGO_BINOMIAL] = gs__binomial_scatter},
     [GS_COLL_ALLGATHERV] = {[GS_ALGO_RING] = gs__ring_allgatherv},
     [GS_COLL_ALLTOALLV] = {[GS_ALGO_DIRECT] = gs__direct_alltoallv},
     [GS_COLL_REDUCE_SCATTERV] = {[GS_ALGO_RING] = gs__ring_reduce_scatterv},
@@ -411,8 +410,8 @@ gs_algo_t gs__algo_choose_shape(const gs_algo_model_t *m, gs_coll_kind_t kind,
          * ring and Rabenseifner are the same exchange and the unsliced
          * Rabenseifner measured 10-30% faster up to 1 MiB. One rank costs
          * nothing anywhere: keep the first (ring, chain or direct). */
-        if ((c >= 0.0) && ((best == GS_ALGO_AUTO) || (c < best_cost) ||
-                           ((c == best_cost) && (n > 1)))) {
+        if ((c >= 0.0) &&
+            ((best == GS_ALGO_AUTO) || (c < best_cost) || ((c == best_cost) && (n > 1)))) {
             best = (gs_algo_t)a;
             best_cost = c;
         }
@@ -453,8 +452,7 @@ static int algo_size_class(size_t bytes)
 
 /* INFO line, once per (collective, path and scheme, size class) per
  * communicator. The host path's plain line reads as it always has. */
-static void algo_log_choice(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
-                            const gs_algo_plan_t *plan)
+static void algo_log_choice(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, const gs_algo_plan_t *plan)
 {
     const size_t bytes = algo_bytes(d);
     const int cls = algo_size_class(bytes);
@@ -465,8 +463,7 @@ static void algo_log_choice(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
     char what[96];
     size_t used = 0;
 
-    if (!gs__log_enabled(GS_LOG_INFO, GS_SUBSYS_ALGO) ||
-        ((ctx->logged[d->kind][row] & bit) != 0)) {
+    if (!gs__log_enabled(GS_LOG_INFO, GS_SUBSYS_ALGO) || ((ctx->logged[d->kind][row] & bit) != 0)) {
         return;
     }
     ctx->logged[d->kind][row] |= bit;
@@ -493,8 +490,7 @@ static void algo_log_choice(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
     if (plan->path != GS_PATH_HOST) {
         snprintf(what + strlen(what), sizeof(what) - strlen(what), " path");
     }
-    GS_INFO(ALGO,
-            "%s of %zu bytes (size class %llu..%llu) on %d ranks, %d hosts: %s (%s%s%s)",
+    GS_INFO(ALGO, "%s of %zu bytes (size class %llu..%llu) on %d ranks, %d hosts: %s (%s%s%s)",
             coll_names[d->kind], bytes, (cls == 0) ? 0ull : (unsigned long long)(bit >> 1),
             (cls == 0) ? 0ull : (unsigned long long)(bit - 1ull), ctx->size, shape.nhosts, what,
             plan->why, (costs[0] != '\0') ? "; model: " : "", costs);
@@ -566,8 +562,8 @@ gs_status_t gs__algo_policy_parse(const char *text, gs_algo_policy_t *out)
                 }
             }
             if (!used) {
-                return gs__error_set(GS_ERR_INVALID_ARG,
-                                     "GS_ALGO: no collective implements '%.*s'", (int)len, s);
+                return gs__error_set(GS_ERR_INVALID_ARG, "GS_ALGO: no collective implements '%.*s'",
+                                     (int)len, s);
             }
         } else {
             gs_coll_kind_t kind;
@@ -616,9 +612,8 @@ static gs_scheme_t algo_scheme(const gs_coll_desc_t *d, int n)
     if (d->codec == NULL) {
         return GS_SCHEME_PLAIN;
     }
-    if ((gs__codec_resolve(d->codec, &rc) != GS_OK) ||
-        ((rc.ops->flags & GS_CODEC_F_SPARSE) == 0) || !gs__dtype_is_float(d->dtype) ||
-        (d->count > GS_CODEC_MAX_COUNT)) {
+    if ((gs__codec_resolve(d->codec, &rc) != GS_OK) || ((rc.ops->flags & GS_CODEC_F_SPARSE) == 0) ||
+        !gs__dtype_is_float(d->dtype) || (d->count > GS_CODEC_MAX_COUNT)) {
         gs__error_clear();
         return GS_SCHEME_TWO_PHASE;
     }
@@ -629,13 +624,13 @@ static gs_scheme_t algo_scheme(const gs_coll_desc_t *d, int n)
     dense = d->count * gs__dtype_size(d->dtype); /* count <= SIZE_MAX / 16: no overflow */
     if (rc.ops->wire_id == GS_CODEC_RANDK) {
         return ((size_t)p.param * sizeof(float) >= dense) ? GS_SCHEME_TWO_PHASE
-                                                           : GS_SCHEME_SPARSE_SHARED;
+                                                          : GS_SCHEME_SPARSE_SHARED;
     }
     /* top-k: the union of n * k pairs against the dense tensor, as
      * n * 8k >= dense without overflow. */
     pair_bytes = (size_t)p.param * (sizeof(uint32_t) + sizeof(float));
     return (pair_bytes >= (dense + (size_t)n - 1) / (size_t)n) ? GS_SCHEME_TWO_PHASE
-                                                                : GS_SCHEME_SPARSE_GATHER;
+                                                               : GS_SCHEME_SPARSE_GATHER;
 }
 
 /*
@@ -671,8 +666,8 @@ static int algo_mpi_cuda_ok(const gs_coll_desc_t *d)
     const int kind_ok = (d->kind == GS_COLL_ALLREDUCE) || (d->kind == GS_COLL_BROADCAST) ||
                         (d->kind == GS_COLL_ALLGATHER) || (d->kind == GS_COLL_REDUCE_SCATTER);
     const int dtype_ok = (d->dtype != GS_DTYPE_F16) && (d->dtype != GS_DTYPE_BF16);
-    const int op_ok = (d->kind == GS_COLL_BROADCAST) || (d->kind == GS_COLL_ALLGATHER) ||
-                      (d->op != GS_OP_AVG);
+    const int op_ok =
+        (d->kind == GS_COLL_BROADCAST) || (d->kind == GS_COLL_ALLGATHER) || (d->op != GS_OP_AVG);
 
     return kind_ok && dtype_ok && op_ok && (d->count <= 2147483647u);
 }
@@ -690,8 +685,7 @@ static gs_path_t algo_path(const gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
                            const gs_algo_plan_t *plan)
 {
     /* A capability whose runner is not built in (no NCCL in this build) is none. */
-    const int nccl =
-        ((ctx->dev_caps & GS_DEV_CAP_NCCL) != 0) && (path_table[GS_PATH_NCCL] != NULL);
+    const int nccl = ((ctx->dev_caps & GS_DEV_CAP_NCCL) != 0) && (path_table[GS_PATH_NCCL] != NULL);
 
     if (d->mem != GS_MEM_DEVICE) {
         return GS_PATH_HOST;
@@ -714,8 +708,8 @@ static gs_path_t algo_path(const gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
 gs_status_t gs__algo_plan(gs_algo_ctx_t *ctx, const gs_algo_policy_t *policy,
                           const gs_coll_desc_t *d, gs_algo_plan_t *plan_out)
 {
-    gs_algo_plan_t plan = {.path = GS_PATH_HOST, .scheme = GS_SCHEME_PLAIN,
-                           .algo = d->algo, .why = "caller"};
+    gs_algo_plan_t plan = {
+        .path = GS_PATH_HOST, .scheme = GS_SCHEME_PLAIN, .algo = d->algo, .why = "caller"};
 
     if ((unsigned)d->kind >= GS_COLL_KIND_COUNT) {
         return gs__error_set(GS_ERR_INTERNAL, "%s: unknown collective %d", ctx->opname,
@@ -728,8 +722,8 @@ gs_status_t gs__algo_plan(gs_algo_ctx_t *ctx, const gs_algo_policy_t *policy,
     if (d->kind == GS_COLL_ALLREDUCE) {
         plan.scheme = algo_scheme(d, ctx->size);
     }
-    plan.device_codec = (d->mem == GS_MEM_DEVICE) && (plan.scheme == GS_SCHEME_TWO_PHASE) &&
-                        algo_device_codec(d);
+    plan.device_codec =
+        (d->mem == GS_MEM_DEVICE) && (plan.scheme == GS_SCHEME_TWO_PHASE) && algo_device_codec(d);
     plan.path = algo_path(ctx, d, &plan);
     if (path_table[plan.path] == NULL) {
         return gs__error_set(GS_ERR_UNSUPPORTED,
@@ -750,8 +744,7 @@ gs_status_t gs__algo_plan(gs_algo_ctx_t *ctx, const gs_algo_policy_t *policy,
                                               ctx->slice_bytes);
             plan.why = "cost model";
         }
-        if (((unsigned)plan.algo >= GS_ALGO_COUNT) ||
-            (algo_table[d->kind][plan.algo] == NULL)) {
+        if (((unsigned)plan.algo >= GS_ALGO_COUNT) || (algo_table[d->kind][plan.algo] == NULL)) {
             return gs__error_set(GS_ERR_UNSUPPORTED, "%s: algorithm '%s' does not implement %s",
                                  ctx->opname, gs__algo_name(plan.algo), coll_names[d->kind]);
         }

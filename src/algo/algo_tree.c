@@ -59,20 +59,20 @@
 typedef struct tree_half {
     int t;
     int is_root;
-    int parent;              /* rank, -1 at the root */
-    int child[2];            /* ranks; nchild of them are valid */
+    int parent;   /* rank, -1 at the root */
+    int child[2]; /* ranks; nchild of them are valid */
     int nchild;
-    size_t off;              /* first element of this half */
-    size_t count;            /* elements in this half */
-    size_t nchunks;          /* 0 when the half is empty */
-    size_t chunk_max;        /* elements in the longest chunk */
-    uint8_t *stage[2];       /* TREE_WINDOW chunk slots per child */
+    size_t off;        /* first element of this half */
+    size_t count;      /* elements in this half */
+    size_t nchunks;    /* 0 when the half is empty */
+    size_t chunk_max;  /* elements in the longest chunk */
+    uint8_t *stage[2]; /* TREE_WINDOW chunk slots per child */
     gs_algo_req_t *up_recv[2];
     gs_algo_req_t *up_send;
     gs_algo_req_t *down_recv;
     gs_algo_req_t *down_send[2];
     size_t up_recv_posted[2], up_recv_done[2];
-    size_t reduced;          /* chunks whose partial sum (or result, at the root) is ready */
+    size_t reduced; /* chunks whose partial sum (or result, at the root) is ready */
     size_t up_send_posted, up_send_done;
     size_t down_recv_posted, down_recv_done;
     size_t down_send_posted[2], down_send_done[2];
@@ -83,7 +83,7 @@ typedef struct tree {
     const gs_coll_desc_t *d;
     size_t esize;
     tree_half_t half[2];
-    gs_algo_req_t *reqs;     /* every request array, for release on error */
+    gs_algo_req_t *reqs; /* every request array, for release on error */
     size_t nreqs;
 } tree_t;
 
@@ -100,8 +100,7 @@ static uint64_t tree_tag(const tree_t *g, const tree_half_t *h, int phase, size_
 {
     /* The halves may have different chunk counts: a fixed stride keeps the
      * four ranges apart (4 * TREE_MAX_CHUNKS < 2^24). */
-    return gs__algo_tag(g->ctx, g->d,
-                        (uint32_t)((size_t)(h->t * 2 + phase) * TREE_MAX_CHUNKS + j));
+    return gs__algo_tag(g->ctx, g->d, (uint32_t)((size_t)(h->t * 2 + phase) * TREE_MAX_CHUNKS + j));
 }
 
 static uint8_t *tree_stage(const tree_t *g, const tree_half_t *h, int c, size_t j)
@@ -129,8 +128,8 @@ static void tree_reduce_chunk(tree_t *g, tree_half_t *h, size_t j)
     tree_chunk(h, j, &off, &len);
     dst = tree_user(g, d->recvbuf, off);
     if (h->nchild > 0) {
-        gs__reduce(dst, tree_user_c(g, d->sendbuf, off), tree_stage(g, h, 0, j),
-                   len, d->dtype, d->op);
+        gs__reduce(dst, tree_user_c(g, d->sendbuf, off), tree_stage(g, h, 0, j), len, d->dtype,
+                   d->op);
     }
     if (h->nchild > 1) {
         gs__reduce(dst, dst, tree_stage(g, h, 1, j), len, d->dtype, d->op);
@@ -216,9 +215,8 @@ static gs_status_t tree_step(tree_t *g, tree_half_t *h, int *progressed,
             const size_t j = h->up_send_posted;
             const void *base = (h->nchild == 0) ? d->sendbuf : (const void *)d->recvbuf;
             tree_chunk(h, j, &off, &len);
-            status = gs__algo_isend(ctx, h->parent, tree_tag(g, h, 0, j),
-                                    tree_user_c(g, base, off), len * g->esize,
-                                    &h->up_send[j]);
+            status = gs__algo_isend(ctx, h->parent, tree_tag(g, h, 0, j), tree_user_c(g, base, off),
+                                    len * g->esize, &h->up_send[j]);
             h->up_send_posted++;
             *progressed = 1;
         }
@@ -239,9 +237,9 @@ static gs_status_t tree_step(tree_t *g, tree_half_t *h, int *progressed,
                (h->down_recv_posted < h->down_recv_done + TREE_WINDOW)) {
             const size_t j = h->down_recv_posted;
             tree_chunk(h, j, &off, &len);
-            status = gs__algo_irecv(ctx, h->parent, tree_tag(g, h, 1, j),
-                                    tree_user(g, d->recvbuf, off), len * g->esize,
-                                    &h->down_recv[j]);
+            status =
+                gs__algo_irecv(ctx, h->parent, tree_tag(g, h, 1, j), tree_user(g, d->recvbuf, off),
+                               len * g->esize, &h->down_recv[j]);
             h->down_recv_posted++;
             *progressed = 1;
         }
@@ -262,9 +260,9 @@ static gs_status_t tree_step(tree_t *g, tree_half_t *h, int *progressed,
                (h->down_send_posted[c] < h->down_send_done[c] + TREE_WINDOW)) {
             const size_t j = h->down_send_posted[c];
             tree_chunk(h, j, &off, &len);
-            status = gs__algo_isend(ctx, h->child[c], tree_tag(g, h, 1, j),
-                                    tree_user(g, d->recvbuf, off), len * g->esize,
-                                    &h->down_send[c][j]);
+            status =
+                gs__algo_isend(ctx, h->child[c], tree_tag(g, h, 1, j),
+                               tree_user(g, d->recvbuf, off), len * g->esize, &h->down_send[c][j]);
             h->down_send_posted[c]++;
             *progressed = 1;
         }

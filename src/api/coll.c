@@ -122,7 +122,7 @@ static gs_status_t coll_nonblocking(const char *fn, gs_comm_t comm, const gs_col
 }
 
 /* Fields of a caller's options struct, read only when they fit in its size. */
-#define OPTS_HAS(_type, _opts, _field) \
+#define OPTS_HAS(_type, _opts, _field)                                                             \
     (((_opts) != NULL) && ((_opts)->size >= offsetof(_type, _field) + sizeof((_opts)->_field)))
 
 /* The options every call understands, from either options struct. */
@@ -239,8 +239,8 @@ gs_status_t gs_allreduce_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf, 
 gs_status_t gs_iallreduce(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
                           gs_dtype_t dtype, gs_op_t op, gs_request_t *req_out)
 {
-    return coll_allreduce("gs_iallreduce", comm, sendbuf, recvbuf, count, dtype, op, NULL,
-                          req_out, 1);
+    return coll_allreduce("gs_iallreduce", comm, sendbuf, recvbuf, count, dtype, op, NULL, req_out,
+                          1);
 }
 
 gs_status_t gs_iallreduce_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
@@ -350,9 +350,8 @@ gs_status_t gs_reduce_scatter_ex(gs_comm_t comm, const void *sendbuf, void *recv
                       recvcount, dtype, op, 0, opts, NULL, 0);
 }
 
-gs_status_t gs_ireduce_scatter(gs_comm_t comm, const void *sendbuf, void *recvbuf,
-                               size_t recvcount, gs_dtype_t dtype, gs_op_t op,
-                               gs_request_t *req_out)
+gs_status_t gs_ireduce_scatter(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t recvcount,
+                               gs_dtype_t dtype, gs_op_t op, gs_request_t *req_out)
 {
     return coll_fixed("gs_ireduce_scatter", GS_COLL_REDUCE_SCATTER, comm, sendbuf, recvbuf,
                       recvcount, dtype, op, 0, NULL, req_out, 1);
@@ -421,8 +420,8 @@ gs_status_t gs_send_ex(gs_comm_t comm, const void *buf, size_t count, gs_dtype_t
 gs_status_t gs_isend(gs_comm_t comm, const void *buf, size_t count, gs_dtype_t dtype, int peer,
                      uint32_t tag, gs_request_t *req_out)
 {
-    return coll_p2p("gs_isend", GS_COLL_SEND, comm, (void *)(uintptr_t)buf, count, dtype, peer,
-                    tag, NULL, req_out, 1);
+    return coll_p2p("gs_isend", GS_COLL_SEND, comm, (void *)(uintptr_t)buf, count, dtype, peer, tag,
+                    NULL, req_out, 1);
 }
 
 gs_status_t gs_isend_ex(gs_comm_t comm, const void *buf, size_t count, gs_dtype_t dtype, int peer,
@@ -447,15 +446,14 @@ gs_status_t gs_recv_ex(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype
 gs_status_t gs_irecv(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype, int peer,
                      uint32_t tag, gs_request_t *req_out)
 {
-    return coll_p2p("gs_irecv", GS_COLL_RECV, comm, buf, count, dtype, peer, tag, NULL, req_out,
-                    1);
+    return coll_p2p("gs_irecv", GS_COLL_RECV, comm, buf, count, dtype, peer, tag, NULL, req_out, 1);
 }
 
 gs_status_t gs_irecv_ex(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype, int peer,
                         uint32_t tag, const gs_coll_opts_t *opts, gs_request_t *req_out)
 {
-    return coll_p2p("gs_irecv_ex", GS_COLL_RECV, comm, buf, count, dtype, peer, tag, opts,
-                    req_out, 1);
+    return coll_p2p("gs_irecv_ex", GS_COLL_RECV, comm, buf, count, dtype, peer, tag, opts, req_out,
+                    1);
 }
 
 /* ------------------------------------------------------------------ */

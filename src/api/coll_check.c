@@ -67,10 +67,9 @@ static gs_status_t coll_check_data(const char *fn, gs_comm_t comm, size_t count,
     }
     esize = gs__dtype_size(dtype);
     if ((count > COLL_MAX_BYTES / esize / mult)) {
-        return gs__error_set(GS_ERR_INVALID_ARG,
-                             "%s: count %zu of %s across %d ranks overflows the %llu-byte limit",
-                             fn, count, gs__dtype_name(dtype), comm->size,
-                             (unsigned long long)COLL_MAX_BYTES);
+        return gs__error_set(
+            GS_ERR_INVALID_ARG, "%s: count %zu of %s across %d ranks overflows the %llu-byte limit",
+            fn, count, gs__dtype_name(dtype), comm->size, (unsigned long long)COLL_MAX_BYTES);
     }
     return GS_OK;
 }
@@ -323,10 +322,9 @@ static gs_status_t coll_check_codec(const char *fn, const gs_coll_desc_t *d)
         return status;
     }
     if ((d->ef != NULL) && ((d->ef->count != d->count) || (d->ef->dtype != d->dtype))) {
-        return gs__error_set(GS_ERR_INVALID_ARG,
-                             "%s: opts->ef was made for %zu elements of %s, not %zu of %s", fn,
-                             d->ef->count, gs__dtype_name(d->ef->dtype), d->count,
-                             gs__dtype_name(d->dtype));
+        return gs__error_set(
+            GS_ERR_INVALID_ARG, "%s: opts->ef was made for %zu elements of %s, not %zu of %s", fn,
+            d->ef->count, gs__dtype_name(d->ef->dtype), d->count, gs__dtype_name(d->dtype));
     }
     return GS_OK;
 }
@@ -546,9 +544,9 @@ gs_status_t gs__coll_validate(const char *fn, gs_comm_t comm, gs_coll_desc_t *d)
             status = coll_check_rank(fn, "peer", comm, d->root);
         }
         if ((status == GS_OK) && (d->root == comm->rank)) {
-            status = gs__error_set(GS_ERR_INVALID_ARG,
-                                   "%s: peer %d is the calling rank; copy locally instead", fn,
-                                   d->root);
+            status =
+                gs__error_set(GS_ERR_INVALID_ARG,
+                              "%s: peer %d is the calling rank; copy locally instead", fn, d->root);
         }
         break;
     default:

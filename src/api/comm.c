@@ -361,10 +361,11 @@ gs_status_t gs__comm_transport_init(gs_comm_t comm)
     }
 
     if (comm->cfg.tls && (strcmp(comm->cfg.transport, "mpi") == 0)) {
-        return gs__error_set(GS_ERR_UNSUPPORTED,
-                             "GS_TLS=1 encrypts the TCP transport, and GS_TRANSPORT=mpi hands every "
-                             "byte to MPI: use GS_TRANSPORT=tcp, or the MPI library's own "
-                             "encryption (docs/security.md)");
+        return gs__error_set(
+            GS_ERR_UNSUPPORTED,
+            "GS_TLS=1 encrypts the TCP transport, and GS_TRANSPORT=mpi hands every "
+            "byte to MPI: use GS_TRANSPORT=tcp, or the MPI library's own "
+            "encryption (docs/security.md)");
     }
     /* GS_TRANSPORT=nccl: host buffers over TCP, device buffers over NCCL. */
     status = gs__transport_lookup(
@@ -438,8 +439,7 @@ gs_status_t gs__comm_start(gs_comm_t comm, char (*addrs)[GS_SOCK_ADDR_MAX], cons
     }
     GS_INFO(INIT, "rank %d: %d host(s), local rank %d of %d on this host", comm->rank,
             comm->actx.hosts.nhosts, comm->actx.hosts.local_rank, comm->actx.hosts.local_size);
-    status = comm->tr.ops->connect(comm->tr.tp, addrs,
-                                   gs__deadline_after_ms(comm->cfg.timeout_ms));
+    status = comm->tr.ops->connect(comm->tr.tp, addrs, gs__deadline_after_ms(comm->cfg.timeout_ms));
     if (status != GS_OK) {
         return status;
     }
@@ -455,8 +455,7 @@ gs_status_t gs__comm_start(gs_comm_t comm, char (*addrs)[GS_SOCK_ADDR_MAX], cons
                              comm->cfg.algo_intra_beta_mbps);
     gs__algo_route_hosts(&comm->actx);
     comm->actx.opname = "gs_comm_init";
-    if ((comm->actx.hosts.nhosts == 1) && (comm->size > 1) &&
-        (comm->tr.ops->shm_peers != NULL)) {
+    if ((comm->actx.hosts.nhosts == 1) && (comm->size > 1) && (comm->tr.ops->shm_peers != NULL)) {
         status = gs__algo_model_agree_local(&comm->actx,
                                             comm->tr.ops->shm_peers(comm->tr.tp) == comm->size - 1,
                                             (double)comm->cfg.shm_bytes);
@@ -493,8 +492,8 @@ gs_status_t gs__comm_start(gs_comm_t comm, char (*addrs)[GS_SOCK_ADDR_MAX], cons
     return gs__worker_start(&comm->worker, comm, &hooks);
 }
 
-static gs_status_t comm_init_watched(gs_comm_t *comm_out, const gs_config_t *cfg,
-                                     int launcher_env, gs__init_watch_t *watch);
+static gs_status_t comm_init_watched(gs_comm_t *comm_out, const gs_config_t *cfg, int launcher_env,
+                                     gs__init_watch_t *watch);
 
 static gs_status_t comm_init(gs_comm_t *comm_out, const gs_config_t *cfg, int launcher_env)
 {
@@ -519,11 +518,11 @@ static gs_status_t comm_init(gs_comm_t *comm_out, const gs_config_t *cfg, int la
     return status;
 }
 
-static gs_status_t comm_init_watched(gs_comm_t *comm_out, const gs_config_t *cfg,
-                                     int launcher_env, gs__init_watch_t *watch)
+static gs_status_t comm_init_watched(gs_comm_t *comm_out, const gs_config_t *cfg, int launcher_env,
+                                     gs__init_watch_t *watch)
 {
     char my_addr[GS_SOCK_ADDR_MAX];
-    char (*addrs)[GS_SOCK_ADDR_MAX] = NULL;
+    char(*addrs)[GS_SOCK_ADDR_MAX] = NULL;
     uint64_t *hosts = NULL;
     uint64_t nonce = 0;
     gs_comm_t comm;
@@ -572,8 +571,9 @@ static gs_status_t comm_init_watched(gs_comm_t *comm_out, const gs_config_t *cfg
         status = gs__init_watch_aborted();
     }
     if (status == GS_OK) {
-        status = gs__bootstrap_exchange(&comm->cfg, &comm->auth, watch->started ? watch->flag : NULL,
-                                        my_addr, addrs, hosts, &nonce);
+        status =
+            gs__bootstrap_exchange(&comm->cfg, &comm->auth, watch->started ? watch->flag : NULL,
+                                   my_addr, addrs, hosts, &nonce);
     }
     if ((status != GS_OK) && (status != GS_ERR_ABORTED) && gs__init_watch_tripped(watch)) {
         status = gs__init_watch_aborted(); /* the step failed because of the abort */
@@ -761,8 +761,8 @@ static gs_status_t comm_split(const char *fn, gs_comm_t comm, int color, int key
 {
     int32_t mine[2];
     int32_t *ck = NULL;
-    char (*all_addrs)[GS_SOCK_ADDR_MAX] = NULL;
-    char (*addrs)[GS_SOCK_ADDR_MAX] = NULL;
+    char(*all_addrs)[GS_SOCK_ADDR_MAX] = NULL;
+    char(*addrs)[GS_SOCK_ADDR_MAX] = NULL;
     uint64_t *hosts = NULL;
     char my_addr[GS_SOCK_ADDR_MAX];
     split_member_t *members = NULL;
@@ -807,8 +807,8 @@ static gs_status_t comm_split(const char *fn, gs_comm_t comm, int color, int key
             child->cfg = comm->cfg;
             child->policy = comm->policy;
             child->job_id = comm->job_id;
-            child->comm_id = gs__hash64(&mine[0], sizeof(mine[0]),
-                                        comm->comm_id ^ ((uint64_t)seq << 32));
+            child->comm_id =
+                gs__hash64(&mine[0], sizeof(mine[0]), comm->comm_id ^ ((uint64_t)seq << 32));
             child->size = n;
             for (int i = 0; i < n; i++) {
                 if (members[i].parent_rank == comm->rank) {

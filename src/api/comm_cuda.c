@@ -21,7 +21,8 @@ gs_status_t gs__comm_dev_ready(gs_comm_t comm, const gs_coll_desc_t *d)
 {
     gs_algo_dev_params_t params;
 
-    if ((comm->actx.dev != NULL) && comm->actx.dev->ready && (d->device == comm->actx.dev->device)) {
+    if ((comm->actx.dev != NULL) && comm->actx.dev->ready &&
+        (d->device == comm->actx.dev->device)) {
         return gs__dev_setup(&comm->actx, d, NULL);
     }
     if ((d->kind == GS_COLL_SEND) || (d->kind == GS_COLL_RECV)) {

@@ -25,22 +25,22 @@ typedef struct gs_comm_error {
 } gs_comm_error_t;
 
 struct gs_comm {
-    gs__cfg_t cfg;             /* resolved configuration (rank and size of this comm) */
+    gs__cfg_t cfg; /* resolved configuration (rank and size of this comm) */
     int rank;
     int size;
     uint64_t comm_id;
     uint64_t job_id;
-    atomic_uint split_seq;     /* splits made from this comm, for child comm ids */
-    atomic_int destroying;     /* gs_comm_destroy has begun: in-flight p2p is cancelled */
+    atomic_uint split_seq; /* splits made from this comm, for child comm ids */
+    atomic_int destroying; /* gs_comm_destroy has begun: in-flight p2p is cancelled */
     gs_transport_t tr;
     gs__worker_t worker;
-    gs_algo_ctx_t actx;        /* used by the worker thread only */
+    gs_algo_ctx_t actx; /* used by the worker thread only */
     gs_algo_policy_t policy;
-    uint32_t coll_seq;         /* worker thread only */
-    int dev_inflight;          /* worker thread only: non-blocking device calls in flight */
+    uint32_t coll_seq; /* worker thread only */
+    int dev_inflight;  /* worker thread only: non-blocking device calls in flight */
     gs__counters_t counters;
     gs_comm_error_t err;
-    gs__auth_t auth;           /* the job token (core/auth.h), from cfg; off: none */
+    gs__auth_t auth; /* the job token (core/auth.h), from cfg; off: none */
 };
 
 struct gs_request {

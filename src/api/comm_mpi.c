@@ -58,7 +58,7 @@ static int launched_by_mpi(void)
 static gs_status_t comm_init_over(gs_comm_t *comm_out, MPI_Comm user_comm, const gs__cfg_t *rcfg)
 {
     char my_addr[GS_SOCK_ADDR_MAX];
-    char (*addrs)[GS_SOCK_ADDR_MAX] = NULL;
+    char(*addrs)[GS_SOCK_ADDR_MAX] = NULL;
     uint64_t *hosts = NULL;
     uint64_t my_host = gs__host_id(rcfg->host_id);
     MPI_Comm dup = MPI_COMM_NULL;
@@ -86,8 +86,8 @@ static gs_status_t comm_init_over(gs_comm_t *comm_out, MPI_Comm user_comm, const
     hosts = calloc((size_t)size, sizeof(*hosts));
     comm = gs__comm_alloc();
     if ((addrs == NULL) || (hosts == NULL) || (comm == NULL)) {
-        local = gs__error_set(GS_ERR_NO_MEMORY, "gs_comm_init_mpi: out of memory for %d ranks",
-                              size);
+        local =
+            gs__error_set(GS_ERR_NO_MEMORY, "gs_comm_init_mpi: out of memory for %d ranks", size);
     } else {
         comm->cfg = *rcfg;
         /* No rendezvous here: the built-in master address (loopback) would
@@ -127,8 +127,8 @@ static gs_status_t comm_init_over(gs_comm_t *comm_out, MPI_Comm user_comm, const
         status = local;
         goto out;
     }
-    ret = MPI_Allgather(my_addr, GS_SOCK_ADDR_MAX, MPI_CHAR, addrs, GS_SOCK_ADDR_MAX, MPI_CHAR,
-                        dup);
+    ret =
+        MPI_Allgather(my_addr, GS_SOCK_ADDR_MAX, MPI_CHAR, addrs, GS_SOCK_ADDR_MAX, MPI_CHAR, dup);
     if (ret == MPI_SUCCESS) {
         /* Every rank's host id, for the host table (algo_hosts.c). */
         ret = MPI_Allgather(&my_host, 1, MPI_UINT64_T, hosts, 1, MPI_UINT64_T, dup);

@@ -52,12 +52,12 @@ typedef struct shrink_task {
     gs__task_t task; /* first: the worker sees only this */
     gs_comm_t comm;
     uint32_t epoch;
-    uint64_t deadline; /* everything but the new communicator's connection setup */
-    uint64_t collect;  /* the coordinator waits for views this long (half the time) */
-    uint8_t *dead;   /* old size entries, 1 = gone */
-    uint8_t *msg;    /* one view message, ours */
-    uint8_t *inbox;  /* one view message per old rank */
-    gs_comm_t child; /* created in phase 2 */
+    uint64_t deadline;               /* everything but the new communicator's connection setup */
+    uint64_t collect;                /* the coordinator waits for views this long (half the time) */
+    uint8_t *dead;                   /* old size entries, 1 = gone */
+    uint8_t *msg;                    /* one view message, ours */
+    uint8_t *inbox;                  /* one view message per old rank */
+    gs_comm_t child;                 /* created in phase 2 */
     char (*addrs)[GS_SOCK_ADDR_MAX]; /* new size entries */
     uint64_t *hosts;
     int coord;
@@ -76,8 +76,7 @@ static void view_encode(uint8_t *buf, uint32_t magic, int size, const uint8_t *d
 }
 
 /* Bytes from a peer: hostile until checked. */
-static gs_status_t view_check(const uint8_t *buf, size_t nbytes, uint32_t magic, int size,
-                              int from)
+static gs_status_t view_check(const uint8_t *buf, size_t nbytes, uint32_t magic, int size, int from)
 {
     if ((nbytes != view_len(size)) || (gs__get_le32(buf) != magic) ||
         (gs__get_le32(buf + 4) != (uint32_t)size)) {
@@ -134,8 +133,8 @@ static gs_status_t wait_all(gs_transport_t *t, gs_tp_req_t **reqs, gs_tp_complet
             }
             return GS_OK;
         }
-        status = gs__tp_progress(t, (deadline - now > SHRINK_POLL_NS) ? now + SHRINK_POLL_NS
-                                                                     : deadline);
+        status =
+            gs__tp_progress(t, (deadline - now > SHRINK_POLL_NS) ? now + SHRINK_POLL_NS : deadline);
         if (status == GS_ERR_ABORTED) {
             return gs__error_set(GS_ERR_ABORTED, "gs_comm_shrink: the communicator was aborted");
         }
@@ -162,8 +161,8 @@ static void note_local_failures(gs_comm_t comm, uint8_t *dead)
 }
 
 /* The coordinator's side of the agreement: collect, union, hand out. */
-static gs_status_t agree_coordinate(shrink_task_t *s, gs_tp_req_t **reqs,
-                                    gs_tp_completion_t *comp, gs_status_t *st)
+static gs_status_t agree_coordinate(shrink_task_t *s, gs_tp_req_t **reqs, gs_tp_completion_t *comp,
+                                    gs_status_t *st)
 {
     gs_comm_t comm = s->comm;
     const int n = comm->size;
@@ -237,11 +236,11 @@ static gs_status_t agree_member(shrink_task_t *s, int coord, int *retry_out)
 
     *retry_out = 0;
     view_encode(s->msg, SHRINK_VIEW_MAGIC, n, s->dead);
-    status = gs__tp_irecv(&comm->tr, coord, shrink_tag(PH_FINAL, s->epoch, coord), final, len,
-                          &reqs[0]);
+    status =
+        gs__tp_irecv(&comm->tr, coord, shrink_tag(PH_FINAL, s->epoch, coord), final, len, &reqs[0]);
     if (status == GS_OK) {
-        status = gs__tp_isend(&comm->tr, coord, shrink_tag(PH_VIEW, s->epoch, coord), s->msg,
-                              len, &reqs[1]);
+        status = gs__tp_isend(&comm->tr, coord, shrink_tag(PH_VIEW, s->epoch, coord), s->msg, len,
+                              &reqs[1]);
     }
     if (status == GS_OK) {
         status = wait_all(&comm->tr, reqs, comp, st, 2, s->deadline);
@@ -313,8 +312,8 @@ static gs_status_t exchange_endpoints(shrink_task_t *s, gs_tp_req_t **reqs,
             if (p == comm->rank) {
                 memcpy(s->addrs[i], my_addr, GS_SOCK_ADDR_MAX);
             } else {
-                status = gs__tp_irecv(&comm->tr, p, tag_addr, s->addrs[i], GS_SOCK_ADDR_MAX,
-                                      &reqs[p]);
+                status =
+                    gs__tp_irecv(&comm->tr, p, tag_addr, s->addrs[i], GS_SOCK_ADDR_MAX, &reqs[p]);
                 if (status != GS_OK) {
                     release_all(&comm->tr, reqs, n);
                     return status;
@@ -348,8 +347,8 @@ static gs_status_t exchange_endpoints(shrink_task_t *s, gs_tp_req_t **reqs,
     } else {
         status = gs__tp_irecv(&comm->tr, s->coord, tag_table, s->addrs, table_len, &reqs[0]);
         if (status == GS_OK) {
-            status = gs__tp_isend(&comm->tr, s->coord, tag_addr, my_addr, GS_SOCK_ADDR_MAX,
-                                  &reqs[1]);
+            status =
+                gs__tp_isend(&comm->tr, s->coord, tag_addr, my_addr, GS_SOCK_ADDR_MAX, &reqs[1]);
         }
         if (status == GS_OK) {
             status = wait_all(&comm->tr, reqs, comp, st, 2, s->deadline);
@@ -381,8 +380,7 @@ static gs_status_t exchange_endpoints(shrink_task_t *s, gs_tp_req_t **reqs,
                                  "shrunk communicator",
                                  p, i);
         }
-        s->hosts[i] = (comm->actx.hosts.ids != NULL) ? comm->actx.hosts.ids[p]
-                                                     : (uint64_t)p + 1;
+        s->hosts[i] = (comm->actx.hosts.ids != NULL) ? comm->actx.hosts.ids[p] : (uint64_t)p + 1;
         i++;
     }
     return GS_OK;

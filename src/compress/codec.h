@@ -96,13 +96,13 @@ typedef gs_status_t (*gs_codec_encode_ef_fn_t)(const gs_codec_params_t *p, const
 /* One codec. Filled with designated initializers; every slot is required
  * except encode_ef (NULL: codec_api.c runs the unfused sequence). */
 typedef struct gs_codec_ops {
-    const char *name;                          /* short name, as in GS_CODEC_MAP */
-    gs_codec_kind_t wire_id;                   /* stable id written into payloads */
-    unsigned flags;                            /* GS_CODEC_F_* */
-    gs_codec_body_size_fn_t encoded_size;      /* body bytes */
-    gs_codec_encode_fn_t encode;               /* f32 -> body */
-    gs_codec_decode_fn_t decode_accumulate;    /* body -> f32 (set or add) */
-    gs_codec_encode_ef_fn_t encode_ef;         /* fused error-feedback encode, or NULL */
+    const char *name;                       /* short name, as in GS_CODEC_MAP */
+    gs_codec_kind_t wire_id;                /* stable id written into payloads */
+    unsigned flags;                         /* GS_CODEC_F_* */
+    gs_codec_body_size_fn_t encoded_size;   /* body bytes */
+    gs_codec_encode_fn_t encode;            /* f32 -> body */
+    gs_codec_decode_fn_t decode_accumulate; /* body -> f32 (set or add) */
+    gs_codec_encode_ef_fn_t encode_ef;      /* fused error-feedback encode, or NULL */
 } gs_codec_ops_t;
 
 extern const gs_codec_ops_t gs__codec_none_ops;
@@ -137,8 +137,7 @@ gs_status_t gs__codec_resolve(const gs_codec_config_t *cfg, gs_codec_resolved_t 
 
 /* The parameters for @p count elements: block, levels or k (seed left 0).
  * GS_ERR_UNSUPPORTED (with text) for a sparse codec past UINT32_MAX. */
-gs_status_t gs__codec_params(const gs_codec_resolved_t *rc, size_t count,
-                             gs_codec_params_t *p_out);
+gs_status_t gs__codec_params(const gs_codec_resolved_t *rc, size_t count, gs_codec_params_t *p_out);
 
 /* Where a call's parts sit in the caller's scratch (codec_api.c's header
  * comment has the layout); total is what gs_codec_scratch_size reports. */
@@ -207,12 +206,12 @@ static inline uint64_t gs__codec_step_seed(const gs_codec_resolved_t *rc, uint64
 /* The header fields (docs/compression.md has the byte layout). */
 typedef struct gs_codec_hdr {
     uint8_t version;
-    uint8_t codec;    /* wire id */
-    uint8_t flags;    /* GS_CODEC_WIRE_FLAG_* */
-    uint32_t block;   /* params.block */
-    uint32_t param;   /* params.param */
-    uint64_t count;   /* elements */
-    uint64_t body_len;/* bytes after the header, as stored (after zstd) */
+    uint8_t codec;     /* wire id */
+    uint8_t flags;     /* GS_CODEC_WIRE_FLAG_* */
+    uint32_t block;    /* params.block */
+    uint32_t param;    /* params.param */
+    uint64_t count;    /* elements */
+    uint64_t body_len; /* bytes after the header, as stored (after zstd) */
 } gs_codec_hdr_t;
 
 _Static_assert(GS_CODEC_HEADER_BYTES == 32, "the header layout is 32 bytes");
@@ -225,8 +224,8 @@ void gs__codec_hdr_encode(const gs_codec_hdr_t *hdr, uint8_t *out);
  * block, param, and body_len == len - header. On success *hdr_out is set.
  * GS_ERR_PROTOCOL with a sentence in why[] otherwise. Pure. */
 gs_status_t gs__codec_hdr_check(const uint8_t *payload, size_t len, gs_codec_kind_t codec,
-                                const gs_codec_params_t *p, gs_codec_hdr_t *hdr_out,
-                                char *why, size_t why_len);
+                                const gs_codec_params_t *p, gs_codec_hdr_t *hdr_out, char *why,
+                                size_t why_len);
 
 /* ---------------------------------------------------------------------- */
 /* zstd stage (zstd_wrap.c)                                               */
@@ -239,8 +238,8 @@ size_t gs__zstd_workspace(int level);
 /* Compress src into dst (capacity gs__zstd_bound(src_len)) using the
  * caller's workspace (gs__zstd_workspace(level) bytes, 8-aligned).
  * GS_ERR_INTERNAL (with text) when zstd fails. */
-gs_status_t gs__zstd_compress(const void *src, size_t src_len, void *dst, size_t dst_cap,
-                              int level, void *work, size_t work_len, size_t *len_out);
+gs_status_t gs__zstd_compress(const void *src, size_t src_len, void *dst, size_t dst_cap, int level,
+                              void *work, size_t work_len, size_t *len_out);
 /* Decompress a hostile frame into exactly @p raw_len bytes at dst.
  * GS_ERR_PROTOCOL (reason in why[]) unless it decodes to exactly raw_len. */
 gs_status_t gs__zstd_decompress(const void *src, size_t src_len, void *dst, size_t raw_len,
@@ -266,8 +265,8 @@ struct gs_ef_dev {
 struct gs_ef {
     size_t count;
     gs_dtype_t dtype;
-    uint64_t step;   /* encodes so far; varies the stochastic codecs' draws */
-    float *residual; /* count elements */
+    uint64_t step;        /* encodes so far; varies the stochastic codecs' draws */
+    float *residual;      /* count elements */
     struct gs_ef *server; /* compressed all-reduce: this rank's chunk of the sum, or NULL */
     gs_ef_dev_t *dev;     /* device copy of the residual, or NULL */
     int dev_current;      /* 1: the device copy is the residual (the host copy is stale) */
@@ -311,8 +310,7 @@ void gs__ef_add_f32(float *r, const float *x, size_t n);
 #if defined(__SANITIZE_THREAD__)
 #define GS_CODEC_TSAN 1
 #endif
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(GS_CODEC_TSAN) && \
-    defined(__has_attribute)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(GS_CODEC_TSAN) && defined(__has_attribute)
 #if __has_attribute(target_clones)
 #define GS_CODEC_CLONES __attribute__((target_clones("avx2", "default")))
 #endif

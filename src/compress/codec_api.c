@@ -26,7 +26,7 @@
 #define SCRATCH_ALIGN 64
 
 /* True when the caller's struct (of cfg->size bytes) contains @p _field. */
-#define CFG_HAS(_cfg, _field) \
+#define CFG_HAS(_cfg, _field)                                                                      \
     ((_cfg)->size >= offsetof(gs_codec_config_t, _field) + sizeof((_cfg)->_field))
 
 static size_t align_up(size_t v)
@@ -102,8 +102,7 @@ gs_status_t gs__codec_resolve(const gs_codec_config_t *cfg, gs_codec_resolved_t 
     return GS_OK;
 }
 
-gs_status_t gs__codec_params(const gs_codec_resolved_t *rc, size_t count,
-                             gs_codec_params_t *p_out)
+gs_status_t gs__codec_params(const gs_codec_resolved_t *rc, size_t count, gs_codec_params_t *p_out)
 {
     const unsigned flags = rc->ops->flags;
     gs_codec_params_t p = {.count = count, .block = 0, .param = 0, .seed = 0};
@@ -360,9 +359,8 @@ gs_status_t gs__codec_plan_encode(const gs_codec_plan_t *pl, const void *src, si
     }
     if ((ef != NULL) && ((ef->count != count) || (ef->dtype != dtype))) {
         return gs__error_set(GS_ERR_INVALID_ARG,
-                             "%s: ef was made for %zu elements of %s, not %zu of %s", fn,
-                             ef->count, gs__dtype_name(ef->dtype), count,
-                             gs__dtype_name(dtype));
+                             "%s: ef was made for %zu elements of %s, not %zu of %s", fn, ef->count,
+                             gs__dtype_name(ef->dtype), count, gs__dtype_name(dtype));
     }
     if (dst_capacity < pl->payload_max) {
         return gs__error_set(GS_ERR_INVALID_ARG,

@@ -37,8 +37,8 @@ void gs__codec_hdr_encode(const gs_codec_hdr_t *hdr, uint8_t *out)
 }
 
 gs_status_t gs__codec_hdr_check(const uint8_t *payload, size_t len, gs_codec_kind_t codec,
-                                const gs_codec_params_t *p, gs_codec_hdr_t *hdr_out,
-                                char *why, size_t why_len)
+                                const gs_codec_params_t *p, gs_codec_hdr_t *hdr_out, char *why,
+                                size_t why_len)
 {
     gs_codec_hdr_t h;
 
@@ -69,13 +69,12 @@ gs_status_t gs__codec_hdr_check(const uint8_t *payload, size_t len, gs_codec_kin
         return GS_ERR_PROTOCOL;
     }
     if (((h.flags & ~GS_CODEC_WIRE_FLAGS_KNOWN) != 0) || (payload[7] != 0)) {
-        snprintf(why, why_len, "unknown flags 0x%02x or reserved byte 0x%02x",
-                 (unsigned)h.flags, (unsigned)payload[7]);
+        snprintf(why, why_len, "unknown flags 0x%02x or reserved byte 0x%02x", (unsigned)h.flags,
+                 (unsigned)payload[7]);
         return GS_ERR_PROTOCOL;
     }
     if (h.count != (uint64_t)p->count) {
-        snprintf(why, why_len, "payload of %" PRIu64 " elements, expected %zu", h.count,
-                 p->count);
+        snprintf(why, why_len, "payload of %" PRIu64 " elements, expected %zu", h.count, p->count);
         return GS_ERR_PROTOCOL;
     }
     if ((h.block != p->block) || (h.param != p->param)) {

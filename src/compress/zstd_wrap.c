@@ -29,15 +29,17 @@ size_t gs__zstd_workspace(int level)
     return (c > d) ? c : d;
 }
 
-gs_status_t gs__zstd_compress(const void *src, size_t src_len, void *dst, size_t dst_cap,
-                              int level, void *work, size_t work_len, size_t *len_out)
+gs_status_t gs__zstd_compress(const void *src, size_t src_len, void *dst, size_t dst_cap, int level,
+                              void *work, size_t work_len, size_t *len_out)
 {
     ZSTD_CCtx *cctx = ZSTD_initStaticCCtx(work, work_len);
     size_t ret;
 
     if (cctx == NULL) {
-        return gs__error_set(GS_ERR_INTERNAL, "zstd: cannot place a compression context in %zu "
-                             "bytes of scratch", work_len);
+        return gs__error_set(GS_ERR_INTERNAL,
+                             "zstd: cannot place a compression context in %zu "
+                             "bytes of scratch",
+                             work_len);
     }
     ret = ZSTD_compressCCtx(cctx, dst, dst_cap, src, src_len, level);
     if (ZSTD_isError(ret)) {
@@ -56,8 +58,7 @@ gs_status_t gs__zstd_decompress(const void *src, size_t src_len, void *dst, size
     size_t ret;
 
     if (dctx == NULL) {
-        snprintf(why, why_len, "cannot place a zstd decompression context in %zu bytes",
-                 work_len);
+        snprintf(why, why_len, "cannot place a zstd decompression context in %zu bytes", work_len);
         return GS_ERR_INTERNAL;
     }
     content = ZSTD_getFrameContentSize(src, src_len);

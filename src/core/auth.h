@@ -34,8 +34,8 @@
 typedef enum gs__auth_dir { GS_AUTH_ACCEPTOR = 0, GS_AUTH_CONNECTOR = 1 } gs__auth_dir_t;
 
 typedef struct gs__auth {
-    int on;                              /* 1: a token is set; every connection authenticates */
-    uint8_t key[GS_AUTH_MAC_BYTES];      /* SHA-256 of the token */
+    int on;                         /* 1: a token is set; every connection authenticates */
+    uint8_t key[GS_AUTH_MAC_BYTES]; /* SHA-256 of the token */
 } gs__auth_t;
 
 /*

@@ -140,8 +140,8 @@ gs_status_t gs__boot_entry_decode(const uint8_t *in, size_t len, uint32_t *addr_
     host = gs__get_le64(in + 4);
     if ((alen == 0) || (alen >= GS_SOCK_ADDR_MAX) || (host == 0)) {
         return gs__error_set(GS_ERR_PROTOCOL,
-                             "rendezvous table entry has address length %u and host id %llx",
-                             alen, (unsigned long long)host);
+                             "rendezvous table entry has address length %u and host id %llx", alen,
+                             (unsigned long long)host);
     }
     *addr_len_out = alen;
     *host_id_out = host;
@@ -189,7 +189,7 @@ typedef struct boot_conn {
     int fd;
     uint8_t buf[GS_BOOT_HELLO_BYTES + GS_SOCK_ADDR_MAX];
     size_t got;
-    int awaiting_proof;               /* AUTH sent; the hello is complete in buf */
+    int awaiting_proof; /* AUTH sent; the hello is complete in buf */
     uint8_t proof[GS_BOOT_PROOF_BYTES];
     size_t proof_got;
     uint8_t nonce_a[GS_AUTH_NONCE_BYTES];
@@ -203,9 +203,9 @@ typedef struct boot_server {
     int listen_fd;
     boot_conn_t pending[BOOT_MAX_PENDING];
     int npending;
-    int *rank_fd;                       /* world entries; -1 until joined */
-    char (*addrs)[GS_SOCK_ADDR_MAX];    /* world entries */
-    uint64_t *hosts;                    /* world entries */
+    int *rank_fd;                    /* world entries; -1 until joined */
+    char (*addrs)[GS_SOCK_ADDR_MAX]; /* world entries */
+    uint64_t *hosts;                 /* world entries */
     int joined;
     gs_status_t fail_status;
     char fail_msg[GS_BOOT_MSG_MAX];
@@ -250,8 +250,8 @@ static void boot_register(boot_server_t *s, int i, const gs__boot_hello_t *h)
     }
     if ((int)h->world != cfg->world_size) {
         snprintf(msg, sizeof(msg),
-                 "ranks disagree on the world size: rank %u (%s) says %u, rank 0 says %d",
-                 h->rank, c->peer, h->world, cfg->world_size);
+                 "ranks disagree on the world size: rank %u (%s) says %u, rank 0 says %d", h->rank,
+                 c->peer, h->world, cfg->world_size);
     } else if ((h->rank == 0) || (s->rank_fd[h->rank] >= 0)) {
         snprintf(msg, sizeof(msg), "rank %u joined twice (second time from %s)", h->rank, c->peer);
     } else {
@@ -260,8 +260,8 @@ static void boot_register(boot_server_t *s, int i, const gs__boot_hello_t *h)
         s->addrs[h->rank][h->addr_len] = '\0';
         s->hosts[h->rank] = h->host_id;
         s->joined++;
-        GS_INFO(BOOT, "rendezvous: rank %u joined from %s (%d of %d)", h->rank, c->peer,
-                s->joined, cfg->world_size);
+        GS_INFO(BOOT, "rendezvous: rank %u joined from %s (%d of %d)", h->rank, c->peer, s->joined,
+                cfg->world_size);
         s->pending[i] = s->pending[s->npending - 1];
         s->npending--;
         return;
@@ -443,7 +443,7 @@ static gs_status_t boot_send_table(boot_server_t *s, uint64_t nonce, uint64_t de
         gs_status_t st = gs__sock_write_full(s->rank_fd[r], buf, len, deadline);
         if ((st != GS_OK) && (status == GS_OK)) {
             status = gs__error_wrap(st, "rendezvous: cannot send the address table to rank %d: %s",
-                                   r, gs__error_get());
+                                    r, gs__error_get());
         }
     }
     free(buf);
@@ -514,12 +514,14 @@ static gs_status_t boot_listen(const gs__cfg_t *cfg, int *fd_out)
         if (gs__sock_listen(&master, 128, fd_out, NULL) == GS_OK) {
             return GS_OK;
         }
-        GS_INFO(BOOT, "rendezvous: %s is not an address of this host (%s); listening on every "
-                      "address",
+        GS_INFO(BOOT,
+                "rendezvous: %s is not an address of this host (%s); listening on every "
+                "address",
                 cfg->master_addr, gs__error_get());
     } else {
-        GS_INFO(BOOT, "rendezvous: the master address %s is a name; listening on every address "
-                      "(set GS_SOCKET_IFNAME to listen on one interface only)",
+        GS_INFO(BOOT,
+                "rendezvous: the master address %s is a name; listening on every address "
+                "(set GS_SOCKET_IFNAME to listen on one interface only)",
                 cfg->master_addr);
     }
     boot_wildcard(master.ss.ss_family, cfg->master_port, &bind_to);
@@ -528,8 +530,7 @@ static gs_status_t boot_listen(const gs__cfg_t *cfg, int *fd_out)
 
 static gs_status_t boot_serve(const gs__cfg_t *cfg, const gs__auth_t *auth,
                               const volatile int *abort_flag, const char *my_addr,
-                              char (*addrs)[GS_SOCK_ADDR_MAX], uint64_t *hosts,
-                              uint64_t *nonce_out)
+                              char (*addrs)[GS_SOCK_ADDR_MAX], uint64_t *hosts, uint64_t *nonce_out)
 {
     const uint64_t deadline = gs__deadline_after_ms(cfg->timeout_ms);
     boot_server_t s;
@@ -557,7 +558,7 @@ static gs_status_t boot_serve(const gs__cfg_t *cfg, const gs__auth_t *auth,
     if (status != GS_OK) {
         free(s.rank_fd);
         return gs__error_wrap(status, "rendezvous: rank 0 cannot listen on port %d: %s",
-                             cfg->master_port, gs__error_get());
+                              cfg->master_port, gs__error_get());
     }
     GS_INFO(BOOT, "rendezvous: rank 0 waiting for %d ranks on port %d", cfg->world_size - 1,
             cfg->master_port);
@@ -602,8 +603,8 @@ static gs_status_t boot_serve(const gs__cfg_t *cfg, const gs__auth_t *auth,
         int npfd = s.npending + 1;
         int ret = poll(pfd, (nfds_t)npfd, timeout_ms);
         if ((ret < 0) && (errno != EINTR)) {
-            s.fail_status = gs__error_set(GS_ERR_SYSTEM, "rendezvous: poll failed: %s",
-                                          strerror(errno));
+            s.fail_status =
+                gs__error_set(GS_ERR_SYSTEM, "rendezvous: poll failed: %s", strerror(errno));
             snprintf(s.fail_msg, sizeof(s.fail_msg), "%s", gs__error_get());
             break;
         }
@@ -778,8 +779,8 @@ static gs_status_t boot_client(const gs__cfg_t *cfg, const gs__auth_t *auth, con
     if (status != GS_OK) {
         gs_status_t st = (status == GS_ERR_PEER_FAILED) ? GS_ERR_PEER_FAILED : status;
         close(fd);
-        return gs__error_wrap(st, "rank %d: rendezvous with rank 0 at %s:%d failed: %s",
-                             cfg->rank, cfg->master_addr, cfg->master_port, gs__error_get());
+        return gs__error_wrap(st, "rank %d: rendezvous with rank 0 at %s:%d failed: %s", cfg->rank,
+                              cfg->master_addr, cfg->master_port, gs__error_get());
     }
     if (t.status != GS_OK) {
         char msg[GS_BOOT_MSG_MAX] = "";
@@ -792,8 +793,8 @@ static gs_status_t boot_client(const gs__cfg_t *cfg, const gs__auth_t *auth, con
     }
     if ((int)t.world != cfg->world_size) {
         close(fd);
-        return gs__error_set(GS_ERR_PROTOCOL, "rendezvous table has %u ranks, expected %d",
-                             t.world, cfg->world_size);
+        return gs__error_set(GS_ERR_PROTOCOL, "rendezvous table has %u ranks, expected %d", t.world,
+                             cfg->world_size);
     }
     for (int r = 0; (r < cfg->world_size) && (status == GS_OK); r++) {
         uint8_t entry[GS_BOOT_ENTRY_BYTES];

@@ -33,7 +33,7 @@
 #define GS_BOOT_MAGIC_TABLE 0x54425347u /* "GSBT" */
 #define GS_BOOT_MAGIC_AUTH 0x41425347u  /* "GSBA": rank 0's nonce and MAC */
 #define GS_BOOT_MAGIC_PROOF 0x50425347u /* "GSBP": the client's MAC */
-#define GS_BOOT_VERSION 3u /* 2: table entries carry the host id; 3: authentication */
+#define GS_BOOT_VERSION 3u              /* 2: table entries carry the host id; 3: authentication */
 #define GS_BOOT_HELLO_BYTES 56
 #define GS_BOOT_AUTH_BYTES 56  /* magic, 4 zero bytes, nonce, MAC */
 #define GS_BOOT_PROOF_BYTES 40 /* magic, 4 zero bytes, MAC */
@@ -62,10 +62,10 @@ void gs__boot_hello_encode(const gs__boot_hello_t *h, uint8_t *out);
 gs_status_t gs__boot_hello_decode(const uint8_t *in, size_t len, gs__boot_hello_t *out);
 
 typedef struct gs__boot_table_hdr {
-    int32_t status;  /* GS_OK, or the error every rank must report */
-    uint64_t nonce;  /* random per job, checked in transport handshakes */
-    uint32_t world;  /* entries that follow (status GS_OK) */
-    uint32_t msg_len;/* bytes of error text that follow (status != GS_OK) */
+    int32_t status;   /* GS_OK, or the error every rank must report */
+    uint64_t nonce;   /* random per job, checked in transport handshakes */
+    uint32_t world;   /* entries that follow (status GS_OK) */
+    uint32_t msg_len; /* bytes of error text that follow (status != GS_OK) */
 } gs__boot_table_hdr_t;
 
 void gs__boot_table_hdr_encode(const gs__boot_table_hdr_t *h, uint8_t *out);

@@ -47,9 +47,9 @@ typedef struct knob {
     size_t off; /* offsetof(gs__cfg_t, field) */
 } knob_t;
 
-#define KNOB_ROW(_env, _field, _kind, _idef, _sdef, _min, _max, _scope, _doc) \
-    {(_env), #_field, (_kind), (_idef), (_sdef), (_min), (_max), (_scope), (_doc),  \
-     offsetof(gs__cfg_t, _field)},
+#define KNOB_ROW(_env, _field, _kind, _idef, _sdef, _min, _max, _scope, _doc)                      \
+    {(_env), #_field, (_kind),  (_idef), (_sdef),                                                  \
+     (_min), (_max),  (_scope), (_doc),  offsetof(gs__cfg_t, _field)},
 
 static const knob_t knobs[] = {GS_ENV_TABLE(KNOB_ROW)};
 
@@ -62,7 +62,7 @@ _Static_assert(sizeof(knobs) / sizeof(knobs[0]) <=
                "gs__cfg_t.source has fewer slots than env_table.h has rows");
 
 /* Each row's kind must match the type of its gs__cfg_t field. */
-#define KNOB_KIND_CHECK(_env, _field, _kind, _idef, _sdef, _min, _max, _scope, _doc)          \
+#define KNOB_KIND_CHECK(_env, _field, _kind, _idef, _sdef, _min, _max, _scope, _doc)               \
     _Static_assert(_Generic(((gs__cfg_t *)0)->_field, int : GS_ENV_INT, char * : GS_ENV_STR) == \
                        (_kind),                                                              \
                    "env_table.h kind does not match the gs__cfg_t field of " _env);
@@ -115,7 +115,7 @@ typedef struct user_field {
     int kind;
 } user_field_t;
 
-#define USER_ROW(_f)                                                                        \
+#define USER_ROW(_f)                                                                               \
     {#_f, offsetof(gs_config_t, _f), sizeof(((gs_config_t *)0)->_f),                        \
      _Generic(((gs_config_t *)0)->_f, int : GS_ENV_INT, const char * : GS_ENV_STR)},
 
@@ -125,7 +125,7 @@ static const user_field_t user_fields[] = {GS_CFG_USER_FIELDS(USER_ROW)};
 
 #define NUM_USER_FIELDS ((int)(sizeof(user_fields) / sizeof(user_fields[0])))
 
-#define COUNT_COMM_ROW(_env, _field, _kind, _idef, _sdef, _min, _max, _scope, _doc) \
+#define COUNT_COMM_ROW(_env, _field, _kind, _idef, _sdef, _min, _max, _scope, _doc)                \
     +((_scope) == GS_ENV_COMM)
 #define COUNT_ONE(_f) +1
 _Static_assert((0 GS_ENV_TABLE(COUNT_COMM_ROW)) == (0 GS_CFG_USER_COMM_FIELDS(COUNT_ONE)),
@@ -393,8 +393,8 @@ static gs_status_t apply_user(resolve_ctx_t *ctx, const gs_config_t *user)
             len = strnlen(s, GS_CFG_STR_MAX);
             if (len >= GS_CFG_STR_MAX) {
                 return gs__error_set(GS_ERR_INVALID_ARG,
-                                     "cfg->%s is too long; at most %d bytes are allowed",
-                                     uf->field, GS_CFG_STR_MAX - 1);
+                                     "cfg->%s is too long; at most %d bytes are allowed", uf->field,
+                                     GS_CFG_STR_MAX - 1);
             }
             memcpy(knob_str(&ctx->cfg, idx), s, len + 1);
         }
@@ -512,10 +512,11 @@ static gs_status_t validate(resolve_ctx_t *ctx, int use_launcher_env)
     if (normalise_choice(cfg->transport, known_transports,
                          sizeof(known_transports) / sizeof(known_transports[0])) != 0) {
         origin_text(ctx, i_tp, o1, sizeof(o1));
-        return gs__error_set(GS_ERR_INVALID_ARG,
-                             "transport \"%.64s\" (from %s) is not known; known transports: tcp, mpi, "
-                             "nccl",
-                             cfg->transport, o1);
+        return gs__error_set(
+            GS_ERR_INVALID_ARG,
+            "transport \"%.64s\" (from %s) is not known; known transports: tcp, mpi, "
+            "nccl",
+            cfg->transport, o1);
     }
     if (normalise_choice(cfg->cuda_path, known_cuda_paths,
                          sizeof(known_cuda_paths) / sizeof(known_cuda_paths[0])) != 0) {
@@ -576,8 +577,8 @@ static void log_choices(const resolve_ctx_t *ctx)
         } else {
             char shown[GS_CFG_STR_MAX];
 
-            GS_INFO(ENV, "%s set to \"%s\" by %s", knobs[i].env,
-                    knob_shown(&ctx->cfg, i, shown), by);
+            GS_INFO(ENV, "%s set to \"%s\" by %s", knobs[i].env, knob_shown(&ctx->cfg, i, shown),
+                    by);
         }
     }
 }
@@ -698,10 +699,9 @@ static size_t edit_distance(const char *a, size_t la, const char *b, size_t lb)
     for (i = 1; i <= la; i++) {
         cur[0] = i;
         for (j = 1; j <= lb; j++) {
-            const size_t sub = prev[j - 1] + ((toupper((unsigned char)a[i - 1]) ==
-                                               toupper((unsigned char)b[j - 1]))
-                                                  ? 0
-                                                  : 1);
+            const size_t sub =
+                prev[j - 1] +
+                ((toupper((unsigned char)a[i - 1]) == toupper((unsigned char)b[j - 1])) ? 0 : 1);
             const size_t del = prev[j] + 1;
             const size_t ins = cur[j - 1] + 1;
             size_t best = (sub < del) ? sub : del;

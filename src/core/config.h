@@ -37,7 +37,7 @@ typedef struct gs__cfg {
     int shm;
     int shm_bytes;
 #ifdef GS_TEST_HOOKS
-    int shm_test_free;     /* test hooks only: env_table.h's GS_ENV_TEST_ROWS */
+    int shm_test_free; /* test hooks only: env_table.h's GS_ENV_TEST_ROWS */
     int comp_test_corrupt;
 #endif
     char socket_ifname[GS_CFG_STR_MAX];

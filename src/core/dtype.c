@@ -22,19 +22,19 @@ typedef struct {
 
 /* Accepted spellings beyond the short names of GS_DTYPE_MAP. */
 static const dtype_alias_t dtype_aliases[] = {
-    {.alias = "float", .dtype = GS_DTYPE_F32},   {.alias = "float32", .dtype = GS_DTYPE_F32},
-    {.alias = "double", .dtype = GS_DTYPE_F64},  {.alias = "float64", .dtype = GS_DTYPE_F64},
-    {.alias = "half", .dtype = GS_DTYPE_F16},    {.alias = "float16", .dtype = GS_DTYPE_F16},
+    {.alias = "float", .dtype = GS_DTYPE_F32},     {.alias = "float32", .dtype = GS_DTYPE_F32},
+    {.alias = "double", .dtype = GS_DTYPE_F64},    {.alias = "float64", .dtype = GS_DTYPE_F64},
+    {.alias = "half", .dtype = GS_DTYPE_F16},      {.alias = "float16", .dtype = GS_DTYPE_F16},
     {.alias = "bfloat16", .dtype = GS_DTYPE_BF16}, {.alias = "int8", .dtype = GS_DTYPE_I8},
-    {.alias = "uint8", .dtype = GS_DTYPE_U8},    {.alias = "int", .dtype = GS_DTYPE_I32},
-    {.alias = "int32", .dtype = GS_DTYPE_I32},   {.alias = "int64", .dtype = GS_DTYPE_I64},
+    {.alias = "uint8", .dtype = GS_DTYPE_U8},      {.alias = "int", .dtype = GS_DTYPE_I32},
+    {.alias = "int32", .dtype = GS_DTYPE_I32},     {.alias = "int64", .dtype = GS_DTYPE_I64},
 };
 
 size_t gs__dtype_size(gs_dtype_t dt)
 {
     switch (dt) {
-#define GS_DTYPE_SIZE_ROW(_name, _value, _size, _str) \
-    case _name:                                       \
+#define GS_DTYPE_SIZE_ROW(_name, _value, _size, _str)                                              \
+    case _name:                                                                                    \
         return (_size);
         /* NOLINTNEXTLINE(bugprone-branch-clone): one case per dtype; equal sizes are meant. */
         GS_DTYPE_MAP(GS_DTYPE_SIZE_ROW)
@@ -47,8 +47,8 @@ size_t gs__dtype_size(gs_dtype_t dt)
 const char *gs__dtype_name(gs_dtype_t dt)
 {
     switch (dt) {
-#define GS_DTYPE_NAME_ROW(_name, _value, _size, _str) \
-    case _name:                                       \
+#define GS_DTYPE_NAME_ROW(_name, _value, _size, _str)                                              \
+    case _name:                                                                                    \
         return (_str);
         GS_DTYPE_MAP(GS_DTYPE_NAME_ROW)
 #undef GS_DTYPE_NAME_ROW
@@ -60,8 +60,8 @@ const char *gs__dtype_name(gs_dtype_t dt)
 const char *gs__op_name(gs_op_t op)
 {
     switch (op) {
-#define GS_OP_NAME_ROW(_name, _value, _str) \
-    case _name:                             \
+#define GS_OP_NAME_ROW(_name, _value, _str)                                                        \
+    case _name:                                                                                    \
         return (_str);
         GS_OP_MAP(GS_OP_NAME_ROW)
 #undef GS_OP_NAME_ROW
@@ -77,10 +77,10 @@ int gs__dtype_parse(const char *s, gs_dtype_t *out)
     if ((s == NULL) || (out == NULL)) {
         return -1;
     }
-#define GS_DTYPE_PARSE_ROW(_name, _value, _size, _str) \
-    if (strcmp(s, (_str)) == 0) {                      \
-        *out = (_name);                                \
-        return 0;                                      \
+#define GS_DTYPE_PARSE_ROW(_name, _value, _size, _str)                                             \
+    if (strcmp(s, (_str)) == 0) {                                                                  \
+        *out = (_name);                                                                            \
+        return 0;                                                                                  \
     }
     GS_DTYPE_MAP(GS_DTYPE_PARSE_ROW)
 #undef GS_DTYPE_PARSE_ROW
@@ -98,10 +98,10 @@ int gs__op_parse(const char *s, gs_op_t *out)
     if ((s == NULL) || (out == NULL)) {
         return -1;
     }
-#define GS_OP_PARSE_ROW(_name, _value, _str) \
-    if (strcmp(s, (_str)) == 0) {            \
-        *out = (_name);                      \
-        return 0;                            \
+#define GS_OP_PARSE_ROW(_name, _value, _str)                                                       \
+    if (strcmp(s, (_str)) == 0) {                                                                  \
+        *out = (_name);                                                                            \
+        return 0;                                                                                  \
     }
     GS_OP_MAP(GS_OP_PARSE_ROW)
 #undef GS_OP_PARSE_ROW

@@ -47,7 +47,7 @@
     X("GS_SHM_TEST_FREE_BYTES", shm_test_free, GS_ENV_INT, -1, "", 0, 2147483647, GS_ENV_TEST,     \
       "pretend /dev/shm has this many bytes free (tests of the TCP fallback)")                     \
     X("GS_COMP_TEST_CORRUPT", comp_test_corrupt, GS_ENV_INT, -1, "", 0, 1073741824, GS_ENV_TEST,   \
-      "flip byte N (modulo the size) of every compressed payload this rank sends (tests of the "  \
+      "flip byte N (modulo the size) of every compressed payload this rank sends (tests of the "   \
       "receivers' checks against a rogue peer)")
 #else
 #define GS_ENV_TEST_ROWS(X)
@@ -68,22 +68,23 @@
       "deadline of every wait: an operation with no progress for this long fails with "            \
       "GS_ERR_TIMEOUT naming the rank")                                                            \
     X("GS_TRANSPORT", transport, GS_ENV_STR, 0, "tcp", 0, 0, GS_ENV_COMM,                          \
-      "transport: tcp, or mpi (builds with GS_WITH_MPI; also chosen under mpirun/srun when no "   \
-      "master address is set), or nccl (tcp for host buffers, NCCL required for device buffers: " \
+      "transport: tcp, or mpi (builds with GS_WITH_MPI; also chosen under mpirun/srun when no "    \
+      "master address is set), or nccl (tcp for host buffers, NCCL required for device buffers: "  \
       "GS_CUDA_PATH=nccl)")                                                                        \
     X("GS_CUDA_PATH", cuda_path, GS_ENV_STR, 0, "auto", 0, 0, GS_ENV_PROC,                         \
-      "device buffers (builds with GS_WITH_CUDA): auto (NCCL when built in and no two ranks share " \
-      "a GPU, else staged through pinned host memory), nccl (NCCL or an error) or staged")        \
+      "device buffers (builds with GS_WITH_CUDA): auto (NCCL when built in and no two ranks "      \
+      "share "                                                                                     \
+      "a GPU, else staged through pinned host memory), nccl (NCCL or an error) or staged")         \
     X("GS_CUDA_STAGE_BYTES", cuda_stage_bytes, GS_ENV_INT, 4194304, "", 4096, 1073741824,          \
       GS_ENV_PROC,                                                                                 \
-      "device buffers staged through host memory move in slices of this many bytes, the copy of " \
-      "one slice overlapping the collective of the previous one")                                 \
-    X("GS_MPI_CUDA_AWARE", mpi_cuda_aware, GS_ENV_INT, 0, "", 0, 1, GS_ENV_PROC,                  \
+      "device buffers staged through host memory move in slices of this many bytes, the copy of "  \
+      "one slice overlapping the collective of the previous one")                                  \
+    X("GS_MPI_CUDA_AWARE", mpi_cuda_aware, GS_ENV_INT, 0, "", 0, 1, GS_ENV_PROC,                   \
       "1: the MPI library is CUDA-aware, so with GS_TRANSPORT=mpi and no NCCL, plain "             \
       "all-reduce, broadcast, all-gather and reduce-scatter of device buffers go to MPI directly " \
-      "(dtypes MPI has, no avg) instead of being staged; every rank must agree")                  \
+      "(dtypes MPI has, no avg) instead of being staged; every rank must agree")                   \
     X("GS_PS_SERVERS", ps_servers, GS_ENV_INT, 0, "", 0, 16777215, GS_ENV_PROC,                    \
-      "parameter server (gradsync/ps.h): the last S ranks serve only; 0 (default): every rank "  \
+      "parameter server (gradsync/ps.h): the last S ranks serve only; 0 (default): every rank "    \
       "is a worker and the server of a shard; opts.servers wins")                                  \
     X("GS_TCP_NSOCKS", tcp_nsocks, GS_ENV_INT, 2, "", 1, 16, GS_ENV_COMM,                          \
       "TCP sockets per peer; large messages are striped over them")                                \
@@ -92,10 +93,10 @@
       "latency. -1: 100 when every peer is on shared memory (polling reads the rings, no "         \
       "syscall), else 0; also gs_config_t.tcp_spin_us")                                            \
     X("GS_SHM", shm, GS_ENV_INT, 1, "", 0, 1, GS_ENV_PROC,                                         \
-      "carry the traffic between ranks on the same host through shared memory (1) or TCP (0); "   \
+      "carry the traffic between ranks on the same host through shared memory (1) or TCP (0); "    \
       "also gs_config_t.shm")                                                                      \
     X("GS_SHM_BYTES", shm_bytes, GS_ENV_INT, 1048576, "", 1024, 1073741824, GS_ENV_PROC,           \
-      "shared-memory ring size per direction and pair of local ranks; /dev/shm needs "            \
+      "shared-memory ring size per direction and pair of local ranks; /dev/shm needs "             \
       "2 x this + 8 KiB per pair")                                                                 \
     GS_ENV_TEST_ROWS(X)                                                                            \
     X("GS_SOCKET_IFNAME", socket_ifname, GS_ENV_STR, 0, "", 0, 0, GS_ENV_COMM,                     \
@@ -107,18 +108,18 @@
       "(small values are for tests)")                                                              \
     X("GS_ALGO", algo, GS_ENV_STR, 0, "", 0, 0, GS_ENV_COMM,                                       \
       "force an algorithm: NAME for every collective, or COLL:NAME,... (e.g. allreduce:ring)")     \
-    X("GS_ALGO_ALPHA_US", algo_alpha_us, GS_ENV_INT, GS_ALGO_ALPHA_US_DEFAULT, "", 1, 10000000,   \
-      GS_ENV_PROC, "cost model: latency of one message in microseconds (alpha)")                 \
+    X("GS_ALGO_ALPHA_US", algo_alpha_us, GS_ENV_INT, GS_ALGO_ALPHA_US_DEFAULT, "", 1, 10000000,    \
+      GS_ENV_PROC, "cost model: latency of one message in microseconds (alpha)")                   \
     X("GS_ALGO_BETA_MBPS", algo_beta_mbps, GS_ENV_INT, GS_ALGO_BETA_MBPS_DEFAULT, "", 1,           \
       100000000, GS_ENV_PROC,                                                                      \
-      "cost model: bandwidth of one link in MB/s (1/beta; 1 Gbit/s is 125)")                      \
+      "cost model: bandwidth of one link in MB/s (1/beta; 1 Gbit/s is 125)")                       \
     X("GS_ALGO_GAMMA_MBPS", algo_gamma_mbps, GS_ENV_INT, GS_ALGO_GAMMA_MBPS_DEFAULT, "", 1,        \
-      100000000, GS_ENV_PROC, "cost model: reduction speed of one rank in MB/s (1/gamma)")       \
-    X("GS_ALGO_INTRA_ALPHA_US", algo_intra_alpha_us, GS_ENV_INT, GS_ALGO_INTRA_ALPHA_US_DEFAULT, \
+      100000000, GS_ENV_PROC, "cost model: reduction speed of one rank in MB/s (1/gamma)")         \
+    X("GS_ALGO_INTRA_ALPHA_US", algo_intra_alpha_us, GS_ENV_INT, GS_ALGO_INTRA_ALPHA_US_DEFAULT,   \
       "", 1, 10000000, GS_ENV_PROC,                                                                \
-      "cost model: latency of one message between ranks of one host over shared memory (the "     \
+      "cost model: latency of one message between ranks of one host over shared memory (the "      \
       "alpha of the hierarchical all-reduce's intra-host phases, and of every algorithm when all " \
-      "ranks share one host and shared memory; GS_ALGO_ALPHA_US is the one between hosts)")       \
+      "ranks share one host and shared memory; GS_ALGO_ALPHA_US is the one between hosts)")        \
     X("GS_ALGO_INTRA_BETA_MBPS", algo_intra_beta_mbps, GS_ENV_INT,                                 \
       GS_ALGO_INTRA_BETA_MBPS_DEFAULT, "", 1, 100000000, GS_ENV_PROC,                              \
       "cost model: bandwidth between ranks of one host in MB/s; with several hosts, "              \
@@ -127,61 +128,61 @@
     X("GS_TUNE", tune, GS_ENV_STR, 0, "auto", 0, 0, GS_ENV_PROC,                                   \
       "probe: measure link latency, bandwidth and reduction speed at init (70 ms on loopback, "    \
       "about 0.2 s on 1 Gbit/s) and feed the cost model the slowest rank's numbers; GS_ALGO_* "    \
-      "values set explicitly still win. auto: probe when the ranks span several hosts (the "      \
+      "values set explicitly still win. auto: probe when the ranks span several hosts (the "       \
       "defaults describe one machine), not on one host. off: never; also gs_config_t.tune")        \
     X("GS_HOST_ID", host_id, GS_ENV_STR, 0, "", 0, 0, GS_ENV_PROC,                                 \
       "name of this rank's host; ranks with equal names share memory (default: hostname, boot id " \
-      "and network namespace; set it to pretend one machine is several hosts)")                   \
+      "and network namespace; set it to pretend one machine is several hosts)")                    \
     X("GS_AUTH_TOKEN", auth_token, GS_ENV_STR, 0, "", 0, 0, GS_ENV_PROC,                           \
       "shared secret of the job: every connection (rendezvous and transport) starts with a "       \
       "mutual HMAC-SHA256 challenge over fresh nonces, and a peer without it is dropped before "   \
-      "any payload is read (docs/security.md); never logged; GS_AUTH_TOKEN_FILE keeps it out of " \
+      "any payload is read (docs/security.md); never logged; GS_AUTH_TOKEN_FILE keeps it out of "  \
       "the environment; also gs_config_t.auth_token")                                              \
     X("GS_AUTH_TOKEN_FILE", auth_token_file, GS_ENV_STR, 0, "", 0, 0, GS_ENV_PROC,                 \
       "file holding the job's token (one trailing newline is ignored); GS_AUTH_TOKEN wins; also "  \
       "gs_config_t.auth_token_file")                                                               \
-    X("GS_TLS", tls, GS_ENV_INT, 0, "", 0, 1, GS_ENV_PROC,                                          \
+    X("GS_TLS", tls, GS_ENV_INT, 0, "", 0, 1, GS_ENV_PROC,                                         \
       "1: every TCP transport connection is TLS 1.3 (OpenSSL), both peers presenting a "           \
-      "certificate that chains to GS_TLS_CA; a peer without one is dropped before its HELLO is "  \
+      "certificate that chains to GS_TLS_CA; a peer without one is dropped before its HELLO is "   \
       "read; same-host shared memory is off; the rendezvous stays plain, authenticated by "        \
-      "GS_AUTH_TOKEN (docs/security.md); also gs_config_t.tls")                                   \
+      "GS_AUTH_TOKEN (docs/security.md); also gs_config_t.tls")                                    \
     X("GS_TLS_CERT", tls_cert, GS_ENV_STR, 0, "", 0, 0, GS_ENV_PROC,                               \
-      "with GS_TLS=1: PEM file with this rank's certificate (and chain); also "                   \
+      "with GS_TLS=1: PEM file with this rank's certificate (and chain); also "                    \
       "gs_config_t.tls_cert")                                                                      \
     X("GS_TLS_KEY", tls_key, GS_ENV_STR, 0, "", 0, 0, GS_ENV_PROC,                                 \
       "with GS_TLS=1: PEM file with the private key of GS_TLS_CERT; also gs_config_t.tls_key")     \
     X("GS_TLS_CA", tls_ca, GS_ENV_STR, 0, "", 0, 0, GS_ENV_PROC,                                   \
-      "with GS_TLS=1: PEM file with the CA certificate(s) every peer's certificate must chain "   \
+      "with GS_TLS=1: PEM file with the CA certificate(s) every peer's certificate must chain "    \
       "to; also gs_config_t.tls_ca")                                                               \
     X("GS_JOB_ID", job_id, GS_ENV_STR, 0, "", 0, 0, GS_ENV_COMM,                                   \
       "job name checked in every handshake, so ranks of another job are rejected")                 \
-    X("GS_STATS_FILE", stats_file, GS_ENV_STR, 0, "", 0, 0, GS_ENV_PROC,                          \
+    X("GS_STATS_FILE", stats_file, GS_ENV_STR, 0, "", 0, 0, GS_ENV_PROC,                           \
       "write each communicator's traffic statistics (totals, per collective, per peer) to this "   \
       "file as JSON lines at gs_comm_destroy; %h host, %p pid, %r rank (docs/stats.md); also "     \
       "gs_config_t.stats_file")                                                                    \
-    X("GS_STATS_INTERVAL_MS", stats_interval_ms, GS_ENV_INT, 0, "", 0, 86400000, GS_ENV_PROC,     \
-      "with GS_STATS_FILE: also write a line every this many milliseconds while operations run " \
+    X("GS_STATS_INTERVAL_MS", stats_interval_ms, GS_ENV_INT, 0, "", 0, 86400000, GS_ENV_PROC,      \
+      "with GS_STATS_FILE: also write a line every this many milliseconds while operations run "   \
       "(0: only at destroy)")                                                                      \
-    X("GS_MAX_MESSAGE_BYTES", max_message_bytes, GS_ENV_STR, 0, "64G", 0, 0, GS_ENV_PROC,         \
-      "longest message accepted from a peer, in bytes or with a K, M, G or T suffix (binary), "  \
-      "1K .. 16T: a peer announcing a longer one is failed with GS_ERR_PROTOCOL naming it and "   \
-      "the limit, before anything is allocated for it (TCP and MPI transports; "                 \
-      "docs/reliability.md); unexpected messages held are also bounded, 8 GiB over all peers")   \
-    X("GS_HEARTBEAT_MS", heartbeat_ms, GS_ENV_INT, 1000, "", 0, 3600000, GS_ENV_COMM,            \
-      "TCP: send a heartbeat on every connection idle this long, and fail with "                  \
-      "GS_ERR_PEER_FAILED (\"no heartbeat from rank R for N ms\") a peer from which nothing "       \
+    X("GS_MAX_MESSAGE_BYTES", max_message_bytes, GS_ENV_STR, 0, "64G", 0, 0, GS_ENV_PROC,          \
+      "longest message accepted from a peer, in bytes or with a K, M, G or T suffix (binary), "    \
+      "1K .. 16T: a peer announcing a longer one is failed with GS_ERR_PROTOCOL naming it and "    \
+      "the limit, before anything is allocated for it (TCP and MPI transports; "                   \
+      "docs/reliability.md); unexpected messages held are also bounded, 8 GiB over all peers")     \
+    X("GS_HEARTBEAT_MS", heartbeat_ms, GS_ENV_INT, 1000, "", 0, 3600000, GS_ENV_COMM,              \
+      "TCP: send a heartbeat on every connection idle this long, and fail with "                   \
+      "GS_ERR_PEER_FAILED (\"no heartbeat from rank R for N ms\") a peer from which nothing "      \
       "arrived for 3 intervals (when that is below GS_TIMEOUT_MS): a frozen host or a pulled "     \
       "cable is found in seconds, not at "                                                         \
-      "GS_TIMEOUT_MS; the worker thread beats while the application computes; 0: off "           \
+      "GS_TIMEOUT_MS; the worker thread beats while the application computes; 0: off "             \
       "(docs/design.md, \"Heartbeats\")")                                                          \
-    X("GS_TRACE_SIZE", trace_size, GS_ENV_INT, 64, "", 1, 65536, GS_ENV_PROC,                    \
-      "operations kept by each communicator's flight recorder (sequence number, collective, "     \
-      "bytes, algorithm, times, status, peers waited on), printed by gs_comm_dump and "          \
-      "GS_DUMP_SIGNAL; the same table decodes a peer's fingerprint on GS_ERR_MISMATCH")          \
-    X("GS_DUMP_SIGNAL", dump_signal, GS_ENV_STR, 0, "", 0, 0, GS_ENV_PROC,                        \
-      "signal (USR1, USR2, HUP, QUIT, PWR, WINCH or a number) that makes a live process print "  \
-      "every communicator's flight recorder to the log at WARN, e.g. kill -USR1 PID; empty: no "  \
-      "handler is installed")                                                                     \
+    X("GS_TRACE_SIZE", trace_size, GS_ENV_INT, 64, "", 1, 65536, GS_ENV_PROC,                      \
+      "operations kept by each communicator's flight recorder (sequence number, collective, "      \
+      "bytes, algorithm, times, status, peers waited on), printed by gs_comm_dump and "            \
+      "GS_DUMP_SIGNAL; the same table decodes a peer's fingerprint on GS_ERR_MISMATCH")            \
+    X("GS_DUMP_SIGNAL", dump_signal, GS_ENV_STR, 0, "", 0, 0, GS_ENV_PROC,                         \
+      "signal (USR1, USR2, HUP, QUIT, PWR, WINCH or a number) that makes a live process print "    \
+      "every communicator's flight recorder to the log at WARN, e.g. kill -USR1 PID; empty: no "   \
+      "handler is installed")                                                                      \
     X("GS_DEBUG", debug, GS_ENV_STR, 0, "WARN", 0, 0, GS_ENV_PROC,                                 \
       "log level: NONE, VERSION, WARN, INFO or TRACE; also gs_config_t.debug (process-wide "       \
       "from the gs_comm_init that sets it)")                                                       \

@@ -23,17 +23,17 @@ typedef enum gs_log_level {
 /* GS_SUBSYS_MAP(X): X(name, bit, GS_DEBUG_SUBSYS name), one row per log
  * subsystem: the enum (bit flags), the names log.c parses and prints, and
  * the count come from it. Rows are only appended. */
-#define GS_SUBSYS_MAP(X)                  \
-    X(GS_SUBSYS_INIT, 0, "INIT")          \
-    X(GS_SUBSYS_BOOT, 1, "BOOT")          \
-    X(GS_SUBSYS_NET, 2, "NET")            \
-    X(GS_SUBSYS_COLL, 3, "COLL")          \
-    X(GS_SUBSYS_ALGO, 4, "ALGO")          \
-    X(GS_SUBSYS_COMP, 5, "COMP")          \
-    X(GS_SUBSYS_PS, 6, "PS")              \
-    X(GS_SUBSYS_CUDA, 7, "CUDA")          \
-    X(GS_SUBSYS_ENV, 8, "ENV")            \
-    X(GS_SUBSYS_ALLOC, 9, "ALLOC")        \
+#define GS_SUBSYS_MAP(X)                                                                           \
+    X(GS_SUBSYS_INIT, 0, "INIT")                                                                   \
+    X(GS_SUBSYS_BOOT, 1, "BOOT")                                                                   \
+    X(GS_SUBSYS_NET, 2, "NET")                                                                     \
+    X(GS_SUBSYS_COLL, 3, "COLL")                                                                   \
+    X(GS_SUBSYS_ALGO, 4, "ALGO")                                                                   \
+    X(GS_SUBSYS_COMP, 5, "COMP")                                                                   \
+    X(GS_SUBSYS_PS, 6, "PS")                                                                       \
+    X(GS_SUBSYS_CUDA, 7, "CUDA")                                                                   \
+    X(GS_SUBSYS_ENV, 8, "ENV")                                                                     \
+    X(GS_SUBSYS_ALLOC, 9, "ALLOC")                                                                 \
     X(GS_SUBSYS_P2P, 10, "P2P")
 
 #define GS_SUBSYS_ENUM_ROW(_name, _bit, _str) _name = 1u << (_bit),
@@ -41,8 +41,7 @@ typedef enum gs_log_level {
 
 /* Log subsystems (bit flags). */
 typedef enum gs_log_subsys {
-    GS_SUBSYS_MAP(GS_SUBSYS_ENUM_ROW)
-    GS_SUBSYS_ALL = 0xffffffffu
+    GS_SUBSYS_MAP(GS_SUBSYS_ENUM_ROW) GS_SUBSYS_ALL = 0xffffffffu
 } gs_log_subsys_t;
 
 #define GS_SUBSYS_NUM (0 GS_SUBSYS_MAP(GS_SUBSYS_COUNT_ROW))
@@ -91,30 +90,30 @@ static inline int gs__log_enabled(gs_log_level_t level, unsigned subsys)
             ((atomic_load_explicit(&gs__log_subsys_mask, memory_order_relaxed) & subsys) != 0));
 }
 
-#define GS_WARN(...)                                                         \
-    do {                                                                     \
-        if (gs__log_enabled(GS_LOG_WARN, GS_SUBSYS_ALL)) {                   \
-            gs__log(GS_LOG_WARN, GS_SUBSYS_ALL, __FILE__, __LINE__, __VA_ARGS__); \
-        }                                                                    \
+#define GS_WARN(...)                                                                               \
+    do {                                                                                           \
+        if (gs__log_enabled(GS_LOG_WARN, GS_SUBSYS_ALL)) {                                         \
+            gs__log(GS_LOG_WARN, GS_SUBSYS_ALL, __FILE__, __LINE__, __VA_ARGS__);                  \
+        }                                                                                          \
     } while (0)
 
-#define GS_INFO(_subsys, ...)                                                \
-    do {                                                                     \
-        if (gs__log_enabled(GS_LOG_INFO, GS_SUBSYS_##_subsys)) {             \
-            gs__log(GS_LOG_INFO, GS_SUBSYS_##_subsys, __FILE__, __LINE__, __VA_ARGS__); \
-        }                                                                    \
+#define GS_INFO(_subsys, ...)                                                                      \
+    do {                                                                                           \
+        if (gs__log_enabled(GS_LOG_INFO, GS_SUBSYS_##_subsys)) {                                   \
+            gs__log(GS_LOG_INFO, GS_SUBSYS_##_subsys, __FILE__, __LINE__, __VA_ARGS__);            \
+        }                                                                                          \
     } while (0)
 
 #ifdef GS_ENABLE_TRACE
-#define GS_TRACE(_subsys, ...)                                               \
-    do {                                                                     \
-        if (gs__log_enabled(GS_LOG_TRACE, GS_SUBSYS_##_subsys)) {            \
-            gs__log(GS_LOG_TRACE, GS_SUBSYS_##_subsys, __FILE__, __LINE__, __VA_ARGS__); \
-        }                                                                    \
+#define GS_TRACE(_subsys, ...)                                                                     \
+    do {                                                                                           \
+        if (gs__log_enabled(GS_LOG_TRACE, GS_SUBSYS_##_subsys)) {                                  \
+            gs__log(GS_LOG_TRACE, GS_SUBSYS_##_subsys, __FILE__, __LINE__, __VA_ARGS__);           \
+        }                                                                                          \
     } while (0)
 #else
-#define GS_TRACE(_subsys, ...) \
-    do {                       \
+#define GS_TRACE(_subsys, ...)                                                                     \
+    do {                                                                                           \
     } while (0)
 #endif
 

@@ -41,11 +41,28 @@ static inline int gs__max_message_parse(const char *text, uint64_t *out)
         v = v * 10u + (uint64_t)(*p - '0');
     }
     switch (*p) {
-    case 'k': case 'K': shift = 10; p++; break;
-    case 'm': case 'M': shift = 20; p++; break;
-    case 'g': case 'G': shift = 30; p++; break;
-    case 't': case 'T': shift = 40; p++; break;
-    default: break;
+    case 'k':
+    case 'K':
+        shift = 10;
+        p++;
+        break;
+    case 'm':
+    case 'M':
+        shift = 20;
+        p++;
+        break;
+    case 'g':
+    case 'G':
+        shift = 30;
+        p++;
+        break;
+    case 't':
+    case 'T':
+        shift = 40;
+        p++;
+        break;
+    default:
+        break;
     }
     if ((shift != 0) && (p[0] == 'i') && (p[1] == 'B')) {
         p += 2;

@@ -95,8 +95,8 @@ gs_status_t gs__sock_resolve(const char *host, int port, const char *family, gs_
         return gs__error_set(GS_ERR_INVALID_ARG, "socket: empty host name");
     }
     if ((port < 0) || (port > 65535)) {
-        return gs__error_set(GS_ERR_INVALID_ARG, "socket: port %d of host %s is out of range",
-                             port, host);
+        return gs__error_set(GS_ERR_INVALID_ARG, "socket: port %d of host %s is out of range", port,
+                             host);
     }
     if (family_of(family, &af) != 0) {
         return gs__error_set(GS_ERR_INVALID_ARG,
@@ -116,8 +116,8 @@ gs_status_t gs__sock_resolve(const char *host, int port, const char *family, gs_
     snprintf(service, sizeof(service), "%d", port);
     ret = getaddrinfo(host, service, &hints, &res);
     if ((ret != 0) || (res == NULL)) {
-        return gs__error_set(GS_ERR_INVALID_ARG, "socket: cannot resolve %s (family %s): %s",
-                             host, (family != NULL) ? family : "any", gai_strerror(ret));
+        return gs__error_set(GS_ERR_INVALID_ARG, "socket: cannot resolve %s (family %s): %s", host,
+                             (family != NULL) ? family : "any", gai_strerror(ret));
     }
     if (res->ai_addrlen > sizeof(out->ss)) {
         freeaddrinfo(res);
@@ -200,8 +200,7 @@ gs_status_t gs__sock_format(const gs_sockaddr_t *addr, char *buf, size_t len)
     }
     if ((n < 0) || ((size_t)n >= len)) {
         return gs__error_set(GS_ERR_INVALID_ARG,
-                             "socket: address %s needs %d bytes, buffer has %zu", host, n + 1,
-                             len);
+                             "socket: address %s needs %d bytes, buffer has %zu", host, n + 1, len);
     }
     return GS_OK;
 }
@@ -340,8 +339,7 @@ static gs_status_t pick_from_ifaddrs(const char *ifname, int af, gs_sockaddr_t *
                              "socket: interface %s does not exist or has no %s address; "
                              "interfaces here: %s (set GS_SOCKET_IFNAME to one of them, or "
                              "leave it empty to pick the one that routes to the master)",
-                             ifname,
-                             (af == AF_INET) ? "IPv4" : ((af == AF_INET6) ? "IPv6" : "IP"),
+                             ifname, (af == AF_INET) ? "IPv4" : ((af == AF_INET6) ? "IPv6" : "IP"),
                              names);
     }
     freeifaddrs(ifs);
@@ -491,8 +489,7 @@ gs_status_t gs__sock_listen(const gs_sockaddr_t *addr, int backlog, int *fd_out,
     if (listen(fd, (backlog > 0) ? backlog : SOMAXCONN) != 0) {
         err = errno;
         close(fd);
-        return gs__error_set(GS_ERR_SYSTEM, "socket: listen on %s failed: %s", text,
-                             strerror(err));
+        return gs__error_set(GS_ERR_SYSTEM, "socket: listen on %s failed: %s", text, strerror(err));
     }
     memset(&bound, 0, sizeof(bound));
     bound.len = sizeof(bound.ss);
@@ -512,8 +509,8 @@ gs_status_t gs__sock_listen(const gs_sockaddr_t *addr, int backlog, int *fd_out,
 /* Errors after which connecting again later may succeed (peer not listening yet). */
 static bool connect_retryable(int err)
 {
-    return (err == ECONNREFUSED) || (err == ETIMEDOUT) || (err == ECONNRESET) ||
-           (err == EAGAIN) || (err == ENETUNREACH) || (err == EHOSTUNREACH);
+    return (err == ECONNREFUSED) || (err == ETIMEDOUT) || (err == ECONNRESET) || (err == EAGAIN) ||
+           (err == ENETUNREACH) || (err == EHOSTUNREACH);
 }
 
 gs_status_t gs__sock_connect(const gs_sockaddr_t *addr, uint64_t deadline_ns, int *fd_out)
@@ -557,8 +554,8 @@ gs_status_t gs__sock_connect(const gs_sockaddr_t *addr, uint64_t deadline_ns, in
             if (ret < 0) {
                 err = errno;
                 close(fd);
-                return gs__error_set(GS_ERR_SYSTEM, "socket: poll while connecting to %s: %s",
-                                     text, strerror(err));
+                return gs__error_set(GS_ERR_SYSTEM, "socket: poll while connecting to %s: %s", text,
+                                     strerror(err));
             }
             if (ret == 0) {
                 err = ETIMEDOUT;
@@ -591,8 +588,8 @@ gs_status_t gs__sock_connect(const gs_sockaddr_t *addr, uint64_t deadline_ns, in
         /* Wait a little before the next attempt, never past the deadline. */
         ret = ms_until(deadline_ns);
         poll(NULL, 0, (ret < backoff_ms) ? ret : backoff_ms);
-        backoff_ms = (backoff_ms * 2 > CONNECT_RETRY_MAX_MS) ? CONNECT_RETRY_MAX_MS
-                                                               : backoff_ms * 2;
+        backoff_ms =
+            (backoff_ms * 2 > CONNECT_RETRY_MAX_MS) ? CONNECT_RETRY_MAX_MS : backoff_ms * 2;
     }
     return gs__error_set(GS_ERR_TIMEOUT, "socket: connect to %s timed out (last error: %s)", text,
                          strerror(last_err));
@@ -645,13 +642,13 @@ static gs_status_t wait_fd(int fd, short events, uint64_t deadline_ns, const cha
 
     if (sock_aborted()) {
         peer_text(fd, text, sizeof(text));
-        return gs__error_set(GS_ERR_ABORTED, "socket: %s %s aborted after %zu of %zu bytes",
-                             what, text, done, len);
+        return gs__error_set(GS_ERR_ABORTED, "socket: %s %s aborted after %zu of %zu bytes", what,
+                             text, done, len);
     }
     if (gs__now_ns() >= deadline_ns) {
         peer_text(fd, text, sizeof(text));
-        return gs__error_set(GS_ERR_TIMEOUT, "socket: %s %s timed out after %zu of %zu bytes",
-                             what, text, done, len);
+        return gs__error_set(GS_ERR_TIMEOUT, "socket: %s %s timed out after %zu of %zu bytes", what,
+                             text, done, len);
     }
     ret = poll(&pfd, 1, ms_until(deadline_ns));
     if ((ret < 0) && (errno != EINTR)) {

@@ -39,8 +39,8 @@ gs_status_t gs__sock_format(const gs_sockaddr_t *addr, char *buf, size_t len);
  * @p route_to (a UDP connect, no packet sent); loopback when route_to is a
  * loopback address. Port 0 in the result.
  */
-gs_status_t gs__sock_pick_local(const char *ifname, const char *family, const gs_sockaddr_t *route_to,
-                                gs_sockaddr_t *out);
+gs_status_t gs__sock_pick_local(const char *ifname, const char *family,
+                                const gs_sockaddr_t *route_to, gs_sockaddr_t *out);
 
 /* Create a listening, non-blocking, close-on-exec socket bound to addr
  * (port 0 = any; SO_REUSEADDR set). *bound_out gets the real address.

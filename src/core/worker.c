@@ -139,8 +139,8 @@ static void *worker_main(void *arg)
             continue;
         }
         if (w->inflight != NULL) {
-            const uint64_t wait = (w->hooks.wake != NULL) ? WORKER_IDLE_WAKEABLE_NS
-                                                          : WORKER_IDLE_POLL_NS;
+            const uint64_t wait =
+                (w->hooks.wake != NULL) ? WORKER_IDLE_WAKEABLE_NS : WORKER_IDLE_POLL_NS;
             w->idle_polling = 1;
             w->busy = 1;
             pthread_mutex_unlock(&w->mu);

@@ -30,7 +30,7 @@ struct gs__task {
     gs__task_t *next;
     gs__task_fn_t run;
     gs__task_fn_t test; /* required when run() can return GS_INPROGRESS */
-    atomic_int done; /* 0 queued or running, 1 finished */
+    atomic_int done;    /* 0 queued or running, 1 finished */
     gs_status_t status;
     char errmsg[GS_ERROR_MSG_MAX];
 };
@@ -60,10 +60,10 @@ typedef struct gs__worker {
     gs__task_t *inflight; /* worker thread only */
     void *ctx;            /* handed to every task's run() and test() */
     gs__worker_hooks_t hooks;
-    int idle_polling;     /* under mu: the worker is inside hooks.idle() */
-    int busy;             /* under mu: the worker is running or testing tasks */
-    int inline_active;    /* under mu: a caller runs a task on its own thread */
-    int ninflight;        /* under mu: tasks in flight */
+    int idle_polling;  /* under mu: the worker is inside hooks.idle() */
+    int busy;          /* under mu: the worker is running or testing tasks */
+    int inline_active; /* under mu: a caller runs a task on its own thread */
+    int ninflight;     /* under mu: tasks in flight */
     int stop;
     int started;
 } gs__worker_t;

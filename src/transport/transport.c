@@ -87,8 +87,8 @@ gs_status_t gs__transport_lookup(const char *name, const gs_transport_ops_t **op
         }
         slot = missing_slot(ops);
         if (slot != NULL) {
-            return gs__error_set(GS_ERR_INTERNAL,
-                                 "transport: %s lacks the required slot %s", name, slot);
+            return gs__error_set(GS_ERR_INTERNAL, "transport: %s lacks the required slot %s", name,
+                                 slot);
         }
         *ops_out = ops;
         return GS_OK;

@@ -26,8 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static uint32_t rd32(const uint8_t *p)
 {
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
-           ((uint32_t)p[3] << 24);
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -62,8 +61,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             (param <= count)) {
             cfg.ratio = (double)param / (double)count;
         }
-        cfg.zstd = ((data[6] & GS_CODEC_WIRE_FLAG_ZSTD) != 0) ? GS_CODEC_ZSTD_AUTO
-                                                               : GS_CODEC_ZSTD_OFF;
+        cfg.zstd =
+            ((data[6] & GS_CODEC_WIRE_FLAG_ZSTD) != 0) ? GS_CODEC_ZSTD_AUTO : GS_CODEC_ZSTD_OFF;
     }
     if (gs_codec_scratch_size(&cfg, count, dt, &scratch_size) != GS_OK) {
         abort();
@@ -78,10 +77,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(ref, 0x3c, ybytes); /* a finite value in every float dtype */
     for (pass = 0; pass < 2; pass++) {
         memcpy(y, ref, ybytes);
-        status = (pass == 0) ? gs_codec_decode(&cfg, data, size, count, dt, scratch,
-                                               scratch_size, y)
-                             : gs_codec_decode_accumulate(&cfg, data, size, count, dt, scratch,
-                                                          scratch_size, y);
+        status =
+            (pass == 0)
+                ? gs_codec_decode(&cfg, data, size, count, dt, scratch, scratch_size, y)
+                : gs_codec_decode_accumulate(&cfg, data, size, count, dt, scratch, scratch_size, y);
         if ((status != GS_OK) && (status != GS_ERR_PROTOCOL)) {
             abort();
         }

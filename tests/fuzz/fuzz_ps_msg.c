@@ -54,14 +54,21 @@ static void one(const uint8_t *data, size_t len, int nranks)
     if ((m.type == GS_PS_MSG_PUSH) || (m.type == GS_PS_MSG_PULL) || (m.type == GS_PS_MSG_CTS)) {
         const size_t elem = 4;
         const size_t vb = (m.count <= SIZE_MAX / elem) ? (size_t)m.count * elem : SIZE_MAX;
-        const gs__ps_shard_expect_t own = {.offset = m.offset, .count = m.count,
-                                           .dtype = (gs_dtype_t)m.dtype, .value_bytes = vb,
+        const gs__ps_shard_expect_t own = {.offset = m.offset,
+                                           .count = m.count,
+                                           .dtype = (gs_dtype_t)m.dtype,
+                                           .value_bytes = vb,
                                            .max_encoded = 0};
-        const gs__ps_shard_expect_t own_codec = {.offset = m.offset, .count = m.count,
-                                                 .dtype = (gs_dtype_t)m.dtype, .value_bytes = vb,
+        const gs__ps_shard_expect_t own_codec = {.offset = m.offset,
+                                                 .count = m.count,
+                                                 .dtype = (gs_dtype_t)m.dtype,
+                                                 .value_bytes = vb,
                                                  .max_encoded = vb / 2 + 64};
-        const gs__ps_shard_expect_t fixed = {.offset = 0, .count = 1024, .dtype = GS_DTYPE_F32,
-                                             .value_bytes = 4096, .max_encoded = 2048};
+        const gs__ps_shard_expect_t fixed = {.offset = 0,
+                                             .count = 1024,
+                                             .dtype = GS_DTYPE_F32,
+                                             .value_bytes = 4096,
+                                             .max_encoded = 2048};
         const gs__ps_shard_expect_t *e[3] = {&own, &own_codec, &fixed};
 
         for (int i = 0; i < 3; i++) {

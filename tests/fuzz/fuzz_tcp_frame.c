@@ -35,12 +35,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     if (gs__tcp_hs_decode(data, size, &hs, why, sizeof(why)) == GS_OK) {
-        const gs__tcp_hs_expect_t exp = {.job_id = 1,
-                                         .comm_id = 2,
-                                         .size = 4,
-                                         .nsocks = 2,
-                                         .rank_lo = 1,
-                                         .rank_hi = 3};
+        const gs__tcp_hs_expect_t exp = {
+            .job_id = 1, .comm_id = 2, .size = 4, .nsocks = 2, .rank_lo = 1, .rank_hi = 3};
 
         gs__tcp_hs_encode(&hs, again);
         if (memcmp(again, data, GS_TCP_HS_LEN) != 0) {

@@ -65,8 +65,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (st == GS_ERR_VERSION_MISMATCH) {
         /* Filled, and the check must turn it down for its version. */
-        const gs__tcp_hs_expect_t any = {.job_id = hs.job_id, .comm_id = hs.comm_id,
-                                         .size = 1, .nsocks = 1, .rank_lo = 0, .rank_hi = 0};
+        const gs__tcp_hs_expect_t any = {.job_id = hs.job_id,
+                                         .comm_id = hs.comm_id,
+                                         .size = 1,
+                                         .nsocks = 1,
+                                         .rank_lo = 0,
+                                         .rank_hi = 0};
         if (gs__tcp_hs_check(&hs, &any, why, sizeof(why)) != GS_TCP_HS_BAD_VERSION) {
             abort();
         }
@@ -85,15 +89,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     }
     {
-        const gs__tcp_hs_expect_t fixed = {.job_id = 1, .comm_id = 2, .size = 4, .nsocks = 2,
-                                           .rank_lo = 1, .rank_hi = 3};
+        const gs__tcp_hs_expect_t fixed = {
+            .job_id = 1, .comm_id = 2, .size = 4, .nsocks = 2, .rank_lo = 1, .rank_hi = 3};
         /* The input's own ids, size and socket count (clamped to what an int
          * holds), a rank window around its rank. */
         const int sz = (hs.size > 1u << 20) ? 1 << 20 : (int)hs.size;
         const int ns = (hs.nsocks > GS_TCP_MAX_SOCKS) ? GS_TCP_MAX_SOCKS : (int)hs.nsocks;
         const int rk = (hs.rank > 1u << 20) ? 1 << 20 : (int)hs.rank;
-        const gs__tcp_hs_expect_t own = {.job_id = hs.job_id, .comm_id = hs.comm_id, .size = sz,
-                                         .nsocks = ns, .rank_lo = rk > 0 ? rk - 1 : 0,
+        const gs__tcp_hs_expect_t own = {.job_id = hs.job_id,
+                                         .comm_id = hs.comm_id,
+                                         .size = sz,
+                                         .nsocks = ns,
+                                         .rank_lo = rk > 0 ? rk - 1 : 0,
                                          .rank_hi = rk};
 
         check_against(&hs, &fixed);

@@ -229,8 +229,7 @@ static int mode_destroy(gs_comm_t comm)
                   (w.status == GS_OK),
               "an abort racing destroy cuts it short", why);
         st = gs_wait(&ra);
-        check(st == GS_ERR_ABORTED, "the queued iallreduce completes ABORTED",
-              gs_status_name(st));
+        check(st == GS_ERR_ABORTED, "the queued iallreduce completes ABORTED", gs_status_name(st));
         return 1;
     }
     wait_for_leaver(comm);
@@ -436,8 +435,8 @@ int main(int argc, char **argv)
     if (!destroyed) {
         /* Destroy always frees; after an abort or a failure it may report it. */
         const gs_status_t st = gs_comm_destroy(comm);
-        check((st == GS_OK) || (st == GS_ERR_ABORTED) || (st == GS_ERR_PEER_FAILED),
-              "destroy", gs_status_name(st));
+        check((st == GS_OK) || (st == GS_ERR_ABORTED) || (st == GS_ERR_PEER_FAILED), "destroy",
+              gs_status_name(st));
     }
     printf("abort_check rank %d: %d passed, %d failed\n", g_rank, g_pass, g_fail);
     return g_fail ? 1 : 0;

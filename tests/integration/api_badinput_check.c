@@ -29,9 +29,9 @@
 #include <string.h>
 #include <unistd.h>
 
-static gs_comm_t C;          /* a working single-rank communicator */
-static int g_bad;            /* failures in the current row */
-static int g_checks;         /* calls checked in the current row */
+static gs_comm_t C;  /* a working single-rank communicator */
+static int g_bad;    /* failures in the current row */
+static int g_checks; /* calls checked in the current row */
 static int g_verbose;
 static const char *volatile g_row = "startup";
 
@@ -100,7 +100,10 @@ static void truth_(int cond, const char *what)
 static gs_request_t R; /* request output; must stay unwritten */
 static const size_t CNT[1] = {4};
 
-static void r_version(void) { TRUE_(gs_version() > 0); }
+static void r_version(void)
+{
+    TRUE_(gs_version() > 0);
+}
 static void r_version_string(void)
 {
     const char *s = gs_version_string();
@@ -122,7 +125,10 @@ static void r_status_scope(void)
     (void)gs_status_scope((gs_status_t)INT32_MIN);
     TRUE_(1);
 }
-static void r_last_error(void) { TRUE_(gs_last_error() != NULL); }
+static void r_last_error(void)
+{
+    TRUE_(gs_last_error() != NULL);
+}
 static void r_config_init_v(void)
 {
     gs_config_t cfg;
@@ -155,8 +161,14 @@ static void r_comm_init_env(void)
     BAD(gs_comm_init_env(&c, &cfg));
     TRUE_(c == (gs_comm_t)&c);
 }
-static void r_comm_destroy(void) { BAD(gs_comm_destroy(NULL)); }
-static void r_comm_abort(void) { BAD(gs_comm_abort(NULL)); }
+static void r_comm_destroy(void)
+{
+    BAD(gs_comm_destroy(NULL));
+}
+static void r_comm_abort(void)
+{
+    BAD(gs_comm_abort(NULL));
+}
 static void r_comm_rank(void)
 {
     int r = 7;
@@ -262,7 +274,10 @@ static void r_alltoall(void)
     BAD(gs_alltoall(NULL, A, B, 4, GS_DTYPE_F32));
     BAD(gs_alltoall(C, NULL, B, 4, GS_DTYPE_F32));
 }
-static void r_barrier(void) { BAD(gs_barrier(NULL)); }
+static void r_barrier(void)
+{
+    BAD(gs_barrier(NULL));
+}
 static void r_gather(void)
 {
     BAD(gs_gather(NULL, A, B, 4, GS_DTYPE_F32, 0));
@@ -452,7 +467,10 @@ static void r_group_start(void)
     gs_status_t d = (b == GS_OK) ? gs_group_end() : GS_OK;
     TRUE_(a == GS_OK && (b == GS_OK || b == GS_ERR_INVALID_USAGE) && c == GS_OK && d == GS_OK);
 }
-static void r_group_end(void) { BAD(gs_group_end()); }
+static void r_group_end(void)
+{
+    BAD(gs_group_end());
+}
 static void r_iallreduce(void)
 {
     BAD(gs_iallreduce(NULL, A, B, 4, GS_DTYPE_F32, GS_OP_SUM, &R));
@@ -559,7 +577,10 @@ static void r_test(void)
     BAD(gs_test(NULL));
     OKC(gs_test(&n));
 }
-static void r_waitall(void) { BAD(gs_waitall(3, NULL)); }
+static void r_waitall(void)
+{
+    BAD(gs_waitall(3, NULL));
+}
 static void r_irecv_status(void)
 {
     gs_p2p_status_t s;
@@ -573,7 +594,10 @@ static void r_waitany(void)
     BAD(gs_waitany(2, NULL, &idx));
     BAD(gs_waitany(2, rs, NULL));
 }
-static void r_testall(void) { BAD(gs_testall(2, NULL)); }
+static void r_testall(void)
+{
+    BAD(gs_testall(2, NULL));
+}
 
 /* compress.h */
 static void r_ef_create(void)
@@ -584,8 +608,14 @@ static void r_ef_create(void)
     BAD(gs_ef_create(HUGE_COUNT, GS_DTYPE_F32, &ef));
     TRUE_(ef == (gs_ef_t)&ef);
 }
-static void r_ef_reset(void) { BAD(gs_ef_reset(GS_EF_NULL)); }
-static void r_ef_destroy(void) { OKC(gs_ef_destroy(GS_EF_NULL)); }
+static void r_ef_reset(void)
+{
+    BAD(gs_ef_reset(GS_EF_NULL));
+}
+static void r_ef_destroy(void)
+{
+    OKC(gs_ef_destroy(GS_EF_NULL));
+}
 static void r_codec_encoded_size(void)
 {
     gs_codec_config_t cc = GS_CODEC_CONFIG_INIT;
@@ -671,7 +701,10 @@ static void r_bucketer_add(void)
     }
     TRUE_(b != GS_BUCKETER_NULL && id == 99);
 }
-static void r_bucketer_destroy(void) { OKC(gs_bucketer_destroy(GS_BUCKETER_NULL)); }
+static void r_bucketer_destroy(void)
+{
+    OKC(gs_bucketer_destroy(GS_BUCKETER_NULL));
+}
 static void r_bucketer_ready(void)
 {
     gs_bucketer_t b = make_bucketer();
@@ -681,7 +714,10 @@ static void r_bucketer_ready(void)
         (void)gs_bucketer_destroy(b);
     }
 }
-static void r_bucketer_wait(void) { BAD(gs_bucketer_wait(GS_BUCKETER_NULL)); }
+static void r_bucketer_wait(void)
+{
+    BAD(gs_bucketer_wait(GS_BUCKETER_NULL));
+}
 static void r_bucketer_stats(void)
 {
     gs_bucketer_stats_t s = GS_BUCKETER_STATS_INIT;
@@ -750,10 +786,22 @@ static void r_ps_pull(void)
     gs_ps_request_t q = (gs_ps_request_t)&q;
     BAD(gs_ps_pull(NULL, 1, A, 4, GS_DTYPE_F32, &q));
 }
-static void r_ps_clock(void) { BAD(gs_ps_clock(NULL)); }
-static void r_ps_wait(void) { BAD(gs_ps_wait(NULL)); }
-static void r_ps_test(void) { BAD(gs_ps_test(NULL)); }
-static void r_ps_waitall(void) { BAD(gs_ps_waitall(2, NULL)); }
+static void r_ps_clock(void)
+{
+    BAD(gs_ps_clock(NULL));
+}
+static void r_ps_wait(void)
+{
+    BAD(gs_ps_wait(NULL));
+}
+static void r_ps_test(void)
+{
+    BAD(gs_ps_test(NULL));
+}
+static void r_ps_waitall(void)
+{
+    BAD(gs_ps_waitall(2, NULL));
+}
 static void r_ps_info(void)
 {
     gs_ps_info_t i = GS_PS_INFO_INIT;
@@ -879,8 +927,9 @@ static const row_t ROWS[] = {
     {"gs_ps_waitall", r_ps_waitall, NULL},
     {"gs_ps_info", r_ps_info, NULL},
     /* gradsync/mpi.h needs <mpi.h> and an MPI job; its bad input is tests/mpi's. */
-    {"gs_comm_init_mpi", NULL, "needs <mpi.h> and MPI_Init: its bad input (NULL comm_out, "
-                               "MPI_COMM_NULL) belongs in tests/mpi and is not written yet"},
+    {"gs_comm_init_mpi", NULL,
+     "needs <mpi.h> and MPI_Init: its bad input (NULL comm_out, "
+     "MPI_COMM_NULL) belongs in tests/mpi and is not written yet"},
 };
 #define NROWS (sizeof(ROWS) / sizeof(ROWS[0]))
 
@@ -935,7 +984,8 @@ int main(int argc, char **argv)
         const row_t *r = find_row(line);
         if (!r) {
             printf("MISSING %s: a public function without a bad-input row in "
-                   "api_badinput_check.c\n", line);
+                   "api_badinput_check.c\n",
+                   line);
             nmiss++;
             continue;
         }
@@ -972,7 +1022,7 @@ int main(int argc, char **argv)
         nfail++;
     }
     (void)gs_comm_destroy(C);
-    printf("api_badinput_check: %d functions, %d passed, %d failed, %d skipped, %d missing\n",
-           nfun, npass, nfail, nskip, nmiss);
+    printf("api_badinput_check: %d functions, %d passed, %d failed, %d skipped, %d missing\n", nfun,
+           npass, nfail, nskip, nmiss);
     return (nfail || nmiss || nfun == 0) ? 1 : 0;
 }

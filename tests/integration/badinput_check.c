@@ -131,14 +131,13 @@ static void check_null_comm(void)
               "comm");
     CHECK_ERR("null comm: gs_broadcast", gs_broadcast(GS_COMM_NULL, a, 8, GS_DTYPE_F32, 0),
               GS_ERR_INVALID_ARG, "comm");
-    CHECK_ERR("null comm: gs_reduce",
-              gs_reduce(GS_COMM_NULL, a, b, 8, GS_DTYPE_F32, GS_OP_SUM, 0), GS_ERR_INVALID_ARG,
-              "comm");
+    CHECK_ERR("null comm: gs_reduce", gs_reduce(GS_COMM_NULL, a, b, 8, GS_DTYPE_F32, GS_OP_SUM, 0),
+              GS_ERR_INVALID_ARG, "comm");
     CHECK_ERR("null comm: gs_allgather", gs_allgather(GS_COMM_NULL, a, b, 1, GS_DTYPE_F32),
               GS_ERR_INVALID_ARG, "comm");
     CHECK_ERR("null comm: gs_reduce_scatter",
-              gs_reduce_scatter(GS_COMM_NULL, a, b, 1, GS_DTYPE_F32, GS_OP_SUM),
-              GS_ERR_INVALID_ARG, "comm");
+              gs_reduce_scatter(GS_COMM_NULL, a, b, 1, GS_DTYPE_F32, GS_OP_SUM), GS_ERR_INVALID_ARG,
+              "comm");
     CHECK_ERR("null comm: gs_alltoall", gs_alltoall(GS_COMM_NULL, a, b, 1, GS_DTYPE_F32),
               GS_ERR_INVALID_ARG, "comm");
     CHECK_ERR("null comm: gs_barrier", gs_barrier(GS_COMM_NULL), GS_ERR_INVALID_ARG, "comm");
@@ -157,12 +156,11 @@ static void check_null_comm(void)
               GS_ERR_INVALID_ARG, "comm");
     if (sub != (gs_comm_t)&sub)
         fail("null comm: split output", "*newcomm_out written although the call failed");
-    CHECK_ERR("null comm: gs_comm_counters", gs_comm_counters(GS_COMM_NULL, &c),
-              GS_ERR_INVALID_ARG, "comm");
+    CHECK_ERR("null comm: gs_comm_counters", gs_comm_counters(GS_COMM_NULL, &c), GS_ERR_INVALID_ARG,
+              "comm");
     CHECK_ERR("null comm: gs_comm_get_async_error", gs_comm_get_async_error(GS_COMM_NULL, &e),
               GS_ERR_INVALID_ARG, "comm");
-    CHECK_ERR("null comm: gs_comm_abort", gs_comm_abort(GS_COMM_NULL), GS_ERR_INVALID_ARG,
-              "comm");
+    CHECK_ERR("null comm: gs_comm_abort", gs_comm_abort(GS_COMM_NULL), GS_ERR_INVALID_ARG, "comm");
 }
 
 static void check_null_outputs(gs_comm_t comm)
@@ -170,8 +168,7 @@ static void check_null_outputs(gs_comm_t comm)
     float a[4] = {0};
     CHECK_ERR("null out: gs_comm_rank", gs_comm_rank(comm, NULL), GS_ERR_INVALID_ARG, NULL);
     CHECK_ERR("null out: gs_comm_size", gs_comm_size(comm, NULL), GS_ERR_INVALID_ARG, NULL);
-    CHECK_ERR("null out: gs_comm_counters", gs_comm_counters(comm, NULL), GS_ERR_INVALID_ARG,
-              NULL);
+    CHECK_ERR("null out: gs_comm_counters", gs_comm_counters(comm, NULL), GS_ERR_INVALID_ARG, NULL);
     CHECK_ERR("null out: gs_comm_get_async_error", gs_comm_get_async_error(comm, NULL),
               GS_ERR_INVALID_ARG, NULL);
     CHECK_ERR("null out: gs_iallreduce req",
@@ -185,8 +182,7 @@ static void check_null_outputs(gs_comm_t comm)
     CHECK_ERR("null out: gs_waitall", gs_waitall(2, NULL), GS_ERR_INVALID_ARG, NULL);
     CHECK_ERR("null out: gs_config_init", gs_config_init(NULL), GS_ERR_INVALID_ARG, NULL);
     CHECK_ERR("null out: gs_comm_init", gs_comm_init(NULL, NULL), GS_ERR_INVALID_ARG, NULL);
-    CHECK_ERR("null out: gs_comm_init_env", gs_comm_init_env(NULL, NULL), GS_ERR_INVALID_ARG,
-              NULL);
+    CHECK_ERR("null out: gs_comm_init_env", gs_comm_init_env(NULL, NULL), GS_ERR_INVALID_ARG, NULL);
 
     gs_request_t nreq = GS_REQUEST_NULL;
     g_current = "gs_wait(GS_REQUEST_NULL)";
@@ -219,9 +215,8 @@ static void check_null_buffers(gs_comm_t comm)
               GS_ERR_INVALID_ARG, "buf");
     CHECK_ERR("null buf: ibroadcast buf", gs_ibroadcast(comm, NULL, n, GS_DTYPE_F32, 0, &req),
               GS_ERR_INVALID_ARG, "buf");
-    CHECK_ERR("null buf: reduce sendbuf",
-              gs_reduce(comm, NULL, b, n, GS_DTYPE_F32, GS_OP_SUM, 0), GS_ERR_INVALID_ARG,
-              "sendbuf");
+    CHECK_ERR("null buf: reduce sendbuf", gs_reduce(comm, NULL, b, n, GS_DTYPE_F32, GS_OP_SUM, 0),
+              GS_ERR_INVALID_ARG, "sendbuf");
     if (g_world == 1)
         CHECK_ERR("null buf: reduce recvbuf on root",
                   gs_reduce(comm, a, NULL, n, GS_DTYPE_F32, GS_OP_SUM, 0), GS_ERR_INVALID_ARG,
@@ -253,8 +248,8 @@ static void check_null_buffers(gs_comm_t comm)
 
     /* count 0 with NULL buffers is valid (collective: every rank calls). */
     g_current = "count 0: allreduce NULL";
-    expect_ok("count 0: allreduce NULL", gs_allreduce(comm, NULL, NULL, 0, GS_DTYPE_F32,
-                                                       GS_OP_SUM));
+    expect_ok("count 0: allreduce NULL",
+              gs_allreduce(comm, NULL, NULL, 0, GS_DTYPE_F32, GS_OP_SUM));
     g_current = "count 0: broadcast NULL";
     expect_ok("count 0: broadcast NULL", gs_broadcast(comm, NULL, 0, GS_DTYPE_F64, 0));
 }
@@ -269,8 +264,7 @@ static void check_overflow(gs_comm_t comm)
     CHECK_ERR("overflow: allreduce SIZE_MAX/2",
               gs_allreduce(comm, a, b, huge, GS_DTYPE_F32, GS_OP_SUM), GS_ERR_INVALID_ARG, NULL);
     CHECK_ERR("overflow: allreduce (SIZE_MAX/4+1)*4 wraps to 0",
-              gs_allreduce(comm, a, b, quarter, GS_DTYPE_F32, GS_OP_SUM), GS_ERR_INVALID_ARG,
-              NULL);
+              gs_allreduce(comm, a, b, quarter, GS_DTYPE_F32, GS_OP_SUM), GS_ERR_INVALID_ARG, NULL);
     CHECK_ERR("overflow: allreduce f64 SIZE_MAX/8+1",
               gs_allreduce(comm, a, b, SIZE_MAX / 8 + 1, GS_DTYPE_F64, GS_OP_SUM),
               GS_ERR_INVALID_ARG, NULL);
@@ -331,14 +325,12 @@ static void check_types(gs_comm_t comm)
               GS_ERR_INVALID_ARG, "avg");
     CHECK_ERR("avg on u8: allreduce", gs_allreduce(comm, a, b, 2, GS_DTYPE_U8, GS_OP_AVG),
               GS_ERR_INVALID_ARG, "avg");
-    CHECK_ERR("avg on i64: iallreduce",
-              gs_iallreduce(comm, a, b, 2, GS_DTYPE_I64, GS_OP_AVG, &req), GS_ERR_INVALID_ARG,
-              "avg");
+    CHECK_ERR("avg on i64: iallreduce", gs_iallreduce(comm, a, b, 2, GS_DTYPE_I64, GS_OP_AVG, &req),
+              GS_ERR_INVALID_ARG, "avg");
     CHECK_ERR("avg on i8: reduce", gs_reduce(comm, a, b, 2, GS_DTYPE_I8, GS_OP_AVG, 0),
               GS_ERR_INVALID_ARG, "avg");
     CHECK_ERR("avg on i32: reduce_scatter",
-              gs_reduce_scatter(comm, a, b, 1, GS_DTYPE_I32, GS_OP_AVG), GS_ERR_INVALID_ARG,
-              "avg");
+              gs_reduce_scatter(comm, a, b, 1, GS_DTYPE_I32, GS_OP_AVG), GS_ERR_INVALID_ARG, "avg");
 
     gs_allreduce_opts_t o = GS_ALLREDUCE_OPTS_INIT;
     o.algo = (gs_algo_t)99;
@@ -434,8 +426,7 @@ static void check_config(int port)
         if (c != (gs_comm_t)&c)
             fail(cases[i].label, "*comm_out written although init failed");
         if (ms > 1000.0)
-            fail(cases[i].label, "took %.0f ms: the value must be rejected before networking",
-                 ms);
+            fail(cases[i].label, "took %.0f ms: the value must be rejected before networking", ms);
     }
 
     gs_config_t cfg;
@@ -452,8 +443,10 @@ static void check_config(int port)
     if (st == GS_ERR_INVALID_ARG || st == GS_ERR_UNSUPPORTED)
         pass("config: unknown transport");
     else
-        fail("config: unknown transport", "returned %s, expected GS_ERR_INVALID_ARG or "
-             "GS_ERR_UNSUPPORTED", gs_status_name(st));
+        fail("config: unknown transport",
+             "returned %s, expected GS_ERR_INVALID_ARG or "
+             "GS_ERR_UNSUPPORTED",
+             gs_status_name(st));
     if (st == GS_OK)
         (void)gs_comm_destroy(c);
 
@@ -480,8 +473,7 @@ static void check_config(int port)
     double x = 2.5, y = 0;
     st = gs_allreduce(c, &x, &y, 1, GS_DTYPE_F64, GS_OP_SUM);
     if (st != GS_OK || y != 2.5)
-        fail("config: valid single rank", "allreduce returned %s, value %g", gs_status_name(st),
-             y);
+        fail("config: valid single rank", "allreduce returned %s, value %g", gs_status_name(st), y);
     else
         pass("config: valid single rank");
     expect_ok("config: destroy single rank", gs_comm_destroy(c));
@@ -755,8 +747,7 @@ static void check_abort(gs_comm_t comm)
     expect_ok("abort: barrier after the split", gs_barrier(comm));
     expect_ok("abort: gs_comm_abort", gs_comm_abort(dup));
     float x = 1, y = 0;
-    CHECK_ERR("abort: allreduce after abort", gs_allreduce(dup, &x, &y, 1, GS_DTYPE_F32,
-                                                           GS_OP_SUM),
+    CHECK_ERR("abort: allreduce after abort", gs_allreduce(dup, &x, &y, 1, GS_DTYPE_F32, GS_OP_SUM),
               GS_ERR_ABORTED, NULL);
     gs_status_t e = GS_OK;
     if (gs_comm_get_async_error(dup, &e) != GS_OK || e != GS_ERR_ABORTED)
@@ -894,8 +885,8 @@ static void mismatch_case(gs_comm_t comm, const char *label, int which, int port
     }
     double ms = mono_ms() - t0;
     const char *err = st == GS_OK ? "" : gs_last_error();
-    printf("MISMATCH %s rank=%d status=%s ms=%.0f err=%s\n", label, g_rank, gs_status_name(st),
-           ms, err);
+    printf("MISMATCH %s rank=%d status=%s ms=%.0f err=%s\n", label, g_rank, gs_status_name(st), ms,
+           err);
     if (st == GS_ERR_MISMATCH) {
         pass(label);
     } else if (st == GS_ERR_TIMEOUT) {
@@ -953,8 +944,8 @@ static int run_init(int argc, char **argv)
     gs_status_t st = gs_comm_init_env(&comm, NULL);
     double ms = mono_ms() - t0;
     const char *err = st == GS_OK ? "" : gs_last_error();
-    printf("INIT rank=%d world=%d status=%s ms=%.0f err=%s\n", rank, world, gs_status_name(st),
-           ms, err);
+    printf("INIT rank=%d world=%d status=%s ms=%.0f err=%s\n", rank, world, gs_status_name(st), ms,
+           err);
     if (st == GS_OK)
         (void)gs_comm_destroy(comm);
     const char *name = gs_status_name(st);

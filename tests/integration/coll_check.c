@@ -223,23 +223,54 @@ static float bf16_to_f32(uint16_t h)
 
 static int dt_is_float(gs_dtype_t dt)
 {
-    return dt == GS_DTYPE_F32 || dt == GS_DTYPE_F64 || dt == GS_DTYPE_F16 ||
-           dt == GS_DTYPE_BF16;
+    return dt == GS_DTYPE_F32 || dt == GS_DTYPE_F64 || dt == GS_DTYPE_F16 || dt == GS_DTYPE_BF16;
 }
 
 static void put_elem(void *buf, size_t i, gs_dtype_t dt, double v)
 {
     unsigned char *p = (unsigned char *)buf + i * dt_sizes[dt];
     switch (dt) {
-    case GS_DTYPE_F32: { float x = (float)v; memcpy(p, &x, 4); break; }
-    case GS_DTYPE_F64: { memcpy(p, &v, 8); break; }
-    case GS_DTYPE_F16: { uint16_t x = f32_to_f16((float)v); memcpy(p, &x, 2); break; }
-    case GS_DTYPE_BF16: { uint16_t x = f32_to_bf16((float)v); memcpy(p, &x, 2); break; }
-    case GS_DTYPE_I8: { int8_t x = (int8_t)v; memcpy(p, &x, 1); break; }
-    case GS_DTYPE_U8: { uint8_t x = (uint8_t)v; memcpy(p, &x, 1); break; }
-    case GS_DTYPE_I32: { int32_t x = (int32_t)v; memcpy(p, &x, 4); break; }
-    case GS_DTYPE_I64: { int64_t x = (int64_t)v; memcpy(p, &x, 8); break; }
-    default: break;
+    case GS_DTYPE_F32: {
+        float x = (float)v;
+        memcpy(p, &x, 4);
+        break;
+    }
+    case GS_DTYPE_F64: {
+        memcpy(p, &v, 8);
+        break;
+    }
+    case GS_DTYPE_F16: {
+        uint16_t x = f32_to_f16((float)v);
+        memcpy(p, &x, 2);
+        break;
+    }
+    case GS_DTYPE_BF16: {
+        uint16_t x = f32_to_bf16((float)v);
+        memcpy(p, &x, 2);
+        break;
+    }
+    case GS_DTYPE_I8: {
+        int8_t x = (int8_t)v;
+        memcpy(p, &x, 1);
+        break;
+    }
+    case GS_DTYPE_U8: {
+        uint8_t x = (uint8_t)v;
+        memcpy(p, &x, 1);
+        break;
+    }
+    case GS_DTYPE_I32: {
+        int32_t x = (int32_t)v;
+        memcpy(p, &x, 4);
+        break;
+    }
+    case GS_DTYPE_I64: {
+        int64_t x = (int64_t)v;
+        memcpy(p, &x, 8);
+        break;
+    }
+    default:
+        break;
     }
 }
 
@@ -247,15 +278,48 @@ static double get_elem(const void *buf, size_t i, gs_dtype_t dt)
 {
     const unsigned char *p = (const unsigned char *)buf + i * dt_sizes[dt];
     switch (dt) {
-    case GS_DTYPE_F32: { float x; memcpy(&x, p, 4); return x; }
-    case GS_DTYPE_F64: { double x; memcpy(&x, p, 8); return x; }
-    case GS_DTYPE_F16: { uint16_t x; memcpy(&x, p, 2); return f16_to_f32(x); }
-    case GS_DTYPE_BF16: { uint16_t x; memcpy(&x, p, 2); return bf16_to_f32(x); }
-    case GS_DTYPE_I8: { int8_t x; memcpy(&x, p, 1); return x; }
-    case GS_DTYPE_U8: { uint8_t x; memcpy(&x, p, 1); return x; }
-    case GS_DTYPE_I32: { int32_t x; memcpy(&x, p, 4); return x; }
-    case GS_DTYPE_I64: { int64_t x; memcpy(&x, p, 8); return (double)x; }
-    default: return NAN;
+    case GS_DTYPE_F32: {
+        float x;
+        memcpy(&x, p, 4);
+        return x;
+    }
+    case GS_DTYPE_F64: {
+        double x;
+        memcpy(&x, p, 8);
+        return x;
+    }
+    case GS_DTYPE_F16: {
+        uint16_t x;
+        memcpy(&x, p, 2);
+        return f16_to_f32(x);
+    }
+    case GS_DTYPE_BF16: {
+        uint16_t x;
+        memcpy(&x, p, 2);
+        return bf16_to_f32(x);
+    }
+    case GS_DTYPE_I8: {
+        int8_t x;
+        memcpy(&x, p, 1);
+        return x;
+    }
+    case GS_DTYPE_U8: {
+        uint8_t x;
+        memcpy(&x, p, 1);
+        return x;
+    }
+    case GS_DTYPE_I32: {
+        int32_t x;
+        memcpy(&x, p, 4);
+        return x;
+    }
+    case GS_DTYPE_I64: {
+        int64_t x;
+        memcpy(&x, p, 8);
+        return (double)x;
+    }
+    default:
+        return NAN;
     }
 }
 
@@ -281,8 +345,7 @@ static uint64_t hash3(uint64_t seed, int rank, size_t idx)
  * Input of @p rank at @p idx for a reduction with @p op over @p world
  * ranks: chosen so that every partial result is exact in @p dt.
  */
-static double gen_value(int rank, size_t idx, uint64_t seed, gs_dtype_t dt, gs_op_t op,
-                        int world)
+static double gen_value(int rank, size_t idx, uint64_t seed, gs_dtype_t dt, gs_op_t op, int world)
 {
     uint64_t h = hash3(seed, rank, idx);
     int is8 = dt == GS_DTYPE_I8 || dt == GS_DTYPE_U8;
@@ -591,8 +654,7 @@ static gs_status_t post_allreduce(struct tctx *t, const void *s, void *r, size_t
     return gs_allreduce(t->comm, s, r, n, dt, op);
 }
 
-static void case_allreduce(struct tctx *t, gs_dtype_t dt, gs_op_t op, size_t count,
-                           enum variant v)
+static void case_allreduce(struct tctx *t, gs_dtype_t dt, gs_op_t op, size_t count, enum variant v)
 {
     char label[256];
     uint32_t seq = t->seq++;
@@ -613,8 +675,7 @@ static void case_allreduce(struct tctx *t, gs_dtype_t dt, gs_op_t op, size_t cou
         if (st == GS_OK)
             st = nb_finish(t, label, &req);
     } else {
-        st = post_allreduce(t, argbuf(send, count, v), argbuf(recv, count, v), count, dt, op,
-                            NULL);
+        st = post_allreduce(t, argbuf(send, count, v), argbuf(recv, count, v), count, dt, op, NULL);
     }
     if (st == GS_ERR_UNSUPPORTED && g_opt.has_algo) {
         t->skipped++;
@@ -692,8 +753,8 @@ static void case_reduce(struct tctx *t, gs_dtype_t dt, gs_op_t op, size_t count,
         if (st == GS_OK)
             st = nb_finish(t, label, &req);
     } else {
-        st = gs_reduce(t->comm, argbuf(send, count, v), rarg ? argbuf(recv, count, v) : NULL,
-                       count, dt, op, root);
+        st = gs_reduce(t->comm, argbuf(send, count, v), rarg ? argbuf(recv, count, v) : NULL, count,
+                       dt, op, root);
     }
     if (call_ok(t, label, "gs_reduce", st)) {
         struct mism m = {0};
@@ -778,8 +839,8 @@ static void case_reduce_scatter(struct tctx *t, gs_dtype_t dt, gs_op_t op, size_
         if (st == GS_OK)
             st = nb_finish(t, label, &req);
     } else {
-        st = gs_reduce_scatter(t->comm, argbuf(send, count, v), argbuf(recv, count, v), count,
-                               dt, op);
+        st = gs_reduce_scatter(t->comm, argbuf(send, count, v), argbuf(recv, count, v), count, dt,
+                               op);
     }
     if (call_ok(t, label, "gs_reduce_scatter", st)) {
         struct mism m = {0};
@@ -1499,8 +1560,8 @@ static void run_split(struct tctx *t)
             if (call_ok(t, "split nested", "gs_allreduce",
                         gs_allreduce(quarter, &one, &sum, 1, GS_DTYPE_I64, GS_OP_SUM))) {
                 if (sum != want)
-                    case_fail(t, "split nested", "sum of parent ranks %" PRId64
-                              ", expected %" PRId64, sum, want);
+                    case_fail(t, "split nested",
+                              "sum of parent ranks %" PRId64 ", expected %" PRId64, sum, want);
                 else
                     case_pass(t, "split nested");
             }
@@ -1657,8 +1718,8 @@ static void run_misc(struct tctx *t)
     if (call_ok(t, "counters", "gs_comm_counters", gs_comm_counters(t->comm, &c))) {
         if (c.ops_completed == 0)
             case_fail(t, "counters", "ops_completed is 0 after traffic");
-        else if (t->world > 1 && (c.bytes_sent == 0 || c.bytes_received == 0 ||
-                                  c.msgs_sent == 0 || c.msgs_received == 0))
+        else if (t->world > 1 && (c.bytes_sent == 0 || c.bytes_received == 0 || c.msgs_sent == 0 ||
+                                  c.msgs_received == 0))
             case_fail(t, "counters",
                       "zero after traffic: bytes_sent %" PRIu64 " bytes_received %" PRIu64
                       " msgs_sent %" PRIu64 " msgs_received %" PRIu64,

@@ -31,19 +31,19 @@
 #include <gradsync/gradsync.h>
 
 static int g_rank, g_size, g_fail, g_pass;
-static int g_dyadic;        /* inputs are multiples of 2^-10 (exact sums in any order) */
-static int g_paths[2];      /* [0]: sparse-path cases checked, [1]: dense-fallback cases */
+static int g_dyadic;   /* inputs are multiples of 2^-10 (exact sums in any order) */
+static int g_paths[2]; /* [0]: sparse-path cases checked, [1]: dense-fallback cases */
 
-#define EXPECT(_cond, ...)                                          \
-    do {                                                            \
-        if (_cond) {                                                \
-            g_pass++;                                               \
-        } else {                                                    \
-            g_fail++;                                               \
-            fprintf(stderr, "rank %d: FAIL: ", g_rank);             \
-            fprintf(stderr, __VA_ARGS__);                           \
-            fprintf(stderr, "\n");                                  \
-        }                                                           \
+#define EXPECT(_cond, ...)                                                                         \
+    do {                                                                                           \
+        if (_cond) {                                                                               \
+            g_pass++;                                                                              \
+        } else {                                                                                   \
+            g_fail++;                                                                              \
+            fprintf(stderr, "rank %d: FAIL: ", g_rank);                                            \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fprintf(stderr, "\n");                                                                 \
+        }                                                                                          \
     } while (0)
 
 static float input_value(int rank, size_t i)
@@ -181,7 +181,8 @@ static int reference(const gs_codec_config_t *cfg, size_t count, gs_dtype_t dt, 
                 acc[i] *= inv;
             }
         }
-        if (gs_codec_encode(cfg, acc, len, GS_DTYPE_F32, GS_EF_NULL, scratch, sc, enc, cap, &elen) ||
+        if (gs_codec_encode(cfg, acc, len, GS_DTYPE_F32, GS_EF_NULL, scratch, sc, enc, cap,
+                            &elen) ||
             gs_codec_decode(cfg, enc, elen, len, dt, scratch, sc, (uint8_t *)out + off * esize)) {
             return -1;
         }
@@ -239,9 +240,9 @@ static void check_reference(gs_comm_t comm, gs_codec_kind_t kind, const char *na
                        "%s: reference failed: %s", name, gs_last_error());
                 EXPECT(memcmp(inplace ? send : recv, ref, count * esize) == 0,
                        "%s %s %s count %zu ratio %g%s (%s path): result differs from the serial "
-                       "reference", name, dt == GS_DTYPE_F32 ? "f32" : "bf16",
-                       op == GS_OP_AVG ? "avg" : "sum", count, ratio,
-                       inplace ? " (in place)" : "", sparse ? "sparse" : "two-phase");
+                       "reference",
+                       name, dt == GS_DTYPE_F32 ? "f32" : "bf16", op == GS_OP_AVG ? "avg" : "sum",
+                       count, ratio, inplace ? " (in place)" : "", sparse ? "sparse" : "two-phase");
                 if ((kind == GS_CODEC_TOPK) || (kind == GS_CODEC_RANDK)) {
                     g_paths[sparse ? 0 : 1]++;
                 }
@@ -271,8 +272,10 @@ static void check_seed_mismatch(gs_comm_t comm)
     opts.codec = &cfg;
     fill_input(x, count, GS_DTYPE_F32);
     st = gs_allreduce_ex(comm, x, x, count, GS_DTYPE_F32, GS_OP_SUM, &opts);
-    EXPECT(st == GS_ERR_PROTOCOL, "randk with seeds that differ between ranks gave %s, not "
-           "GS_ERR_PROTOCOL", gs_status_name(st));
+    EXPECT(st == GS_ERR_PROTOCOL,
+           "randk with seeds that differ between ranks gave %s, not "
+           "GS_ERR_PROTOCOL",
+           gs_status_name(st));
     EXPECT(strstr(gs_last_error(), "random-k") != NULL, "randk seed mismatch: message '%s'",
            gs_last_error());
     free(x);
@@ -329,8 +332,8 @@ int main(void)
     static const struct {
         gs_codec_kind_t kind;
         const char *name;
-    } codecs[] = {{GS_CODEC_FP16, "fp16"}, {GS_CODEC_BF16, "bf16"}, {GS_CODEC_INT8, "int8"},
-                  {GS_CODEC_QSGD, "qsgd"}, {GS_CODEC_SIGN, "sign"}, {GS_CODEC_TOPK, "topk"},
+    } codecs[] = {{GS_CODEC_FP16, "fp16"},  {GS_CODEC_BF16, "bf16"}, {GS_CODEC_INT8, "int8"},
+                  {GS_CODEC_QSGD, "qsgd"},  {GS_CODEC_SIGN, "sign"}, {GS_CODEC_TOPK, "topk"},
                   {GS_CODEC_RANDK, "randk"}};
     gs_comm_t comm;
     long long fails;
@@ -403,7 +406,8 @@ int main(void)
     gs_allreduce(comm, &fails, &fails, 1, GS_DTYPE_I64, GS_OP_SUM);
     if (g_rank == 0) {
         printf("compress_check world=%d: %d passed, %lld failed (sparsifiers: %d sparse-path "
-               "cases, %d dense fallback)\n", g_size, g_pass, fails, g_paths[0], g_paths[1]);
+               "cases, %d dense fallback)\n",
+               g_size, g_pass, fails, g_paths[0], g_paths[1]);
     }
     if (g_size > 1) {
         const int before = g_fail;

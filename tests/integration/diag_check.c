@@ -399,8 +399,10 @@ int main(int argc, char **argv)
     } else if (strcmp(mode, "signal") == 0) {
         run_signal(comm);
     } else {
-        fail("usage", "unknown mode \"%s\" (kind, count, dtype, timeout, dump, signal, ifname, "
-             "refused)", mode);
+        fail("usage",
+             "unknown mode \"%s\" (kind, count, dtype, timeout, dump, signal, ifname, "
+             "refused)",
+             mode);
     }
     gs_comm_destroy(comm);
     printf("diag_check %s rank %d: %ld passed, %ld failed\n", mode, g_rank, g_passed, g_failed);

@@ -106,13 +106,12 @@ static void die_mid_allreduce(gs_comm_t comm, int rank, const float *send, float
 
 static int run_loop(void)
 {
-    const char *expect = g_opt.expect ? g_opt.expect : (g_opt.victim >= 0 ? "PEER_FAILED,TIMEOUT"
-                                                                          : "ok");
+    const char *expect =
+        g_opt.expect ? g_opt.expect : (g_opt.victim >= 0 ? "PEER_FAILED,TIMEOUT" : "ok");
     gs_comm_t comm = GS_COMM_NULL;
     gs_status_t st = gs_comm_init_env(&comm, NULL);
     if (st != GS_OK) {
-        printf("INIT rank=%d status=%s err=%s\n", env_rank(), gs_status_name(st),
-               gs_last_error());
+        printf("INIT rank=%d status=%s err=%s\n", env_rank(), gs_status_name(st), gs_last_error());
         return 1;
     }
     int rank = -1, world = 0;
@@ -184,8 +183,8 @@ static int run_loop(void)
         printf("STICKY rank=%d next=%s next_ms=%.0f async=%s\n", rank, gs_status_name(next),
                next_ms, gs_status_name(async));
         if (next == GS_OK || async == GS_OK || next_ms > 1000.0) {
-            printf("FAIL rank=%d: error not sticky (next call %s after %.0f ms, async %s)\n",
-                   rank, gs_status_name(next), next_ms, gs_status_name(async));
+            printf("FAIL rank=%d: error not sticky (next call %s after %.0f ms, async %s)\n", rank,
+                   gs_status_name(next), next_ms, gs_status_name(async));
             ok = 0;
         }
     }

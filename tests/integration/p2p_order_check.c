@@ -15,14 +15,14 @@
 
 #include <gradsync/gradsync.h>
 
-#define CHECK(_call)                                                                 \
-    do {                                                                             \
-        gs_status_t _s = (_call);                                                    \
-        if (_s != GS_OK) {                                                           \
-            fprintf(stderr, "rank %d: %s failed: %s: %s\n", rank, #_call,            \
-                    gs_status_name(_s), gs_last_error());                            \
-            return 1;                                                                \
-        }                                                                            \
+#define CHECK(_call)                                                                               \
+    do {                                                                                           \
+        gs_status_t _s = (_call);                                                                  \
+        if (_s != GS_OK) {                                                                         \
+            fprintf(stderr, "rank %d: %s failed: %s: %s\n", rank, #_call, gs_status_name(_s),      \
+                    gs_last_error());                                                              \
+            return 1;                                                                              \
+        }                                                                                          \
     } while (0)
 
 static int ring_exchange(gs_comm_t comm, int rank, int size, size_t n, int iters)

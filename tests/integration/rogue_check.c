@@ -59,8 +59,7 @@ int main(int argc, char **argv)
     st = gs_allreduce_ex(comm, buf, buf, COUNT, GS_DTYPE_F32, GS_OP_SUM, &opts);
     printf("rank %d%s: %s: %s\n", rank, rogue ? " (rogue)" : "", gs_status_name(st),
            (st == GS_OK) ? "" : gs_last_error());
-    ok = rogue || (st == GS_ERR_PROTOCOL) || (st == GS_ERR_PEER_FAILED) ||
-         (st == GS_ERR_ABORTED);
+    ok = rogue || (st == GS_ERR_PROTOCOL) || (st == GS_ERR_PEER_FAILED) || (st == GS_ERR_ABORTED);
     if (!ok) {
         printf("rank %d: FAIL: expected GS_ERR_PROTOCOL, GS_ERR_PEER_FAILED or GS_ERR_ABORTED\n",
                rank);

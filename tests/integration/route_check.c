@@ -28,18 +28,18 @@ static int g_rank;
 static int g_size;
 static int g_order[MAX_RANKS];
 static int g_pos[MAX_RANKS];
-static int g_host[MAX_RANKS];  /* host index (by lowest rank) of each rank */
-static int g_local[MAX_RANKS]; /* local rank */
-static int g_nlocal[MAX_RANKS];/* ranks on each host */
+static int g_host[MAX_RANKS];   /* host index (by lowest rank) of each rank */
+static int g_local[MAX_RANKS];  /* local rank */
+static int g_nlocal[MAX_RANKS]; /* ranks on each host */
 
-#define CHECK(_call)                                                                       \
-    do {                                                                                   \
-        gs_status_t _s = (_call);                                                          \
-        if (_s != GS_OK) {                                                                 \
-            fprintf(stderr, "rank %d: %s failed: %s: %s\n", g_rank, #_call,                \
-                    gs_status_name(_s), gs_last_error());                                  \
-            return 1;                                                                      \
-        }                                                                                  \
+#define CHECK(_call)                                                                               \
+    do {                                                                                           \
+        gs_status_t _s = (_call);                                                                  \
+        if (_s != GS_OK) {                                                                         \
+            fprintf(stderr, "rank %d: %s failed: %s: %s\n", g_rank, #_call, gs_status_name(_s),    \
+                    gs_last_error());                                                              \
+            return 1;                                                                              \
+        }                                                                                          \
     } while (0)
 
 /* The host-grouped order of the list "a,b,a,b" (as algo_hosts.c builds it). */
@@ -93,8 +93,7 @@ static void read_sent(gs_comm_t comm, uint64_t *sent)
 }
 
 /* Every peer that got bytes between @p before and now must be allowed[peer]. */
-static int check_peers(gs_comm_t comm, const uint64_t *before, const int *allowed,
-                       const char *what)
+static int check_peers(gs_comm_t comm, const uint64_t *before, const int *allowed, const char *what)
 {
     uint64_t after[MAX_RANKS];
     int bad = 0;

@@ -90,8 +90,8 @@ static gs_status_t run_one(gs_comm_t comm, bufs_t *b, long it)
         return gs_allgatherv(comm, b->send, b->counts[r], b->recv, b->total, b->counts, NULL,
                              GS_DTYPE_F32);
     if (strcmp(c, "alltoallv") == 0) /* r sends counts[j] to j; receives counts[r] from each */
-        return gs_alltoallv(comm, b->send, b->total, b->counts, NULL, b->recv, b->total,
-                            b->displs, NULL, GS_DTYPE_F32);
+        return gs_alltoallv(comm, b->send, b->total, b->counts, NULL, b->recv, b->total, b->displs,
+                            NULL, GS_DTYPE_F32);
     if (strcmp(c, "reduce_scatterv") == 0)
         return gs_reduce_scatterv(comm, b->send, b->recv, b->counts, GS_DTYPE_F32, GS_OP_SUM);
     if (strcmp(c, "p2p") == 0) {
@@ -153,8 +153,8 @@ static int run_loop(void)
     }
     for (size_t i = 0; i < cap; i++)
         b.send[i] = (float)((i + (size_t)b.rank) % 13);
-    printf("READY rank=%d world=%d coll=%s count=%zu t_ms=%lld\n", b.rank, b.world, g_opt.coll,
-           b.n, wall_ms());
+    printf("READY rank=%d world=%d coll=%s count=%zu t_ms=%lld\n", b.rank, b.world, g_opt.coll, b.n,
+           wall_ms());
     fflush(stdout);
     if (b.rank == g_opt.victim) {
         pthread_t t;
@@ -213,15 +213,15 @@ static int run_hwm(void)
         size_t n = g_opt.count ? g_opt.count : 1;
         float *a = calloc(n, sizeof(float)), *o = calloc(n, sizeof(float));
         st = (a && o) ? gs_allreduce(comm, a, o, n, GS_DTYPE_F32, GS_OP_SUM) : GS_ERR_NO_MEMORY;
-        printf("RESULT status=%s hwm_before_kb=%ld hwm_kb=%ld err=%s\n", gs_status_name(st),
-               before, vm_hwm_kb(), st == GS_OK ? "" : gs_last_error());
+        printf("RESULT status=%s hwm_before_kb=%ld hwm_kb=%ld err=%s\n", gs_status_name(st), before,
+               vm_hwm_kb(), st == GS_OK ? "" : gs_last_error());
         fflush(stdout);
         free(a);
         free(o);
         (void)gs_comm_destroy(comm);
     } else {
-        printf("RESULT status=%s hwm_before_kb=%ld hwm_kb=%ld err=%s\n", gs_status_name(st),
-               before, vm_hwm_kb(), gs_last_error());
+        printf("RESULT status=%s hwm_before_kb=%ld hwm_kb=%ld err=%s\n", gs_status_name(st), before,
+               vm_hwm_kb(), gs_last_error());
     }
     return 0;
 }

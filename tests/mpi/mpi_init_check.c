@@ -28,17 +28,17 @@
 
 static int failures;
 
-#define CHECK(_cond, ...)                                    \
-    do {                                                     \
-        if (!(_cond)) {                                      \
-            int r_;                                          \
-            MPI_Comm_rank(MPI_COMM_WORLD, &r_);              \
-            printf("FAIL rank %d line %d: ", r_, __LINE__);  \
-            printf(__VA_ARGS__);                             \
-            printf(" (%s)\n", gs_last_error());              \
-            fflush(stdout);                                  \
-            failures++;                                      \
-        }                                                    \
+#define CHECK(_cond, ...)                                                                          \
+    do {                                                                                           \
+        if (!(_cond)) {                                                                            \
+            int r_;                                                                                \
+            MPI_Comm_rank(MPI_COMM_WORLD, &r_);                                                    \
+            printf("FAIL rank %d line %d: ", r_, __LINE__);                                        \
+            printf(__VA_ARGS__);                                                                   \
+            printf(" (%s)\n", gs_last_error());                                                    \
+            fflush(stdout);                                                                        \
+            failures++;                                                                            \
+        }                                                                                          \
     } while (0)
 
 /* gs_allreduce on comm (with algorithm algo) == MPI_Allreduce on mcomm. */
@@ -91,8 +91,8 @@ static void run_abort(gs_comm_t comm, int abort_rank)
         st = gs_allreduce(comm, v, v, 1024, GS_DTYPE_F32, GS_OP_SUM);
         if (st != GS_OK) {
             /* Reached only when Open MPI lets survivors run on. */
-            printf("rank %d: collective failed as expected: %s: %s\n", rank,
-                   gs_status_name(st), gs_last_error());
+            printf("rank %d: collective failed as expected: %s: %s\n", rank, gs_status_name(st),
+                   gs_last_error());
             fflush(stdout);
             exit(0);
         }
@@ -240,8 +240,8 @@ done:
     CHECK(!finalized, "gradsync finalized the application's MPI");
     MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0) {
-        printf("%s mpi_init_check world=%d level=%s (%d failures)\n", total ? "FAIL" : "PASS",
-               size, level, total);
+        printf("%s mpi_init_check world=%d level=%s (%d failures)\n", total ? "FAIL" : "PASS", size,
+               level, total);
     }
     MPI_Finalize();
     return total ? 1 : 0;

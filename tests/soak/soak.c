@@ -55,11 +55,22 @@
 #define SOAK_SANITIZED 0
 #endif
 
-enum { K_ALLREDUCE, K_BCAST, K_ALLGATHER, K_REDSCAT, K_ALLTOALL, K_ALLGATHERV, K_ALLTOALLV,
-       K_REDSCATV, K_P2P, K_COMPRESSED, K_COUNT };
+enum {
+    K_ALLREDUCE,
+    K_BCAST,
+    K_ALLGATHER,
+    K_REDSCAT,
+    K_ALLTOALL,
+    K_ALLGATHERV,
+    K_ALLTOALLV,
+    K_REDSCATV,
+    K_P2P,
+    K_COMPRESSED,
+    K_COUNT
+};
 static const char *const kind_names[K_COUNT] = {
-    "allreduce", "broadcast", "allgather", "reduce_scatter", "alltoall", "allgatherv",
-    "alltoallv", "reduce_scatterv", "p2p", "compressed_allreduce"};
+    "allreduce", "broadcast",       "allgather", "reduce_scatter",      "alltoall", "allgatherv",
+    "alltoallv", "reduce_scatterv", "p2p",       "compressed_allreduce"};
 static const size_t dt_size[GS_DTYPE_COUNT] = {4, 8, 2, 2, 1, 1, 4, 8};
 static const char *const dt_name[GS_DTYPE_COUNT] = {"f32", "f64", "f16", "bf16",
                                                     "i8",  "u8",  "i32", "i64"};
@@ -129,9 +140,21 @@ static uint16_t f32_to_f16_exact(float f)
 static void store(void *p, gs_dtype_t dt, int64_t v)
 {
     switch (dt) {
-    case GS_DTYPE_F32: { float x = (float)v; memcpy(p, &x, 4); break; }
-    case GS_DTYPE_F64: { double x = (double)v; memcpy(p, &x, 8); break; }
-    case GS_DTYPE_F16: { uint16_t x = f32_to_f16_exact((float)v); memcpy(p, &x, 2); break; }
+    case GS_DTYPE_F32: {
+        float x = (float)v;
+        memcpy(p, &x, 4);
+        break;
+    }
+    case GS_DTYPE_F64: {
+        double x = (double)v;
+        memcpy(p, &x, 8);
+        break;
+    }
+    case GS_DTYPE_F16: {
+        uint16_t x = f32_to_f16_exact((float)v);
+        memcpy(p, &x, 2);
+        break;
+    }
     case GS_DTYPE_BF16: {
         float f = (float)v;
         uint32_t b;
@@ -141,11 +164,27 @@ static void store(void *p, gs_dtype_t dt, int64_t v)
         memcpy(p, &x, 2);
         break;
     }
-    case GS_DTYPE_I8: { int8_t x = (int8_t)v; memcpy(p, &x, 1); break; }
-    case GS_DTYPE_U8: { uint8_t x = (uint8_t)v; memcpy(p, &x, 1); break; }
-    case GS_DTYPE_I32: { int32_t x = (int32_t)v; memcpy(p, &x, 4); break; }
-    case GS_DTYPE_I64: { memcpy(p, &v, 8); break; }
-    default: break;
+    case GS_DTYPE_I8: {
+        int8_t x = (int8_t)v;
+        memcpy(p, &x, 1);
+        break;
+    }
+    case GS_DTYPE_U8: {
+        uint8_t x = (uint8_t)v;
+        memcpy(p, &x, 1);
+        break;
+    }
+    case GS_DTYPE_I32: {
+        int32_t x = (int32_t)v;
+        memcpy(p, &x, 4);
+        break;
+    }
+    case GS_DTYPE_I64: {
+        memcpy(p, &v, 8);
+        break;
+    }
+    default:
+        break;
     }
 }
 
@@ -165,13 +204,20 @@ static void fill(void *dst, gs_dtype_t dt, uint64_t step, int r, size_t i0, size
 static int64_t combine(gs_op_t op, int64_t a, int64_t b)
 {
     switch (op) {
-    case GS_OP_SUM: return a + b;
-    case GS_OP_MIN: return a < b ? a : b;
-    case GS_OP_MAX: return a > b ? a : b;
-    case GS_OP_BAND: return a & b;
-    case GS_OP_BOR: return a | b;
-    case GS_OP_BXOR: return a ^ b;
-    default: return 0;
+    case GS_OP_SUM:
+        return a + b;
+    case GS_OP_MIN:
+        return a < b ? a : b;
+    case GS_OP_MAX:
+        return a > b ? a : b;
+    case GS_OP_BAND:
+        return a & b;
+    case GS_OP_BOR:
+        return a | b;
+    case GS_OP_BXOR:
+        return a ^ b;
+    default:
+        return 0;
     }
 }
 
@@ -252,8 +298,8 @@ static void op_allreduce(soak_t *s, uint64_t step, uint64_t *rng, size_t count)
 {
     const gs_dtype_t dt = pick_dtype(rng);
     static const gs_op_t fops[] = {GS_OP_SUM, GS_OP_MIN, GS_OP_MAX};
-    static const gs_op_t iops[] = {GS_OP_SUM, GS_OP_MIN, GS_OP_MAX, GS_OP_BAND, GS_OP_BOR,
-                                   GS_OP_BXOR};
+    static const gs_op_t iops[] = {GS_OP_SUM,  GS_OP_MIN, GS_OP_MAX,
+                                   GS_OP_BAND, GS_OP_BOR, GS_OP_BXOR};
     const gs_op_t op = is_float(dt) ? fops[rng_below(rng, 3)] : iops[rng_below(rng, 6)];
     const int bits = (op >= GS_OP_BAND);
     const int inplace = (int)rng_below(rng, 2);
@@ -357,8 +403,9 @@ static void op_allgatherv(soak_t *s, uint64_t step, uint64_t *rng, size_t count)
     fill(s->send, dt, step, s->rank, 0, s->counts[s->rank], 0);
     memset(s->recv, 0, total * es);
     memset(s->expect, 0, total * es);
-    must(s, gs_allgatherv(s->comm, s->send, s->counts[s->rank], s->recv, total, s->counts,
-                          s->displs, dt),
+    must(s,
+         gs_allgatherv(s->comm, s->send, s->counts[s->rank], s->recv, total, s->counts, s->displs,
+                       dt),
          "gs_allgatherv");
     for (int r = 0; r < s->size; r++) {
         fill(s->expect + s->displs[r] * es, dt, step, r, 0, s->counts[r], 0);
@@ -396,8 +443,9 @@ static void op_alltoallv(soak_t *s, uint64_t step, uint64_t *rng, size_t count)
     }
     memset(s->recv, 0, rat * es);
     memset(s->expect, 0, rat * es);
-    must(s, gs_alltoallv(s->comm, s->send, sat, s->counts, s->displs, s->recv, rat, s->rcounts,
-                         s->rdispls, dt),
+    must(s,
+         gs_alltoallv(s->comm, s->send, sat, s->counts, s->displs, s->recv, rat, s->rcounts,
+                      s->rdispls, dt),
          "gs_alltoallv");
     for (int j = 0; j < s->size; j++) {
         fill(s->expect + s->rdispls[j] * es, dt, step, j, (size_t)s->rank * (max + 1),
@@ -452,12 +500,14 @@ static void op_p2p(soak_t *s, uint64_t step, uint64_t *rng, size_t count)
         for (int m = 0; m < nmsg; m++) {
             const uint32_t tag = (uint32_t)(step % 1000u) * 8u + (uint32_t)m;
             if ((k == 0) == ((step & 1u) == 1u)) {
-                must(s, gs_irecv(s->comm, s->recv + (size_t)m * per * es, per, dt, left, tag,
-                                 &reqs[n++]),
+                must(s,
+                     gs_irecv(s->comm, s->recv + (size_t)m * per * es, per, dt, left, tag,
+                              &reqs[n++]),
                      "gs_irecv");
             } else {
-                must(s, gs_isend(s->comm, s->send + (size_t)m * per * es, per, dt, right, tag,
-                                 &reqs[n++]),
+                must(s,
+                     gs_isend(s->comm, s->send + (size_t)m * per * es, per, dt, right, tag,
+                              &reqs[n++]),
                      "gs_isend");
             }
         }
@@ -475,12 +525,18 @@ static void op_p2p(soak_t *s, uint64_t step, uint64_t *rng, size_t count)
 static double codec_bound(gs_codec_kind_t k)
 {
     switch (k) {
-    case GS_CODEC_NONE: return 1e-6;
-    case GS_CODEC_FP16: return 2e-3;
-    case GS_CODEC_BF16: return 1.5e-2;
-    case GS_CODEC_INT8: return 0.05;
-    case GS_CODEC_QSGD: return 1.0;
-    default: return 1.6; /* sign, topk, randk */
+    case GS_CODEC_NONE:
+        return 1e-6;
+    case GS_CODEC_FP16:
+        return 2e-3;
+    case GS_CODEC_BF16:
+        return 1.5e-2;
+    case GS_CODEC_INT8:
+        return 0.05;
+    case GS_CODEC_QSGD:
+        return 1.0;
+    default:
+        return 1.6; /* sign, topk, randk */
     }
 }
 
@@ -510,15 +566,15 @@ static void op_compressed(soak_t *s, uint64_t step, uint64_t *rng, size_t count)
         }
         num += ((double)y[i] - e) * ((double)y[i] - e);
         den += e * e;
-        h = mix(h ^ ((uint64_t)*(const uint32_t *)(const void *)&y[i] + i));
+        h = mix(h ^ ((uint64_t) * (const uint32_t *)(const void *)&y[i] + i));
     }
     /* relative to the norm of the sum, but never to less than that of a
      * typical input (a sum near 0 would make any rounding look huge) */
     den = (den > (double)count * 0.25) ? den : (double)count * 0.25;
     if ((count > 0) && (num > codec_bound(kind) * codec_bound(kind) * den)) {
         char what[128];
-        snprintf(what, sizeof(what), "codec %d: relative error %.3g over the bound %.3g",
-                 (int)kind, sqrt(num / den), codec_bound(kind));
+        snprintf(what, sizeof(what), "codec %d: relative error %.3g over the bound %.3g", (int)kind,
+                 sqrt(num / den), codec_bound(kind));
         report(s, step, K_COMPRESSED, GS_DTYPE_F32, count, what);
     }
     /* every rank must hold the same bits */
@@ -526,8 +582,7 @@ static void op_compressed(soak_t *s, uint64_t step, uint64_t *rng, size_t count)
     must(s, gs_allgather(s->comm, &h, all, 1, GS_DTYPE_I64), "gs_allgather (hash)");
     for (int r = 0; r < s->size; r++) {
         if (all[r] != all[0]) {
-            report(s, step, K_COMPRESSED, GS_DTYPE_F32, count,
-                   "ranks hold different results");
+            report(s, step, K_COMPRESSED, GS_DTYPE_F32, count, "ranks hold different results");
             break;
         }
     }
@@ -537,16 +592,36 @@ static void op_compressed(soak_t *s, uint64_t step, uint64_t *rng, size_t count)
 static void run_op(soak_t *s, int kind, uint64_t step, uint64_t *rng, size_t count)
 {
     switch (kind) {
-    case K_ALLREDUCE: op_allreduce(s, step, rng, count); break;
-    case K_BCAST: op_bcast(s, step, rng, count); break;
-    case K_ALLGATHER: op_allgather(s, step, rng, count); break;
-    case K_REDSCAT: op_redscat(s, step, rng, count); break;
-    case K_ALLTOALL: op_alltoall(s, step, rng, count); break;
-    case K_ALLGATHERV: op_allgatherv(s, step, rng, count); break;
-    case K_ALLTOALLV: op_alltoallv(s, step, rng, count); break;
-    case K_REDSCATV: op_redscatv(s, step, rng, count); break;
-    case K_P2P: op_p2p(s, step, rng, count); break;
-    default: op_compressed(s, step, rng, count); break;
+    case K_ALLREDUCE:
+        op_allreduce(s, step, rng, count);
+        break;
+    case K_BCAST:
+        op_bcast(s, step, rng, count);
+        break;
+    case K_ALLGATHER:
+        op_allgather(s, step, rng, count);
+        break;
+    case K_REDSCAT:
+        op_redscat(s, step, rng, count);
+        break;
+    case K_ALLTOALL:
+        op_alltoall(s, step, rng, count);
+        break;
+    case K_ALLGATHERV:
+        op_allgatherv(s, step, rng, count);
+        break;
+    case K_ALLTOALLV:
+        op_alltoallv(s, step, rng, count);
+        break;
+    case K_REDSCATV:
+        op_redscatv(s, step, rng, count);
+        break;
+    case K_P2P:
+        op_p2p(s, step, rng, count);
+        break;
+    default:
+        op_compressed(s, step, rng, count);
+        break;
     }
     s->ops++;
 }
@@ -654,9 +729,8 @@ int main(int argc, char **argv)
         go = (s.rank == 0) ? (gs_progress_now() - t0 < seconds + warm) : 0;
         must(&s, gs_broadcast(s.comm, &go, 1, GS_DTYPE_I32, 0), "gs_broadcast (go)");
         keep = go;
-        snprintf(what, sizeof(what), "%llu ops, %.2f GiB, %llu errors",
-                 (unsigned long long)s.ops, (double)s.bytes / 1073741824.0,
-                 (unsigned long long)s.errors);
+        snprintf(what, sizeof(what), "%llu ops, %.2f GiB, %llu errors", (unsigned long long)s.ops,
+                 (double)s.bytes / 1073741824.0, (unsigned long long)s.errors);
         gs_progress_show(&prog, gs_progress_now() - t0, what);
     }
     gs_progress_end(&prog);

@@ -95,9 +95,8 @@ static inline void codec_encode_ok(const gs_codec_config_t *cfg, const void *x, 
 static inline void codec_decode_ok(const gs_codec_config_t *cfg, const codec_buf_t *b, size_t n,
                                    gs_dtype_t dt, void *y)
 {
-    assert_int_equal(gs_codec_decode(cfg, b->payload, b->len, n, dt, b->scratch,
-                                     b->scratch_size, y),
-                     GS_OK);
+    assert_int_equal(
+        gs_codec_decode(cfg, b->payload, b->len, n, dt, b->scratch, b->scratch_size, y), GS_OK);
 }
 
 static inline gs_codec_config_t codec_cfg(gs_codec_kind_t kind)

@@ -111,8 +111,8 @@ static inline void fake_teardown(fake_peer_t *f)
 
 /* Write a frame header (and its payload bytes) as fake rank @p from. */
 static inline void fake_frame_from(fake_peer_t *f, int from, int sock, uint32_t type, uint64_t seq,
-                            uint64_t tag, uint64_t total, uint64_t off, const uint8_t *payload,
-                            uint64_t chunk)
+                                   uint64_t tag, uint64_t total, uint64_t off,
+                                   const uint8_t *payload, uint64_t chunk)
 {
     gs__tcp_frame_hdr_t h = {.type = type,
                              .seq = seq,
@@ -134,7 +134,7 @@ static inline void fake_frame_from(fake_peer_t *f, int from, int sock, uint32_t 
 }
 
 static inline void fake_frame(fake_peer_t *f, int sock, uint32_t type, uint64_t seq, uint64_t tag,
-                       uint64_t total, uint64_t off, const uint8_t *payload, uint64_t chunk)
+                              uint64_t total, uint64_t off, const uint8_t *payload, uint64_t chunk)
 {
     fake_frame_from(f, 1, sock, type, seq, tag, total, off, payload, chunk);
 }

@@ -49,8 +49,8 @@ static void test_algo_model_cost_only_for_offered(void **state)
             const double c = gs__algo_cost(NULL, (gs_coll_kind_t)k, (gs_algo_t)a, 4, 4096, SLICE);
             const int modelled = (a == GS_ALGO_RING) || (a == GS_ALGO_CHAIN) ||
                                  (a == GS_ALGO_DIRECT) || (a == GS_ALGO_TREE) ||
-                                 (a == GS_ALGO_RECURSIVE_DOUBLING) ||
-                                 (a == GS_ALGO_RABENSEIFNER) || (a == GS_ALGO_BINOMIAL);
+                                 (a == GS_ALGO_RECURSIVE_DOUBLING) || (a == GS_ALGO_RABENSEIFNER) ||
+                                 (a == GS_ALGO_BINOMIAL);
             /* Algorithms outside the model (forced only) have no cost either. */
             if (modelled && gs__algo_offers((gs_coll_kind_t)k, (gs_algo_t)a)) {
                 assert_true(c > 0.0);
@@ -112,8 +112,7 @@ static void test_algo_model_choices_follow_size(void **state)
     for (int n = 3; n <= 64; n++) {
         assert_int_equal(gs__algo_choose(NULL, GS_COLL_BROADCAST, n, 256 * MIB, SLICE),
                          GS_ALGO_CHAIN);
-        assert_int_equal(gs__algo_choose(NULL, GS_COLL_REDUCE, n, 256 * MIB, SLICE),
-                         GS_ALGO_CHAIN);
+        assert_int_equal(gs__algo_choose(NULL, GS_COLL_REDUCE, n, 256 * MIB, SLICE), GS_ALGO_CHAIN);
     }
     /* Rooted collectives: binomial for small messages once the chain is long. */
     for (int n = 4; n <= 64; n++) {
@@ -188,10 +187,10 @@ static void test_algo_model_shared_cache_counts_local_ranks(void **state)
                      GS_ALGO_RABENSEIFNER);
     assert_int_equal(gs__algo_choose_shape(&m, GS_COLL_ALLREDUCE, &one_host, 8 * MIB, SLICE),
                      GS_ALGO_RING);
-    assert_true(gs__algo_cost_shape(&m, GS_COLL_ALLREDUCE, GS_ALGO_RABENSEIFNER, &one_host,
-                                    8 * MIB, SLICE) >
-                gs__algo_cost_shape(&m, GS_COLL_ALLREDUCE, GS_ALGO_RABENSEIFNER, &four_hosts,
-                                    8 * MIB, SLICE));
+    assert_true(gs__algo_cost_shape(&m, GS_COLL_ALLREDUCE, GS_ALGO_RABENSEIFNER, &one_host, 8 * MIB,
+                                    SLICE) > gs__algo_cost_shape(&m, GS_COLL_ALLREDUCE,
+                                                                 GS_ALGO_RABENSEIFNER, &four_hosts,
+                                                                 8 * MIB, SLICE));
 }
 
 /* flat_intra: every algorithm pays the intra-host alpha and beta, which
@@ -212,8 +211,8 @@ static void test_algo_model_flat_intra_uses_intra_parameters(void **state)
     assert_int_equal(gs__algo_choose_shape(&m, GS_COLL_ALLREDUCE, &one_host, 16 * KIB, SLICE),
                      GS_ALGO_RECURSIVE_DOUBLING);
     gs__algo_model_set_intra(&m, 1000, 1); /* unused while flat_intra is 0 */
-    assert_true(gs__algo_cost_shape(&m, GS_COLL_ALLREDUCE, GS_ALGO_RECURSIVE_DOUBLING,
-                                    &one_host, 16 * KIB, SLICE) == net);
+    assert_true(gs__algo_cost_shape(&m, GS_COLL_ALLREDUCE, GS_ALGO_RECURSIVE_DOUBLING, &one_host,
+                                    16 * KIB, SLICE) == net);
     gs__algo_model_set_intra(&m, 10, 2000);
     m.flat_intra = 1;
     intra = gs__algo_cost_shape(&m, GS_COLL_ALLREDUCE, GS_ALGO_RECURSIVE_DOUBLING, &one_host,
@@ -410,8 +409,8 @@ static void test_algo_model_hier_follows_hosts(void **state)
     {
         gs_algo_model_t slow_intra = lan;
         gs__algo_model_set_intra(&slow_intra, 20, 200);
-        assert_true(gs__algo_cost_shape(&slow_intra, GS_COLL_ALLREDUCE, GS_ALGO_HIERARCHICAL,
-                                        &h4x2, 64 * MIB, SLICE) >
+        assert_true(gs__algo_cost_shape(&slow_intra, GS_COLL_ALLREDUCE, GS_ALGO_HIERARCHICAL, &h4x2,
+                                        64 * MIB, SLICE) >
                     gs__algo_cost_shape(&lan, GS_COLL_ALLREDUCE, GS_ALGO_HIERARCHICAL, &h4x2,
                                         64 * MIB, SLICE));
     }

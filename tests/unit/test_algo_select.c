@@ -180,8 +180,8 @@ static void test_algo_plan_host_schemes(void **state)
     assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
     assert_int_equal(plan.path, GS_PATH_HOST);
     assert_int_equal(plan.scheme, GS_SCHEME_PLAIN);
-    assert_int_equal(plan.algo, gs__algo_choose(&ctx.model, GS_COLL_ALLREDUCE, 4, 4u << 20,
-                                                ctx.slice_bytes));
+    assert_int_equal(plan.algo,
+                     gs__algo_choose(&ctx.model, GS_COLL_ALLREDUCE, 4, 4u << 20, ctx.slice_bytes));
     assert_string_equal(plan.why, "cost model");
 
     assert_int_equal(gs__algo_policy_parse("allreduce:tree", &policy), GS_OK);

@@ -18,8 +18,10 @@
 
 #include "core/auth.h"
 
-static const uint8_t nc[GS_AUTH_NONCE_BYTES] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
-static const uint8_t na[GS_AUTH_NONCE_BYTES] = {16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1};
+static const uint8_t nc[GS_AUTH_NONCE_BYTES] = {1, 2,  3,  4,  5,  6,  7,  8,
+                                                9, 10, 11, 12, 13, 14, 15, 16};
+static const uint8_t na[GS_AUTH_NONCE_BYTES] = {16, 15, 14, 13, 12, 11, 10, 9,
+                                                8,  7,  6,  5,  4,  3,  2,  1};
 
 #ifdef GS_WITH_OPENSSL
 static void test_off_without_token(void **state)
@@ -157,12 +159,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
 #ifdef GS_WITH_OPENSSL
-        cmocka_unit_test(test_off_without_token),
-        cmocka_unit_test(test_same_token_agrees),
-        cmocka_unit_test(test_anything_else_differs),
-        cmocka_unit_test(test_token_file),
-        cmocka_unit_test(test_token_too_long),
-        cmocka_unit_test(test_nonces_are_fresh),
+        cmocka_unit_test(test_off_without_token),     cmocka_unit_test(test_same_token_agrees),
+        cmocka_unit_test(test_anything_else_differs), cmocka_unit_test(test_token_file),
+        cmocka_unit_test(test_token_too_long),        cmocka_unit_test(test_nonces_are_fresh),
 #else
         cmocka_unit_test(test_token_refused_without_openssl),
 #endif

@@ -53,8 +53,8 @@ static void check_cast_encode(gs_codec_kind_t kind, const float *x, size_t n,
 
         memcpy(&got, b.payload + GS_CODEC_HEADER_BYTES + 2 * i, sizeof(got));
         if (got != ref(x[i])) {
-            fail_msg("%s(0x%08x) = 0x%04x, dtype.c says 0x%04x", kind == GS_CODEC_FP16 ? "fp16" : "bf16",
-                     bits_of(x[i]), got, ref(x[i]));
+            fail_msg("%s(0x%08x) = 0x%04x, dtype.c says 0x%04x",
+                     kind == GS_CODEC_FP16 ? "fp16" : "bf16", bits_of(x[i]), got, ref(x[i]));
         }
     }
     codec_buf_free(&b);
@@ -273,9 +273,8 @@ static void test_codec_cast_decode_accumulate_f32(void **state)
     for (i = 0; i < n; i++) {
         y[i] = 1.0f;
     }
-    assert_int_equal(gs_codec_decode_accumulate(&cfg, b.payload, b.len, n, GS_DTYPE_F32, NULL, 0,
-                                                y),
-                     GS_OK);
+    assert_int_equal(
+        gs_codec_decode_accumulate(&cfg, b.payload, b.len, n, GS_DTYPE_F32, NULL, 0, y), GS_OK);
     for (i = 0; i < n; i++) {
         assert_true(y[i] == 1.0f + gs__f16_to_f32(gs__f32_to_f16(x[i])));
     }

@@ -27,8 +27,8 @@ typedef struct ef_case {
 } ef_case_t;
 
 static const ef_case_t cases[] = {
-    {GS_CODEC_FP16, 0, 0.001}, {GS_CODEC_BF16, 0, 0.005}, {GS_CODEC_INT8, 0, 0.02},
-    {GS_CODEC_QSGD, 0, 0.5},   {GS_CODEC_SIGN, 0, 2.0},   {GS_CODEC_TOPK, 0.1, 3.0},
+    {GS_CODEC_FP16, 0, 0.001},  {GS_CODEC_BF16, 0, 0.005}, {GS_CODEC_INT8, 0, 0.02},
+    {GS_CODEC_QSGD, 0, 0.5},    {GS_CODEC_SIGN, 0, 2.0},   {GS_CODEC_TOPK, 0.1, 3.0},
     {GS_CODEC_RANDK, 0.1, 8.0},
 };
 
@@ -78,8 +78,7 @@ static double run(const ef_case_t *c, int with_ef, double *rmax_out)
             rmax = fmax(rmax, sqrt(rr) / xnorm);
             /* The bookkeeping identity, up to f32 rounding of the residual. */
             if (sqrt(id) > 1e-4 * sqrt(sxn) + 1e-3) {
-                fail_msg("codec %d step %zu: sum x - sum dec - r = %g", (int)c->kind, t,
-                         sqrt(id));
+                fail_msg("codec %d step %zu: sum x - sum dec - r = %g", (int)c->kind, t, sqrt(id));
             }
         }
         free(x);
@@ -107,8 +106,8 @@ static void test_codec_ef_tracks_sum(void **state)
         print_message("codec %-5s  max ||r||/||x|| %.4f  drift with ef %.4f, without %.4f\n",
                       gs__codec_lookup(cases[c].kind)->name, rmax, with, without);
         if (rmax > cases[c].bound) {
-            fail_msg("codec %d: residual grew to %g x ||x|| (bound %g)", (int)cases[c].kind,
-                     rmax, cases[c].bound);
+            fail_msg("codec %d: residual grew to %g x ||x|| (bound %g)", (int)cases[c].kind, rmax,
+                     cases[c].bound);
         }
         /* With ef the drift is the residual; for the biased codecs the run
          * without ef drifts much further. */
@@ -148,9 +147,9 @@ static void test_codec_ef_reset_and_args(void **state)
     codec_encode_ok(&cfg, x, 100, GS_DTYPE_F32, ef, &b);
     assert_memory_equal(first, b.payload, first_len);
     /* An ef of another count or dtype is refused, and left alone. */
-    assert_int_equal(gs_codec_encode(&cfg, x, 99, GS_DTYPE_F32, ef, NULL, 0, b.payload, b.cap,
-                                     &b.len),
-                     GS_ERR_INVALID_ARG);
+    assert_int_equal(
+        gs_codec_encode(&cfg, x, 99, GS_DTYPE_F32, ef, NULL, 0, b.payload, b.cap, &b.len),
+        GS_ERR_INVALID_ARG);
     assert_int_equal(gs_codec_encode(&cfg, x, 50, GS_DTYPE_F16, ef, b.scratch, b.scratch_size,
                                      b.payload, b.cap, &b.len),
                      GS_ERR_INVALID_ARG);

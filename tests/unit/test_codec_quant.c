@@ -71,8 +71,7 @@ static void check_blocked_bound(gs_codec_kind_t kind, int levels)
                 if (i == lo) {
                     m = block_max(x, lo, (n - lo < blk) ? n - lo : blk);
                 }
-                bound =
-                    ((kind == GS_CODEC_INT8) ? m / 254.0 : m / levels) * (1 + 1e-5) + 1e-30;
+                bound = ((kind == GS_CODEC_INT8) ? m / 254.0 : m / levels) * (1 + 1e-5) + 1e-30;
                 if (fabs((double)x[i] - (double)y[i]) > bound) {
                     fail_msg("kind %d levels %d n %zu block %zu: x[%zu] %g -> %g, bound %g",
                              (int)kind, levels, n, blk, i, (double)x[i], (double)y[i], bound);
@@ -361,7 +360,8 @@ static void test_codec_sign_roundtrip_exact(void **state)
             cfg.block_size = blocks[bi];
             codec_buf_init(&b, &cfg, n, GS_DTYPE_F32);
             codec_encode_ok(&cfg, x, n, GS_DTYPE_F32, GS_EF_NULL, &b);
-            assert_int_equal(b.len, GS_CODEC_HEADER_BYTES + ((n + blk - 1) / blk) * 4 + (n + 7) / 8);
+            assert_int_equal(b.len,
+                             GS_CODEC_HEADER_BYTES + ((n + blk - 1) / blk) * 4 + (n + 7) / 8);
             codec_decode_ok(&cfg, &b, n, GS_DTYPE_F32, y);
             for (lo = 0; lo < n; lo += blk) {
                 const size_t len = (n - lo < blk) ? n - lo : blk;

@@ -274,14 +274,15 @@ static void fused_ef_case(gs_codec_kind_t kind, int block, size_t n, uint64_t se
             if ((memcmp(body[path], body_ref[path], bytes) != 0) ||
                 !same_f32(r[path], ref[path], n)) {
                 fail_msg("codec %d block %d n %zu step %d path %d: the fused encode differs "
-                         "from add + encode + decode", (int)kind, block, n, step, path);
+                         "from add + encode + decode",
+                         (int)kind, block, n, step, path);
             }
         }
     }
     gs__codec_force_scalar = 0;
     if ((memcmp(body[0], body[1], bytes) != 0) || !same_f32(r[0], r[1], n)) {
-        fail_msg("codec %d block %d n %zu: the fused kernels differ from plain C", (int)kind,
-                 block, n);
+        fail_msg("codec %d block %d n %zu: the fused kernels differ from plain C", (int)kind, block,
+                 n);
     }
     for (int path = 0; path < 2; path++) {
         free(r[path]);

@@ -103,8 +103,7 @@ static void check_sparse(gs_codec_kind_t kind, const float *x, size_t n, double 
     cfg.seed = 99;
     codec_buf_init(&b, &cfg, n, GS_DTYPE_F32);
     codec_encode_ok(&cfg, x, n, GS_DTYPE_F32, GS_EF_NULL, &b);
-    assert_int_equal(b.len, GS_CODEC_HEADER_BYTES +
-                                ((kind == GS_CODEC_TOPK) ? 8 * k : 8 + 4 * k));
+    assert_int_equal(b.len, GS_CODEC_HEADER_BYTES + ((kind == GS_CODEC_TOPK) ? 8 * k : 8 + 4 * k));
     for (i = 0; i < n; i++) {
         y[i] = -12345.0f; /* decode overwrites every element */
     }

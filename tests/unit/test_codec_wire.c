@@ -73,8 +73,8 @@ static void test_codec_wire_malformed_rejected(void **state)
             bad[b.len] = 0;
             assert_int_equal(try_decode(&cfg, bad, b.len + 1, &b, y), GS_ERR_PROTOCOL);
             /* Another count or configuration than the payload's. */
-            assert_int_equal(gs_codec_decode(&cfg, b.payload, b.len, N - 1, GS_DTYPE_F32,
-                                             b.scratch, b.scratch_size, y),
+            assert_int_equal(gs_codec_decode(&cfg, b.payload, b.len, N - 1, GS_DTYPE_F32, b.scratch,
+                                             b.scratch_size, y),
                              GS_ERR_PROTOCOL);
             if ((gs__codec_lookup(cfg.kind)->flags & GS_CODEC_F_BLOCKED) != 0) {
                 gs_codec_config_t other = cfg;
@@ -190,9 +190,9 @@ static void test_codec_wire_bad_config(void **state)
     assert_int_equal(sz, GS_CODEC_HEADER_BYTES + 2 * 4 + N);
     /* dst or scratch too small. */
     codec_buf_init(&b, &cfg, N, GS_DTYPE_F32);
-    assert_int_equal(gs_codec_encode(&cfg, x, N, GS_DTYPE_F32, GS_EF_NULL, NULL, 0, b.payload,
-                                     b.cap - 1, &len),
-                     GS_ERR_INVALID_ARG);
+    assert_int_equal(
+        gs_codec_encode(&cfg, x, N, GS_DTYPE_F32, GS_EF_NULL, NULL, 0, b.payload, b.cap - 1, &len),
+        GS_ERR_INVALID_ARG);
     codec_buf_free(&b);
     cfg.zstd = GS_CODEC_ZSTD_AUTO;
     codec_buf_init(&b, &cfg, N, GS_DTYPE_F32);

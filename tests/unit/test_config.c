@@ -24,10 +24,10 @@
 #include <cmocka.h>
 
 static const char *const launcher_vars[] = {
-    "RANK",          "WORLD_SIZE",    "LOCAL_RANK",   "MASTER_ADDR",
-    "MASTER_PORT",   "OMPI_COMM_WORLD_RANK",          "OMPI_COMM_WORLD_SIZE",
-    "OMPI_COMM_WORLD_LOCAL_RANK",     "PMIX_RANK",    "SLURM_PROCID",
-    "SLURM_NTASKS",  "SLURM_LOCALID", "GS_TCP_NSOCK",
+    "RANK",         "WORLD_SIZE",           "LOCAL_RANK",           "MASTER_ADDR",
+    "MASTER_PORT",  "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+    "PMIX_RANK",    "SLURM_PROCID",         "SLURM_NTASKS",         "SLURM_LOCALID",
+    "GS_TCP_NSOCK",
 };
 
 #define COUNT_ROW(_env, _field, _kind, _idef, _sdef, _min, _max, _scope, _doc) +1
@@ -203,8 +203,8 @@ static void test_config_caller_beats_env(void **state)
     user.master_addr = "::1";
     user.timeout_ms = 5;
     assert_int_equal(gs__cfg_resolve(&user, 0, &cfg), GS_OK);
-    assert_int_equal(cfg.rank, 1);                     /* caller */
-    assert_int_equal(cfg.world_size, 4);               /* env; caller left it unset */
+    assert_int_equal(cfg.rank, 1);       /* caller */
+    assert_int_equal(cfg.world_size, 4); /* env; caller left it unset */
     assert_int_equal(cfg.tcp_nsocks, 8);
     assert_string_equal(cfg.master_addr, "::1");
     assert_int_equal(cfg.timeout_ms, 5);
@@ -464,8 +464,7 @@ static void test_config_describe_and_knobs(void **state)
     assert_int_equal(gs__cfg_resolve(NULL, 1, &cfg), GS_OK);
 
     assert_int_equal(gs__cfg_num_knobs(), table_rows);
-    assert_int_equal(gs__cfg_describe(&cfg, knob_index("GS_TCP_NSOCKS"), buf, sizeof(buf)),
-                     GS_OK);
+    assert_int_equal(gs__cfg_describe(&cfg, knob_index("GS_TCP_NSOCKS"), buf, sizeof(buf)), GS_OK);
     assert_string_equal(buf, "GS_TCP_NSOCKS=4 (environment)");
     assert_int_equal(gs__cfg_describe(&cfg, knob_index("GS_RANK"), buf, sizeof(buf)), GS_OK);
     assert_string_equal(buf, "GS_RANK=1 (launcher)");

@@ -194,8 +194,8 @@ static void test_dtype_f16_decode_exhaustive(void **state)
         if (f16_is_nan((uint16_t)h)) {
             assert_true(isnan(f));
             /* Quiet, same sign, payload kept (F16C's rule). */
-            assert_int_equal(f32_bits(f), (((h & 0x8000u) << 16) | 0x7fc00000u |
-                                           ((h & 0x3ffu) << 13)));
+            assert_int_equal(f32_bits(f),
+                             (((h & 0x8000u) << 16) | 0x7fc00000u | ((h & 0x3ffu) << 13)));
         } else {
             assert_true((double)f == ref);
             assert_int_equal(signbit(f) != 0, (h & 0x8000u) != 0);
@@ -249,8 +249,8 @@ static void test_dtype_f32_to_f16_rounding(void **state)
     for (k = 0; k < F16_INF_CODE; k++) {
         const float v = (float)f16_mag[k];
         const float mid = (float)((f16_mag[k] + f16_mag[k + 1]) / 2.0);
-        const float probes[] = {v, nextafterf(v, 0.0f), nextafterf(v, INFINITY), mid,
-                                nextafterf(mid, 0.0f), nextafterf(mid, INFINITY)};
+        const float probes[] = {v,   nextafterf(v, 0.0f),   nextafterf(v, INFINITY),
+                                mid, nextafterf(mid, 0.0f), nextafterf(mid, INFINITY)};
 
         /* The midpoint of two neighbours always fits in f32 exactly. */
         assert_true((double)mid == (f16_mag[k] + f16_mag[k + 1]) / 2.0);
@@ -262,19 +262,19 @@ static void test_dtype_f32_to_f16_rounding(void **state)
     /* Named edges: -0, halfway ties, overflow, f16 subnormal limits. */
     check_f16(-0.0f);
     assert_int_equal(gs__f32_to_f16(-0.0f), 0x8000);
-    assert_int_equal(gs__f32_to_f16(1.0f + 0x1p-11f), 0x3c00);          /* tie to even, down */
-    assert_int_equal(gs__f32_to_f16(1.0f + 3 * 0x1p-11f), 0x3c02);      /* tie to even, up */
+    assert_int_equal(gs__f32_to_f16(1.0f + 0x1p-11f), 0x3c00);     /* tie to even, down */
+    assert_int_equal(gs__f32_to_f16(1.0f + 3 * 0x1p-11f), 0x3c02); /* tie to even, up */
     assert_int_equal(gs__f32_to_f16(65504.0f), 0x7bff);
     assert_int_equal(gs__f32_to_f16(65519.996f), 0x7bff);
-    assert_int_equal(gs__f32_to_f16(65520.0f), 0x7c00);                  /* tie goes to inf */
+    assert_int_equal(gs__f32_to_f16(65520.0f), 0x7c00); /* tie goes to inf */
     assert_int_equal(gs__f32_to_f16(1e10f), 0x7c00);
     assert_int_equal(gs__f32_to_f16(-INFINITY), 0xfc00);
-    assert_int_equal(gs__f32_to_f16(0x1p-24f), 0x0001);                  /* smallest subnormal */
-    assert_int_equal(gs__f32_to_f16(0x1p-25f), 0x0000);                  /* tie to even zero */
+    assert_int_equal(gs__f32_to_f16(0x1p-24f), 0x0001); /* smallest subnormal */
+    assert_int_equal(gs__f32_to_f16(0x1p-25f), 0x0000); /* tie to even zero */
     assert_int_equal(gs__f32_to_f16(0x1.000002p-25f), 0x0001);
-    assert_int_equal(gs__f32_to_f16(3 * 0x1p-25f), 0x0002);              /* tie to even, up */
-    assert_int_equal(gs__f32_to_f16(0x1p-14f - 0x1p-25f), 0x0400);       /* rounds to normal */
-    assert_int_equal(gs__f32_to_f16(0x1p-149f), 0x0000);                 /* f32 subnormal */
+    assert_int_equal(gs__f32_to_f16(3 * 0x1p-25f), 0x0002);        /* tie to even, up */
+    assert_int_equal(gs__f32_to_f16(0x1p-14f - 0x1p-25f), 0x0400); /* rounds to normal */
+    assert_int_equal(gs__f32_to_f16(0x1p-149f), 0x0000);           /* f32 subnormal */
     assert_int_equal(gs__f32_to_f16(-0x1p-149f), 0x8000);
     assert_true(f16_is_nan(gs__f32_to_f16(f32_from_bits(0x7f800001u)))); /* low payload */
     assert_int_equal(gs__f32_to_f16(f32_from_bits(0xffc00000u)), 0xfe00);
@@ -299,8 +299,8 @@ static void test_dtype_f32_to_bf16_rounding(void **state)
         }
         check_bf16(f32_from_bits((h << 16) | (prng_next() & 0xffffu)));
     }
-    assert_int_equal(gs__f32_to_bf16(1.0f + 0x1p-8f), 0x3f80);          /* tie to even, down */
-    assert_int_equal(gs__f32_to_bf16(1.0f + 3 * 0x1p-8f), 0x3f82);      /* tie to even, up */
+    assert_int_equal(gs__f32_to_bf16(1.0f + 0x1p-8f), 0x3f80);     /* tie to even, down */
+    assert_int_equal(gs__f32_to_bf16(1.0f + 3 * 0x1p-8f), 0x3f82); /* tie to even, up */
     assert_int_equal(gs__f32_to_bf16(-0.0f), 0x8000);
     assert_int_equal(gs__f32_to_bf16(f32_from_bits(0x7f7fffffu)), 0x7f80); /* overflow to inf */
     assert_int_equal(gs__f32_to_bf16(f32_from_bits(0x7f7f7fffu)), 0x7f7f);
@@ -311,7 +311,7 @@ static void test_dtype_f32_to_bf16_rounding(void **state)
     assert_int_equal(gs__f32_to_bf16(f32_from_bits(0xff800001u)), 0xffc0);
     assert_int_equal(gs__f32_to_bf16(f32_from_bits(0x7fffffffu)), 0x7fff);
     assert_int_equal(gs__f32_to_bf16(f32_from_bits(0x7fc00000u)), 0x7fc0);
-    assert_int_equal(gs__f32_to_bf16(0x1p-149f), 0x0000);               /* f32 subnormal */
+    assert_int_equal(gs__f32_to_bf16(0x1p-149f), 0x0000);                  /* f32 subnormal */
     assert_int_equal(gs__f32_to_bf16(f32_from_bits(0x00008000u)), 0x0000); /* tie to even */
     assert_int_equal(gs__f32_to_bf16(f32_from_bits(0x00018000u)), 0x0002);
 }
@@ -342,12 +342,12 @@ static void test_dtype_parse_aliases(void **state)
         const char *s;
         gs_dtype_t dt;
     } cases[] = {
-        {"f32", GS_DTYPE_F32}, {"float", GS_DTYPE_F32}, {"float32", GS_DTYPE_F32},
-        {"f64", GS_DTYPE_F64}, {"double", GS_DTYPE_F64}, {"f16", GS_DTYPE_F16},
-        {"half", GS_DTYPE_F16}, {"bf16", GS_DTYPE_BF16}, {"i8", GS_DTYPE_I8},
-        {"int8", GS_DTYPE_I8}, {"u8", GS_DTYPE_U8}, {"uint8", GS_DTYPE_U8},
-        {"i32", GS_DTYPE_I32}, {"int", GS_DTYPE_I32}, {"int32", GS_DTYPE_I32},
-        {"i64", GS_DTYPE_I64}, {"int64", GS_DTYPE_I64},
+        {"f32", GS_DTYPE_F32},  {"float", GS_DTYPE_F32},  {"float32", GS_DTYPE_F32},
+        {"f64", GS_DTYPE_F64},  {"double", GS_DTYPE_F64}, {"f16", GS_DTYPE_F16},
+        {"half", GS_DTYPE_F16}, {"bf16", GS_DTYPE_BF16},  {"i8", GS_DTYPE_I8},
+        {"int8", GS_DTYPE_I8},  {"u8", GS_DTYPE_U8},      {"uint8", GS_DTYPE_U8},
+        {"i32", GS_DTYPE_I32},  {"int", GS_DTYPE_I32},    {"int32", GS_DTYPE_I32},
+        {"i64", GS_DTYPE_I64},  {"int64", GS_DTYPE_I64},
     };
     static const char *const bad[] = {"", "F32", "fp32", "f32 ", "float128", "i16", "Sum"};
     gs_dtype_t dt = GS_DTYPE_COUNT;
@@ -404,8 +404,8 @@ static void test_dtype_size_and_validity(void **state)
     assert_int_equal(gs__dtype_size(GS_DTYPE_COUNT), 0);
     assert_int_equal(gs__dtype_size((gs_dtype_t)-1), 0);
     for (dt = (gs_dtype_t)0; dt < GS_DTYPE_COUNT; dt++) {
-        const int is_float = (dt == GS_DTYPE_F32) || (dt == GS_DTYPE_F64) ||
-                             (dt == GS_DTYPE_F16) || (dt == GS_DTYPE_BF16);
+        const int is_float = (dt == GS_DTYPE_F32) || (dt == GS_DTYPE_F64) || (dt == GS_DTYPE_F16) ||
+                             (dt == GS_DTYPE_BF16);
 
         assert_int_equal(gs__dtype_is_float(dt), is_float);
         assert_int_equal(gs__dtype_op_valid(dt, GS_OP_SUM), 1);

@@ -137,8 +137,8 @@ static void test_log_level_parse(void **state)
     static const struct {
         const char *text;
         int level;
-    } cases[] = {{"NONE", GS_LOG_NONE},   {"none", GS_LOG_NONE},  {"VERSION", GS_LOG_VERSION},
-                 {"Warn", GS_LOG_WARN},   {"info", GS_LOG_INFO},  {"INFO", GS_LOG_INFO},
+    } cases[] = {{"NONE", GS_LOG_NONE},   {"none", GS_LOG_NONE}, {"VERSION", GS_LOG_VERSION},
+                 {"Warn", GS_LOG_WARN},   {"info", GS_LOG_INFO}, {"INFO", GS_LOG_INFO},
                  {"TrAcE", GS_LOG_TRACE}, {"", GS_LOG_WARN}};
     const log_fixture_t *fx = *state;
     size_t i;
@@ -421,8 +421,7 @@ int main(void)
         cmocka_unit_test(test_log_subsys_table),
         cmocka_unit_test_setup_teardown(test_log_bad_subsys_warns, log_setup, log_teardown),
         cmocka_unit_test_setup_teardown(test_log_file_line_prefix, log_setup, log_teardown),
-        cmocka_unit_test_setup_teardown(test_log_file_fallback_to_stderr, log_setup,
-                                        log_teardown),
+        cmocka_unit_test_setup_teardown(test_log_file_fallback_to_stderr, log_setup, log_teardown),
         cmocka_unit_test_setup_teardown(test_log_long_line_truncated, log_setup, log_teardown),
         cmocka_unit_test_setup_teardown(test_log_threads_whole_lines, log_setup, log_teardown),
         cmocka_unit_test_setup_teardown(test_log_none_writes_nothing_and_keeps_errno, log_setup,

@@ -102,8 +102,7 @@ static void test_memkind_mixed_kinds_rejected(void **state)
         dev2[i] = 7.0f;
     }
     assert_int_equal(fake_add(dev, N * sizeof(float), 0), 0);
-    assert_int_equal(gs_allreduce(comm, dev, host, N, GS_DTYPE_F32, GS_OP_SUM),
-                     GS_ERR_INVALID_ARG);
+    assert_int_equal(gs_allreduce(comm, dev, host, N, GS_DTYPE_F32, GS_OP_SUM), GS_ERR_INVALID_ARG);
 #ifdef GS_WITH_CUDA
     assert_non_null(strstr(gs_last_error(), "sendbuf is CUDA device memory (device 0)"));
     assert_non_null(strstr(gs_last_error(), "recvbuf is host memory"));
@@ -118,8 +117,7 @@ static void test_memkind_mixed_kinds_rejected(void **state)
         gs_request_t req = GS_REQUEST_NULL;
         const gs_coll_opts_t opts = GS_COLL_OPTS_INIT;
 
-        assert_int_equal(gs_iallgather(comm, host, dev, N, GS_DTYPE_F32, &req),
-                         GS_ERR_INVALID_ARG);
+        assert_int_equal(gs_iallgather(comm, host, dev, N, GS_DTYPE_F32, &req), GS_ERR_INVALID_ARG);
         assert_null(req);
         assert_int_equal(gs_reduce_scatter_ex(comm, dev, host, N, GS_DTYPE_F32, GS_OP_SUM, &opts),
                          GS_ERR_INVALID_ARG);
@@ -130,8 +128,7 @@ static void test_memkind_mixed_kinds_rejected(void **state)
 #ifdef GS_WITH_CUDA
     /* Two devices in one call. */
     assert_int_equal(fake_add(dev2, N * sizeof(float), 1), 0);
-    assert_int_equal(gs_allreduce(comm, dev, dev2, N, GS_DTYPE_F32, GS_OP_SUM),
-                     GS_ERR_INVALID_ARG);
+    assert_int_equal(gs_allreduce(comm, dev, dev2, N, GS_DTYPE_F32, GS_OP_SUM), GS_ERR_INVALID_ARG);
     assert_non_null(strstr(gs_last_error(), "on CUDA device 0 but recvbuf on device 1"));
     assert_untouched(dev2, N);
 #else

@@ -219,8 +219,8 @@ static uint64_t ref_elem(gs_dtype_t dt, gs_op_t op, uint64_t a, uint64_t b)
     return encode(dt, r);
 }
 
-static void check_elem(gs_dtype_t dt, gs_op_t op, size_t i, uint64_t a, uint64_t b,
-                       uint64_t got, uint64_t want)
+static void check_elem(gs_dtype_t dt, gs_op_t op, size_t i, uint64_t a, uint64_t b, uint64_t got,
+                       uint64_t want)
 {
     if (is_nan_bits(dt, want)) {
         /* Only the class is defined when two NaNs meet (payload varies). */
@@ -794,11 +794,11 @@ static void test_reduce_avg_scale(void **state)
                     store_bits(b, i, dt, random_elem(dt));
                 }
                 for (i = 0; i < n; i++) {
-                    const uint64_t sum = ref_elem(dt, GS_OP_SUM, load_bits(a, i, dt),
-                                                  load_bits(b, i, dt));
+                    const uint64_t sum =
+                        ref_elem(dt, GS_OP_SUM, load_bits(a, i, dt), load_bits(b, i, dt));
 
-                    want[i] = (divisors[k] <= 1) ? sum
-                                                 : encode(dt, value_of(dt, sum) / divisors[k]);
+                    want[i] =
+                        (divisors[k] <= 1) ? sum : encode(dt, value_of(dt, sum) / divisors[k]);
                 }
                 /* AVG reduces as a plain sum; the scale divides once. */
                 call_reduce((reduce_path_t)path, buf, a, b, n, dt, GS_OP_AVG);
@@ -977,7 +977,7 @@ static void test_reduce_isa_name(void **state)
 #define TEST_REDUCE_TSAN 1
 #endif
 #endif
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__) && \
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__) &&                   \
     !defined(TEST_REDUCE_TSAN)
     /* Multiversioning is on for x86-64 except under TSan (see reduce_cpu.c). */
     if (__builtin_cpu_supports("avx2")) {

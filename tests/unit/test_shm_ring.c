@@ -219,7 +219,8 @@ static void *producer(void *argp)
     uint64_t sent = 0;
 
     while (sent < arg->total) {
-        size_t len = (size_t)((arg->total - sent < sizeof(chunk)) ? arg->total - sent : sizeof(chunk));
+        size_t len =
+            (size_t)((arg->total - sent < sizeof(chunk)) ? arg->total - sent : sizeof(chunk));
         struct iovec iov = {.iov_base = chunk, .iov_len = len};
         size_t n = 0;
 
@@ -469,16 +470,11 @@ static void test_handshake_flags(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_empty_and_full),
-        cmocka_unit_test(test_wrap_gather_discard),
-        cmocka_unit_test(test_corrupt_positions),
-        cmocka_unit_test(test_sleep_flags),
-        cmocka_unit_test(test_two_threads),
-        cmocka_unit_test(test_segment),
-        cmocka_unit_test(test_segment_no_room),
-        cmocka_unit_test(test_names),
-        cmocka_unit_test(test_wire_records),
-        cmocka_unit_test(test_handshake_flags),
+        cmocka_unit_test(test_empty_and_full),    cmocka_unit_test(test_wrap_gather_discard),
+        cmocka_unit_test(test_corrupt_positions), cmocka_unit_test(test_sleep_flags),
+        cmocka_unit_test(test_two_threads),       cmocka_unit_test(test_segment),
+        cmocka_unit_test(test_segment_no_room),   cmocka_unit_test(test_names),
+        cmocka_unit_test(test_wire_records),      cmocka_unit_test(test_handshake_flags),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -64,9 +64,20 @@ static void test_socket_parse_format_v6(void **state)
 static void test_socket_parse_rejects_bad_text(void **state)
 {
     static const char *const bad[] = {
-        "",           "127.0.0.1",     "127.0.0.1:",      ":80",      "127.0.0.1:65536",
-        "1.2.3.4:-1", "1.2.3.4:80x",   "1.2.3.4: 80",     "::1:80",   "[::1]80",
-        "[::1",       "[]:80",         "1.2.3.4:99999999999999999999", "[::1]:",
+        "",
+        "127.0.0.1",
+        "127.0.0.1:",
+        ":80",
+        "127.0.0.1:65536",
+        "1.2.3.4:-1",
+        "1.2.3.4:80x",
+        "1.2.3.4: 80",
+        "::1:80",
+        "[::1]80",
+        "[::1",
+        "[]:80",
+        "1.2.3.4:99999999999999999999",
+        "[::1]:",
     };
     gs_sockaddr_t addr;
 
@@ -110,8 +121,7 @@ static void test_socket_pick_local(void **state)
     assert_int_equal(gs__sock_pick_local("lo", "ipv4", NULL, &local), GS_OK);
     assert_int_equal(gs__sock_format(&local, out, sizeof(out)), GS_OK);
     assert_string_equal(out, "127.0.0.1:0");
-    assert_int_equal(gs__sock_pick_local("no-such-if0", "any", NULL, &local),
-                     GS_ERR_INVALID_ARG);
+    assert_int_equal(gs__sock_pick_local("no-such-if0", "any", NULL, &local), GS_ERR_INVALID_ARG);
     assert_non_null(strstr(gs__error_get(), "no-such-if0"));
     /* No hint at all still yields an address. */
     assert_int_equal(gs__sock_pick_local(NULL, "ipv4", NULL, &local), GS_OK);

@@ -168,8 +168,7 @@ static void test_status_config_init_version_mismatch(void **state)
     assert_memory_equal(&cfg, &copy, sizeof(cfg)); /* untouched on error */
     assert_non_null(strstr(gs_last_error(), "major"));
     /* Another minor or patch of the same major is fine. */
-    assert_int_equal(gs_config_init_v(&cfg, GS_VERSION_MAJOR * 10000u + 9999u, sizeof(cfg)),
-                     GS_OK);
+    assert_int_equal(gs_config_init_v(&cfg, GS_VERSION_MAJOR * 10000u + 9999u, sizeof(cfg)), GS_OK);
     assert_int_equal(cfg.version, GS_VERSION_MAJOR * 10000u + 9999u);
 }
 
@@ -190,8 +189,7 @@ static void test_status_config_init_short_struct(void **state)
     assert_int_equal(cfg.tcp_nsocks, 0x5a5a5a5a);
 
     /* Too small to hold even size and version. */
-    assert_int_equal(gs_config_init_v(&cfg, GS_VERSION_NUMBER, sizeof(size_t)),
-                     GS_ERR_INVALID_ARG);
+    assert_int_equal(gs_config_init_v(&cfg, GS_VERSION_NUMBER, sizeof(size_t)), GS_ERR_INVALID_ARG);
 }
 
 static void test_status_config_init_larger_struct(void **state)

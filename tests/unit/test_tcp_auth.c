@@ -192,9 +192,8 @@ static void test_right_token_connects(void **state)
     ack = fake_exchange(fd, &tok, raw_hello, raw_proof);
     /* The acceptor's MAC proves it holds the token, over our nonce. */
     memcpy(nc, raw_hello + 40, sizeof(nc));
-    assert_int_equal(gs__auth_check(&tok, GS_AUTH_ACCEPTOR, GS_TCP_AUTH_DOMAIN, nc, ack.nonce,
-                                    ack.mac),
-                     1);
+    assert_int_equal(
+        gs__auth_check(&tok, GS_AUTH_ACCEPTOR, GS_TCP_AUTH_DOMAIN, nc, ack.nonce, ack.mac), 1);
     assert_int_equal(acceptor_join(&a), GS_OK);
     close(fd);
 }
@@ -262,14 +261,14 @@ static void test_replayed_handshake_fails(void **state)
     /* ...and replay its bytes, without the token, to a new acceptor. */
     acceptor_start(&a, &tok, SHORT_MS);
     fd = fake_connect(&a);
-    assert_int_equal(gs__sock_write_full(fd, raw_hello, sizeof(raw_hello),
-                                         gs__deadline_after_ms(WAIT_MS)),
-                     GS_OK);
+    assert_int_equal(
+        gs__sock_write_full(fd, raw_hello, sizeof(raw_hello), gs__deadline_after_ms(WAIT_MS)),
+        GS_OK);
     recv_hs(fd, &ack);
     assert_int_equal(ack.verdict, GS_TCP_HS_OK);
-    assert_int_equal(gs__sock_write_full(fd, raw_proof, sizeof(raw_proof),
-                                         gs__deadline_after_ms(WAIT_MS)),
-                     GS_OK);
+    assert_int_equal(
+        gs__sock_write_full(fd, raw_proof, sizeof(raw_proof), gs__deadline_after_ms(WAIT_MS)),
+        GS_OK);
     assert_true(closed_by_peer(fd));
     assert_int_equal(acceptor_join(&a), GS_ERR_TIMEOUT);
     close(fd);
@@ -362,7 +361,8 @@ int main(void)
     };
 
     if (gs__auth_init(&probe, "x", NULL) == GS_ERR_UNSUPPORTED) {
-        printf("test_tcp_auth: built without OpenSSL; tokens are refused (test_auth checks that)\n");
+        printf(
+            "test_tcp_auth: built without OpenSSL; tokens are refused (test_auth checks that)\n");
         return 0;
     }
     return cmocka_run_group_tests(tests, NULL, NULL);

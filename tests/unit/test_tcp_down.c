@@ -58,8 +58,8 @@ static void test_tcp_down_down_frame_fails_receives_and_drains(void **state)
     uint8_t got[2000];
     uint8_t small[8] = {1, 2, 3, 4, 5, 6, 7, 8};
     uint8_t hdr[GS_TCP_FRAME_HDR_LEN];
-    gs__tcp_frame_hdr_t h = {.type = GS_TCP_FRAME_DATA, .tag = 10, .total_len = 2000,
-                             .chunk_len = 2000};
+    gs__tcp_frame_hdr_t h = {
+        .type = GS_TCP_FRAME_DATA, .tag = 10, .total_len = 2000, .chunk_len = 2000};
     gs_tp_completion_t comp;
     gs_tp_req_t *r1;
     gs_tp_req_t *r2;
@@ -73,10 +73,11 @@ static void test_tcp_down_down_frame_fails_receives_and_drains(void **state)
     assert_int_equal(ops->irecv(f.tp, 1, 10, got, sizeof(got), &r1), GS_OK);
     assert_int_equal(ops->irecv(f.tp, 2, 11, small, sizeof(small), &r2), GS_OK);
     gs__tcp_frame_encode(&h, hdr);
-    assert_int_equal(gs__sock_write_full(f.fds[1][0], hdr, sizeof(hdr),
-                                         gs__deadline_after_ms(FAKE_WAIT_MS)), GS_OK);
-    assert_int_equal(gs__sock_write_full(f.fds[1][0], msg, 500, gs__deadline_after_ms(FAKE_WAIT_MS)),
-                     GS_OK);
+    assert_int_equal(
+        gs__sock_write_full(f.fds[1][0], hdr, sizeof(hdr), gs__deadline_after_ms(FAKE_WAIT_MS)),
+        GS_OK);
+    assert_int_equal(
+        gs__sock_write_full(f.fds[1][0], msg, 500, gs__deadline_after_ms(FAKE_WAIT_MS)), GS_OK);
     assert_int_equal(ops->progress(f.tp, gs__deadline_after_ms(50)), GS_OK);
     fake_frame_from(&f, 2, 0, GS_TCP_FRAME_DOWN, 0, 3, 0, 0, NULL, 0);
     comp = fake_wait(&f, r1);
@@ -86,8 +87,9 @@ static void test_tcp_down_down_frame_fails_receives_and_drains(void **state)
     ops->req_release(f.tp, r1);
     ops->req_release(f.tp, r2);
     /* The rest of message 0, then message 1: drained, rank 1 stays healthy. */
-    assert_int_equal(gs__sock_write_full(f.fds[1][0], msg + 500, 1500,
-                                         gs__deadline_after_ms(FAKE_WAIT_MS)), GS_OK);
+    assert_int_equal(
+        gs__sock_write_full(f.fds[1][0], msg + 500, 1500, gs__deadline_after_ms(FAKE_WAIT_MS)),
+        GS_OK);
     fake_frame_from(&f, 1, 0, GS_TCP_FRAME_DATA, 1, 12, 8, 0, small, 8);
     assert_int_equal(ops->progress(f.tp, gs__deadline_after_ms(50)), GS_OK);
     assert_memory_equal(got, msg, 500);

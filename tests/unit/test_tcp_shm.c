@@ -271,7 +271,7 @@ static void body_hostile(job_t *job, int rank)
     CHECK_EQ(job, ops->irecv(tp, 0, TAG, buf, sizeof(buf), &req), GS_OK);
     CHECK_EQ(job, wait_req(tp, req, NULL), GS_ERR_PROTOCOL);
     if (strstr(gs__error_get(), (hostile_mode == 0) ? "corrupted the shared-memory ring"
-                                                     : "only doorbells") == NULL) {
+                                                    : "only doorbells") == NULL) {
         tcp_fail(&job->fails, __LINE__, "unexpected reason: %s", gs__error_get());
     }
 }

@@ -773,9 +773,8 @@ static void test_tcp_transport_garbage_on_listen_port(void **state)
         uint8_t buf[GS_TCP_HS_LEN];
         gs__tcp_hs_t ack;
 
-        assert_int_equal(gs__sock_read_full(keep[0], buf, sizeof(buf),
-                                            gs__deadline_after_ms(WAIT_MS)),
-                         GS_OK);
+        assert_int_equal(
+            gs__sock_read_full(keep[0], buf, sizeof(buf), gs__deadline_after_ms(WAIT_MS)), GS_OK);
         assert_int_equal(gs__tcp_hs_decode(buf, sizeof(buf), &ack, NULL, 0), GS_OK);
         assert_int_equal(ack.kind, GS_TCP_HS_ACK);
         assert_int_equal(ack.verdict, GS_TCP_HS_BAD_VERSION);
@@ -817,9 +816,9 @@ static void test_tcp_transport_counters(void **state)
 /* ---------------------------------------------------------------------- */
 
 typedef struct kill_job {
-    int only;                /* rank 3 cuts its sockets to this rank only; -1: to all */
+    int only;                 /* rank 3 cuts its sockets to this rank only; -1: to all */
     _Atomic uint64_t kill_ns; /* when rank 3 cut them */
-    double ms[MAX_RANKS];    /* per survivor: kill to failed receive */
+    double ms[MAX_RANKS];     /* per survivor: kill to failed receive */
 } kill_job_t;
 
 /*
@@ -948,9 +947,9 @@ static void test_tcp_transport_bad_frame_fails_peer(void **state)
 
     (void)state;
     fake_setup(&f, 1);
-    assert_int_equal(gs__sock_write_full(f.fds[1][0], junk, sizeof(junk),
-                                         gs__deadline_after_ms(WAIT_MS)),
-                     GS_OK);
+    assert_int_equal(
+        gs__sock_write_full(f.fds[1][0], junk, sizeof(junk), gs__deadline_after_ms(WAIT_MS)),
+        GS_OK);
     expect_protocol_failure(&f, "bad frame magic");
     fake_teardown(&f);
 }

@@ -67,7 +67,7 @@ static void test_tcp_wire_frame_layout_is_little_endian(void **state)
     assert_memory_equal(buf, "GSFR", 4);
     assert_int_equal(buf[4], GS_TCP_FRAME_DATA);
     assert_int_equal(buf[5], 0);
-    assert_int_equal(buf[8], 0x08);  /* seq, low byte first */
+    assert_int_equal(buf[8], 0x08); /* seq, low byte first */
     assert_int_equal(buf[15], 0x01);
     assert_int_equal(buf[16], 0xbc); /* tag */
     assert_int_equal(buf[23], 0x80);
@@ -323,20 +323,16 @@ static void test_tcp_wire_handshake_rejects_malformed(void **state)
     assert_int_equal(gs__tcp_hs_decode(buf, sizeof(buf) - 1, &out, why, sizeof(why)),
                      GS_ERR_PROTOCOL);
     buf[1] = 'X';
-    assert_int_equal(gs__tcp_hs_decode(buf, sizeof(buf), &out, why, sizeof(why)),
-                     GS_ERR_PROTOCOL);
+    assert_int_equal(gs__tcp_hs_decode(buf, sizeof(buf), &out, why, sizeof(why)), GS_ERR_PROTOCOL);
     gs__tcp_hs_encode(&in, buf);
     buf[6] = 7; /* kind */
-    assert_int_equal(gs__tcp_hs_decode(buf, sizeof(buf), &out, why, sizeof(why)),
-                     GS_ERR_PROTOCOL);
+    assert_int_equal(gs__tcp_hs_decode(buf, sizeof(buf), &out, why, sizeof(why)), GS_ERR_PROTOCOL);
     gs__tcp_hs_encode(&in, buf);
     buf[7] = 1; /* a HELLO with a verdict */
-    assert_int_equal(gs__tcp_hs_decode(buf, sizeof(buf), &out, why, sizeof(why)),
-                     GS_ERR_PROTOCOL);
+    assert_int_equal(gs__tcp_hs_decode(buf, sizeof(buf), &out, why, sizeof(why)), GS_ERR_PROTOCOL);
     gs__tcp_hs_encode(&in, buf);
     buf[39] = 1; /* reserved */
-    assert_int_equal(gs__tcp_hs_decode(buf, sizeof(buf), &out, why, sizeof(why)),
-                     GS_ERR_PROTOCOL);
+    assert_int_equal(gs__tcp_hs_decode(buf, sizeof(buf), &out, why, sizeof(why)), GS_ERR_PROTOCOL);
     in.version = GS_TCP_PROTO_VERSION + 1;
     gs__tcp_hs_encode(&in, buf);
     assert_int_equal(gs__tcp_hs_decode(buf, sizeof(buf), &out, why, sizeof(why)),
@@ -374,8 +370,7 @@ static void test_tcp_wire_handshake_auth_fields(void **state)
     assert_int_equal(gs__tcp_hs_decode(buf, sizeof(buf), &out, why, sizeof(why)), GS_OK);
     assert_int_equal(out.kind, GS_TCP_HS_PROOF);
     buf[7] = GS_TCP_HS_AUTH_REQUIRED; /* a PROOF with a verdict */
-    assert_int_equal(gs__tcp_hs_decode(buf, sizeof(buf), &out, why, sizeof(why)),
-                     GS_ERR_PROTOCOL);
+    assert_int_equal(gs__tcp_hs_decode(buf, sizeof(buf), &out, why, sizeof(why)), GS_ERR_PROTOCOL);
     in.kind = GS_TCP_HS_ACK;
     for (uint32_t v = GS_TCP_HS_AUTH_REQUIRED; v <= GS_TCP_HS_AUTH_UNEXPECTED; v++) {
         in.verdict = v;
@@ -386,13 +381,11 @@ static void test_tcp_wire_handshake_auth_fields(void **state)
     }
     in.verdict = GS_TCP_HS_VERDICT_MAX + 1;
     gs__tcp_hs_encode(&in, buf);
-    assert_int_equal(gs__tcp_hs_decode(buf, sizeof(buf), &out, why, sizeof(why)),
-                     GS_ERR_PROTOCOL);
+    assert_int_equal(gs__tcp_hs_decode(buf, sizeof(buf), &out, why, sizeof(why)), GS_ERR_PROTOCOL);
     in.verdict = GS_TCP_HS_OK;
     gs__tcp_hs_encode(&in, buf);
     buf[GS_TCP_HS_LEN - 1] = 1; /* reserved tail */
-    assert_int_equal(gs__tcp_hs_decode(buf, sizeof(buf), &out, why, sizeof(why)),
-                     GS_ERR_PROTOCOL);
+    assert_int_equal(gs__tcp_hs_decode(buf, sizeof(buf), &out, why, sizeof(why)), GS_ERR_PROTOCOL);
     assert_non_null(strstr(why, "reserved"));
 }
 

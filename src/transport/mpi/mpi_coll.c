@@ -110,9 +110,9 @@ gs_status_t gs__mpi_coll_bcast(gs_tp_t *tp, void *buf, size_t count, gs_dtype_t 
 
     /* A copy needs no arithmetic: f16/bf16 travel as 2-byte integers. */
     if ((dtype == GS_DTYPE_F16) || (dtype == GS_DTYPE_BF16)) {
-        ret = (count > INT_MAX) ? MPI_ERR_COUNT
-                                : MPI_Ibcast(buf, (int)count, MPI_UINT16_T, root,
-                                             gs__mpi_tp_comm(tp), &mreq);
+        ret = (count > INT_MAX)
+                  ? MPI_ERR_COUNT
+                  : MPI_Ibcast(buf, (int)count, MPI_UINT16_T, root, gs__mpi_tp_comm(tp), &mreq);
     } else {
         ret = ((mdt == MPI_DATATYPE_NULL) || (count > INT_MAX))
                   ? MPI_ERR_COUNT
@@ -178,8 +178,8 @@ gs_status_t gs__mpi_coll_reduce_scatter(gs_tp_t *tp, const void *sendbuf, void *
         ret = MPI_Ireduce_scatter_block(MPI_IN_PLACE, (void *)sendbuf, (int)count, mdt, mop,
                                         gs__mpi_tp_comm(tp), &mreq);
     } else {
-        ret = MPI_Ireduce_scatter_block(sendbuf, recvbuf, (int)count, mdt, mop,
-                                        gs__mpi_tp_comm(tp), &mreq);
+        ret = MPI_Ireduce_scatter_block(sendbuf, recvbuf, (int)count, mdt, mop, gs__mpi_tp_comm(tp),
+                                        &mreq);
     }
     if (ret != MPI_SUCCESS) {
         return start_failed("MPI_Ireduce_scatter_block", ret);

@@ -86,8 +86,7 @@ gs_status_t gs__mpi_env_acquire(void)
             goto out;
         }
         env_owned = 1;
-        GS_INFO(INIT, "mpi: gradsync initialised MPI (%s provided)",
-                thread_level_name(provided));
+        GS_INFO(INIT, "mpi: gradsync initialised MPI (%s provided)", thread_level_name(provided));
     }
     status = env_check_level();
     if ((status != GS_OK) && env_owned && (env_users == 0)) {

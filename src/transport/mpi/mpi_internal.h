@@ -62,9 +62,9 @@ typedef struct mpi_msg {
 } mpi_msg_t;
 
 typedef enum mpi_req_state {
-    REQ_POSTED,  /* receive waiting for a header */
-    REQ_ACTIVE,  /* MPI requests in flight (send, or chunk receive) */
-    REQ_MSG,     /* receive bound to an unexpected message still arriving */
+    REQ_POSTED, /* receive waiting for a header */
+    REQ_ACTIVE, /* MPI requests in flight (send, or chunk receive) */
+    REQ_MSG,    /* receive bound to an unexpected message still arriving */
     REQ_DONE
 } mpi_req_state_t;
 
@@ -116,7 +116,7 @@ struct gs_tp {
     mpi_msg_t *unexp;      /* unexpected messages, in arrival order */
     mpi_hdrq_t *hdrq;      /* header receives, in probe order */
     mpi_orphan_t *orphans;
-    int completions;       /* bumped by every completion (progress returns) */
+    int completions;  /* bumped by every completion (progress returns) */
     uint64_t max_msg; /* GS_MAX_MESSAGE_BYTES: a peer announcing more is failed */
 };
 
@@ -135,8 +135,8 @@ void gs__mpi_hdr_encode(unsigned char *p, const mpi_hdr_t *h);
 
 /* Decode and validate @p count bytes from a peer. Returns GS_OK or
  * GS_ERR_PROTOCOL with @p why filled. Pure. */
-gs_status_t gs__mpi_hdr_decode(const unsigned char *p, int count, uint32_t expect_seq,
-                               mpi_hdr_t *h, char *why, size_t whylen);
+gs_status_t gs__mpi_hdr_decode(const unsigned char *p, int count, uint32_t expect_seq, mpi_hdr_t *h,
+                               char *why, size_t whylen);
 
 /* ---------------------------------------------------------------------- */
 /* Request sets, completion, matching (mpi_match.c)                       */

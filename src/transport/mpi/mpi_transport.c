@@ -64,8 +64,8 @@ static gs_status_t mpi_tp_init(const gs_tp_params_t *params, gs_tp_t **tp_out)
     tp->comm_id = params->comm_id;
     tp->comm = MPI_COMM_NULL;
     tp->counters = params->counters;
-    tp->max_msg = (params->max_message_bytes != 0) ? params->max_message_bytes
-                                                     : GS_MAX_MESSAGE_BYTES_DEFAULT;
+    tp->max_msg =
+        (params->max_message_bytes != 0) ? params->max_message_bytes : GS_MAX_MESSAGE_BYTES_DEFAULT;
     atomic_init(&tp->aborted, 0);
     atomic_init(&tp->woken, 0);
     *tp_out = tp;

@@ -61,7 +61,6 @@ gs_status_t gs__mpi_coll_reduce_scatter(gs_tp_t *tp, const void *sendbuf, void *
 /* Wait for an MPI request with a deadline, polling politely; on timeout or
  * abort the request is left to MPI (MPI_Request_free). Worker thread only.
  * Returns GS_OK, GS_ERR_TIMEOUT, GS_ERR_ABORTED, GS_ERR_PEER_FAILED. */
-gs_status_t gs__mpi_tp_wait(gs_tp_t *tp, MPI_Request *mreq, uint64_t deadline_ns,
-                            const char *what);
+gs_status_t gs__mpi_tp_wait(gs_tp_t *tp, MPI_Request *mreq, uint64_t deadline_ns, const char *what);
 
 #endif /* GS_TRANSPORT_MPI_MPI_TRANSPORT_H */

@@ -15,35 +15,35 @@
 #include <string.h>
 
 /* GS_NCCL_DTYPE_MAP(X): X(gradsync dtype, NCCL type). Every gs dtype has a row. */
-#define GS_NCCL_DTYPE_MAP(X)        \
-    X(GS_DTYPE_F32, ncclFloat32)    \
-    X(GS_DTYPE_F64, ncclFloat64)    \
-    X(GS_DTYPE_F16, ncclFloat16)    \
-    X(GS_DTYPE_BF16, ncclBfloat16)  \
-    X(GS_DTYPE_I8, ncclInt8)        \
-    X(GS_DTYPE_U8, ncclUint8)       \
-    X(GS_DTYPE_I32, ncclInt32)      \
+#define GS_NCCL_DTYPE_MAP(X)                                                                       \
+    X(GS_DTYPE_F32, ncclFloat32)                                                                   \
+    X(GS_DTYPE_F64, ncclFloat64)                                                                   \
+    X(GS_DTYPE_F16, ncclFloat16)                                                                   \
+    X(GS_DTYPE_BF16, ncclBfloat16)                                                                 \
+    X(GS_DTYPE_I8, ncclInt8)                                                                       \
+    X(GS_DTYPE_U8, ncclUint8)                                                                      \
+    X(GS_DTYPE_I32, ncclInt32)                                                                     \
     X(GS_DTYPE_I64, ncclInt64)
 
 /* GS_NCCL_OP_MAP(X): X(gradsync op, NCCL op). AVG is refused on integers
  * below; NCCL has no bitwise ops (GS_OP_BAND/BOR/BXOR have no row and are
  * GS_ERR_UNSUPPORTED; the planner never sends them here). */
-#define GS_NCCL_OP_MAP(X)    \
-    X(GS_OP_SUM, ncclSum)    \
-    X(GS_OP_PROD, ncclProd)  \
-    X(GS_OP_MIN, ncclMin)    \
-    X(GS_OP_MAX, ncclMax)    \
+#define GS_NCCL_OP_MAP(X)                                                                          \
+    X(GS_OP_SUM, ncclSum)                                                                          \
+    X(GS_OP_PROD, ncclProd)                                                                        \
+    X(GS_OP_MIN, ncclMin)                                                                          \
+    X(GS_OP_MAX, ncclMax)                                                                          \
     X(GS_OP_AVG, ncclAvg)
 
 /* GS_NCCL_RESULT_MAP(X): X(ncclResult_t, gs_status_t of a returned code). */
-#define GS_NCCL_RESULT_MAP(X)                        \
-    X(ncclSuccess, GS_OK)                            \
-    X(ncclUnhandledCudaError, GS_ERR_CUDA)           \
-    X(ncclSystemError, GS_ERR_SYSTEM)                \
-    X(ncclInternalError, GS_ERR_INTERNAL)            \
-    X(ncclInvalidArgument, GS_ERR_INVALID_ARG)       \
-    X(ncclInvalidUsage, GS_ERR_INVALID_USAGE)        \
-    X(ncclRemoteError, GS_ERR_PEER_FAILED)           \
+#define GS_NCCL_RESULT_MAP(X)                                                                      \
+    X(ncclSuccess, GS_OK)                                                                          \
+    X(ncclUnhandledCudaError, GS_ERR_CUDA)                                                         \
+    X(ncclSystemError, GS_ERR_SYSTEM)                                                              \
+    X(ncclInternalError, GS_ERR_INTERNAL)                                                          \
+    X(ncclInvalidArgument, GS_ERR_INVALID_ARG)                                                     \
+    X(ncclInvalidUsage, GS_ERR_INVALID_USAGE)                                                      \
+    X(ncclRemoteError, GS_ERR_PEER_FAILED)                                                         \
     X(ncclInProgress, GS_INPROGRESS)
 
 #if NCCL_VERSION_CODE < NCCL_VERSION(2, 18, 0)
@@ -65,9 +65,9 @@ gs_status_t gs__nccl_dtype(gs_dtype_t dtype, int *nccl_type_out)
                              (int)dtype);
     }
     switch (dtype) {
-#define GS_NCCL_DTYPE_CASE(_gs, _nccl) \
-    case _gs:                          \
-        *nccl_type_out = (int)(_nccl); \
+#define GS_NCCL_DTYPE_CASE(_gs, _nccl)                                                             \
+    case _gs:                                                                                      \
+        *nccl_type_out = (int)(_nccl);                                                             \
         return GS_OK;
         GS_NCCL_DTYPE_MAP(GS_NCCL_DTYPE_CASE)
 #undef GS_NCCL_DTYPE_CASE
@@ -108,9 +108,9 @@ gs_status_t gs__nccl_op(gs_op_t op, gs_dtype_t dtype, int *nccl_op_out)
                              (int)op);
     }
     switch (op) {
-#define GS_NCCL_OP_CASE(_gs, _nccl)  \
-    case _gs:                        \
-        *nccl_op_out = (int)(_nccl); \
+#define GS_NCCL_OP_CASE(_gs, _nccl)                                                                \
+    case _gs:                                                                                      \
+        *nccl_op_out = (int)(_nccl);                                                               \
         return GS_OK;
         GS_NCCL_OP_MAP(GS_NCCL_OP_CASE)
 #undef GS_NCCL_OP_CASE
@@ -125,9 +125,9 @@ static gs_status_t result_row(int nccl_result, const char **name_out, int *known
 {
     *known_out = 1;
     switch (nccl_result) {
-#define GS_NCCL_RESULT_CASE(_nccl, _gs) \
-    case _nccl:                         \
-        *name_out = #_nccl;             \
+#define GS_NCCL_RESULT_CASE(_nccl, _gs)                                                            \
+    case _nccl:                                                                                    \
+        *name_out = #_nccl;                                                                        \
         return _gs;
         GS_NCCL_RESULT_MAP(GS_NCCL_RESULT_CASE)
 #undef GS_NCCL_RESULT_CASE
@@ -148,8 +148,7 @@ const char *gs__nccl_result_name(int nccl_result)
     return name;
 }
 
-gs_status_t gs__nccl_status_msg(int nccl_result, int async, const char *what,
-                                const char *nccl_text)
+gs_status_t gs__nccl_status_msg(int nccl_result, int async, const char *what, const char *nccl_text)
 {
     const char *name;
     const char *sep;

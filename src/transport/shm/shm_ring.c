@@ -15,8 +15,7 @@ void gs__shm_ring_ctl_init(gs__shm_ring_ctl_t *ctl)
     atomic_init(&ctl->writer_waiting, 0);
 }
 
-void gs__shm_ring_attach(gs__shm_ring_t *r, gs__shm_ring_ctl_t *ctl, uint8_t *data,
-                         uint64_t size)
+void gs__shm_ring_attach(gs__shm_ring_t *r, gs__shm_ring_ctl_t *ctl, uint8_t *data, uint64_t size)
 {
     r->ctl = ctl;
     r->data = data;

@@ -62,8 +62,7 @@ void gs__shm_ring_ctl_init(gs__shm_ring_ctl_t *ctl);
 
 /* Point a view at a control block and data area of @p size (> 0) bytes,
  * starting at position 0. */
-void gs__shm_ring_attach(gs__shm_ring_t *r, gs__shm_ring_ctl_t *ctl, uint8_t *data,
-                         uint64_t size);
+void gs__shm_ring_attach(gs__shm_ring_t *r, gs__shm_ring_ctl_t *ctl, uint8_t *data, uint64_t size);
 
 /* Producer: bytes free now. Returns GS_OK or GS_ERR_PROTOCOL (the
  * consumer's head is outside [tail - size, tail]). */

@@ -67,7 +67,7 @@ gs_status_t gs__shm_free_bytes(long long test_free, uint64_t *free_out, char *wh
     }
     if (statvfs(GS_SHM_DIR, &sv) != 0) {
         return gs__error_explain(GS_ERR_SYSTEM, why, whylen, "statvfs(%s) failed: %s", GS_SHM_DIR,
-                       strerror(errno));
+                                 strerror(errno));
     }
     *free_out = (uint64_t)sv.f_bavail * (uint64_t)sv.f_frsize;
     return GS_OK;
@@ -125,9 +125,10 @@ gs_status_t gs__shm_seg_create(gs__shm_seg_t *seg, gs__shm_seg_id_t *id, long lo
     }
     if (avail < need) {
         return gs__error_explain(GS_ERR_NO_RESOURCE, why, whylen,
-                       "%s has %" PRIu64 " bytes free, the segment for ranks %u and %u needs %" PRIu64
-                       " bytes (GS_SHM_BYTES=%" PRIu64 " per direction)",
-                       GS_SHM_DIR, avail, id->lo, id->hi, need, id->ring_bytes);
+                                 "%s has %" PRIu64
+                                 " bytes free, the segment for ranks %u and %u needs %" PRIu64
+                                 " bytes (GS_SHM_BYTES=%" PRIu64 " per direction)",
+                                 GS_SHM_DIR, avail, id->lo, id->hi, need, id->ring_bytes);
     }
     id->nonce = make_nonce(id);
     snprintf(seg->name, sizeof(seg->name), "/gradsync-%d-%u-%u-%016" PRIx64, (int)getpid(), id->lo,
@@ -135,32 +136,34 @@ gs_status_t gs__shm_seg_create(gs__shm_seg_t *seg, gs__shm_seg_id_t *id, long lo
     fd = shm_open(seg->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) {
         return gs__error_explain(GS_ERR_SYSTEM, why, whylen, "shm_open(%s) failed: %s", seg->name,
-                       strerror(errno));
+                                 strerror(errno));
     }
     seg->named = true;
     if (ftruncate(fd, (off_t)need) != 0) {
-        status = gs__error_explain(GS_ERR_SYSTEM, why, whylen, "ftruncate of %s to %" PRIu64 " bytes failed: %s",
-                         seg->name, need, strerror(errno));
+        status = gs__error_explain(GS_ERR_SYSTEM, why, whylen,
+                                   "ftruncate of %s to %" PRIu64 " bytes failed: %s", seg->name,
+                                   need, strerror(errno));
         goto err_close;
     }
     /* Reserve the pages now: on tmpfs a later write past the free space is a SIGBUS. */
     ret = posix_fallocate(fd, 0, (off_t)need);
     if ((ret == ENOSPC) || (ret == EFBIG)) {
         status = gs__error_explain(GS_ERR_NO_RESOURCE, why, whylen,
-                         "%s is too small: reserving %" PRIu64
-                         " bytes for the segment of ranks %u and %u failed (%s)",
-                         GS_SHM_DIR, need, id->lo, id->hi, strerror(ret));
+                                   "%s is too small: reserving %" PRIu64
+                                   " bytes for the segment of ranks %u and %u failed (%s)",
+                                   GS_SHM_DIR, need, id->lo, id->hi, strerror(ret));
         goto err_close;
     }
     if ((ret != 0) && (ret != EOPNOTSUPP) && (ret != EINVAL)) {
         status = gs__error_explain(GS_ERR_SYSTEM, why, whylen, "posix_fallocate of %s failed: %s",
-                         seg->name, strerror(ret));
+                                   seg->name, strerror(ret));
         goto err_close;
     }
     base = mmap(NULL, (size_t)need, PROT_READ | PROT_WRITE, SEG_MAP_FLAGS, fd, 0);
     if (base == MAP_FAILED) {
-        status = gs__error_explain(GS_ERR_SYSTEM, why, whylen, "mmap of %s (%" PRIu64 " bytes) failed: %s",
-                         seg->name, need, strerror(errno));
+        status = gs__error_explain(GS_ERR_SYSTEM, why, whylen,
+                                   "mmap of %s (%" PRIu64 " bytes) failed: %s", seg->name, need,
+                                   strerror(errno));
         goto err_close;
     }
     close(fd);
@@ -204,23 +207,23 @@ gs_status_t gs__shm_seg_open(gs__shm_seg_t *seg, const char *name, const gs__shm
     fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
     if (fd < 0) {
         return gs__error_explain(GS_ERR_SYSTEM, why, whylen, "shm_open(%s) failed: %s", name,
-                       strerror(errno));
+                                 strerror(errno));
     }
     if (fstat(fd, &st) != 0) {
         status = gs__error_explain(GS_ERR_SYSTEM, why, whylen, "fstat of %s failed: %s", name,
-                         strerror(errno));
+                                   strerror(errno));
         goto err_close;
     }
     if ((uint64_t)st.st_size != need) {
         status = gs__error_explain(GS_ERR_PROTOCOL, why, whylen,
-                         "segment %s has %lld bytes, expected %" PRIu64, name,
-                         (long long)st.st_size, need);
+                                   "segment %s has %lld bytes, expected %" PRIu64, name,
+                                   (long long)st.st_size, need);
         goto err_close;
     }
     base = mmap(NULL, (size_t)need, PROT_READ | PROT_WRITE, SEG_MAP_FLAGS, fd, 0);
     if (base == MAP_FAILED) {
         status = gs__error_explain(GS_ERR_SYSTEM, why, whylen, "mmap of %s failed: %s", name,
-                         strerror(errno));
+                                   strerror(errno));
         goto err_close;
     }
     close(fd);
@@ -230,9 +233,10 @@ gs_status_t gs__shm_seg_open(gs__shm_seg_t *seg, const char *name, const gs__shm
         (hdr.job_id != id->job_id) || (hdr.comm_id != id->comm_id) || (hdr.lo != id->lo) ||
         (hdr.hi != id->hi) || (hdr.ring_bytes != id->ring_bytes) || (hdr.nonce != id->nonce)) {
         munmap(base, (size_t)need);
-        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen,
-                       "segment %s does not belong to ranks %u and %u of this communicator", name,
-                       id->lo, id->hi);
+        return gs__error_explain(
+            GS_ERR_PROTOCOL, why, whylen,
+            "segment %s does not belong to ranks %u and %u of this communicator", name, id->lo,
+            id->hi);
     }
     seg->base = base;
     seg->len = (size_t)need;

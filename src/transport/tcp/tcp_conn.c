@@ -173,8 +173,8 @@ void gs__tcp_queue_down(gs_tp_t *tp, gs__tcp_conn_t *c, int failed)
     gs__tcp_conn_queue(tp, c, f);
 }
 
-static void peer_fail_va(gs_tp_t *tp, int peer, gs_status_t status, bool remote,
-                         const char *fmt, va_list ap) __attribute__((format(printf, 5, 0)));
+static void peer_fail_va(gs_tp_t *tp, int peer, gs_status_t status, bool remote, const char *fmt,
+                         va_list ap) __attribute__((format(printf, 5, 0)));
 
 /* One HEARTBEAT frame on socket 0 of peer p (owned; skipped when out of memory). */
 static void queue_heartbeat(gs_tp_t *tp, gs__tcp_conn_t *c)
@@ -237,8 +237,7 @@ void gs__tcp_heartbeat_tick(gs_tp_t *tp, uint64_t now)
         c = &p->conns[0];
         /* Frames already queued will reach it (or it is not reading). After
          * a blind gap the peer may be close to its own limit: beat now. */
-        if ((blind || (now - p->last_tx_ns >= tp->hb_ns)) && (c->fd >= 0) &&
-            (c->sq_head == NULL)) {
+        if ((blind || (now - p->last_tx_ns >= tp->hb_ns)) && (c->fd >= 0) && (c->sq_head == NULL)) {
             queue_heartbeat(tp, c);
             p->last_tx_ns = now;
             p->tx_seen = false;
@@ -246,8 +245,8 @@ void gs__tcp_heartbeat_tick(gs_tp_t *tp, uint64_t now)
     }
 }
 
-static void peer_fail_va(gs_tp_t *tp, int peer, gs_status_t status, bool remote,
-                         const char *fmt, va_list ap)
+static void peer_fail_va(gs_tp_t *tp, int peer, gs_status_t status, bool remote, const char *fmt,
+                         va_list ap)
 {
     gs__tcp_peer_t *p = &tp->peers[peer];
     char down[GS_TCP_REASON_MAX + 32]; /* truncated to GS_TCP_REASON_MAX by go_down */
@@ -256,8 +255,8 @@ static void peer_fail_va(gs_tp_t *tp, int peer, gs_status_t status, bool remote,
         return;
     }
     vsnprintf(p->reason, sizeof(p->reason), fmt, ap);
-    if (remote && (status == GS_ERR_PEER_FAILED) && tp->connected &&
-        (tp->down_status == GS_OK) && !p->reading_last) {
+    if (remote && (status == GS_ERR_PEER_FAILED) && tp->connected && (tp->down_status == GS_OK) &&
+        !p->reading_last) {
         /* Before blaming the peer for a broken connection, read what it sent
          * before that: a DOWN naming the rank that really failed (or a BYE)
          * may still sit unread on one of its sockets. A read that fails the
@@ -449,11 +448,10 @@ static void frame_written(gs_tp_t *tp, gs__tcp_frame_t *f)
 static void send_error(gs_tp_t *tp, gs__tcp_conn_t *c, int err)
 {
     if ((err == ECONNRESET) || (err == EPIPE)) {
-        gs__tcp_peer_fail(tp, c->peer, GS_ERR_PEER_FAILED, "connection reset by peer %d",
-                          c->peer);
+        gs__tcp_peer_fail(tp, c->peer, GS_ERR_PEER_FAILED, "connection reset by peer %d", c->peer);
     } else {
-        gs__tcp_peer_fail(tp, c->peer, GS_ERR_PEER_FAILED, "sending to peer %d failed: %s",
-                          c->peer, strerror(err));
+        gs__tcp_peer_fail(tp, c->peer, GS_ERR_PEER_FAILED, "sending to peer %d failed: %s", c->peer,
+                          strerror(err));
     }
 }
 
@@ -516,8 +514,7 @@ void gs__tcp_conn_flush(gs_tp_t *tp, gs__tcp_conn_t *c)
         } else if (c->ssl != NULL) {
             size_t committed = 0;
 
-            n = gs__tcp_tls_writev(c->ssl, iov, niov, tp->tls_stage, &committed, why,
-                                   sizeof(why));
+            n = gs__tcp_tls_writev(c->ssl, iov, niov, tp->tls_stage, &committed, why, sizeof(why));
             if (committed > (size_t)((n > 0) ? n : 0)) {
                 tls_commit(c, committed);
             }
@@ -632,8 +629,8 @@ static bool send_detach(gs_tp_t *tp, struct gs_tp_req *req)
             }
         }
     }
-    GS_INFO(NET, "tcp: rank %d: a send to peer %d released mid-wire finishes from a copy",
-            tp->rank, req->peer);
+    GS_INFO(NET, "tcp: rank %d: a send to peer %d released mid-wire finishes from a copy", tp->rank,
+            req->peer);
     return true;
 }
 
@@ -686,4 +683,3 @@ void gs__tcp_send_cancel(gs_tp_t *tp, struct gs_tp_req *req)
     skip->owned = true;
     gs__tcp_conn_queue(tp, &p->conns[0], skip);
 }
-

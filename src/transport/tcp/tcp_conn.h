@@ -229,10 +229,10 @@ struct gs_tp {
     int down_rank;           /* the failed rank named in down_reason */
     char down_reason[GS_TCP_REASON_MAX];
     uint8_t *scratch;
-    bool shm_offer;          /* we offer shared memory to peers (GS_SHM and a host id) */
+    bool shm_offer; /* we offer shared memory to peers (GS_SHM and a host id) */
     uint64_t host_id;
-    uint64_t shm_bytes;      /* ring bytes per direction we ask for */
-    int shm_test_free;       /* GS_SHM_TEST_FREE_BYTES, -1 when unset */
+    uint64_t shm_bytes;         /* ring bytes per direction we ask for */
+    int shm_test_free;          /* GS_SHM_TEST_FREE_BYTES, -1 when unset */
     gs__tcp_conn_t **shm_conns; /* the conns with a shared-memory link */
     int nshm;
     gs__auth_t auth;            /* the job token: every connection authenticates when on */
@@ -250,7 +250,7 @@ struct gs_tp {
 static inline const char *gs__tcp_peer_why(const gs_tp_t *tp, const gs__tcp_peer_t *p)
 {
     return ((tp->down_status != GS_OK) && (p->fail_status != GS_ERR_ABORTED)) ? tp->down_reason
-                                                                               : p->reason;
+                                                                              : p->reason;
 }
 
 /* --- tcp_conn.c ------------------------------------------------------ */
@@ -341,8 +341,7 @@ void gs__tcp_recv_go_down(gs_tp_t *tp);
  * GS_OK, GS_ERR_TIMEOUT (naming missing ranks), GS_ERR_SYSTEM,
  * GS_ERR_VERSION_MISMATCH, GS_ERR_MISMATCH, GS_ERR_PROTOCOL, GS_ERR_ABORTED,
  * GS_ERR_NO_MEMORY, GS_ERR_INVALID_ARG. */
-gs_status_t gs__tcp_handshake_all(gs_tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX],
-                                  uint64_t deadline_ns);
+gs_status_t gs__tcp_handshake_all(gs_tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX], uint64_t deadline_ns);
 
 /* --- tcp_shm.c ------------------------------------------------------ */
 

@@ -69,9 +69,9 @@ typedef struct hs_slot {
     uint8_t nonce_a[GS_AUTH_NONCE_BYTES]; /* and the acceptor's */
     uint64_t retry_at;
     int backoff_ms;
-    struct ssl_st *ssl; /* GS_TLS: the session, handed to the connection with the socket */
-    short tls_events;   /* what the TLS handshake waits for (POLLIN or POLLOUT) */
-    bool tls_checked;   /* HS_IN_TLS: the first bytes were looked at (a plain HELLO?) */
+    struct ssl_st *ssl;          /* GS_TLS: the session, handed to the connection with the socket */
+    short tls_events;            /* what the TLS handshake waits for (POLLIN or POLLOUT) */
+    bool tls_checked;            /* HS_IN_TLS: the first bytes were looked at (a plain HELLO?) */
     char why[GS_TCP_REASON_MAX]; /* hs_io: the TLS error behind an EPROTO */
     char text[GS_SOCK_ADDR_MAX]; /* remote address, for messages */
 } hs_slot_t;
@@ -200,8 +200,7 @@ static int hs_io(hs_slot_t *s, bool writing)
             n = gs__tcp_tls_read(s->ssl, s->buf + s->done, GS_TCP_HS_LEN - s->done, s->why,
                                  sizeof(s->why));
         } else if (writing) {
-            n = send(s->fd, s->buf + s->done, GS_TCP_HS_LEN - s->done,
-                     MSG_NOSIGNAL | MSG_DONTWAIT);
+            n = send(s->fd, s->buf + s->done, GS_TCP_HS_LEN - s->done, MSG_NOSIGNAL | MSG_DONTWAIT);
         } else {
             n = recv(s->fd, s->buf + s->done, GS_TCP_HS_LEN - s->done, MSG_DONTWAIT);
         }
@@ -239,12 +238,12 @@ static gs_status_t out_got_ack(hs_ctx_t *ctx, hs_slot_t *s)
 
     status = gs__tcp_hs_decode(s->buf, GS_TCP_HS_LEN, &ack, why, sizeof(why));
     if (status != GS_OK) {
-        return gs__error_set(status, "tcp: rank %d (%s) answered the handshake badly: %s",
-                             s->peer, s->text, why);
+        return gs__error_set(status, "tcp: rank %d (%s) answered the handshake badly: %s", s->peer,
+                             s->text, why);
     }
     if (ack.kind != GS_TCP_HS_ACK) {
-        return gs__error_set(GS_ERR_PROTOCOL, "tcp: rank %d (%s) answered with a HELLO",
-                             s->peer, s->text);
+        return gs__error_set(GS_ERR_PROTOCOL, "tcp: rank %d (%s) answered with a HELLO", s->peer,
+                             s->text);
     }
     if (ack.verdict != GS_TCP_HS_OK) {
         gs_status_t st = GS_ERR_MISMATCH;
@@ -257,8 +256,7 @@ static gs_status_t out_got_ack(hs_ctx_t *ctx, hs_slot_t *s)
                    (ack.verdict == GS_TCP_HS_TLS_UNEXPECTED)) {
             st = GS_ERR_AUTH;
         }
-        return gs__error_set(st,
-                             "tcp: rank %d (%s) rejected our connection %d: %s%s", s->peer,
+        return gs__error_set(st, "tcp: rank %d (%s) rejected our connection %d: %s%s", s->peer,
                              s->text, s->index, gs__tcp_hs_verdict_str(ack.verdict),
                              (ack.verdict == GS_TCP_HS_TLS_REQUIRED)
                                  ? "; give every rank GS_TLS=1 and its certificate, key and CA "
@@ -269,10 +267,9 @@ static gs_status_t out_got_ack(hs_ctx_t *ctx, hs_slot_t *s)
     }
     if ((gs__tcp_hs_check(&ack, &exp, why, sizeof(why)) != GS_TCP_HS_OK) ||
         (ack.index != (uint32_t)s->index)) {
-        return gs__error_set(GS_ERR_MISMATCH,
-                             "tcp: the process at %s is not rank %d of this communicator: %s",
-                             s->text, s->peer,
-                             (ack.index != (uint32_t)s->index) ? "wrong socket index" : why);
+        return gs__error_set(
+            GS_ERR_MISMATCH, "tcp: the process at %s is not rank %d of this communicator: %s",
+            s->text, s->peer, (ack.index != (uint32_t)s->index) ? "wrong socket index" : why);
     }
     if (s->index == 0) {
         tp->peers[s->peer].shm_offered = ((ack.flags & GS_TCP_HS_F_SHM) != 0);
@@ -281,8 +278,8 @@ static gs_status_t out_got_ack(hs_ctx_t *ctx, hs_slot_t *s)
         gs__tcp_hs_t proof;
 
         if (!(ack.flags & GS_TCP_HS_F_AUTH) ||
-            !gs__auth_check(&tp->auth, GS_AUTH_ACCEPTOR, GS_TCP_AUTH_DOMAIN, s->nonce_c,
-                            ack.nonce, ack.mac)) {
+            !gs__auth_check(&tp->auth, GS_AUTH_ACCEPTOR, GS_TCP_AUTH_DOMAIN, s->nonce_c, ack.nonce,
+                            ack.mac)) {
             return gs__error_set(GS_ERR_AUTH,
                                  "tcp: rank %d (%s) failed authentication: its GS_AUTH_TOKEN "
                                  "differs from this rank's (or it is not rank %d of this job)",
@@ -427,8 +424,7 @@ static void in_reject(hs_ctx_t *ctx, hs_slot_t *s, uint32_t verdict, const char 
             size_t committed;
             char why_tls[GS_TCP_REASON_MAX];
 
-            (void)gs__tcp_tls_writev(s->ssl, &iov, 1, NULL, &committed, why_tls,
-                                     sizeof(why_tls));
+            (void)gs__tcp_tls_writev(s->ssl, &iov, 1, NULL, &committed, why_tls, sizeof(why_tls));
         } else {
             /* Plain, also to a plain HELLO that reached a TLS rank (TLS_REQUIRED). */
             (void)send(s->fd, buf, sizeof(buf), MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -507,7 +503,9 @@ static void in_step(hs_ctx_t *ctx, hs_slot_t *s)
         if (ret < 0) {
             /* (the TLS reason is cut to fit the line) */
             snprintf(why, sizeof(why), "%.150s after %zu handshake bytes",
-                     (errno == EPROTO) ? s->why : (errno != 0) ? strerror(errno) : "closed",
+                     (errno == EPROTO) ? s->why
+                     : (errno != 0)    ? strerror(errno)
+                                       : "closed",
                      s->done);
             in_reject(ctx, s, GS_TCP_HS_OK, why);
             return;
@@ -516,8 +514,7 @@ static void in_step(hs_ctx_t *ctx, hs_slot_t *s)
             return;
         }
         status = gs__tcp_hs_decode(s->buf, GS_TCP_HS_LEN, &hello, why, sizeof(why));
-        if ((status != GS_OK) && (s->ssl == NULL) && (s->buf[0] == 0x16u) &&
-            (s->buf[1] == 0x03u)) {
+        if ((status != GS_OK) && (s->ssl == NULL) && (s->buf[0] == 0x16u) && (s->buf[1] == 0x03u)) {
             /* A TLS ClientHello: our plain ACK ends the peer's handshake with an error. */
             in_reject(ctx, s, GS_TCP_HS_TLS_UNEXPECTED,
                       "a TLS handshake, and this rank does not use TLS (no GS_TLS=1)");
@@ -755,8 +752,7 @@ static gs_status_t hs_loop(hs_ctx_t *ctx, uint64_t deadline_ns)
                                  "ranks %s (a rank that refuses connections is not running, "
                                  "crashed or listens elsewhere; GS_DEBUG_SUBSYS=NET logs each "
                                  "attempt, GS_SOCKET_IFNAME picks the interface)",
-                                 tp->rank, (unsigned long long)((now - start) / 1000000u),
-                                 missing);
+                                 tp->rank, (unsigned long long)((now - start) / 1000000u), missing);
         }
         ctx->pfds[npfd].fd = tp->listen_fd;
         ctx->pfds[npfd].events = POLLIN;
@@ -788,10 +784,10 @@ static gs_status_t hs_loop(hs_ctx_t *ctx, uint64_t deadline_ns)
 
             if (s->state != HS_DONE) {
                 ctx->pfds[npfd].fd = s->fd;
-                ctx->pfds[npfd].events =
-                    (s->state == HS_IN_TLS) ? s->tls_events
-                    : ((s->state == HS_IN_HELLO) || (s->state == HS_IN_PROOF)) ? POLLIN
-                                                                               : POLLOUT;
+                ctx->pfds[npfd].events = (s->state == HS_IN_TLS) ? s->tls_events
+                                         : ((s->state == HS_IN_HELLO) || (s->state == HS_IN_PROOF))
+                                             ? POLLIN
+                                             : POLLOUT;
                 ctx->pslots[npfd++] = s;
             }
         }
@@ -826,8 +822,7 @@ static gs_status_t hs_loop(hs_ctx_t *ctx, uint64_t deadline_ns)
     return GS_OK;
 }
 
-gs_status_t gs__tcp_handshake_all(gs_tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX],
-                                  uint64_t deadline_ns)
+gs_status_t gs__tcp_handshake_all(gs_tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX], uint64_t deadline_ns)
 {
     size_t maxfds = 2 + (size_t)tp->rank * (size_t)tp->nsocks + HS_MAX_INCOMING;
     gs_status_t status = GS_OK;
@@ -850,8 +845,10 @@ gs_status_t gs__tcp_handshake_all(gs_tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX],
     }
     for (int p = 0; p < tp->rank; p++) {
         if (memchr(addrs[p], '\0', GS_TP_ADDR_MAX) == NULL) {
-            status = gs__error_set(GS_ERR_INVALID_ARG, "tcp: the address of rank %d is not "
-                                   "NUL-terminated", p);
+            status = gs__error_set(GS_ERR_INVALID_ARG,
+                                   "tcp: the address of rank %d is not "
+                                   "NUL-terminated",
+                                   p);
             goto out_free;
         }
         status = gs__sock_parse(addrs[p], "any", &ctx->addrs[p]);

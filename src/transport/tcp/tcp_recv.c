@@ -44,7 +44,8 @@ static bool bind_ok(gs_tp_t *tp, struct gs_tp_req *r, int peer, uint64_t tag, ui
     r->comp.tag = tag;
     if (tag != r->tag) {
         snprintf(why, sizeof(why),
-                 "message from peer %d has tag 0x%016" PRIx64 " but the receive expects 0x%016" PRIx64
+                 "message from peer %d has tag 0x%016" PRIx64
+                 " but the receive expects 0x%016" PRIx64
                  " (the ranks are running different operations)",
                  peer, tag, r->tag);
         GS_WARN("tcp: %s", why);
@@ -73,7 +74,8 @@ void gs__tcp_recv_post(gs_tp_t *tp, struct gs_tp_req *req)
     }
 
     for (m = tp->unexp_head; m != NULL; m = m->unext) {
-        if (((req->peer == GS_ANY_SOURCE) || (req->peer == m->peer)) && tags_match(m->tag, req->tag)) {
+        if (((req->peer == GS_ANY_SOURCE) || (req->peer == m->peer)) &&
+            tags_match(m->tag, req->tag)) {
             break;
         }
     }
@@ -210,8 +212,8 @@ static gs__tcp_inmsg_t *msg_start(gs_tp_t *tp, int peer, const gs__tcp_frame_hdr
     }
     m = calloc(1, sizeof(*m));
     if (m == NULL) {
-        gs__tcp_peer_fail(tp, peer, GS_ERR_NO_MEMORY,
-                          "out of memory for a message from peer %d", peer);
+        gs__tcp_peer_fail(tp, peer, GS_ERR_NO_MEMORY, "out of memory for a message from peer %d",
+                          peer);
         return NULL;
     }
     m->peer = peer;
@@ -244,8 +246,8 @@ static gs__tcp_inmsg_t *msg_start(gs_tp_t *tp, int peer, const gs__tcp_frame_hdr
         if (h->total_len > GS_TCP_UNEXP_MAX - tp->unexp_bytes) {
             free(m);
             gs__tcp_peer_fail(tp, peer, GS_ERR_PROTOCOL,
-                              "peer %d sent an unexpected message of %" PRIu64
-                              " bytes; %" PRIu64 " bytes are already held (limit %llu, all "
+                              "peer %d sent an unexpected message of %" PRIu64 " bytes; %" PRIu64
+                              " bytes are already held (limit %llu, all "
                               "peers together)",
                               peer, h->total_len, tp->unexp_bytes, GS_TCP_UNEXP_MAX);
             return NULL;
@@ -404,8 +406,8 @@ static void on_header(gs_tp_t *tp, gs__tcp_conn_t *c)
     gs__tcp_inmsg_t *m;
 
     if (c->bye_rcvd) {
-        gs__tcp_peer_fail(tp, c->peer, GS_ERR_PROTOCOL,
-                          "peer %d sent a frame after saying goodbye", c->peer);
+        gs__tcp_peer_fail(tp, c->peer, GS_ERR_PROTOCOL, "peer %d sent a frame after saying goodbye",
+                          c->peer);
         return;
     }
     if (h->type == GS_TCP_FRAME_DOWN) {
@@ -483,8 +485,7 @@ static void recv_error(gs_tp_t *tp, gs__tcp_conn_t *c, ssize_t n, int err)
                               c->peer);
         }
     } else if (err == ECONNRESET) {
-        gs__tcp_peer_fail(tp, c->peer, GS_ERR_PEER_FAILED, "connection reset by peer %d",
-                          c->peer);
+        gs__tcp_peer_fail(tp, c->peer, GS_ERR_PEER_FAILED, "connection reset by peer %d", c->peer);
     } else {
         gs__tcp_peer_fail(tp, c->peer, GS_ERR_PEER_FAILED, "receiving from peer %d failed: %s",
                           c->peer, strerror(err));

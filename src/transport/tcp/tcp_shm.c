@@ -101,8 +101,7 @@ static gs_status_t setup_io(gs_tp_t *tp, int peer, uint8_t *buf, size_t len, boo
     return GS_OK;
 }
 
-static gs_status_t send_rec(gs_tp_t *tp, int peer, const gs__tcp_shm_msg_t *m,
-                            uint64_t deadline_ns)
+static gs_status_t send_rec(gs_tp_t *tp, int peer, const gs__tcp_shm_msg_t *m, uint64_t deadline_ns)
 {
     uint8_t buf[GS_TCP_SHM_LEN];
 
@@ -303,8 +302,7 @@ gs_status_t gs__tcp_shm_setup(gs_tp_t *tp, uint64_t deadline_ns)
         if (m.ok) {
             status = link_activate(tp, q, true);
         } else {
-            GS_INFO(NET, "tcp: rank %d: rank %d could not map our shared memory; TCP", tp->rank,
-                    q);
+            GS_INFO(NET, "tcp: rank %d: rank %d could not map our shared memory; TCP", tp->rank, q);
             gs__shm_seg_close(&p->shm->seg);
             free(p->shm);
             p->shm = NULL;
@@ -378,7 +376,7 @@ static void ring_doorbell(gs_tp_t *tp, gs__tcp_conn_t *c)
         /* EAGAIN: doorbells are already queued, the peer will wake. */
         gs__tcp_peer_fail(tp, c->peer, GS_ERR_PEER_FAILED, "%s peer %d",
                           ((errno == EPIPE) || (errno == ECONNRESET)) ? "connection reset by"
-                                                                       : "doorbell failed to",
+                                                                      : "doorbell failed to",
                           c->peer);
     }
 }

@@ -72,16 +72,17 @@ gs_status_t gs__tcp_tls_ctx_new(const gs_tp_tls_t *conf, struct ssl_ctx_st **ctx
     if ((SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION) != 1) ||
         (SSL_CTX_set_num_tickets(ctx, 0) != 1)) {
         status = gs__error_set(GS_ERR_SYSTEM, "tcp: this OpenSSL cannot do TLS 1.3: %s",
-                      ssl_reason(why, sizeof(why), "unknown"));
+                               ssl_reason(why, sizeof(why), "unknown"));
         goto err;
     }
     SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_RENEGOTIATION);
     SSL_CTX_set_mode(ctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
     if (SSL_CTX_use_certificate_chain_file(ctx, conf->cert) != 1) {
-        status = gs__error_set(GS_ERR_INVALID_ARG, "tcp: GS_TLS_CERT %s: cannot use it as a PEM "
-                      "certificate chain: %s", conf->cert,
-                      ssl_reason(why, sizeof(why), "unreadable"));
+        status = gs__error_set(GS_ERR_INVALID_ARG,
+                               "tcp: GS_TLS_CERT %s: cannot use it as a PEM "
+                               "certificate chain: %s",
+                               conf->cert, ssl_reason(why, sizeof(why), "unreadable"));
         goto err;
     }
     if (SSL_CTX_use_PrivateKey_file(ctx, conf->key, SSL_FILETYPE_PEM) != 1) {
@@ -94,14 +95,17 @@ gs_status_t gs__tcp_tls_ctx_new(const gs_tp_tls_t *conf, struct ssl_ctx_st **ctx
         goto err;
     }
     if (SSL_CTX_check_private_key(ctx) != 1) {
-        status = gs__error_set(GS_ERR_INVALID_ARG, "tcp: GS_TLS_KEY %s is not the key of the certificate "
-                      "in GS_TLS_CERT %s: %s", conf->key, conf->cert,
-                      ssl_reason(why, sizeof(why), "mismatch"));
+        status = gs__error_set(GS_ERR_INVALID_ARG,
+                               "tcp: GS_TLS_KEY %s is not the key of the certificate "
+                               "in GS_TLS_CERT %s: %s",
+                               conf->key, conf->cert, ssl_reason(why, sizeof(why), "mismatch"));
         goto err;
     }
     if (SSL_CTX_load_verify_locations(ctx, conf->ca, NULL) != 1) {
-        status = gs__error_set(GS_ERR_INVALID_ARG, "tcp: GS_TLS_CA %s: cannot load it as PEM CA "
-                      "certificates: %s", conf->ca, ssl_reason(why, sizeof(why), "unreadable"));
+        status = gs__error_set(GS_ERR_INVALID_ARG,
+                               "tcp: GS_TLS_CA %s: cannot load it as PEM CA "
+                               "certificates: %s",
+                               conf->ca, ssl_reason(why, sizeof(why), "unreadable"));
         goto err;
     }
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
@@ -305,7 +309,8 @@ gs_status_t gs__tcp_tls_ctx_new(const gs_tp_tls_t *conf, struct ssl_ctx_st **ctx
     if ((conf == NULL) || !conf->on) {
         return GS_OK;
     }
-    return gs__error_set(GS_ERR_UNSUPPORTED, "tcp: GS_TLS=1, but this gradsync was built "
+    return gs__error_set(GS_ERR_UNSUPPORTED,
+                         "tcp: GS_TLS=1, but this gradsync was built "
                          "without OpenSSL (rebuild with libssl-dev installed; docs/security.md)");
 }
 

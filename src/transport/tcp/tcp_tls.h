@@ -61,8 +61,7 @@ ssize_t gs__tcp_tls_read(struct ssl_st *ssl, void *buf, size_t len, char *why, s
  * committed (*committed_out of them): the caller must offer the same bytes
  * again, and may append more. */
 ssize_t gs__tcp_tls_writev(struct ssl_st *ssl, const struct iovec *iov, size_t niov,
-                           unsigned char *stage, size_t *committed_out, char *why,
-                           size_t why_len);
+                           unsigned char *stage, size_t *committed_out, char *why, size_t why_len);
 
 /* The handshakes are over: from now on a read may take whatever the socket
  * holds (read-ahead; fewer syscalls), so callers check gs__tcp_tls_pending. */

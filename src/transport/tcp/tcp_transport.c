@@ -136,8 +136,9 @@ static gs_status_t tcp_init(const gs_tp_params_t *params, gs_tp_t **tp_out)
     tp->down_rank = -1;
     tp->hb_ns = (params->heartbeat_ms > 0) ? (uint64_t)params->heartbeat_ms * 1000000ull : 0;
     tp->hb_next_ns = UINT64_MAX; /* armed by connect */
-    tp->hb_judge = (tp->hb_ns > 0) && (params->timeout_ms > 0) &&
-                   (tp->hb_ns * GS_TCP_HEARTBEAT_MISSES < (uint64_t)params->timeout_ms * 1000000ull);
+    tp->hb_judge =
+        (tp->hb_ns > 0) && (params->timeout_ms > 0) &&
+        (tp->hb_ns * GS_TCP_HEARTBEAT_MISSES < (uint64_t)params->timeout_ms * 1000000ull);
     tp->host_id = params->host_id;
     tp->shm_offer = (params->shm != 0) && (params->host_id != 0) && (tp->size > 1);
     tp->shm_bytes = (uint64_t)params->shm_bytes;
@@ -152,8 +153,8 @@ static gs_status_t tcp_init(const gs_tp_params_t *params, gs_tp_t **tp_out)
     if (params->auth != NULL) {
         tp->auth = *params->auth;
     }
-    tp->max_msg = (params->max_message_bytes != 0) ? params->max_message_bytes
-                                                     : GS_MAX_MESSAGE_BYTES_DEFAULT;
+    tp->max_msg =
+        (params->max_message_bytes != 0) ? params->max_message_bytes : GS_MAX_MESSAGE_BYTES_DEFAULT;
     atomic_init(&tp->aborted, 0);
     status = gs__tcp_tls_ctx_new(&params->tls, &tp->tls_ctx);
     if (status != GS_OK) {
@@ -203,16 +204,16 @@ static gs_status_t tcp_init(const gs_tp_params_t *params, gs_tp_t **tp_out)
     tp->epfd = epoll_create1(EPOLL_CLOEXEC);
     tp->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if ((tp->epfd < 0) || (tp->evfd < 0)) {
-        status = gs__error_set(GS_ERR_SYSTEM, "tcp: epoll_create1/eventfd failed: %s",
-                               strerror(errno));
+        status =
+            gs__error_set(GS_ERR_SYSTEM, "tcp: epoll_create1/eventfd failed: %s", strerror(errno));
         goto err_free;
     }
     memset(&ev, 0, sizeof(ev));
     ev.events = EPOLLIN;
     ev.data.ptr = NULL;
     if (epoll_ctl(tp->epfd, EPOLL_CTL_ADD, tp->evfd, &ev) != 0) {
-        status = gs__error_set(GS_ERR_SYSTEM, "tcp: epoll_ctl(eventfd) failed: %s",
-                               strerror(errno));
+        status =
+            gs__error_set(GS_ERR_SYSTEM, "tcp: epoll_ctl(eventfd) failed: %s", strerror(errno));
         goto err_free;
     }
     if ((params->master_addr != NULL) && (params->master_addr[0] != '\0')) {
@@ -231,8 +232,8 @@ static gs_status_t tcp_init(const gs_tp_params_t *params, gs_tp_t **tp_out)
         goto err_free;
     }
     if (gs__sock_format(&tp->listen_addr, text, sizeof(text)) == GS_OK) {
-        GS_INFO(NET, "tcp: rank %d of %d listening on %s, %d sockets per peer", tp->rank,
-                tp->size, text, tp->nsocks);
+        GS_INFO(NET, "tcp: rank %d of %d listening on %s, %d sockets per peer", tp->rank, tp->size,
+                text, tp->nsocks);
     }
     *tp_out = tp;
     return GS_OK;
@@ -269,8 +270,7 @@ static gs_status_t tcp_connect(gs_tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX], uint6
         return gs__error_set(GS_ERR_INVALID_ARG, "tcp: connect needs the addresses of all ranks");
     }
     if (tp->connected) {
-        return gs__error_set(GS_ERR_INVALID_USAGE, "tcp: rank %d is already connected",
-                             tp->rank);
+        return gs__error_set(GS_ERR_INVALID_USAGE, "tcp: rank %d is already connected", tp->rank);
     }
     status = gs__tcp_handshake_all(tp, addrs, deadline_ns);
     if (status != GS_OK) {
@@ -314,9 +314,10 @@ static gs_status_t tcp_connect(gs_tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX], uint6
     } else if ((tp->spin_us < 0) && tp->spin_rings) {
         tp->spin_ns = (uint64_t)TCP_SHM_SPIN_US * 1000ull;
     }
-    GS_INFO(NET, "tcp: rank %d connected to %d peers (%d through shared memory%s), polling %llu us "
-            "before sleeping", tp->rank, tp->size - 1, tp->nshm,
-            (tp->tls_ctx != NULL) ? ", every socket TLS 1.3" : "",
+    GS_INFO(NET,
+            "tcp: rank %d connected to %d peers (%d through shared memory%s), polling %llu us "
+            "before sleeping",
+            tp->rank, tp->size - 1, tp->nshm, (tp->tls_ctx != NULL) ? ", every socket TLS 1.3" : "",
             (unsigned long long)(tp->spin_ns / 1000ull));
     return GS_OK;
 }
@@ -324,8 +325,7 @@ static gs_status_t tcp_connect(gs_tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX], uint6
 static gs_status_t req_alloc(gs_tp_t *tp, gs__tcp_req_kind_t kind, int nframes, int peer,
                              uint64_t tag, void *buf, size_t len, struct gs_tp_req **req_out)
 {
-    struct gs_tp_req *req =
-        calloc(1, sizeof(*req) + (size_t)nframes * sizeof(gs__tcp_frame_t));
+    struct gs_tp_req *req = calloc(1, sizeof(*req) + (size_t)nframes * sizeof(gs__tcp_frame_t));
 
     if (req == NULL) {
         return gs__error_set(GS_ERR_NO_MEMORY, "tcp: out of memory for a request");
@@ -351,12 +351,12 @@ static gs_status_t req_alloc(gs_tp_t *tp, gs__tcp_req_kind_t kind, int nframes, 
 
 static gs_status_t check_peer(const gs_tp_t *tp, int peer, bool any_ok, const char *what)
 {
-    if ((any_ok && (peer == GS_ANY_SOURCE)) || ((peer >= 0) && (peer < tp->size) &&
-                                                (peer != tp->rank))) {
+    if ((any_ok && (peer == GS_ANY_SOURCE)) ||
+        ((peer >= 0) && (peer < tp->size) && (peer != tp->rank))) {
         return GS_OK;
     }
-    return gs__error_set(GS_ERR_INVALID_ARG, "tcp: %s: peer %d is not another rank of 0..%d",
-                         what, peer, tp->size - 1);
+    return gs__error_set(GS_ERR_INVALID_ARG, "tcp: %s: peer %d is not another rank of 0..%d", what,
+                         peer, tp->size - 1);
 }
 
 static gs_status_t tcp_isend(gs_tp_t *tp, int peer, uint64_t tag, const void *buf, size_t len,
@@ -654,7 +654,7 @@ static gs_status_t tcp_progress(gs_tp_t *tp, uint64_t deadline_ns)
         }
         if (tp->nevents != start) {
             return atomic_load_explicit(&tp->aborted, memory_order_acquire) ? GS_ERR_ABORTED
-                                                                             : GS_OK;
+                                                                            : GS_OK;
         }
         if (now >= deadline_ns) {
             return GS_OK;
@@ -668,7 +668,8 @@ static gs_status_t tcp_progress(gs_tp_t *tp, uint64_t deadline_ns)
             continue;
         }
         /* Sleep no further than the next heartbeat tick. */
-        timeout_ms = gs__ms_until((deadline_ns < tp->hb_next_ns) ? deadline_ns : tp->hb_next_ns, now);
+        timeout_ms =
+            gs__ms_until((deadline_ns < tp->hb_next_ns) ? deadline_ns : tp->hb_next_ns, now);
     }
 }
 
@@ -790,7 +791,8 @@ static void say_goodbye(gs_tp_t *tp)
                 pending = pending || ((c->fd >= 0) && (c->sq_head != NULL));
             }
         }
-        if (!pending || (now >= deadline) || (poll_once(tp, gs__ms_until(deadline, now)) != GS_OK)) {
+        if (!pending || (now >= deadline) ||
+            (poll_once(tp, gs__ms_until(deadline, now)) != GS_OK)) {
             break;
         }
     }
@@ -823,8 +825,7 @@ static gs_status_t tcp_finalize(gs_tp_t *tp)
 const gs_transport_ops_t gs__tcp_ops = {
     .name = "tcp",
     .abi_size = sizeof(gs_transport_ops_t),
-    .caps = GS_TP_CAP_HOST_MEM | GS_TP_CAP_ANY_SOURCE | GS_TP_CAP_ORDERED |
-            GS_TP_CAP_MULTI_STREAM,
+    .caps = GS_TP_CAP_HOST_MEM | GS_TP_CAP_ANY_SOURCE | GS_TP_CAP_ORDERED | GS_TP_CAP_MULTI_STREAM,
     .init = tcp_init,
     .get_address = tcp_get_address,
     .connect = tcp_connect,

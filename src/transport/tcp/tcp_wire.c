@@ -24,11 +24,11 @@ enum {
     HS_OFF_COMM = 16,
     HS_OFF_RANK = 24,
     HS_OFF_SIZE = 28,
-    HS_OFF_INDEX = 32,  /* u16 */
-    HS_OFF_NSOCKS = 34, /* u16 */
-    HS_OFF_FLAGS = 36,  /* u32, GS_TCP_HS_F_* */
-    HS_OFF_NONCE = 40,  /* 16 bytes */
-    HS_OFF_MAC = 56,    /* 32 bytes */
+    HS_OFF_INDEX = 32,   /* u16 */
+    HS_OFF_NSOCKS = 34,  /* u16 */
+    HS_OFF_FLAGS = 36,   /* u32, GS_TCP_HS_F_* */
+    HS_OFF_NONCE = 40,   /* 16 bytes */
+    HS_OFF_MAC = 56,     /* 32 bytes */
     HS_OFF_RESERVED = 88 /* 8 zero bytes */
 };
 
@@ -73,12 +73,13 @@ gs_status_t gs__tcp_hs_decode(const uint8_t *buf, size_t len, gs__tcp_hs_t *out,
     uint32_t magic;
 
     if (len < GS_TCP_HS_LEN) {
-        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "handshake of %zu bytes, expected %d", len,
-                      GS_TCP_HS_LEN);
+        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen,
+                                 "handshake of %zu bytes, expected %d", len, GS_TCP_HS_LEN);
     }
     magic = gs__get_le32(buf + HS_OFF_MAGIC);
     if (magic != GS_TCP_HS_MAGIC) {
-        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "bad handshake magic 0x%08" PRIx32, magic);
+        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "bad handshake magic 0x%08" PRIx32,
+                                 magic);
     }
     hs.version = gs__get_le16(buf + HS_OFF_VERSION);
     hs.kind = buf[HS_OFF_KIND];
@@ -95,21 +96,22 @@ gs_status_t gs__tcp_hs_decode(const uint8_t *buf, size_t len, gs__tcp_hs_t *out,
     if (hs.version != GS_TCP_PROTO_VERSION) {
         *out = hs;
         return gs__error_explain(GS_ERR_VERSION_MISMATCH, why, whylen,
-                      "protocol version %" PRIu32 ", this library speaks %u", hs.version,
-                      GS_TCP_PROTO_VERSION);
+                                 "protocol version %" PRIu32 ", this library speaks %u", hs.version,
+                                 GS_TCP_PROTO_VERSION);
     }
     if ((hs.kind != GS_TCP_HS_HELLO) && (hs.kind != GS_TCP_HS_ACK) &&
         (hs.kind != GS_TCP_HS_PROOF)) {
-        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "unknown handshake kind %" PRIu32, hs.kind);
+        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "unknown handshake kind %" PRIu32,
+                                 hs.kind);
     }
     if ((hs.verdict > GS_TCP_HS_VERDICT_MAX) ||
         ((hs.kind != GS_TCP_HS_ACK) && (hs.verdict != GS_TCP_HS_OK))) {
         return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "bad handshake verdict %" PRIu32,
-                      hs.verdict);
+                                 hs.verdict);
     }
     if ((hs.flags & ~GS_TCP_HS_F_KNOWN) != 0) {
-        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "unknown handshake flags 0x%08" PRIx32,
-                      hs.flags);
+        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen,
+                                 "unknown handshake flags 0x%08" PRIx32, hs.flags);
     }
     for (int i = 0; i < 8; i++) {
         if (buf[HS_OFF_RESERVED + i] != 0) {
@@ -125,35 +127,37 @@ gs__tcp_hs_verdict_t gs__tcp_hs_check(const gs__tcp_hs_t *hs, const gs__tcp_hs_e
                                       char *why, size_t whylen)
 {
     if (hs->version != GS_TCP_PROTO_VERSION) {
-        gs__error_explain(GS_ERR_VERSION_MISMATCH, why, whylen, "protocol version %" PRIu32 ", expected %u",
-               hs->version, GS_TCP_PROTO_VERSION);
+        gs__error_explain(GS_ERR_VERSION_MISMATCH, why, whylen,
+                          "protocol version %" PRIu32 ", expected %u", hs->version,
+                          GS_TCP_PROTO_VERSION);
         return GS_TCP_HS_BAD_VERSION;
     }
     if ((hs->job_id != exp->job_id) || (hs->comm_id != exp->comm_id)) {
         gs__error_explain(GS_ERR_MISMATCH, why, whylen,
-               "job/comm id 0x%016" PRIx64 "/0x%016" PRIx64 ", expected 0x%016" PRIx64
-               "/0x%016" PRIx64,
-               hs->job_id, hs->comm_id, exp->job_id, exp->comm_id);
+                          "job/comm id 0x%016" PRIx64 "/0x%016" PRIx64 ", expected 0x%016" PRIx64
+                          "/0x%016" PRIx64,
+                          hs->job_id, hs->comm_id, exp->job_id, exp->comm_id);
         return GS_TCP_HS_BAD_JOB;
     }
     if ((int64_t)hs->size != (int64_t)exp->size) {
-        gs__error_explain(GS_ERR_MISMATCH, why, whylen, "world size %" PRIu32 ", expected %d", hs->size,
-               exp->size);
+        gs__error_explain(GS_ERR_MISMATCH, why, whylen, "world size %" PRIu32 ", expected %d",
+                          hs->size, exp->size);
         return GS_TCP_HS_BAD_RANK;
     }
-    if (((int64_t)hs->rank < (int64_t)exp->rank_lo) || ((int64_t)hs->rank > (int64_t)exp->rank_hi)) {
-        gs__error_explain(GS_ERR_MISMATCH, why, whylen, "rank %" PRIu32 ", expected %d..%d", hs->rank,
-               exp->rank_lo, exp->rank_hi);
+    if (((int64_t)hs->rank < (int64_t)exp->rank_lo) ||
+        ((int64_t)hs->rank > (int64_t)exp->rank_hi)) {
+        gs__error_explain(GS_ERR_MISMATCH, why, whylen, "rank %" PRIu32 ", expected %d..%d",
+                          hs->rank, exp->rank_lo, exp->rank_hi);
         return GS_TCP_HS_BAD_RANK;
     }
     if ((int64_t)hs->nsocks != (int64_t)exp->nsocks) {
         gs__error_explain(GS_ERR_MISMATCH, why, whylen, "%" PRIu32 " sockets per peer, expected %d",
-               hs->nsocks, exp->nsocks);
+                          hs->nsocks, exp->nsocks);
         return GS_TCP_HS_BAD_RANK;
     }
     if (hs->index >= hs->nsocks) {
-        gs__error_explain(GS_ERR_MISMATCH, why, whylen, "socket index %" PRIu32 " of %" PRIu32, hs->index,
-               hs->nsocks);
+        gs__error_explain(GS_ERR_MISMATCH, why, whylen, "socket index %" PRIu32 " of %" PRIu32,
+                          hs->index, hs->nsocks);
         return GS_TCP_HS_BAD_RANK;
     }
     return GS_TCP_HS_OK;
@@ -205,18 +209,21 @@ gs_status_t gs__tcp_frame_decode(const uint8_t *buf, size_t len, gs__tcp_frame_h
     uint32_t magic;
 
     if (len < GS_TCP_FRAME_HDR_LEN) {
-        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "frame header of %zu bytes, expected %d",
-                      len, GS_TCP_FRAME_HDR_LEN);
+        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen,
+                                 "frame header of %zu bytes, expected %d", len,
+                                 GS_TCP_FRAME_HDR_LEN);
     }
     magic = gs__get_le32(buf + FR_OFF_MAGIC);
     if (magic != GS_TCP_FRAME_MAGIC) {
-        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "bad frame magic 0x%08" PRIx32, magic);
+        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "bad frame magic 0x%08" PRIx32,
+                                 magic);
     }
     h.type = buf[FR_OFF_TYPE];
     if ((h.type != GS_TCP_FRAME_DATA) && (h.type != GS_TCP_FRAME_BYE) &&
         (h.type != GS_TCP_FRAME_SKIP) && (h.type != GS_TCP_FRAME_DOWN) &&
         (h.type != GS_TCP_FRAME_HEARTBEAT)) {
-        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "unknown frame type %" PRIu32, h.type);
+        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "unknown frame type %" PRIu32,
+                                 h.type);
     }
     if ((buf[FR_OFF_FLAGS] != 0) || (gs__get_le16(buf + FR_OFF_RSVD) != 0)) {
         return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "reserved frame bytes are not zero");
@@ -228,7 +235,8 @@ gs_status_t gs__tcp_frame_decode(const uint8_t *buf, size_t len, gs__tcp_frame_h
     h.chunk_len = gs__get_le64(buf + FR_OFF_CHUNK);
     if (h.type == GS_TCP_FRAME_BYE) {
         if ((h.seq | h.tag | h.total_len | h.offset | h.chunk_len) != 0) {
-            return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "bye frame with non-zero fields");
+            return gs__error_explain(GS_ERR_PROTOCOL, why, whylen,
+                                     "bye frame with non-zero fields");
         }
     } else if (h.type == GS_TCP_FRAME_HEARTBEAT) {
         if ((h.seq | h.tag | h.total_len | h.offset | h.chunk_len) != 0) {
@@ -237,32 +245,34 @@ gs_status_t gs__tcp_frame_decode(const uint8_t *buf, size_t len, gs__tcp_frame_h
         }
     } else if (h.type == GS_TCP_FRAME_SKIP) {
         if ((h.tag | h.total_len | h.offset | h.chunk_len) != 0) {
-            return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "skip frame with non-zero fields");
+            return gs__error_explain(GS_ERR_PROTOCOL, why, whylen,
+                                     "skip frame with non-zero fields");
         }
     } else if (h.type == GS_TCP_FRAME_DOWN) {
         if ((h.seq | h.total_len | h.offset | h.chunk_len) != 0) {
-            return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "down frame with non-zero fields");
+            return gs__error_explain(GS_ERR_PROTOCOL, why, whylen,
+                                     "down frame with non-zero fields");
         }
         if (h.tag > (uint64_t)INT32_MAX) {
             return gs__error_explain(GS_ERR_PROTOCOL, why, whylen,
-                          "down frame names rank %" PRIu64 ", not a rank", h.tag);
+                                     "down frame names rank %" PRIu64 ", not a rank", h.tag);
         }
     } else {
         if (h.total_len > GS_TCP_MAX_MSG) {
             return gs__error_explain(GS_ERR_PROTOCOL, why, whylen,
-                          "message length %" PRIu64 " exceeds the limit of %llu bytes",
-                          h.total_len, GS_TCP_MAX_MSG);
+                                     "message length %" PRIu64 " exceeds the limit of %llu bytes",
+                                     h.total_len, GS_TCP_MAX_MSG);
         }
         /* Both are <= 2^64-1; compare without forming offset + chunk_len. */
         if ((h.offset > h.total_len) || (h.chunk_len > h.total_len - h.offset)) {
             return gs__error_explain(GS_ERR_PROTOCOL, why, whylen,
-                          "chunk [%" PRIu64 ", +%" PRIu64 ") lies outside a message of %" PRIu64
-                          " bytes",
-                          h.offset, h.chunk_len, h.total_len);
+                                     "chunk [%" PRIu64 ", +%" PRIu64
+                                     ") lies outside a message of %" PRIu64 " bytes",
+                                     h.offset, h.chunk_len, h.total_len);
         }
         if ((h.chunk_len == 0) && (h.total_len != 0)) {
             return gs__error_explain(GS_ERR_PROTOCOL, why, whylen,
-                          "empty chunk of a message of %" PRIu64 " bytes", h.total_len);
+                                     "empty chunk of a message of %" PRIu64 " bytes", h.total_len);
         }
     }
     *out = h;
@@ -306,17 +316,18 @@ gs_status_t gs__tcp_shm_decode(const uint8_t *buf, size_t len, gs__tcp_shm_msg_t
     size_t n;
 
     if (len < GS_TCP_SHM_LEN) {
-        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "shm record of %zu bytes, expected %d", len,
-                      GS_TCP_SHM_LEN);
+        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen,
+                                 "shm record of %zu bytes, expected %d", len, GS_TCP_SHM_LEN);
     }
     if (gs__get_le32(buf + SM_OFF_MAGIC) != GS_TCP_SHM_MAGIC) {
         return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "bad shm record magic 0x%08" PRIx32,
-                      gs__get_le32(buf + SM_OFF_MAGIC));
+                                 gs__get_le32(buf + SM_OFF_MAGIC));
     }
     memset(&m, 0, sizeof(m));
     m.kind = buf[SM_OFF_KIND];
     if ((m.kind < GS_TCP_SHM_OFFER) || (m.kind > GS_TCP_SHM_MAPPED)) {
-        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "unknown shm record kind %" PRIu32, m.kind);
+        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "unknown shm record kind %" PRIu32,
+                                 m.kind);
     }
     if ((buf[SM_OFF_OK] > 1) || (gs__get_le16(buf + SM_OFF_RSVD) != 0)) {
         return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "bad shm record flags");
@@ -327,11 +338,13 @@ gs_status_t gs__tcp_shm_decode(const uint8_t *buf, size_t len, gs__tcp_shm_msg_t
     m.nonce = gs__get_le64(buf + SM_OFF_NONCE);
     n = strnlen((const char *)name, GS_TCP_SHM_NAME_LEN);
     if (n == GS_TCP_SHM_NAME_LEN) {
-        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "shm segment name is not NUL-terminated");
+        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen,
+                                 "shm segment name is not NUL-terminated");
     }
     for (size_t i = n; i < GS_TCP_SHM_NAME_LEN; i++) {
         if (name[i] != 0) {
-            return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "bytes after the shm segment name");
+            return gs__error_explain(GS_ERR_PROTOCOL, why, whylen,
+                                     "bytes after the shm segment name");
         }
     }
     memcpy(m.name, name, GS_TCP_SHM_NAME_LEN); /* NUL-padded, checked above */
@@ -339,13 +352,14 @@ gs_status_t gs__tcp_shm_decode(const uint8_t *buf, size_t len, gs__tcp_shm_msg_t
         return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "shm create record without a name");
     }
     if (((m.kind != GS_TCP_SHM_CREATE) || !m.ok) && (n != 0)) {
-        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "shm record with an unexpected name");
+        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen,
+                                 "shm record with an unexpected name");
     }
     if ((m.kind != GS_TCP_SHM_MAPPED) && m.ok &&
         ((m.ring_bytes < GS_TCP_SHM_MIN_RING) || (m.ring_bytes > GS_TCP_SHM_MAX_RING))) {
         return gs__error_explain(GS_ERR_PROTOCOL, why, whylen,
-                      "shm ring of %" PRIu64 " bytes, expected %llu..%llu", m.ring_bytes,
-                      GS_TCP_SHM_MIN_RING, GS_TCP_SHM_MAX_RING);
+                                 "shm ring of %" PRIu64 " bytes, expected %llu..%llu", m.ring_bytes,
+                                 GS_TCP_SHM_MIN_RING, GS_TCP_SHM_MAX_RING);
     }
     *out = m;
     return GS_OK;

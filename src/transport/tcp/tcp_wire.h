@@ -56,10 +56,10 @@
 /* Handshake verdicts, carried by an ACK (HELLO carries OK). */
 typedef enum gs__tcp_hs_verdict {
     GS_TCP_HS_OK = 0,
-    GS_TCP_HS_BAD_VERSION = 1, /* protocol versions differ */
-    GS_TCP_HS_BAD_JOB = 2,     /* job id or communicator id differ */
-    GS_TCP_HS_BAD_RANK = 3,    /* rank, world size, socket index or nsocks wrong */
-    GS_TCP_HS_DUPLICATE = 4,   /* that (rank, socket index) is already connected */
+    GS_TCP_HS_BAD_VERSION = 1,     /* protocol versions differ */
+    GS_TCP_HS_BAD_JOB = 2,         /* job id or communicator id differ */
+    GS_TCP_HS_BAD_RANK = 3,        /* rank, world size, socket index or nsocks wrong */
+    GS_TCP_HS_DUPLICATE = 4,       /* that (rank, socket index) is already connected */
     GS_TCP_HS_AUTH_REQUIRED = 5,   /* the acceptor has a token, the HELLO did not */
     GS_TCP_HS_AUTH_UNEXPECTED = 6, /* the HELLO offered authentication, the acceptor has no token */
     GS_TCP_HS_TLS_REQUIRED = 7,    /* the acceptor uses TLS, the connector sent a plain HELLO */
@@ -68,10 +68,10 @@ typedef enum gs__tcp_hs_verdict {
 } gs__tcp_hs_verdict_t;
 
 /* Frame types. */
-#define GS_TCP_FRAME_DATA 1u /* a chunk of a message */
-#define GS_TCP_FRAME_BYE 2u  /* the sender is leaving; no frame follows on this socket */
-#define GS_TCP_FRAME_SKIP 3u /* message seq was cancelled before any byte was sent */
-#define GS_TCP_FRAME_DOWN 4u /* rank `tag` failed (control frame: takes no sequence number) */
+#define GS_TCP_FRAME_DATA 1u      /* a chunk of a message */
+#define GS_TCP_FRAME_BYE 2u       /* the sender is leaving; no frame follows on this socket */
+#define GS_TCP_FRAME_SKIP 3u      /* message seq was cancelled before any byte was sent */
+#define GS_TCP_FRAME_DOWN 4u      /* rank `tag` failed (control frame: takes no sequence number) */
 #define GS_TCP_FRAME_HEARTBEAT 5u /* the sender is alive (control frame, every field zero) */
 
 /* A decoded handshake (HELLO from the connecting side, ACK in reply). */
@@ -85,7 +85,7 @@ typedef struct gs__tcp_hs {
     uint32_t size;  /* the sender's world size */
     uint32_t index; /* socket index within the pair, < nsocks */
     uint32_t nsocks;
-    uint32_t flags; /* GS_TCP_HS_F_* */
+    uint32_t flags;    /* GS_TCP_HS_F_* */
     uint8_t nonce[16]; /* F_AUTH: HELLO Nc, ACK Na (else zero) */
     uint8_t mac[32];   /* F_AUTH: ACK MAC_A, PROOF MAC_C (else zero) */
 } gs__tcp_hs_t;
