@@ -29,12 +29,6 @@ TIDY_TEMP_EXCLUDE=(
   # tcp_shm.c:45 _Static_assert(GS_TCP_SHM_MAX_RING == GS_SHM_MAX_BYTES): two
   # macros with the same expansion, compared on purpose (false positive).
   src/transport/tcp/tcp_shm.c:misc-redundant-expression
-  # codec_api.c (being rewritten): gs__codec_plan_encode() and its decode twin
-  # write to base + lay->conv_off, where scratch_base() leaves base NULL when
-  # lay->total is 0; the analyzer cannot see that total > 0 whenever a
-  # conversion is needed.
-  src/compress/codec_api.c:clang-analyzer-core.NullDereference
-  src/compress/codec_api.c:clang-analyzer-core.NonNullParamChecker
 )
 
 TMP=$(mktemp -d)

@@ -37,6 +37,7 @@
  */
 #include "algo/algo_dev.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -385,14 +386,20 @@ static gs_status_t dcomp_exchange(dcomp_t *x, uint32_t phase, uint8_t *send, uin
             }
             dcomp_chunk(x, gather ? (int)q : x->r, &off, &len);
             status = gs__codec_params(&x->rc, len, &p);
-            if ((status == GS_OK) &&
-                ((gs__codec_hdr_check(hrecv + q * x->cap, hr_len[q], x->rc.ops->wire_id, &p, &hdr,
-                                      why, sizeof(why)) != GS_OK) ||
-                 (hdr.flags != 0) || (hdr.body_len != recv_len[q]))) {
-                status =
-                    gs__error_set(GS_ERR_PROTOCOL, "%s: the compressed %s from rank %zu is bad: %s",
-                                  ctx->opname, gather ? "sum" : "chunk", q,
-                                  (hdr.flags != 0) ? "zstd is not expected here" : why);
+            if (status == GS_OK) {
+                /* hdr holds nothing until the check passed: the text says why it failed. */
+                const bool hdr_ok =
+                    (gs__codec_hdr_check(hrecv + q * x->cap, hr_len[q], x->rc.ops->wire_id, &p,
+                                         &hdr, why, sizeof(why)) == GS_OK);
+
+                if (!hdr_ok || (hdr.flags != 0) || (hdr.body_len != recv_len[q])) {
+                    status = gs__error_set(
+                        GS_ERR_PROTOCOL, "%s: the compressed %s from rank %zu is bad: %s",
+                        ctx->opname, gather ? "sum" : "chunk", q,
+                        !hdr_ok            ? why
+                        : (hdr.flags != 0) ? "zstd is not expected here"
+                                           : "its length differs from its header's");
+                }
             }
             if (status == GS_OK) {
                 status = dcomp_k(x,

@@ -294,8 +294,12 @@ static gs_status_t vcoll_children(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
 
         k->expect[k->n] = gather ? bytes : 0;
         k->ids[k->n] = gather ? peer : -1;
-        status = gather ? gs__algo_irecv(ctx, peer, tag, rbuf + off, bytes, q)
-                        : gs__algo_isend(ctx, peer, tag, sbuf + off, bytes, q);
+        if (gather) {
+            status = gs__algo_irecv(ctx, peer, tag, rbuf + off, bytes, q);
+        } else {
+            /* cppcheck-suppress nullPointerArithmetic ; sbuf is set whenever rbuf is NULL */
+            status = gs__algo_isend(ctx, peer, tag, sbuf + off, bytes, q);
+        }
         k->n++;
     }
     return status;

@@ -243,6 +243,15 @@ static gs_status_t scratch_base(const char *fn, const gs_codec_layout_t *lay, vo
     return GS_OK;
 }
 
+/* A stage of the layout (conversion, zstd) about to run without scratch: the
+ * layout gives every stage a call needs room (total > 0), so this is a bug in
+ * the layout, reported instead of dereferencing NULL. */
+static gs_status_t no_stage_room(const char *fn, const char *stage)
+{
+    return gs__error_set(GS_ERR_INTERNAL, "%s: the scratch layout has no room for the %s stage", fn,
+                         stage);
+}
+
 gs_status_t gs_codec_encoded_size(const gs_codec_config_t *cfg, size_t count, gs_dtype_t dtype,
                                   size_t *bytes_out)
 {
@@ -387,6 +396,9 @@ gs_status_t gs__codec_plan_encode(const gs_codec_plan_t *pl, const void *src, si
         x = src;
     } else {
         p.seed = rc->seed;
+        if ((base == NULL) && (count > 0)) {
+            return no_stage_room(fn, "conversion");
+        }
         to_f32(src, dtype, count, (float *)(void *)(base + lay->conv_off));
         x = (const float *)(const void *)(base + lay->conv_off);
     }
@@ -420,9 +432,13 @@ gs_status_t gs__codec_plan_encode(const gs_codec_plan_t *pl, const void *src, si
     hdr.count = (uint64_t)count;
     hdr.body_len = (uint64_t)raw;
     if ((rc->zstd != GS_CODEC_ZSTD_OFF) && (raw > 0)) {
-        uint8_t *zbuf = base + lay->zbuf_off;
+        uint8_t *zbuf;
         size_t zlen;
 
+        if (base == NULL) { /* raw > 0 */
+            return no_stage_room(fn, "zstd");
+        }
+        zbuf = base + lay->zbuf_off;
         status = gs__zstd_compress(body, raw, zbuf, lay->zbuf_len, rc->zstd_level,
                                    base + lay->work_off, lay->work_len, &zlen);
         if (status != GS_OK) {
@@ -505,6 +521,9 @@ gs_status_t gs__codec_plan_decode(const gs_codec_plan_t *pl, const void *payload
                                  "configuration has zstd off",
                                  fn, rc->ops->name);
         }
+        if ((base == NULL) && (raw > 0)) {
+            return no_stage_room(fn, "zstd");
+        }
         status = gs__zstd_decompress(body, (size_t)hdr.body_len, base + lay->zbuf_off, raw,
                                      base + lay->work_off, lay->work_len, why, sizeof(why));
         if (status != GS_OK) {
@@ -515,6 +534,9 @@ gs_status_t gs__codec_plan_decode(const gs_codec_plan_t *pl, const void *payload
         return gs__error_set(GS_ERR_PROTOCOL,
                              "%s: malformed %s payload: %llu body bytes, the codec needs %zu", fn,
                              rc->ops->name, (unsigned long long)hdr.body_len, raw);
+    }
+    if ((dtype != GS_DTYPE_F32) && (base == NULL) && (count > 0)) {
+        return no_stage_room(fn, "conversion");
     }
     target = (dtype == GS_DTYPE_F32) ? (float *)dst : (float *)(void *)(base + lay->conv_off);
     status = rc->ops->decode_accumulate(&p, body, target,
