@@ -14,7 +14,7 @@ NP ?= 4
 
 .PHONY: help deps deps-build build build-test docs install lint run test test-asan test-gpu \
 	test-unit test-python test-tsan fuzz soak bench bench-auto bench-compare bench-net bench-torch \
-	clean
+	bench-plots clean
 
 help:
 	@echo "gradsync make targets:"
@@ -41,6 +41,8 @@ help:
 	@echo "                     how far the cost model's choice is from the fastest at each size"
 	@echo "  make bench-compare gradsync beside Open MPI and Gloo in one run (bench/compare/compare.sh)"
 	@echo "  make bench-torch   DDP step and all_reduce time, gloo beside the gradsync backend, $(NP) ranks"
+	@echo "  make bench-plots   take docs/bench.md's recorded runs again (~15 min) and redraw"
+	@echo "                     docs/bench/*.png (scripts/bench-plots.sh; without --run it only redraws)"
 	@echo "  make bench-net     all-reduce across 4 lab hosts shaped to 1 Gbit/s: busbw and link efficiency (root)"
 	@echo "  make build         build the library and tools (needs only the build packages; no root"
 	@echo "                     once they are there)"
@@ -182,3 +184,6 @@ clean:
 bench-torch: build
 	GRADSYNC_LIBRARY=$(abspath $(BUILD))/libgradsync.so PYTHONPATH=$(CURDIR)/python \
 	    /usr/bin/python3 bench/torch/bench_torch.py --nprocs $(NP)
+
+bench-plots: build
+	bash scripts/bench-plots.sh --run $(BUILD)
