@@ -10,18 +10,19 @@
 set -euo pipefail
 
 WHAT=${1:-all}
-# The library: compiler and CMake, zstd (codecs), OpenSSL's libcrypto
-# (connection authentication), pkg-config (finding them).
+# The library: compiler and CMake, zstd (codecs), OpenSSL's libcrypto and
+# libssl (connection authentication, TLS), pkg-config (finding them).
 BUILD_PKGS="cmake make gcc g++ pkg-config libzstd-dev libssl-dev"
 # The test suite: CMocka (unit tests), Open MPI (MPI transport and its tests),
 # iproute2 (the network-namespace lab), Python with pytest, numpy and torch
 # (the Python package and the PyTorch plugin), libtorch-dev (its C++ headers),
 # matplotlib (scripts/plot-bench), doxygen (the API reference), binutils (the
 # exported-symbol check), clang and its runtime (libFuzzer: make fuzz),
-# clang-format, clang-tidy and cppcheck (make lint).
+# clang-format, clang-tidy and cppcheck (make lint), the openssl command (the
+# TLS test's certificates) and strace (the TLS test's look at the wire).
 TEST_PKGS="libcmocka-dev libopenmpi-dev openmpi-bin iproute2 python3 python3-pytest
            python3-numpy python3-torch libtorch-dev python3-matplotlib doxygen binutils
-           clang libclang-rt-14-dev clang-format clang-tidy cppcheck"
+           clang libclang-rt-14-dev clang-format clang-tidy cppcheck openssl strace"
 # The benchmarks' comparison peers (bench/compare): Gloo.
 BENCH_PKGS="libgloo-dev"
 case "$WHAT" in
