@@ -34,7 +34,8 @@ help:
 	@echo "                     kernel and device-buffer benchmarks)"
 	@echo "  make test-unit     run only the unit tests"
 	@echo "  make lint          clang-format check, clang-tidy and cppcheck (scripts/lint.sh; configured in"
-	@echo "                     $(LINT_BUILD)/; 'scripts/lint.sh --fix-format' reformats)"
+	@echo "                     $(LINT_BUILD)/; LINT_STEPS='tidy cppcheck' runs only those;"
+	@echo "                     'scripts/lint.sh --fix-format' reformats)"
 	@echo "  make test-python   run only the Python package's tests (pytest, 1, 2 and 4 ranks; ctest -L python)"
 	@echo "  make bench         gs-bench all-reduce sweep, 4 KiB to 256 MiB, $(NP) ranks"
 	@echo "  make bench-auto    auto beside every forced all-reduce algorithm, interleaved, $(NP) ranks:"
@@ -88,9 +89,10 @@ test-unit: build-test
 	cd $(BUILD) && ctest --output-on-failure -L unit
 
 # The static checks, each with its checked-in configuration (.clang-format,
-# .clang-tidy, .cppcheck-suppressions); CI runs them first.
+# .clang-tidy, .cppcheck-suppressions); CI runs the format check first and the others
+# beside the fuzz stage (.ci/run).
 lint: deps
-	LINT_BUILD=$(LINT_BUILD) LINT_JOBS=$(JOBS) bash scripts/lint.sh
+	LINT_BUILD=$(LINT_BUILD) LINT_JOBS=$(JOBS) bash scripts/lint.sh $(LINT_STEPS)
 
 test-python: build-test
 	cd $(BUILD) && ctest --output-on-failure -L python
