@@ -22,13 +22,6 @@ STYLE="file:$ROOT/.clang-format"
 # now, as "file:check" (that check is turned off for that file only). Each
 # line goes once its finding is fixed; the list should be empty.
 TIDY_TEMP_EXCLUDE=(
-  # tcp_recv.c:297 msg_done(): r->msg with r NULL, on a path where
-  # msg_start() set m->dest to DRAIN (no request), which the analyzer then
-  # takes for USER after calls it cannot see into (false positive).
-  src/transport/tcp/tcp_recv.c:clang-analyzer-core.NullDereference
-  # tcp_shm.c:45 _Static_assert(GS_TCP_SHM_MAX_RING == GS_SHM_MAX_BYTES): two
-  # macros with the same expansion, compared on purpose (false positive).
-  src/transport/tcp/tcp_shm.c:misc-redundant-expression
 )
 
 TMP=$(mktemp -d)

@@ -26,6 +26,12 @@
                                             real rank 1 has connected, sends it a DATA frame
                                             announcing a BYTES-long message, then --stream
                                             bytes of it (64 KiB), and holds the socket S s
+  hostile_peer.py rank0 PORT --zero N [--hold S]
+                                            the same fake rank 0, sending N zero-length DATA
+                                            frames (messages 0..N-1 with a tag nobody receives)
+  hostile_peer.py rank0 PORT --overlap [--hold S]
+                                            the same, sending a 64-byte message as two chunks
+                                            that both cover bytes 0..31 (a hole at 32..63)
 
 Each mode prints "TRIED <what>" per attempt and "SUMMARY tried=N" at the end;
 exit status 0 unless the client itself could not run.
@@ -338,8 +344,36 @@ def recv_exact(s, n):
     return b
 
 
-def mode_rank0(port, total, hold, stream):
-    """Fake rank 0: rendezvous, then accept rank 1's sockets and send a huge DATA frame."""
+def send_zero_flood(s0, n):
+    """n zero-length DATA frames, messages 0..n-1, with a point-to-point tag nobody receives."""
+    note("rank0: %d zero-length DATA frames to rank 1" % n)
+    tag = (1 << 63) | 0x7777
+    sent = 0
+    t0 = time.time()
+    try:
+        while sent < n:
+            k = min(4096, n - sent)
+            s0.sendall(b"".join(frame(1, seq, tag, 0, 0, 0) for seq in range(sent, sent + k)))
+            sent += k
+    except OSError as e:
+        print("  frames: %s after %d frames" % (e, sent), flush=True)
+    print("RANK0 sent %d zero-length frames in %.1f s" % (sent, time.time() - t0), flush=True)
+
+
+def send_overlap(s0):
+    """A 64-byte message as two chunks that both cover [0, 32): they add up to 64."""
+    note("rank0: a 64-byte message as two overlapping 32-byte chunks")
+    tag = (1 << 63) | 5
+    try:
+        s0.sendall(frame(1, 0, tag, 64, 0, 32) + b"A" * 32)
+        s0.sendall(frame(1, 0, tag, 64, 0, 32) + b"B" * 32)
+    except OSError as e:
+        print("  frames: %s" % e, flush=True)
+
+
+def mode_rank0(port, total, hold, stream, zero=None, overlap=False):
+    """Fake rank 0: rendezvous, then accept rank 1's sockets and send a huge DATA frame
+    (or zero-length ones, or overlapping chunks)."""
     tl = socket.socket()
     tl.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     tl.bind(("127.0.0.1", 0))
@@ -376,6 +410,18 @@ def mode_rank0(port, total, hold, stream):
         conns.append((hello["index"], s))
     conns.sort()
     s0 = conns[0][1]
+    if zero is not None:
+        send_zero_flood(s0, zero)
+        rank0_hold(s0, hold)
+        for _, s in conns:
+            s.close()
+        return
+    if overlap:
+        send_overlap(s0)
+        rank0_hold(s0, hold)
+        for _, s in conns:
+            s.close()
+        return
     note("rank0: DATA frame announcing %d bytes to rank 1" % total)
     chunk = min(total, 1 << 40)
     s0.sendall(frame(1, 0, 1, total, 0, chunk))
@@ -389,6 +435,13 @@ def mode_rank0(port, total, hold, stream):
     except OSError as e:
         print("  payload: %s after %d bytes" % (e, sent), flush=True)
     print("  %d payload bytes sent" % sent, flush=True)
+    rank0_hold(s0, hold)
+    for _, s in conns:
+        s.close()
+
+
+def rank0_hold(s0, hold):
+    """Read (and drop) what rank 1 sends for up to hold seconds, until it closes."""
     t0 = time.time()
     closed = False
     s0.settimeout(0.2)
@@ -404,8 +457,6 @@ def mode_rank0(port, total, hold, stream):
             break
     print("RANK0 rank 1 %s the connection after %.1f s" %
           ("closed" if closed else "kept", time.time() - t0), flush=True)
-    for _, s in conns:
-        s.close()
 
 
 def main(argv):
@@ -442,17 +493,23 @@ def main(argv):
         elif m == "flood":
             mode_flood(argv[2], int(argv[3]), int(argv[4]), float(argv[5]))
         elif m == "rank0":
-            total, hold, stream = 1 << 40, 5.0, 65536
+            total, hold, stream, zero, overlap = 1 << 40, 5.0, 65536, None, False
             rest = argv[3:]
             while rest:
+                if rest[0] == "--overlap":
+                    overlap = True
+                    rest = rest[1:]
+                    continue
                 if rest[0] == "--total":
                     total = int(rest[1])
                 elif rest[0] == "--hold":
                     hold = float(rest[1])
                 elif rest[0] == "--stream":
                     stream = int(rest[1])
+                elif rest[0] == "--zero":
+                    zero = int(rest[1])
                 rest = rest[2:]
-            mode_rank0(int(argv[2]), total, hold, stream)
+            mode_rank0(int(argv[2]), total, hold, stream, zero, overlap)
         else:
             print(__doc__, file=sys.stderr)
             return 2

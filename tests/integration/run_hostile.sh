@@ -30,14 +30,22 @@
 #               it streamed under GS_MAX_MESSAGE_BYTES=1M. Pass: rank 1
 #               fails with GS_ERR_PROTOCOL naming peer 0 and the limit, its
 #               peak RSS grows by less than 64 MiB, and it does not crash.
+#   flood       the same fake rank 0 sends 1,100,000 zero-length DATA frames
+#               no receive matches: every message held costs GS_TCP_MSG_COST
+#               (256 B) against the 8 GiB budget and at most 2^20 are held
+#               (tcp_conn.h). Then (flood_overlap) a 64-byte message as two
+#               chunks that both cover bytes 0..31. Pass: rank 1 fails with
+#               GS_ERR_PROTOCOL naming peer 0 and the bound (the chunk plan),
+#               its peak RSS grows by at most 2^20 x 256 B + 32 MiB (overlap:
+#               64 MiB), and it does not crash.
 # usage: run_hostile.sh COLL_CHECK TRIAL_CHECK [CASE...]   (KEEP=1 keeps the logs)
 # Prints what was tried and what survived; exit status 1 when any case failed.
 set -u
 
-COLL=${1:?usage: run_hostile.sh COLL_CHECK TRIAL_CHECK [form|join|overlimit]...}
-TRIAL=${2:?usage: run_hostile.sh COLL_CHECK TRIAL_CHECK [form|join|overlimit]...}
+COLL=${1:?usage: run_hostile.sh COLL_CHECK TRIAL_CHECK [form|join|overlimit|flood]...}
+TRIAL=${2:?usage: run_hostile.sh COLL_CHECK TRIAL_CHECK [form|join|overlimit|flood]...}
 shift 2
-CASES=${*:-form join overlimit}
+CASES=${*:-form join overlimit flood}
 HERE=$(cd "$(dirname "$0")" && pwd)
 CLIENT="$HERE/hostile_peer.py"
 PROG=$COLL
@@ -154,48 +162,61 @@ case_join() {
     fi
 }
 
-# overlimit_one NAME TOTAL STREAM [VAR=value]
-overlimit_one() {
-    local name=$1 total=$2 stream=$3 port cpid rpid st err before hwm ok=1
-    shift 3
+# rank0_case NAME NEEDLE MAX_KB TIMEOUT_MS "CLIENT ARGS" [VAR=value...]: hostile_peer.py
+# plays rank 0 (rank0 mode with CLIENT ARGS) against the real rank 1 (trial_check hwm, one
+# all-reduce). Pass: rank 1 fails with GS_ERR_PROTOCOL (or GS_ERR_PEER_FAILED) naming peer
+# 0, its error contains NEEDLE, its peak RSS grows by at most MAX_KB, and it exits 0.
+rank0_case() {
+    local name=$1 needle=$2 maxkb=$3 tmo=$4 args=$5 port cpid rpid st err before hwm ok=1
+    shift 5
     port=$(free_port)
-    python3 "$CLIENT" rank0 "$port" --total "$total" --stream "$stream" --hold 6 \
-        >"$TMP/$name.client.log" 2>&1 &
+    # shellcheck disable=SC2086 # ARGS is a list of words
+    python3 "$CLIENT" rank0 "$port" $args >"$TMP/$name.client.log" 2>&1 &
     cpid=$!
     PIDS+=("$cpid")
     wait_line "$TMP/$name.client.log" '^READY' 10
     PROG=$TRIAL
     EXTRA_ENV=(GS_TUNE=off GS_SHM=0 "$@")
-    start_rank 1 2 "$port" 10000 "$TMP/$name.1.log" hwm --count 1000
+    start_rank 1 2 "$port" "$tmo" "$TMP/$name.1.log" hwm --count 1000
     rpid=$LASTPID
     EXTRA_ENV=()
     PROG=$COLL
-    wait_rank "$rpid" 30
+    wait_rank "$rpid" 60
     local rc=$RC
     wait_rank "$cpid" 30
     st=$(field "$TMP/$name.1.log" RESULT status)
     before=$(field "$TMP/$name.1.log" RESULT hwm_before_kb)
     hwm=$(field "$TMP/$name.1.log" RESULT hwm_kb)
     err=$(sed -n 's/^RESULT .* err=//p' "$TMP/$name.1.log" | head -n 1)
-    echo "  $name: announced $total bytes, streamed $stream ($*): rank 1 got ${st:-nothing}," \
+    echo "  $name ($args${*:+; $*}): rank 1 got ${st:-nothing}," \
         "peak RSS ${before:-?} -> ${hwm:-?} kB, exit $rc: $err"
     grep -h '^RANK0' "$TMP/$name.client.log" | sed 's/^/    /'
     if [ "$st" != GS_ERR_PROTOCOL ] && [ "$st" != GS_ERR_PEER_FAILED ]; then ok=0; fi
-    printf '%s' "$err" | grep -q 'GS_MAX_MESSAGE_BYTES' || ok=0
+    printf '%s' "$err" | grep -q -- "$needle" || ok=0
     printf '%s' "$err" | grep -qiE '(peer|rank) 0' || ok=0
     [ "$rc" -eq 0 ] || ok=0
-    if [ -z "$hwm" ] || [ -z "$before" ] || [ $((hwm - before)) -gt 65536 ]; then ok=0; fi
+    if [ -z "$hwm" ] || [ -z "$before" ] || [ $((hwm - before)) -gt "$maxkb" ]; then ok=0; fi
     if [ "$ok" -eq 1 ]; then
-        pass "$name: over-limit message refused with $st naming peer 0 and GS_MAX_MESSAGE_BYTES; RSS +$((hwm - before)) kB"
+        pass "$name: refused with $st naming peer 0 and '$needle'; RSS +$((hwm - before)) kB"
     else
-        fail "$name: expected GS_ERR_PROTOCOL naming peer 0 and GS_MAX_MESSAGE_BYTES, RSS growth < 64 MiB"
+        fail "$name: expected GS_ERR_PROTOCOL naming peer 0 and '$needle', RSS growth <= $maxkb kB"
         dump_logs "$name"
     fi
 }
 
 case_overlimit() {
-    overlimit_one overlimit_1t $((1 << 40)) 65536
-    overlimit_one overlimit_3g $((3 << 30)) $((256 << 20)) GS_MAX_MESSAGE_BYTES=1M
+    rank0_case overlimit_1t GS_MAX_MESSAGE_BYTES 65536 10000 \
+        "--total $((1 << 40)) --stream 65536 --hold 6"
+    rank0_case overlimit_3g GS_MAX_MESSAGE_BYTES 65536 10000 \
+        "--total $((3 << 30)) --stream $((256 << 20)) --hold 6" GS_MAX_MESSAGE_BYTES=1M
+}
+
+# No heartbeat: the fake rank 0 sends none, and a silent moment must not decide the case.
+case_flood() {
+    rank0_case flood_zero 'the limit is 1048576 messages' $(((256 + 32) << 10)) 60000 \
+        "--zero 1100000 --hold 30" GS_HEARTBEAT_MS=0
+    rank0_case flood_overlap 'its sender cuts it into' 65536 10000 "--overlap --hold 6" \
+        GS_HEARTBEAT_MS=0
 }
 
 for c in $CASES; do
@@ -203,6 +224,7 @@ for c in $CASES; do
     form) case_form ;;
     join) case_join ;;
     overlimit) case_overlimit ;;
+    flood) case_flood ;;
     *) fail "unknown case $c" ;;
     esac
 done

@@ -2,15 +2,19 @@
 /*
  * In-process tests of the TCP transport: N threads, one transport instance
  * each, endpoints exchanged through shared memory, loopback sockets. Covers
- * sizes 0 B .. 8 MiB with 1, 2 and 4 sockets per peer, unexpected messages,
- * GS_ANY_SOURCE, same-tag ordering, truncation, mismatch, cancel, a peer
- * that leaves, abort from another thread, garbage on the listening port,
- * the connect timeout, hostile frames from a hand-driven peer
- * (tcp_fake_peer.h), and failure propagation between real ranks (a rank
- * killed, or cut off from one rank only so that the others learn of it from
- * DOWN frames, fails every survivor's receive naming it within 2 s; the
- * frame-level DOWN tests are in test_tcp_down.c). Rank threads never call cmocka asserts (they are not
- * thread-safe); they record the first failure and the main thread asserts.
+ * sizes 0 B .. 8 MiB with 1, 2, 3 and 4 sockets per peer (around the
+ * striping threshold too), unexpected messages, GS_ANY_SOURCE, same-tag
+ * ordering, truncation, mismatch, cancel, a peer that leaves, abort from
+ * another thread, garbage on the listening port, the connect timeout,
+ * hostile frames from a hand-driven peer (tcp_fake_peer.h: chunks off the
+ * sender's chunk plan or overlapping, floods of held messages past lowered
+ * bounds on what a peer can make rank 0 hold), the chunk plan itself, and
+ * failure propagation between real ranks (a rank killed, or cut off from
+ * one rank only so that the others learn of it from DOWN frames, fails
+ * every survivor's receive naming it within 2 s; the frame-level DOWN tests
+ * are in test_tcp_down.c). Rank threads never call cmocka asserts (they are
+ * not thread-safe); they record the first failure and the main thread
+ * asserts.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -188,7 +192,16 @@ static void run_job(int size, int nsocks, body_fn_t body, body_fn_t pre_connect,
 
 /* ---------------------------------------------------------------------- */
 
-static const size_t exchange_sizes[] = {0, 1, 100 * 1024, 8 * 1024 * 1024};
+/* Around GS_TCP_STRIPE_MIN (one frame, or one chunk per socket) and totals
+ * that no socket count divides: the receiver checks every chunk against
+ * the plan the sender followed (tcp_wire.h). */
+static const size_t exchange_sizes[] = {0,
+                                        1,
+                                        GS_TCP_STRIPE_MIN - 1,
+                                        GS_TCP_STRIPE_MIN,
+                                        GS_TCP_STRIPE_MIN + 1,
+                                        100 * 1024,
+                                        8 * 1024 * 1024 + 7};
 
 /* Every rank sends every size to every other rank; receives are posted first. */
 static void body_exchange(job_t *job, int rank)
@@ -248,6 +261,12 @@ static void test_tcp_transport_exchange_3ranks_4socks(void **state)
 {
     (void)state;
     run_job(3, 4, body_exchange, NULL, NULL);
+}
+
+static void test_tcp_transport_exchange_2ranks_3socks(void **state)
+{
+    (void)state;
+    run_job(2, 3, body_exchange, NULL, NULL);
 }
 
 static void test_tcp_transport_exchange_3ranks_1sock(void **state)
@@ -907,37 +926,44 @@ static void test_tcp_transport_down_frame_reaches_ranks_that_saw_nothing(void **
 /*
  * Two sockets park on chunks of the same message before it starts; when a
  * third socket starts it, both must go on (regression: only one did, and the
- * message never completed).
+ * message never completed). The message is striped as a sender cuts it
+ * (three chunks of GS_TCP_STRIPE_MIN bytes, tcp_wire.h).
  */
 static void test_tcp_transport_two_sockets_parked_on_one_message(void **state)
 {
+    const size_t len1 = 3 * (size_t)GS_TCP_STRIPE_MIN;
+    const size_t step = GS_TCP_STRIPE_MIN;
     uint8_t msg0[16];
-    uint8_t msg1[3 * 1000];
     uint8_t got0[16] = {0};
-    uint8_t got1[3 * 1000] = {0};
+    uint8_t *msg1 = malloc(len1);
+    uint8_t *got1 = calloc(1, len1);
     gs_tp_req_t *r0;
     gs_tp_req_t *r1;
     fake_peer_t f;
 
     (void)state;
+    assert_non_null(msg1);
+    assert_non_null(got1);
     fake_setup(&f, 3);
     fill(msg0, sizeof(msg0), 1, 0, 1);
-    fill(msg1, sizeof(msg1), 1, 0, 2);
-    fake_frame(&f, 1, GS_TCP_FRAME_DATA, 1, 11, sizeof(msg1), 1000, msg1, 1000);
-    fake_frame(&f, 2, GS_TCP_FRAME_DATA, 1, 11, sizeof(msg1), 2000, msg1, 1000);
+    fill(msg1, len1, 1, 0, 2);
+    fake_frame(&f, 1, GS_TCP_FRAME_DATA, 1, 11, len1, step, msg1, step);
+    fake_frame(&f, 2, GS_TCP_FRAME_DATA, 1, 11, len1, 2 * step, msg1, step);
     /* Let rank 0 read both and park them (nothing can complete yet). */
     assert_int_equal(ops->progress(f.tp, gs__deadline_after_ms(30)), GS_OK);
     fake_frame(&f, 0, GS_TCP_FRAME_DATA, 0, 10, sizeof(msg0), 0, msg0, sizeof(msg0));
-    fake_frame(&f, 0, GS_TCP_FRAME_DATA, 1, 11, sizeof(msg1), 0, msg1, 1000);
+    fake_frame(&f, 0, GS_TCP_FRAME_DATA, 1, 11, len1, 0, msg1, step);
     assert_int_equal(ops->irecv(f.tp, 1, 10, got0, sizeof(got0), &r0), GS_OK);
-    assert_int_equal(ops->irecv(f.tp, 1, 11, got1, sizeof(got1), &r1), GS_OK);
+    assert_int_equal(ops->irecv(f.tp, 1, 11, got1, len1, &r1), GS_OK);
     assert_int_equal(fake_wait(&f, r0).status, GS_OK);
     assert_int_equal(fake_wait(&f, r1).status, GS_OK);
     assert_memory_equal(got0, msg0, sizeof(msg0));
-    assert_memory_equal(got1, msg1, sizeof(msg1));
+    assert_memory_equal(got1, msg1, len1);
     ops->req_release(f.tp, r0);
     ops->req_release(f.tp, r1);
     fake_teardown(&f);
+    free(msg1);
+    free(got1);
 }
 
 static void test_tcp_transport_bad_frame_fails_peer(void **state)
@@ -956,16 +982,19 @@ static void test_tcp_transport_bad_frame_fails_peer(void **state)
 
 static void test_tcp_transport_chunk_outside_message_fails_peer(void **state)
 {
-    uint8_t payload[64] = {0};
+    const uint64_t half = GS_TCP_STRIPE_MIN;
+    uint8_t *payload = calloc(1, 4 * half);
     fake_peer_t f;
 
     (void)state;
+    assert_non_null(payload);
     fake_setup(&f, 2);
-    fake_frame(&f, 0, GS_TCP_FRAME_DATA, 0, 10, 64, 0, payload, 32);
+    fake_frame(&f, 0, GS_TCP_FRAME_DATA, 0, 10, 2 * half, 0, payload, half);
     /* Same message, but it now claims another total length. */
-    fake_frame(&f, 1, GS_TCP_FRAME_DATA, 0, 10, 128, 32, payload, 32);
+    fake_frame(&f, 1, GS_TCP_FRAME_DATA, 0, 10, 4 * half, half, payload, half);
     expect_protocol_failure(&f, "does not fit");
     fake_teardown(&f);
+    free(payload);
 }
 
 static void test_tcp_transport_all_sockets_parked_fails_peer(void **state)
@@ -1016,6 +1045,364 @@ static void test_tcp_transport_skip_frame_skips_sequence(void **state)
     assert_memory_equal(got, payload, sizeof(got));
     ops->req_release(f.tp, req);
     fake_teardown(&f);
+}
+
+/* ---------------------------------------------------------------------- */
+/* What a peer can make rank 0 hold (tcp_conn.h, GS_TCP_MSG_COST), and the */
+/* chunk plan (tcp_wire.h): issue 13, bugs A and B of the audit.            */
+/* ---------------------------------------------------------------------- */
+
+#define FLOOD_TAG 777u
+
+/* @p n zero-length DATA frames (messages seq0 .. seq0 + n - 1, a tag no
+ * receive wants), written at once on socket 0 of fake rank 1. */
+static void fake_zero_flood(fake_peer_t *f, uint64_t seq0, int n)
+{
+    uint8_t *buf = malloc((size_t)n * GS_TCP_FRAME_HDR_LEN);
+
+    assert_non_null(buf);
+    for (int i = 0; i < n; i++) {
+        gs__tcp_frame_hdr_t h = {
+            .type = GS_TCP_FRAME_DATA, .seq = seq0 + (uint64_t)i, .tag = FLOOD_TAG};
+
+        gs__tcp_frame_encode(&h, buf + (size_t)i * GS_TCP_FRAME_HDR_LEN);
+    }
+    assert_int_equal(gs__sock_write_full(f->fds[1][0], buf, (size_t)n * GS_TCP_FRAME_HDR_LEN,
+                                         gs__deadline_after_ms(FAKE_WAIT_MS)),
+                     GS_OK);
+    free(buf);
+}
+
+/*
+ * Zero-length messages nobody receives cost nothing against the budget on
+ * held messages before the fix, so a peer could make rank 0 hold them
+ * without limit. Each now costs GS_TCP_MSG_COST: with the budget lowered to
+ * 256 of them, the 257th fails the peer with GS_ERR_PROTOCOL naming it and
+ * the limit, and going down releases every charge exactly once.
+ */
+static void test_tcp_transport_zero_length_flood_fails_peer(void **state)
+{
+    const int fit = 256;
+    fake_peer_t f;
+
+    (void)state;
+    fake_setup(&f, 2);
+    f.tp->unexp_max = (uint64_t)fit * GS_TCP_MSG_COST;
+    fake_zero_flood(&f, 0, fit + 1);
+    expect_protocol_failure(&f, "65536 bytes, all peers together");
+    assert_non_null(strstr(gs__error_get(), "256 messages (65536 bytes) are held"));
+    assert_int_equal(f.tp->unexp_msgs, 0);
+    assert_int_equal(f.tp->unexp_bytes, 0);
+    fake_teardown(&f);
+}
+
+/* The bound on the number of messages held (a probe walks them all). */
+static void test_tcp_transport_held_message_count_bound(void **state)
+{
+    fake_peer_t f;
+
+    (void)state;
+    fake_setup(&f, 1);
+    f.tp->unexp_max_msgs = 100;
+    fake_zero_flood(&f, 0, 101);
+    expect_protocol_failure(&f, "the limit is 100 messages");
+    assert_int_equal(f.tp->unexp_msgs, 0);
+    assert_int_equal(f.tp->unexp_bytes, 0);
+    fake_teardown(&f);
+}
+
+/*
+ * Charges come back when messages go: three rounds of 200 held messages
+ * (zero-length and 8-byte ones, unexpected and bound to a receive) under a
+ * budget of 256 messages, each round received in full; and a striped
+ * message that never finishes holds its charge until the peer fails.
+ */
+static void test_tcp_transport_held_charges_released(void **state)
+{
+    const uint64_t half = GS_TCP_STRIPE_MIN;
+    uint8_t small[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    uint8_t *big = calloc(1, 2 * half);
+    uint64_t seq = 0;
+    gs_tp_req_t *req;
+    fake_peer_t f;
+
+    (void)state;
+    assert_non_null(big);
+    fake_setup(&f, 2);
+    f.tp->unexp_max = 256u * GS_TCP_MSG_COST + 100u * sizeof(small);
+    for (int round = 0; round < 3; round++) {
+        uint8_t got[8];
+
+        fake_zero_flood(&f, seq, 100);
+        seq += 100;
+        for (int i = 0; i < 100; i++) {
+            fake_frame(&f, i % 2, GS_TCP_FRAME_DATA, seq++, 20, sizeof(small), 0, small,
+                       sizeof(small));
+        }
+        for (int i = 0; i < 100; i++) {
+            assert_int_equal(ops->irecv(f.tp, 1, FLOOD_TAG, NULL, 0, &req), GS_OK);
+            assert_int_equal(fake_wait(&f, req).status, GS_OK);
+            ops->req_release(f.tp, req);
+        }
+        for (int i = 0; i < 100; i++) {
+            memset(got, 0, sizeof(got));
+            assert_int_equal(ops->irecv(f.tp, 1, 20, got, sizeof(got), &req), GS_OK);
+            assert_int_equal(fake_wait(&f, req).status, GS_OK);
+            assert_memory_equal(got, small, sizeof(got));
+            ops->req_release(f.tp, req);
+        }
+        assert_int_equal(f.tp->unexp_msgs, 0);
+        assert_int_equal(f.tp->unexp_bytes, 0);
+    }
+    /* Bound to a posted receive: charged the fixed cost while it arrives. */
+    assert_int_equal(ops->irecv(f.tp, 1, 30, big, 2 * half, &req), GS_OK);
+    fake_frame(&f, 1, GS_TCP_FRAME_DATA, seq, 30, 2 * half, half, big, half);
+    for (uint64_t deadline = gs__deadline_after_ms(FAKE_WAIT_MS);
+         (f.tp->unexp_msgs == 0) && (gs__now_ns() < deadline);) {
+        (void)ops->progress(f.tp, gs__deadline_after_ms(10));
+    }
+    assert_int_equal(f.tp->unexp_msgs, 1);
+    assert_int_equal(f.tp->unexp_bytes, GS_TCP_MSG_COST);
+    close(f.fds[1][0]);
+    f.fds[1][0] = open("/dev/null", 0); /* keep teardown's close harmless */
+    assert_int_equal(fake_wait(&f, req).status, GS_ERR_PEER_FAILED);
+    ops->req_release(f.tp, req);
+    assert_int_equal(f.tp->unexp_msgs, 0);
+    assert_int_equal(f.tp->unexp_bytes, 0);
+    fake_teardown(&f);
+    free(big);
+}
+
+/* Let the frames already written arrive (a message nobody receives yet is
+ * held as unexpected), then receive @p len bytes from fake rank 1 with tag
+ * @p tag; returns the completion status. */
+static gs_status_t fake_recv_late(fake_peer_t *f, uint64_t tag, uint8_t *buf, size_t len)
+{
+    gs_tp_completion_t comp;
+    gs_tp_req_t *req;
+
+    (void)ops->progress(f->tp, gs__deadline_after_ms(50));
+    assert_int_equal(ops->irecv(f->tp, 1, tag, buf, len, &req), GS_OK);
+    comp = fake_wait(f, req);
+    ops->req_release(f->tp, req);
+    return comp.status;
+}
+
+/*
+ * Overlapping chunks used to add up to the total and complete a message
+ * around a hole: bytes never sent (the stale receive buffer, or heap) went
+ * to the user with GS_OK. The audit's frames (two chunks [0, 32) of a 64-byte
+ * message), and a striped message whose chunk 0 comes twice (one on each
+ * socket), into a posted receive and held as unexpected, must fail the
+ * receive (GS_ERR_PROTOCOL, or GS_ERR_PEER_FAILED for one posted after the
+ * failure took rank 0 down) naming peer 1.
+ */
+static void test_tcp_transport_overlapping_chunks_fail_receive(void **state)
+{
+    const uint64_t half = GS_TCP_STRIPE_MIN;
+    uint8_t *a = malloc(2 * half);
+    uint8_t *b = malloc(2 * half);
+    uint8_t *got = malloc(2 * half);
+    fake_peer_t f;
+
+    (void)state;
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_non_null(got);
+    memset(a, 'A', 2 * half);
+    memset(b, 'B', 2 * half);
+    for (int posted = 0; posted < 2; posted++) {
+        memset(got, '.', 2 * half);
+        fake_setup(&f, 2);
+        if (posted) {
+            gs_tp_req_t *req;
+
+            assert_int_equal(ops->irecv(f.tp, 1, 5, got, 64, &req), GS_OK);
+            fake_frame(&f, 0, GS_TCP_FRAME_DATA, 0, 5, 64, 0, a, 32);
+            fake_frame(&f, 0, GS_TCP_FRAME_DATA, 0, 5, 64, 0, b, 32);
+            assert_int_equal(fake_wait(&f, req).status, GS_ERR_PROTOCOL);
+            ops->req_release(f.tp, req);
+        } else {
+            fake_frame(&f, 0, GS_TCP_FRAME_DATA, 0, 5, 64, 0, a, 32);
+            fake_frame(&f, 0, GS_TCP_FRAME_DATA, 0, 5, 64, 0, b, 32);
+            /* Rank 0 went down on the failure: a later receive fails with
+             * GS_ERR_PEER_FAILED, giving the cause. */
+            assert_int_equal(fake_recv_late(&f, 5, got, 64), GS_ERR_PEER_FAILED);
+        }
+        assert_non_null(strstr(gs__error_get(), "peer 1"));
+        fake_teardown(&f);
+
+        fake_setup(&f, 2);
+        if (posted) {
+            gs_tp_req_t *req;
+
+            assert_int_equal(ops->irecv(f.tp, 1, 6, got, 2 * half, &req), GS_OK);
+            fake_frame(&f, 0, GS_TCP_FRAME_DATA, 0, 6, 2 * half, 0, a, half);
+            fake_frame(&f, 1, GS_TCP_FRAME_DATA, 0, 6, 2 * half, 0, b, half);
+            assert_int_equal(fake_wait(&f, req).status, GS_ERR_PROTOCOL);
+            ops->req_release(f.tp, req);
+        } else {
+            fake_frame(&f, 0, GS_TCP_FRAME_DATA, 0, 6, 2 * half, 0, a, half);
+            fake_frame(&f, 1, GS_TCP_FRAME_DATA, 0, 6, 2 * half, 0, b, half);
+            assert_int_equal(fake_recv_late(&f, 6, got, 2 * half), GS_ERR_PEER_FAILED);
+        }
+        assert_non_null(strstr(gs__error_get(), "chunk 0 of message 0 arrived twice"));
+        fake_teardown(&f);
+    }
+    free(a);
+    free(b);
+    free(got);
+}
+
+/*
+ * A chunk that is not one of the sender's chunk plan (tcp_wire.h) fails the
+ * peer: a wrong offset, a wrong length, a split message below
+ * GS_TCP_STRIPE_MIN or with one socket, a last chunk that misses the
+ * remainder of a total not divisible by the socket count.
+ */
+static void test_tcp_transport_chunk_off_plan_fails_peer(void **state)
+{
+    const uint64_t s = GS_TCP_STRIPE_MIN;
+    static const struct {
+        int nsocks;
+        uint64_t total;
+        int nframes; /* the last one is off plan */
+        uint64_t off[3];
+        uint64_t len[3];
+    } cases[] = {
+        {2, 2 * GS_TCP_STRIPE_MIN, 2, {0, 1000}, {GS_TCP_STRIPE_MIN, GS_TCP_STRIPE_MIN}},
+        {2, 2 * GS_TCP_STRIPE_MIN, 2, {0, GS_TCP_STRIPE_MIN}, {GS_TCP_STRIPE_MIN, 1000}},
+        {2, 2 * GS_TCP_STRIPE_MIN, 1, {1000}, {GS_TCP_STRIPE_MIN}},
+        {1, 2 * GS_TCP_STRIPE_MIN, 1, {0}, {GS_TCP_STRIPE_MIN}},
+        {2, GS_TCP_STRIPE_MIN - 1, 1, {0}, {GS_TCP_STRIPE_MIN / 2}},
+        {3, GS_TCP_STRIPE_MIN + 1, 3, {0, 21845, 43690}, {21845, 21845, 21845}},
+    };
+    uint8_t *payload = calloc(1, 3 * s);
+
+    (void)state;
+    assert_non_null(payload);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        fake_peer_t f;
+
+        fake_setup(&f, cases[i].nsocks);
+        for (int k = 0; k < cases[i].nframes; k++) {
+            fake_frame(&f, k % cases[i].nsocks, GS_TCP_FRAME_DATA, 0, 40, cases[i].total,
+                       cases[i].off[k], payload, cases[i].len[k]);
+        }
+        expect_protocol_failure(&f, "its sender cuts it into");
+        fake_teardown(&f);
+    }
+    free(payload);
+}
+
+/*
+ * Messages cut as a sender cuts them complete, whatever order their chunks
+ * come in: at GS_TCP_STRIPE_MIN and one byte below, totals not divisible
+ * by the socket count, over 3 and 4 sockets, into a posted receive and held
+ * as unexpected.
+ */
+static void test_tcp_transport_striped_chunks_any_order(void **state)
+{
+    static const struct {
+        int nsocks;
+        uint64_t total;
+    } cases[] = {
+        {3, GS_TCP_STRIPE_MIN},     {3, GS_TCP_STRIPE_MIN - 1}, {3, 3 * GS_TCP_STRIPE_MIN + 2},
+        {4, GS_TCP_STRIPE_MIN + 3}, {2, 2 * GS_TCP_STRIPE_MIN}, {1, GS_TCP_STRIPE_MIN + 5},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const uint64_t total = cases[i].total;
+        const unsigned n = gs__tcp_chunk_count(total, cases[i].nsocks, true);
+        uint8_t *msg = malloc(total);
+        uint8_t *got = malloc(total);
+
+        assert_non_null(msg);
+        assert_non_null(got);
+        fill(msg, total, 1, 0, (int)i);
+        for (int posted = 0; posted < 2; posted++) {
+            gs_tp_req_t *req = NULL;
+            fake_peer_t f;
+
+            memset(got, 0, total);
+            fake_setup(&f, cases[i].nsocks);
+            if (posted) {
+                assert_int_equal(ops->irecv(f.tp, 1, 50, got, total, &req), GS_OK);
+            }
+            /* The last chunk first, on the last socket; then the others. */
+            for (unsigned k = 0; k < n; k++) {
+                const unsigned part = (k + n - 1) % n;
+                uint64_t off;
+                uint64_t len;
+
+                gs__tcp_chunk_bounds(total, n, part, &off, &len);
+                fake_frame(&f,
+                           (int)((k + (unsigned)cases[i].nsocks - 1) % (unsigned)cases[i].nsocks),
+                           GS_TCP_FRAME_DATA, 0, 50, total, off, msg, len);
+            }
+            if (posted) {
+                assert_int_equal(fake_wait(&f, req).status, GS_OK);
+                ops->req_release(f.tp, req);
+            } else {
+                assert_int_equal(fake_recv_late(&f, 50, got, total), GS_OK);
+            }
+            assert_memory_equal(got, msg, total);
+            assert_int_equal(f.tp->unexp_msgs, 0);
+            assert_int_equal(f.tp->unexp_bytes, 0);
+            fake_teardown(&f);
+        }
+        free(msg);
+        free(got);
+    }
+}
+
+/* The chunk plan itself: every chunk of every plan is found, the chunks
+ * tile the message, and anything else is refused. */
+static void test_tcp_transport_chunk_plan(void **state)
+{
+    static const uint64_t totals[] = {0,
+                                      1,
+                                      GS_TCP_STRIPE_MIN - 1,
+                                      GS_TCP_STRIPE_MIN,
+                                      GS_TCP_STRIPE_MIN + 1,
+                                      GS_TCP_STRIPE_MIN + 15,
+                                      1000003,
+                                      GS_TCP_MAX_MSG};
+
+    (void)state;
+    for (int nsocks = 1; nsocks <= GS_TCP_MAX_SOCKS; nsocks++) {
+        for (size_t t = 0; t < sizeof(totals) / sizeof(totals[0]); t++) {
+            const uint64_t total = totals[t];
+            const unsigned n = gs__tcp_chunk_count(total, nsocks, true);
+            uint64_t next = 0;
+
+            assert_int_equal(gs__tcp_chunk_count(total, nsocks, false), 1);
+            assert_int_equal(n, ((total >= GS_TCP_STRIPE_MIN) && (nsocks > 1)) ? nsocks : 1);
+            for (unsigned i = 0; i < n; i++) {
+                uint64_t off;
+                uint64_t len;
+                unsigned idx = 99;
+
+                gs__tcp_chunk_bounds(total, n, i, &off, &len);
+                assert_int_equal(off, next);
+                assert_true((len > 0) || (total == 0));
+                next = off + len;
+                assert_true(gs__tcp_chunk_index(total, n, off, len, &idx));
+                assert_int_equal(idx, i);
+                assert_false(gs__tcp_chunk_index(total, n, off, len + 1, &idx));
+                assert_false(gs__tcp_chunk_index(total, n, off + 1, len, &idx));
+                if (len > 1) {
+                    assert_false(gs__tcp_chunk_index(total, n, off, len - 1, &idx));
+                }
+                if (off > 0) {
+                    assert_false(gs__tcp_chunk_index(total, n, off - 1, len, &idx));
+                }
+            }
+            assert_int_equal(next, total);
+            assert_false(gs__tcp_chunk_index(total, n, total + 1, 0, NULL));
+        }
+    }
 }
 
 static void test_tcp_transport_connect_timeout_names_rank(void **state)
@@ -1095,6 +1482,7 @@ int main(void)
         cmocka_unit_test(test_tcp_transport_bad_args),
         cmocka_unit_test(test_tcp_transport_exchange_2ranks_1sock),
         cmocka_unit_test(test_tcp_transport_exchange_2ranks_2socks),
+        cmocka_unit_test(test_tcp_transport_exchange_2ranks_3socks),
         cmocka_unit_test(test_tcp_transport_exchange_3ranks_1sock),
         cmocka_unit_test(test_tcp_transport_exchange_3ranks_4socks),
         cmocka_unit_test(test_tcp_transport_unexpected),
@@ -1114,6 +1502,13 @@ int main(void)
         cmocka_unit_test(test_tcp_transport_all_sockets_parked_fails_peer),
         cmocka_unit_test(test_tcp_transport_close_without_bye_fails_peer),
         cmocka_unit_test(test_tcp_transport_skip_frame_skips_sequence),
+        cmocka_unit_test(test_tcp_transport_zero_length_flood_fails_peer),
+        cmocka_unit_test(test_tcp_transport_held_message_count_bound),
+        cmocka_unit_test(test_tcp_transport_held_charges_released),
+        cmocka_unit_test(test_tcp_transport_overlapping_chunks_fail_receive),
+        cmocka_unit_test(test_tcp_transport_chunk_off_plan_fails_peer),
+        cmocka_unit_test(test_tcp_transport_striped_chunks_any_order),
+        cmocka_unit_test(test_tcp_transport_chunk_plan),
         cmocka_unit_test(test_tcp_transport_killed_rank_fails_every_receive),
         cmocka_unit_test(test_tcp_transport_down_frame_reaches_ranks_that_saw_nothing),
     };

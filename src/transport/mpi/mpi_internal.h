@@ -35,6 +35,22 @@
 #define MPI_CHUNK_MAX ((size_t)1 << 30)
 #define MPI_WHY_MAX 200
 #define MPI_INLINE_REQS 4
+/*
+ * What a peer can make this rank hold as unexpected messages (headers that
+ * arrived before any matching receive), all peers together, as in the TCP
+ * transport (tcp_conn.h): each costs MPI_MSG_COST bytes (its mpi_msg_t and
+ * allocator overhead, rounded up) plus its payload against a budget of
+ * MPI_UNEXP_MAX bytes, and at most MPI_UNEXP_MAX_MSGS of them are held (a
+ * probe and every irecv walk the list). Past either bound the sender is
+ * failed with GS_ERR_PROTOCOL. The charge is released when the message is
+ * freed (gs__mpi_msg_free: delivered, refused, or at finalize); a payload
+ * still arriving for a receive that was refused or released lives on as an
+ * orphan until its chunks land, bounded by the receives the application
+ * posted, not by the peer.
+ */
+#define MPI_UNEXP_MAX (8ull << 30)
+#define MPI_UNEXP_MAX_MSGS (1ull << 20)
+#define MPI_MSG_COST 256u
 
 typedef struct mpi_hdr {
     uint64_t tag;
@@ -59,6 +75,7 @@ typedef struct mpi_msg {
     unsigned char *data; /* heap copy of the payload */
     mpi_reqset_t rs;     /* chunk receives into data (n == 0: data complete) */
     int orphan;          /* consumed by a failed receive: free when rs completes */
+    uint64_t charged;    /* bytes of tp->unexp_bytes it holds (released by gs__mpi_msg_free) */
 } mpi_msg_t;
 
 typedef enum mpi_req_state {
@@ -116,8 +133,12 @@ struct gs_tp {
     mpi_msg_t *unexp;      /* unexpected messages, in arrival order */
     mpi_hdrq_t *hdrq;      /* header receives, in probe order */
     mpi_orphan_t *orphans;
-    int completions;  /* bumped by every completion (progress returns) */
-    uint64_t max_msg; /* GS_MAX_MESSAGE_BYTES: a peer announcing more is failed */
+    int completions;         /* bumped by every completion (progress returns) */
+    uint64_t max_msg;        /* GS_MAX_MESSAGE_BYTES: a peer announcing more is failed */
+    uint64_t unexp_bytes;    /* charged for unexpected messages (MPI_MSG_COST each + payload) */
+    uint64_t unexp_msgs;     /* unexpected messages held */
+    uint64_t unexp_max;      /* bound on unexp_bytes (MPI_UNEXP_MAX) */
+    uint64_t unexp_max_msgs; /* bound on unexp_msgs (MPI_UNEXP_MAX_MSGS) */
 };
 
 /* ---------------------------------------------------------------------- */
@@ -183,8 +204,9 @@ int gs__mpi_refuse(gs_tp_t *tp, gs_tp_req_t *r, int src, const mpi_hdr_t *h);
  * unexpected. */
 void gs__mpi_deliver_header(gs_tp_t *tp, int src, const mpi_hdr_t *h, const unsigned char *data);
 
-/* Free an unexpected message (its MPI requests must be done or handed on). */
-void gs__mpi_msg_free(mpi_msg_t *m);
+/* Free an unexpected message (its MPI requests must be done or handed on)
+ * and release what it was charged. */
+void gs__mpi_msg_free(gs_tp_t *tp, mpi_msg_t *m);
 
 /* Fail a peer: every posted or later request involving it fails. */
 void gs__mpi_peer_fail(gs_tp_t *tp, int src, gs_status_t status, const char *why);

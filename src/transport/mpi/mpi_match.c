@@ -225,6 +225,10 @@ int gs__mpi_refuse(gs_tp_t *tp, gs_tp_req_t *r, int src, const mpi_hdr_t *h)
     return 0;
 }
 
+/* What an unexpected message is charged covers what holding it takes. */
+_Static_assert(sizeof(mpi_msg_t) + 4 * sizeof(size_t) <= MPI_MSG_COST,
+               "MPI_MSG_COST covers a message and its allocator overhead");
+
 /* A header from src arrived (payload inline at data, or chunks to follow). */
 void gs__mpi_deliver_header(gs_tp_t *tp, int src, const mpi_hdr_t *h, const unsigned char *data)
 {
@@ -275,10 +279,30 @@ void gs__mpi_deliver_header(gs_tp_t *tp, int src, const mpi_hdr_t *h, const unsi
         gs__mpi_list_append(&tp->active, r);
         return;
     }
-    /* Unexpected: keep a copy until a receive matches. */
+    /* Unexpected: keep a copy until a receive matches, within the bounds
+     * on what peers can make us hold (mpi_internal.h), written so that
+     * nothing can wrap. */
+    if ((tp->unexp_msgs >= tp->unexp_max_msgs) || (tp->unexp_bytes > tp->unexp_max) ||
+        (MPI_MSG_COST > tp->unexp_max - tp->unexp_bytes) ||
+        (h->len > tp->unexp_max - tp->unexp_bytes - MPI_MSG_COST)) {
+        char why[MPI_WHY_MAX];
+        (void)snprintf(why, sizeof(why),
+                       "sent an unexpected message of %llu bytes while %llu messages (%llu bytes) "
+                       "are held; the limit is %llu messages and %llu bytes, all peers together",
+                       (unsigned long long)h->len, (unsigned long long)tp->unexp_msgs,
+                       (unsigned long long)tp->unexp_bytes, (unsigned long long)tp->unexp_max_msgs,
+                       (unsigned long long)tp->unexp_max);
+        drain_chunks(tp, src, nchunks);
+        tp->recv_seq[src] += nchunks;
+        gs__mpi_peer_fail(tp, src, GS_ERR_PROTOCOL, why);
+        return;
+    }
     m = calloc(1, sizeof(*m));
     if ((m != NULL) && (h->len > 0)) {
-        m->data = malloc((size_t)h->len);
+        /* Zeroed: MPI does not say that a chunk receive got all of its
+         * bytes (a shorter chunk completes it), so what a short chunk leaves
+         * unwritten must not be old heap. */
+        m->data = calloc(1, (size_t)h->len);
     }
     if ((m == NULL) || ((h->len > 0) && (m->data == NULL))) {
         free(m);
@@ -291,6 +315,9 @@ void gs__mpi_deliver_header(gs_tp_t *tp, int src, const mpi_hdr_t *h, const unsi
     }
     m->src = src;
     m->h = *h;
+    m->charged = MPI_MSG_COST + h->len;
+    tp->unexp_bytes += m->charged;
+    tp->unexp_msgs++;
     m->rs.mr = m->rs.inline_mr;
     if (nchunks == 0) {
         if (h->len > 0) {
@@ -312,8 +339,10 @@ void gs__mpi_deliver_header(gs_tp_t *tp, int src, const mpi_hdr_t *h, const unsi
     tp->completions++; /* progress returns: a probe may be waiting for it */
 }
 
-void gs__mpi_msg_free(mpi_msg_t *m)
+void gs__mpi_msg_free(gs_tp_t *tp, mpi_msg_t *m)
 {
+    tp->unexp_bytes -= m->charged;
+    tp->unexp_msgs--;
     gs__mpi_reqset_free(&m->rs);
     free(m->data);
     free(m);

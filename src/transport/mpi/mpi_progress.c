@@ -141,7 +141,7 @@ void gs__mpi_poll_messages(gs_tp_t *tp)
                     }
                     gs__mpi_req_complete(tp, r, GS_OK, NULL);
                 }
-                gs__mpi_msg_free(m);
+                gs__mpi_msg_free(tp, m);
             }
         }
         r = next;

@@ -184,7 +184,7 @@ gs_status_t gs__mpi_tp_irecv(gs_tp_t *tp, int peer, uint64_t tag, void *buf, siz
                 gs__mpi_orphan_add(tp, &m->rs, m->data);
                 m->data = NULL;
             }
-            gs__mpi_msg_free(m);
+            gs__mpi_msg_free(tp, m);
             return GS_OK;
         }
         r->comp.nbytes = (size_t)m->h.len;
@@ -192,7 +192,7 @@ gs_status_t gs__mpi_tp_irecv(gs_tp_t *tp, int peer, uint64_t tag, void *buf, siz
             if (m->h.len > 0) {
                 memcpy(buf, m->data, (size_t)m->h.len);
             }
-            gs__mpi_msg_free(m);
+            gs__mpi_msg_free(tp, m);
             gs__mpi_req_complete(tp, r, GS_OK, NULL);
             return GS_OK;
         }
@@ -233,7 +233,7 @@ gs_status_t gs__mpi_tp_test(gs_tp_t *tp, gs_tp_req_t *req, int *done_out,
                 gs__mpi_orphan_add(tp, &req->msg->rs, req->msg->data);
                 req->msg->data = NULL;
             }
-            gs__mpi_msg_free(req->msg);
+            gs__mpi_msg_free(tp, req->msg);
             req->msg = NULL;
         }
         gs__mpi_req_complete(tp, req, GS_ERR_ABORTED, "the transport was aborted");
@@ -284,7 +284,7 @@ gs_status_t gs__mpi_tp_req_release(gs_tp_t *tp, gs_tp_req_t *req)
         gs__mpi_list_remove(&tp->active, req);
         gs__mpi_orphan_add(tp, &req->msg->rs, req->msg->data);
         req->msg->data = NULL;
-        gs__mpi_msg_free(req->msg);
+        gs__mpi_msg_free(tp, req->msg);
         break;
     case REQ_DONE:
         break;

@@ -66,6 +66,8 @@ static gs_status_t mpi_tp_init(const gs_tp_params_t *params, gs_tp_t **tp_out)
     tp->counters = params->counters;
     tp->max_msg =
         (params->max_message_bytes != 0) ? params->max_message_bytes : GS_MAX_MESSAGE_BYTES_DEFAULT;
+    tp->unexp_max = MPI_UNEXP_MAX;
+    tp->unexp_max_msgs = MPI_UNEXP_MAX_MSGS;
     atomic_init(&tp->aborted, 0);
     atomic_init(&tp->woken, 0);
     *tp_out = tp;
@@ -240,7 +242,7 @@ static gs_status_t mpi_tp_finalize(gs_tp_t *tp)
                 MPI_Request_free(&m->rs.mr[i]);
             }
         }
-        gs__mpi_msg_free(m);
+        gs__mpi_msg_free(tp, m);
     }
     if (tp->comm != MPI_COMM_NULL) {
         MPI_Comm_free(&tp->comm);

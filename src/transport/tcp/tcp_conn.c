@@ -101,13 +101,23 @@ void gs__tcp_unexp_unlink(gs_tp_t *tp, gs__tcp_inmsg_t *m)
     m->in_unexp = false;
 }
 
+void gs__tcp_msg_free_buf(gs_tp_t *tp, gs__tcp_inmsg_t *m)
+{
+    if (m->dest == GS_TCP_DEST_UNEXP) {
+        free(m->buf);
+        m->buf = NULL;
+        tp->unexp_bytes -= m->total;
+        m->charged -= m->total;
+        m->dest = GS_TCP_DEST_DRAIN; /* nothing to hold the payload in any more */
+    }
+}
+
 void gs__tcp_msg_free(gs_tp_t *tp, gs__tcp_inmsg_t *m)
 {
     gs__tcp_unexp_unlink(tp, m);
-    if (m->buf != NULL) {
-        free(m->buf);
-        tp->unexp_bytes -= m->total;
-    }
+    free(m->buf);
+    tp->unexp_bytes -= m->charged;
+    tp->unexp_msgs--;
     free(m);
 }
 

@@ -44,10 +44,25 @@
 #define GS_TCP_RBUF_LEN (64u * 1024u)
 /* Drain target for payloads nobody wants (mismatch, truncation, cancel). */
 #define GS_TCP_SCRATCH_LEN (256u * 1024u)
-/* Messages at least this long are striped over all sockets of the peer. */
-#define GS_TCP_STRIPE_MIN (64u * 1024u)
-/* Bound on bytes held for unexpected messages, all peers together. */
+/*
+ * What a peer can make this rank hold (tcp_recv.c msg_start), all peers
+ * together; past either bound the peer that sent the message is failed with
+ * GS_ERR_PROTOCOL. Every message held, whatever its destination (bound to a
+ * receive, unexpected, or being drained), costs GS_TCP_MSG_COST bytes (its
+ * gs__tcp_inmsg_t and allocator overhead, rounded up), and an unexpected
+ * one its payload too, against the byte budget (gs_tp_t.unexp_max, default
+ * GS_TCP_UNEXP_MAX): so zero-length and never-finished messages are not
+ * free. The count bound (gs_tp_t.unexp_max_msgs, default
+ * GS_TCP_UNEXP_MAX_MSGS) is for CPU, not memory: a probe and every irecv
+ * walk the unexpected list, and every further chunk the peer's started
+ * messages, so 2^20 held messages keep one walk to milliseconds, while the
+ * byte budget alone would allow 2^25. Collectives hold a few messages per
+ * peer, so only a sender that gets 2^20 messages ahead of its receiver's
+ * receives meets the bound.
+ */
 #define GS_TCP_UNEXP_MAX (8ull << 30)
+#define GS_TCP_UNEXP_MAX_MSGS (1ull << 20)
+#define GS_TCP_MSG_COST 256u
 /* iovec entries per sendmsg. */
 #define GS_TCP_IOV_MAX 64
 /* Syscalls one socket may make per progress pass (fairness between sockets). */
@@ -99,12 +114,14 @@ typedef struct gs__tcp_inmsg {
     struct gs__tcp_inmsg *unext; /* the unexpected list, arrival order */
     struct gs__tcp_inmsg *uprev;
     struct gs_tp_req *req; /* bound receive, or NULL */
-    uint8_t *buf;          /* malloc'd copy for DEST_UNEXP */
+    uint8_t *buf;          /* malloc'd copy for DEST_UNEXP (NULL when total is 0) */
     uint64_t seq;
     uint64_t tag;
     uint64_t total;
     uint64_t claimed; /* chunk bytes announced so far */
     uint64_t got;     /* chunk bytes fully read */
+    uint64_t charged; /* bytes of tp->unexp_bytes it holds (released by gs__tcp_msg_free) */
+    uint32_t parts;   /* bit i: chunk i of its chunk plan (tcp_wire.h) has started */
     int peer;
     gs__tcp_dest_t dest;
     bool in_unexp;
@@ -216,7 +233,16 @@ struct gs_tp {
     struct gs_tp_req *all;
     gs__tcp_inmsg_t *unexp_head;
     gs__tcp_inmsg_t *unexp_tail;
+    /* What peers make this rank hold (tcp_recv.c msg_start): unexp_bytes
+     * charged (GS_TCP_MSG_COST per message plus the payload of unexpected
+     * ones) and unexp_msgs, counting every message started and not yet
+     * freed, whatever its destination; and their bounds unexp_max
+     * (GS_TCP_UNEXP_MAX) and unexp_max_msgs (GS_TCP_UNEXP_MAX_MSGS), which
+     * tests lower. */
     uint64_t unexp_bytes;
+    uint64_t unexp_msgs;
+    uint64_t unexp_max;
+    uint64_t unexp_max_msgs;
     uint64_t max_msg; /* GS_MAX_MESSAGE_BYTES: a peer announcing more is failed */
     uint64_t nevents; /* completions and peer failures so far */
     int spin_us;      /* GS_TCP_SPIN_US as given: -1 auto, 0 off, > 0 microseconds */
@@ -261,7 +287,10 @@ void gs__tcp_conn_close(gs_tp_t *tp, gs__tcp_conn_t *c);
 void gs__tcp_posted_unlink(gs_tp_t *tp, struct gs_tp_req *r);
 /* Unlink a message from the unexpected list (no-op when not on it). */
 void gs__tcp_unexp_unlink(gs_tp_t *tp, gs__tcp_inmsg_t *m);
-/* Unlink and free a message and its held bytes. */
+/* Free a held message's payload copy and release its charge (the message
+ * itself stays, charged GS_TCP_MSG_COST; no-op without a copy). */
+void gs__tcp_msg_free_buf(gs_tp_t *tp, gs__tcp_inmsg_t *m);
+/* Unlink and free a message and its held bytes, releasing all it was charged. */
 void gs__tcp_msg_free(gs_tp_t *tp, gs__tcp_inmsg_t *m);
 /* The peer said goodbye on every socket: fail it quietly (INFO, not WARN). */
 void gs__tcp_peer_left(gs_tp_t *tp, int peer);

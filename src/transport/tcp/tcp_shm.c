@@ -42,6 +42,9 @@
 #include <sys/socket.h>
 
 _Static_assert(GS_TCP_SHM_MIN_RING == GS_SHM_MIN_BYTES, "ring bounds agree");
+/* Two macros with the same expansion, compared on purpose: the day one of
+ * them changes, this fails to compile. */
+/* NOLINTNEXTLINE(misc-redundant-expression) */
 _Static_assert(GS_TCP_SHM_MAX_RING == GS_SHM_MAX_BYTES, "ring bounds agree");
 _Static_assert(GS_TCP_SHM_NAME_LEN == GS_SHM_NAME_MAX, "segment names fit the record");
 

@@ -155,6 +155,8 @@ static gs_status_t tcp_init(const gs_tp_params_t *params, gs_tp_t **tp_out)
     }
     tp->max_msg =
         (params->max_message_bytes != 0) ? params->max_message_bytes : GS_MAX_MESSAGE_BYTES_DEFAULT;
+    tp->unexp_max = GS_TCP_UNEXP_MAX;
+    tp->unexp_max_msgs = GS_TCP_UNEXP_MAX_MSGS;
     atomic_init(&tp->aborted, 0);
     status = gs__tcp_tls_ctx_new(&params->tls, &tp->tls_ctx);
     if (status != GS_OK) {
@@ -365,8 +367,6 @@ static gs_status_t tcp_isend(gs_tp_t *tp, int peer, uint64_t tag, const void *bu
     struct gs_tp_req *req = NULL;
     gs__tcp_peer_t *p;
     gs_status_t status;
-    uint64_t chunk;
-    uint64_t off = 0;
     int nframes;
 
     if ((tp == NULL) || (req_out == NULL) || ((buf == NULL) && (len > 0))) {
@@ -384,10 +384,9 @@ static gs_status_t tcp_isend(gs_tp_t *tp, int peer, uint64_t tag, const void *bu
         return gs__error_set(GS_ERR_INVALID_USAGE, "tcp: isend before connect on rank %d",
                              tp->rank);
     }
-    /* A local peer's messages all take its shared-memory link (socket 0). */
-    nframes = ((len >= GS_TCP_STRIPE_MIN) && (tp->nsocks > 1) && (tp->peers[peer].shm == NULL))
-                  ? tp->nsocks
-                  : 1;
+    /* The chunk plan the receiver checks (tcp_wire.h): a local peer's
+     * messages all take its shared-memory link (socket 0), unstriped. */
+    nframes = (int)gs__tcp_chunk_count(len, tp->nsocks, tp->peers[peer].shm == NULL);
     status = req_alloc(tp, GS_TCP_REQ_SEND, nframes, peer, tag, (void *)buf, len, &req);
     if (status != GS_OK) {
         return status;
@@ -405,21 +404,16 @@ static gs_status_t tcp_isend(gs_tp_t *tp, int peer, uint64_t tag, const void *bu
     }
     req->seq = p->send_seq++;
     req->frames_left = nframes;
-    chunk = (uint64_t)len / (uint64_t)nframes;
     for (int i = 0; i < nframes; i++) {
         gs__tcp_frame_t *f = &req->frames[i];
-        gs__tcp_frame_hdr_t hdr = {.type = GS_TCP_FRAME_DATA,
-                                   .seq = req->seq,
-                                   .tag = tag,
-                                   .total_len = len,
-                                   .offset = off,
-                                   .chunk_len = (i == nframes - 1) ? (uint64_t)len - off : chunk};
+        gs__tcp_frame_hdr_t hdr = {
+            .type = GS_TCP_FRAME_DATA, .seq = req->seq, .tag = tag, .total_len = len};
 
+        gs__tcp_chunk_bounds(len, (unsigned)nframes, (unsigned)i, &hdr.offset, &hdr.chunk_len);
         gs__tcp_frame_encode(&hdr, f->hdr);
         f->req = req;
-        f->payload = (const uint8_t *)buf + off;
+        f->payload = (const uint8_t *)buf + hdr.offset;
         f->payload_len = hdr.chunk_len;
-        off += hdr.chunk_len;
     }
     for (int i = 0; (i < nframes) && (p->fail_status == GS_OK); i++) {
         gs__tcp_conn_t *c;

@@ -364,3 +364,42 @@ gs_status_t gs__tcp_shm_decode(const uint8_t *buf, size_t len, gs__tcp_shm_msg_t
     *out = m;
     return GS_OK;
 }
+
+unsigned gs__tcp_chunk_count(uint64_t total, int nsocks, bool stripe)
+{
+    return ((total >= GS_TCP_STRIPE_MIN) && (nsocks > 1) && stripe) ? (unsigned)nsocks : 1u;
+}
+
+void gs__tcp_chunk_bounds(uint64_t total, unsigned n, unsigned index, uint64_t *offset_out,
+                          uint64_t *len_out)
+{
+    const uint64_t step = total / n;
+
+    *offset_out = step * index;
+    *len_out = (index + 1u == n) ? total - step * index : step;
+}
+
+bool gs__tcp_chunk_index(uint64_t total, unsigned n, uint64_t offset, uint64_t len,
+                         unsigned *index_out)
+{
+    uint64_t step;
+    uint64_t index;
+    uint64_t want_offset;
+    uint64_t want_len;
+
+    if (n == 0) {
+        return false;
+    }
+    step = total / n;
+    /* step == 0 only for total < n: every chunk but the last is empty. */
+    index = (step == 0) ? (uint64_t)n - 1u : offset / step;
+    if (index >= n) {
+        return false;
+    }
+    gs__tcp_chunk_bounds(total, n, (unsigned)index, &want_offset, &want_len);
+    if ((offset != want_offset) || (len != want_len)) {
+        return false;
+    }
+    *index_out = (unsigned)index;
+    return true;
+}

@@ -35,6 +35,8 @@
 #define GS_TCP_MAX_MSG (1ull << 44)
 /* Most sockets per peer a handshake may announce. */
 #define GS_TCP_MAX_SOCKS 16
+/* Messages at least this long are striped over all sockets of the peer. */
+#define GS_TCP_STRIPE_MIN (64u * 1024u)
 
 /* Handshake flags. */
 #define GS_TCP_HS_F_SHM 1u  /* socket 0: this side would carry the pair's frames in shared memory */
@@ -166,6 +168,31 @@ const char *gs__tcp_hs_verdict_str(uint32_t verdict);
 
 /* Write a frame header into buf[GS_TCP_FRAME_HDR_LEN]. Never fails. */
 void gs__tcp_frame_encode(const gs__tcp_frame_hdr_t *hdr, uint8_t *buf);
+
+/*
+ * The chunk plan (docs/wire.md, "Messages, chunks and order"): the sender
+ * cuts a DATA message of `total` bytes into n = gs__tcp_chunk_count() chunks,
+ * chunk i starting at i * (total / n), each total / n long but the last,
+ * which takes the rest; the receiver accepts exactly these chunks, each
+ * once (tcp_recv.c). Both sides call these, so they cannot drift apart.
+ * Pure.
+ */
+
+/* How many chunks a message of @p total bytes is cut into: @p nsocks when
+ * total >= GS_TCP_STRIPE_MIN, nsocks > 1 and @p stripe (the pair has no
+ * shared-memory link, whose frames all take socket 0's ring), else 1. */
+unsigned gs__tcp_chunk_count(uint64_t total, int nsocks, bool stripe);
+
+/* Where chunk @p index (< @p n) of a message of @p total bytes starts, and
+ * how long it is. */
+void gs__tcp_chunk_bounds(uint64_t total, unsigned n, unsigned index, uint64_t *offset_out,
+                          uint64_t *len_out);
+
+/* Which chunk of the n-chunk plan of a @p total-byte message the chunk
+ * [offset, offset + len) is. Returns true with *index_out set, or false
+ * when it is none of them (a hostile or broken sender). */
+bool gs__tcp_chunk_index(uint64_t total, unsigned n, uint64_t offset, uint64_t len,
+                         unsigned *index_out);
 
 /* Decode and validate a frame header: magic, known type, zero reserved bytes,
  * total_len <= GS_TCP_MAX_MSG, offset + chunk_len <= total_len without
