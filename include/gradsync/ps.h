@@ -36,13 +36,20 @@
  * A worker that does not push a key in some clock (sparse training) counts
  * as done with it once it calls gs_ps_clock(); a worker that destroyed its
  * handle no longer holds anyone back. Under BSP and SSP a key is pushed at
- * most once per clock by a worker.
+ * most once per clock by a worker. Under BSP a server keeps at most 2
+ * pushes of later rounds per worker and shard: a worker that pulls (any
+ * key) in every clock never has more, and one that pushes and clocks
+ * without pulling gets GS_ERR_INVALID_USAGE for its push of the third
+ * round ahead (docs/async.md, "Limits").
  *
  * Errors. A pull that waits more than half the deadline (opts.timeout_ms)
  * for slow workers fails with GS_ERR_TIMEOUT naming them; that failure is
  * not sticky. A rank that dies gives every other rank GS_ERR_PEER_FAILED
  * naming it (from the transport, within milliseconds); from then on every
- * call on the handle returns that error (sticky).
+ * call on the handle returns that error (sticky). A rank that breaks the
+ * protocol (a malformed message, a sender field that names another rank,
+ * more unanswered requests at a server than its own client allows) fails
+ * the handle with GS_ERR_PROTOCOL naming it, also sticky.
  *
  * Conventions for every call in this header: calls return gs_status_t and
  * explain failures in gs_last_error(); *_out pointers are written only on
@@ -216,7 +223,10 @@ GS_API gs_status_t gs_ps_destroy(gs_ps_t ps);
  * @return GS_OK with *req_out set; GS_ERR_INVALID_ARG when @p key is not
  * registered or @p count / @p dtype differ from the key's (nothing is
  * sent); GS_ERR_INVALID_USAGE on a server-only rank, or under BSP / SSP for
- * a second push of the key in one clock; GS_ERR_NO_MEMORY; the sticky error.
+ * a second push of the key in one clock; GS_ERR_NO_RESOURCE when this
+ * worker already has 65536 requests waiting for the answer of one of the
+ * key's servers (nothing is sent: wait for some, then retry);
+ * GS_ERR_NO_MEMORY; the sticky error.
  * @note Local, non-blocking, thread-safe. Do not modify or free @p grad
  * until gs_ps_wait() or gs_ps_test() reports completion. With a codec the
  * gradient is encoded (and the residual updated) before the call returns.
@@ -252,7 +262,10 @@ GS_API gs_status_t gs_ps_clock(gs_ps_t ps);
  * GS_ERR_PEER_FAILED naming a rank that died; GS_ERR_PROTOCOL when a server
  * could not decode a compressed push; GS_ERR_INVALID_USAGE when a push
  * reached its server after the worker's next gs_ps_clock() (issue a clock's
- * pushes before its clock); the error a callback returned; GS_OK for
+ * pushes before its clock), or under BSP when it was more than 2 rounds
+ * ahead of its shard (pull in every clock); a push refused with
+ * GS_ERR_INVALID_USAGE is dropped and does not count as the clock's push of
+ * the key; the error a callback returned; GS_OK for
  * GS_PS_REQUEST_NULL; GS_ERR_INVALID_ARG when @p req is NULL.
  * @note Blocking, bounded by the deadline. Also allowed after gs_ps_destroy().
  */

@@ -81,6 +81,11 @@ static void ps_free(gs_ps_t ps)
     free(ps->srv.dec);
     free(ps->srv.scratch);
     free(ps->srv.gbuf);
+    free(ps->cl.inflight);
+    free(ps->held.reqs);
+    free(ps->held.staged_bytes);
+    free(ps->held.staged_ops);
+    free(ps->held.q_clock);
     pthread_rwlock_destroy(&ps->reg.lock);
     pthread_mutex_destroy(&ps->cl.mu);
     pthread_mutex_destroy(&ps->cl.rndv_mu);
@@ -120,6 +125,32 @@ static gs_ps_t ps_alloc(void)
     atomic_init(&ps->cl.clock, 0);
     atomic_init(&ps->cl.seq, 0);
     return ps;
+}
+
+/* The per-worker and per-rank counters of the limits (ps_limits.h). */
+static gs_status_t limits_alloc(gs_ps_t ps)
+{
+    const size_t nw = (size_t)ps->roles.nworkers;
+    const size_t nr = (size_t)ps->nranks;
+
+    ps->cl.inflight = malloc(nr * sizeof(*ps->cl.inflight));
+    ps->held.reqs = malloc(nw * sizeof(*ps->held.reqs));
+    ps->held.staged_bytes = malloc(nw * sizeof(*ps->held.staged_bytes));
+    ps->held.staged_ops = malloc(nw * sizeof(*ps->held.staged_ops));
+    ps->held.q_clock = calloc(nw, sizeof(*ps->held.q_clock));
+    if ((ps->cl.inflight == NULL) || (ps->held.reqs == NULL) || (ps->held.staged_bytes == NULL) ||
+        (ps->held.staged_ops == NULL) || (ps->held.q_clock == NULL)) {
+        return gs__error_set(GS_ERR_NO_MEMORY, "gs_ps_create: out of memory");
+    }
+    for (size_t r = 0; r < nr; r++) {
+        atomic_init(&ps->cl.inflight[r], 0u);
+    }
+    for (size_t w = 0; w < nw; w++) {
+        atomic_init(&ps->held.reqs[w], 0u);
+        atomic_init(&ps->held.staged_bytes[w], (size_t)0);
+        atomic_init(&ps->held.staged_ops[w], 0u);
+    }
+    return GS_OK;
 }
 
 static void msg_fixed(gs_ps_t ps, gs__ps_msg_type_t type, uint8_t *out)
@@ -187,6 +218,10 @@ gs_status_t gs_ps_create(gs_comm_t comm, const gs_ps_opts_t *opts, gs_ps_t *ps_o
     }
     if ((ps->reg.placer.load == NULL) || (ps->srv.wclock == NULL) || (ps->leave_op == NULL)) {
         status = gs__error_set(GS_ERR_NO_MEMORY, "gs_ps_create: out of memory");
+        goto err_comm;
+    }
+    status = limits_alloc(ps);
+    if (status != GS_OK) {
         goto err_comm;
     }
     msg_fixed(ps, GS_PS_MSG_HEARTBEAT, ps->srv.hb_msg);

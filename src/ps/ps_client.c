@@ -13,6 +13,11 @@
  *   caller's buffer (or the encoded copy, with a codec): at once when it is
  *   small, else when the server's CTS says its receive is posted (rx calls
  *   gs__ps_client_cts), so that a large payload lands in place.
+ * A remote sub holds one of GS_PS_MAX_INFLIGHT slots of its server from
+ * before anything is sent until its answer arrives (ps_limits.h): a
+ * request that would take one past the limit is refused whole with
+ * GS_ERR_NO_RESOURCE, so that a server never has to refuse an honest
+ * worker.
  */
 #include "ps/ps_impl.h"
 
@@ -275,6 +280,14 @@ static void pend_add(gs_ps_t ps, gs__ps_sub_t *sub)
     pthread_mutex_unlock(&ps->cl.pend_mu);
 }
 
+void gs__ps_slot_release(gs_ps_t ps, gs__ps_sub_t *sub)
+{
+    if (sub->counted) {
+        sub->counted = 0;
+        (void)atomic_fetch_sub(&ps->cl.inflight[sub->server_rank], 1u);
+    }
+}
+
 /* Remove @p sub when its answer has not come (pend_mu held); 1 when removed. */
 int gs__ps_pend_unlink_locked(gs_ps_t ps, gs__ps_sub_t *sub)
 {
@@ -282,6 +295,7 @@ int gs__ps_pend_unlink_locked(gs_ps_t ps, gs__ps_sub_t *sub)
         if (*pp == sub) {
             *pp = sub->pnext;
             sub->pnext = NULL;
+            gs__ps_slot_release(ps, sub);
             return 1;
         }
     }
@@ -311,6 +325,7 @@ gs_status_t gs__ps_client_answer(gs_ps_t ps, const uint8_t *raw, const gs__ps_ms
                                  (int)m->src, gs__ps_msg_type_name(m->type), (unsigned)m->seq);
     }
     memcpy(sub->rep, raw, GS_PS_MSG_BYTES); /* checked by the waiting thread */
+    gs__ps_slot_release(ps, sub);
     pthread_mutex_unlock(&ps->cl.pend_mu);
     pthread_mutex_lock(&ps->done_mu);
     sub->lc.done = 1;
@@ -407,10 +422,52 @@ static gs_status_t post_pull_remote(gs_ps_t ps, gs__ps_key_t *k, gs__ps_sub_t *s
                     gs__ps_tag(GS_PS_TAG_KIND_CTRL, 0), &sub->hdr_req);
 }
 
-/* Post every shard of a push or pull. On failure the shards already posted
- * are driven to completion and the request freed. */
+/* Give back the slots taken for every sub of @p req that holds one. */
+static void slots_release_all(gs_ps_t ps, struct gs_ps_request *req)
+{
+    for (uint32_t i = 0; i < req->key->nshards; i++) {
+        gs__ps_slot_release(ps, &req->subs[i]);
+    }
+}
+
+/*
+ * Take an in-flight slot of its server for every remote shard of @p req,
+ * before anything is sent. GS_ERR_NO_RESOURCE, with every slot given back,
+ * when a server has GS_PS_MAX_INFLIGHT of this worker's requests already.
+ */
+static gs_status_t slots_take(const char *fn, gs_ps_t ps, struct gs_ps_request *req)
+{
+    const gs__ps_key_t *k = req->key;
+
+    for (uint32_t i = 0; i < k->nshards; i++) {
+        gs__ps_sub_t *sub = &req->subs[i];
+        unsigned had;
+
+        if (k->served[i] != NULL) {
+            continue; /* local: nothing is sent */
+        }
+        sub->server_rank = k->server_rank[i];
+        had = atomic_fetch_add(&ps->cl.inflight[sub->server_rank], 1u);
+        sub->counted = 1;
+        if (had >= GS_PS_MAX_INFLIGHT) {
+            slots_release_all(ps, req);
+            return gs__error_set(GS_ERR_NO_RESOURCE,
+                                 "%s: key %llu: this worker has %u requests waiting for the answer "
+                                 "of server rank %d (limit %u); wait for some (gs_ps_wait) and try "
+                                 "again; nothing was sent",
+                                 fn, (unsigned long long)k->key, had, sub->server_rank,
+                                 GS_PS_MAX_INFLIGHT);
+        }
+    }
+    return GS_OK;
+}
+
+/* Post every shard of a push or pull (@p prev_push: the key's last_push
+ * before a push). On failure the shards already posted are driven to
+ * completion and the request freed. */
 static gs_status_t req_post(const char *fn, gs_ps_t ps, gs__ps_key_t *k, int is_pull,
-                            const void *buf, int64_t clock, int pushed, gs_ps_request_t *req_out)
+                            const void *buf, int64_t clock, int pushed, int64_t prev_push,
+                            gs_ps_request_t *req_out)
 {
     struct gs_ps_request *req = req_alloc(ps, k, is_pull);
     gs_status_t status = GS_OK;
@@ -418,6 +475,14 @@ static gs_status_t req_post(const char *fn, gs_ps_t ps, gs__ps_key_t *k, int is_
 
     if (req == NULL) {
         return gs__error_set(GS_ERR_NO_MEMORY, "%s: out of memory", fn);
+    }
+    req->clock = clock;
+    req->prev_push = prev_push;
+    status = slots_take(fn, ps, req);
+    if (status != GS_OK) {
+        free(req->subs);
+        free(req);
+        return status;
     }
     for (uint32_t i = 0; i < k->nshards; i++) {
         gs__ps_sub_t *sub = &req->subs[i];
@@ -467,10 +532,14 @@ static gs_status_t req_post(const char *fn, gs_ps_t ps, gs__ps_key_t *k, int is_
 
             if (!sub->local && (sub->hdr_req == GS_REQUEST_NULL)) {
                 (void)gs__ps_pend_unlink_locked(ps, sub); /* its header never left */
+                gs__ps_slot_release(ps, sub);             /* also when it never was in pend */
                 sub->lc.done = 1;
                 sub->lc.status = status;
                 snprintf(sub->lc.errmsg, sizeof(sub->lc.errmsg), "%s", msg);
             }
+        }
+        for (uint32_t i = req->nsubs; i < k->nshards; i++) {
+            gs__ps_slot_release(ps, &req->subs[i]); /* never posted */
         }
         pthread_mutex_unlock(&ps->cl.pend_mu);
         gs__ps_request_finish(req);
@@ -521,7 +590,7 @@ gs_status_t gs_ps_push(gs_ps_t ps, uint64_t key, const void *grad, size_t count,
     k->last_push = clock;
     pthread_mutex_unlock(&k->mu);
     reap_sends(ps);
-    status = req_post(fn, ps, k, 0, grad, clock, 0, req_out);
+    status = req_post(fn, ps, k, 0, grad, clock, 0, prev, req_out);
     if (status != GS_OK) {
         pthread_mutex_lock(&k->mu);
         if (k->last_push == clock) {
@@ -556,7 +625,7 @@ gs_status_t gs_ps_pull(gs_ps_t ps, uint64_t key, void *out, size_t count, gs_dty
     pushed = (k->last_push == clock);
     pthread_mutex_unlock(&k->mu);
     reap_sends(ps);
-    return req_post(fn, ps, k, 1, out, clock, pushed, req_out);
+    return req_post(fn, ps, k, 1, out, clock, pushed, -1, req_out);
 }
 
 gs_status_t gs_ps_clock(gs_ps_t ps)

@@ -3,10 +3,11 @@
  * Internal structures of the parameter server, shared by its files:
  * ps_api.c (create, destroy, info, the sticky error), ps_opts.c (options),
  * ps_register.c (keys), ps_client.c (push, pull, clock), ps_request.c
- * (wait, test), ps_rx.c (the thread that receives control messages) and
- * ps_server.c (the thread that owns the shards); the pure parts are
- * ps_wire.c, ps_shard.c, ps_rule.c and ps_consistency.c. Built on the
- * public API and core only.
+ * (wait, test), ps_rx.c (the thread that receives control messages),
+ * ps_queue.c (the server's queue and staging buffers) and ps_server.c (the
+ * thread that owns the shards); the pure parts are ps_wire.c, ps_shard.c,
+ * ps_rule.c, ps_consistency.c and ps_limits.c. Built on the public API and
+ * core only.
  *
  * Threads of one rank (with more than one rank):
  * - rx: keeps one any-source receive of control messages posted on the
@@ -18,7 +19,9 @@
  * - server: the only thread that reads or writes shard state. It runs the
  *   queued ops in order (remote ones from rx, local ones from this rank's
  *   worker), parks pulls that must wait, sends ACKs, replies and
- *   heartbeats, and expires parked pulls;
+ *   heartbeats, and expires parked pulls; it posts the receive (and sends
+ *   the CTS) of a push that rx did not stage because its worker had as
+ *   much staged as allowed (ps_limits.h);
  * - the callers' threads: push, pull and clock post their messages
  *   themselves; gs_ps_wait() waits on done_cv for the answer of every
  *   shard, then on the payload's send or the values' receive.
@@ -36,6 +39,7 @@
 #include "gradsync/gradsync.h"
 #include "gradsync/ps.h"
 #include "ps/ps_consistency.h"
+#include "ps/ps_limits.h"
 #include "ps/ps_rule.h"
 #include "ps/ps_shard.h"
 #include "ps/ps_wire.h"
@@ -46,7 +50,8 @@
 /* Tag kind of the initial values sent by rank 0 at registration. */
 #define GS_PS_TAG_KIND_INIT 4u
 
-/* A staging buffer for a push payload (pooled per shard). */
+/* A staging buffer for a push payload (pooled per shard); cap is
+ * gs__ps_stage_cap() of what the push announced. */
 typedef struct gs__ps_buf {
     struct gs__ps_buf *next;
     size_t cap;
@@ -79,15 +84,17 @@ typedef struct gs__ps_shard {
     size_t count;
     size_t bytes;       /* count x element size */
     size_t max_encoded; /* codec bound, 0 without a codec */
+    size_t wire_cap;    /* the largest payload: max(bytes, max_encoded) */
     void *w;            /* the parameters */
     gs__ps_opt_state_t opt;
     /* BSP */
     int64_t round;
     void *acc; /* sum of the round (accumulator type) */
     int acc_has;
-    uint8_t *pushed; /* per worker, in this round */
-    struct gs__ps_op *deferred_head;
+    uint8_t *pushed;                 /* per worker, in this round */
+    struct gs__ps_op *deferred_head; /* pushes of later rounds, as received */
     struct gs__ps_op *deferred_tail;
+    uint8_t *kept; /* per worker: its pushes in the deferred list (<= GS_PS_BSP_MAX_AHEAD) */
     gs_status_t err_status; /* the callback refused round err_round */
     int64_t err_round;
     char err_text[GS_PS_MSG_TEXT_MAX];
@@ -95,7 +102,9 @@ typedef struct gs__ps_shard {
     int64_t *pushed_clock; /* per worker; -1 before the first push */
     /* data sends reading w: complete before w changes */
     gs__ps_send_t *wsends;
-    gs__ps_buf_t *pool;
+    gs__ps_buf_t *pool; /* under pool_mu, like the two counts */
+    size_t pool_bytes;
+    unsigned pool_n;
 } gs__ps_shard_t;
 
 /* A registered key (immutable after registration but for the client fields). */
@@ -132,11 +141,15 @@ typedef struct gs__ps_op {
     uint32_t seq;
     gs__ps_shard_t *shard;
     int64_t clock;
+    int64_t clock_to; /* clock: the last of the merged consecutive clocks */
     int pushed;       /* pull: the worker pushed the key in its clock */
     int compressed;   /* push: data is a codec payload */
+    int rndv;         /* remote push: the payload waits for a CTS */
+    int counted;      /* remote push or pull: counted in held.reqs until answered */
+    size_t charge;    /* remote push staged by rx: bytes counted in held.staged_bytes */
     const void *data; /* push payload (local: the caller's memory) */
     size_t nbytes;
-    gs__ps_buf_t *buf;     /* remote or deferred payload */
+    gs__ps_buf_t *buf;     /* remote or deferred payload (NULL: not staged yet) */
     gs_request_t data_req; /* remote push: the payload's receive */
     void *out;             /* local pull: where the values go */
     uint64_t deadline_ns;  /* parked pull */
@@ -167,6 +180,7 @@ typedef struct gs__ps_registry {
     size_t nserved;
     size_t served_cap;
     size_t served_bytes;
+    size_t served_wire; /* sum of the served shards' wire_cap */
     gs__ps_placer_t placer;
 } gs__ps_registry_t;
 
@@ -185,7 +199,21 @@ typedef struct gs__ps_client {
      * worker a test per event). */
     pthread_mutex_t pend_mu;
     struct gs__ps_sub *pend[GS_PS_PEND_BUCKETS];
+    /* Per rank: this worker's subs in pend for that server (a sub takes
+     * its slot before anything is sent and gives it back when it leaves
+     * pend), at most GS_PS_MAX_INFLIGHT. */
+    atomic_uint *inflight;
 } gs__ps_client_t;
+
+/* What this server holds for each worker (ps_limits.h has the bounds).
+ * rx adds, the server thread takes away; atomics, per worker index. */
+typedef struct gs__ps_held {
+    atomic_uint *reqs;           /* remote pushes and pulls not yet answered */
+    atomic_size_t *staged_bytes; /* capacity of the buffers rx staged */
+    atomic_uint *staged_ops;     /* pushes rx staged */
+    struct gs__ps_op **q_clock;  /* under q_mu: the worker's CLOCK op that is last in
+                                    the queue among its ops, or NULL */
+} gs__ps_held_t;
 
 /* Server thread state (that thread only, after start). */
 typedef struct gs__ps_srv {
@@ -216,6 +244,7 @@ struct gs_ps {
     gs__ps_registry_t reg;
     gs__ps_client_t cl;
     gs__ps_srv_t srv;
+    gs__ps_held_t held;
     /* sticky error */
     pthread_mutex_t err_mu;
     atomic_int error;
@@ -242,6 +271,7 @@ typedef struct gs__ps_sub {
     struct gs__ps_sub *rnext; /* in cl.rndv while waiting for the CTS */
     int local;
     int server_rank;
+    int counted; /* holds a slot of cl.inflight[server_rank] (under pend_mu once posted) */
     uint32_t shard;
     uint32_t seq;
     gs__ps_local_t lc;
@@ -266,6 +296,8 @@ struct gs_ps_request {
     struct gs_ps_request *prev;
     gs_ps_t ps; /* NULL once destroy finished it */
     int is_pull;
+    int64_t clock;     /* the worker's clock when it was posted */
+    int64_t prev_push; /* push: the key's last_push before this one */
     gs__ps_key_t *key;
     uint32_t nsubs;
     gs__ps_sub_t *subs;
@@ -303,23 +335,32 @@ gs__ps_key_t *gs__ps_key_find(gs_ps_t ps, uint64_t key);
 /* Free every key and shard (destroy, after the threads ended). */
 void gs__ps_registry_free(gs_ps_t ps);
 
-/* ---- ps_server.c ---- */
+/* ---- ps_queue.c ---- */
 
-/* Queue an op for the server thread. */
+/* Queue an op for the server thread. A CLOCK op that continues the
+ * worker's CLOCK op still last in the queue among its ops is merged into
+ * it (and freed). */
 void gs__ps_enqueue(gs_ps_t ps, gs__ps_op_t *op);
+/* Take the first queued op (q_mu held); NULL when the queue is empty. */
+gs__ps_op_t *gs__ps_dequeue_locked(gs_ps_t ps);
 /* After both threads are joined (gs_ps_destroy): free what the receive
  * thread queued after the service thread had left (a late CLOCK, a push
  * whose payload receive is then waited for), so that nothing leaks. */
 void gs__ps_queue_discard(gs_ps_t ps);
 
+/* Take a staging buffer of @p shard for a payload of @p need bytes (at
+ * most shard->wire_cap): capacity gs__ps_stage_cap(), from the pool or
+ * new; NULL when out of memory. */
+gs__ps_buf_t *gs__ps_buf_get(gs_ps_t ps, gs__ps_shard_t *shard, size_t need);
+
+/* Return a staging buffer to its shard's pool (freed when the pool holds
+ * as many as the shard has workers, or that many full buffers' bytes). */
+void gs__ps_buf_put(gs_ps_t ps, gs__ps_shard_t *shard, gs__ps_buf_t *buf);
+
+/* ---- ps_server.c ---- */
+
 /* The server thread. */
 void *gs__ps_server_main(void *arg);
-
-/* Take a staging buffer of @p shard (pool or new); NULL when out of memory. */
-gs__ps_buf_t *gs__ps_buf_get(gs_ps_t ps, gs__ps_shard_t *shard);
-
-/* Return a staging buffer to its shard's pool. */
-void gs__ps_buf_put(gs_ps_t ps, gs__ps_shard_t *shard, gs__ps_buf_t *buf);
 
 /* Wait for (and free) every send of a list; returns the first error. */
 gs_status_t gs__ps_sends_wait(gs__ps_send_t **list);
@@ -340,8 +381,13 @@ void gs__ps_req_unlink(struct gs_ps_request *req);
 /* Remove a large push from the list of those waiting for a CTS (rndv_mu held). */
 void gs__ps_rndv_unlink_locked(gs_ps_t ps, gs__ps_sub_t *sub);
 
-/* Remove @p sub from the answers due (pend_mu held); 1 when it was there. */
+/* Remove @p sub from the answers due (pend_mu held); 1 when it was there.
+ * A sub that leaves gives back its in-flight slot. */
 int gs__ps_pend_unlink_locked(gs_ps_t ps, gs__ps_sub_t *sub);
+
+/* Give back the in-flight slot of @p sub, if it holds one (pend_mu held
+ * once the sub was posted). */
+void gs__ps_slot_release(gs_ps_t ps, gs__ps_sub_t *sub);
 
 /* ---- ps_request.c ---- */
 

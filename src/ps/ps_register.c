@@ -106,6 +106,7 @@ static gs_status_t registry_insert(gs_ps_t ps, gs__ps_key_t *k)
         if (k->served[i] != NULL) {
             reg->served[reg->nserved++] = k->served[i];
             reg->served_bytes += k->served[i]->bytes;
+            reg->served_wire += k->served[i]->wire_cap;
         }
     }
 out_unlock:
@@ -130,6 +131,7 @@ static void shard_free(gs__ps_shard_t *s)
     free(s->opt.v);
     free(s->acc);
     free(s->pushed);
+    free(s->kept);
     free(s->pushed_clock);
     free(s);
 }
@@ -205,8 +207,10 @@ static gs__ps_shard_t *shard_alloc(gs_ps_t ps, gs__ps_key_t *k, uint32_t i)
         free(s);
         return NULL;
     }
+    s->wire_cap = (s->max_encoded > s->bytes) ? s->max_encoded : s->bytes;
     s->w = calloc(r->count, k->esize);
     s->pushed = calloc((size_t)nw, 1);
+    s->kept = calloc((size_t)nw, 1);
     s->pushed_clock = malloc((size_t)nw * sizeof(int64_t));
     if (ps->cfg.consistency == GS_PS_BSP) {
         s->acc = malloc(r->count * asize);
@@ -217,7 +221,7 @@ static gs__ps_shard_t *shard_alloc(gs_ps_t ps, gs__ps_key_t *k, uint32_t i)
     if (nstate >= 2) {
         s->opt.v = calloc(r->count, asize);
     }
-    if ((s->w == NULL) || (s->pushed == NULL) || (s->pushed_clock == NULL) ||
+    if ((s->w == NULL) || (s->pushed == NULL) || (s->kept == NULL) || (s->pushed_clock == NULL) ||
         ((ps->cfg.consistency == GS_PS_BSP) && (s->acc == NULL)) ||
         ((nstate >= 1) && (s->opt.m == NULL)) || ((nstate >= 2) && (s->opt.v == NULL))) {
         shard_free(s);

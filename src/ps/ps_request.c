@@ -235,6 +235,18 @@ static gs_status_t req_step(struct gs_ps_request *req, int block)
         sub->enc = NULL;
     }
     req->finished = 1;
+    if (!req->is_pull && (req->status == GS_ERR_INVALID_USAGE)) {
+        /* A server refused the push (BSP: too many rounds ahead; or it came
+         * after the worker's next clock): it is not this clock's push of
+         * the key, so a pull of the clock waits for the previous round, not
+         * for this worker's own push that never counted, and the key may
+         * be pushed again. */
+        pthread_mutex_lock(&req->key->mu);
+        if (req->key->last_push == req->clock) {
+            req->key->last_push = req->prev_push;
+        }
+        pthread_mutex_unlock(&req->key->mu);
+    }
     if ((req->status != GS_OK) && (gs_status_scope(req->status) >= GS_SCOPE_PEER) &&
         (req->status != GS_ERR_TIMEOUT) && (req->status != GS_ERR_PROTOCOL)) {
         /* A rank died or the communicator failed: the handle is done for. */

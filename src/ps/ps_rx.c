@@ -2,15 +2,20 @@
 /*
  * The receive thread of the parameter server: one any-source receive of a
  * control message posted at a time on the private communicator. Each
- * message is decoded and checked as hostile bytes (ps_wire.c) and against
- * the registry: the key must exist, this rank must serve the named shard,
- * the sender must be a worker, sizes and dtype must match. A push's
- * payload receive (into a staging buffer of the shard) is posted here, at
- * once, and a large push is then told to send (CTS), so that its payload
- * lands in place while the server thread works; the op then goes to the
- * server thread's queue. On a worker, a CTS for one of its own large
- * pushes posts that payload's send. Anything malformed fails the parameter
- * server with GS_ERR_PROTOCOL naming the sender.
+ * message is decoded and checked as hostile bytes (ps_wire.c), against the
+ * rank the transport says sent it (the sender field must name that rank),
+ * and against the registry: the key must exist, this rank must serve the
+ * named shard, the sender must be a worker, sizes and dtype must match. A
+ * push's payload receive (into a staging buffer of what the header
+ * announces) is posted here, at once, and a large push is then told to
+ * send (CTS), so that its payload lands in place while the server thread
+ * works; the op then goes to the server thread's queue. Past what a worker
+ * may have staged (ps_limits.h) the op is queued without a buffer and the
+ * server thread stages it when it gets to it. A worker with
+ * GS_PS_MAX_INFLIGHT requests unanswered here is refused. On a worker, a
+ * CTS for one of its own large pushes posts that payload's send. Anything
+ * malformed fails the parameter server with GS_ERR_PROTOCOL naming the
+ * sender.
  *
  * Liveness: every rank sends a heartbeat to every other rank at least
  * every second (or a quarter of the deadline), so the posted receive never
@@ -214,25 +219,69 @@ static void rx_send_echo(rx_state_t *rx, int dst)
     rx->sends = s;
 }
 
-/* A push: take a staging buffer, post the payload's receive, queue it. */
+/*
+ * A push or pull of a worker: one more request this server holds until it
+ * answers. NULL (the parameter server failed, naming the worker) past
+ * GS_PS_MAX_INFLIGHT: an honest worker's client refuses its own request
+ * before that (GS_ERR_NO_RESOURCE), so this one is not honest.
+ */
+static gs__ps_op_t *op_request(rx_state_t *rx, gs__ps_op_type_t type, const gs__ps_msg_t *m,
+                               gs__ps_shard_t *sh)
+{
+    gs_ps_t ps = rx->ps;
+    const int w = gs__ps_worker_of(&ps->roles, m->src); /* >= 0: rx_shard checked */
+    const unsigned held = atomic_load(&ps->held.reqs[w]);
+    gs__ps_op_t *op;
+
+    if (held >= GS_PS_MAX_INFLIGHT) {
+        rx_fail(rx, GS_ERR_PROTOCOL, 1,
+                "parameter server rank %d: rank %d sent a %s with %u of its requests unanswered "
+                "here already (limit %u per worker, which its client enforces)",
+                ps->rank, (int)m->src, gs__ps_msg_type_name(m->type), held, GS_PS_MAX_INFLIGHT);
+        return NULL;
+    }
+    op = op_new(rx, type, m);
+    if (op == NULL) {
+        return NULL;
+    }
+    op->shard = sh;
+    op->counted = 1;
+    (void)atomic_fetch_add(&ps->held.reqs[w], 1u);
+    return op;
+}
+
+/* A push: take a staging buffer of what it announces, post the payload's
+ * receive (and clear a large one to send), queue it; or, past what its
+ * worker may have staged, queue it for the server thread to stage. */
 static void rx_push(rx_state_t *rx, const gs__ps_msg_t *m)
 {
     gs_ps_t ps = rx->ps;
     gs__ps_shard_t *sh = rx_shard(rx, m);
     gs__ps_op_t *op;
     gs_status_t status;
+    size_t budget;
+    size_t charge;
 
     if (sh == NULL) {
         return;
     }
-    op = op_new(rx, GS_PS_OP_PUSH, m);
+    op = op_request(rx, GS_PS_OP_PUSH, m, sh);
     if (op == NULL) {
         return;
     }
-    op->shard = sh;
     op->compressed = (m->flags & GS_PS_MSGF_COMPRESSED) != 0;
-    op->nbytes = (size_t)m->nbytes;
-    op->buf = gs__ps_buf_get(ps, sh);
+    op->rndv = (m->flags & GS_PS_MSGF_RNDV) != 0;
+    op->nbytes = (size_t)m->nbytes; /* <= sh->wire_cap: rx_shard checked */
+    pthread_rwlock_rdlock(&ps->reg.lock);
+    budget = gs__ps_stage_budget(ps->reg.served_wire);
+    pthread_rwlock_unlock(&ps->reg.lock);
+    charge = gs__ps_stage_cap(op->nbytes, sh->wire_cap);
+    if (!gs__ps_stage_admit(atomic_load(&ps->held.staged_ops[op->worker]),
+                            atomic_load(&ps->held.staged_bytes[op->worker]), charge, budget)) {
+        gs__ps_enqueue(ps, op); /* the server thread stages it in its turn */
+        return;
+    }
+    op->buf = gs__ps_buf_get(ps, sh, op->nbytes);
     if (op->buf == NULL) {
         free(op);
         rx_fail(rx, GS_ERR_NO_MEMORY, 1,
@@ -250,7 +299,10 @@ static void rx_push(rx_state_t *rx, const gs__ps_msg_t *m)
                 ps->rank, (int)m->src, gs__error_get());
         return;
     }
-    if ((m->flags & GS_PS_MSGF_RNDV) != 0) {
+    op->charge = op->buf->cap;
+    (void)atomic_fetch_add(&ps->held.staged_bytes[op->worker], op->charge);
+    (void)atomic_fetch_add(&ps->held.staged_ops[op->worker], 1u);
+    if (op->rndv) {
         rx_send_cts(rx, m);
     }
     gs__ps_enqueue(ps, op);
@@ -289,9 +341,8 @@ static void rx_message(rx_state_t *rx, const gs__ps_msg_t *m, const uint8_t *raw
         gs__ps_shard_t *sh = rx_shard(rx, m);
 
         if (sh != NULL) {
-            op = op_new(rx, GS_PS_OP_PULL, m);
+            op = op_request(rx, GS_PS_OP_PULL, m, sh);
             if (op != NULL) {
-                op->shard = sh;
                 op->pushed = (m->flags & GS_PS_MSGF_PUSHED) != 0;
                 gs__ps_enqueue(ps, op);
             }
@@ -343,13 +394,15 @@ void *gs__ps_rx_main(void *arg)
     while (((rx.nbye < ps->nranks - 1) || !atomic_load(&ps->leaving)) &&
            (atomic_load(&ps->error) == GS_OK)) {
         gs_request_t req = GS_REQUEST_NULL;
+        gs_p2p_status_t from = {.source = -1};
         gs__ps_msg_t m;
         char why[200];
         gs_status_t status;
         uint64_t now;
 
-        status = gs_irecv(ps->comm, buf, sizeof(buf), GS_DTYPE_U8, GS_ANY_SOURCE,
-                          gs__ps_tag(GS_PS_TAG_KIND_CTRL, 0), &req);
+        /* With a status: who really sent it (the transport knows). */
+        status = gs_irecv_status(ps->comm, buf, sizeof(buf), GS_DTYPE_U8, GS_ANY_SOURCE,
+                                 gs__ps_tag(GS_PS_TAG_KIND_CTRL, 0), &from, &req);
         if (status == GS_OK) {
             status = gs_wait(&req);
         }
@@ -362,10 +415,18 @@ void *gs__ps_rx_main(void *arg)
                     ps->rank, gs__error_get());
             break;
         }
-        status = gs__ps_msg_decode(buf, sizeof(buf), ps->nranks, &m, why, sizeof(why));
+        status = gs__ps_msg_decode(buf, from.count, ps->nranks, &m, why, sizeof(why));
         if (status != GS_OK) {
-            rx_fail(&rx, GS_ERR_PROTOCOL, 1, "parameter server rank %d: bad control message: %s",
-                    ps->rank, why);
+            rx_fail(&rx, GS_ERR_PROTOCOL, 1,
+                    "parameter server rank %d: bad control message from rank %d: %s", ps->rank,
+                    from.source, why);
+            break;
+        }
+        if (m.src != from.source) {
+            rx_fail(&rx, GS_ERR_PROTOCOL, 1,
+                    "parameter server rank %d: a %s message from rank %d claims to come from "
+                    "rank %d",
+                    ps->rank, gs__ps_msg_type_name(m.type), from.source, (int)m.src);
             break;
         }
         if (m.src == ps->rank) {

@@ -10,10 +10,21 @@
  *
  * BSP: pushes of the shard's current round are summed into the shard's
  * accumulator; a push of a later round (a worker ahead that did not pull)
- * waits in the shard's deferred list, holding its payload. When every
- * worker pushed the round or moved past it, the rule is applied once with
- * the sum, the round advances and the deferred pushes of the new round are
- * added. SSP and ASP apply every push as it comes.
+ * waits in the shard's deferred list, holding its payload as it was
+ * received (a compressed one is decoded when its round opens, so a codec
+ * cannot make a kept push larger than what was sent), at most
+ * GS_PS_BSP_MAX_AHEAD per worker and shard (ps_consistency.h says why that
+ * never refuses a worker that pulls); past it the push is refused with
+ * GS_ERR_INVALID_USAGE. When every worker pushed the round or moved past
+ * it, the rule is applied once with the sum, the round advances and the
+ * deferred pushes of the new round are added. SSP and ASP apply every push
+ * as it comes.
+ *
+ * Limits (ps_limits.h): a remote request counts against its worker's
+ * GS_PS_MAX_INFLIGHT until it is answered (the count drops before the
+ * answer leaves); a push that rx queued without staging its payload is
+ * staged here, when its turn comes (the receive posted and, for a large
+ * one, the CTS sent). The queue and the staging buffers are ps_queue.c's.
  *
  * The values of a shard are sent to remote pullers straight from shard
  * memory; every send that reads them completes before they change
@@ -34,84 +45,8 @@
 #include "core/log.h"
 
 /* ====================================================================== */
-/* Queue, buffers, sends                                                  */
+/* Sends                                                                  */
 /* ====================================================================== */
-
-void gs__ps_enqueue(gs_ps_t ps, gs__ps_op_t *op)
-{
-    if (op == NULL) {
-        return;
-    }
-    op->next = NULL;
-    pthread_mutex_lock(&ps->q_mu);
-    if (ps->q_tail != NULL) {
-        ps->q_tail->next = op;
-    } else {
-        ps->q_head = op;
-    }
-    ps->q_tail = op;
-    pthread_cond_signal(&ps->q_cv);
-    pthread_mutex_unlock(&ps->q_mu);
-}
-
-void gs__ps_queue_discard(gs_ps_t ps)
-{
-    gs__ps_op_t *op;
-
-    pthread_mutex_lock(&ps->q_mu);
-    op = ps->q_head;
-    ps->q_head = NULL;
-    ps->q_tail = NULL;
-    pthread_mutex_unlock(&ps->q_mu);
-    while (op != NULL) {
-        gs__ps_op_t *next = op->next;
-
-        (void)gs_wait(&op->data_req); /* GS_OK for GS_REQUEST_NULL; bounded otherwise */
-        if ((op->buf != NULL) && (op->shard != NULL)) {
-            gs__ps_buf_put(ps, op->shard, op->buf);
-        }
-        free(op);
-        op = next;
-    }
-}
-
-gs__ps_buf_t *gs__ps_buf_get(gs_ps_t ps, gs__ps_shard_t *shard)
-{
-    const size_t cap = (shard->max_encoded > shard->bytes) ? shard->max_encoded : shard->bytes;
-    gs__ps_buf_t *b;
-
-    pthread_mutex_lock(&ps->pool_mu);
-    b = shard->pool;
-    if (b != NULL) {
-        shard->pool = b->next;
-    }
-    pthread_mutex_unlock(&ps->pool_mu);
-    if (b != NULL) {
-        return b;
-    }
-    b = calloc(1, sizeof(*b));
-    if (b == NULL) {
-        return NULL;
-    }
-    b->data = malloc(cap);
-    if (b->data == NULL) {
-        free(b);
-        return NULL;
-    }
-    b->cap = cap;
-    return b;
-}
-
-void gs__ps_buf_put(gs_ps_t ps, gs__ps_shard_t *shard, gs__ps_buf_t *buf)
-{
-    if (buf == NULL) {
-        return;
-    }
-    pthread_mutex_lock(&ps->pool_mu);
-    buf->next = shard->pool;
-    shard->pool = buf;
-    pthread_mutex_unlock(&ps->pool_mu);
-}
 
 gs_status_t gs__ps_sends_wait(gs__ps_send_t **list)
 {
@@ -290,10 +225,33 @@ static void answer_msg(gs_ps_t ps, const gs__ps_op_t *op, uint8_t type, gs_statu
     }
 }
 
+/* A remote request is answered: it stops counting against its worker's
+ * limit. Called before the answer leaves, so that this server never counts
+ * more than the worker, which holds the slot until the answer arrives. */
+static void op_settle(gs_ps_t ps, gs__ps_op_t *op)
+{
+    if (op->counted) {
+        op->counted = 0;
+        (void)atomic_fetch_sub(&ps->held.reqs[op->worker], 1u);
+    }
+}
+
+/* The server thread is done with the payload rx staged for @p op: the
+ * worker may have another push staged. */
+static void op_unstage(gs_ps_t ps, gs__ps_op_t *op)
+{
+    if (op->charge > 0) {
+        (void)atomic_fetch_sub(&ps->held.staged_bytes[op->worker], op->charge);
+        (void)atomic_fetch_sub(&ps->held.staged_ops[op->worker], 1u);
+        op->charge = 0;
+    }
+}
+
 static void answer_push(gs_ps_t ps, gs__ps_op_t *op, gs_status_t status, const char *text)
 {
     gs__ps_msg_t m;
 
+    op_settle(ps, op);
     if (op->local != NULL) {
         complete_local(ps, op, status, text);
         return;
@@ -312,6 +270,7 @@ static void answer_pull(gs_ps_t ps, gs__ps_op_t *op, gs_status_t status, const c
     gs__ps_msg_t m;
     gs_status_t st;
 
+    op_settle(ps, op);
     if (op->local != NULL) {
         if (status == GS_OK) {
             memcpy(op->out, sh->w, sh->bytes);
@@ -533,6 +492,36 @@ static int all_left(const gs_ps_t ps)
     return 1;
 }
 
+/* Add a push kept for a later round to that round, now open: decode it
+ * (it is kept as received) and sum it. */
+static void bsp_add_kept(gs_ps_t ps, gs__ps_shard_t *sh, gs__ps_op_t *op)
+{
+    const void *data = op->buf->data;
+    gs_status_t status = GS_OK;
+    char text[GS_PS_MSG_TEXT_MAX] = "";
+
+    if (op->compressed) {
+        data = decode_push(ps, sh, data, op->nbytes, &status, text, sizeof(text));
+    }
+    if (data != NULL) {
+        gs__ps_accumulate(sh->key->dtype, sh->acc, data, sh->count, !sh->acc_has);
+        sh->acc_has = 1;
+    } else {
+        /* It was decoded once when it came, and the buffers it needs are
+         * there since: not expected. The round goes on without it, and the
+         * pulls that wait for the round get the error. */
+        sh->err_status = status;
+        sh->err_round = sh->round;
+        snprintf(sh->err_text, sizeof(sh->err_text),
+                 "round %lld of key %llu: worker rank %d: %.96s", (long long)sh->round,
+                 (unsigned long long)sh->key->key, op->src, text);
+    }
+    sh->pushed[op->worker] = 1;
+    sh->kept[op->worker]--;
+    gs__ps_buf_put(ps, sh, op->buf);
+    free(op);
+}
+
 /* Apply the round and advance it while it is complete (BSP). */
 static void bsp_advance(gs_ps_t ps, gs__ps_shard_t *sh)
 {
@@ -575,28 +564,27 @@ static void bsp_advance(gs_ps_t ps, gs__ps_shard_t *sh)
                 continue;
             }
             *pp = op->next;
-            gs__ps_accumulate(dt, sh->acc, op->buf->data, sh->count, !sh->acc_has);
-            sh->acc_has = 1;
-            sh->pushed[op->worker] = 1;
-            gs__ps_buf_put(ps, sh, op->buf);
-            free(op);
+            bsp_add_kept(ps, sh, op);
         }
     }
 }
 
-/* Keep a push of a later round; the op and a copy of its values stay. */
-static int bsp_defer(gs_ps_t ps, gs__ps_shard_t *sh, gs__ps_op_t *op, const void *data)
+/* Keep a push of a later round as it was received (op->nbytes bytes, a
+ * codec payload when compressed); a local push is copied, since the
+ * caller's buffer is the caller's again once the push is answered. */
+static int bsp_defer(gs_ps_t ps, gs__ps_shard_t *sh, gs__ps_op_t *op)
 {
-    if ((op->buf == NULL) || (data != op->buf->data)) {
-        gs__ps_buf_t *b = gs__ps_buf_get(ps, sh);
+    if (op->buf == NULL) {
+        gs__ps_buf_t *b = gs__ps_buf_get(ps, sh, op->nbytes);
 
         if (b == NULL) {
             return -1;
         }
-        memcpy(b->data, data, sh->bytes);
-        gs__ps_buf_put(ps, sh, op->buf);
+        memcpy(b->data, op->data, op->nbytes);
         op->buf = b;
     }
+    op->data = NULL;
+    sh->kept[op->worker]++;
     op->next = NULL;
     if (sh->deferred_tail != NULL) {
         sh->deferred_tail->next = op;
@@ -604,6 +592,54 @@ static int bsp_defer(gs_ps_t ps, gs__ps_shard_t *sh, gs__ps_op_t *op, const void
         sh->deferred_head = op;
     }
     sh->deferred_tail = op;
+    return 0;
+}
+
+/* Post the payload receive of a push rx queued without staging it (its
+ * worker had as much staged as allowed) and clear a large one to send.
+ * Fails the parameter server when that is impossible. */
+static void srv_stage(gs_ps_t ps, gs__ps_op_t *op)
+{
+    const gs__ps_shard_t *sh = op->shard;
+    gs__ps_msg_t m;
+    gs_status_t status;
+
+    op->buf = gs__ps_buf_get(ps, op->shard, op->nbytes);
+    if (op->buf == NULL) {
+        gs__error_set(GS_ERR_NO_MEMORY, "out of memory for a push of %zu bytes from rank %d",
+                      op->nbytes, op->src);
+        srv_fatal(ps, GS_ERR_NO_MEMORY, "staging a push");
+        return;
+    }
+    status = gs_irecv(ps->comm, op->buf->data, op->nbytes, GS_DTYPE_U8, op->src,
+                      gs__ps_tag(GS_PS_TAG_KIND_PUSH_DATA, op->seq), &op->data_req);
+    if (status != GS_OK) {
+        srv_fatal(ps, status, "posting the receive of a push");
+        return;
+    }
+    if (op->rndv) {
+        memset(&m, 0, sizeof(m));
+        m.type = GS_PS_MSG_CTS;
+        m.src = ps->rank;
+        m.seq = op->seq;
+        m.dtype = (uint8_t)sh->key->dtype;
+        m.key = sh->key->key;
+        m.shard = sh->index;
+        m.offset = sh->offset;
+        m.count = sh->count;
+        m.nbytes = op->nbytes;
+        send_ctrl(ps, op->src, gs__ps_tag(GS_PS_TAG_KIND_CTRL, 0), &m);
+    }
+}
+
+/* Another push of worker @p w kept for round @p clock: a second push. */
+static int kept_has(const gs__ps_shard_t *sh, int w, int64_t clock)
+{
+    for (const gs__ps_op_t *o = sh->deferred_head; o != NULL; o = o->next) {
+        if ((o->worker == w) && (o->clock == clock)) {
+            return 1;
+        }
+    }
     return 0;
 }
 
@@ -634,8 +670,15 @@ static void srv_push(gs_ps_t ps, gs__ps_op_t *op)
     int kept = 0;
 
     if (op->local == NULL) {
-        status = wait_payload(ps, op, text, sizeof(text));
-        data = op->buf->data;
+        if ((op->buf == NULL) && !failed(ps)) {
+            srv_stage(ps, op);
+        }
+        if (op->buf != NULL) {
+            /* Also after a failure: the posted receive must end before its
+             * buffer goes back to the pool. */
+            status = wait_payload(ps, op, text, sizeof(text));
+            data = op->buf->data;
+        }
     }
     if (failed(ps)) {
         complete_failed(ps, op);
@@ -658,14 +701,27 @@ static void srv_push(gs_ps_t ps, gs__ps_op_t *op)
         goto out;
     }
     if (ps->cfg.consistency == GS_PS_BSP) {
-        if ((op->clock < sh->round) || ((op->clock == sh->round) && sh->pushed[w])) {
+        const int same = (op->clock > sh->round) && kept_has(sh, w, op->clock);
+
+        switch (gs__ps_bsp_push_kind(op->clock, sh->round, sh->pushed[w], sh->kept[w], same)) {
+        case GS_PS_BSP_TWICE:
             snprintf(text, sizeof(text), "second push of key %llu in round %lld by worker rank %d",
                      (unsigned long long)sh->key->key, (long long)op->clock, op->src);
             answer_push(ps, op, GS_ERR_INVALID_USAGE, text);
             goto out;
-        }
-        if (op->clock > sh->round) {
-            if (bsp_defer(ps, sh, op, data) != 0) {
+        case GS_PS_BSP_AHEAD:
+            /* Nothing changes: the round completes without this push once
+             * the worker clocks past it. */
+            snprintf(text, sizeof(text),
+                     "BSP: worker rank %d pushed key %llu for round %lld while round %lld is open "
+                     "and %d later rounds are kept (limit %d); pull in every clock to wait for "
+                     "the other workers",
+                     op->src, (unsigned long long)sh->key->key, (long long)op->clock,
+                     (long long)sh->round, (int)sh->kept[w], GS_PS_BSP_MAX_AHEAD);
+            answer_push(ps, op, GS_ERR_INVALID_USAGE, text);
+            goto out;
+        case GS_PS_BSP_KEEP:
+            if (bsp_defer(ps, sh, op) != 0) {
                 snprintf(text, sizeof(text), "out of memory keeping a push of a later round");
                 answer_push(ps, op, GS_ERR_NO_MEMORY, text);
                 goto out;
@@ -673,6 +729,8 @@ static void srv_push(gs_ps_t ps, gs__ps_op_t *op)
             kept = 1;
             answer_push(ps, op, GS_OK, "");
             goto out;
+        default:
+            break;
         }
         gs__ps_accumulate(sh->key->dtype, sh->acc, data, sh->count, !sh->acc_has);
         sh->acc_has = 1;
@@ -701,6 +759,7 @@ static void srv_push(gs_ps_t ps, gs__ps_op_t *op)
     }
     recheck_parked(ps);
 out:
+    op_unstage(ps, op);
     if (!kept) {
         gs__ps_buf_put(ps, sh, op->buf);
         free(op);
@@ -747,6 +806,7 @@ static void clocks_moved(gs_ps_t ps)
 static void srv_clock(gs_ps_t ps, gs__ps_op_t *op)
 {
     int64_t *wc = &ps->srv.wclock[op->worker];
+    const int64_t to = (op->clock_to > op->clock) ? op->clock_to : op->clock; /* merged clocks */
 
     if (!failed(ps)) {
         if ((*wc == GS_PS_CLOCK_LEFT) || (op->clock != *wc + 1)) {
@@ -754,7 +814,7 @@ static void srv_clock(gs_ps_t ps, gs__ps_op_t *op)
                           (long long)op->clock, (long long)*wc);
             srv_fatal(ps, GS_ERR_PROTOCOL, "a worker's clock");
         } else {
-            *wc = op->clock;
+            *wc = to;
             clocks_moved(ps);
         }
     }
@@ -798,6 +858,7 @@ static void srv_free_deferred(gs_ps_t ps)
             free(op);
         }
         sh->deferred_tail = NULL;
+        memset(sh->kept, 0, (size_t)ps->roles.nworkers);
         (void)gs__ps_sends_wait(&sh->wsends);
     }
     pthread_rwlock_unlock(&ps->reg.lock);
@@ -861,11 +922,7 @@ void *gs__ps_server_main(void *arg)
             struct timespec ts;
 
             if (ps->q_head != NULL) {
-                op = ps->q_head;
-                ps->q_head = op->next;
-                if (ps->q_head == NULL) {
-                    ps->q_tail = NULL;
-                }
+                op = gs__ps_dequeue_locked(ps);
                 break;
             }
             if (may_exit(ps) || (failed(ps) && (ps->srv.parked != NULL))) {

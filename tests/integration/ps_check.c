@@ -31,6 +31,17 @@
  *   ps_check kill     BSP loop; --victim R raises SIGKILL at --kill-after
  *                     with pushes in flight; prints READY, RUNNING, KILL and
  *                     RESULT lines (CLOCK_REALTIME ms) for run_ps_fault.sh.
+ *   ps_check ahead    BSP: rank 1 (a worker) pushes and clocks --iters times
+ *                     without pulling. Its push of round --ahead-limit + 1
+ *                     must fail with GS_ERR_INVALID_USAGE naming rank 1, the
+ *                     key and the limit and saying to pull, and no rank's
+ *                     peak RSS may grow by more than --hwm-mb (the servers
+ *                     keep at most the limit's pushes per worker and shard,
+ *                     as sent). Then the other workers catch up and every
+ *                     worker pulls: the kept pushes were applied in their
+ *                     rounds and the refused one was not, exactly, and a
+ *                     pull right after the refusal waits for the previous
+ *                     round, not for the refused push.
  *
  * Common: --consistency bsp|ssp|asp --staleness S --servers S --dtype
  * f32|f64|f16|bf16 --iters N --verbose. Exit status 0 when every check
@@ -74,8 +85,10 @@ static struct {
     double max_seconds;
     long big;
     int expect_servers;
-} g_opt = {NULL, GS_PS_BSP, 2,  GS_UNSET, GS_DTYPE_F32, 40,     4, -1, 0, 0,
-           0,    NULL,      -1, 5,        60.0,         600011, -1};
+    int ahead_limit;
+    long hwm_mb;
+} g_opt = {NULL, GS_PS_BSP, 2,  GS_UNSET, GS_DTYPE_F32, 40,     4,  -1, 0, 0,
+           0,    NULL,      -1, 5,        60.0,         600011, -1, 2,  64};
 
 static gs_comm_t g_comm;
 static int g_world;
@@ -1078,18 +1091,162 @@ static int run_kill(gs_ps_t ps, const gs_ps_info_t *info)
 }
 
 /* ====================================================================== */
+/* ahead: a BSP worker that never pulls                                   */
+/* ====================================================================== */
+
+/* A "Key:   N kB" line of /proc/self/status, in kB; -1 when missing. */
+static long status_kb(const char *key)
+{
+    char line[256];
+    long kb = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+
+    while ((f != NULL) && (fgets(line, sizeof(line), f) != NULL)) {
+        if (strncmp(line, key, strlen(key)) == 0) {
+            kb = atol(line + strlen(key));
+        }
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    return kb;
+}
+
+/* Pull key 9 and check every element is @p want. */
+static int ahead_pull_check(gs_ps_t ps, float *out, size_t count, double want, const char *label)
+{
+    gs_ps_request_t r = GS_PS_REQUEST_NULL;
+    size_t bad = 0;
+
+    CHECK_OK(label, gs_ps_pull(ps, 9, out, count, GS_DTYPE_F32, &r));
+    CHECK_OK(label, gs_ps_wait(&r));
+    for (size_t j = 0; j < count; j++) {
+        if (((double)out[j] != want) && (bad++ < 3)) {
+            fail(label, "element %zu is %g, expected %g", j, (double)out[j], want);
+        }
+    }
+    if (bad == 0) {
+        pass(label);
+    }
+    return 0;
+}
+
+static int run_ahead(gs_ps_t ps, const gs_ps_info_t *info)
+{
+    const size_t count = (size_t)1 << 18; /* 1 MiB of f32, split over the servers */
+    const int ahead = 1;                  /* the rank that runs ahead */
+    const int K = g_opt.ahead_limit;
+    float *g = malloc(count * sizeof(float));
+    float *out = malloc(count * sizeof(float));
+    int64_t refused = -1; /* the clock of rank 1's refused push */
+    long hwm0;
+    long hwm1;
+
+    if ((g == NULL) || (out == NULL) || (info->nworkers < 2)) {
+        fail("ahead", "setup: needs 2 workers or more (rank 1 a worker)");
+        return -1;
+    }
+    for (size_t j = 0; j < count; j++) {
+        g[j] = 1.0f; /* lr 1: every applied push subtracts 1 */
+    }
+    CHECK_OK("ahead register", gs_ps_register(ps, 9, count, GS_DTYPE_F32, NULL));
+    hwm0 = status_kb("VmHWM:");
+    CHECK_OK("ahead barrier", gs_barrier(g_comm));
+    if (info->rank == ahead) {
+        gs_status_t st = GS_OK;
+        char err[600] = "";
+        char want[64];
+        int64_t i;
+
+        for (i = 0; i < g_opt.iters; i++) {
+            gs_ps_request_t r = GS_PS_REQUEST_NULL;
+
+            st = gs_ps_push(ps, 9, g, count, GS_DTYPE_F32, &r);
+            if (st == GS_OK) {
+                st = gs_ps_wait(&r);
+            }
+            if (st != GS_OK) {
+                snprintf(err, sizeof(err), "%s", gs_last_error());
+                break;
+            }
+            CHECK_OK("ahead clock", gs_ps_clock(ps));
+        }
+        printf("AHEAD rank=%d pushed=%lld status=%s err=%s\n", info->rank, (long long)i,
+               gs_status_name(st), err);
+        snprintf(want, sizeof(want), "limit %d", K);
+        if (st == GS_OK) {
+            fail("ahead refused", "%lld pushes and clocks without a pull were all taken",
+                 (long long)i);
+        } else if ((st != GS_ERR_INVALID_USAGE) || (i != K + 1) || !names_rank(err, ahead) ||
+                   (strstr(err, "key 9") == NULL) || (strstr(err, want) == NULL) ||
+                   (strstr(err, "pull") == NULL)) {
+            fail("ahead refused",
+                 "push of clock %lld got %s, expected GS_ERR_INVALID_USAGE at clock %d naming "
+                 "rank %d, key 9, the %s and saying to pull: %s",
+                 (long long)i, gs_status_name(st), K + 1, ahead, want, err);
+        } else {
+            pass("ahead refused");
+            refused = i;
+        }
+    }
+    /* Everyone learns where rank 1 stopped (and the servers have answered
+     * all of its pushes by then). */
+    CHECK_OK("ahead broadcast", gs_broadcast(g_comm, &refused, 1, GS_DTYPE_I64, ahead));
+    hwm1 = status_kb("VmHWM:");
+    printf("AHEAD rank=%d hwm_growth_kb=%ld\n", info->rank, hwm1 - hwm0);
+    if ((hwm0 < 0) || (hwm1 - hwm0 > g_opt.hwm_mb * 1024)) {
+        fail("ahead memory", "peak RSS grew by %ld kB (limit %ld MiB)", hwm1 - hwm0, g_opt.hwm_mb);
+    } else {
+        pass("ahead memory");
+    }
+    if (refused >= 0) {
+        /* The server kept serving: rounds 0 .. c-1 hold every worker's push,
+         * round c the others' only (rank 1's push of clock c was refused). */
+        const int64_t c = refused;
+        const double W = (double)info->nworkers;
+
+        if (info->rank == ahead) {
+            /* Pushed key 9 in clock c does not count: round c - 1. */
+            ahead_pull_check(ps, out, count, -W * (double)c, "ahead pull before clock");
+            CHECK_OK("ahead clock", gs_ps_clock(ps));
+        } else if (info->worker >= 0) {
+            for (int64_t i = 0; i <= c; i++) {
+                gs_ps_request_t r = GS_PS_REQUEST_NULL;
+
+                CHECK_OK("ahead catch-up push", gs_ps_push(ps, 9, g, count, GS_DTYPE_F32, &r));
+                CHECK_OK("ahead catch-up wait", gs_ps_wait(&r));
+                if (i < c) {
+                    /* A BSP loop pulls (round i): with more than one of
+                     * them, the catching-up workers stay together. */
+                    CHECK_OK("ahead catch-up pull",
+                             gs_ps_pull(ps, 9, out, count, GS_DTYPE_F32, &r));
+                    CHECK_OK("ahead catch-up wait", gs_ps_wait(&r));
+                }
+                CHECK_OK("ahead catch-up clock", gs_ps_clock(ps));
+            }
+        }
+        if (info->worker >= 0) {
+            ahead_pull_check(ps, out, count, -(W * (double)c + (W - 1.0)), "ahead pull after");
+        }
+    }
+    CHECK_OK("ahead barrier", gs_barrier(g_comm));
+    free(g);
+    free(out);
+    return 0;
+}
+
+/* ====================================================================== */
 /* main                                                                   */
 /* ====================================================================== */
 
 static void usage(void)
 {
-    fprintf(stderr,
-            "usage: ps_check exact|bound|badinput|rules|codec|kill [--consistency bsp|ssp|asp]\n"
-            "       [--staleness S] [--servers S] [--dtype f32|f64|f16|bf16] [--iters N]\n"
-            "       [--depth D] [--big N] [--slow-rank R --slow-ms M] [--expect-ahead]\n"
-            "       [--expect-violation] [--expect-servers S]\n"
-            "       [--codec fp16|int8] [--victim R --kill-after K] [--max-seconds S] "
-            "[--verbose]\n");
+    fprintf(stderr, "usage: ps_check exact|bound|badinput|rules|codec|kill|ahead\n"
+                    "       [--consistency bsp|ssp|asp] [--staleness S] [--servers S]\n"
+                    "       [--dtype f32|f64|f16|bf16] [--iters N] [--depth D] [--big N]\n"
+                    "       [--slow-rank R --slow-ms M] [--expect-ahead] [--expect-violation]\n"
+                    "       [--expect-servers S] [--codec fp16|int8] [--victim R --kill-after K]\n"
+                    "       [--max-seconds S] [--ahead-limit K] [--hwm-mb M] [--verbose]\n");
 }
 
 static int parse_args(int argc, char **argv)
@@ -1110,6 +1267,8 @@ static int parse_args(int argc, char **argv)
                                              {"victim", required_argument, NULL, 'v'},
                                              {"kill-after", required_argument, NULL, 'k'},
                                              {"max-seconds", required_argument, NULL, 'x'},
+                                             {"ahead-limit", required_argument, NULL, 'K'},
+                                             {"hwm-mb", required_argument, NULL, 'H'},
                                              {"verbose", no_argument, NULL, 'V'},
                                              {NULL, 0, NULL, 0}};
     int c;
@@ -1181,6 +1340,12 @@ static int parse_args(int argc, char **argv)
             break;
         case 'x':
             g_opt.max_seconds = atof(optarg);
+            break;
+        case 'K':
+            g_opt.ahead_limit = atoi(optarg);
+            break;
+        case 'H':
+            g_opt.hwm_mb = atol(optarg);
             break;
         case 'V':
             g_verbose = 1;
@@ -1264,6 +1429,8 @@ int main(int argc, char **argv)
         rc = run_badinput(ps, &info);
     } else if (strcmp(g_opt.mode, "kill") == 0) {
         rc = run_kill(ps, &info);
+    } else if (strcmp(g_opt.mode, "ahead") == 0) {
+        rc = run_ahead(ps, &info);
     } else {
         usage();
         rc = -1;

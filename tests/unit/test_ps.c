@@ -4,8 +4,12 @@
  * placement (src/ps/ps_shard.c, exhaustively over small worlds), the
  * control-message wire format (ps_wire.c: round trips, every field made
  * hostile, random bytes, checks against the shard), the update rules and
- * gradient sums (ps_rule.c, against a double-precision reference) and the
- * BSP / SSP predicates (ps_consistency.c, against their definitions).
+ * gradient sums (ps_rule.c, against a double-precision reference), the
+ * BSP / SSP predicates (ps_consistency.c, against their definitions), the
+ * BSP bound on pushes of later rounds (refused only past
+ * GS_PS_BSP_MAX_AHEAD, and never for simulated honest BSP loops), the
+ * staging arithmetic (ps_limits.c) and the merging of queued clocks
+ * (gs__ps_enqueue, on a bare handle).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,6 +25,8 @@
 #include "core/dtype.h"
 #include "gradsync/compress.h"
 #include "ps/ps_consistency.h"
+#include "ps/ps_impl.h"
+#include "ps/ps_limits.h"
 #include "ps/ps_rule.h"
 #include "ps/ps_shard.h"
 #include "ps/ps_wire.h"
@@ -721,6 +727,267 @@ static void test_ps_consistency_predicates(void **state)
     }
 }
 
+static void test_ps_consistency_bsp_push_kind(void **state)
+{
+    (void)state;
+    for (int64_t round = 0; round < 4; round++) {
+        for (int64_t clock = 0; clock < 9; clock++) {
+            for (int pushed = 0; pushed < 2; pushed++) {
+                for (unsigned kept = 0; kept <= GS_PS_BSP_MAX_AHEAD + 1; kept++) {
+                    for (int same = 0; same < 2; same++) {
+                        const gs__ps_bsp_push_t k =
+                            gs__ps_bsp_push_kind(clock, round, pushed, kept, same);
+                        gs__ps_bsp_push_t want;
+
+                        if ((clock < round) || ((clock == round) && pushed) ||
+                            ((clock > round) && same)) {
+                            want = GS_PS_BSP_TWICE;
+                        } else if (clock == round) {
+                            want = GS_PS_BSP_ADD;
+                        } else {
+                            want = (kept < GS_PS_BSP_MAX_AHEAD) ? GS_PS_BSP_KEEP : GS_PS_BSP_AHEAD;
+                        }
+                        assert_int_equal(k, want);
+                    }
+                }
+            }
+        }
+    }
+    /* One round of slack beyond what the model allows an honest worker. */
+    assert_true(GS_PS_BSP_MAX_AHEAD >= 2);
+}
+
+/*
+ * A BSP server and workers with instant messages, as in ps_server.c (rounds
+ * advance by gs__ps_bsp_blocker, pushes go by gs__ps_bsp_push_kind, a pull
+ * is answered once its round is applied): honest loops, interleaved at
+ * random, must never be refused and must keep at most @p want_max pushes
+ * per worker and shard. Loops: 0 "pull A, push A, clock"; 1 "push A, pull
+ * A, clock"; 2 "push A, pull B, clock" (A and B on different shards, B
+ * never pushed: pulling any key bounds a worker).
+ */
+/* Advance a simulated shard while its round is complete; kept pushes join
+ * the round that opens, as bsp_advance does. */
+static void sim_advance(int64_t *round, uint8_t *pushed, int64_t (*kept)[8], unsigned *nkept,
+                        const int64_t *wclock, int nworkers)
+{
+    while (gs__ps_bsp_blocker(pushed, wclock, nworkers, *round) < 0) {
+        (*round)++;
+        memset(pushed, 0, (size_t)nworkers);
+        for (int v = 0; v < nworkers; v++) {
+            unsigned j = 0;
+
+            for (unsigned i = 0; i < nkept[v]; i++) {
+                if (kept[v][i] == *round) {
+                    pushed[v] = 1;
+                } else {
+                    kept[v][j++] = kept[v][i];
+                }
+            }
+            nkept[v] = j;
+        }
+    }
+}
+
+static void bsp_simulate(int loop, int nworkers, unsigned seed, unsigned want_max)
+{
+    enum { NW = 4, ITERS = 30 };
+    int64_t wclock[NW] = {0};
+    int64_t round[2] = {0, 0};
+    uint8_t pushed[2][NW];
+    int64_t kept[2][NW][8];
+    unsigned nkept[2][NW];
+    int step[NW] = {0};
+    unsigned max_kept = 0;
+
+    memset(pushed, 0, sizeof(pushed));
+    memset(nkept, 0, sizeof(nkept));
+    for (;;) {
+        int ready[NW];
+        int nready = 0;
+        int w;
+
+        /* The workers whose next step can run (a pull waits for its round). */
+        for (w = 0; w < nworkers; w++) {
+            const int is_pull = (loop == 0) ? (step[w] == 0) : (step[w] == 1);
+            const int s = (loop == 2) ? 1 : 0;
+
+            if (wclock[w] >= ITERS) {
+                continue;
+            }
+            if (is_pull && (round[s] <= gs__ps_pull_round(wclock[w], loop == 1))) {
+                continue;
+            }
+            ready[nready++] = w;
+        }
+        if (nready == 0) {
+            break;
+        }
+        seed = seed * 1103515245u + 12345u;
+        w = ready[(seed >> 16) % (unsigned)nready];
+        if (((loop == 0) && (step[w] == 1)) || ((loop != 0) && (step[w] == 0))) {
+            const gs__ps_bsp_push_t k = gs__ps_bsp_push_kind(wclock[w], round[0], pushed[0][w],
+                                                             nkept[0][w], 0 /* once a clock */);
+
+            assert_true((k == GS_PS_BSP_ADD) || (k == GS_PS_BSP_KEEP));
+            if (k == GS_PS_BSP_ADD) {
+                pushed[0][w] = 1;
+            } else {
+                kept[0][w][nkept[0][w]++] = wclock[w];
+                max_kept = (nkept[0][w] > max_kept) ? nkept[0][w] : max_kept;
+            }
+        } else if (step[w] == 2) {
+            wclock[w]++;
+        }
+        step[w] = (step[w] + 1) % 3;
+        for (int s = 0; s < 2; s++) {
+            sim_advance(&round[s], pushed[s], kept[s], nkept[s], wclock, nworkers);
+        }
+    }
+    /* Nobody is stuck: every worker finished its clocks. */
+    for (int w = 0; w < nworkers; w++) {
+        assert_true(wclock[w] == ITERS);
+    }
+    assert_true(max_kept <= want_max);
+}
+
+static void test_ps_consistency_bsp_honest_loops(void **state)
+{
+    (void)state;
+    for (int nw = 1; nw <= 4; nw++) {
+        for (unsigned seed = 1; seed <= 200; seed++) {
+            bsp_simulate(0, nw, seed, 0);
+            bsp_simulate(1, nw, seed, 0);
+            bsp_simulate(2, nw, seed, 1);
+        }
+    }
+}
+
+/* ====================================================================== */
+/* Limits                                                                 */
+/* ====================================================================== */
+
+static void test_ps_limits_stage_cap(void **state)
+{
+    static const size_t shard_caps[] = {2, 8, 63, 64, 65, 100, 4096, 65537, (size_t)2 << 20};
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(shard_caps) / sizeof(shard_caps[0]); i++) {
+        const size_t sc = shard_caps[i];
+        const size_t step = (sc > 5000) ? sc / 997 : 1;
+
+        for (size_t need = 1; need <= sc; need += step) {
+            const size_t cap = gs__ps_stage_cap(need, sc);
+
+            assert_true(cap >= need);
+            if (2 * need >= sc) {
+                assert_true(cap == sc); /* full-size pushes share one pool size */
+            } else {
+                /* Never a whole shard for a small payload: at most twice it. */
+                assert_true(cap <= ((need < GS_PS_STAGE_MIN) ? GS_PS_STAGE_MIN : 2 * need));
+                assert_true((cap & (cap - 1)) == 0);
+            }
+        }
+        assert_true(gs__ps_stage_cap(sc + 1, sc) == sc + 1);
+    }
+    /* The header flood of the audit: 64 announced bytes of a 2 MiB shard. */
+    assert_true(gs__ps_stage_cap(64, (size_t)2 << 20) == 64);
+}
+
+static void test_ps_limits_stage_budget(void **state)
+{
+    (void)state;
+    assert_true(gs__ps_stage_budget(0) == GS_PS_EAGER_BYTES);
+    assert_true(gs__ps_stage_budget(100) == GS_PS_EAGER_BYTES);
+    assert_true(gs__ps_stage_budget((size_t)1 << 20) == (size_t)2 << 20);
+    assert_true(gs__ps_stage_budget((size_t)-1) == (size_t)-1);
+    /* Admission: under the op count and the bytes, without overflow. */
+    assert_true(gs__ps_stage_admit(0, 0, 100, 100));
+    assert_false(gs__ps_stage_admit(0, 1, 100, 100));
+    assert_true(gs__ps_stage_admit(GS_PS_STAGE_OPS - 1, 0, 1, 100));
+    assert_false(gs__ps_stage_admit(GS_PS_STAGE_OPS, 0, 1, 100));
+    assert_false(gs__ps_stage_admit(0, 200, 1, 100)); /* over already: never wraps */
+    assert_false(gs__ps_stage_admit(0, 1, (size_t)-1, 100));
+    /* Filling up: at most the budget is ever admitted. */
+    {
+        size_t bytes = 0;
+        size_t ops = 0;
+
+        while (gs__ps_stage_admit(ops, bytes, 4096, 100000)) {
+            bytes += 4096;
+            ops++;
+        }
+        assert_true(bytes <= 100000);
+        assert_true((bytes + 4096 > 100000) || (ops == GS_PS_STAGE_OPS));
+    }
+}
+
+/* ====================================================================== */
+/* The server queue                                                       */
+/* ====================================================================== */
+
+static gs__ps_op_t *queued_op(gs__ps_op_type_t type, int worker, int64_t clock)
+{
+    gs__ps_op_t *op = calloc(1, sizeof(*op));
+
+    assert_non_null(op);
+    op->type = type;
+    op->worker = worker;
+    op->src = worker;
+    op->clock = clock;
+    return op;
+}
+
+static void test_ps_enqueue_merges_clocks(void **state)
+{
+    struct gs_ps *ps = calloc(1, sizeof(*ps));
+    const gs__ps_op_t *op;
+    int n = 0;
+
+    (void)state;
+    assert_non_null(ps);
+    pthread_mutex_init(&ps->q_mu, NULL);
+    pthread_cond_init(&ps->q_cv, NULL);
+    ps->roles.nworkers = 2;
+    ps->held.q_clock = calloc(2, sizeof(*ps->held.q_clock));
+    assert_non_null(ps->held.q_clock);
+    /* Worker 0: clocks 1, 2, 3 merge into one op; a push ends the run. */
+    for (int64_t c = 1; c <= 3; c++) {
+        gs__ps_enqueue(ps, queued_op(GS_PS_OP_CLOCK, 0, c));
+    }
+    gs__ps_enqueue(ps, queued_op(GS_PS_OP_CLOCK, 1, 1)); /* another worker's: its own */
+    gs__ps_enqueue(ps, queued_op(GS_PS_OP_CLOCK, 0, 4)); /* worker 1 between: still merges */
+    gs__ps_enqueue(ps, queued_op(GS_PS_OP_PUSH, 0, 4));
+    gs__ps_enqueue(ps, queued_op(GS_PS_OP_CLOCK, 0, 5)); /* after the push: a new op */
+    gs__ps_enqueue(ps, queued_op(GS_PS_OP_CLOCK, 0, 7)); /* not consecutive: kept apart */
+    for (int64_t c = 8; c <= 100000; c++) {
+        gs__ps_enqueue(ps, queued_op(GS_PS_OP_CLOCK, 0, c)); /* a flood costs one op */
+    }
+    for (op = ps->q_head; op != NULL; op = op->next) {
+        n++;
+    }
+    assert_int_equal(n, 5);
+    op = ps->q_head;
+    assert_true((op->type == GS_PS_OP_CLOCK) && (op->worker == 0) && (op->clock == 1) &&
+                (op->clock_to == 4));
+    op = op->next;
+    assert_true((op->worker == 1) && (op->clock == 1) && (op->clock_to == 1));
+    op = op->next;
+    assert_true(op->type == GS_PS_OP_PUSH);
+    op = op->next;
+    assert_true((op->clock == 5) && (op->clock_to == 5));
+    op = op->next;
+    assert_true((op->clock == 7) && (op->clock_to == 100000));
+    assert_ptr_equal(ps->held.q_clock[0], op);
+    gs__ps_queue_discard(ps); /* frees them */
+    assert_null(ps->q_head);
+    assert_null(ps->held.q_clock[0]);
+    free(ps->held.q_clock);
+    pthread_cond_destroy(&ps->q_cv);
+    pthread_mutex_destroy(&ps->q_mu);
+    free(ps);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -737,6 +1004,11 @@ int main(void)
         cmocka_unit_test(test_ps_rule_callback),
         cmocka_unit_test(test_ps_accumulate),
         cmocka_unit_test(test_ps_consistency_predicates),
+        cmocka_unit_test(test_ps_consistency_bsp_push_kind),
+        cmocka_unit_test(test_ps_consistency_bsp_honest_loops),
+        cmocka_unit_test(test_ps_limits_stage_cap),
+        cmocka_unit_test(test_ps_limits_stage_budget),
+        cmocka_unit_test(test_ps_enqueue_merges_clocks),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
