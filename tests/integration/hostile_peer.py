@@ -26,9 +26,11 @@
                                             real rank 1 has connected, sends it a DATA frame
                                             announcing a BYTES-long message, then --stream
                                             bytes of it (64 KiB), and holds the socket S s
-  hostile_peer.py rank0 PORT --zero N [--hold S]
+  hostile_peer.py rank0 PORT --zero N [--pause-at K --pause P] [--hold S]
                                             the same fake rank 0, sending N zero-length DATA
-                                            frames (messages 0..N-1 with a tag nobody receives)
+                                            frames (messages 0..N-1 with a tag nobody receives);
+                                            with --pause-at, it prints "RANK0 paused" after K
+                                            of them and waits P s before the rest
   hostile_peer.py rank0 PORT --overlap [--hold S]
                                             the same, sending a 64-byte message as two chunks
                                             that both cover bytes 0..31 (a hole at 32..63)
@@ -36,6 +38,7 @@
 Each mode prints "TRIED <what>" per attempt and "SUMMARY tried=N" at the end;
 exit status 0 unless the client itself could not run.
 """
+import array
 import hashlib
 import hmac
 import os
@@ -344,17 +347,38 @@ def recv_exact(s, n):
     return b
 
 
-def send_zero_flood(s0, n):
-    """n zero-length DATA frames, messages 0..n-1, with a point-to-point tag nobody receives."""
+def zero_frames(seq0, k, tag):
+    """k zero-length DATA frames, messages seq0..seq0+k-1, built at C speed: copies of one
+    frame, then every byte of the sequence field written with one strided slice, so
+    the sender is never what limits a flood (it sends millions a second)."""
+    one = frame(1, 0, tag, 0, 0, 0)
+    buf = bytearray(one * k)
+    seqs = array.array("Q", range(seq0, seq0 + k))
+    if sys.byteorder != "little":
+        seqs.byteswap()
+    raw = seqs.tobytes()
+    for b in range(8):
+        buf[8 + b::len(one)] = raw[b::8]
+    return bytes(buf)
+
+
+def send_zero_flood(s0, n, pause_at=None, pause=0.0):
+    """n zero-length DATA frames, messages 0..n-1, with a point-to-point tag nobody receives;
+    with pause_at, "RANK0 paused" after that many and a pause of that many seconds (rank 1
+    then holds them all while it waits: what it does meanwhile is the point)."""
     note("rank0: %d zero-length DATA frames to rank 1" % n)
     tag = (1 << 63) | 0x7777
     sent = 0
     t0 = time.time()
     try:
         while sent < n:
-            k = min(4096, n - sent)
-            s0.sendall(b"".join(frame(1, seq, tag, 0, 0, 0) for seq in range(sent, sent + k)))
+            end = n if (pause_at is None or sent >= pause_at) else pause_at
+            k = min(1 << 16, end - sent)
+            s0.sendall(zero_frames(sent, k, tag))
             sent += k
+            if sent == pause_at:
+                print("RANK0 paused after %d frames for %.1f s" % (sent, pause), flush=True)
+                time.sleep(pause)
     except OSError as e:
         print("  frames: %s after %d frames" % (e, sent), flush=True)
     print("RANK0 sent %d zero-length frames in %.1f s" % (sent, time.time() - t0), flush=True)
@@ -371,7 +395,7 @@ def send_overlap(s0):
         print("  frames: %s" % e, flush=True)
 
 
-def mode_rank0(port, total, hold, stream, zero=None, overlap=False):
+def mode_rank0(port, total, hold, stream, zero=None, overlap=False, pause_at=None, pause=0.0):
     """Fake rank 0: rendezvous, then accept rank 1's sockets and send a huge DATA frame
     (or zero-length ones, or overlapping chunks)."""
     tl = socket.socket()
@@ -411,7 +435,7 @@ def mode_rank0(port, total, hold, stream, zero=None, overlap=False):
     conns.sort()
     s0 = conns[0][1]
     if zero is not None:
-        send_zero_flood(s0, zero)
+        send_zero_flood(s0, zero, pause_at, pause)
         rank0_hold(s0, hold)
         for _, s in conns:
             s.close()
@@ -494,6 +518,7 @@ def main(argv):
             mode_flood(argv[2], int(argv[3]), int(argv[4]), float(argv[5]))
         elif m == "rank0":
             total, hold, stream, zero, overlap = 1 << 40, 5.0, 65536, None, False
+            pause_at, pause = None, 0.0
             rest = argv[3:]
             while rest:
                 if rest[0] == "--overlap":
@@ -508,8 +533,12 @@ def main(argv):
                     stream = int(rest[1])
                 elif rest[0] == "--zero":
                     zero = int(rest[1])
+                elif rest[0] == "--pause-at":
+                    pause_at = int(rest[1])
+                elif rest[0] == "--pause":
+                    pause = float(rest[1])
                 rest = rest[2:]
-            mode_rank0(int(argv[2]), total, hold, stream, zero, overlap)
+            mode_rank0(int(argv[2]), total, hold, stream, zero, overlap, pause_at, pause)
         else:
             print(__doc__, file=sys.stderr)
             return 2

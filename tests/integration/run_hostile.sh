@@ -31,12 +31,16 @@
 #               fails with GS_ERR_PROTOCOL naming peer 0 and the limit, its
 #               peak RSS grows by less than 64 MiB, and it does not crash.
 #   flood       the same fake rank 0 sends 1,100,000 zero-length DATA frames
-#               no receive matches: every message held costs GS_TCP_MSG_COST
-#               (256 B) against the 8 GiB budget and at most 2^20 are held
-#               (tcp_conn.h). Then (flood_overlap) a 64-byte message as two
-#               chunks that both cover bytes 0..31. Pass: rank 1 fails with
+#               (built at C speed, so the sender never limits it) that no
+#               receive matches: every message held costs GS_TCP_MSG_COST
+#               (512 B) against the 8 GiB budget and at most 2^20 are held
+#               (tcp_conn.h), while rank 1's diagnosis probes the held ones
+#               on every wake-up (each probe found through the match index,
+#               not by a walk: test_tcp_held counts the keys looked at).
+#               Then (flood_overlap) a 64-byte message as two chunks that
+#               both cover bytes 0..31. Pass: rank 1 fails with
 #               GS_ERR_PROTOCOL naming peer 0 and the bound (the chunk plan),
-#               its peak RSS grows by at most 2^20 x 256 B + 32 MiB (overlap:
+#               its peak RSS grows by at most 2^20 x 512 B + 32 MiB (overlap:
 #               64 MiB), and it does not crash.
 # usage: run_hostile.sh COLL_CHECK TRIAL_CHECK [CASE...]   (KEEP=1 keeps the logs)
 # Prints what was tried and what survived; exit status 1 when any case failed.
@@ -181,6 +185,18 @@ rank0_case() {
     rpid=$LASTPID
     EXTRA_ENV=()
     PROG=$COLL
+    local idle=
+    if [ -n "${IDLE_CPU_MAX_MS:-}" ]; then
+        # CPU rank 1 burns from 1 s to 3 s after the fake rank 0 paused its flood: holding
+        # what it sent, waiting, and probing it on every wake-up (diagnosis).
+        local c1 c2
+        wait_line "$TMP/$name.client.log" '^RANK0 paused' 30
+        sleep 1
+        c1=$(cpu_ms "$rpid")
+        sleep 2
+        c2=$(cpu_ms "$rpid")
+        idle=$((c2 - c1))
+    fi
     wait_rank "$rpid" 60
     local rc=$RC
     wait_rank "$cpid" 30
@@ -191,6 +207,10 @@ rank0_case() {
     echo "  $name ($args${*:+; $*}): rank 1 got ${st:-nothing}," \
         "peak RSS ${before:-?} -> ${hwm:-?} kB, exit $rc: $err"
     grep -h '^RANK0' "$TMP/$name.client.log" | sed 's/^/    /'
+    if [ -n "${IDLE_CPU_MAX_MS:-}" ]; then
+        echo "    rank 1 used ${idle:-?} ms of CPU in 2 s of waiting (at most $IDLE_CPU_MAX_MS)"
+        if [ -z "$idle" ] || [ "$idle" -gt "$IDLE_CPU_MAX_MS" ]; then ok=0; fi
+    fi
     if [ "$st" != GS_ERR_PROTOCOL ] && [ "$st" != GS_ERR_PEER_FAILED ]; then ok=0; fi
     printf '%s' "$err" | grep -q -- "$needle" || ok=0
     printf '%s' "$err" | grep -qiE '(peer|rank) 0' || ok=0
@@ -199,7 +219,7 @@ rank0_case() {
     if [ "$ok" -eq 1 ]; then
         pass "$name: refused with $st naming peer 0 and '$needle'; RSS +$((hwm - before)) kB"
     else
-        fail "$name: expected GS_ERR_PROTOCOL naming peer 0 and '$needle', RSS growth <= $maxkb kB"
+        fail "$name: expected GS_ERR_PROTOCOL naming peer 0 and '$needle', RSS growth <= $maxkb kB${IDLE_CPU_MAX_MS:+, <= $IDLE_CPU_MAX_MS ms of CPU while waiting}"
         dump_logs "$name"
     fi
 }
@@ -211,10 +231,22 @@ case_overlimit() {
         "--total $((3 << 30)) --stream $((256 << 20)) --hold 6" GS_MAX_MESSAGE_BYTES=1M
 }
 
+# cpu_ms PID : user + system CPU time of PID so far, in milliseconds.
+cpu_ms() {
+    local tck
+    tck=$(getconf CLK_TCK)
+    awk -v t="$tck" '{ sub(/^.*\) /, ""); print int(($12 + $13) * 1000 / t) }' "/proc/$1/stat" \
+        2>/dev/null
+}
+
 # No heartbeat: the fake rank 0 sends none, and a silent moment must not decide the case.
+# flood_zero pauses with 1,048,000 messages held: while it waits, rank 1 must use almost
+# no CPU (every probe of its diagnosis walked all held messages before the match index:
+# about 100% of a core here, for as long as the peer holds them).
 case_flood() {
-    rank0_case flood_zero 'the limit is 1048576 messages' $(((256 + 32) << 10)) 60000 \
-        "--zero 1100000 --hold 30" GS_HEARTBEAT_MS=0
+    IDLE_CPU_MAX_MS=400 rank0_case flood_zero 'the limit is 1048576 messages' \
+        $(((512 + 32) << 10)) 60000 "--zero 1100000 --pause-at 1048000 --pause 4 --hold 30" \
+        GS_HEARTBEAT_MS=0
     rank0_case flood_overlap 'its sender cuts it into' 65536 10000 "--overlap --hold 6" \
         GS_HEARTBEAT_MS=0
 }

@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,22 +84,64 @@ void gs__tcp_posted_unlink(gs_tp_t *tp, struct gs_tp_req *r)
 
 void gs__tcp_unexp_unlink(gs_tp_t *tp, gs__tcp_inmsg_t *m)
 {
-    if (!m->in_unexp) {
+    gs__match_remove(&tp->unexp, &m->ue);
+}
+
+static uint64_t active_hash(const gs_tp_t *tp, int peer, uint64_t seq)
+{
+    return gs__htab_hash(&tp->active, seq, (uint64_t)peer);
+}
+
+gs_status_t gs__tcp_active_add(gs_tp_t *tp, gs__tcp_inmsg_t *m)
+{
+    gs__tcp_peer_t *p = &tp->peers[m->peer];
+
+    if (gs__htab_insert(&tp->active, &m->anode, active_hash(tp, m->peer, m->seq)) != GS_OK) {
+        return GS_ERR_NO_MEMORY;
+    }
+    m->prev = NULL;
+    m->next = p->active;
+    if (p->active != NULL) {
+        p->active->prev = m;
+    }
+    p->active = m;
+    m->in_active = true;
+    return GS_OK;
+}
+
+void gs__tcp_active_unlink(gs_tp_t *tp, gs__tcp_inmsg_t *m)
+{
+    gs__tcp_peer_t *p = &tp->peers[m->peer];
+
+    if (!m->in_active) {
         return;
     }
-    if (m->uprev != NULL) {
-        m->uprev->unext = m->unext;
+    gs__htab_remove(&tp->active, &m->anode);
+    if (m->prev != NULL) {
+        m->prev->next = m->next;
     } else {
-        tp->unexp_head = m->unext;
+        p->active = m->next;
     }
-    if (m->unext != NULL) {
-        m->unext->uprev = m->uprev;
-    } else {
-        tp->unexp_tail = m->uprev;
+    if (m->next != NULL) {
+        m->next->prev = m->prev;
     }
-    m->unext = NULL;
-    m->uprev = NULL;
-    m->in_unexp = false;
+    m->next = NULL;
+    m->prev = NULL;
+    m->in_active = false;
+}
+
+gs__tcp_inmsg_t *gs__tcp_active_find(gs_tp_t *tp, int peer, uint64_t seq)
+{
+    const uint64_t h = active_hash(tp, peer, seq);
+
+    for (gs__hnode_t *n = gs__htab_first(&tp->active, h); n != NULL; n = gs__htab_next(n)) {
+        gs__tcp_inmsg_t *m = (gs__tcp_inmsg_t *)((char *)n - offsetof(gs__tcp_inmsg_t, anode));
+
+        if ((m->peer == peer) && (m->seq == seq)) {
+            return m;
+        }
+    }
+    return NULL;
 }
 
 void gs__tcp_msg_free_buf(gs_tp_t *tp, gs__tcp_inmsg_t *m)
@@ -115,6 +158,7 @@ void gs__tcp_msg_free_buf(gs_tp_t *tp, gs__tcp_inmsg_t *m)
 void gs__tcp_msg_free(gs_tp_t *tp, gs__tcp_inmsg_t *m)
 {
     gs__tcp_unexp_unlink(tp, m);
+    gs__tcp_active_unlink(tp, m);
     free(m->buf);
     tp->unexp_bytes -= m->charged;
     tp->unexp_msgs--;
@@ -393,7 +437,6 @@ static void peer_fail_quiet(gs_tp_t *tp, int peer, gs_status_t status, const cha
     while (p->active != NULL) {
         gs__tcp_inmsg_t *m = p->active;
 
-        p->active = m->next;
         if (m->req != NULL) {
             m->req->msg = NULL;
             gs__tcp_req_fail_ref(tp, m->req, status, why);

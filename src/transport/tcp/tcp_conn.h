@@ -37,6 +37,8 @@
 #include "core/socket.h"
 #include "transport/shm/shm_seg.h"
 #include "transport/tcp/tcp_tls.h"
+#include "core/htab.h"
+#include "transport/match.h"
 #include "transport/tcp/tcp_wire.h"
 #include "transport/transport.h"
 
@@ -52,17 +54,20 @@
  * gs__tcp_inmsg_t and allocator overhead, rounded up), and an unexpected
  * one its payload too, against the byte budget (gs_tp_t.unexp_max, default
  * GS_TCP_UNEXP_MAX): so zero-length and never-finished messages are not
- * free. The count bound (gs_tp_t.unexp_max_msgs, default
- * GS_TCP_UNEXP_MAX_MSGS) is for CPU, not memory: a probe and every irecv
- * walk the unexpected list, and every further chunk the peer's started
- * messages, so 2^20 held messages keep one walk to milliseconds, while the
- * byte budget alone would allow 2^25. Collectives hold a few messages per
+ * free. No work per frame grows with what is held: a probe and an irecv
+ * find the first matching message through the match index
+ * (transport/match.h), a further chunk finds its message by (peer, seq) in
+ * tp->active, and a finished message leaves its peer's doubly linked list
+ * of started ones in O(1). The count bound (gs_tp_t.unexp_max_msgs,
+ * default GS_TCP_UNEXP_MAX_MSGS) is a second, simpler bound on memory
+ * (2^20 x GS_TCP_MSG_COST = 512 MiB) below what the byte budget alone
+ * would allow (2^24 empty messages). Collectives hold a few messages per
  * peer, so only a sender that gets 2^20 messages ahead of its receiver's
  * receives meets the bound.
  */
 #define GS_TCP_UNEXP_MAX (8ull << 30)
 #define GS_TCP_UNEXP_MAX_MSGS (1ull << 20)
-#define GS_TCP_MSG_COST 256u
+#define GS_TCP_MSG_COST 512u
 /* iovec entries per sendmsg. */
 #define GS_TCP_IOV_MAX 64
 /* Syscalls one socket may make per progress pass (fairness between sockets). */
@@ -110,9 +115,10 @@ typedef struct gs__tcp_frame {
 
 /* A message being received, or held because no receive matched it yet. */
 typedef struct gs__tcp_inmsg {
-    struct gs__tcp_inmsg *next;  /* the peer's list of started messages */
-    struct gs__tcp_inmsg *unext; /* the unexpected list, arrival order */
-    struct gs__tcp_inmsg *uprev;
+    gs__match_entry_t ue;       /* first: held unexpected (tp->unexp, transport/match.h) */
+    struct gs__tcp_inmsg *next; /* the peer's list of started messages */
+    struct gs__tcp_inmsg *prev;
+    gs__hnode_t anode;     /* started messages by (peer, seq): tp->active */
     struct gs_tp_req *req; /* bound receive, or NULL */
     uint8_t *buf;          /* malloc'd copy for DEST_UNEXP (NULL when total is 0) */
     uint64_t seq;
@@ -124,7 +130,7 @@ typedef struct gs__tcp_inmsg {
     uint32_t parts;   /* bit i: chunk i of its chunk plan (tcp_wire.h) has started */
     int peer;
     gs__tcp_dest_t dest;
-    bool in_unexp;
+    bool in_active; /* on its peer's list of started messages and in tp->active */
     bool complete;
 } gs__tcp_inmsg_t;
 
@@ -231,8 +237,8 @@ struct gs_tp {
     struct gs_tp_req *posted_head;
     struct gs_tp_req *posted_tail;
     struct gs_tp_req *all;
-    gs__tcp_inmsg_t *unexp_head;
-    gs__tcp_inmsg_t *unexp_tail;
+    gs__match_index_t unexp; /* held unexpected messages, by arrival and by match key */
+    gs__htab_t active;       /* every peer's started messages, by (peer, seq) */
     /* What peers make this rank hold (tcp_recv.c msg_start): unexp_bytes
      * charged (GS_TCP_MSG_COST per message plus the payload of unexpected
      * ones) and unexp_msgs, counting every message started and not yet
@@ -285,12 +291,20 @@ static inline const char *gs__tcp_peer_why(const gs_tp_t *tp, const gs__tcp_peer
 void gs__tcp_conn_close(gs_tp_t *tp, gs__tcp_conn_t *c);
 /* Unlink a receive from the posted list. */
 void gs__tcp_posted_unlink(gs_tp_t *tp, struct gs_tp_req *r);
-/* Unlink a message from the unexpected list (no-op when not on it). */
+/* Unlink a message from the unexpected index (no-op when not in it). */
 void gs__tcp_unexp_unlink(gs_tp_t *tp, gs__tcp_inmsg_t *m);
+/* Put a started message on its peer's list of started messages and in
+ * tp->active. @return GS_OK; GS_ERR_NO_MEMORY (nothing changed). */
+gs_status_t gs__tcp_active_add(gs_tp_t *tp, gs__tcp_inmsg_t *m);
+/* Take a message off them (no-op when it is not on them), in O(1). */
+void gs__tcp_active_unlink(gs_tp_t *tp, gs__tcp_inmsg_t *m);
+/* The started message @p seq of @p peer, or NULL. */
+gs__tcp_inmsg_t *gs__tcp_active_find(gs_tp_t *tp, int peer, uint64_t seq);
 /* Free a held message's payload copy and release its charge (the message
  * itself stays, charged GS_TCP_MSG_COST; no-op without a copy). */
 void gs__tcp_msg_free_buf(gs_tp_t *tp, gs__tcp_inmsg_t *m);
-/* Unlink and free a message and its held bytes, releasing all it was charged. */
+/* Unlink a message from everything it is on and free it and its held bytes,
+ * releasing all it was charged. */
 void gs__tcp_msg_free(gs_tp_t *tp, gs__tcp_inmsg_t *m);
 /* The peer said goodbye on every socket: fail it quietly (INFO, not WARN). */
 void gs__tcp_peer_left(gs_tp_t *tp, int peer);

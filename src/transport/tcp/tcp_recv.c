@@ -77,12 +77,8 @@ void gs__tcp_recv_post(gs_tp_t *tp, struct gs_tp_req *req)
         return;
     }
 
-    for (m = tp->unexp_head; m != NULL; m = m->unext) {
-        if (((req->peer == GS_ANY_SOURCE) || (req->peer == m->peer)) &&
-            tags_match(m->tag, req->tag)) {
-            break;
-        }
-    }
+    m = (gs__tcp_inmsg_t *)gs__match_find(&tp->unexp, req->peer, req->peer == GS_ANY_SOURCE,
+                                          req->tag & GS_TP_TAG_MATCH_MASK);
     if (m != NULL) {
         gs__tcp_unexp_unlink(tp, m);
         if (!bind_ok(tp, req, m->peer, m->tag, m->total)) {
@@ -139,21 +135,24 @@ gs_status_t gs__tcp_recv_probe(gs_tp_t *tp, int peer, uint64_t tag, int *found_o
         gs__error_copy_in(tp->down_reason);
         return tp->down_status;
     }
-    /* The same scan as gs__tcp_recv_post, so the message found is the one
+    /* The same lookup as gs__tcp_recv_post, so the message found is the one
      * an irecv posted next would take. */
-    for (m = tp->unexp_head; m != NULL; m = m->unext) {
-        if (((peer == GS_ANY_SOURCE) || (peer == m->peer)) && tags_match(m->tag, tag)) {
-            *found_out = 1;
-            comp_out->status = GS_OK;
-            comp_out->peer = m->peer;
-            comp_out->tag = m->tag;
-            comp_out->nbytes = (size_t)m->total;
-            return GS_OK;
-        }
+    m = (const gs__tcp_inmsg_t *)gs__match_find(&tp->unexp, peer, peer == GS_ANY_SOURCE,
+                                                tag & GS_TP_TAG_MATCH_MASK);
+    if (m != NULL) {
+        *found_out = 1;
+        comp_out->status = GS_OK;
+        comp_out->peer = m->peer;
+        comp_out->tag = m->tag;
+        comp_out->nbytes = (size_t)m->total;
+        return GS_OK;
     }
-    for (int p = 0; p < tp->size; p++) {
-        if ((p != tp->rank) && ((peer == GS_ANY_SOURCE) || (peer == p)) &&
-            (tp->peers[p].fail_status != GS_OK)) {
+    if ((peer != GS_ANY_SOURCE) && (tp->peers[peer].fail_status != GS_OK)) {
+        gs__error_copy_in(tp->peers[peer].reason);
+        return tp->peers[peer].fail_status;
+    }
+    for (int p = 0; (peer == GS_ANY_SOURCE) && (tp->nfailed > 0) && (p < tp->size); p++) {
+        if ((p != tp->rank) && (tp->peers[p].fail_status != GS_OK)) {
             gs__error_copy_in(tp->peers[p].reason);
             return tp->peers[p].fail_status;
         }
@@ -221,14 +220,16 @@ static bool chunk_part(gs_tp_t *tp, int peer, const gs__tcp_frame_hdr_t *h, unsi
 }
 
 /* What a held message is charged covers what holding it takes. */
-_Static_assert(sizeof(gs__tcp_inmsg_t) + 4 * sizeof(size_t) <= GS_TCP_MSG_COST,
-               "GS_TCP_MSG_COST covers a message and its allocator overhead");
+_Static_assert(sizeof(gs__tcp_inmsg_t) + 2 * sizeof(size_t) + GS_MATCH_ENTRY_OVERHEAD +
+                       4 * sizeof(void *) <=
+                   GS_TCP_MSG_COST,
+               "GS_TCP_MSG_COST covers a message, its allocator overhead, its match keys and "
+               "its slots in the indexes");
 _Static_assert(GS_TCP_MAX_SOCKS <= 32, "gs__tcp_inmsg_t.parts has a bit per chunk");
 
 /* A new message (seq == recv_seq) from peer: bind it to a receive or hold it. */
 static gs__tcp_inmsg_t *msg_start(gs_tp_t *tp, int peer, const gs__tcp_frame_hdr_t *h)
 {
-    gs__tcp_peer_t *p = &tp->peers[peer];
     gs__tcp_dest_t dest = GS_TCP_DEST_UNEXP;
     uint64_t cost = GS_TCP_MSG_COST;
     struct gs_tp_req *r = NULL;
@@ -294,15 +295,31 @@ static gs__tcp_inmsg_t *msg_start(gs_tp_t *tp, int peer, const gs__tcp_frame_hdr
             return NULL;
         }
     }
-    tp->unexp_bytes += cost;
-    tp->unexp_msgs++;
-    m->charged = cost;
     m->parts = 1u << part;
     m->peer = peer;
     m->seq = h->seq;
     m->tag = h->tag;
     m->total = h->total_len;
     m->dest = dest;
+    if (gs__tcp_active_add(tp, m) != GS_OK) {
+        free(m->buf);
+        free(m);
+        gs__tcp_peer_fail(tp, peer, GS_ERR_NO_MEMORY, "out of memory for a message from peer %d",
+                          peer);
+        return NULL;
+    }
+    if ((r == NULL) && (dest == GS_TCP_DEST_UNEXP) &&
+        (gs__match_add(&tp->unexp, &m->ue, peer, h->tag & GS_TP_TAG_MATCH_MASK) != GS_OK)) {
+        gs__tcp_active_unlink(tp, m);
+        free(m->buf);
+        free(m);
+        gs__tcp_peer_fail(tp, peer, GS_ERR_NO_MEMORY,
+                          "out of memory holding an unexpected message from peer %d", peer);
+        return NULL;
+    }
+    tp->unexp_bytes += cost;
+    tp->unexp_msgs++;
+    m->charged = cost;
     if (r != NULL) {
         gs__tcp_posted_unlink(tp, r);
         if (bind_ok(tp, r, peer, h->tag, h->total_len)) {
@@ -313,42 +330,21 @@ static gs__tcp_inmsg_t *msg_start(gs_tp_t *tp, int peer, const gs__tcp_frame_hdr
             m->dest = GS_TCP_DEST_DRAIN;
         }
     } else if (dest == GS_TCP_DEST_UNEXP) {
-        m->in_unexp = true;
-        m->uprev = tp->unexp_tail;
-        if (tp->unexp_tail != NULL) {
-            tp->unexp_tail->unext = m;
-        } else {
-            tp->unexp_head = m;
-        }
-        tp->unexp_tail = m;
         tp->nevents++; /* progress returns: a probe may be waiting for it */
     }
-    m->next = p->active;
-    p->active = m;
     return m;
-}
-
-static void active_unlink(gs__tcp_peer_t *p, gs__tcp_inmsg_t *m)
-{
-    for (gs__tcp_inmsg_t **pp = &p->active; *pp != NULL; pp = &(*pp)->next) {
-        if (*pp == m) {
-            *pp = m->next;
-            m->next = NULL;
-            return;
-        }
-    }
 }
 
 static void msg_done(gs_tp_t *tp, gs__tcp_inmsg_t *m)
 {
     struct gs_tp_req *r = m->req;
 
-    active_unlink(&tp->peers[m->peer], m);
+    gs__tcp_active_unlink(tp, m);
     m->complete = true;
     if (r == NULL) {
         /* Held until a receive takes it, or nobody wants it (drained, or
          * its receive was refused or cancelled). */
-        if (!m->in_unexp) {
+        if (!m->ue.held) {
             gs__tcp_msg_free(tp, m);
         }
         return;
@@ -476,8 +472,7 @@ static void on_header(gs_tp_t *tp, gs__tcp_conn_t *c)
     }
     if (h->seq < p->recv_seq) {
         /* A further chunk of a message that has started. */
-        for (m = p->active; (m != NULL) && (m->seq != h->seq); m = m->next) {
-        }
+        m = gs__tcp_active_find(tp, c->peer, h->seq);
         if ((h->type != GS_TCP_FRAME_DATA) || (m == NULL) || (m->tag != h->tag) ||
             (m->total != h->total_len) || (h->chunk_len > m->total - m->claimed) ||
             (h->chunk_len == 0)) {
@@ -763,15 +758,14 @@ void gs__tcp_free_messages(gs_tp_t *tp)
             continue;
         }
         while (tp->peers[p].active != NULL) {
-            gs__tcp_inmsg_t *m = tp->peers[p].active;
-
-            tp->peers[p].active = m->next;
-            gs__tcp_msg_free(tp, m);
+            gs__tcp_msg_free(tp, tp->peers[p].active);
         }
     }
-    while (tp->unexp_head != NULL) {
-        gs__tcp_msg_free(tp, tp->unexp_head);
+    while (tp->unexp.head != NULL) {
+        gs__tcp_msg_free(tp, (gs__tcp_inmsg_t *)tp->unexp.head);
     }
+    gs__match_free(&tp->unexp);
+    gs__htab_free(&tp->active);
 }
 
 void gs__tcp_recv_go_down(gs_tp_t *tp)
@@ -810,8 +804,8 @@ void gs__tcp_recv_go_down(gs_tp_t *tp)
     }
     /* What is left on the unexpected list is complete and unwanted now,
      * but for recovery messages. */
-    for (gs__tcp_inmsg_t *m = tp->unexp_head; m != NULL;) {
-        gs__tcp_inmsg_t *next = m->unext;
+    for (gs__tcp_inmsg_t *m = (gs__tcp_inmsg_t *)tp->unexp.head; m != NULL;) {
+        gs__tcp_inmsg_t *next = (gs__tcp_inmsg_t *)m->ue.anext;
 
         if (!gs__tp_tag_is_recovery(m->tag)) {
             gs__tcp_msg_free(tp, m);

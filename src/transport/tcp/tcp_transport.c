@@ -157,6 +157,8 @@ static gs_status_t tcp_init(const gs_tp_params_t *params, gs_tp_t **tp_out)
         (params->max_message_bytes != 0) ? params->max_message_bytes : GS_MAX_MESSAGE_BYTES_DEFAULT;
     tp->unexp_max = GS_TCP_UNEXP_MAX;
     tp->unexp_max_msgs = GS_TCP_UNEXP_MAX_MSGS;
+    gs__match_init(&tp->unexp);
+    gs__htab_init(&tp->active);
     atomic_init(&tp->aborted, 0);
     status = gs__tcp_tls_ctx_new(&params->tls, &tp->tls_ctx);
     if (status != GS_OK) {
