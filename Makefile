@@ -13,6 +13,7 @@ CMAKE_FLAGS ?=
 NP ?= 4
 
 .PHONY: help deps deps-build build build-test docs install lint run test test-asan test-gpu \
+	test-loaded \
 	test-unit test-python test-tsan fuzz soak bench bench-auto bench-compare bench-net bench-torch \
 	bench-plots clean
 
@@ -21,6 +22,8 @@ help:
 	@echo "  make run           install deps, build, run a $(NP)-rank all-reduce demo and a short gs-bench"
 	@echo "  make test          install deps, build with -Werror, run every test (ctest); with CUDA and"
 	@echo "                     NCCL when found (GS_WITH_CUDA=AUTO): GPU tests are skipped without a GPU"
+	@echo "  make test-loaded   make test with two CPU-burning processes beside it (scripts/test-loaded.sh),"
+	@echo "                     then each test's time over its deadline, the least margin first"
 	@echo "  make test-asan     build without CUDA, with AddressSanitizer+UBSan, in $(ASAN_BUILD)/ and run"
 	@echo "                     the tests but the 'large' and 'exhaustive' ones (make test runs those)"
 	@echo "  make test-tsan     build without CUDA, with ThreadSanitizer, in $(TSAN_BUILD)/ and run the unit and"
@@ -84,6 +87,11 @@ run: build
 
 test: build-test
 	cd $(BUILD) && ctest --output-on-failure --timeout 600
+
+# The suite on a busy machine: every deadline must hold with two cores' worth of load
+# beside it (CONTRIBUTING.md, "Deadlines").
+test-loaded: build-test
+	bash scripts/test-loaded.sh $(BUILD)
 
 test-unit: build-test
 	cd $(BUILD) && ctest --output-on-failure -L unit
