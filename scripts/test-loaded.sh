@@ -4,7 +4,8 @@
 # scripts/test-loaded.sh BUILD_DIR [CTEST_ARGS...]: the whole suite (ctest, as
 # `make test` runs it) with LOAD_BURNERS (default 2) CPU-burning processes
 # beside it, as on a busy CI machine; then the margin of every test: its time
-# over its ctest deadline (TIMEOUT, else the --timeout given here), the ten
+# over its deadline (a launcher's --timeout in its command, else its ctest
+# TIMEOUT, else the --timeout given here), the ten
 # with the least margin first. Every deadline should be at least 3x what the
 # test takes on a quiet machine, so a loaded run must pass (CONTRIBUTING.md).
 #
@@ -67,6 +68,15 @@ try:
         for p in t.get("properties", []):
             if p.get("name") == "TIMEOUT":
                 tmo = float(p["value"])
+        # A launcher's own limit (gsrun --timeout N) comes before ctest's.
+        cmd = t.get("command") or []
+        for i, word in enumerate(cmd[:-1]):
+            if word == "--timeout":
+                try:
+                    tmo = min(tmo, float(cmd[i + 1]))
+                except ValueError:
+                    pass
+                break
         deadline[t["name"]] = tmo
 except (OSError, ValueError):
     pass
