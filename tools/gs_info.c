@@ -31,8 +31,9 @@ static int print_version(void)
            gs_version(), GS_VERSION_STRING);
     printf("reduce isa: %s\n", gs__reduce_isa());
     printf("device buffers: %s\n", gs__device_summary());
-    /* "yes": the test-only fault switches (env_table.h's GS_ENV_TEST_ROWS)
-     * are compiled in (CMake GS_TEST_HOOKS); the hook tests skip on "no". */
+    /* "yes" only when linked with the test variant of the library
+     * (gradsync_testhooks: env_table.h's GS_ENV_TEST_ROWS compiled in); the
+     * gs_info that is built and installed always says "no". */
     printf("test hooks: %s\n", gs__cfg_test_hooks() ? "yes" : "no");
     return 0;
 }
@@ -133,8 +134,11 @@ static int print_env_md(void)
            "\n"
            "Scopes: **comm** is per communicator and also a `gs_config_t` field;\n"
            "**process** is read once per process (a `gs_config_t` field, where there\n"
-           "is one, applies from the `gs_comm_init*` that sets it on); **test** is a\n"
-           "test-only knob.\n"
+           "is one, applies from the `gs_comm_init*` that sets it on). The test-only\n"
+           "fault switches are not listed: they exist only in the test variant of the\n"
+           "library that gradsync's own tests link, never in one that is built by\n"
+           "default, installed or loaded from Python (CONTRIBUTING.md, \"Test\n"
+           "switches\").\n"
            "\n"
            "`gs_comm_init_env()` also reads the launcher variables for rank, world\n"
            "size, local rank and master address and port when neither the caller\n"

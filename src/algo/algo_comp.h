@@ -57,9 +57,9 @@ typedef struct gs_comp_xchg {
 gs_status_t gs__comp_exchange(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint32_t phase,
                               const gs_comp_xchg_t *x);
 
-/* GS_COMP_TEST_CORRUPT (tests only, GS_TEST_HOOKS builds): flip one byte of
- * a payload of @p bytes this rank is about to send, so that the receivers'
- * checks meet a rogue peer. A no-op without test hooks. */
+/* GS_COMP_TEST_CORRUPT (only in the test variant, gradsync_testhooks): flip
+ * one byte of a payload of @p bytes this rank is about to send, so that the
+ * receivers' checks meet a rogue peer. A no-op in the library users get. */
 void gs__comp_test_corrupt(const gs_algo_ctx_t *ctx, uint8_t *buf, size_t bytes);
 
 /* The server residual of this rank's chunk of @p ef (its sum's error

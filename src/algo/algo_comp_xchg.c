@@ -4,7 +4,8 @@
  * schemes run (algo_comp.h): the two-phase scheme of algo_compressed.c for
  * its unsliced fallback and the sparse paths of algo_sparse.c, which no
  * longer call into each other for it; and the test-only payload corrupter
- * both use (GS_COMP_TEST_CORRUPT, compiled in with GS_TEST_HOOKS only).
+ * both use (GS_COMP_TEST_CORRUPT, compiled in with GS_TEST_HOOKS only: the
+ * test variant of the library, gradsync_testhooks).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -15,8 +16,8 @@
 
 /* GS_COMP_TEST_CORRUPT (tests only): flip one byte of a payload this rank
  * is about to send, so that the receivers' checks meet a rogue peer.
- * Compiled in only with test hooks (CMake GS_TEST_HOOKS): a released
- * library has no way to corrupt what it sends. */
+ * Compiled in only in the test variant of the library (gradsync_testhooks,
+ * GS_TEST_HOOKS): the library users get has no way to corrupt what it sends. */
 #ifdef GS_TEST_HOOKS
 void gs__comp_test_corrupt(const gs_algo_ctx_t *ctx, uint8_t *buf, size_t bytes)
 {

@@ -51,7 +51,16 @@ typedef struct knob {
     {(_env), #_field, (_kind),  (_idef), (_sdef),                                                  \
      (_min), (_max),  (_scope), (_doc),  offsetof(gs__cfg_t, _field)},
 
-static const knob_t knobs[] = {GS_ENV_TABLE(KNOB_ROW)};
+/* The test-only fault switches are knobs of the test variant only
+ * (gradsync_testhooks, compiled with GS_TEST_HOOKS): the library users get
+ * holds neither their names nor the code behind them. */
+#ifdef GS_TEST_HOOKS
+#define CFG_TEST_ROWS(X) GS_ENV_TEST_ROWS(X)
+#else
+#define CFG_TEST_ROWS(X)
+#endif
+
+static const knob_t knobs[] = {GS_ENV_TABLE(KNOB_ROW) CFG_TEST_ROWS(KNOB_ROW)};
 
 #undef KNOB_ROW
 
@@ -67,6 +76,7 @@ _Static_assert(sizeof(knobs) / sizeof(knobs[0]) <=
                        (_kind),                                                              \
                    "env_table.h kind does not match the gs__cfg_t field of " _env);
 GS_ENV_TABLE(KNOB_KIND_CHECK)
+CFG_TEST_ROWS(KNOB_KIND_CHECK)
 #undef KNOB_KIND_CHECK
 
 /*
@@ -623,6 +633,35 @@ gs_status_t gs__cfg_resolve(const gs_config_t *user, int use_launcher_env, gs__c
     return GS_OK;
 }
 
+int gs__cfg_shm_test_free(const gs__cfg_t *cfg)
+{
+#ifdef GS_TEST_HOOKS
+    return cfg->shm_test_free;
+#else
+    (void)cfg;
+    return -1;
+#endif
+}
+
+int gs__cfg_comp_test_corrupt(const gs__cfg_t *cfg)
+{
+#ifdef GS_TEST_HOOKS
+    return cfg->comp_test_corrupt;
+#else
+    (void)cfg;
+    return -1;
+#endif
+}
+
+int gs__cfg_test_hooks(void)
+{
+#ifdef GS_TEST_HOOKS
+    return 1;
+#else
+    return 0;
+#endif
+}
+
 int gs__cfg_num_knobs(void)
 {
     return NUM_KNOBS;
@@ -750,8 +789,8 @@ static void warn_unknown_env_once(void)
         }
         if (!gs__cfg_test_hooks() && (strstr(entry, "_TEST_") != NULL) &&
             (strstr(entry, "_TEST_") < entry + len)) {
-            GS_WARN("%.*s ignored: this build has no test hooks (configure with "
-                    "-DGS_TEST_HOOKS=ON or -DGS_BUILD_TESTS=ON)",
+            GS_WARN("%.*s ignored: test switches exist only in the test build of the library "
+                    "(gradsync_testhooks, linked by gradsync's own tests), never in this one",
                     (int)((len < 128) ? len : 128), entry);
         } else if (best != NULL) {
             GS_WARN("unknown environment variable %.*s ignored (did you mean %s?)",

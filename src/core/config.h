@@ -36,10 +36,12 @@ typedef struct gs__cfg {
     int tcp_spin_us;
     int shm;
     int shm_bytes;
-#ifdef GS_TEST_HOOKS
-    int shm_test_free; /* test hooks only: env_table.h's GS_ENV_TEST_ROWS */
+    /* env_table.h's GS_ENV_TEST_ROWS: set only in the test variant of the
+     * library (GS_TEST_HOOKS); present in every build, so that the struct
+     * is the same in both and only config.c is compiled twice. Read them
+     * through gs__cfg_shm_test_free() and gs__cfg_comp_test_corrupt(). */
+    int shm_test_free;
     int comp_test_corrupt;
-#endif
     char socket_ifname[GS_CFG_STR_MAX];
     char socket_family[GS_CFG_STR_MAX];
     int slice_bytes;
@@ -95,37 +97,15 @@ const char *gs__cfg_knob_doc(int idx);
 int gs__cfg_knob_scope(int idx);
 
 /* The test-only fault switches (env_table.h's GS_ENV_TEST_ROWS): their
- * values in a build with test hooks (CMake GS_TEST_HOOKS), and "unset" (-1)
- * in one without, where the knobs and the code behind them are absent. */
-static inline int gs__cfg_shm_test_free(const gs__cfg_t *cfg)
-{
-#ifdef GS_TEST_HOOKS
-    return cfg->shm_test_free;
-#else
-    (void)cfg;
-    return -1;
-#endif
-}
+ * values in the test variant of the library (gradsync_testhooks, compiled
+ * with GS_TEST_HOOKS), and "unset" (-1) in the library users get, where the
+ * knobs and the code behind them are absent. */
+int gs__cfg_shm_test_free(const gs__cfg_t *cfg);
+int gs__cfg_comp_test_corrupt(const gs__cfg_t *cfg);
 
-static inline int gs__cfg_comp_test_corrupt(const gs__cfg_t *cfg)
-{
-#ifdef GS_TEST_HOOKS
-    return cfg->comp_test_corrupt;
-#else
-    (void)cfg;
-    return -1;
-#endif
-}
-
-/* Whether this build has the test hooks compiled in (1) or not (0). */
-static inline int gs__cfg_test_hooks(void)
-{
-#ifdef GS_TEST_HOOKS
-    return 1;
-#else
-    return 0;
-#endif
-}
+/* Whether this library has the test hooks compiled in (1: the test variant)
+ * or not (0). */
+int gs__cfg_test_hooks(void);
 
 /* Warn once per process about GS_* variables that are not in the table
  * (a GS_*_TEST_* one in a build without test hooks: says so). */

@@ -12,7 +12,7 @@
  *         same name), GS_ENV_PROC (process-wide, read once; some are also a
  *         gs_config_t field, config.c's GS_CFG_USER_PROC_FIELDS, which
  *         applies from the gs_comm_init that sets it on, and whose doc here
- *         says so) or GS_ENV_TEST (test-only knob; do not use in production)
+ *         says so) or GS_ENV_TEST (test-only knob: GS_ENV_TEST_ROWS only)
  */
 #ifndef GS_CORE_ENV_TABLE_H
 #define GS_CORE_ENV_TABLE_H
@@ -38,20 +38,20 @@
 #define GS_ALGO_INTRA_ALPHA_US_DEFAULT 10
 #define GS_ALGO_INTRA_BETA_MBPS_DEFAULT 2000
 
-/* The test-only fault switches (scope GS_ENV_TEST): rows of the table only
- * in a build with test hooks (CMake GS_TEST_HOOKS, on with GS_BUILD_TESTS),
- * so that a released library has neither the knobs nor the code behind
- * them (config.c warns when one is set in a build without them). */
-#ifdef GS_TEST_HOOKS
+/* The test-only fault switches (scope GS_ENV_TEST), rows of their own:
+ * GS_ENV_TABLE below does not hold them. Only config.c expands them, and
+ * only in the test variant of the library (gradsync_testhooks, compiled
+ * with GS_TEST_HOOKS, built with the tests and never installed), so that
+ * the library users build, install or load from Python has neither the
+ * knobs' names nor the code behind them (tests/install checks every row
+ * below; config.c warns when one is set in a library without them). The
+ * rows stay in one form so that the install check can read the names. */
 #define GS_ENV_TEST_ROWS(X)                                                                        \
     X("GS_SHM_TEST_FREE_BYTES", shm_test_free, GS_ENV_INT, -1, "", 0, 2147483647, GS_ENV_TEST,     \
       "pretend /dev/shm has this many bytes free (tests of the TCP fallback)")                     \
     X("GS_COMP_TEST_CORRUPT", comp_test_corrupt, GS_ENV_INT, -1, "", 0, 1073741824, GS_ENV_TEST,   \
       "flip byte N (modulo the size) of every compressed payload this rank sends (tests of the "   \
       "receivers' checks against a rogue peer)")
-#else
-#define GS_ENV_TEST_ROWS(X)
-#endif
 
 #define GS_ENV_TABLE(X)                                                                            \
     X("GS_RANK", rank, GS_ENV_INT, -1, "", 0, 16777215, GS_ENV_COMM,                               \
@@ -98,7 +98,6 @@
     X("GS_SHM_BYTES", shm_bytes, GS_ENV_INT, 1048576, "", 1024, 1073741824, GS_ENV_PROC,           \
       "shared-memory ring size per direction and pair of local ranks; /dev/shm needs "             \
       "2 x this + 8 KiB per pair")                                                                 \
-    GS_ENV_TEST_ROWS(X)                                                                            \
     X("GS_SOCKET_IFNAME", socket_ifname, GS_ENV_STR, 0, "", 0, 0, GS_ENV_COMM,                     \
       "network interface to listen on (default: the one that routes to the master address)")       \
     X("GS_SOCKET_FAMILY", socket_family, GS_ENV_STR, 0, "any", 0, 0, GS_ENV_COMM,                  \

@@ -5,9 +5,9 @@
 # (src/transport/tcp/tcp_shm.c) that need to read the ranks' logs:
 #   used      on by default: every rank of 3 logs "2 through shared memory";
 #             GS_SHM=0 gives "0 through shared memory"; results correct
-#   fallback  /dev/shm "too small" (GS_SHM_TEST_FREE_BYTES=1000): a WARN
-#             naming the bytes free and the bytes needed, every pair on TCP,
-#             results still correct
+#   fallback  /dev/shm "too small" (GS_SHM_TEST_FREE_BYTES=1000, a test-only
+#             switch: COLL_CHECK_TESTHOOKS): a WARN naming the bytes free and
+#             the bytes needed, every pair on TCP, results still correct
 #   tmpfs     a real 16 KiB /dev/shm in a private mount namespace
 #             (unshare -m, needs root; skipped otherwise): same as fallback,
 #             found by statvfs
@@ -20,16 +20,20 @@
 #             with rank 1 alone unable to create its segments (pairs 1-2 and
 #             1-3 on TCP) rank 0 still sees all its peers on shared memory but
 #             takes the network parameters like the others (a disagreement
-#             would pick different algorithms at 16 KiB: GS_ERR_MISMATCH)
+#             would pick different algorithms at 16 KiB: GS_ERR_MISMATCH;
+#             COLL_CHECK_TESTHOOKS)
 # After every case: no /dev/shm/gradsync-PID-* segment whose creator PID is
 # dead (segments are unlinked as soon as both sides mapped them).
-# usage: run_shm.sh GSRUN COLL_CHECK FAULT_CHECK [CASE...]
+# COLL_CHECK_TESTHOOKS is coll_check linked with the test variant of the
+# library (libgradsync_testhooks.so), the only one with the test switches.
+# usage: run_shm.sh GSRUN COLL_CHECK COLL_CHECK_TESTHOOKS FAULT_CHECK [CASE...]
 set -u
 
-GSRUN=${1:?usage: run_shm.sh GSRUN COLL_CHECK FAULT_CHECK [CASE...]}
+GSRUN=${1:?usage: run_shm.sh GSRUN COLL_CHECK COLL_CHECK_TESTHOOKS FAULT_CHECK [CASE...]}
 COLL=${2:?coll_check}
-FAULT=${3:?fault_check}
-shift 3
+COLL_HOOKS=${3:?coll_check_testhooks}
+FAULT=${4:?fault_check}
+shift 4
 CASES=${*:-used fallback tmpfs mixed kill model}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -64,11 +68,12 @@ leak_check() {
     if [ "$left" -eq 0 ]; then ok "$1: no segment left in /dev/shm"; else fail "$1: segments leaked"; fi
 }
 
-# run LOG ENV... : coll_check on 3 ranks with GS_DEBUG=INFO for NET; status in RC.
+# run LOG PROGRAM ENV... : PROGRAM (coll_check) on 3 ranks with GS_DEBUG=INFO
+# for NET; status in RC.
 run3() {
-    local log=$1
-    shift
-    env GS_DEBUG=INFO GS_DEBUG_SUBSYS=NET "$@" "$GSRUN" -n 3 --timeout 120 "$COLL" "${ARGS[@]}" \
+    local log=$1 prog=$2
+    shift 2
+    env GS_DEBUG=INFO GS_DEBUG_SUBSYS=NET "$@" "$GSRUN" -n 3 --timeout 120 "$prog" "${ARGS[@]}" \
         >"$log" 2>&1
     RC=$?
 }
@@ -94,11 +99,11 @@ expect_in() { # LOG PATTERN COUNT WHAT
 }
 
 case_used() {
-    run3 "$TMP/used.log"
+    run3 "$TMP/used.log" "$COLL"
     expect_rc0 "$TMP/used.log" "used: coll_check passed"
     expect_in "$TMP/used.log" "connected to 2 peers (2 through shared memory)" 3 \
         "used: every rank reaches both peers through shared memory"
-    run3 "$TMP/off.log" GS_SHM=0
+    run3 "$TMP/off.log" "$COLL" GS_SHM=0
     expect_rc0 "$TMP/off.log" "off: coll_check passed"
     expect_in "$TMP/off.log" "connected to 2 peers (0 through shared memory)" 3 \
         "off: GS_SHM=0 keeps every pair on TCP"
@@ -113,7 +118,7 @@ check_fallback() { # LOG WHAT
 }
 
 case_fallback() {
-    run3 "$TMP/fallback.log" GS_SHM_TEST_FREE_BYTES=1000
+    run3 "$TMP/fallback.log" "$COLL_HOOKS" GS_SHM_TEST_FREE_BYTES=1000
     check_fallback "$TMP/fallback.log" fallback
     leak_check fallback
 }
@@ -166,7 +171,7 @@ case_model() {
         "model: 16 KiB all-reduce takes Rabenseifner on shared memory"
     env "${pin[@]}" "$GSRUN" -n 4 --timeout 120 bash -c \
         'if [ "$GS_RANK" = 1 ]; then export GS_SHM_TEST_FREE_BYTES=1000; fi; exec "$@"' _ \
-        "$COLL" --colls allreduce --dtypes f32 --ops sum --counts 4096,w+1 >"$log" 2>&1
+        "$COLL_HOOKS" --colls allreduce --dtypes f32 --ops sum --counts 4096,w+1 >"$log" 2>&1
     RC=$?
     expect_rc0 "$log" "model (one pair on TCP): coll_check passed"
     expect_in "$log" "connected to 3 peers (3 through shared memory)" 1 \
@@ -177,24 +182,8 @@ case_model() {
         "model (one pair on TCP): 16 KiB all-reduce takes recursive doubling everywhere"
 }
 
-# fallback and model need GS_SHM_TEST_FREE_BYTES, which only a build with
-# test hooks has (CMake GS_TEST_HOOKS, on with the tests); gs_info beside
-# gsrun says. Without them those cases are skipped, and the whole run is
-# (exit 77) when nothing else is left.
-HOOKS=$("$(dirname "$GSRUN")/gs_info" 2>/dev/null | sed -n 's/^test hooks: //p')
-ran=0
 for c in $CASES; do
-    if [ "$HOOKS" != yes ] && { [ "$c" = fallback ] || [ "$c" = model ]; }; then
-        echo "skip: $c: needs GS_SHM_TEST_FREE_BYTES and this build has no test hooks" \
-            "(configure with -DGS_TEST_HOOKS=ON)"
-        continue
-    fi
     "case_$c"
-    ran=$((ran + 1))
 done
-if [ "$ran" -eq 0 ]; then
-    echo "skip: every case asked for needs test hooks"
-    exit 77
-fi
 echo "$pass passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -488,6 +488,34 @@ static void test_config_describe_and_knobs(void **state)
     assert_int_equal(gs__cfg_knob_scope(table_rows), -1);
 }
 
+/* The library the unit tests link (gradsync_static, as built and installed)
+ * has none of the test-only fault switches: no knob, and a switch set in the
+ * environment changes nothing. Only gradsync_testhooks has them. */
+static void test_config_no_test_switches(void **state)
+{
+#define TEST_ROW_NAME(_env, _field, _kind, _idef, _sdef, _min, _max, _scope, _doc) (_env),
+    static const char *const test_rows[] = {GS_ENV_TEST_ROWS(TEST_ROW_NAME)};
+#undef TEST_ROW_NAME
+    gs__cfg_t cfg;
+    size_t i;
+    int k;
+
+    (void)state;
+    assert_int_equal(gs__cfg_test_hooks(), 0);
+    for (i = 0; i < sizeof(test_rows) / sizeof(test_rows[0]); i++) {
+        for (k = 0; k < gs__cfg_num_knobs(); k++) {
+            assert_string_not_equal(gs__cfg_knob_name(k), test_rows[i]);
+        }
+        setenv(test_rows[i], "5", 1);
+    }
+    assert_int_equal(gs__cfg_resolve(NULL, 1, &cfg), GS_OK); /* one rank */
+    assert_int_equal(gs__cfg_shm_test_free(&cfg), -1);
+    assert_int_equal(gs__cfg_comp_test_corrupt(&cfg), -1);
+    for (i = 0; i < sizeof(test_rows) / sizeof(test_rows[0]); i++) {
+        unsetenv(test_rows[i]);
+    }
+}
+
 static void test_config_unset_fields_respects_size(void **state)
 {
     gs_config_t user;
@@ -553,6 +581,7 @@ int main(void)
         cmocka_unit_test_setup(test_config_transport_and_family_checked, clean_env),
         cmocka_unit_test_setup(test_config_short_caller_struct_ignores_tail, clean_env),
         cmocka_unit_test_setup(test_config_describe_and_knobs, clean_env),
+        cmocka_unit_test_setup(test_config_no_test_switches, clean_env),
         cmocka_unit_test_setup(test_config_unset_fields_respects_size, clean_env),
         cmocka_unit_test_setup(test_config_warn_unknown_env, clean_env),
         cmocka_unit_test_setup(test_config_max_message_and_secret, clean_env),
