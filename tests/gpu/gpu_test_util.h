@@ -5,7 +5,9 @@
  * SKIP_RETURN_CODE), a CUDA check that ends the program (a failed CUDA
  * call usually leaves the context unusable, so nothing after it would
  * mean anything), a failure counter that lets a test report every
- * mismatch before it exits 1, and a deterministic PRNG.
+ * mismatch before it exits 1, a check of the CUDA runtime's last-error
+ * slot after every library call (GT_LIB, GT_KLIB), and a deterministic
+ * PRNG.
  */
 #ifndef GS_TESTS_GPU_GPU_TEST_UTIL_H
 #define GS_TESTS_GPU_GPU_TEST_UTIL_H
@@ -17,6 +19,8 @@
 #include <string.h>
 
 #include <cuda_runtime_api.h>
+
+#include "gradsync/status.h"
 
 #define GT_EXIT_SKIP 77
 /* Failures printed in full; later ones are only counted. */
@@ -76,6 +80,42 @@ static inline int gt_check(int ok, const char *fmt, ...)
     }
     return 0;
 }
+
+/*
+ * After a library call the CUDA runtime's last-error slot must be clean.
+ * A caller that checks its own launches with cudaGetLastError() would
+ * otherwise take an error the library left there (say cudaErrorNotReady
+ * from a cudaEventQuery that found its event not done yet) for its own.
+ * Reads and clears the slot; a dirty one is a counted failure naming the
+ * call, not the end of the program (the error may not be sticky).
+ */
+static inline void gt_last_error_clean(const char *call, const char *file, int line)
+{
+    const cudaError_t err = cudaGetLastError();
+
+    gt_check(err == cudaSuccess,
+             "%s:%d: after %s: cudaGetLastError() is %s (%s), want cudaSuccess: the call left "
+             "an error in the CUDA runtime's last-error slot",
+             file, line, call, cudaGetErrorName(err), cudaGetErrorString(err));
+}
+
+static inline gs_status_t gt_lib_status(gs_status_t st, const char *call, const char *file,
+                                        int line)
+{
+    gt_last_error_clean(call, file, line);
+    return st;
+}
+
+static inline int gt_lib_int(int rc, const char *call, const char *file, int line)
+{
+    gt_last_error_clean(call, file, line);
+    return rc;
+}
+
+/* A gradsync call (its gs_status_t is the value), then the last-error check. */
+#define GT_LIB(_call) gt_lib_status((_call), #_call, __FILE__, __LINE__)
+/* A kernel launcher of kernels/ (its int, a cudaError_t, is the value), then the check. */
+#define GT_KLIB(_call) gt_lib_int((_call), #_call, __FILE__, __LINE__)
 
 /* xorshift64*: deterministic, so a failure reproduces. */
 static inline uint64_t gt_rand(uint64_t *state)

@@ -25,6 +25,8 @@
  * first; every byte outside the output must keep the poison, and the
  * inputs of an out-of-place call must be left as they were. The launchers'
  * argument errors (cudaErrorInvalidValue, nothing launched) are checked too.
+ * After every launcher call the CUDA runtime's last-error slot must be
+ * clean (GT_KLIB). GPUTEST_QUICK=1 runs the 16 Mi cases at 5 Mi.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -43,6 +45,9 @@
 
 #define POISON 0xA5u
 #define BIG_COUNT ((size_t)16 << 20)
+/* GPUTEST_QUICK=1 (tests/gpu/run.sh --quick): the large cases at 5 Mi
+ * elements (still more than one grid of 16-byte vectors for every dtype). */
+#define QUICK_BIG_COUNT ((size_t)5 << 20)
 #define LEAD 64u /* guard bytes before element 0 (and 16-byte aligned) */
 #define BUF_BYTES (BIG_COUNT * 8u + 2u * LEAD + 64u)
 /* The CPU grid: the result does not depend on it (every element is one
@@ -57,6 +62,9 @@ typedef enum { PLACE_OUT, PLACE_DST_A, PLACE_DST_B, PLACE_COUNT } place_t;
 static const char *const place_names[] = {"out of place", "dst = a", "dst = b"};
 
 static const size_t small_counts[] = {0, 1, 3, 1000, 4099};
+
+/* The large cases' count: BIG_COUNT, or QUICK_BIG_COUNT with GPUTEST_QUICK=1. */
+static size_t big_count = BIG_COUNT;
 
 /* Element offsets of dst, a and b. */
 static const size_t offsets[][3] = {{0, 0, 0}, {1, 1, 1}, {3, 3, 3}, {0, 1, 1}, {1, 0, 1}};
@@ -304,8 +312,9 @@ static void reduce_case(bufs_t *s, gs_dtype_t dt, gs_op_t op, int divisor, size_
              place_names[place], special ? ", special values" : "");
     fill_pair(s, s->a + aoff, s->b + boff, n, dt, special);
     upload(s, span, aoff, boff, bytes);
-    if (!launch_ok(gs_k_reduce(dev_dst, s->da + aoff, s->db + boff, n, dt, op, divisor, st), st,
-                   what)) {
+    if (!launch_ok(
+            GT_KLIB(gs_k_reduce(dev_dst, s->da + aoff, s->db + boff, n, dt, op, divisor, st)), st,
+            what)) {
         return;
     }
     download(s, span);
@@ -354,9 +363,9 @@ static void sweep_reduce(bufs_t *s)
                     }
                 }
             }
-            reduce_case(s, dt, op, 0, BIG_COUNT, offsets[0], PLACE_OUT, false);
+            reduce_case(s, dt, op, 0, big_count, offsets[0], PLACE_OUT, false);
             if ((dt == GS_DTYPE_F32) || (dt == GS_DTYPE_F16) || (dt == GS_DTYPE_U8)) {
-                reduce_case(s, dt, op, 0, BIG_COUNT, offsets[1], PLACE_OUT, false);
+                reduce_case(s, dt, op, 0, big_count, offsets[1], PLACE_OUT, false);
             }
         }
         if (!fl) {
@@ -376,7 +385,7 @@ static void sweep_reduce(bufs_t *s)
                     }
                 }
             }
-            reduce_case(s, dt, GS_OP_AVG, divisors[v], BIG_COUNT, offsets[0], PLACE_OUT, false);
+            reduce_case(s, dt, GS_OP_AVG, divisors[v], big_count, offsets[0], PLACE_OUT, false);
         }
     }
 }
@@ -405,8 +414,8 @@ static void scale_case(bufs_t *s, gs_dtype_t dt, int divisor, bool mul, float m,
     /* b's elements are scratch: the buffer is a. */
     fill_pair(s, s->a + boff, s->cpu, n, dt, special);
     upload(s, span, boff, boff, bytes);
-    rc = mul ? gs_k_mul_f32((float *)(void *)(s->da + boff), n, m, st)
-             : gs_k_scale(s->da + boff, n, dt, divisor, st);
+    rc = mul ? GT_KLIB(gs_k_mul_f32((float *)(void *)(s->da + boff), n, m, st))
+             : GT_KLIB(gs_k_scale(s->da + boff, n, dt, divisor, st));
     if (!launch_ok(rc, st, what)) {
         return;
     }
@@ -449,7 +458,7 @@ static void sweep_scale(bufs_t *s)
                 }
             }
         }
-        scale_case(s, dt, 3, false, 0.0f, BIG_COUNT, 0, false);
+        scale_case(s, dt, 3, false, 0.0f, big_count, 0, false);
     }
     for (size_t v = 0; v < NELEMS(muls); v++) {
         for (size_t c = 0; c < NELEMS(small_counts); c++) {
@@ -459,7 +468,7 @@ static void sweep_scale(bufs_t *s)
             }
         }
     }
-    scale_case(s, GS_DTYPE_F32, 0, true, muls[0], BIG_COUNT, 1, false);
+    scale_case(s, GS_DTYPE_F32, 0, true, muls[0], big_count, 1, false);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -476,30 +485,30 @@ static void launcher_errors(bufs_t *s)
     const int inval = (int)cudaErrorInvalidValue;
     void *d = s->dd;
 
-    check_rc(gs_k_reduce(d, d, d, 10, GS_DTYPE_COUNT, GS_OP_SUM, 0, NULL), inval,
+    check_rc(GT_KLIB(gs_k_reduce(d, d, d, 10, GS_DTYPE_COUNT, GS_OP_SUM, 0, NULL)), inval,
              "reduce, unknown dtype");
-    check_rc(gs_k_reduce(d, d, d, 10, GS_DTYPE_F32, GS_OP_COUNT, 0, NULL), inval,
+    check_rc(GT_KLIB(gs_k_reduce(d, d, d, 10, GS_DTYPE_F32, GS_OP_COUNT, 0, NULL)), inval,
              "reduce, unknown op");
-    check_rc(gs_k_reduce(d, d, d, 10, GS_DTYPE_I32, GS_OP_AVG, 0, NULL), inval,
+    check_rc(GT_KLIB(gs_k_reduce(d, d, d, 10, GS_DTYPE_I32, GS_OP_AVG, 0, NULL)), inval,
              "reduce, AVG on i32");
-    check_rc(gs_k_reduce(d, d, d, 10, GS_DTYPE_F32, GS_OP_BAND, 0, NULL), inval,
+    check_rc(GT_KLIB(gs_k_reduce(d, d, d, 10, GS_DTYPE_F32, GS_OP_BAND, 0, NULL)), inval,
              "reduce, BAND on f32");
-    check_rc(gs_k_reduce(d, d, d, 10, GS_DTYPE_BF16, GS_OP_BXOR, 0, NULL), inval,
+    check_rc(GT_KLIB(gs_k_reduce(d, d, d, 10, GS_DTYPE_BF16, GS_OP_BXOR, 0, NULL)), inval,
              "reduce, BXOR on bf16");
-    check_rc(gs_k_reduce(d, d, d, 10, GS_DTYPE_F32, GS_OP_SUM, -1, NULL), inval,
+    check_rc(GT_KLIB(gs_k_reduce(d, d, d, 10, GS_DTYPE_F32, GS_OP_SUM, -1, NULL)), inval,
              "reduce, divisor -1");
-    check_rc(gs_k_reduce(d, d, d, 10, GS_DTYPE_F32, GS_OP_MAX, 2, NULL), inval,
+    check_rc(GT_KLIB(gs_k_reduce(d, d, d, 10, GS_DTYPE_F32, GS_OP_MAX, 2, NULL)), inval,
              "reduce, divisor with MAX");
-    check_rc(gs_k_reduce(d, d, d, 10, GS_DTYPE_I32, GS_OP_SUM, 2, NULL), inval,
+    check_rc(GT_KLIB(gs_k_reduce(d, d, d, 10, GS_DTYPE_I32, GS_OP_SUM, 2, NULL)), inval,
              "reduce, divisor with i32");
-    check_rc(gs_k_reduce(NULL, d, d, 10, GS_DTYPE_F32, GS_OP_SUM, 0, NULL), inval,
+    check_rc(GT_KLIB(gs_k_reduce(NULL, d, d, 10, GS_DTYPE_F32, GS_OP_SUM, 0, NULL)), inval,
              "reduce, NULL dst");
-    check_rc(gs_k_reduce(NULL, NULL, NULL, 0, GS_DTYPE_F32, GS_OP_SUM, 0, NULL), 0,
+    check_rc(GT_KLIB(gs_k_reduce(NULL, NULL, NULL, 0, GS_DTYPE_F32, GS_OP_SUM, 0, NULL)), 0,
              "reduce, n 0 with NULL buffers");
-    check_rc(gs_k_scale(d, 10, GS_DTYPE_I32, 2, NULL), inval, "scale, i32");
-    check_rc(gs_k_scale(NULL, 10, GS_DTYPE_F32, 3, NULL), inval, "scale, NULL buffer");
-    check_rc(gs_k_scale(NULL, 10, GS_DTYPE_F32, 1, NULL), 0, "scale by 1, NULL buffer");
-    check_rc(gs_k_scale(NULL, 0, GS_DTYPE_F32, 3, NULL), 0, "scale, n 0");
+    check_rc(GT_KLIB(gs_k_scale(d, 10, GS_DTYPE_I32, 2, NULL)), inval, "scale, i32");
+    check_rc(GT_KLIB(gs_k_scale(NULL, 10, GS_DTYPE_F32, 3, NULL)), inval, "scale, NULL buffer");
+    check_rc(GT_KLIB(gs_k_scale(NULL, 10, GS_DTYPE_F32, 1, NULL)), 0, "scale by 1, NULL buffer");
+    check_rc(GT_KLIB(gs_k_scale(NULL, 0, GS_DTYPE_F32, 3, NULL)), 0, "scale, n 0");
     GT_CUDA(cudaDeviceSynchronize());
     GT_CUDA(cudaGetLastError());
 }
@@ -525,6 +534,9 @@ int main(void)
     struct cudaDeviceProp prop;
 
     gt_skip_without_device("test_gpu_reduce");
+    if ((getenv("GPUTEST_QUICK") != NULL) && (strcmp(getenv("GPUTEST_QUICK"), "1") == 0)) {
+        big_count = QUICK_BIG_COUNT;
+    }
     memset(&s, 0, sizeof(s));
     s.rng = 0x9e3779b97f4a7c15ull;
     GT_CUDA(cudaSetDevice(dev));
