@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gs_info: what this gradsync build is and how it is configured, in the
- * manner of ucc_info and ompi_info. With no argument it prints the version
- * and the CPU reduction code path; --env prints every knob with the value it
+ * manner of ucc_info and ompi_info. With no argument it prints the version,
+ * the CPU reduction code path, the device support, whether the zstd stage
+ * is built in and whether test hooks are; --env prints every knob with the value it
  * resolves to here and where that value came from; --env-md prints the
  * markdown table that is checked in as docs/env.md (tools/gen_env_doc.sh).
  * It reads internal headers and links the static library; it does not open
  * sockets or create a communicator.
  */
+#include "compress/codec.h"
 #include "core/config.h"
 #include "core/env_table.h"
 #include "core/memkind.h"
@@ -27,10 +29,15 @@ static void usage(FILE *out)
 
 static int print_version(void)
 {
+    char zstd[160];
+
+    gs__zstd_summary(zstd, sizeof(zstd));
     printf("gradsync %s (version number %u, built with headers %s)\n", gs_version_string(),
            gs_version(), GS_VERSION_STRING);
     printf("reduce isa: %s\n", gs__reduce_isa());
     printf("device buffers: %s\n", gs__device_summary());
+    /* The codecs' lossless stage (CMake GS_WITH_ZSTD): "on (libzstd ...)" or "off (...)". */
+    printf("zstd: %s\n", zstd);
     /* "yes" only when linked with the test variant of the library
      * (gradsync_testhooks: env_table.h's GS_ENV_TEST_ROWS compiled in); the
      * gs_info that is built and installed always says "no". */

@@ -31,6 +31,12 @@ def test_lossy_codecs_with_error_feedback(comm, kind, params):
     """With error feedback the average of many compressed all-reduces of the same gradient
     converges to the exact all-reduce (what is not sent now is sent later)."""
     n = 4096
+    if params.get("zstd", "off") != "off":
+        try:
+            gradsync.Codec(kind, **params).encoded_size(n)
+        except gradsync.Unsupported as e:  # a library built without zstd (GS_WITH_ZSTD=OFF)
+            assert "built without zstd" in str(e)
+            pytest.skip("this libgradsync has no zstd stage: %s" % e)
     rng = np.random.default_rng(comm.rank)
     g = rng.standard_normal(n).astype(np.float32)
     exact = g.copy()

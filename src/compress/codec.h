@@ -231,6 +231,19 @@ gs_status_t gs__codec_hdr_check(const uint8_t *payload, size_t len, gs_codec_kin
 /* zstd stage (zstd_wrap.c)                                               */
 /* ---------------------------------------------------------------------- */
 
+/* The zstd stage exists only in a build with libzstd (CMake GS_WITH_ZSTD,
+ * on when found). Without it gs__codec_resolve refuses every configuration
+ * with the stage (gs__zstd_unsupported), so the calls below are never
+ * reached; they then return GS_ERR_UNSUPPORTED and sizes of 0. */
+
+/* 1 when this build has the zstd stage, else 0. */
+int gs__zstd_available(void);
+/* Write "on (libzstd 1.5.4, headers 1.5.4)" or "off (...)" into buf: what
+ * gs_info prints. */
+void gs__zstd_summary(char *buf, size_t len);
+/* Set the error for a configuration asking for the zstd stage in a build
+ * without it, naming @p what and the fix; returns GS_ERR_UNSUPPORTED. */
+gs_status_t gs__zstd_unsupported(const char *what);
 /* Worst-case compressed size of @p raw bytes. */
 size_t gs__zstd_bound(size_t raw);
 /* Workspace bytes for compressing at @p level and for decompressing. */

@@ -89,6 +89,10 @@ gs_status_t gs__codec_resolve(const gs_codec_config_t *cfg, gs_codec_resolved_t 
             return gs__error_set(GS_ERR_INVALID_ARG, "codec zstd mode %d is not off, on or auto",
                                  (int)cfg->zstd);
         }
+        if ((cfg->zstd != GS_CODEC_ZSTD_OFF) && !gs__zstd_available()) {
+            return gs__zstd_unsupported((cfg->zstd == GS_CODEC_ZSTD_ON) ? "codec zstd stage on"
+                                                                        : "codec zstd stage auto");
+        }
         rc.zstd = cfg->zstd;
     }
     if (CFG_HAS(cfg, zstd_level) && (cfg->zstd_level != GS_UNSET)) {

@@ -7,6 +7,8 @@
  * the frame as hostile: it must decode to exactly the body size the header
  * implies, into a buffer of exactly that size (no bomb can grow past it).
  * The keep-or-drop policy (auto mode, >= 10%) is in codec_api.c.
+ * Without libzstd (GS_WITH_ZSTD off) the stage is refused with
+ * GS_ERR_UNSUPPORTED and a sentence naming the fix (the end of this file).
  */
 #define ZSTD_STATIC_LINKING_ONLY
 #include "compress/codec.h"
@@ -14,7 +16,34 @@
 #include "core/error.h"
 
 #include <stdio.h>
+#ifdef GS_WITH_ZSTD
 #include <zstd.h>
+#endif
+
+/* What a build without zstd tells the caller who asks for the stage. */
+#define ZSTD_MISSING                                                                               \
+    "this gradsync was built without zstd (libzstd was not found at configure time, or "           \
+    "GS_WITH_ZSTD=OFF): install libzstd-dev (Debian, Ubuntu; libzstd-devel elsewhere) and "        \
+    "rebuild, or leave the zstd stage off (cfg.zstd = GS_CODEC_ZSTD_OFF; every codec works "       \
+    "without it)"
+
+gs_status_t gs__zstd_unsupported(const char *what)
+{
+    return gs__error_set(GS_ERR_UNSUPPORTED, "%s: %s", what, ZSTD_MISSING);
+}
+
+#ifdef GS_WITH_ZSTD
+
+int gs__zstd_available(void)
+{
+    return 1;
+}
+
+void gs__zstd_summary(char *buf, size_t len)
+{
+    (void)snprintf(buf, len, "on (libzstd %s, headers %s)", ZSTD_versionString(),
+                   ZSTD_VERSION_STRING);
+}
 
 size_t gs__zstd_bound(size_t raw)
 {
@@ -78,3 +107,57 @@ gs_status_t gs__zstd_decompress(const void *src, size_t src_len, void *dst, size
     }
     return GS_OK;
 }
+
+#else /* no zstd: the stage is refused in gs__codec_resolve; these are never reached */
+
+int gs__zstd_available(void)
+{
+    return 0;
+}
+
+void gs__zstd_summary(char *buf, size_t len)
+{
+    (void)snprintf(buf, len,
+                   "off (built without libzstd: the codecs' zstd stage returns "
+                   "GS_ERR_UNSUPPORTED)");
+}
+
+size_t gs__zstd_bound(size_t raw)
+{
+    (void)raw;
+    return 0;
+}
+
+size_t gs__zstd_workspace(int level)
+{
+    (void)level;
+    return 0;
+}
+
+gs_status_t gs__zstd_compress(const void *src, size_t src_len, void *dst, size_t dst_cap, int level,
+                              void *work, size_t work_len, size_t *len_out)
+{
+    (void)src;
+    (void)src_len;
+    (void)dst;
+    (void)dst_cap;
+    (void)level;
+    (void)work;
+    (void)work_len;
+    (void)len_out;
+    return gs__zstd_unsupported("zstd compression");
+}
+
+gs_status_t gs__zstd_decompress(const void *src, size_t src_len, void *dst, size_t raw_len,
+                                void *work, size_t work_len, char *why, size_t why_len)
+{
+    (void)src;
+    (void)src_len;
+    (void)dst;
+    (void)raw_len;
+    (void)work;
+    (void)work_len;
+    (void)snprintf(why, why_len, "a zstd frame arrived, but %s", ZSTD_MISSING);
+    return GS_ERR_UNSUPPORTED;
+}
+#endif

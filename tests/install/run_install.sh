@@ -47,6 +47,19 @@ done
 # The shared builds really use the installed library.
 LD_LIBRARY_PATH="$libdir" ldd "$TMP/allreduce_pc" | grep -q "$libdir/libgradsync.so" ||
   fail "allreduce_pc does not load the installed libgradsync.so"
+# A build without zstd (GS_WITH_ZSTD=OFF, or AUTO without libzstd) names zstd
+# nowhere in the static link interface (pkg-config, CMake); one with it does.
+zstd_named=no
+if grep -q -- '-lzstd' "$libdir/pkgconfig/gradsync.pc" ||
+  grep -q 'zstd' "$libdir"/cmake/gradsync/gradsync-static-targets*.cmake; then
+  zstd_named=yes
+fi
+if "$PREFIX/bin/gs_info" | grep -q '^zstd: off'; then
+  [ "$zstd_named" = no ] || fail "built without zstd, but gradsync.pc or the static targets name zstd"
+else
+  [ "$zstd_named" = yes ] || fail "built with zstd, but the static link interface lacks it"
+fi
+echo "PASS the static link interface names zstd only when it is built in ($zstd_named)"
 # No test-only fault switch in what is installed, though this build has the tests
 # (GS_BUILD_TESTS=ON): the libraries, shared and static, and the programs hold
 # none of the names of env_table.h's GS_ENV_TEST_ROWS (the check reads them

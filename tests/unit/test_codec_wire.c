@@ -5,7 +5,9 @@
  * payloads of every codec (each header byte changed, every truncation, an
  * extra byte, bad topk indices, broken zstd frames, a zstd payload under a
  * zstd-off configuration) must fail with GS_ERR_PROTOCOL and leave the
- * output untouched; bad configurations fail with GS_ERR_INVALID_ARG.
+ * output untouched; bad configurations fail with GS_ERR_INVALID_ARG. In a
+ * build without zstd (GS_WITH_ZSTD off) the zstd cases are left out and the
+ * stage must be refused with GS_ERR_UNSUPPORTED and a sentence.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +18,7 @@
 
 #include "codec_test_util.h"
 #include "compress/codec.h"
+#include "gradsync/gradsync.h"
 
 #define N 300
 #define SENTINEL 7.25f
@@ -38,6 +41,13 @@ static gs_status_t try_decode(const gs_codec_config_t *cfg, const uint8_t *p, si
     return s;
 }
 
+/* The zstd modes a build has: off, and on where libzstd was built in. */
+#ifdef GS_WITH_ZSTD
+#define NUM_ZSTD_MODES 2
+#else
+#define NUM_ZSTD_MODES 1
+#endif
+
 static void test_codec_wire_malformed_rejected(void **state)
 {
     static const gs_codec_zstd_t modes[] = {GS_CODEC_ZSTD_OFF, GS_CODEC_ZSTD_ON};
@@ -47,7 +57,7 @@ static void test_codec_wire_malformed_rejected(void **state)
 
     (void)state;
     for (kind = 0; kind < GS_CODEC_KIND_COUNT; kind++) {
-        for (m = 0; m < 2; m++) {
+        for (m = 0; m < NUM_ZSTD_MODES; m++) {
             gs_codec_config_t cfg = codec_cfg((gs_codec_kind_t)kind);
             codec_buf_t b;
             uint8_t *bad;
@@ -132,6 +142,10 @@ static void test_codec_wire_topk_bad_indices(void **state)
 /* auto keeps zstd only when it saves >= 10%: zeros shrink, noise does not. */
 static void test_codec_wire_zstd_auto(void **state)
 {
+#ifndef GS_WITH_ZSTD
+    (void)state;
+    skip(); /* built without zstd: test_codec_wire_zstd_unsupported */
+#else
     float *noise = codec_normal_vec(3, 4096, 1.0), *zeros = calloc(4096, 4), *y = malloc(4096 * 4);
     gs_codec_config_t cfg = codec_cfg(GS_CODEC_NONE);
     codec_buf_t b;
@@ -156,6 +170,51 @@ static void test_codec_wire_zstd_auto(void **state)
     free(noise);
     free(zeros);
     free(y);
+#endif
+}
+
+/* The zstd stage, on or auto: every call that resolves a configuration
+ * takes it in a build with zstd, and refuses it with GS_ERR_UNSUPPORTED and
+ * a sentence naming the cause and the fix in a build without. */
+static void test_codec_wire_zstd_unsupported(void **state)
+{
+    static const gs_codec_zstd_t modes[] = {GS_CODEC_ZSTD_ON, GS_CODEC_ZSTD_AUTO};
+    gs_codec_config_t cfg = codec_cfg(GS_CODEC_INT8);
+    float x[N], y[N];
+    uint8_t payload[GS_CODEC_HEADER_BYTES + 8 * N];
+    gs_status_t status;
+    size_t sz, len;
+    int m;
+
+    (void)state;
+    memset(x, 0, sizeof(x));
+    memset(payload, 0, sizeof(payload));
+    for (m = 0; m < 2; m++) {
+        gs_status_t want = gs__zstd_available() ? GS_OK : GS_ERR_UNSUPPORTED;
+
+        cfg.zstd = modes[m];
+        assert_int_equal(gs_codec_encoded_size(&cfg, N, GS_DTYPE_F32, &sz), want);
+        assert_int_equal(gs_codec_scratch_size(&cfg, N, GS_DTYPE_F32, &sz), want);
+        if (want == GS_OK) {
+            continue;
+        }
+        status = gs_codec_encode(&cfg, x, N, GS_DTYPE_F32, GS_EF_NULL, NULL, 0, payload,
+                                 sizeof(payload), &len);
+        assert_int_equal(status, GS_ERR_UNSUPPORTED);
+        status = gs_codec_decode(&cfg, payload, sizeof(payload), N, GS_DTYPE_F32, NULL, 0, y);
+        assert_int_equal(status, GS_ERR_UNSUPPORTED);
+        /* The sentence: which stage, that the library lacks zstd, how to get it. */
+        assert_non_null(strstr(gs_last_error(), (m == 0) ? "zstd stage on" : "zstd stage auto"));
+        assert_non_null(strstr(gs_last_error(), "built without zstd"));
+        assert_non_null(strstr(gs_last_error(), "install libzstd-dev"));
+        assert_non_null(strstr(gs_last_error(), "rebuild"));
+        assert_non_null(strstr(gs_last_error(), "GS_CODEC_ZSTD_OFF"));
+    }
+#ifdef GS_WITH_ZSTD
+    assert_int_equal(gs__zstd_available(), 1);
+#else
+    assert_int_equal(gs__zstd_available(), 0);
+#endif
 }
 
 static void test_codec_wire_bad_config(void **state)
@@ -194,6 +253,7 @@ static void test_codec_wire_bad_config(void **state)
         gs_codec_encode(&cfg, x, N, GS_DTYPE_F32, GS_EF_NULL, NULL, 0, b.payload, b.cap - 1, &len),
         GS_ERR_INVALID_ARG);
     codec_buf_free(&b);
+#ifdef GS_WITH_ZSTD
     cfg.zstd = GS_CODEC_ZSTD_AUTO;
     codec_buf_init(&b, &cfg, N, GS_DTYPE_F32);
     assert_true(b.scratch_size > 0);
@@ -204,6 +264,9 @@ static void test_codec_wire_bad_config(void **state)
     assert_int_equal(gs_codec_decode(&cfg, b.payload, b.len, N, GS_DTYPE_F32, NULL, 0, y),
                      GS_ERR_INVALID_ARG);
     codec_buf_free(&b);
+#else
+    (void)y;
+#endif
 }
 
 int main(void)
@@ -212,6 +275,7 @@ int main(void)
         cmocka_unit_test(test_codec_wire_malformed_rejected),
         cmocka_unit_test(test_codec_wire_topk_bad_indices),
         cmocka_unit_test(test_codec_wire_zstd_auto),
+        cmocka_unit_test(test_codec_wire_zstd_unsupported),
         cmocka_unit_test(test_codec_wire_bad_config),
     };
 
