@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "transport/match.h"
 #include "transport/mpi/mpi_transport.h"
 
 #define GS_MPI_TAG_HDR 1
@@ -40,8 +41,11 @@
  * arrived before any matching receive), all peers together, as in the TCP
  * transport (tcp_conn.h): each costs MPI_MSG_COST bytes (its mpi_msg_t and
  * allocator overhead, rounded up) plus its payload against a budget of
- * MPI_UNEXP_MAX bytes, and at most MPI_UNEXP_MAX_MSGS of them are held (a
- * probe and every irecv walk the list). Past either bound the sender is
+ * MPI_UNEXP_MAX bytes, and at most MPI_UNEXP_MAX_MSGS of them are held. A
+ * probe or an irecv finds the oldest match through the match index
+ * (transport/match.h) and progress tests only the held messages whose
+ * payload is still arriving, so no work grows with what is held. Past
+ * either bound the sender is
  * failed with GS_ERR_PROTOCOL. The charge is released when the message is
  * freed (gs__mpi_msg_free: delivered, refused, or at finalize); a payload
  * still arriving for a receive that was refused or released lives on as an
@@ -50,7 +54,7 @@
  */
 #define MPI_UNEXP_MAX (8ull << 30)
 #define MPI_UNEXP_MAX_MSGS (1ull << 20)
-#define MPI_MSG_COST 256u
+#define MPI_MSG_COST 512u
 
 typedef struct mpi_hdr {
     uint64_t tag;
@@ -69,7 +73,10 @@ typedef struct mpi_reqset {
 
 /* A message whose header arrived before any matching receive. */
 typedef struct mpi_msg {
-    struct mpi_msg *next;
+    gs__match_entry_t ue;  /* first: held in tp->unexp (transport/match.h) */
+    struct mpi_msg *fnext; /* tp->filling: held, payload still arriving */
+    struct mpi_msg *fprev;
+    int filling;
     int src;
     mpi_hdr_t h;
     unsigned char *data; /* heap copy of the payload */
@@ -125,13 +132,14 @@ struct gs_tp {
     gs__counters_t *counters;
     atomic_int aborted;
     atomic_int woken;
-    uint32_t *send_seq;    /* next chunk seq to each peer */
-    uint32_t *recv_seq;    /* next chunk seq from each peer */
-    gs_status_t *peer_err; /* GS_OK, or why every request with that peer fails */
-    gs_tp_req_t *posted;   /* receives waiting for a header, in post order */
-    gs_tp_req_t *active;   /* requests with MPI requests in flight */
-    mpi_msg_t *unexp;      /* unexpected messages, in arrival order */
-    mpi_hdrq_t *hdrq;      /* header receives, in probe order */
+    uint32_t *send_seq;      /* next chunk seq to each peer */
+    uint32_t *recv_seq;      /* next chunk seq from each peer */
+    gs_status_t *peer_err;   /* GS_OK, or why every request with that peer fails */
+    gs_tp_req_t *posted;     /* receives waiting for a header, in post order */
+    gs_tp_req_t *active;     /* requests with MPI requests in flight */
+    gs__match_index_t unexp; /* unexpected messages, by arrival and by match key */
+    mpi_msg_t *filling;      /* the held ones whose chunks are still arriving */
+    mpi_hdrq_t *hdrq;        /* header receives, in probe order */
     mpi_orphan_t *orphans;
     int completions;         /* bumped by every completion (progress returns) */
     uint64_t max_msg;        /* GS_MAX_MESSAGE_BYTES: a peer announcing more is failed */
@@ -204,8 +212,16 @@ int gs__mpi_refuse(gs_tp_t *tp, gs_tp_req_t *r, int src, const mpi_hdr_t *h);
  * unexpected. */
 void gs__mpi_deliver_header(gs_tp_t *tp, int src, const mpi_hdr_t *h, const unsigned char *data);
 
-/* Free an unexpected message (its MPI requests must be done or handed on)
- * and release what it was charged. */
+/* Take a held message whose chunks all landed off tp->filling (no-op when
+ * it is not on it). */
+void gs__mpi_msg_filled(gs_tp_t *tp, mpi_msg_t *m);
+
+/* Take an unexpected message out of the index and off tp->filling (a
+ * receive takes it, or it is freed); no-op for what it is not on. */
+void gs__mpi_msg_unhold(gs_tp_t *tp, mpi_msg_t *m);
+
+/* Free an unexpected message (its MPI requests must be done or handed on),
+ * taking it out of what holds it, and release what it was charged. */
 void gs__mpi_msg_free(gs_tp_t *tp, mpi_msg_t *m);
 
 /* Fail a peer: every posted or later request involving it fails. */

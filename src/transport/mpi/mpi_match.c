@@ -226,8 +226,8 @@ int gs__mpi_refuse(gs_tp_t *tp, gs_tp_req_t *r, int src, const mpi_hdr_t *h)
 }
 
 /* What an unexpected message is charged covers what holding it takes. */
-_Static_assert(sizeof(mpi_msg_t) + 4 * sizeof(size_t) <= MPI_MSG_COST,
-               "MPI_MSG_COST covers a message and its allocator overhead");
+_Static_assert(sizeof(mpi_msg_t) + 2 * sizeof(size_t) + GS_MATCH_ENTRY_OVERHEAD <= MPI_MSG_COST,
+               "MPI_MSG_COST covers a message, its allocator overhead and its match keys");
 
 /* A header from src arrived (payload inline at data, or chunks to follow). */
 void gs__mpi_deliver_header(gs_tp_t *tp, int src, const mpi_hdr_t *h, const unsigned char *data)
@@ -313,6 +313,15 @@ void gs__mpi_deliver_header(gs_tp_t *tp, int src, const mpi_hdr_t *h, const unsi
         tp->recv_seq[src] += nchunks;
         return;
     }
+    if (gs__match_add(&tp->unexp, &m->ue, src, h->tag & GS_TP_TAG_MATCH_MASK) != GS_OK) {
+        free(m->data);
+        free(m);
+        tp->peer_err[src] = GS_ERR_NO_MEMORY;
+        gs__error_set(GS_ERR_NO_MEMORY, "mpi: no memory to hold a message from rank %d", src);
+        drain_chunks(tp, src, nchunks);
+        tp->recv_seq[src] += nchunks;
+        return;
+    }
     m->src = src;
     m->h = *h;
     m->charged = MPI_MSG_COST + h->len;
@@ -328,19 +337,45 @@ void gs__mpi_deliver_header(gs_tp_t *tp, int src, const mpi_hdr_t *h, const unsi
         if (ret != MPI_SUCCESS) {
             tp->peer_err[src] = GS_ERR_PEER_FAILED;
         }
-    }
-    {
-        mpi_msg_t **p = &tp->unexp;
-        while (*p != NULL) {
-            p = &(*p)->next;
+        if (m->rs.n > 0) {
+            m->filling = 1;
+            m->fprev = NULL;
+            m->fnext = tp->filling;
+            if (tp->filling != NULL) {
+                tp->filling->fprev = m;
+            }
+            tp->filling = m;
         }
-        *p = m;
     }
     tp->completions++; /* progress returns: a probe may be waiting for it */
 }
 
+void gs__mpi_msg_filled(gs_tp_t *tp, mpi_msg_t *m)
+{
+    if (m->filling) {
+        if (m->fprev != NULL) {
+            m->fprev->fnext = m->fnext;
+        } else {
+            tp->filling = m->fnext;
+        }
+        if (m->fnext != NULL) {
+            m->fnext->fprev = m->fprev;
+        }
+        m->fnext = NULL;
+        m->fprev = NULL;
+        m->filling = 0;
+    }
+}
+
+void gs__mpi_msg_unhold(gs_tp_t *tp, mpi_msg_t *m)
+{
+    gs__match_remove(&tp->unexp, &m->ue);
+    gs__mpi_msg_filled(tp, m);
+}
+
 void gs__mpi_msg_free(gs_tp_t *tp, mpi_msg_t *m)
 {
+    gs__mpi_msg_unhold(tp, m);
     tp->unexp_bytes -= m->charged;
     tp->unexp_msgs--;
     gs__mpi_reqset_free(&m->rs);

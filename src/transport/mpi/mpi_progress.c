@@ -113,15 +113,19 @@ static void poll_active(gs_tp_t *tp)
 
 void gs__mpi_poll_messages(gs_tp_t *tp)
 {
-    /* Unexpected payloads still arriving, and receives bound to them. */
-    for (mpi_msg_t *m = tp->unexp; m != NULL; m = m->next) {
+    /* Unexpected payloads still arriving (only those: the held ones that
+     * are whole cost nothing here), and receives bound to them. */
+    for (mpi_msg_t *m = tp->filling; m != NULL;) {
+        mpi_msg_t *next = m->fnext;
         int err = MPI_SUCCESS;
-        if ((m->rs.n > 0) && gs__mpi_reqset_test(&m->rs, 0, &err)) {
+        if (gs__mpi_reqset_test(&m->rs, 0, &err)) {
             gs__mpi_reqset_free(&m->rs);
+            gs__mpi_msg_filled(tp, m); /* whole now, and still held */
             if (err != MPI_SUCCESS) {
                 gs__mpi_peer_fail(tp, m->src, GS_ERR_PEER_FAILED, gs__mpi_errstr(err));
             }
         }
+        m = next;
     }
     for (gs_tp_req_t *r = tp->active; r != NULL;) {
         gs_tp_req_t *next = r->next;

@@ -133,8 +133,11 @@ gs_status_t gs__mpi_tp_probe(gs_tp_t *tp, int peer, uint64_t tag, int *found_out
     /* Headers are taken off MPI (MPI_Improbe) by progress into the
      * unexpected queue, which is what irecv matches first: the oldest
      * match there is the message the next irecv takes. */
-    for (const mpi_msg_t *m = tp->unexp; m != NULL; m = m->next) {
-        if (((peer == GS_ANY_SOURCE) || (peer == m->src)) && gs__mpi_masked_equal(m->h.tag, tag)) {
+    {
+        const mpi_msg_t *m = (const mpi_msg_t *)gs__match_find(
+            &tp->unexp, peer, peer == GS_ANY_SOURCE, tag & GS_TP_TAG_MATCH_MASK);
+
+        if (m != NULL) {
             *found_out = 1;
             comp_out->status = GS_OK;
             comp_out->peer = m->src;
@@ -170,15 +173,14 @@ gs_status_t gs__mpi_tp_irecv(gs_tp_t *tp, int peer, uint64_t tag, void *buf, siz
         return GS_OK;
     }
     /* The oldest unexpected message that matches. */
-    for (mpi_msg_t **p = &tp->unexp; *p != NULL; p = &(*p)->next) {
-        mpi_msg_t *m = *p;
+    {
+        mpi_msg_t *m = (mpi_msg_t *)gs__match_find(&tp->unexp, peer, peer == GS_ANY_SOURCE,
+                                                   tag & GS_TP_TAG_MATCH_MASK);
 
-        if (!(((peer == GS_ANY_SOURCE) || (peer == m->src)) &&
-              gs__mpi_masked_equal(m->h.tag, tag))) {
-            continue;
+        if (m == NULL) {
+            goto post;
         }
-        *p = m->next;
-        m->next = NULL;
+        gs__mpi_msg_unhold(tp, m); /* bound to r from here: r's progress tests its chunks */
         if (gs__mpi_refuse(tp, r, m->src, &m->h)) {
             if (m->rs.n > 0) {
                 gs__mpi_orphan_add(tp, &m->rs, m->data);
@@ -201,6 +203,7 @@ gs_status_t gs__mpi_tp_irecv(gs_tp_t *tp, int peer, uint64_t tag, void *buf, siz
         gs__mpi_list_append(&tp->active, r);
         return GS_OK;
     }
+post:
     if ((peer == GS_ANY_SOURCE) && (tp->size > 0)) {
         /* An any-source receive fails only when every peer has. */
         int alive = 0;

@@ -68,6 +68,7 @@ static gs_status_t mpi_tp_init(const gs_tp_params_t *params, gs_tp_t **tp_out)
         (params->max_message_bytes != 0) ? params->max_message_bytes : GS_MAX_MESSAGE_BYTES_DEFAULT;
     tp->unexp_max = MPI_UNEXP_MAX;
     tp->unexp_max_msgs = MPI_UNEXP_MAX_MSGS;
+    gs__match_init(&tp->unexp);
     atomic_init(&tp->aborted, 0);
     atomic_init(&tp->woken, 0);
     *tp_out = tp;
@@ -234,9 +235,8 @@ static gs_status_t mpi_tp_finalize(gs_tp_t *tp)
         free(o->to_free);
         free(o);
     }
-    while (tp->unexp != NULL) {
-        mpi_msg_t *m = tp->unexp;
-        tp->unexp = m->next;
+    while (tp->unexp.head != NULL) {
+        mpi_msg_t *m = (mpi_msg_t *)tp->unexp.head;
         for (int i = 0; i < m->rs.n; i++) {
             if (m->rs.mr[i] != MPI_REQUEST_NULL) {
                 MPI_Request_free(&m->rs.mr[i]);
@@ -244,6 +244,7 @@ static gs_status_t mpi_tp_finalize(gs_tp_t *tp)
         }
         gs__mpi_msg_free(tp, m);
     }
+    gs__match_free(&tp->unexp);
     if (tp->comm != MPI_COMM_NULL) {
         MPI_Comm_free(&tp->comm);
     }
