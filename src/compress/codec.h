@@ -241,9 +241,10 @@ int gs__zstd_available(void);
 /* Write "on (libzstd 1.5.4, headers 1.5.4)" or "off (...)" into buf: what
  * gs_info prints. */
 void gs__zstd_summary(char *buf, size_t len);
-/* Set the error for a configuration asking for the zstd stage in a build
- * without it, naming @p what and the fix; returns GS_ERR_UNSUPPORTED. */
-gs_status_t gs__zstd_unsupported(const char *what);
+/* Set the error text for a configuration asking for the zstd stage in a
+ * build without it, naming @p what and the fix; the caller returns
+ * GS_ERR_UNSUPPORTED. */
+void gs__zstd_unsupported(const char *what);
 /* Worst-case compressed size of @p raw bytes. */
 size_t gs__zstd_bound(size_t raw);
 /* Workspace bytes for compressing at @p level and for decompressing. */

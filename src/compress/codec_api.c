@@ -90,8 +90,9 @@ gs_status_t gs__codec_resolve(const gs_codec_config_t *cfg, gs_codec_resolved_t 
                                  (int)cfg->zstd);
         }
         if ((cfg->zstd != GS_CODEC_ZSTD_OFF) && !gs__zstd_available()) {
-            return gs__zstd_unsupported((cfg->zstd == GS_CODEC_ZSTD_ON) ? "codec zstd stage on"
-                                                                        : "codec zstd stage auto");
+            gs__zstd_unsupported((cfg->zstd == GS_CODEC_ZSTD_ON) ? "codec zstd stage on"
+                                                                 : "codec zstd stage auto");
+            return GS_ERR_UNSUPPORTED;
         }
         rc.zstd = cfg->zstd;
     }

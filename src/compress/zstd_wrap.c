@@ -27,9 +27,9 @@
     "rebuild, or leave the zstd stage off (cfg.zstd = GS_CODEC_ZSTD_OFF; every codec works "       \
     "without it)"
 
-gs_status_t gs__zstd_unsupported(const char *what)
+void gs__zstd_unsupported(const char *what)
 {
-    return gs__error_set(GS_ERR_UNSUPPORTED, "%s: %s", what, ZSTD_MISSING);
+    (void)gs__error_set(GS_ERR_UNSUPPORTED, "%s: %s", what, ZSTD_MISSING);
 }
 
 #ifdef GS_WITH_ZSTD
@@ -145,7 +145,8 @@ gs_status_t gs__zstd_compress(const void *src, size_t src_len, void *dst, size_t
     (void)work;
     (void)work_len;
     (void)len_out;
-    return gs__zstd_unsupported("zstd compression");
+    gs__zstd_unsupported("zstd compression");
+    return GS_ERR_UNSUPPORTED;
 }
 
 gs_status_t gs__zstd_decompress(const void *src, size_t src_len, void *dst, size_t raw_len,
