@@ -11,6 +11,7 @@
 #include "codec_kernels.h"
 
 #include "codec_body.h"
+#include "launch_kernels.h"
 
 #include <cuda_runtime.h>
 
@@ -190,75 +191,75 @@ static __global__ void __launch_bounds__(GS_KC_THREADS)
 /* Launchers                                                              */
 /* ---------------------------------------------------------------------- */
 
-/* Launch the steps of @p pl in order on @p s; the first launch error. */
+/* Launch the steps of @p pl in order on @p s; the first launch error (each
+ * launch's own, launch_kernels.h). */
 static int kc_run(const gs_kc_plan_t *pl, cudaStream_t s)
 {
     for (int i = 0; i < pl->nsteps; i++) {
         const gs_kc_step_t *st = &pl->step[i];
         const dim3 grid((unsigned)st->grid), block(pl->nthreads);
-        cudaError_t err;
+        int err;
 
         switch (st->body) {
         case GS_KC_HALF_ENC:
-            gs_kc_half_enc_kernel<<<grid, block, 0, s>>>(st->a);
+            err = gs_k_launch(gs_kc_half_enc_kernel, grid, block, s, st->a);
             break;
         case GS_KC_DEC:
-            gs_kc_dec_kernel<<<grid, block, 0, s>>>(st->a);
+            err = gs_k_launch(gs_kc_dec_kernel, grid, block, s, st->a);
             break;
         case GS_KC_QUANT_GROUP:
-            gs_kc_quant_group_kernel<<<grid, block, 0, s>>>(st->a, st->nphases);
+            err = gs_k_launch(gs_kc_quant_group_kernel, grid, block, s, st->a, st->nphases);
             break;
         case GS_KC_QUANT_CODES:
-            gs_kc_quant_codes_kernel<<<grid, block, 0, s>>>(st->a);
+            err = gs_k_launch(gs_kc_quant_codes_kernel, grid, block, s, st->a);
             break;
         case GS_KC_SIGN_GROUP:
-            gs_kc_sign_group_kernel<<<grid, block, 0, s>>>(st->a, st->nphases);
+            err = gs_k_launch(gs_kc_sign_group_kernel, grid, block, s, st->a, st->nphases);
             break;
         case GS_KC_SIGN_PACK:
-            gs_kc_sign_pack_kernel<<<grid, block, 0, s>>>(st->a);
+            err = gs_k_launch(gs_kc_sign_pack_kernel, grid, block, s, st->a);
             break;
         case GS_KC_ADD:
-            gs_kc_add_kernel<<<grid, block, 0, s>>>(st->a);
+            err = gs_k_launch(gs_kc_add_kernel, grid, block, s, st->a);
             break;
         case GS_KC_RANDK_GATHER:
-            gs_kc_randk_gather_kernel<<<grid, block, 0, s>>>(st->a);
+            err = gs_k_launch(gs_kc_randk_gather_kernel, grid, block, s, st->a);
             break;
         case GS_KC_ZERO:
-            gs_kc_zero_kernel<<<grid, block, 0, s>>>(st->a);
+            err = gs_k_launch(gs_kc_zero_kernel, grid, block, s, st->a);
             break;
         case GS_KC_RANDK_SCATTER:
-            gs_kc_randk_scatter_kernel<<<grid, block, 0, s>>>(st->a);
+            err = gs_k_launch(gs_kc_randk_scatter_kernel, grid, block, s, st->a);
             break;
         case GS_KC_TOPK_SAMPLE:
-            gs_kc_topk_sample_kernel<<<grid, block, 0, s>>>(st->a, st->nphases);
+            err = gs_k_launch(gs_kc_topk_sample_kernel, grid, block, s, st->a, st->nphases);
             break;
         case GS_KC_TOPK_HIST:
-            gs_kc_topk_hist_kernel<<<grid, block, 0, s>>>(st->a, st->nphases);
+            err = gs_k_launch(gs_kc_topk_hist_kernel, grid, block, s, st->a, st->nphases);
             break;
         case GS_KC_TOPK_FIX:
-            gs_kc_topk_fix_kernel<<<grid, block, 0, s>>>(st->a, st->nphases);
+            err = gs_k_launch(gs_kc_topk_fix_kernel, grid, block, s, st->a, st->nphases);
             break;
         case GS_KC_TOPK_WALK:
-            gs_kc_topk_walk_kernel<<<grid, block, 0, s>>>(st->a, st->nphases);
+            err = gs_k_launch(gs_kc_topk_walk_kernel, grid, block, s, st->a, st->nphases);
             break;
         case GS_KC_TOPK_CHUNKS:
-            gs_kc_topk_chunks_kernel<<<grid, block, 0, s>>>(st->a, st->nphases);
+            err = gs_k_launch(gs_kc_topk_chunks_kernel, grid, block, s, st->a, st->nphases);
             break;
         case GS_KC_TOPK_SCAN:
-            gs_kc_topk_scan_kernel<<<grid, block, 0, s>>>(st->a, st->nphases);
+            err = gs_k_launch(gs_kc_topk_scan_kernel, grid, block, s, st->a, st->nphases);
             break;
         case GS_KC_TOPK_CHECK:
-            gs_kc_topk_check_kernel<<<grid, block, 0, s>>>(st->a);
+            err = gs_k_launch(gs_kc_topk_check_kernel, grid, block, s, st->a);
             break;
         case GS_KC_TOPK_SCATTER:
-            gs_kc_topk_scatter_kernel<<<grid, block, 0, s>>>(st->a);
+            err = gs_k_launch(gs_kc_topk_scatter_kernel, grid, block, s, st->a);
             break;
         default:
             return (int)cudaErrorInvalidValue;
         }
-        err = cudaGetLastError();
-        if (err != cudaSuccess) {
-            return (int)err;
+        if (err != (int)cudaSuccess) {
+            return err;
         }
     }
     return (int)cudaSuccess;

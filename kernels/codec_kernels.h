@@ -10,8 +10,9 @@
  * Common rules:
  * - Every call enqueues on @p stream (a cudaStream_t; NULL is the legacy
  *   default stream) and returns at once with the cudaError_t of the
- *   launches (0 on success); nothing is synchronised and nothing is
- *   allocated. cudaErrorInvalidValue (1) before anything is enqueued for
+ *   launches (0 on success): their own, whatever an earlier call left in
+ *   the thread's last-error slot (launch_kernels.h); nothing is
+ *   synchronised and nothing is allocated. cudaErrorInvalidValue (1) before anything is enqueued for
  *   a codec other than the seven, a workspace smaller than
  *   gs_k_codec_workspace_size(), or a top-k decode or check without @p bad.
  * - Buffers are device (or managed) memory: src, residual and dst hold

@@ -5,10 +5,13 @@
  * unit tests also compile as C and run on the CPU; all arithmetic is
  * reduce_math.h's. Launchers check their arguments, launch at most one
  * kernel on the caller's stream and never synchronise; they allocate
- * nothing and keep no state, so any thread may call them.
+ * nothing and keep no state, so any thread may call them. Each launch is
+ * checked by its own result (gs_k_launch, launch_kernels.h), never by
+ * cudaGetLastError().
  */
 #include "reduce_kernels.h"
 
+#include "launch_kernels.h"
 #include "reduce_body.h"
 
 #include <cuda_runtime.h>
@@ -89,9 +92,8 @@ extern "C" int gs_k_reduce(void *dst, const void *a, const void *b, size_t n, gs
     if ((dst == NULL) || (a == NULL) || (b == NULL)) {
         return (int)cudaErrorInvalidValue;
     }
-    gs_kred_reduce_kernel<<<kred_grid(n, esize), GS_KRED_THREADS, 0, (cudaStream_t)stream>>>(
-        dst, a, b, n, dtype, op, divisor);
-    return (int)cudaGetLastError();
+    return gs_k_launch(gs_kred_reduce_kernel, kred_grid(n, esize), GS_KRED_THREADS,
+                       (cudaStream_t)stream, dst, a, b, n, dtype, op, divisor);
 }
 
 extern "C" int gs_k_scale(void *buf, size_t n, gs_dtype_t dtype, int divisor, void *stream)
@@ -105,9 +107,8 @@ extern "C" int gs_k_scale(void *buf, size_t n, gs_dtype_t dtype, int divisor, vo
     if (buf == NULL) {
         return (int)cudaErrorInvalidValue;
     }
-    gs_kred_scale_kernel<<<kred_grid(n, kred_dtype_size(dtype)), GS_KRED_THREADS, 0,
-                           (cudaStream_t)stream>>>(buf, n, dtype, divisor);
-    return (int)cudaGetLastError();
+    return gs_k_launch(gs_kred_scale_kernel, kred_grid(n, kred_dtype_size(dtype)), GS_KRED_THREADS,
+                       (cudaStream_t)stream, buf, n, dtype, divisor);
 }
 
 extern "C" int gs_k_mul_f32(float *buf, size_t n, float m, void *stream)
@@ -118,7 +119,6 @@ extern "C" int gs_k_mul_f32(float *buf, size_t n, float m, void *stream)
     if (buf == NULL) {
         return (int)cudaErrorInvalidValue;
     }
-    gs_kred_mul_kernel<<<kred_grid(n, sizeof(float)), GS_KRED_THREADS, 0, (cudaStream_t)stream>>>(
-        buf, n, m);
-    return (int)cudaGetLastError();
+    return gs_k_launch(gs_kred_mul_kernel, kred_grid(n, sizeof(float)), GS_KRED_THREADS,
+                       (cudaStream_t)stream, buf, n, m);
 }

@@ -3,7 +3,8 @@
  * Host entry points of the reduction kernels (reduce.cu). Every call
  * enqueues on @p stream (a cudaStream_t; NULL is the legacy default
  * stream) and returns at once with the cudaError_t of the launch (0 on
- * success); nothing is synchronised. Buffers are device memory (or
+ * success): the launch's own, whatever an earlier call left in the
+ * thread's last-error slot (launch_kernels.h); nothing is synchronised. Buffers are device memory (or
  * managed); in place when dst is a or b exactly. Built only with CUDA.
  *
  * Arithmetic is reduce_math.h's, the CPU library's too: f16/bf16 are
@@ -33,7 +34,7 @@ extern "C" {
  *         op, AVG on an integer dtype, a bitwise op (BAND, BOR, BXOR) on a
  *         float dtype, divisor < 0, divisor > 0 with an
  *         integer dtype or an op other than SUM/AVG, or a NULL buffer;
- *         else cudaGetLastError() after the launch.
+ *         else the launch's error.
  */
 int gs_k_reduce(void *dst, const void *a, const void *b, size_t n, gs_dtype_t dtype, gs_op_t op,
                 int divisor, void *stream);
@@ -44,7 +45,7 @@ int gs_k_reduce(void *dst, const void *a, const void *b, size_t n, gs_dtype_t dt
  * leave buf as it is (nothing launched). Local, non-blocking, thread-safe.
  * @return 0 (cudaSuccess) when done or nothing to do;
  *         cudaErrorInvalidValue, nothing launched, for a non-float dtype or
- *         a NULL buffer with n > 0; else cudaGetLastError() after the launch.
+ *         a NULL buffer with n > 0; else the launch's error.
  */
 int gs_k_scale(void *buf, size_t n, gs_dtype_t dtype, int divisor, void *stream);
 
