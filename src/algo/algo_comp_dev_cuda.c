@@ -63,36 +63,57 @@ typedef struct dcomp_res {
     int device;
 } dcomp_res_t;
 
+/* The hooks run on the thread of a gs_ef_t call (gs_ef_free, gs_ef_reset,
+ * a host call that reads the residual back), with the residual's device
+ * current for them and the caller's restored after. */
 static void dcomp_res_release(gs_ef_dev_t *self)
 {
     dcomp_res_t *r = (dcomp_res_t *)self;
+    gs_dev_guard_t guard;
 
-    cudaFree(r->res);
+    gs__dev_take_back(gs__dev_guard_enter(&guard, r->device));
+    gs__dev_take_back(cudaFree(r->res));
+    gs__dev_guard_leave(&guard);
     free(r);
 }
 
 static gs_status_t dcomp_res_reset(gs_ef_dev_t *self)
 {
     dcomp_res_t *r = (dcomp_res_t *)self;
-    const cudaError_t err = cudaMemset(r->res, 0, r->count * sizeof(float));
+    gs_dev_guard_t guard;
+    cudaError_t err = (cudaError_t)gs__dev_guard_enter(&guard, r->device);
 
-    return (err == cudaSuccess) ? GS_OK
-                                : gs__error_set(GS_ERR_CUDA,
-                                                "gs_ef_reset: cudaMemset of the device residual "
-                                                "failed: %s",
-                                                cudaGetErrorString(err));
+    if (err == cudaSuccess) {
+        err = cudaMemset(r->res, 0, r->count * sizeof(float));
+    }
+    gs__dev_guard_leave(&guard);
+    if (err == cudaSuccess) {
+        return GS_OK;
+    }
+    gs__dev_take_back(err);
+    return gs__error_set(GS_ERR_CUDA,
+                         "gs_ef_reset: clearing the device residual (CUDA device %d) failed: %s "
+                         "(%s)",
+                         r->device, cudaGetErrorString(err), cudaGetErrorName(err));
 }
 
 static gs_status_t dcomp_res_to_host(gs_ef_dev_t *self, float *residual)
 {
     dcomp_res_t *r = (dcomp_res_t *)self;
-    const cudaError_t err =
-        cudaMemcpy(residual, r->res, r->count * sizeof(float), cudaMemcpyDeviceToHost);
+    gs_dev_guard_t guard;
+    cudaError_t err = (cudaError_t)gs__dev_guard_enter(&guard, r->device);
 
-    return (err == cudaSuccess)
-               ? GS_OK
-               : gs__error_set(GS_ERR_CUDA, "reading the device residual back failed: %s",
-                               cudaGetErrorString(err));
+    if (err == cudaSuccess) {
+        err = cudaMemcpy(residual, r->res, r->count * sizeof(float), cudaMemcpyDeviceToHost);
+    }
+    gs__dev_guard_leave(&guard);
+    if (err == cudaSuccess) {
+        return GS_OK;
+    }
+    gs__dev_take_back(err);
+    return gs__error_set(GS_ERR_CUDA,
+                         "reading the device residual (CUDA device %d) back failed: %s (%s)",
+                         r->device, cudaGetErrorString(err), cudaGetErrorName(err));
 }
 
 /* The device residual of @p ef (NULL when ef is), made current: created
@@ -344,7 +365,7 @@ static gs_status_t dcomp_exchange(dcomp_t *x, uint32_t phase, uint8_t *send, uin
                              "cudaMemcpyAsync (payload to the host)");
         }
         if (status == GS_OK) {
-            status = dcomp_k(x, cudaStreamSynchronize(x->st), "cudaStreamSynchronize");
+            status = gs__dev_wait_stream(ctx, x->st, "the copies of the payloads to the host");
         }
         memset(hs_len, 0, 2 * n * sizeof(size_t));
         for (size_t q = 0; (q < n) && (status == GS_OK); q++) {
@@ -412,7 +433,9 @@ static gs_status_t dcomp_exchange(dcomp_t *x, uint32_t phase, uint8_t *send, uin
         /* The pinned slots are reused by the next exchange: the copies out
          * of them must be done first. */
         if (status == GS_OK) {
-            status = dcomp_k(x, cudaStreamSynchronize(x->st), "cudaStreamSynchronize");
+            status = gs__dev_wait_stream(ctx, x->st,
+                                         "the copies of the payloads to the device (before the "
+                                         "staging buffer is reused)");
         }
     }
     return status;
@@ -432,7 +455,7 @@ static gs_status_t dcomp_check_bad(dcomp_t *x, const char *what)
         cudaMemcpyAsync(flags, x->bad, (size_t)x->n * sizeof(int), cudaMemcpyDeviceToHost, x->st),
         "cudaMemcpyAsync (payload checks)");
     if (status == GS_OK) {
-        status = dcomp_k(x, cudaStreamSynchronize(x->st), "cudaStreamSynchronize");
+        status = gs__dev_wait_stream(x->ctx, x->st, "the top-k payload checks");
     }
     for (int q = 0; (q < x->n) && (status == GS_OK); q++) {
         if (flags[q] != 0) {
@@ -583,7 +606,7 @@ gs_status_t gs__dev_comp_allreduce(gs_algo_ctx_t *ctx, gs_coll_desc_t *d,
     }
     if (status == GS_OK) {
         /* The result is in recvbuf once the stream passes this point. */
-        status = dcomp_k(&x, cudaStreamSynchronize(x.st), "cudaStreamSynchronize");
+        status = gs__dev_wait_stream(ctx, x.st, "the compressed all-reduce's kernels");
     }
     if (ef != GS_EF_NULL) {
         ef->step++;

@@ -7,6 +7,18 @@
  * memory; algo_nccl_cuda.c hands plain calls to NCCL. Both run on the
  * communicator's worker thread (or the caller's, for a blocking call run
  * inline), one operation at a time.
+ *
+ * Three rules every entry here keeps, whichever thread it runs on:
+ * - the calling thread's current CUDA device is left as it was found
+ *   (gs__dev_guard_enter/leave around everything that needs the
+ *   communicator's device);
+ * - every wait for the GPU is gs__dev_wait_event (or gs__dev_wait_stream):
+ *   a poll with the operation's no-progress deadline (GS_TIMEOUT_MS) and
+ *   NCCL's asynchronous errors, never cudaStreamSynchronize;
+ * - the runtime's per-thread last-error slot is handed back as found:
+ *   an error of ours (a "not ready" answer included) is taken back after
+ *   it is read, so that neither a later kernel launch of ours nor the
+ *   caller's own cudaGetLastError() sees it.
  */
 #ifndef GS_ALGO_ALGO_DEV_H
 #define GS_ALGO_ALGO_DEV_H
@@ -46,9 +58,10 @@ typedef struct gs_algo_dev_params {
 } gs_algo_dev_params_t;
 
 /*
- * Set up ctx->dev on the first call with device buffers on @p device
+ * Set up ctx->dev on the first call with device buffers on d->device
  * (collective: every rank calls it on its first device call, which is
- * the same operation everywhere). Ranks all-gather (host, GPU UUID); NCCL
+ * the same operation everywhere); on later calls only check that
+ * d->device is the context's device (@p params may then be NULL). Ranks all-gather (host, GPU UUID); NCCL
  * is used when it is built in, wanted, and no two ranks share a GPU (NCCL
  * refuses that); rank 0 then makes the NCCL id and broadcasts it over the
  * host transport. Sets ctx->dev_caps identically on every rank. Returns
@@ -71,8 +84,9 @@ gs_status_t gs__dev_free(gs_algo_ctx_t *ctx, int abort);
 /* Abort the NCCL communicator of ctx, if any (any thread). */
 void gs__dev_abort(gs_algo_ctx_t *ctx);
 
-/* Runners of the device paths (gs__algo_plan's path_table). The
- * CUDA-aware MPI runner waits for the caller's stream (MPI reads device
+/* Runners of the device paths (gs__algo_plan's path_table); each makes
+ * the context's device current for the call and restores the caller's.
+ * The CUDA-aware MPI runner waits for the caller's stream (MPI reads device
  * memory as the host sees it), then hands the buffers to the MPI
  * transport's native collective; the result is there when it returns. */
 gs_status_t gs__dev_run_staged(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo_plan_t *plan);
@@ -90,14 +104,42 @@ gs_status_t gs__dev_run_nccl(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_alg
  * NCCL's error. */
 gs_status_t gs__dev_test(gs_algo_ctx_t *ctx, gs_coll_desc_t *d);
 
-/* Helpers of the device files: GS_ERR_CUDA naming @p what and CUDA's own
- * words for a cudaError_t other than 0 (else GS_OK); poll an event until it
- * completes, sleeping 20 us between polls, GS_ERR_TIMEOUT after the
- * context's timeout; pinned host memory of at least @p bytes
- * (ctx->dev->pinned, grown after the copy stream is idle); device memory
- * of at least @p bytes (*out, grown after @p stream is idle). */
+/* GS_ERR_CUDA naming @p what and CUDA's own words for a cudaError_t other than 0, else GS_OK;
+ * the error is taken back from the thread's last-error slot (cleared when
+ * the slot holds it; a sticky error stays). */
 gs_status_t gs__dev_cuda(const gs_algo_ctx_t *ctx, int err, const char *what);
+
+/* Take back a cudaError_t this library met and does not report (a failed
+ * free, a failed guard on a path that goes on): clear the thread's
+ * last-error slot when it holds @p err. */
+void gs__dev_take_back(int err);
+
+/*
+ * The one device wait: poll @p ev (a cudaEvent_t) until it completes,
+ * yielding, then sleeping up to about 128 us between polls. Each poll
+ * takes back the "not ready" it may leave in the runtime's last-error
+ * slot, and when the context has NCCL also reads NCCL's asynchronous state
+ * (also once the event completed: kernels of a failed communicator end
+ * early). Blocking, owner thread of the context. @p what names what the
+ * event marks ("the caller's stream (before growing the device
+ * workspace)") for the error text.
+ * @return GS_OK; GS_ERR_TIMEOUT when the event has not completed within the
+ *         context's no-progress timeout (GS_TIMEOUT_MS), naming @p what and
+ *         the time (NCCL, if any, is aborted: its kernels may be what
+ *         hangs); GS_ERR_CUDA (the query failed; NCCL aborted); NCCL's
+ *         asynchronous error as gs__nccl_poll() maps it (NCCL aborted),
+ *         GS_ERR_ABORTED when NCCL was aborted meanwhile.
+ */
 gs_status_t gs__dev_wait_event(const gs_algo_ctx_t *ctx, void *ev, const char *what);
+
+/* Wait (gs__dev_wait_event) until @p stream (a cudaStream_t) has passed
+ * the work queued on it so far: the context's stage event is recorded
+ * there and polled. What replaces cudaStreamSynchronize. */
+gs_status_t gs__dev_wait_stream(const gs_algo_ctx_t *ctx, void *stream, const char *what);
+
+/* Pinned host memory of at least @p bytes (ctx->dev->pinned, grown once the
+ * copy stream is idle); device memory of at least @p bytes (*out, grown
+ * once @p stream is idle). Both wait with gs__dev_wait_stream. */
 gs_status_t gs__dev_pinned(gs_algo_ctx_t *ctx, size_t bytes);
 gs_status_t gs__dev_workspace(gs_algo_ctx_t *ctx, size_t bytes, void *stream, void **out);
 
@@ -119,6 +161,36 @@ void gs__dev_event_put(gs_algo_ctx_t *ctx, void *ev);
 
 /* The event of a call in flight is released without waiting (destroy). */
 void gs__dev_forget(gs_algo_ctx_t *ctx, gs_coll_desc_t *d);
+
+/*
+ * The caller's current CUDA device, kept across an entry of the device
+ * layer. enter makes @p device current on the calling thread when it is not
+ * already (cudaGetDevice, then cudaSetDevice) and returns the cudaError_t
+ * of that (0 on success); leave restores the device enter found. Call
+ * leave once after every enter, whatever enter returned (it does nothing
+ * when enter changed nothing). Nested guards are free: the inner one finds
+ * its device current already.
+ *
+ * One exception, as PyTorch's device guard makes it: leave does not go
+ * back to a device that has no primary context, i.e. one the process never
+ * used (cudaGetDevice says 0 on a thread that has not chosen a device).
+ * cudaSetDevice would create a context there, some hundreds of MiB on
+ * another rank's GPU, for every worker thread; such a thread keeps
+ * @p device current instead. leave never changes the error text and logs
+ * a failed restore at WARN.
+ */
+typedef struct gs_dev_guard {
+    int prev;    /* the thread's current device at enter */
+    int changed; /* enter made another device current */
+} gs_dev_guard_t;
+
+int gs__dev_guard_enter(gs_dev_guard_t *g, int device);
+void gs__dev_guard_leave(gs_dev_guard_t *g);
+
+/* gs__dev_guard_enter on the context's device, the failure as GS_ERR_CUDA
+ * naming ctx->opname (GS_ERR_INTERNAL without a device context). Call
+ * gs__dev_guard_leave after it in every case. */
+gs_status_t gs__dev_enter(const gs_algo_ctx_t *ctx, gs_dev_guard_t *g);
 
 #endif /* GS_WITH_CUDA */
 

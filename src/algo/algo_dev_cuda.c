@@ -27,9 +27,16 @@
  * deadline; nothing here blocks in the CUDA runtime without one.
  * No allocation per call once warm: streams, events and the pinned
  * staging memory (grown on demand) live in the context.
+ *
+ * Also here, for every device file: the one device wait
+ * (gs__dev_wait_event: deadline, NCCL's asynchronous errors, the
+ * last-error slot), and the guard that leaves the caller's current device
+ * as it was (gs__dev_guard_enter/leave).
  */
 #include "algo/algo_dev.h"
 
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +55,40 @@
 #define DEV_ALIGN 256
 #define DEV_AGREE_BYTES 32 /* host id (8), GPU UUID (16), NCCL wish (4), CUDA-aware MPI (4) */
 
+/*
+ * The runtime keeps one last error per host thread: every call that fails
+ * writes it, cudaGetLastError() reads and clears it. A query that answers
+ * "not ready" may write cudaErrorNotReady there (PyTorch clears it after
+ * each such answer), and it would then be what the next
+ * cudaGetLastError() returns: the caller's, or a launch check's. Take back
+ * an error this library met, and only that one: the slot is cleared when it
+ * holds @p err, so a pending error the caller's own code left stays unless
+ * ours replaced it. A sticky error (the context is lost) cannot be
+ * cleared, and every later call reports it anyway.
+ */
+static void dev_take_back(cudaError_t err)
+{
+    if ((err != cudaSuccess) && (cudaPeekAtLastError() == err)) {
+        (void)cudaGetLastError();
+    }
+}
+
+void gs__dev_take_back(int err)
+{
+    dev_take_back((cudaError_t)err);
+}
+
+/* cudaEventQuery, its "not ready" taken back. The only event query here. */
+static cudaError_t dev_query(cudaEvent_t ev)
+{
+    const cudaError_t err = cudaEventQuery(ev);
+
+    if (err == cudaErrorNotReady) {
+        dev_take_back(err);
+    }
+    return err;
+}
+
 gs_status_t gs__dev_cuda(const gs_algo_ctx_t *ctx, int err_in, const char *what)
 {
     const cudaError_t err = (cudaError_t)err_in;
@@ -55,6 +96,7 @@ gs_status_t gs__dev_cuda(const gs_algo_ctx_t *ctx, int err_in, const char *what)
     if (err == cudaSuccess) {
         return GS_OK;
     }
+    dev_take_back(err);
     return gs__error_set(GS_ERR_CUDA, "%s: %s failed: %s (%s)", ctx->opname, what,
                          cudaGetErrorString(err), cudaGetErrorName(err));
 }
@@ -64,32 +106,183 @@ static size_t dev_align(size_t x)
     return (x + DEV_ALIGN - 1) & ~(size_t)(DEV_ALIGN - 1);
 }
 
+/* ------------------------------------------------------------------ */
+/* The caller's current device                                         */
+/* ------------------------------------------------------------------ */
+
+/* cuDevicePrimaryCtxGetState (CUdevice is the device's ordinal), looked up
+ * once through the runtime, so that nothing links the driver. */
+typedef int (*dev_ctx_state_fn_t)(int device, unsigned int *flags, int *active);
+
+static pthread_once_t dev_ctx_once = PTHREAD_ONCE_INIT;
+static dev_ctx_state_fn_t dev_ctx_state;
+
+static void dev_ctx_lookup(void)
+{
+    void *fn = NULL;
+    enum cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+    cudaError_t err;
+
+#if CUDART_VERSION >= 12050
+    err = cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxGetState", &fn, 12000,
+                                           cudaEnableDefault, &found);
+#else
+    err = cudaGetDriverEntryPoint("cuDevicePrimaryCtxGetState", &fn, cudaEnableDefault, &found);
+#endif
+    if ((err == cudaSuccess) && (found == cudaDriverEntryPointSuccess) && (fn != NULL)) {
+        memcpy(&dev_ctx_state, &fn, sizeof(dev_ctx_state)); /* object to function pointer */
+    } else {
+        dev_take_back(err);
+        GS_INFO(CUDA, "cuDevicePrimaryCtxGetState not found: the device guard restores every "
+                      "device");
+    }
+}
+
+/* Has the process a primary context on @p device (when unknown: yes)? */
+static int dev_has_context(int device)
+{
+    unsigned int flags = 0;
+    int active = 1;
+
+    (void)pthread_once(&dev_ctx_once, dev_ctx_lookup);
+    if ((dev_ctx_state == NULL) || (dev_ctx_state(device, &flags, &active) != 0)) {
+        return 1;
+    }
+    return active != 0;
+}
+
+int gs__dev_guard_enter(gs_dev_guard_t *g, int device)
+{
+    cudaError_t err;
+
+    g->prev = device;
+    g->changed = 0;
+    err = cudaGetDevice(&g->prev);
+    if ((err == cudaSuccess) && (g->prev != device)) {
+        err = cudaSetDevice(device);
+        g->changed = (err == cudaSuccess);
+    }
+    return (int)err;
+}
+
+void gs__dev_guard_leave(gs_dev_guard_t *g)
+{
+    cudaError_t err;
+
+    if (!g->changed) {
+        return;
+    }
+    g->changed = 0;
+    if (!dev_has_context(g->prev)) {
+        return; /* going back would create a context there (gs_dev_guard_t) */
+    }
+    err = cudaSetDevice(g->prev);
+    if (err != cudaSuccess) {
+        dev_take_back(err);
+        GS_WARN("could not make CUDA device %d current again: %s (%s)", g->prev,
+                cudaGetErrorString(err), cudaGetErrorName(err));
+    }
+}
+
+gs_status_t gs__dev_enter(const gs_algo_ctx_t *ctx, gs_dev_guard_t *g)
+{
+    g->changed = 0;
+    if (ctx->dev == NULL) {
+        return gs__error_set(GS_ERR_INTERNAL, "%s: device call without a device context",
+                             ctx->opname);
+    }
+    return gs__dev_cuda(ctx, gs__dev_guard_enter(g, ctx->dev->device),
+                        "cudaSetDevice (the communicator's device)");
+}
+
+/* ------------------------------------------------------------------ */
+/* The one device wait                                                 */
+/* ------------------------------------------------------------------ */
+
+/* Between two polls: yield for the first few (work of a few tens of
+ * microseconds ends without a sleep), then sleep 1 us doubling up to
+ * 128 us, so that a long wait costs a fraction of a core. */
+static void dev_pause(unsigned polls)
+{
+    struct timespec ts;
+    unsigned shift;
+
+    if (polls < 32) {
+        (void)sched_yield();
+        return;
+    }
+    shift = (polls - 32) / 16;
+    shift = (shift > 7) ? 7 : shift;
+    ts.tv_sec = 0;
+    ts.tv_nsec = 1000L << shift;
+    (void)nanosleep(&ts, NULL);
+}
+
 gs_status_t gs__dev_wait_event(const gs_algo_ctx_t *ctx, void *ev_in, const char *what)
 {
     const cudaEvent_t ev = (cudaEvent_t)ev_in;
     const uint64_t deadline = gs__now_ns() + ctx->timeout_ns;
-    const struct timespec nap = {.tv_sec = 0, .tv_nsec = 20000};
+    struct gs_nccl *nccl = NULL;
+    gs_status_t status;
 
-    for (;;) {
-        const cudaError_t err = cudaEventQuery(ev);
+#ifdef GS_WITH_NCCL
+    nccl = (ctx->dev != NULL) ? ctx->dev->nccl : NULL;
+#endif
+    for (unsigned polls = 0;; polls++) {
+        const cudaError_t err = dev_query(ev);
 
+        if ((err != cudaSuccess) && (err != cudaErrorNotReady)) {
+            status = gs__dev_cuda(ctx, err, what);
+#ifdef GS_WITH_NCCL
+            gs__nccl_fail(nccl, "CUDA error");
+#endif
+            return status;
+        }
+#ifdef GS_WITH_NCCL
+        if (nccl != NULL) {
+            /* Also when the event is complete: kernels of an aborted or
+             * failed communicator end early, so completion proves nothing. */
+            status = gs__nccl_poll(nccl);
+            if ((status != GS_OK) && (status != GS_INPROGRESS)) {
+                if (status != GS_ERR_ABORTED) {
+                    gs__nccl_fail(nccl, "asynchronous error");
+                }
+                return gs__error_wrap(status, "%s: waiting for %s: %s", ctx->opname, what,
+                                      gs__error_get());
+            }
+        }
+#endif
         if (err == cudaSuccess) {
             return GS_OK;
         }
-        if (err != cudaErrorNotReady) {
-            return gs__dev_cuda(ctx, err, what);
-        }
         if (gs__now_ns() >= deadline) {
-            return gs__error_set(GS_ERR_TIMEOUT,
-                                 "%s: rank %d: %s did not finish within %llu ms (is the device "
-                                 "stream blocked by other work?)",
-                                 ctx->opname, ctx->rank, what,
-                                 (unsigned long long)(ctx->timeout_ns / 1000000ull));
+            status = gs__error_set(
+                GS_ERR_TIMEOUT, "%s: rank %d: %s did not finish within %llu ms (GS_TIMEOUT_MS)%s",
+                ctx->opname, ctx->rank, what, (unsigned long long)(ctx->timeout_ns / 1000000ull),
+                (nccl != NULL)
+                    ? "; the NCCL communicator was aborted: a peer may have failed, or other "
+                      "work on the stream never ends; destroy the communicator"
+                    : ": other work on the stream may never end, or a peer failed; destroy the "
+                      "communicator");
+#ifdef GS_WITH_NCCL
+            gs__nccl_fail(nccl, "timeout");
+#endif
+            return status;
         }
-        nanosleep(&nap, NULL);
+        dev_pause(polls);
     }
 }
 
+gs_status_t gs__dev_wait_stream(const gs_algo_ctx_t *ctx, void *stream, const char *what)
+{
+    const gs_status_t status =
+        gs__dev_cuda(ctx, cudaEventRecord((cudaEvent_t)ctx->dev->stage_event, (cudaStream_t)stream),
+                     "cudaEventRecord (to wait for a stream)");
+
+    return (status == GS_OK) ? gs__dev_wait_event(ctx, ctx->dev->stage_event, what) : status;
+}
+
+/* The context's resources, on @p device (current: the caller's guard made it so). */
 static gs_status_t dev_create(gs_algo_ctx_t *ctx, int device, gs_algo_dev_t **out)
 {
     gs_algo_dev_t *dev = calloc(1, sizeof(*dev));
@@ -100,13 +293,9 @@ static gs_status_t dev_create(gs_algo_ctx_t *ctx, int device, gs_algo_dev_t **ou
                              ctx->opname);
     }
     dev->device = device;
-    status = gs__dev_cuda(ctx, cudaSetDevice(device), "cudaSetDevice");
-    if (status == GS_OK) {
-        status = gs__dev_cuda(
-            ctx,
-            cudaStreamCreateWithFlags((cudaStream_t *)&dev->copy_stream, cudaStreamNonBlocking),
-            "cudaStreamCreateWithFlags (staging copies)");
-    }
+    status = gs__dev_cuda(
+        ctx, cudaStreamCreateWithFlags((cudaStream_t *)&dev->copy_stream, cudaStreamNonBlocking),
+        "cudaStreamCreateWithFlags (staging copies)");
     for (int s = 0; (s < GS_DEV_STAGE_SLOTS) && (status == GS_OK); s++) {
         status = gs__dev_cuda(
             ctx,
@@ -165,8 +354,9 @@ static gs_status_t dev_host_coll(gs_algo_ctx_t *ctx, gs_coll_kind_t kind, void *
     return gs__algo_run(ctx, NULL, &sub);
 }
 
-gs_status_t gs__dev_setup(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
-                          const gs_algo_dev_params_t *params)
+/* gs__dev_setup's first call, with d->device current. */
+static gs_status_t dev_setup(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
+                             const gs_algo_dev_params_t *params)
 {
     gs_algo_dev_t *dev = ctx->dev;
     uint8_t mine[DEV_AGREE_BYTES];
@@ -174,16 +364,6 @@ gs_status_t gs__dev_setup(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
     int share = 0, want_all = 1, required = 0, mpi_all = 1;
     gs_status_t status = GS_OK;
 
-    if ((dev != NULL) && dev->ready) {
-        if (d->device != dev->device) {
-            return gs__error_set(GS_ERR_INVALID_ARG,
-                                 "%s: this communicator's device buffers are on CUDA device %d, "
-                                 "this call's on device %d: use one device per communicator "
-                                 "(as NCCL does)",
-                                 ctx->opname, dev->device, d->device);
-        }
-        return gs__dev_cuda(ctx, cudaSetDevice(dev->device), "cudaSetDevice");
-    }
     if (dev == NULL) {
         status = dev_create(ctx, d->device, &dev);
         if (dev == NULL) {
@@ -297,30 +477,58 @@ gs_status_t gs__dev_setup(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
     return GS_OK;
 }
 
+gs_status_t gs__dev_setup(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
+                          const gs_algo_dev_params_t *params)
+{
+    const gs_algo_dev_t *dev = ctx->dev;
+    gs_dev_guard_t guard;
+    gs_status_t status;
+
+    if ((dev != NULL) && dev->ready) {
+        if (d->device != dev->device) {
+            return gs__error_set(GS_ERR_INVALID_ARG,
+                                 "%s: this communicator's device buffers are on CUDA device %d, "
+                                 "this call's on device %d: use one device per communicator "
+                                 "(as NCCL does)",
+                                 ctx->opname, dev->device, d->device);
+        }
+        return GS_OK; /* the runner makes the device current for the call */
+    }
+    status = gs__dev_cuda(ctx, gs__dev_guard_enter(&guard, d->device), "cudaSetDevice");
+    if (status == GS_OK) {
+        status = dev_setup(ctx, d, params);
+    }
+    gs__dev_guard_leave(&guard);
+    return status;
+}
+
 gs_status_t gs__dev_adopt(gs_algo_ctx_t *ctx, int device, struct gs_nccl *nccl, size_t stage_bytes)
 {
     gs_algo_dev_t *dev = NULL;
-    gs_status_t status = dev_create(ctx, device, &dev);
+    gs_dev_guard_t guard;
+    gs_status_t status = gs__dev_cuda(ctx, gs__dev_guard_enter(&guard, device), "cudaSetDevice");
 
-    if (dev == NULL) {
-#ifdef GS_WITH_NCCL
-        (void)gs__nccl_destroy(nccl);
-#endif
-        return status;
+    if (status == GS_OK) {
+        status = dev_create(ctx, device, &dev);
     }
 #ifdef GS_WITH_NCCL
-    dev->nccl = nccl;
+    if (dev != NULL) {
+        dev->nccl = nccl; /* freed with the context from now on */
+    } else {
+        (void)gs__nccl_destroy(nccl);
+    }
 #else
     (void)nccl;
 #endif
-    if (status != GS_OK) {
+    if ((status != GS_OK) && (dev != NULL)) {
         (void)gs__dev_free(ctx, 1);
-        return status;
+    } else if (status == GS_OK) {
+        dev->stage_bytes = (stage_bytes > 0) ? stage_bytes : ((size_t)4 << 20);
+        dev->ready = 1;
+        ctx->dev_caps = (nccl != NULL) ? GS_DEV_CAP_NCCL : 0u;
     }
-    dev->stage_bytes = (stage_bytes > 0) ? stage_bytes : ((size_t)4 << 20);
-    dev->ready = 1;
-    ctx->dev_caps = (nccl != NULL) ? GS_DEV_CAP_NCCL : 0u;
-    return GS_OK;
+    gs__dev_guard_leave(&guard);
+    return status;
 }
 
 void gs__dev_abort(gs_algo_ctx_t *ctx)
@@ -340,10 +548,13 @@ gs_status_t gs__dev_free(gs_algo_ctx_t *ctx, int abort)
 {
     gs_algo_dev_t *dev = ctx->dev;
     gs_status_t first = GS_OK;
+    gs_dev_guard_t guard;
 
     if (dev == NULL) {
         return GS_OK;
     }
+    /* Freed whatever happens; the frees' own errors are of no use to anyone. */
+    dev_take_back((cudaError_t)gs__dev_guard_enter(&guard, dev->device));
 #ifdef GS_WITH_NCCL
     if (dev->nccl != NULL) {
         if (abort) {
@@ -355,29 +566,30 @@ gs_status_t gs__dev_free(gs_algo_ctx_t *ctx, int abort)
     (void)abort;
 #endif
     for (int i = 0; i < dev->nevents; i++) {
-        cudaEventDestroy((cudaEvent_t)dev->events[i]);
+        dev_take_back(cudaEventDestroy((cudaEvent_t)dev->events[i]));
     }
     free(dev->events);
     for (int s = 0; s < GS_DEV_STAGE_SLOTS; s++) {
         if (dev->slot_event[s] != NULL) {
-            cudaEventDestroy((cudaEvent_t)dev->slot_event[s]);
+            dev_take_back(cudaEventDestroy((cudaEvent_t)dev->slot_event[s]));
         }
     }
     if (dev->stage_event != NULL) {
-        cudaEventDestroy((cudaEvent_t)dev->stage_event);
+        dev_take_back(cudaEventDestroy((cudaEvent_t)dev->stage_event));
     }
     if (dev->copy_stream != NULL) {
-        cudaStreamDestroy((cudaStream_t)dev->copy_stream);
+        dev_take_back(cudaStreamDestroy((cudaStream_t)dev->copy_stream));
     }
     if (dev->pinned != NULL) {
-        cudaFreeHost(dev->pinned);
+        dev_take_back(cudaFreeHost(dev->pinned));
     }
     if (dev->dwork != NULL) {
-        cudaFree(dev->dwork);
+        dev_take_back(cudaFree(dev->dwork));
     }
     free(dev);
     ctx->dev = NULL;
     ctx->dev_caps = 0;
+    gs__dev_guard_leave(&guard);
     return first;
 }
 
@@ -410,7 +622,7 @@ void gs__dev_event_put(gs_algo_ctx_t *ctx, void *ev)
         void **grown = realloc(dev->events, (size_t)cap * sizeof(void *));
 
         if (grown == NULL) {
-            cudaEventDestroy((cudaEvent_t)ev); /* keep going without pooling it */
+            dev_take_back(cudaEventDestroy((cudaEvent_t)ev)); /* keep going without pooling it */
             return;
         }
         dev->events = grown;
@@ -419,9 +631,10 @@ void gs__dev_event_put(gs_algo_ctx_t *ctx, void *ev)
     dev->events[dev->nevents++] = ev;
 }
 
-gs_status_t gs__dev_test(gs_algo_ctx_t *ctx, gs_coll_desc_t *d)
+/* gs__dev_test with the context's device current. */
+static gs_status_t dev_test(gs_algo_ctx_t *ctx, gs_coll_desc_t *d)
 {
-    const cudaError_t err = cudaEventQuery((cudaEvent_t)d->event);
+    const cudaError_t err = dev_query((cudaEvent_t)d->event);
 
     if (err == cudaSuccess) {
         gs__dev_event_put(ctx, d->event);
@@ -437,6 +650,9 @@ gs_status_t gs__dev_test(gs_algo_ctx_t *ctx, gs_coll_desc_t *d)
         const gs_status_t status = gs__nccl_poll(ctx->dev->nccl);
 
         if ((status != GS_OK) && (status != GS_INPROGRESS)) {
+            if (status != GS_ERR_ABORTED) {
+                gs__nccl_fail(ctx->dev->nccl, "asynchronous error"); /* as a blocking wait does */
+            }
             gs__dev_forget(ctx, d);
             return status;
         }
@@ -445,13 +661,27 @@ gs_status_t gs__dev_test(gs_algo_ctx_t *ctx, gs_coll_desc_t *d)
     return GS_INPROGRESS;
 }
 
+gs_status_t gs__dev_test(gs_algo_ctx_t *ctx, gs_coll_desc_t *d)
+{
+    gs_dev_guard_t guard;
+    gs_status_t status = gs__dev_enter(ctx, &guard);
+
+    if (status == GS_OK) {
+        status = dev_test(ctx, d);
+    } else {
+        gs__dev_forget(ctx, d);
+    }
+    gs__dev_guard_leave(&guard);
+    return status;
+}
+
 void gs__dev_forget(gs_algo_ctx_t *ctx, gs_coll_desc_t *d)
 {
     (void)ctx;
     if (d->event != NULL) {
         /* The event may still be pending on a stream: destroying it is safe
          * (CUDA releases it once recorded work completes); pooling is not. */
-        cudaEventDestroy((cudaEvent_t)d->event);
+        dev_take_back(cudaEventDestroy((cudaEvent_t)d->event));
         d->event = NULL;
     }
 }
@@ -506,13 +736,13 @@ gs_status_t gs__dev_pinned(gs_algo_ctx_t *ctx, size_t bytes)
     }
     /* The previous buffer may still be read by copies queued before this
      * call: the copy stream must be idle first. */
-    status = gs__dev_cuda(ctx, cudaStreamSynchronize((cudaStream_t)dev->copy_stream),
-                          "cudaStreamSynchronize (before growing the staging buffer)");
+    status = gs__dev_wait_stream(ctx, dev->copy_stream,
+                                 "the staging copies (before growing the staging buffer)");
     if (status != GS_OK) {
         return status;
     }
     if (dev->pinned != NULL) {
-        cudaFreeHost(dev->pinned);
+        dev_take_back(cudaFreeHost(dev->pinned));
         dev->pinned = NULL;
         dev->pinned_cap = 0;
     }
@@ -525,7 +755,8 @@ gs_status_t gs__dev_pinned(gs_algo_ctx_t *ctx, size_t bytes)
     return status;
 }
 
-gs_status_t gs__dev_run_mpi(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo_plan_t *plan)
+/* gs__dev_run_mpi with the context's device current. */
+static gs_status_t dev_run_mpi(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo_plan_t *plan)
 {
     gs_status_t status;
 
@@ -545,6 +776,18 @@ gs_status_t gs__dev_run_mpi(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo
     return (status == GS_OK) ? gs__algo_run_host(ctx, d, plan) : status;
 }
 
+gs_status_t gs__dev_run_mpi(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo_plan_t *plan)
+{
+    gs_dev_guard_t guard;
+    gs_status_t status = gs__dev_enter(ctx, &guard);
+
+    if (status == GS_OK) {
+        status = dev_run_mpi(ctx, d, plan);
+    }
+    gs__dev_guard_leave(&guard);
+    return status;
+}
+
 gs_status_t gs__dev_workspace(gs_algo_ctx_t *ctx, size_t bytes, void *stream, void **out)
 {
     gs_algo_dev_t *dev = ctx->dev;
@@ -553,13 +796,13 @@ gs_status_t gs__dev_workspace(gs_algo_ctx_t *ctx, size_t bytes, void *stream, vo
 
     if (bytes > dev->dwork_cap) {
         /* Work queued on the caller's stream may still use the old one. */
-        status = gs__dev_cuda(ctx, cudaStreamSynchronize((cudaStream_t)stream),
-                              "cudaStreamSynchronize (before growing the device workspace)");
+        status = gs__dev_wait_stream(ctx, stream,
+                                     "the caller's stream (before growing the device workspace)");
         if (status != GS_OK) {
             return status;
         }
         if (dev->dwork != NULL) {
-            cudaFree(dev->dwork);
+            dev_take_back(cudaFree(dev->dwork));
             dev->dwork = NULL;
             dev->dwork_cap = 0;
         }
@@ -574,7 +817,8 @@ gs_status_t gs__dev_workspace(gs_algo_ctx_t *ctx, size_t bytes, void *stream, vo
     return GS_OK;
 }
 
-gs_status_t gs__dev_run_staged(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo_plan_t *plan)
+/* gs__dev_run_staged with the context's device current. */
+static gs_status_t dev_run_staged(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo_plan_t *plan)
 {
     gs_algo_dev_t *dev = ctx->dev;
     const size_t esize = gs__dtype_size(d->dtype);
@@ -706,5 +950,17 @@ gs_status_t gs__dev_run_staged(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_a
         status = gs__dev_wait_event(ctx, (cudaEvent_t)dev->stage_event,
                                     "the staging copy back to the device");
     }
+    return status;
+}
+
+gs_status_t gs__dev_run_staged(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo_plan_t *plan)
+{
+    gs_dev_guard_t guard;
+    gs_status_t status = gs__dev_enter(ctx, &guard);
+
+    if (status == GS_OK) {
+        status = dev_run_staged(ctx, d, plan);
+    }
+    gs__dev_guard_leave(&guard);
     return status;
 }

@@ -4,19 +4,21 @@
  * to NCCL's own collectives (all-to-all as grouped sends and receives,
  * transport/nccl), enqueued on the caller's stream. What happens next is
  * the call's semantics (gradsync.h): a blocking call waits for an event
- * recorded after the work, polling NCCL's asynchronous errors and the
- * deadline (a dead peer aborts the NCCL communicator and fails the call,
- * never hangs the stream); a non-blocking one hands the event to the
- * request; a stream-ordered one returns once enqueued. gs__algo_plan
- * decided the path; nothing here chooses.
+ * recorded after the work (gs__dev_wait_event: NCCL's asynchronous errors
+ * and the deadline polled; a dead peer aborts the NCCL communicator and
+ * fails the call, never hangs the stream); a non-blocking one hands the
+ * event to the request; a stream-ordered one returns once enqueued.
+ * gs__algo_plan decided the path; nothing here chooses. The communicator's
+ * device is current for the call, the caller's restored after it.
  */
 #ifdef GS_WITH_NCCL
 
 #include "algo/algo_dev.h"
 
+#include <stdio.h>
+
 #include <cuda_runtime.h>
 
-#include "core/clock.h"
 #include "core/error.h"
 #include "transport/nccl/nccl_transport.h"
 
@@ -55,7 +57,8 @@ static gs_status_t nccl_enqueue(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
     }
 }
 
-gs_status_t gs__dev_run_nccl(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo_plan_t *plan)
+/* gs__dev_run_nccl with the context's device current. */
+static gs_status_t dev_run_nccl(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo_plan_t *plan)
 {
     struct gs_nccl *nc = ctx->dev->nccl;
     void *ev = NULL;
@@ -80,11 +83,13 @@ gs_status_t gs__dev_run_nccl(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_alg
     err = cudaEventRecord((cudaEvent_t)ev, (cudaStream_t)d->stream);
     if (err != cudaSuccess) {
         gs__dev_event_put(ctx, ev);
-        return gs__error_set(GS_ERR_CUDA, "%s: cudaEventRecord after the NCCL call failed: %s",
-                             ctx->opname, cudaGetErrorString(err));
+        return gs__dev_cuda(ctx, err, "cudaEventRecord after the NCCL call");
     }
     if ((d->flags & GS_DESC_F_BLOCKING) != 0) {
-        status = gs__nccl_wait(nc, ev, gs__now_ns() + ctx->timeout_ns);
+        char what[64];
+
+        (void)snprintf(what, sizeof(what), "NCCL's %s", gs__coll_name(d->kind));
+        status = gs__dev_wait_event(ctx, ev, what);
         if (status == GS_OK) {
             gs__dev_event_put(ctx, ev);
         } else {
@@ -95,6 +100,18 @@ gs_status_t gs__dev_run_nccl(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_alg
     }
     d->event = ev;
     return GS_INPROGRESS;
+}
+
+gs_status_t gs__dev_run_nccl(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo_plan_t *plan)
+{
+    gs_dev_guard_t guard;
+    gs_status_t status = gs__dev_enter(ctx, &guard);
+
+    if (status == GS_OK) {
+        status = dev_run_nccl(ctx, d, plan);
+    }
+    gs__dev_guard_leave(&guard);
+    return status;
 }
 
 #endif /* GS_WITH_NCCL */

@@ -5,7 +5,8 @@
  * whether NCCL may serve plain calls (auto), must (nccl; GS_TRANSPORT=nccl
  * says the same) or must not (staged); GS_TRANSPORT=mpi and tcp leave it
  * to GS_CUDA_PATH. GS_MPI_CUDA_AWARE=1 on the MPI transport lets plain
- * calls hand device buffers to MPI where there is no NCCL.
+ * calls hand device buffers to MPI where there is no NCCL. Whatever device
+ * the device layer makes current, the calling thread's comes back.
  */
 #include <string.h>
 
@@ -52,21 +53,30 @@ gs_status_t gs__comm_dev_split(gs_comm_t parent, gs_comm_t child, int color, int
 #ifdef GS_WITH_NCCL
     gs_algo_dev_t *pdev = parent->actx.dev;
     struct gs_nccl *nc = NULL;
+    gs_dev_guard_t guard;
     gs_status_t status;
 
     if ((pdev == NULL) || !pdev->ready || (pdev->nccl == NULL)) {
         return GS_OK;
     }
-    status = gs__nccl_split(pdev->nccl, color, key,
-                            gs__now_ns() + (uint64_t)parent->cfg.timeout_ms * 1000000ull, &nc);
-    if ((status != GS_OK) || (nc == NULL)) {
-        return status;
+    /* ncclCommSplit (and a destroy) make the parent's device current: the
+     * caller's comes back after them. */
+    status = gs__dev_enter(&parent->actx, &guard);
+    if (status == GS_OK) {
+        status = gs__nccl_split(pdev->nccl, color, key,
+                                gs__now_ns() + (uint64_t)parent->cfg.timeout_ms * 1000000ull, &nc);
     }
-    if (child == NULL) {
-        return gs__nccl_destroy(nc);
+    if ((status == GS_OK) && (nc != NULL)) {
+        if (child == NULL) {
+            status = gs__nccl_destroy(nc);
+        } else {
+            child->actx.opname = "gs_comm_split";
+            status =
+                gs__dev_adopt(&child->actx, pdev->device, nc, (size_t)parent->cfg.cuda_stage_bytes);
+        }
     }
-    child->actx.opname = "gs_comm_split";
-    return gs__dev_adopt(&child->actx, pdev->device, nc, (size_t)parent->cfg.cuda_stage_bytes);
+    gs__dev_guard_leave(&guard);
+    return status;
 #else
     (void)parent;
     (void)child;

@@ -2,9 +2,11 @@
 /*
  * The NCCL engine's lifetime: unique id, create (ncclCommInitRankConfig,
  * non-blocking, polled to a deadline), split, the lock that lets another
- * thread abort safely, groups, polling of NCCL's asynchronous state, waits
- * on CUDA events, abort and finalize/destroy, and all-to-all's scratch
- * buffer. The operations themselves are in nccl_coll.c, the pure tables in
+ * thread abort safely, groups, polling of NCCL's asynchronous state, abort
+ * and finalize/destroy, and all-to-all's scratch buffer. Waits on CUDA
+ * events are the algorithm layer's (gs__dev_wait_event, which polls
+ * gs__nccl_poll() and calls gs__nccl_fail()): one poll serves every device
+ * wait, with or without NCCL. The operations themselves are in nccl_coll.c, the pure tables in
  * nccl_map.c.
  *
  * Why every call waits the way it does: a non-blocking NCCL communicator
@@ -740,45 +742,10 @@ gs_status_t gs__nccl_poll(gs_nccl_t *nccl)
     return gs__nccl_status_msg(state, 1, what, ncclGetLastError(NULL));
 }
 
-gs_status_t gs__nccl_wait(gs_nccl_t *nccl, void *event, uint64_t deadline_ns)
+void gs__nccl_fail(gs_nccl_t *nccl, const char *why)
 {
-    const uint64_t start = gs__now_ns();
-    cudaError_t err;
-    gs_status_t status;
-
-    if ((nccl == NULL) || (event == NULL)) {
-        return gs__error_set(GS_ERR_INVALID_ARG, "nccl: wait: %s is NULL",
-                             (nccl == NULL) ? "the handle" : "the event");
-    }
-    for (unsigned polls = 0;; polls++) {
-        err = cudaEventQuery((cudaEvent_t)event);
-        if ((err != cudaSuccess) && (err != cudaErrorNotReady)) {
-            status = gs__nccl_cuda_status(err, nccl, "cudaEventQuery");
-            abort_quietly(nccl, "CUDA error");
-            return status;
-        }
-        /* Also when the event is complete: kernels of an aborted or failed
-         * communicator end early, so completion alone proves nothing. */
-        status = gs__nccl_poll(nccl);
-        if ((status != GS_OK) && (status != GS_INPROGRESS)) {
-            if (status != GS_ERR_ABORTED) {
-                abort_quietly(nccl, "asynchronous error");
-            }
-            return status;
-        }
-        if (err == cudaSuccess) {
-            return GS_OK;
-        }
-        if (gs__now_ns() >= deadline_ns) {
-            status = gs__error_set(GS_ERR_TIMEOUT,
-                                   "rank %d of %d: NCCL operation did not finish within %llu ms; "
-                                   "the NCCL communicator was aborted",
-                                   nccl->rank, nccl->size,
-                                   ns_to_ms((deadline_ns > start) ? deadline_ns - start : 0));
-            abort_quietly(nccl, "timeout");
-            return status;
-        }
-        poll_pause(polls);
+    if (nccl != NULL) {
+        abort_quietly(nccl, why);
     }
 }
 

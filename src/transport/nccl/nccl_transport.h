@@ -17,8 +17,16 @@
  * communicator is non-blocking (ncclConfig_t.blocking = 0), so no call holds
  * the lock for long and an abort from another thread never frees the NCCL
  * communicator under the owner's feet. Calls that wait (create, split, the
- * enqueue of an operation, wait, destroy) poll with short sleeps and have a
- * deadline; on a timeout they abort the NCCL communicator.
+ * enqueue of an operation, destroy) poll with short sleeps and have a
+ * deadline; on a timeout they abort the NCCL communicator. Waiting for the
+ * GPU work itself is the caller's: it polls an event it recorded together
+ * with gs__nccl_poll() and calls gs__nccl_fail() on an error or a timeout
+ * (gs__dev_wait_event in the algorithm layer, the one device wait).
+ *
+ * Current device: create, split, destroy and in-place all-to-all make the
+ * handle's device the calling thread's current CUDA device (cudaSetDevice)
+ * and leave it so; the caller restores its own (the algorithm layer's
+ * device guard, gs__dev_guard_enter/leave, does).
  *
  * Errors: every NCCL and CUDA return code is checked and written into
  * gs_last_error() with NCCL's own name and text; nothing here aborts or
@@ -139,8 +147,8 @@ int gs__nccl_device(const gs_nccl_t *nccl);
 /**
  * @brief Abort the NCCL communicator (ncclCommAbort): operations still on the
  * GPU quit, NCCL's threads stop and its resources are freed. Safe from any
- * thread, also while the owner thread waits in gs__nccl_wait() (which then
- * returns GS_ERR_ABORTED); blocks until NCCL has torn down. Must not be
+ * thread, also while the owner thread waits on the handle (its next
+ * gs__nccl_poll() returns GS_ERR_ABORTED); blocks until NCCL has torn down. Must not be
  * called by a thread that has a group open on this handle (close it with
  * gs__nccl_group_end() first), nor concurrently with or after
  * gs__nccl_destroy(). The handle stays valid: destroy it as usual.
@@ -175,8 +183,8 @@ gs_status_t gs__nccl_destroy(gs_nccl_t *nccl);
  * Common contract: owner thread. Buffers are device memory of the handle's
  * GPU; counts are elements of @p dtype; @p stream is a cudaStream_t (NULL:
  * the default stream). Each call enqueues its work on @p stream and returns
- * without synchronising with the GPU: record an event after it and pass the
- * event to gs__nccl_wait() (or order later work on the stream). Do not
+ * without synchronising with the GPU: record an event after it and poll the
+ * event together with gs__nccl_poll() (or order later work on the stream). Do not
  * modify or free the buffers until that work is complete. Collective
  * (allreduce .. alltoall): every rank calls them in the same order with
  * matching arguments.
@@ -278,7 +286,8 @@ gs_status_t gs__nccl_group_end(gs_nccl_t *nccl);
 
 /**
  * @brief Read the communicator's asynchronous state (ncclCommGetAsyncError)
- * without waiting. Owner thread. Does not abort: gs__nccl_wait() does that.
+ * without waiting. Owner thread. Does not abort: a waiter that meets an
+ * error calls gs__nccl_fail().
  * @return GS_OK (healthy, nothing being enqueued); GS_INPROGRESS (NCCL is
  *         still initialising or enqueuing); GS_ERR_ABORTED; GS_ERR_INVALID_ARG
  *         (nccl NULL); or the asynchronous error, with NCCL's text in
@@ -291,20 +300,15 @@ gs_status_t gs__nccl_group_end(gs_nccl_t *nccl);
 gs_status_t gs__nccl_poll(gs_nccl_t *nccl);
 
 /**
- * @brief Wait until @p event (a cudaEvent_t recorded after the operations to
- * wait for) has completed, polling cudaEventQuery and gs__nccl_poll() with
- * short sleeps between polls (yields at first, then sleeps of up to about
- * 100 us: never a busy spin of a whole core). This is how a dead peer ends
- * in an error rather than a hung stream. Owner thread.
- * @return GS_OK (the event completed and the communicator is healthy);
- *         GS_ERR_INVALID_ARG (nccl or event NULL); GS_ERR_ABORTED (aborted
- *         before or during the wait, e.g. by another thread);
- *         GS_ERR_TIMEOUT ("NCCL operation did not finish within" the time
- *         to @p deadline_ns, naming the rank; the communicator is aborted);
- *         GS_ERR_CUDA (cudaEventQuery failed; aborted); or the asynchronous
- *         error as gs__nccl_poll() maps it (the communicator is aborted).
+ * @brief Abort the NCCL communicator because of an error the caller has
+ * already reported (a wait that timed out, an asynchronous error, a failed
+ * CUDA query): as gs__nccl_abort(), but it keeps this thread's error text,
+ * does nothing when the handle is aborted already or NULL, and logs NCCL's
+ * own failure to abort instead of returning it. Any thread that has no
+ * group open on this handle.
+ * @param[in] why a few words for the log ("timeout").
  */
-gs_status_t gs__nccl_wait(gs_nccl_t *nccl, void *event, uint64_t deadline_ns);
+void gs__nccl_fail(gs_nccl_t *nccl, const char *why);
 
 
 /* ===================================================================== */
