@@ -398,21 +398,28 @@ T0=$(now)
 if [ -n "$NVSMI" ]; then
   GPU_LIST=$(timeout 20 "$NVSMI" -L 2>&1)
   echo "$GPU_LIST" >>"$LOG_SETUP"
-  q() { timeout 20 "$NVSMI" --query-gpu="$1" --format=csv,noheader 2>/dev/null | head -1 | sed 's/^ *//; s/ *$//'; }
   if echo "$GPU_LIST" | grep -q '^GPU [0-9]'; then
-    GPU_NAME=$(q name)
-    GPU_MEM=$(q memory.total)
-    GPU_DRIVER=$(q driver_version)
-    GPU_CC=$(q compute_cap)
-    CUDA_DRIVER=$(timeout 20 "$NVSMI" 2>/dev/null | grep -o 'CUDA Version: *[0-9.]*' | head -1 | awk '{print $3}')
-    timeout 20 "$NVSMI" >>"$LOG_SETUP" 2>&1
+    # One query (compute_cap needs a driver of 2021 or later; without it, the rest).
+    Q=$(timeout 20 "$NVSMI" --query-gpu=name,memory.total,driver_version,compute_cap \
+      --format=csv,noheader 2>/dev/null | head -1) ||
+      Q="$(timeout 20 "$NVSMI" --query-gpu=name,memory.total,driver_version \
+        --format=csv,noheader 2>/dev/null | head -1),"
+    IFS=, read -r GPU_NAME GPU_MEM GPU_DRIVER GPU_CC <<<"$Q"
+    GPU_NAME=$(echo "$GPU_NAME" | sed 's/^ *//; s/ *$//')
+    GPU_MEM=$(echo "$GPU_MEM" | sed 's/^ *//; s/ *$//')
+    GPU_DRIVER=$(echo "$GPU_DRIVER" | sed 's/^ *//; s/ *$//')
+    GPU_CC=$(echo "$GPU_CC" | sed 's/^ *//; s/ *$//')
+    timeout 20 "$NVSMI" >"$TMPD/nvidia-smi.txt" 2>&1
+    cat "$TMPD/nvidia-smi.txt" >>"$LOG_SETUP"
+    CUDA_DRIVER=$(grep -o 'CUDA Version: *[0-9.]*' "$TMPD/nvidia-smi.txt" | head -1 | awk '{print $3}')
   fi
 else
   echo "nvidia-smi: not found" >>"$LOG_SETUP"
 fi
 if [ "$DRY" = 1 ]; then
-  GPU_NAME="none (GPURUN_DRY=1: the plumbing without a GPU)"
-  GPU_CC=""
+  if [ -z "$GPU_NAME" ]; then
+    GPU_NAME="none (GPURUN_DRY=1: the plumbing without a GPU)"
+  fi
   record gpu SKIP $(($(now) - T0)) "dry run: no GPU used"
 elif ! echo "$GPU_LIST" | grep -q '^GPU [0-9]'; then
   record gpu FAIL $(($(now) - T0)) "no NVIDIA GPU: nvidia-smi ${NVSMI:-missing}: $(echo "${GPU_LIST:-no output}" | head -1 | cut -c1-80)"
@@ -540,28 +547,50 @@ CU
 #!/bin/sh
 "$NVCC" "-arch=\$1" -o "$TMPD/probe" "$TMPD/probe.cu" && "$TMPD/probe"
 SH
+  # native (what nvcc sees), then, when the driver is older than the
+  # toolkit, native with the toolkit's forward-compatibility libraries,
+  # then sm_<compute capability>.
+  T_PROBE=0
+  KEY=""
+  ARCH=""
   if run_step probe probe "$LOG_SETUP" sh "$TMPD/probe.sh" native; then
     ARCH=native
-    KEY="nvcc -arch=native: the kernel ran"
+  else
+    RC=$?
+    T_PROBE=$STEP_SECS
+    [ "$RC" = 125 ] && { record probe FAIL 0 "$(why_failed "$RC")"; finish; }
+    if grep -q 'insufficient' "$LOG_SETUP" && [ -d "$CUDA_ROOT/compat" ]; then
+      say "the driver is older than the toolkit; trying $CUDA_ROOT/compat"
+      export LD_LIBRARY_PATH="$CUDA_ROOT/compat${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+      if run_step probe probe "$LOG_SETUP" sh "$TMPD/probe.sh" native; then
+        ARCH=native
+        KEY="with $CUDA_ROOT/compat; "
+      fi
+      T_PROBE=$((T_PROBE + STEP_SECS))
+    fi
+  fi
+  if [ -z "$ARCH" ]; then
+    say "nvcc -arch=native gave no working program; trying sm_$CC_NUM"
+    if run_step probe probe "$LOG_SETUP" sh "$TMPD/probe.sh" "sm_$CC_NUM"; then
+      ARCH=$CC_NUM
+      KEY="${KEY}native failed; sm_$ARCH ran"
+      T_PROBE=$((T_PROBE + STEP_SECS))
+    else
+      RC=$?
+      T_PROBE=$((T_PROBE + STEP_SECS))
+      grep -E '^(probe:|nvcc|.*error)' "$LOG_SETUP" | tail -6 | cut -c1-200 | sed 's/^/| /'
+      record probe FAIL "$T_PROBE" "$(why_failed "$RC" "no CUDA program runs here")"
+      finish
+    fi
+  else
+    T_PROBE=$((T_PROBE + STEP_SECS))
+    KEY="${KEY}nvcc -arch=native: the kernel ran"
     if ! cmake_has_native; then
       ARCH=$CC_NUM
       KEY="$KEY; cmake $CMAKE_VER has no 'native': sm_$ARCH"
     fi
-    record probe ok "$STEP_SECS" "$KEY"
-  else
-    RC=$?
-    [ "$RC" = 125 ] && { record probe FAIL 0 "$(why_failed "$RC")"; finish; }
-    T_PROBE=$STEP_SECS
-    ARCH=$CC_NUM
-    say "nvcc -arch=native gave no working program (exit $RC); trying sm_$ARCH"
-    if run_step probe probe "$LOG_SETUP" sh "$TMPD/probe.sh" "sm_$ARCH"; then
-      record probe ok $((T_PROBE + STEP_SECS)) "native failed; sm_$ARCH ran"
-    else
-      record probe FAIL $((T_PROBE + STEP_SECS)) "$(why_failed $? "no CUDA program runs here")"
-      show_tail "$LOG_SETUP"
-      finish
-    fi
   fi
+  record probe ok "$T_PROBE" "$KEY"
 fi
 
 # ---------------------------------------------------------------------------
@@ -691,16 +720,14 @@ if [ "$BUILT_CUDA" = "?" ] || [ "$BUILT_NCCL" = "?" ]; then # --no-build: ask gs
   BUILT_CUDA=$(yes_no "$(echo "$INFO" | sed -n 's/^device buffers: CUDA \([a-z]*\).*/\1/p')")
   BUILT_NCCL=$(yes_no "$(echo "$INFO" | sed -n 's/^device buffers:.*NCCL \([a-z]*\).*/\1/p')")
 fi
-ZLINE=$( (grep -iE '^-- gradsync.*zstd' "$LOG_SETUP"; echo "$INFO" | grep -i zstd) | tail -1)
-if [ -n "$ZLINE" ] && [ ! -e "$BUILD/libgradsync.so" ]; then
-  BUILT_ZSTD=$(yes_no "$(echo "$ZLINE" | grep -ioE 'zstd[^A-Za-z]*(on|off|yes|no)' | tail -1 |
-    grep -ioE '(on|off|yes|no)$')")
-fi
-# zstd: what the library links says it best; else the configure or gs_info text.
-LIBSO=$BUILD/libgradsync.so
-if [ -e "$LIBSO" ]; then
-  if objdump -p "$LIBSO" 2>/dev/null | grep -q 'NEEDED.*libzstd' ||
-    nm "$LIBSO" 2>/dev/null | grep -q ' ZSTD_compress'; then
+# zstd: gs_info's "zstd: on|off", else the configure line's "zstd ON|OFF",
+# else whether the library links libzstd.
+ZSTD_WORD=$(echo "$INFO" | sed -n 's/^zstd: *\([a-z]*\).*/\1/p' | head -1)
+[ -n "$ZSTD_WORD" ] || ZSTD_WORD=$(echo "$CONF_LINE" | sed -n 's/.*zstd \([A-Za-z]*\).*/\1/p')
+BUILT_ZSTD=$(yes_no "$ZSTD_WORD")
+if [ "$BUILT_ZSTD" = "?" ] && [ -e "$BUILD/libgradsync.so" ]; then
+  if objdump -p "$BUILD/libgradsync.so" 2>/dev/null | grep -q 'NEEDED.*libzstd' ||
+    nm "$BUILD/libgradsync.so" 2>/dev/null | grep -q ' ZSTD_compress'; then
     BUILT_ZSTD=yes
   else
     BUILT_ZSTD=no

@@ -7,7 +7,8 @@
 #   - --plan lists each mode's steps and caps, every cap within the deadline;
 #   - with no GPU (GPURUN_NVSMI=false) it stops at once: a gpu FAIL row;
 #   - GPURUN_DRY=1 --no-build on a fake build folder (a GPU test that fails,
-#     a gsrun that hangs, a gs-bench that fails), in both modes: the failed
+#     a gsrun that hangs, a gs-bench that fails; an nvidia-smi that answers
+#     as an H200's driver would, for the GPU lines), in both modes: the failed
 #     test and the timed-out steps are FAIL rows ("timed out after N s"),
 #     and a tight deadline gives "not run" rows;
 #   - SIGTERM in the middle of a step: the step is a FAIL row, the hung
@@ -121,13 +122,26 @@ echo \$\$ >>"$WORK/gsrun.pids"
 exec sleep 1000
 EOF
 printf '#!/bin/sh\necho "gs-bench: no GPU here"\nexit 1\n' >"$FB/bench/gs-bench"
-printf '#!/bin/sh\necho "device buffers: CUDA on, NCCL off; fake"\n' >"$FB/tools/gs_info"
+printf '#!/bin/sh\necho "device buffers: CUDA on, NCCL off; fake"\necho "zstd: off (fake)"\n' >"$FB/tools/gs_info"
 chmod +x "$FB/tools/gsrun" "$FB/bench/gs-bench" "$FB/tools/gs_info"
+
+# An nvidia-smi that answers as a driver of an H200 would.
+cat >"$WORK/nvidia-smi" <<'EOF'
+#!/bin/sh
+case "$*" in
+  -L) echo "GPU 0: NVIDIA H200 (UUID: GPU-00000000-0000-0000-0000-000000000000)" ;;
+  --query-gpu=*) echo "NVIDIA H200, 143771 MiB, 570.124.06, 9.0" ;;
+  *) echo "| NVIDIA-SMI 570.124.06    Driver Version: 570.124.06    CUDA Version: 12.8 |" ;;
+esac
+EOF
+chmod +x "$WORK/nvidia-smi"
 
 for mode in quick full; do
   R=$WORK/r-dry-$mode
   t0=$(date +%s)
-  GPURUN_DRY=1 GPURUN_STEP_S=2 GPURUN_NVSMI=false bash "$RUN" "--$mode" --no-build --results "$R" "$FB" \
+  NVSMI_USED=false
+  [ "$mode" = quick ] && NVSMI_USED=$WORK/nvidia-smi
+  GPURUN_DRY=1 GPURUN_STEP_S=2 GPURUN_NVSMI=$NVSMI_USED bash "$RUN" "--$mode" --no-build --results "$R" "$FB" \
     >"$WORK/dry-$mode.out" 2>&1
   expect_rc 1 $? "dry --$mode"
   table_last "$WORK/dry-$mode.out" "$R" "dry --$mode"
@@ -137,8 +151,13 @@ for mode in quick full; do
     "dry --$mode: the hung all-reduce timed out"
   expect_grep "$WORK/dry-$mode.out" '^allreduce int8, 4 ranks, device +FAIL .*timed out after 2 s' \
     "dry --$mode: the compressed all-reduce timed out"
-  expect_grep "$WORK/dry-$mode.out" '^built: +CUDA yes, NCCL no, zstd \?, -Werror ON' \
+  expect_grep "$WORK/dry-$mode.out" '^built: +CUDA yes, NCCL no, zstd no, -Werror ON' \
     "dry --$mode: what the build has"
+  if [ "$mode" = quick ]; then
+    expect_grep "$WORK/dry-$mode.out" '^GPU: +NVIDIA H200, 143771 MiB, compute capability 9.0$' \
+      "dry --quick: the GPU line from nvidia-smi"
+    expect_grep "$WORK/dry-$mode.out" '^driver: 570.124.06 \(CUDA 12.8\)$' "dry --quick: the driver line"
+  fi
   if [ "$mode" = full ]; then
     expect_grep "$WORK/dry-$mode.out" '^kernels 1M..256M +FAIL .*exit 1' "dry --full: the kernels row"
     expect_grep "$WORK/dry-$mode.out" '^allreduce host buffers, 4 ranks +FAIL' "dry --full: the host row"
