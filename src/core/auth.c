@@ -18,9 +18,9 @@
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 #include <openssl/sha.h>
-#endif
 
 static const char *const dir_label[2] = {"gradsync-auth A", "gradsync-auth C"};
+#endif
 
 /* Read the token file into buf (NUL-terminated); returns its length or -1. */
 static long read_token_file(const char *path, char *buf, size_t cap)
