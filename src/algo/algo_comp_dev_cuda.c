@@ -63,9 +63,11 @@ typedef struct dcomp_res {
     int device;
 } dcomp_res_t;
 
-/* The hooks run on the thread of a gs_ef_t call (gs_ef_free, gs_ef_reset,
- * a host call that reads the residual back), with the residual's device
- * current for them and the caller's restored after. */
+/* The hooks run on the thread of a gs_ef_t call (gs_ef_destroy, a host
+ * call that reads the residual back), with the residual's device current
+ * for them and the caller's restored after. gs_ef_reset zeroes only the
+ * host copy and marks the device copy stale, so that the next device call
+ * uploads it on its own stream. */
 static void dcomp_res_release(gs_ef_dev_t *self)
 {
     dcomp_res_t *r = (dcomp_res_t *)self;
@@ -75,26 +77,6 @@ static void dcomp_res_release(gs_ef_dev_t *self)
     gs__dev_take_back(cudaFree(r->res));
     gs__dev_guard_leave(&guard);
     free(r);
-}
-
-static gs_status_t dcomp_res_reset(gs_ef_dev_t *self)
-{
-    dcomp_res_t *r = (dcomp_res_t *)self;
-    gs_dev_guard_t guard;
-    cudaError_t err = (cudaError_t)gs__dev_guard_enter(&guard, r->device);
-
-    if (err == cudaSuccess) {
-        err = cudaMemset(r->res, 0, r->count * sizeof(float));
-    }
-    gs__dev_guard_leave(&guard);
-    if (err == cudaSuccess) {
-        return GS_OK;
-    }
-    gs__dev_take_back(err);
-    return gs__error_set(GS_ERR_CUDA,
-                         "gs_ef_reset: clearing the device residual (CUDA device %d) failed: %s "
-                         "(%s)",
-                         r->device, cudaGetErrorString(err), cudaGetErrorName(err));
 }
 
 static gs_status_t dcomp_res_to_host(gs_ef_dev_t *self, float *residual)
@@ -147,7 +129,6 @@ static gs_status_t dcomp_residual(gs_algo_ctx_t *ctx, gs_ef_t ef, void *stream, 
             return status;
         }
         r->base.release = dcomp_res_release;
-        r->base.reset = dcomp_res_reset;
         r->base.to_host = dcomp_res_to_host;
         r->count = ef->count;
         r->device = ctx->dev->device;

@@ -272,7 +272,6 @@ gs_status_t gs__zstd_decompress(const void *src, size_t src_len, void *dst, size
 typedef struct gs_ef_dev gs_ef_dev_t;
 struct gs_ef_dev {
     void (*release)(gs_ef_dev_t *self);                         /* free it */
-    gs_status_t (*reset)(gs_ef_dev_t *self);                    /* zero it */
     gs_status_t (*to_host)(gs_ef_dev_t *self, float *residual); /* copy it back (waits) */
 };
 

@@ -54,13 +54,11 @@ gs_status_t gs_ef_reset(gs_ef_t ef)
     if (ef->count > 0) {
         memset(ef->residual, 0, ef->count * sizeof(float));
     }
-    if (ef->dev != NULL) {
-        const gs_status_t status = ef->dev->reset(ef->dev);
-
-        if (status != GS_OK) {
-            return status;
-        }
-    }
+    /* The host copy is the residual now: the next device call uploads it on
+     * its own stream, ordered after what that stream did before. (Zeroing
+     * the device copy here could only use the legacy default stream, which
+     * a non-blocking stream's work is not ordered with.) */
+    ef->dev_current = 0;
     ef->step = 0;
     if (ef->server != NULL) {
         return gs_ef_reset(ef->server);

@@ -431,17 +431,25 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaM
     return cudaMemcpy(dst, src, count, kind);
 }
 
-cudaError_t cudaMemset(void *ptr, int value, size_t count)
+static cudaError_t fake_memset(void *ptr, int value, size_t count)
 {
     fake_touch();
     memset(ptr, value, count);
     return cudaSuccess;
 }
 
+cudaError_t cudaMemset(void *ptr, int value, size_t count)
+{
+    gs_fake_rt_bump(GS_FAKE_LEGACY_MEMSET);
+    return fake_memset(ptr, value, count);
+}
+
 cudaError_t cudaMemsetAsync(void *ptr, int value, size_t count, cudaStream_t stream)
 {
-    (void)stream;
-    return cudaMemset(ptr, value, count);
+    if (stream == NULL) {
+        gs_fake_rt_bump(GS_FAKE_LEGACY_MEMSET);
+    }
+    return fake_memset(ptr, value, count);
 }
 
 /* ---------------------------------------------------------------------- */

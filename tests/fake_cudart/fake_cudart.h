@@ -36,6 +36,8 @@ typedef enum gs_fake_rt_counter {
     GS_FAKE_SET_DEVICE,     /* cudaSetDevice */
     GS_FAKE_NCCL_COLL,      /* NCCL collectives */
     GS_FAKE_NCCL_ABORT,     /* ncclCommAbort */
+    GS_FAKE_LEGACY_MEMSET,  /* cudaMemset, or cudaMemsetAsync on stream 0: ordered after
+                               blocking streams only, not after a non-blocking one */
     GS_FAKE_COUNTERS
 } gs_fake_rt_counter_t;
 

@@ -256,6 +256,34 @@ static void compressed_after_plain(const char *path)
     free(recv);
 }
 
+/* gs_ef_reset with a device residual makes no device call: a memset on the
+ * legacy default stream (as it did) is not ordered with the work of a
+ * non-blocking stream. The next compressed call uploads the zeroed host
+ * copy on its own stream and succeeds. */
+static void test_ef_reset_uses_no_legacy_stream(void **state)
+{
+    gs_comm_t comm = comm_open("staged", 60000);
+    float *send = dev_buf(0);
+    float *recv = dev_buf(0);
+    gs_ef_t ef = GS_EF_NULL;
+    int memsets;
+
+    (void)state;
+    watch("ef_reset");
+    assert_int_equal(gs_ef_create(COUNT, GS_DTYPE_F32, &ef), GS_OK);
+    assert_int_equal(compressed(comm, send, recv, ef), GS_OK); /* the device residual */
+    memsets = gs_fake_rt_count(GS_FAKE_LEGACY_MEMSET);
+    assert_int_equal(gs_ef_reset(ef), GS_OK);
+    assert_int_equal(gs_fake_rt_count(GS_FAKE_LEGACY_MEMSET), memsets);
+    assert_int_equal(compressed(comm, send, recv, ef), GS_OK);
+    assert_int_equal(cudaPeekAtLastError(), cudaSuccess);
+    unwatch();
+    assert_int_equal(gs_ef_destroy(ef), GS_OK);
+    assert_int_equal(gs_comm_destroy(comm), GS_OK);
+    free(send);
+    free(recv);
+}
+
 static void test_compressed_after_plain_staged(void **state)
 {
     (void)state;
@@ -488,6 +516,7 @@ int main(void)
         T(test_plain_wait_times_out_staged),
         T(test_no_context_on_an_unused_device),
         T(test_device_kept_staged),
+        T(test_ef_reset_uses_no_legacy_stream),
 #ifdef GS_WITH_NCCL
         T(test_compressed_after_plain_nccl),
         T(test_compressed_wait_times_out_nccl),
