@@ -22,6 +22,7 @@
 #include "core/clock.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/htab.h"
 #include "core/log.h"
 #include "core/trace.h"
 #include "gradsync/compress.h"
@@ -99,12 +100,7 @@ static uint16_t diag_hash(const diag_call_t *c)
                  ((uint64_t)(uint32_t)c->root << 32);
 
     h ^= c->count * 0x9e3779b97f4a7c15ull;
-    h ^= h >> 30;
-    h *= 0xbf58476d1ce4e5b9ull;
-    h ^= h >> 27;
-    h *= 0x94d049bb133111ebull;
-    h ^= h >> 31;
-    return (uint16_t)(h & 0x7fffu);
+    return (uint16_t)(gs__mix64(h) & 0x7fffu);
 }
 
 uint16_t gs__algo_fingerprint(const gs_coll_desc_t *d)

@@ -10,17 +10,6 @@
 
 #define HTAB_FIRST_SLOTS 64u
 
-/* splitmix64's finaliser: every input bit moves every output bit. */
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebull;
-    x ^= x >> 31;
-    return x;
-}
-
 void gs__htab_init(gs__htab_t *t)
 {
     uint64_t seed = 0;
@@ -32,7 +21,7 @@ void gs__htab_init(gs__htab_t *t)
         /* No entropy yet (early boot): the clock and the table's address. */
         seed = gs__now_ns() ^ (uint64_t)(uintptr_t)t;
     }
-    t->seed = mix64(seed);
+    t->seed = gs__mix64(seed);
 }
 
 void gs__htab_free(gs__htab_t *t)
@@ -45,7 +34,7 @@ void gs__htab_free(gs__htab_t *t)
 
 uint64_t gs__htab_hash(const gs__htab_t *t, uint64_t a, uint64_t b)
 {
-    return mix64(mix64(a ^ t->seed) ^ b);
+    return gs__mix64(gs__mix64(a ^ t->seed) ^ b);
 }
 
 /* Rehash into @p nslots slots (a power of two); on failure keep the old ones. */

@@ -21,6 +21,19 @@
 
 #include "gradsync/status.h"
 
+/* splitmix64's finaliser: every input bit moves every output bit. The one
+ * 64-bit mixer of the C code (hash keys, segment names, call fingerprints);
+ * kernels/codec_math.h has its own for the device. */
+static inline uint64_t gs__mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebull;
+    x ^= x >> 31;
+    return x;
+}
+
 typedef struct gs__hnode {
     struct gs__hnode *next; /* the chain of its slot */
     uint64_t hash;

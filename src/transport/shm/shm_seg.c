@@ -15,6 +15,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/htab.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -98,13 +99,7 @@ static uint64_t make_nonce(const gs__shm_seg_id_t *id)
     uint64_t x = gs__now_ns() ^ ((uint64_t)getpid() << 32) ^ id->job_id ^ (id->comm_id << 1) ^
                  (atomic_fetch_add(&counter, 1) * 0x9e3779b97f4a7c15ull);
 
-    /* splitmix64 finaliser */
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebull;
-    x ^= x >> 31;
-    return x;
+    return gs__mix64(x);
 }
 
 gs_status_t gs__shm_seg_create(gs__shm_seg_t *seg, gs__shm_seg_id_t *id, long long test_free,
