@@ -199,25 +199,6 @@ gs_status_t gs__dev_enter(const gs_algo_ctx_t *ctx, gs_dev_guard_t *g)
 /* The one device wait                                                 */
 /* ------------------------------------------------------------------ */
 
-/* Between two polls: yield for the first few (work of a few tens of
- * microseconds ends without a sleep), then sleep 1 us doubling up to
- * 128 us, so that a long wait costs a fraction of a core. */
-static void dev_pause(unsigned polls)
-{
-    struct timespec ts;
-    unsigned shift;
-
-    if (polls < 32) {
-        (void)sched_yield();
-        return;
-    }
-    shift = (polls - 32) / 16;
-    shift = (shift > 7) ? 7 : shift;
-    ts.tv_sec = 0;
-    ts.tv_nsec = 1000L << shift;
-    (void)nanosleep(&ts, NULL);
-}
-
 gs_status_t gs__dev_wait_event(const gs_algo_ctx_t *ctx, void *ev_in, const char *what)
 {
     const cudaEvent_t ev = (cudaEvent_t)ev_in;
@@ -269,7 +250,7 @@ gs_status_t gs__dev_wait_event(const gs_algo_ctx_t *ctx, void *ev_in, const char
 #endif
             return status;
         }
-        dev_pause(polls);
+        gs__poll_pause(polls);
     }
 }
 

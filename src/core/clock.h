@@ -3,6 +3,7 @@
 #ifndef GS_CORE_CLOCK_H
 #define GS_CORE_CLOCK_H
 
+#include <sched.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -29,6 +30,26 @@ static inline int gs__ms_until(uint64_t deadline_ns, uint64_t now_ns)
     }
     ms = (deadline_ns - now_ns + 999999u) / 1000000u;
     return (ms > 2147483647u) ? 2147483647 : (int)ms;
+}
+
+/* Between two polls of something that will finish on its own (a device
+ * event, an NCCL call): yield for the first 32 (work of a few tens of
+ * microseconds ends without a sleep), then sleep 1 us doubling every 16
+ * polls up to 128 us, so that a long wait costs a fraction of a core. */
+static inline void gs__poll_pause(unsigned polls)
+{
+    struct timespec ts;
+    unsigned shift;
+
+    if (polls < 32) {
+        (void)sched_yield();
+        return;
+    }
+    shift = (polls - 32) / 16;
+    shift = (shift > 7) ? 7 : shift;
+    ts.tv_sec = 0;
+    ts.tv_nsec = 1000L << shift;
+    (void)nanosleep(&ts, NULL);
 }
 
 #endif /* GS_CORE_CLOCK_H */

@@ -73,27 +73,6 @@ static _Thread_local gs_nccl_t *tl_group_nccl;
 /* Small helpers                                                           */
 /* ---------------------------------------------------------------------- */
 
-/* Between two polls: yield for the first few (an operation of a few tens of
- * microseconds ends without a sleep), then sleep 1 us doubling up to 128 us,
- * so a long wait costs a fraction of a core. */
-static void poll_pause(unsigned polls)
-{
-    struct timespec ts;
-    unsigned shift;
-
-    if (polls < 32) {
-        (void)sched_yield();
-        return;
-    }
-    shift = (polls - 32) / 16;
-    if (shift > 7) {
-        shift = 7;
-    }
-    ts.tv_sec = 0;
-    ts.tv_nsec = 1000L << shift;
-    (void)nanosleep(&ts, NULL);
-}
-
 static unsigned long long ns_to_ms(uint64_t ns)
 {
     return (unsigned long long)(ns / 1000000ull);
@@ -282,7 +261,7 @@ static gs_status_t settle(gs_nccl_t *nccl, uint64_t deadline_ns, const char *wha
             abort_quietly(nccl, "timeout");
             return status;
         }
-        poll_pause(polls);
+        gs__poll_pause(polls);
     }
 }
 
