@@ -338,6 +338,10 @@ static gs__tcp_inmsg_t *msg_start(gs_tp_t *tp, int peer, const gs__tcp_frame_hdr
 static void msg_done(gs_tp_t *tp, gs__tcp_inmsg_t *m)
 {
     struct gs_tp_req *r = m->req;
+    /* Bound to a receive: in its buffer already (DEST_USER), or in ours
+     * (DEST_UNEXP, a receive that came after the first chunk). A drained
+     * message never has one. */
+    const bool copy = (r != NULL) && (m->dest == GS_TCP_DEST_UNEXP) && (m->total > 0);
 
     gs__tcp_active_unlink(tp, m);
     m->complete = true;
@@ -349,10 +353,7 @@ static void msg_done(gs_tp_t *tp, gs__tcp_inmsg_t *m)
         }
         return;
     }
-    /* Bound to a receive: in its buffer already (DEST_USER), or in ours
-     * (DEST_UNEXP, a receive that came after the first chunk). A drained
-     * message never has one. */
-    if ((m->dest == GS_TCP_DEST_UNEXP) && (m->total > 0)) {
+    if (copy) {
         memcpy(r->buf, m->buf, (size_t)m->total);
     }
     r->msg = NULL;
