@@ -6,12 +6,14 @@
  * CUDA codes to statuses; check.h's macros do that and then call here.
  */
 #include "core/error.h"
+#include "core/check.h"
 
 #include "core/log.h"
 #include "gradsync/gradsync.h"
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The definitions below are the real calls, not error.h's analyzer wrappers. */
@@ -108,3 +110,12 @@ gs_status_t gs__error_explain(gs_status_t status, char *why, size_t whylen, cons
     }
     return status;
 }
+
+#ifdef GS_ENABLE_ASSERT
+void gs__assert_fail(const char *cond, const char *file, int line)
+{
+    gs__log(GS_LOG_WARN, GS_SUBSYS_ALL, file, line,
+            "internal invariant failed: %s (a gradsync bug)", cond);
+    abort(); /* debug and sanitizer builds only: GS_ASSERT is compiled out of release builds */
+}
+#endif
