@@ -21,8 +21,7 @@ from ._request import Request, Status, group, test_all, wait_all, wait_any
 from ._compress import Codec, ErrorFeedback
 from ._comm import Communicator
 from ._fusion import Bucketer, ParameterServer
-
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = [
     "ANY_SOURCE", "Aborted", "Algo", "AuthError", "Bucketer", "Codec", "CodecKind", "CollType",
@@ -35,7 +34,8 @@ __all__ = [
 
 
 def library_version():
-    """Version string of the loaded libgradsync ("0.1.0")."""
+    """Version string of the loaded libgradsync, "major.minor.patch" (gs_version_string()).
+    It equals __version__ when the package and the library come from the same source tree."""
     return _LIB.gs_version_string().decode()
 
 

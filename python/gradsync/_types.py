@@ -14,12 +14,25 @@ import enum
 from ctypes import c_char_p, c_double, c_int, c_int64, c_size_t, c_uint, c_uint32, c_uint64
 from ctypes import c_void_p
 
+from ._version import __version__
+
 #: "Not set by the caller" for numeric option fields (GS_UNSET, INT_MIN).
 UNSET = -2147483647 - 1
 #: Receive from any rank (GS_ANY_SOURCE).
 ANY_SOURCE = -1
-#: GS_VERSION_NUMBER of the headers these tables mirror (gs_config_init_v checks the major).
-HEADER_VERSION = 100
+
+
+def _version_number(version: str) -> int:
+    """GS_VERSION_NUMBER (major*10000 + minor*100 + patch) of "major.minor.patch"."""
+    major, minor, patch = (int(p) for p in version.split(".")[:3])
+    return major * 10000 + minor * 100 + patch
+
+
+#: GS_VERSION_NUMBER of the headers these tables mirror, passed to gs_config_init_v (which
+#: checks the major). Not a version of its own: these tables and the headers live in one
+#: source tree and are released together, so it is the package's version (_version.py)
+#: encoded as version.h encodes it; the structs' own compatibility is their size field.
+HEADER_VERSION = _version_number(__version__)
 
 
 def _enum(name, doc, members):

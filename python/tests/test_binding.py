@@ -227,3 +227,31 @@ def test_missing_symbol_fails_at_call_not_import():
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("GS_ERR_UNSUPPORTED |")
     assert "has no gs_config_init_v; rebuild" in r.stdout
+
+
+def test_version_is_the_library_version():
+    """The package's version (gradsync/_version.py, its one Python-side copy) is the C
+    library's (CMake's project(VERSION)): gs_version_string() and gs_version() agree with
+    __version__ and HEADER_VERSION, and nothing else in the package spells it out."""
+    lib_version = gradsync.library_version()
+    assert gradsync.__version__ == lib_version, (
+        "python/gradsync/_version.py says %s but %s reports %s: set __version__ there to "
+        "CMakeLists.txt's project(VERSION)" % (gradsync.__version__, gradsync.library_path(),
+                                                lib_version))
+    assert T.HEADER_VERSION == _lib.LIB.gs_version()
+    pkg = os.path.dirname(gradsync.__file__)
+    root = os.path.dirname(pkg)
+    copies = []
+    for dirpath, _, files in os.walk(pkg):
+        for f in files:
+            path = os.path.join(dirpath, f)
+            if f.endswith(".py") and f != "_version.py" and \
+                    ('"%s"' % gradsync.__version__) in open(path).read():
+                copies.append(path)
+    pyproject = os.path.join(root, "pyproject.toml")
+    if os.path.exists(pyproject):
+        text = open(pyproject).read()
+        assert 'dynamic = ["version"]' in text and "gradsync._version.__version__" in text
+        if re.search(r"^version\s*=\s*[\"']", text, flags=re.M):
+            copies.append(pyproject)
+    assert not copies, "the version is written outside gradsync/_version.py: %s" % copies
