@@ -20,8 +20,9 @@ from ._types import (ANY_SOURCE, UNSET, Algo, CodecKind, CollType, DType, Op, PS
 from ._request import Request, Status, group, test_all, wait_all, wait_any
 from ._compress import Codec, ErrorFeedback
 from ._comm import Communicator
-from ._fusion import Bucketer, ParameterServer
-from ._version import __version__
+from ._bucket import Bucketer
+from ._ps import ParameterServer
+from ._version import __version__  # noqa: F401 (re-exported)
 
 __all__ = [
     "ANY_SOURCE", "Aborted", "Algo", "AuthError", "Bucketer", "Codec", "CodecKind", "CollType",

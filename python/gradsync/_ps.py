@@ -1,16 +1,16 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Thin classes over the gradient bucketer (gradsync/bucket.h) and the parameter
-server (gradsync/ps.h). The C headers hold the full contracts; these only
-hold on to the Python objects the C side points into (registered tensors,
-pending pushes and pulls) for as long as the C side may touch them.
+"""gradsync.ParameterServer: a thin class over the parameter server (gradsync/ps.h,
+gs_ps_*). The C header holds the full contract; this only holds on to the
+Python objects the C side points into (pending pushes and pulls) for as long
+as the C side may touch them.
 """
 import operator
 
-from ctypes import byref, c_size_t, c_void_p
+from ctypes import byref, c_void_p
 
 from . import _types as T
 from ._buffer import dtype_of, resolve
-from ._comm import _int, algo_of, op_of
+from ._comm import _int
 from ._compress import codec_of
 from ._lib import LIB, Resource, check, invalid, query
 from ._request import Request
@@ -22,85 +22,6 @@ def _opt_int(v, what):
 
 def _opt_real(v):
     return float(T.UNSET) if v is None else float(v)
-
-
-class Bucketer(Resource):
-    """Gradient bucketing over comm (gs_bucketer_t), as DDP's reducer.
-
-    Bucketer(comm, bucket_bytes=None, first_bucket_bytes=None, op="avg", algo=None,
-             codec=None, error_feedback=None, rebuild=None). Register every
-    gradient with add(tensor) -> id in forward order, on every rank alike; each
-    step call ready(id) as each gradient becomes final (any thread), then wait()
-    (collective): every tensor then holds the reduced gradient. The tensors are
-    referenced here until close(): they must stay at their address.
-    """
-
-    _what = "bucketer"
-
-    def __init__(self, comm, bucket_bytes=None, first_bucket_bytes=None, op="avg", algo=None,
-                 codec=None, error_feedback=None, rebuild=None):
-        o = self._opts = T.sized(T.BucketerOpts)
-        o.bucket_bytes = T.UNSET if bucket_bytes is None else operator.index(bucket_bytes)
-        o.first_bucket_bytes = (T.UNSET if first_bucket_bytes is None
-                                else operator.index(first_bucket_bytes))
-        o.op = op_of(op)
-        o.algo = algo_of(algo)
-        self._codec = codec_of(codec)
-        o.codec = self._codec._ptr() if self._codec is not None else None
-        o.error_feedback = T.UNSET if error_feedback is None else int(bool(error_feedback))
-        o.rebuild = T.UNSET if rebuild is None else int(bool(rebuild))
-        o.stream = None
-        o.flags = 0
-        h = c_void_p()
-        check(LIB.gs_bucketer_create(comm._handle(), byref(o), byref(h)))
-        self._h = h.value
-        self._comm = comm
-        self._tensors = []
-        comm._children.add(self)
-
-    def add(self, tensor):
-        """Register a gradient buffer; returns its id (0, 1, ... in registration order)."""
-        b = resolve(tensor, "Bucketer.add: tensor", writable=True)
-        out = c_size_t()
-        check(LIB.gs_bucketer_add(self._handle(), b.ptr, b.count, b.dtype, byref(out)))
-        self._tensors.append(b.keep)
-        return out.value
-
-    def ready(self, id):
-        """Mark tensor id's gradient final for this step (any thread; never blocks)."""
-        check(LIB.gs_bucketer_ready(self._handle(), _int(id, "Bucketer.ready: id", 0,
-                                                         (1 << 63) - 1)))
-
-    def wait(self):
-        """End the step: every tensor holds the reduced gradient. Collective, blocking."""
-        check(LIB.gs_bucketer_wait(self._handle()))
-
-    def stats(self):
-        """gs_bucketer_stats_t as a dict."""
-        return T.struct_to_dict(query(LIB.gs_bucketer_stats, T.BucketerStats, self._handle()))
-
-    def bucket_info(self, index):
-        """Bucket index of the current grouping (count, dtype, ntensors, inplace) as a dict."""
-        d = T.struct_to_dict(query(LIB.gs_bucketer_bucket_info, T.BucketInfo, self._handle(),
-                                   _int(index, "bucket_info: index", 0, (1 << 63) - 1)))
-        d["dtype"] = T.DType(d["dtype"])
-        return d
-
-    def locate(self, id):
-        """(bucket, offset in elements) of tensor id in the current grouping."""
-        b, off = c_size_t(), c_size_t()
-        check(LIB.gs_bucketer_locate(self._handle(), _int(id, "locate: id", 0, (1 << 63) - 1),
-                                     byref(b), byref(off)))
-        return b.value, off.value
-
-    def close(self):
-        """Wait for the all-reduces in flight and free the bucketer. Idempotent."""
-        h, self._h = self._h, None
-        if h is not None:
-            try:
-                check(LIB.gs_bucketer_destroy(h))
-            finally:
-                self._tensors = []
 
 
 _MODES = {"bsp": T.PSConsistency.BSP, "ssp": T.PSConsistency.SSP, "asp": T.PSConsistency.ASP}
