@@ -45,8 +45,8 @@
 #include <stdint.h>
 
 #include "codec_kernels.h"
-#include "codec_math.h"
-#include "gs_device.h"
+#include "math/codec_math.h"
+#include "math/gs_device.h"
 
 /* Threads per CUDA block: a power of two from 8 to this. */
 #define GS_KC_MAX_THREADS 256

@@ -32,7 +32,7 @@
  * any body gives the CPU decoder's f32 bits, and the fused error-feedback
  * encode leaves the residual the CPU's encode_ef (or codec_api.c's unfused
  * residual += src; body = encode(residual); residual -= decode(body))
- * leaves. The arithmetic is kernels/codec_math.h's, which the CPU codecs
+ * leaves. The arithmetic is src/math/codec_math.h's, which the CPU codecs
  * call. Exception: where a NaN result has two NaN operands, its payload
  * may differ (it depends on the operand order the C compiler picked); a
  * NaN is a NaN on both sides.

@@ -24,9 +24,9 @@
 #include <stdint.h>
 
 #include "gradsync/types.h"
-#include "gs_device.h"
-#include "half_math.h"
-#include "reduce_math.h"
+#include "math/gs_device.h"
+#include "math/half_math.h"
+#include "math/reduce_math.h"
 
 #if !defined(__CUDA_ARCH__)
 #include <string.h>

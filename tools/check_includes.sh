@@ -5,8 +5,9 @@
 # the compiler enforces them, each layer's target seeing only its row's
 # folders); this grep reads the same rows, so that an upward #include is
 # named by file and line even in a layer this build leaves out (MPI, NCCL,
-# CUDA). kernels/ (the CUDA sources and the arithmetic headers they share
-# with the CPU code, included by bare name) is the bottom layer.
+# CUDA). kernels/ (the CUDA sources and their launch headers, included by
+# bare name) is the one layer outside src/; a nested layer's folder is its
+# name with "_" read as "/" (algo_prim: src/algo/prim).
 # Also refused: #include "../...", which would reach past the include roots
 # through the including file's own folder, where the compiler cannot stop it.
 #
@@ -29,7 +30,9 @@ fi
 
 layers=$(printf '%s\n' "${!row[@]}" | sort | paste -sd ' ' -)
 # The folder holding a layer's sources.
-layer_dir() { if [ "$1" = kernels ]; then echo "$top/kernels"; else echo "$src/$1"; fi; }
+# A layer's folder is src/ and its name with "_" read as "/" (algo_prim: src/algo/prim).
+layer_path() { echo "${1//_//}"; }
+layer_dir() { if [ "$1" = kernels ]; then echo "$top/kernels"; else echo "$src/$(layer_path "$1")"; fi; }
 
 for layer in $layers; do
     dir=$(layer_dir "$layer")
@@ -46,7 +49,7 @@ for layer in $layers; do
                     fail=1
                 fi
             done
-        elif grep -rnE "^[[:space:]]*#[[:space:]]*include[[:space:]]*\"$other/" "$dir"; then
+        elif grep -rnE "^[[:space:]]*#[[:space:]]*include[[:space:]]*\"$(layer_path "$other")/" "$dir"; then
             echo "error: $layer must not include $other/ headers"
             fail=1
         fi

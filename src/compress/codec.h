@@ -22,7 +22,7 @@
 /* The codecs' per-element arithmetic, shared with the CUDA kernels. NOTE:
  * a path relative to this file, so that code outside the library (tests,
  * fuzzers, bench) that includes codec.h needs no kernels/ include path. */
-#include "codec_math.h" /* kernels/: the arithmetic the codec kernels share */
+#include "math/codec_math.h" /* kernels/: the arithmetic the codec kernels share */
 
 #if defined(__BYTE_ORDER__) && (__BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__)
 #error "gradsync codecs assume a little-endian host"
@@ -410,7 +410,7 @@ gs_status_t gs__codec_topk_sum(const gs_codec_params_t *p, const uint8_t *const 
 
 /* gs__codec_hash32 (the counter-based mixer of qsgd's noise and random-k's
  * draws) and gs__codec_seed32 (a seed's 32-bit key) live in
- * kernels/codec_math.h with the rest of the codecs' arithmetic. */
+ * src/math/codec_math.h with the rest of the codecs' arithmetic. */
 
 /* Number of blocks of @p block elements covering @p count elements. */
 static inline size_t gs__codec_nblocks(size_t count, uint32_t block)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The cast codecs: none (f32 as is), fp16 and bf16. fp16 and bf16 round to
- * nearest even with kernels/half_math.h's converters, which core/dtype.c
+ * nearest even with src/math/half_math.h's converters, which core/dtype.c
  * and the CUDA kernels use too (overflow to inf, exact subnormals, NaN
  * stays a quiet NaN with its payload; test_codec_cast checks every f16 code
  * and a dense sweep of f32 patterns). On x86-64 with AVX2 and F16C the fp16

@@ -3,7 +3,7 @@
  * Datatype and op facts, generated from the GS_DTYPE_MAP and GS_OP_MAP
  * X-macro tables in gradsync/types.h, and the exported scalar f16/bf16 <->
  * f32 conversions. The conversions themselves are defined once, in
- * kernels/half_math.h (shared with the CUDA kernels): plain integer code,
+ * src/math/half_math.h (shared with the CUDA kernels): plain integer code,
  * round to nearest even, overflow to inf, exact subnormals, NaN kept a
  * quiet NaN with x86 F16C's payload rule, so that the vectorised reduce and
  * the plain C one agree bit for bit. This file does not reduce buffers;
@@ -11,7 +11,7 @@
  */
 #include "core/dtype.h"
 
-#include "half_math.h"
+#include "math/half_math.h"
 
 #include <string.h>
 
@@ -133,7 +133,7 @@ int gs__op_is_bitwise(gs_op_t op)
     return (op == GS_OP_BAND) || (op == GS_OP_BOR) || (op == GS_OP_BXOR);
 }
 
-/* The conversions live in kernels/half_math.h, shared with the CUDA kernels;
+/* The conversions live in src/math/half_math.h, shared with the CUDA kernels;
  * these exported wrappers keep one definition. */
 float gs__f16_to_f32(uint16_t h)
 {

@@ -29,7 +29,7 @@ int gs__dtype_op_valid(gs_dtype_t dt, gs_op_t op);
 /* 1 when op is GS_OP_BAND, GS_OP_BOR or GS_OP_BXOR. */
 int gs__op_is_bitwise(gs_op_t op);
 
-/* Scalar conversions, out-of-line forms of kernels/half_math.h's gs_km_*
+/* Scalar conversions, out-of-line forms of src/math/half_math.h's gs_km_*
  * (same bits); code that can include that header may call those inline. */
 float gs__f16_to_f32(uint16_t h);
 uint16_t gs__f32_to_f16(float f);

@@ -23,7 +23,7 @@
 
 /* splitmix64's finaliser: every input bit moves every output bit. The one
  * 64-bit mixer of the C code (hash keys, segment names, call fingerprints);
- * kernels/codec_math.h has its own for the device. */
+ * src/math/codec_math.h has its own for the device. */
 static inline uint64_t gs__mix64(uint64_t x)
 {
     x ^= x >> 30;

@@ -8,7 +8,7 @@
  * gs__reduce_generic) and once under target_clones("avx512f", "avx2",
  * "default"), so that the loader picks the widest ISA the CPU has at run
  * time (an ifunc; not under TSan). The per-element arithmetic is
- * kernels/reduce_math.h's, the source the CUDA kernels compile too, so
+ * src/math/reduce_math.h's, the source the CUDA kernels compile too, so
  * the CPU and GPU reductions cannot drift. The library is never built with
  * -march=native. f16 on x86-64 uses F16C intrinsics (8 lanes per step)
  * when the CPU has AVX2 and F16C; bf16 uses integer shifts with
@@ -28,8 +28,8 @@
  */
 #include "core/reduce_cpu.h"
 
-#include "half_math.h"
-#include "reduce_math.h"
+#include "math/half_math.h"
+#include "math/reduce_math.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -76,7 +76,7 @@
 /* ---------------------------------------------------------------------- */
 
 /*
- * The arithmetic of every element is kernels/reduce_math.h's (gs_km_*),
+ * The arithmetic of every element is src/math/reduce_math.h's (gs_km_*),
  * shared with the CUDA kernels; the loops below only arrange it so that
  * GCC vectorises it: each loop has its op as a constant (the body_* switch
  * calls it once per op), and the gs_km_* functions are branch-free selects

@@ -56,7 +56,7 @@
 #include "gpu_test_util.h"
 #include "gradsync/compress.h"
 #include "gradsync/gradsync.h"
-#include "half_math.h"
+#include "tc_coll_data.h"
 
 #define BIG_COUNT ((size_t)3 * 1024 * 1024 + 5)
 #define MAX_BLOCKED 100003u /* largest per-rank count of the blocked collectives */
@@ -128,172 +128,21 @@ typedef struct ctx {
 } ctx_t;
 
 /* ---------------------------------------------------------------------- */
-/* Elements and patterns                                                  */
+/* Elements and patterns: tests/common/tc_coll_data.h                     */
 /* ---------------------------------------------------------------------- */
 
-static double get_elem(const void *buf, size_t i, gs_dtype_t dt)
+/* The collective as tests/common/tc_coll_data.h names it (the ring of sends:
+ * GS_COLL_TYPE_SEND). */
+static gs_coll_type_t coll_type(coll_t coll)
 {
-    const unsigned char *p = buf;
+    static const gs_coll_type_t types[C_COUNT] = {
+        [C_ALLREDUCE] = GS_COLL_TYPE_ALLREDUCE, [C_ALLREDUCE_INPLACE] = GS_COLL_TYPE_ALLREDUCE,
+        [C_BROADCAST] = GS_COLL_TYPE_BROADCAST, [C_REDUCE] = GS_COLL_TYPE_REDUCE,
+        [C_ALLGATHER] = GS_COLL_TYPE_ALLGATHER, [C_REDUCE_SCATTER] = GS_COLL_TYPE_REDUCE_SCATTER,
+        [C_ALLTOALL] = GS_COLL_TYPE_ALLTOALL,   [C_SENDRECV] = GS_COLL_TYPE_SEND,
+    };
 
-    switch (dt) {
-    case GS_DTYPE_F32: {
-        float v;
-        memcpy(&v, p + 4 * i, 4);
-        return v;
-    }
-    case GS_DTYPE_F64: {
-        double v;
-        memcpy(&v, p + 8 * i, 8);
-        return v;
-    }
-    case GS_DTYPE_F16: {
-        uint16_t v;
-        memcpy(&v, p + 2 * i, 2);
-        return gs_km_f16_to_f32(v);
-    }
-    case GS_DTYPE_BF16: {
-        uint16_t v;
-        memcpy(&v, p + 2 * i, 2);
-        return gs_km_bf16_to_f32(v);
-    }
-    case GS_DTYPE_I8:
-        return (double)(int8_t)p[i];
-    case GS_DTYPE_U8:
-        return (double)p[i];
-    case GS_DTYPE_I32: {
-        int32_t v;
-        memcpy(&v, p + 4 * i, 4);
-        return v;
-    }
-    case GS_DTYPE_I64: {
-        int64_t v;
-        memcpy(&v, p + 8 * i, 8);
-        return (double)v;
-    }
-    default:
-        return NAN;
-    }
-}
-
-static void set_elem(void *buf, size_t i, gs_dtype_t dt, double x)
-{
-    unsigned char *p = buf;
-
-    switch (dt) {
-    case GS_DTYPE_F32: {
-        float v = (float)x;
-        memcpy(p + 4 * i, &v, 4);
-        break;
-    }
-    case GS_DTYPE_F64:
-        memcpy(p + 8 * i, &x, 8);
-        break;
-    case GS_DTYPE_F16: {
-        uint16_t v = gs_km_f32_to_f16((float)x);
-        memcpy(p + 2 * i, &v, 2);
-        break;
-    }
-    case GS_DTYPE_BF16: {
-        uint16_t v = gs_km_f32_to_bf16((float)x);
-        memcpy(p + 2 * i, &v, 2);
-        break;
-    }
-    case GS_DTYPE_I8:
-        p[i] = (unsigned char)(int8_t)x;
-        break;
-    case GS_DTYPE_U8:
-        p[i] = (unsigned char)x;
-        break;
-    case GS_DTYPE_I32: {
-        int32_t v = (int32_t)x;
-        memcpy(p + 4 * i, &v, 4);
-        break;
-    }
-    case GS_DTYPE_I64: {
-        int64_t v = (int64_t)x;
-        memcpy(p + 8 * i, &v, 8);
-        break;
-    }
-    default:
-        break;
-    }
-}
-
-static uint32_t mix(uint64_t r, uint64_t i, uint64_t salt)
-{
-    uint64_t h = (i + 1) * 0x9E3779B97F4A7C15ull ^ (r + 1) * 0xC2B2AE3D27D4EB4Full ^ salt;
-
-    h ^= h >> 31;
-    h *= 0xBF58476D1CE4E5B9ull;
-    h ^= h >> 29;
-    return (uint32_t)(h >> 16);
-}
-
-/*
- * Element i of rank r: every partial result in any order is an exact
- * integer of the dtype (sums below the exact limit over n ranks, products
- * of at most two factors 2 or 3, min/max below 100), never all zero.
- */
-static double pattern(gs_dtype_t dt, gs_op_t op, int n, int r, size_t i, uint64_t salt)
-{
-    double limit = 1000.0, m;
-
-    if (op == GS_OP_PROD) {
-        if ((size_t)r == i % (size_t)n) {
-            return (double)(2 + i % 2);
-        }
-        if ((n > 1) && ((size_t)r == (i + 1) % (size_t)n)) {
-            return (double)(2 + (i / 2) % 2);
-        }
-        return 1.0;
-    }
-    if ((op == GS_OP_MIN) || (op == GS_OP_MAX)) {
-        return (double)(1 + mix((uint64_t)r, i, salt) % 99u);
-    }
-    switch (dt) {
-    case GS_DTYPE_F16:
-        limit = 2048.0;
-        break;
-    case GS_DTYPE_BF16:
-        limit = 256.0;
-        break;
-    case GS_DTYPE_I8:
-        limit = 127.0;
-        break;
-    case GS_DTYPE_U8:
-        limit = 255.0;
-        break;
-    default:
-        break;
-    }
-    m = floor(limit / n);
-    m = (m > 1000.0) ? 1000.0 : (m < 2.0) ? 2.0 : m;
-    return (double)(1 + mix((uint64_t)r, i, salt) % (uint32_t)(m - 1));
-}
-
-static double reduce_ref(gs_dtype_t dt, gs_op_t op, int n, size_t i, uint64_t salt)
-{
-    double acc = pattern(dt, op, n, 0, i, salt);
-
-    for (int r = 1; r < n; r++) {
-        const double v = pattern(dt, op, n, r, i, salt);
-
-        switch (op) {
-        case GS_OP_PROD:
-            acc *= v;
-            break;
-        case GS_OP_MIN:
-            acc = (v < acc) ? v : acc;
-            break;
-        case GS_OP_MAX:
-            acc = (v > acc) ? v : acc;
-            break;
-        default:
-            acc += v;
-            break;
-        }
-    }
-    return (op == GS_OP_AVG) ? acc / n : acc;
+    return types[coll];
 }
 
 /* ---------------------------------------------------------------------- */
@@ -312,14 +161,12 @@ typedef struct call {
 /* Elements of the input and of the output of @p c on one rank. */
 static size_t in_elems(const ctx_t *x, const call_t *c)
 {
-    return ((c->coll == C_REDUCE_SCATTER) || (c->coll == C_ALLTOALL)) ? c->count * (size_t)x->n
-                                                                      : c->count;
+    return tc_coll_in_elems(coll_type(c->coll), c->count, x->n);
 }
 
 static size_t out_elems(const ctx_t *x, const call_t *c)
 {
-    return ((c->coll == C_ALLGATHER) || (c->coll == C_ALLTOALL)) ? c->count * (size_t)x->n
-                                                                 : c->count;
+    return tc_coll_out_elems(coll_type(c->coll), c->count, x->n);
 }
 
 /* Whether the call reads its input from the receive buffer. */
@@ -333,41 +180,17 @@ static bool in_place(const call_t *c)
 static void make_case(ctx_t *x, const call_t *c, unsigned char *buf)
 {
     const gs_dtype_t dt = c->dt->dt;
-    const int n = x->n, me = x->rank, prev = (me + n - 1) % n;
     const size_t es = c->dt->size, nin = in_elems(x, c), nout = out_elems(x, c);
 
     memset(buf, POISON, (nin + 1) * es);
     memset(x->href, POISON, (nout + 1) * es);
-    if ((c->coll != C_BROADCAST) || (me == c->root)) {
-        for (size_t i = 0; i < nin; i++) {
-            set_elem(buf, i, dt, pattern(dt, c->op, n, me, i, c->salt));
-        }
+    if ((c->coll != C_BROADCAST) || (x->rank == c->root)) {
+        tc_exact_fill(buf, nin, dt, c->op, x->n, x->rank, c->salt);
     }
     for (size_t i = 0; i < nout; i++) {
-        double want;
-
-        switch (c->coll) {
-        case C_BROADCAST:
-            want = pattern(dt, c->op, n, c->root, i, c->salt);
-            break;
-        case C_ALLGATHER:
-            want = pattern(dt, c->op, n, (int)(i / c->count), i % c->count, c->salt);
-            break;
-        case C_REDUCE_SCATTER:
-            want = reduce_ref(dt, c->op, n, (size_t)me * c->count + i, c->salt);
-            break;
-        case C_ALLTOALL:
-            want = pattern(dt, c->op, n, (int)(i / c->count), (size_t)me * c->count + i % c->count,
-                           c->salt);
-            break;
-        case C_SENDRECV:
-            want = pattern(dt, c->op, n, prev, i, c->salt);
-            break;
-        default:
-            want = reduce_ref(dt, c->op, n, i, c->salt);
-            break;
-        }
-        set_elem(x->href, i, dt, want);
+        tc_set(x->href, i, dt,
+               tc_exact_want(coll_type(c->coll), dt, c->op, x->n, x->rank, c->root, c->count, i,
+                             c->salt));
     }
 }
 
@@ -480,17 +303,17 @@ static void compare(ctx_t *x, const call_t *c, const char *what)
         return;
     }
     for (size_t i = 0; i < nout; i++) {
-        const double got = get_elem(x->hr, i, dt), want = get_elem(x->href, i, dt);
+        const double got = tc_get(x->hr, i, dt), want = tc_get(x->href, i, dt);
         bool ok;
 
         if (c->op == GS_OP_AVG) {
-            ok = fabs(got - want) <= tol * fmax(1.0, fabs(want));
+            ok = tc_close(got, want, tol);
         } else {
             ok = (memcmp(x->hr + i * es, x->hhost + i * es, es) == 0) && (got == want);
         }
         if (!ok) {
             gt_check(false, "rank %d: %s: element %zu of %zu is %.9g, want %.9g (host path %.9g)",
-                     x->rank, what, i, nout, got, want, get_elem(x->hhost, i, dt));
+                     x->rank, what, i, nout, got, want, tc_get(x->hhost, i, dt));
             return; /* one line per call is enough */
         }
     }

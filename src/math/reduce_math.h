@@ -26,14 +26,14 @@
  * Which operand's payload wins when both are NaN still depends on the
  * operand order the C compiler picks (reduce_cpu.h says so).
  */
-#ifndef GS_KERNELS_REDUCE_MATH_H
-#define GS_KERNELS_REDUCE_MATH_H
+#ifndef GS_MATH_REDUCE_MATH_H
+#define GS_MATH_REDUCE_MATH_H
 
 #include <stdint.h>
 
 #include "gradsync/types.h"
-#include "gs_device.h"
-#include "half_math.h"
+#include "math/gs_device.h"
+#include "math/half_math.h"
 
 /* ---------------------------------------------------------------------- */
 /* NaN results as x86 makes them (device only)                            */
@@ -315,4 +315,4 @@ GS_KFN uint16_t gs_km_avg_bf16(uint16_t x, uint16_t y, float divisor)
     return gs_km_f32_to_bf16(gs_km_avg_f32(gs_km_bf16_to_f32(x), gs_km_bf16_to_f32(y), divisor));
 }
 
-#endif /* GS_KERNELS_REDUCE_MATH_H */
+#endif /* GS_MATH_REDUCE_MATH_H */

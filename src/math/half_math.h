@@ -12,12 +12,12 @@
  * bit set), so the vectorised CPU reduce and the plain C one agree bit for
  * bit. This file does no reduction; that is reduce_math.h.
  */
-#ifndef GS_KERNELS_HALF_MATH_H
-#define GS_KERNELS_HALF_MATH_H
+#ifndef GS_MATH_HALF_MATH_H
+#define GS_MATH_HALF_MATH_H
 
 #include <stdint.h>
 
-#include "gs_device.h"
+#include "math/gs_device.h"
 
 #if !defined(__CUDA_ARCH__)
 #include <string.h>
@@ -168,4 +168,4 @@ GS_KFN uint16_t gs_km_f32_to_bf16(float f)
     return (uint16_t)(gs_km_f32_to_bf16_hi(f) >> 16);
 }
 
-#endif /* GS_KERNELS_HALF_MATH_H */
+#endif /* GS_MATH_HALF_MATH_H */

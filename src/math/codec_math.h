@@ -23,16 +23,16 @@
  * - Codes (int8, qsgd, sign bits) and top-k keys are exact functions of
  *   their inputs, NaN included.
  */
-#ifndef GS_KERNELS_CODEC_MATH_H
-#define GS_KERNELS_CODEC_MATH_H
+#ifndef GS_MATH_CODEC_MATH_H
+#define GS_MATH_CODEC_MATH_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "gs_device.h"
-#include "half_math.h"
-#include "reduce_math.h"
+#include "math/gs_device.h"
+#include "math/half_math.h"
+#include "math/reduce_math.h"
 
 /* FLT_MAX, spelled out (<float.h> is not in every device compile). */
 #define GS_KM_FLT_MAX 3.40282346638528859812e+38f
@@ -323,4 +323,4 @@ GS_KFN uint32_t gs_km_topk_key(float x)
     return gs_km_f32_bits(x) & 0x7fffffffu;
 }
 
-#endif /* GS_KERNELS_CODEC_MATH_H */
+#endif /* GS_MATH_CODEC_MATH_H */

@@ -25,8 +25,8 @@
  * - No C++ in bodies (they compile as C11); no templates; types from
  *   <stdint.h>.
  */
-#ifndef GS_KERNELS_GS_DEVICE_H
-#define GS_KERNELS_GS_DEVICE_H
+#ifndef GS_MATH_GS_DEVICE_H
+#define GS_MATH_GS_DEVICE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -103,4 +103,4 @@ GS_KFN size_t gs_kthread_gstride(gs_kthread_t t)
         }                                                                                          \
     } while (0)
 
-#endif /* GS_KERNELS_GS_DEVICE_H */
+#endif /* GS_MATH_GS_DEVICE_H */
