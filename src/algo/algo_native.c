@@ -23,7 +23,7 @@ static gs_status_t native_missing(const gs_algo_ctx_t *ctx, const char *what)
     return gs__error_set(GS_ERR_UNSUPPORTED,
                          "%s: algorithm 'native' needs a transport with a native %s; transport "
                          "'%s' has none (use GS_TRANSPORT=mpi)",
-                         ctx->opname, what, ctx->tr->ops->name);
+                         ctx->opname, what, gs__tp_name(ctx->tr));
 }
 
 static uint64_t native_deadline(const gs_algo_ctx_t *ctx)
@@ -47,11 +47,11 @@ gs_status_t gs__native_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
 {
     gs_status_t status;
 
-    if (ctx->tr->ops->coll_allreduce == NULL) {
+    if (!gs__tp_has_coll_allreduce(ctx->tr)) {
         return native_missing(ctx, "allreduce");
     }
-    status = ctx->tr->ops->coll_allreduce(ctx->tr->tp, d->sendbuf, d->recvbuf, d->count, d->dtype,
-                                          d->op, native_deadline(ctx));
+    status = gs__tp_coll_allreduce(ctx->tr, d->sendbuf, d->recvbuf, d->count, d->dtype, d->op,
+                                   native_deadline(ctx));
     return native_declined(ctx, status) ? gs__ring_allreduce(ctx, d) : status;
 }
 
@@ -60,13 +60,12 @@ gs_status_t gs__native_broadcast(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
     gs_status_t status;
     void *buf = (ctx->rank == d->root) ? (void *)d->sendbuf : d->recvbuf;
 
-    if (ctx->tr->ops->coll_bcast == NULL) {
+    if (!gs__tp_has_coll_bcast(ctx->tr)) {
         return native_missing(ctx, "broadcast");
     }
     /* The native broadcast is in place: the root sends from its buffer, the
      * others receive into theirs. */
-    status = ctx->tr->ops->coll_bcast(ctx->tr->tp, buf, d->count, d->dtype, d->root,
-                                      native_deadline(ctx));
+    status = gs__tp_coll_bcast(ctx->tr, buf, d->count, d->dtype, d->root, native_deadline(ctx));
     if (native_declined(ctx, status)) {
         return gs__chain_broadcast(ctx, d);
     }
@@ -81,11 +80,11 @@ gs_status_t gs__native_allgather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
 {
     gs_status_t status;
 
-    if (ctx->tr->ops->coll_allgather == NULL) {
+    if (!gs__tp_has_coll_allgather(ctx->tr)) {
         return native_missing(ctx, "allgather");
     }
-    status = ctx->tr->ops->coll_allgather(ctx->tr->tp, d->sendbuf, d->recvbuf, d->count, d->dtype,
-                                          native_deadline(ctx));
+    status = gs__tp_coll_allgather(ctx->tr, d->sendbuf, d->recvbuf, d->count, d->dtype,
+                                   native_deadline(ctx));
     return native_declined(ctx, status) ? gs__ring_allgather(ctx, d) : status;
 }
 
@@ -93,10 +92,10 @@ gs_status_t gs__native_reduce_scatter(gs_algo_ctx_t *ctx, const gs_coll_desc_t *
 {
     gs_status_t status;
 
-    if (ctx->tr->ops->coll_reduce_scatter == NULL) {
+    if (!gs__tp_has_coll_reduce_scatter(ctx->tr)) {
         return native_missing(ctx, "reduce_scatter");
     }
-    status = ctx->tr->ops->coll_reduce_scatter(ctx->tr->tp, d->sendbuf, d->recvbuf, d->count,
-                                               d->dtype, d->op, native_deadline(ctx));
+    status = gs__tp_coll_reduce_scatter(ctx->tr, d->sendbuf, d->recvbuf, d->count, d->dtype, d->op,
+                                        native_deadline(ctx));
     return native_declined(ctx, status) ? gs__ring_reduce_scatter(ctx, d) : status;
 }

@@ -288,7 +288,7 @@ static void comm_worker_wake(void *ctx)
 {
     gs_comm_t comm = (gs_comm_t)ctx;
 
-    comm->tr.ops->wake(comm->tr.tp);
+    gs__tp_wake(&comm->tr);
 }
 
 gs_comm_t gs__comm_alloc(void)
@@ -360,18 +360,18 @@ gs_status_t gs__comm_transport_init(gs_comm_t comm)
         return status;
     }
 
-    if (comm->cfg.tls && (strcmp(comm->cfg.transport, "mpi") == 0)) {
-        return gs__error_set(
-            GS_ERR_UNSUPPORTED,
-            "GS_TLS=1 encrypts the TCP transport, and GS_TRANSPORT=mpi hands every "
-            "byte to MPI: use GS_TRANSPORT=tcp, or the MPI library's own "
-            "encryption (docs/security.md)");
-    }
     /* GS_TRANSPORT=nccl: host buffers over TCP, device buffers over NCCL. */
     status = gs__transport_lookup(
         (strcmp(comm->cfg.transport, "nccl") == 0) ? "tcp" : comm->cfg.transport, &comm->tr.ops);
     if (status != GS_OK) {
         return status;
+    }
+    if (comm->cfg.tls && !gs__tp_has_cap(&comm->tr, GS_TP_CAP_TLS)) {
+        return gs__error_set(GS_ERR_UNSUPPORTED,
+                             "GS_TLS=1 encrypts the TCP transport, and GS_TRANSPORT=%s hands "
+                             "every byte to its own library: use GS_TRANSPORT=tcp, or that "
+                             "library's own encryption (docs/security.md)",
+                             gs__tp_name(&comm->tr));
     }
     memset(&params, 0, sizeof(params));
     params.rank = comm->rank;
@@ -396,7 +396,7 @@ gs_status_t gs__comm_transport_init(gs_comm_t comm)
     params.tls.cert = comm->cfg.tls_cert;
     params.tls.key = comm->cfg.tls_key;
     params.tls.ca = comm->cfg.tls_ca;
-    return comm->tr.ops->init(&params, &comm->tr.tp);
+    return gs__tp_init(&comm->tr, &params);
 }
 
 /* Connect, set up the algorithm context and start the worker. */
@@ -439,7 +439,7 @@ gs_status_t gs__comm_start(gs_comm_t comm, char (*addrs)[GS_SOCK_ADDR_MAX], cons
     }
     GS_INFO(INIT, "rank %d: %d host(s), local rank %d of %d on this host", comm->rank,
             comm->actx.hosts.nhosts, comm->actx.hosts.local_rank, comm->actx.hosts.local_size);
-    status = comm->tr.ops->connect(comm->tr.tp, addrs, gs__deadline_after_ms(comm->cfg.timeout_ms));
+    status = gs__tp_connect(&comm->tr, addrs, gs__deadline_after_ms(comm->cfg.timeout_ms));
     if (status != GS_OK) {
         return status;
     }
@@ -455,10 +455,10 @@ gs_status_t gs__comm_start(gs_comm_t comm, char (*addrs)[GS_SOCK_ADDR_MAX], cons
                              comm->cfg.algo_intra_beta_mbps);
     gs__algo_route_hosts(&comm->actx);
     comm->actx.opname = "gs_comm_init";
-    if ((comm->actx.hosts.nhosts == 1) && (comm->size > 1) && (comm->tr.ops->shm_peers != NULL)) {
-        status = gs__algo_model_agree_local(&comm->actx,
-                                            comm->tr.ops->shm_peers(comm->tr.tp) == comm->size - 1,
-                                            (double)comm->cfg.shm_bytes);
+    if ((comm->actx.hosts.nhosts == 1) && (comm->size > 1) && gs__tp_has_shm_peers(&comm->tr)) {
+        status =
+            gs__algo_model_agree_local(&comm->actx, gs__tp_shm_peers(&comm->tr) == comm->size - 1,
+                                       (double)comm->cfg.shm_bytes);
         if (status != GS_OK) {
             return status;
         }
@@ -483,7 +483,7 @@ gs_status_t gs__comm_start(gs_comm_t comm, char (*addrs)[GS_SOCK_ADDR_MAX], cons
     memset(&hooks, 0, sizeof(hooks));
     hooks.idle = comm_worker_idle;
     hooks.wake = gs__tp_has_wake(&comm->tr) ? comm_worker_wake : NULL;
-    if ((comm->cfg.heartbeat_ms > 0) && (strcmp(comm->tr.ops->name, "tcp") == 0)) {
+    if ((comm->cfg.heartbeat_ms > 0) && gs__tp_has_cap(&comm->tr, GS_TP_CAP_HEARTBEAT)) {
         /* A little more often than the transport's quarter-interval clock,
          * so that no tick of it is skipped (docs/design.md, "Heartbeats"). */
         hooks.tick = comm_worker_tick;
@@ -566,7 +566,7 @@ static gs_status_t comm_init_watched(gs_comm_t *comm_out, const gs_config_t *cfg
                                comm->size);
         goto err_finalize;
     }
-    status = comm->tr.ops->get_address(comm->tr.tp, my_addr, sizeof(my_addr));
+    status = gs__tp_get_address(&comm->tr, my_addr, sizeof(my_addr));
     if ((status == GS_OK) && gs__init_watch_tripped(watch)) {
         status = gs__init_watch_aborted();
     }
@@ -593,7 +593,7 @@ static gs_status_t comm_init_watched(gs_comm_t *comm_out, const gs_config_t *cfg
     free(addrs);
     free(hosts);
     GS_INFO(INIT, "communicator ready: rank %d of %d, transport %s, address %s", comm->rank,
-            comm->size, comm->tr.ops->name, my_addr);
+            comm->size, gs__tp_name(&comm->tr), my_addr);
     *comm_out = comm;
     return GS_OK;
 
@@ -601,7 +601,7 @@ err_finalize:
     free(addrs);
     free(hosts);
     gs__init_watch_disarm(watch);
-    comm->tr.ops->finalize(comm->tr.tp);
+    gs__tp_finalize(&comm->tr);
     gs__comm_free(comm);
     return status;
 }
@@ -627,7 +627,7 @@ gs_status_t gs_comm_init_env(gs_comm_t *comm_out, const gs_config_t *cfg)
 
 gs_status_t gs_comm_destroy(gs_comm_t comm)
 {
-    gs_tp_t *tp;
+    gs_transport_t tr;
     gs_status_t status;
 
     if (comm == NULL) {
@@ -644,10 +644,10 @@ gs_status_t gs_comm_destroy(gs_comm_t comm)
      * for queued operations above) holds err.mu while it touches the
      * transport: take the instance away under it before freeing it. */
     pthread_mutex_lock(&comm->err.mu);
-    tp = comm->tr.tp;
+    tr = comm->tr;
     comm->tr.tp = NULL;
     pthread_mutex_unlock(&comm->err.mu);
-    status = comm->tr.ops->finalize(tp);
+    status = gs__tp_finalize(&tr);
     gs__comm_free(comm);
     return status;
 }
@@ -665,7 +665,7 @@ gs_status_t gs_comm_abort(gs_comm_t comm)
      * transport only after taking it away under the same lock. */
     pthread_mutex_lock(&comm->err.mu);
     if (comm->tr.tp != NULL) {
-        (void)comm->tr.ops->abort(comm->tr.tp);
+        (void)gs__tp_abort(&comm->tr);
     }
     pthread_mutex_unlock(&comm->err.mu);
     return GS_OK;
@@ -819,7 +819,7 @@ static gs_status_t comm_split(const char *fn, gs_comm_t comm, int color, int key
             child->cfg.world_size = n;
             local = gs__comm_transport_init(child);
             if (local == GS_OK) {
-                local = child->tr.ops->get_address(child->tr.tp, my_addr, sizeof(my_addr));
+                local = gs__tp_get_address(&child->tr, my_addr, sizeof(my_addr));
             }
             if (local != GS_OK) {
                 my_addr[0] = '\0';
@@ -871,7 +871,7 @@ out:
         *newcomm_out = GS_COMM_NULL; /* color < 0 */
     } else if (child != NULL) {
         if (child->tr.tp != NULL) {
-            child->tr.ops->finalize(child->tr.tp);
+            gs__tp_finalize(&child->tr);
         }
         gs__comm_free(child);
     }

@@ -42,7 +42,8 @@ gs_status_t gs__comm_dev_ready(gs_comm_t comm, const gs_coll_desc_t *d)
         params.want_nccl = 0;
     }
     params.stage_bytes = (size_t)comm->cfg.cuda_stage_bytes;
-    params.mpi_cuda = (comm->cfg.mpi_cuda_aware == 1) && (strcmp(comm->tr.ops->name, "mpi") == 0);
+    params.mpi_cuda =
+        (comm->cfg.mpi_cuda_aware == 1) && gs__tp_has_cap(&comm->tr, GS_TP_CAP_NATIVE_DEVICE);
     params.host_id = (comm->actx.hosts.ids != NULL) ? comm->actx.hosts.ids[comm->rank]
                                                     : gs__host_id(comm->cfg.host_id);
     return gs__dev_setup(&comm->actx, d, &params);

@@ -107,7 +107,7 @@ static gs_status_t comm_init_over(gs_comm_t *comm_out, MPI_Comm user_comm, const
             local = gs__comm_transport_init(comm);
         }
         if (local == GS_OK) {
-            local = comm->tr.ops->get_address(comm->tr.tp, my_addr, sizeof(my_addr));
+            local = gs__tp_get_address(&comm->tr, my_addr, sizeof(my_addr));
         }
     }
     if (local != GS_OK) {
@@ -169,11 +169,11 @@ out:
     free(hosts);
     if (status == GS_OK) {
         GS_INFO(INIT, "communicator ready over MPI: rank %d of %d, transport %s", comm->rank,
-                comm->size, comm->tr.ops->name);
+                comm->size, gs__tp_name(&comm->tr));
         *comm_out = comm;
     } else if (comm != NULL) {
         if (comm->tr.tp != NULL) {
-            comm->tr.ops->finalize(comm->tr.tp);
+            gs__tp_finalize(&comm->tr);
         }
         gs__comm_free(comm);
     }

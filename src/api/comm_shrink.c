@@ -154,7 +154,7 @@ static void release_all(gs_transport_t *t, gs_tp_req_t **reqs, int n)
 static void note_local_failures(gs_comm_t comm, uint8_t *dead)
 {
     for (int p = 0; p < comm->size; p++) {
-        if ((p != comm->rank) && comm->tr.ops->peer_failed(comm->tr.tp, p)) {
+        if ((p != comm->rank) && gs__tp_peer_failed(&comm->tr, p)) {
             dead[p] = 1;
         }
     }
@@ -249,7 +249,7 @@ static gs_status_t agree_member(shrink_task_t *s, int coord, int *retry_out)
     if (status != GS_OK) {
         return status;
     }
-    if ((st[0] == GS_ERR_TIMEOUT) && !comm->tr.ops->peer_failed(comm->tr.tp, coord)) {
+    if ((st[0] == GS_ERR_TIMEOUT) && !gs__tp_peer_failed(&comm->tr, coord)) {
         return gs__error_set(GS_ERR_TIMEOUT,
                              "gs_comm_shrink: rank %d: coordinator rank %d sent no final set "
                              "within %d ms",
@@ -295,7 +295,7 @@ static gs_status_t exchange_endpoints(shrink_task_t *s, gs_tp_req_t **reqs,
     memset(my_addr, 0, sizeof(my_addr));
     local = gs__comm_transport_init(child);
     if (local == GS_OK) {
-        local = child->tr.ops->get_address(child->tr.tp, my_addr, sizeof(my_addr));
+        local = gs__tp_get_address(&child->tr, my_addr, sizeof(my_addr));
     }
     if (local != GS_OK) {
         my_addr[0] = '\0'; /* the others fail fast instead of at their deadline */
@@ -462,10 +462,10 @@ gs_status_t gs_comm_shrink(gs_comm_t comm, gs_comm_t *newcomm_out)
         return gs__error_set(GS_ERR_INVALID_ARG, "gs_comm_shrink: %s is NULL",
                              comm == NULL ? "comm" : "newcomm_out");
     }
-    if (comm->tr.ops->peer_failed == NULL) {
+    if (!gs__tp_has_peer_failed(&comm->tr)) {
         return gs__error_set(GS_ERR_UNSUPPORTED,
                              "gs_comm_shrink: transport %s cannot tell which peers failed",
-                             comm->tr.ops->name);
+                             gs__tp_name(&comm->tr));
     }
     if (atomic_load(&comm->err.status) == GS_ERR_ABORTED) {
         return gs__error_set(GS_ERR_ABORTED, "gs_comm_shrink: the communicator was aborted");
@@ -509,7 +509,7 @@ out:
         *newcomm_out = s.child;
     } else if (s.child != NULL) {
         if (s.child->tr.tp != NULL) {
-            s.child->tr.ops->finalize(s.child->tr.tp);
+            gs__tp_finalize(&s.child->tr);
         }
         gs__comm_free(s.child);
     }

@@ -285,7 +285,7 @@ static size_t stats_format(gs_comm_t comm, uint64_t now_ns, int final, line_buf_
     line_add_str(b, host);
     line_add(b, ",\"pid\":%ld,\"rank\":%d,\"nranks\":%d,\"comm_id\":\"0x%016llx\",\"transport\":",
              (long)getpid(), s.rank, s.nranks, (unsigned long long)s.comm_id);
-    line_add_str(b, (comm->tr.ops != NULL) ? comm->tr.ops->name : "none");
+    line_add_str(b, gs__tp_name(&comm->tr));
     line_add(b,
              ",\"bytes_sent\":%llu,\"bytes_received\":%llu,\"msgs_sent\":%llu,"
              "\"msgs_received\":%llu,\"ops_completed\":%llu,\"ops_failed\":%llu,"

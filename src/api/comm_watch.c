@@ -29,7 +29,7 @@ static void *init_watch_main(void *arg)
         if (__atomic_load_n(w->flag, __ATOMIC_RELAXED) != 0) {
             w->tripped = 1;
             if ((w->comm != NULL) && (w->comm->tr.tp != NULL)) {
-                (void)w->comm->tr.ops->abort(w->comm->tr.tp);
+                (void)gs__tp_abort(&w->comm->tr);
             }
             break;
         }
@@ -72,7 +72,7 @@ void gs__init_watch_arm(gs__init_watch_t *w, gs_comm_t comm)
     pthread_mutex_lock(&w->mu);
     w->comm = comm;
     if (w->tripped) {
-        (void)comm->tr.ops->abort(comm->tr.tp);
+        (void)gs__tp_abort(&comm->tr);
     }
     pthread_mutex_unlock(&w->mu);
 }

@@ -195,7 +195,7 @@ static gs_status_t p2p_probe(const char *fn, gs_comm_t comm, int peer, uint32_t 
     }
     if (!gs__tp_has_probe(&comm->tr)) {
         return gs__error_set(GS_ERR_UNSUPPORTED, "%s: the %s transport cannot probe", fn,
-                             comm->tr.ops->name);
+                             gs__tp_name(&comm->tr));
     }
     memset(&p, 0, sizeof(p));
     p.task.run = p2p_probe_run;

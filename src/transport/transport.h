@@ -56,13 +56,29 @@ static inline int gs__tp_tag_is_recovery(uint64_t tag)
     return (tag & GS_TP_TAG_RECOVERY) == GS_TP_TAG_RECOVERY;
 }
 
-/* Capability bits (gs_transport_ops_t.caps). */
+/* Capability bits (gs_transport_ops_t.caps). Callers test a bit
+ * (gs__tp_has_cap), never the transport's name. */
+/* Moves host buffers. */
 #define GS_TP_CAP_HOST_MEM (1u << 0)
+/* Moves device buffers itself (no transport does yet). */
 #define GS_TP_CAP_DEVICE_MEM (1u << 1)
+/* Receives accept GS_ANY_SOURCE. */
 #define GS_TP_CAP_ANY_SOURCE (1u << 2)
+/* Fills the coll_* slots (the "native" algorithm, algo_native.c). */
 #define GS_TP_CAP_NATIVE_COLL (1u << 3)
+/* Messages from one peer with one tag match in the order they were sent. */
 #define GS_TP_CAP_ORDERED (1u << 4)
+/* Stripes one peer's traffic over several sockets (GS_TCP_NSOCKS). */
 #define GS_TP_CAP_MULTI_STREAM (1u << 5)
+/* Encrypts its connections when asked (GS_TLS, gs_tp_params_t.tls); a
+ * transport without it refuses nothing, so the layer above refuses GS_TLS=1. */
+#define GS_TP_CAP_TLS (1u << 6)
+/* Keeps a liveness clock inside progress (GS_HEARTBEAT_MS): the worker
+ * ticks progress while idle, at least every heartbeat interval. */
+#define GS_TP_CAP_HEARTBEAT (1u << 7)
+/* Its native collectives can take device buffers when the library
+ * underneath is CUDA-aware (the user says so with GS_MPI_CUDA_AWARE=1). */
+#define GS_TP_CAP_NATIVE_DEVICE (1u << 8)
 
 #define GS_TP_ADDR_MAX GS_SOCK_ADDR_MAX
 
@@ -244,7 +260,39 @@ typedef struct gs_transport {
  * Returns GS_OK or GS_ERR_INVALID_ARG naming the unknown transport. */
 gs_status_t gs__transport_lookup(const char *name, const gs_transport_ops_t **ops_out);
 
-/* Dispatch wrappers: callers never touch ops-> directly. */
+/* Dispatch wrappers, one per slot: callers never touch ops-> directly.
+ * Each takes the communicator's gs_transport_t; an optional slot has a
+ * gs__tp_has_<slot>() that callers test first. */
+
+/* The transport's name, for messages; "none" before one is chosen. */
+static inline const char *gs__tp_name(const gs_transport_t *t)
+{
+    return (t->ops != NULL) ? t->ops->name : "none";
+}
+
+/* 1 when the transport has every capability in @p cap (GS_TP_CAP_*). */
+static inline int gs__tp_has_cap(const gs_transport_t *t, unsigned cap)
+{
+    return (t->ops != NULL) && ((t->ops->caps & cap) == cap);
+}
+
+/* Create t->tp (t->ops set by gs__transport_lookup). */
+static inline gs_status_t gs__tp_init(gs_transport_t *t, const gs_tp_params_t *params)
+{
+    return t->ops->init(params, &t->tp);
+}
+
+static inline gs_status_t gs__tp_get_address(gs_transport_t *t, char *buf, size_t len)
+{
+    return t->ops->get_address(t->tp, buf, len);
+}
+
+static inline gs_status_t gs__tp_connect(gs_transport_t *t, char (*addrs)[GS_TP_ADDR_MAX],
+                                         uint64_t deadline_ns)
+{
+    return t->ops->connect(t->tp, addrs, deadline_ns);
+}
+
 static inline gs_status_t gs__tp_isend(gs_transport_t *t, int peer, uint64_t tag, const void *buf,
                                        size_t len, gs_tp_req_t **req_out)
 {
@@ -273,6 +321,31 @@ static inline gs_status_t gs__tp_req_release(gs_transport_t *t, gs_tp_req_t *req
     return t->ops->req_release(t->tp, req);
 }
 
+/* Any thread (see the slot). */
+static inline gs_status_t gs__tp_abort(gs_transport_t *t)
+{
+    return t->ops->abort(t->tp);
+}
+
+/* Finalize t->tp and forget it (t->tp becomes NULL). */
+static inline gs_status_t gs__tp_finalize(gs_transport_t *t)
+{
+    gs_tp_t *tp = t->tp;
+
+    t->tp = NULL;
+    return t->ops->finalize(tp);
+}
+
+static inline int gs__tp_has_wake(const gs_transport_t *t)
+{
+    return t->ops->wake != NULL;
+}
+
+static inline gs_status_t gs__tp_wake(gs_transport_t *t)
+{
+    return t->ops->wake(t->tp);
+}
+
 static inline int gs__tp_has_probe(const gs_transport_t *t)
 {
     return t->ops->probe != NULL;
@@ -284,9 +357,71 @@ static inline gs_status_t gs__tp_probe(gs_transport_t *t, int peer, uint64_t tag
     return t->ops->probe(t->tp, peer, tag, found_out, comp_out);
 }
 
-static inline int gs__tp_has_wake(const gs_transport_t *t)
+static inline int gs__tp_has_shm_peers(const gs_transport_t *t)
 {
-    return t->ops->wake != NULL;
+    return t->ops->shm_peers != NULL;
+}
+
+static inline int gs__tp_shm_peers(gs_transport_t *t)
+{
+    return t->ops->shm_peers(t->tp);
+}
+
+static inline int gs__tp_has_peer_failed(const gs_transport_t *t)
+{
+    return t->ops->peer_failed != NULL;
+}
+
+static inline int gs__tp_peer_failed(gs_transport_t *t, int peer)
+{
+    return t->ops->peer_failed(t->tp, peer);
+}
+
+static inline int gs__tp_has_coll_allreduce(const gs_transport_t *t)
+{
+    return t->ops->coll_allreduce != NULL;
+}
+
+static inline gs_status_t gs__tp_coll_allreduce(gs_transport_t *t, const void *sendbuf,
+                                                void *recvbuf, size_t count, gs_dtype_t dtype,
+                                                gs_op_t op, uint64_t deadline_ns)
+{
+    return t->ops->coll_allreduce(t->tp, sendbuf, recvbuf, count, dtype, op, deadline_ns);
+}
+
+static inline int gs__tp_has_coll_bcast(const gs_transport_t *t)
+{
+    return t->ops->coll_bcast != NULL;
+}
+
+static inline gs_status_t gs__tp_coll_bcast(gs_transport_t *t, void *buf, size_t count,
+                                            gs_dtype_t dtype, int root, uint64_t deadline_ns)
+{
+    return t->ops->coll_bcast(t->tp, buf, count, dtype, root, deadline_ns);
+}
+
+static inline int gs__tp_has_coll_allgather(const gs_transport_t *t)
+{
+    return t->ops->coll_allgather != NULL;
+}
+
+static inline gs_status_t gs__tp_coll_allgather(gs_transport_t *t, const void *sendbuf,
+                                                void *recvbuf, size_t count, gs_dtype_t dtype,
+                                                uint64_t deadline_ns)
+{
+    return t->ops->coll_allgather(t->tp, sendbuf, recvbuf, count, dtype, deadline_ns);
+}
+
+static inline int gs__tp_has_coll_reduce_scatter(const gs_transport_t *t)
+{
+    return t->ops->coll_reduce_scatter != NULL;
+}
+
+static inline gs_status_t gs__tp_coll_reduce_scatter(gs_transport_t *t, const void *sendbuf,
+                                                     void *recvbuf, size_t count, gs_dtype_t dtype,
+                                                     gs_op_t op, uint64_t deadline_ns)
+{
+    return t->ops->coll_reduce_scatter(t->tp, sendbuf, recvbuf, count, dtype, op, deadline_ns);
 }
 
 #endif /* GS_TRANSPORT_TRANSPORT_H */

@@ -259,7 +259,8 @@ static gs_status_t mpi_tp_finalize(gs_tp_t *tp)
 const gs_transport_ops_t gs__mpi_ops = {
     .name = "mpi",
     .abi_size = sizeof(gs_transport_ops_t),
-    .caps = GS_TP_CAP_HOST_MEM | GS_TP_CAP_ANY_SOURCE | GS_TP_CAP_NATIVE_COLL | GS_TP_CAP_ORDERED,
+    .caps = GS_TP_CAP_HOST_MEM | GS_TP_CAP_ANY_SOURCE | GS_TP_CAP_NATIVE_COLL | GS_TP_CAP_ORDERED |
+            GS_TP_CAP_NATIVE_DEVICE,
     .init = mpi_tp_init,
     .get_address = mpi_tp_get_address,
     .connect = mpi_tp_connect,

@@ -821,7 +821,8 @@ static gs_status_t tcp_finalize(gs_tp_t *tp)
 const gs_transport_ops_t gs__tcp_ops = {
     .name = "tcp",
     .abi_size = sizeof(gs_transport_ops_t),
-    .caps = GS_TP_CAP_HOST_MEM | GS_TP_CAP_ANY_SOURCE | GS_TP_CAP_ORDERED | GS_TP_CAP_MULTI_STREAM,
+    .caps = GS_TP_CAP_HOST_MEM | GS_TP_CAP_ANY_SOURCE | GS_TP_CAP_ORDERED | GS_TP_CAP_MULTI_STREAM |
+            GS_TP_CAP_TLS | GS_TP_CAP_HEARTBEAT,
     .init = tcp_init,
     .get_address = tcp_get_address,
     .connect = tcp_connect,
