@@ -12,7 +12,7 @@
 #include "compress/codec.h"
 #include "core/config.h"
 #include "core/env_table.h"
-#include "core/memkind.h"
+#include "device/memkind.h"
 #include "core/reduce_cpu.h"
 #include "gradsync/gradsync.h"
 

@@ -50,7 +50,7 @@
 #include "core/error.h"
 #include "reduce_kernels.h"
 #ifdef GS_WITH_NCCL
-#include "transport/nccl/nccl_transport.h"
+#include "device/nccl_engine.h"
 #endif
 
 #define DCOMP_ALIGN 256

@@ -49,7 +49,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #ifdef GS_WITH_NCCL
-#include "transport/nccl/nccl_transport.h"
+#include "device/nccl_engine.h"
 #endif
 
 #define DEV_ALIGN 256

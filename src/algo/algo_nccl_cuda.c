@@ -2,7 +2,7 @@
 /*
  * The NCCL path (CUDA and NCCL builds): plain calls on device buffers go
  * to NCCL's own collectives (all-to-all as grouped sends and receives,
- * transport/nccl), enqueued on the caller's stream. What happens next is
+ * device/nccl_engine.c), enqueued on the caller's stream. What happens next is
  * the call's semantics (gradsync.h): a blocking call waits for an event
  * recorded after the work (gs__dev_wait_event: NCCL's asynchronous errors
  * and the deadline polled; a dead peer aborts the NCCL communicator and
@@ -20,7 +20,7 @@
 #include <cuda_runtime.h>
 
 #include "core/error.h"
-#include "transport/nccl/nccl_transport.h"
+#include "device/nccl_engine.h"
 
 static gs_status_t nccl_enqueue(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
 {

@@ -19,7 +19,7 @@
 #include "compress/codec.h"
 #include "core/dtype.h"
 #include "core/error.h"
-#include "core/memkind.h"
+#include "device/memkind.h"
 
 /* Reject a message of more than 2^50 bytes (the wire's limit is 2^44 per
  * slice; this keeps every byte computation far from overflow). */

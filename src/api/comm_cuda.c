@@ -15,7 +15,7 @@
 #include "core/clock.h"
 #include "core/host.h"
 #ifdef GS_WITH_NCCL
-#include "transport/nccl/nccl_transport.h"
+#include "device/nccl_engine.h"
 #endif
 
 gs_status_t gs__comm_dev_ready(gs_comm_t comm, const gs_coll_desc_t *d)

@@ -14,7 +14,7 @@
 
 #include "core/dtype.h"
 #include "core/log.h"
-#include "core/memkind.h"
+#include "device/memkind.h"
 
 #include <stdlib.h>
 #include <string.h>

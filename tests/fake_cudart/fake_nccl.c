@@ -2,7 +2,7 @@
 /*
  * An interposed NCCL of one rank for the device path's CPU tests (see
  * fake_cudart.h): linked ahead of libnccl, it answers the calls the NCCL
- * engine (src/transport/nccl) makes. A communicator is healthy unless
+ * engine (src/device) makes. A communicator is healthy unless
  * gs_fake_nccl_set_async_error() says otherwise; collectives copy sendbuf
  * to recvbuf (the result of every collective on one rank); sends and
  * receives move nothing (one rank never sends).

@@ -32,7 +32,7 @@
 
 #include <cmocka.h>
 
-#include "core/memkind.h"
+#include "device/memkind.h"
 #include "fusion/bucket_plan.h"
 #include "gradsync/bucket.h"
 #include "gradsync/compress.h"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Memory kinds of a call's buffers, through the real detection code
- * (core/memkind.c loads libcuda.so.1) against a fake driver
+ * (device/memkind.c loads libcuda.so.1) against a fake driver
  * (fake_cuda_driver.c, first on LD_LIBRARY_PATH; ctest sets it). Host
  * memory is host; a registered range is "device memory"; a call that
  * mixes the kinds, spans two devices, or hands device memory to a build
@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "core/memkind.h"
+#include "device/memkind.h"
 #include "gradsync/gradsync.h"
 
 typedef int (*fake_add_fn_t)(const void *base, size_t len, int device);

@@ -7,8 +7,8 @@
  * path serves both builds, and the tests exercise it without a GPU by
  * putting a fake driver first on the loader path.
  */
-#ifndef GS_CORE_MEMKIND_H
-#define GS_CORE_MEMKIND_H
+#ifndef GS_DEVICE_MEMKIND_H
+#define GS_DEVICE_MEMKIND_H
 
 /* 1 when @p ptr is CUDA device or managed memory (and *device_out, when
  * not NULL, its device ordinal), 0 for host memory of any kind (pageable,
@@ -23,4 +23,4 @@ int gs__mem_driver_loaded(void);
  * "CUDA on, NCCL on; CUDA driver found" and the like. Never NULL. */
 const char *gs__device_summary(void);
 
-#endif /* GS_CORE_MEMKIND_H */
+#endif /* GS_DEVICE_MEMKIND_H */

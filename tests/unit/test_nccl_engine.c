@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Unit tests of the NCCL engine (src/transport/nccl) that need no GPU: the
+ * Unit tests of the NCCL engine (src/device) that need no GPU: the
  * dtype and op tables over every gradsync dtype and op, the status mapping
  * of every ncclResult_t value (status, NCCL's name in the sentence, the
  * "Duplicate GPU" sentence, asynchronous system errors as failed peers),
@@ -22,7 +22,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "gradsync/gradsync.h"
-#include "transport/nccl/nccl_transport.h"
+#include "device/nccl_engine.h"
 
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -365,7 +365,7 @@ int main(void)
 static void test_nccl_not_built(void **state)
 {
     (void)state;
-    skip(); /* this build has no NCCL: src/transport/nccl is not compiled */
+    skip(); /* this build has no NCCL: src/device is not compiled */
 }
 
 int main(void)

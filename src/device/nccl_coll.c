@@ -11,7 +11,7 @@
  * This file does not reduce, scale or compress anything itself (AVG is
  * ncclAvg) and does not choose NCCL over the host transports.
  */
-#include "transport/nccl/nccl_transport.h"
+#include "device/nccl_engine.h"
 
 #include "core/dtype.h"
 #include "core/error.h"

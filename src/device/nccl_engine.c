@@ -27,7 +27,7 @@
  * This file does not choose between NCCL and the host transports (the
  * selector does) and never synchronises a stream.
  */
-#include "transport/nccl/nccl_transport.h"
+#include "device/nccl_engine.h"
 
 #include "core/clock.h"
 #include "core/error.h"

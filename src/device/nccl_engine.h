@@ -32,12 +32,12 @@
  * gs_last_error() with NCCL's own name and text; nothing here aborts or
  * exits the process.
  *
- * Implementation: nccl_transport.c (lifetime, bootstrap, groups, polling,
+ * Implementation: nccl_engine.c (lifetime, bootstrap, groups, polling,
  * abort, scratch), nccl_coll.c (collectives, point-to-point), nccl_map.c
  * (the pure dtype, op and result tables).
  */
-#ifndef GS_TRANSPORT_NCCL_NCCL_TRANSPORT_H
-#define GS_TRANSPORT_NCCL_NCCL_TRANSPORT_H
+#ifndef GS_DEVICE_NCCL_ENGINE_H
+#define GS_DEVICE_NCCL_ENGINE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -177,7 +177,7 @@ gs_status_t gs__nccl_destroy(gs_nccl_t *nccl);
 
 
 /* ===================================================================== */
-/* Collectives and point-to-point (nccl_coll.c), groups (nccl_transport.c) */
+/* Collectives and point-to-point (nccl_coll.c), groups (nccl_engine.c) */
 /* ===================================================================== */
 /*
  * Common contract: owner thread. Buffers are device memory of the handle's
@@ -361,7 +361,7 @@ gs_status_t gs__nccl_status_msg(int nccl_result, int async, const char *what,
 
 
 /* ===================================================================== */
-/* Shared by nccl_transport.c and nccl_coll.c only                        */
+/* Shared by nccl_engine.c and nccl_coll.c only                        */
 /* ===================================================================== */
 
 struct ncclComm; /* nccl.h: typedef struct ncclComm *ncclComm_t */
@@ -398,4 +398,4 @@ gs_status_t gs__nccl_scratch_release(gs_nccl_t *nccl, void *stream);
 /* Map a cudaError_t (as int) of a CUDA call gradsync made itself. */
 gs_status_t gs__nccl_cuda_status(int cuda_error, const gs_nccl_t *nccl, const char *call);
 
-#endif /* GS_TRANSPORT_NCCL_NCCL_TRANSPORT_H */
+#endif /* GS_DEVICE_NCCL_ENGINE_H */

@@ -7,7 +7,7 @@
  * refuses device pointers with the same code. It does not allocate,
  * copy or synchronise anything.
  */
-#include "core/memkind.h"
+#include "device/memkind.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

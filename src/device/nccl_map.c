@@ -6,7 +6,7 @@
  * touches a communicator or a GPU (ncclGetErrorString and ncclGetLastError
  * only read NCCL's static strings).
  */
-#include "transport/nccl/nccl_transport.h"
+#include "device/nccl_engine.h"
 
 #include "core/error.h"
 
