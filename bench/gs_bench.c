@@ -42,6 +42,7 @@
 
 #include "gs_bench.h"
 #include "progress.h"
+#include "tc_clock.h"
 #include "gs_bench_bucket.h"
 #include "gs_bench_codec.h"
 #include "gs_bench_ps.h"
@@ -599,13 +600,6 @@ static void device_get(const bench_t *b, size_t count)
 /* Timing and output                                                     */
 /* ===================================================================== */
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static int cmp_double(const void *a, const void *c)
 {
     double x = *(const double *)a, y = *(const double *)c;
@@ -1042,9 +1036,9 @@ static void bench_size(bench_t *b, size_t count, row_t *row)
             BENCH_CHECK(b, gs_barrier(b->comm));
         }
         BENCH_CHECK(b, gs_comm_counters(b->comm, &c0));
-        double t0 = now_s();
+        double t0 = tc_now_s();
         run_checked(b, count);
-        b->times[k] = now_s() - t0;
+        b->times[k] = tc_now_s() - t0;
         BENCH_CHECK(b, gs_comm_counters(b->comm, &c1));
         wire += (double)(c1.bytes_sent - c0.bytes_sent);
     }

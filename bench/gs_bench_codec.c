@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "gs_bench_codec.h"
+#include "tc_clock.h"
 
 #include "gradsync/compress.h"
 #include "gradsync/gradsync.h"
@@ -90,14 +91,6 @@ double gs_bench_codec_relerr(const float *out, size_t count, int nranks, int avg
         xx += (double)want * want;
     }
     return (xx > 0) ? sqrt(ee / xx) : sqrt(ee);
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static int cmp_d(const void *a, const void *b)
@@ -179,10 +172,10 @@ int gs_bench_codec_main(int argc, char **argv)
         xx += (double)x[i] * x[i];
     }
     for (it = 0; it < iters; it++) {
-        const double t0 = now_s();
+        const double t0 = tc_now_s();
 
         memcpy(y, x, n * sizeof(float));
-        te[it] = now_s() - t0;
+        te[it] = tc_now_s() - t0;
     }
     printf("# gs-bench codec: %zu f32 elements (%zu bytes), normal data, zstd %s, median of %d\n",
            n, n * sizeof(float),
@@ -212,15 +205,15 @@ int gs_bench_codec_main(int argc, char **argv)
             return 1;
         }
         for (it = -warmup; it < iters; it++) {
-            double t0 = now_s(), t1, t2;
+            double t0 = tc_now_s(), t1, t2;
 
             st = gs_codec_encode(&cfg, x, n, GS_DTYPE_F32, GS_EF_NULL, scratch, ss, payload, cap,
                                  &len);
-            t1 = now_s();
+            t1 = tc_now_s();
             if (st == GS_OK) {
                 st = gs_codec_decode(&cfg, payload, len, n, GS_DTYPE_F32, scratch, ss, y);
             }
-            t2 = now_s();
+            t2 = tc_now_s();
             if (st != GS_OK) {
                 fprintf(stderr, "gs-bench codec: %s: %s\n", codec_names[k].name, gs_last_error());
                 return 1;

@@ -14,6 +14,7 @@
 #include "core/reduce_cpu.h"
 
 #include "core/dtype.h"
+#include "tc_clock.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -25,14 +26,6 @@
 #define BENCH_MAX_RUNS 1000
 
 typedef enum { BENCH_REDUCE, BENCH_REDUCE_GENERIC, BENCH_MEMCPY } bench_kind_t;
-
-static double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int cmp_double(const void *x, const void *y)
 {
@@ -49,7 +42,7 @@ static double time_median(bench_kind_t kind, void *d, const void *a, const void 
     int r;
 
     for (r = -BENCH_WARMUP_RUNS; r < runs; r++) {
-        const double t0 = now_s();
+        const double t0 = tc_now_s();
 
         switch (kind) {
         case BENCH_REDUCE:
@@ -63,7 +56,7 @@ static double time_median(bench_kind_t kind, void *d, const void *a, const void 
             break;
         }
         if (r >= 0) {
-            times[r] = now_s() - t0;
+            times[r] = tc_now_s() - t0;
         }
     }
     qsort(times, (size_t)runs, sizeof(double), cmp_double);

@@ -51,6 +51,8 @@
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include "tc_clock.h"
+
 namespace {
 
 enum class Algo { Default, RingChunked, HalvingDoubling };
@@ -213,13 +215,6 @@ int env_int(const char *const *names, int fallback)
         }
     }
     return fallback;
-}
-
-double now_s()
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
 /* Remove the store's key files (flat directory), then the directory if empty. */
@@ -385,9 +380,9 @@ int run_bench(const Options &o, int rank, int nranks)
         }
         bench.barrier();
         for (int k = 0; k < o.iters; k++) {
-            double t0 = now_s();
+            double t0 = tc_now_s();
             bench.run(send.data(), recv.data(), count);
-            times[static_cast<size_t>(k)] = now_s() - t0;
+            times[static_cast<size_t>(k)] = tc_now_s() - t0;
         }
         bench.allreduce_max(times.data(), times.size());
         std::sort(times.begin(), times.end());

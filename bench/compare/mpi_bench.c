@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include <mpi.h>
+#include "tc_clock.h"
 
 typedef struct mpi_bench {
     size_t min_bytes;
@@ -141,13 +142,6 @@ static void parse_args(mpi_bench_t *b, int argc, char **argv)
     }
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static int cmp_double(const void *a, const void *c)
 {
     double x = *(const double *)a, y = *(const double *)c;
@@ -235,10 +229,10 @@ int main(int argc, char **argv)
         }
         mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
         for (int k = 0; k < b.iters; k++) {
-            double t0 = now_s();
+            double t0 = tc_now_s();
             mpi_check(MPI_Allreduce(sbuf, recv, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
                       "MPI_Allreduce");
-            times[k] = now_s() - t0;
+            times[k] = tc_now_s() - t0;
         }
         mpi_check(MPI_Allreduce(MPI_IN_PLACE, times, b.iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD),
                   "MPI_Allreduce");

@@ -45,6 +45,7 @@
 #include "gradsync/compress.h"
 #include "gradsync/gradsync.h"
 #include "reduce_kernels.h"
+#include "tc_clock.h"
 
 #define COUNT 4096
 #define TIMEOUT_MS 300
@@ -82,14 +83,6 @@ static void watch(const char *what)
 static void unwatch(void)
 {
     (void)alarm(0);
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* Host memory the fake driver calls device memory of @p device. */
@@ -338,9 +331,9 @@ static void timeout_case(const char *path, int compress, const char *names)
 
     watch(names);
     gs_fake_rt_set_hang(1);
-    t0 = now_s();
+    t0 = tc_now_s();
     status = compress ? compressed(comm, send, recv, GS_EF_NULL) : plain(comm, send, recv);
-    dt = now_s() - t0;
+    dt = tc_now_s() - t0;
     gs_fake_rt_set_hang(0);
     unwatch();
     assert_int_equal(status, GS_ERR_TIMEOUT);

@@ -53,6 +53,7 @@
 #include <unistd.h>
 
 #include <gradsync/gradsync.h>
+#include "tc_clock.h"
 
 static int g_rank = -1;
 static int g_pass;
@@ -68,13 +69,6 @@ static void check(int ok, const char *what, const char *detail)
         printf("FAIL rank %d %s: %s\n", g_rank, what, detail);
     }
     fflush(stdout);
-}
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
 static void sleep_ms(long ms)
@@ -96,7 +90,7 @@ static void *watchdog_main(void *arg)
     watchdog_t *w = (watchdog_t *)arg;
 
     sleep_ms(w->delay_ms);
-    w->t_abort = now_s();
+    w->t_abort = tc_now_s();
     w->status = gs_comm_abort(w->comm);
     return NULL;
 }
@@ -113,7 +107,7 @@ static void *blocker_main(void *arg)
     blocker_t *b = (blocker_t *)arg;
 
     b->status = gs_barrier(b->comm);
-    b->t_done = now_s();
+    b->t_done = tc_now_s();
     return NULL;
 }
 
@@ -140,7 +134,7 @@ static void mode_blocked(gs_comm_t comm)
 
         pthread_create(&t, NULL, watchdog_main, &w);
         st = gs_allreduce(comm, x, x, 1024, GS_DTYPE_F32, GS_OP_SUM);
-        dt = now_s();
+        dt = tc_now_s();
         pthread_join(t, NULL);
         dt -= w.t_abort;
         snprintf(why, sizeof(why), "%s after %.3f s: %s", gs_status_name(st), dt, gs_last_error());
@@ -178,9 +172,9 @@ static void mode_pending(gs_comm_t comm)
         pthread_create(&tb, NULL, blocker_main, &b);
         pthread_create(&t, NULL, watchdog_main, &w);
         st_a = gs_wait(&ra);
-        t_a = now_s();
+        t_a = tc_now_s();
         st_r = gs_wait(&rr);
-        t_r = now_s();
+        t_r = tc_now_s();
         pthread_join(t, NULL);
         pthread_join(tb, NULL);
         snprintf(why, sizeof(why), "%s after %.3f s", gs_status_name(st_a), t_a - w.t_abort);
@@ -221,7 +215,7 @@ static int mode_destroy(gs_comm_t comm)
               "iallreduce posted", gs_last_error());
         pthread_create(&t, NULL, watchdog_main, &w);
         st = gs_comm_destroy(comm); /* waits for the queued all-reduce: the abort cuts it */
-        t_done = now_s();
+        t_done = tc_now_s();
         pthread_join(t, NULL);
         snprintf(why, sizeof(why), "destroy %s %.3f s after the abort", gs_status_name(st),
                  t_done - w.t_abort);
@@ -240,7 +234,7 @@ static void mode_slow(gs_comm_t comm)
 {
     for (int round = 0; round < 3; round++) {
         double v = (double)(g_rank + 1);
-        double t0 = now_s();
+        double t0 = tc_now_s();
         gs_status_t st;
         char why[256];
         char what[96];
@@ -249,7 +243,7 @@ static void mode_slow(gs_comm_t comm)
             /* Busy on the main thread, as a training step would be. */
             volatile double acc = 0.0;
 
-            while (now_s() - t0 < 2.0) {
+            while (tc_now_s() - t0 < 2.0) {
                 for (int i = 0; i < 100000; i++) {
                     acc += (double)i * 1e-9;
                 }
@@ -285,7 +279,7 @@ static void mode_stopped(gs_comm_t comm)
 
         pthread_create(&t, NULL, watchdog_main, &w);
         st = gs_allreduce(comm, x, x, 1024, GS_DTYPE_F32, GS_OP_SUM);
-        dt = now_s();
+        dt = tc_now_s();
         pthread_join(t, NULL);
         dt -= w.t_abort;
         snprintf(why, sizeof(why), "%s after %.3f s: %s", gs_status_name(st), dt, gs_last_error());
@@ -315,9 +309,9 @@ static void mode_heartbeat(gs_comm_t comm)
         raise(SIGSTOP); /* rank 0 kills us */
         return;
     }
-    t0 = now_s();
+    t0 = tc_now_s();
     st = gs_allreduce(comm, x, x, 1024, GS_DTYPE_F32, GS_OP_SUM);
-    dt = now_s() - t0;
+    dt = tc_now_s() - t0;
     err = gs_last_error();
     named = (strstr(err, "rank 2") != NULL);
     says_hb = (strstr(err, "no heartbeat") != NULL);
@@ -349,7 +343,7 @@ static int mode_initconnect(void)
     pthread_t t;
     gs_comm_t comm = GS_COMM_NULL;
     gs_status_t st;
-    double t0 = now_s();
+    double t0 = tc_now_s();
     double dt;
     char why[512];
 
@@ -358,7 +352,7 @@ static int mode_initconnect(void)
     cfg.abort_flag = &flag;
     pthread_create(&t, NULL, flag_setter, (void *)&flag);
     st = gs_comm_init_env(&comm, &cfg);
-    dt = now_s() - t0;
+    dt = tc_now_s() - t0;
     pthread_join(t, NULL);
     snprintf(why, sizeof(why), "%s after %.3f s: %s", gs_status_name(st), dt, gs_last_error());
     printf("INIT status=%s s=%.3f\n", gs_status_name(st), dt);
@@ -385,14 +379,14 @@ int main(int argc, char **argv)
     if (strcmp(mode, "init") == 0) {
         gs_config_t cfg;
         volatile int flag = 1;
-        double t0 = now_s();
+        double t0 = tc_now_s();
         gs_status_t st;
 
         g_rank = 0;
         gs_config_init(&cfg);
         cfg.abort_flag = &flag;
         st = gs_comm_init_env(&comm, &cfg);
-        check((st == GS_ERR_ABORTED) && (now_s() - t0 < 1.0),
+        check((st == GS_ERR_ABORTED) && (tc_now_s() - t0 < 1.0),
               "init with abort_flag set returns ABORTED at once", gs_status_name(st));
         if (st == GS_OK) {
             gs_comm_destroy(comm);
