@@ -9,6 +9,7 @@ return a Request that holds every buffer until completion. Errors found on
 the Python side are raised as the C library would raise them
 (gradsync.InvalidArgument, status GS_ERR_INVALID_ARG), before any byte moves.
 """
+import collections
 import ctypes
 import operator
 import weakref
@@ -19,7 +20,7 @@ from . import _types as T
 from ._buffer import dtype_of, resolve
 from ._compress import ErrorFeedback, codec_of
 from ._lib import LIB, Resource, check, invalid, make_error, query
-from ._request import Request, Status, group_keep
+from ._request import Request, Status, group_keep, reap, reap_closed
 
 _OPS = {"sum": T.Op.SUM, "prod": T.Op.PROD, "min": T.Op.MIN, "max": T.Op.MAX,
         "avg": T.Op.AVG, "band": T.Op.BAND, "bor": T.Op.BOR, "bxor": T.Op.BXOR}
@@ -136,12 +137,18 @@ class Communicator(Resource):
     def _adopt(self, handle):
         self._h = handle
         self._children = weakref.WeakSet()
+        self._orphans = collections.deque()  # Requests dropped in flight (_request._Orphan)
         r, s = c_int(), c_int()
         check(LIB.gs_comm_rank(handle, byref(r)))
         check(LIB.gs_comm_size(handle, byref(s)))
         self._rank, self._size = r.value, s.value
 
     # ---- lifetime ------------------------------------------------------
+
+    def _handle(self):
+        if self._orphans:  # every call first releases the dropped requests that finished
+            reap(self._orphans)
+        return super()._handle()
 
     @property
     def rank(self):
@@ -159,7 +166,8 @@ class Communicator(Resource):
 
     def close(self):
         """Finish the submitted collectives, close the bucketers and parameter servers made
-        on it, and free the communicator (gs_comm_destroy). Idempotent."""
+        on it, and free the communicator (gs_comm_destroy), which cancels point-to-point
+        calls still in flight; then release the requests dropped in flight. Idempotent."""
         if self._h is None:
             return
         for child in list(self._children):
@@ -168,7 +176,10 @@ class Communicator(Resource):
             except Exception:
                 pass
         h, self._h = self._h, None
-        check(LIB.gs_comm_destroy(h))
+        try:
+            check(LIB.gs_comm_destroy(h))
+        finally:
+            reap_closed(self._orphans)
 
     def abort(self):
         """Every pending and later operation fails with gradsync.Aborted. Any thread."""
@@ -219,7 +230,7 @@ class Communicator(Resource):
 
     def _run(self, fn, args, async_op, keep, result, ifn=None, pstatus=None):
         if async_op:
-            req = Request(keep, result, pstatus=pstatus, owner=self)
+            req = Request(keep, result, pstatus=pstatus, owner=self, what=ifn)
             check(getattr(LIB, ifn)(*args, byref(req._h)))
             return req
         check(getattr(LIB, fn)(*args))
@@ -432,9 +443,10 @@ class Communicator(Resource):
     def isend(self, buf, peer, tag=0):
         """Start a send; returns a Request."""
         b = resolve(buf, "isend: buf")
-        req = Request(b.keep, None, owner=self)
         args = (self._handle(), b.ptr, b.count, b.dtype, _int(peer, "isend: peer"),
-                _tag(tag, "isend"), byref(req._h))
+                _tag(tag, "isend"))
+        req = Request(b.keep, None, owner=self, what="gs_isend to %d, tag %d" % args[4:6])
+        args += (byref(req._h),)
         check(LIB.gs_isend(*args))
         return req
 
@@ -442,9 +454,11 @@ class Communicator(Resource):
         """Start a receive; returns a Request whose wait() gives the Status."""
         b = resolve(buf, "irecv: buf", writable=True)
         pst = T.P2PStatus()
-        req = Request(b.keep, buf, pstatus=pst, owner=self)
         args = (self._handle(), b.ptr, b.count, b.dtype, _int(peer, "irecv: peer"),
-                _tag(tag, "irecv"), byref(pst), byref(req._h))
+                _tag(tag, "irecv"))
+        req = Request(b.keep, buf, pstatus=pst, owner=self, what="gs_irecv from %d, tag %d"
+                      % args[4:6])
+        args += (byref(pst), byref(req._h))
         check(LIB.gs_irecv_status(*args))
         return req
 

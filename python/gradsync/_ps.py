@@ -4,6 +4,7 @@ gs_ps_*). The C header holds the full contract; this only holds on to the
 Python objects the C side points into (pending pushes and pulls) for as long
 as the C side may touch them.
 """
+import collections
 import operator
 
 from ctypes import byref, c_void_p
@@ -13,7 +14,7 @@ from ._buffer import dtype_of, resolve
 from ._comm import _int
 from ._compress import codec_of
 from ._lib import LIB, Resource, check, invalid, query
-from ._request import Request
+from ._request import Request, reap, reap_closed
 
 
 def _opt_int(v, what):
@@ -71,7 +72,13 @@ class ParameterServer(Resource):
         check(LIB.gs_ps_create(comm._handle(), byref(o), byref(h)))
         self._h = h.value
         self._comm = comm
+        self._orphans = collections.deque()  # Requests dropped in flight (_request._Orphan)
         comm._children.add(self)
+
+    def _handle(self):
+        if self._orphans:  # every call first releases the dropped requests that finished
+            reap(self._orphans)
+        return super()._handle()
 
     def register(self, key, initial=None, count=None, dtype=None):
         """Register key (collective, same order on every rank) from rank 0's initial values."""
@@ -93,17 +100,17 @@ class ParameterServer(Resource):
     def push(self, key, grad):
         """Start sending grad (the whole key) to its servers; returns a Request."""
         b = resolve(grad, "push: grad")
-        req = Request(b.keep, None, owner=self, ps=True)
-        check(LIB.gs_ps_push(self._handle(), _int(key, "push: key", 0, (1 << 64) - 1), b.ptr,
-                             b.count, b.dtype, byref(req._h)))
+        key = _int(key, "push: key", 0, (1 << 64) - 1)
+        req = Request(b.keep, None, owner=self, ps=True, what="gs_ps_push of key %d" % key)
+        check(LIB.gs_ps_push(self._handle(), key, b.ptr, b.count, b.dtype, byref(req._h)))
         return req
 
     def pull(self, key, out):
         """Start fetching key's parameters into out; returns a Request (result: out)."""
         b = resolve(out, "pull: out", writable=True)
-        req = Request(b.keep, out, owner=self, ps=True)
-        check(LIB.gs_ps_pull(self._handle(), _int(key, "pull: key", 0, (1 << 64) - 1), b.ptr,
-                             b.count, b.dtype, byref(req._h)))
+        key = _int(key, "pull: key", 0, (1 << 64) - 1)
+        req = Request(b.keep, out, owner=self, ps=True, what="gs_ps_pull of key %d" % key)
+        check(LIB.gs_ps_pull(self._handle(), key, b.ptr, b.count, b.dtype, byref(req._h)))
         return req
 
     def clock(self):
@@ -115,7 +122,12 @@ class ParameterServer(Resource):
         return T.struct_to_dict(query(LIB.gs_ps_info, T.PSInfo, self._handle()))
 
     def close(self):
-        """Finish this rank's part and free the parameter server. Collective. Idempotent."""
+        """Finish this rank's part and free the parameter server (gs_ps_destroy completes
+        every pending request first); then release the requests dropped in flight.
+        Collective. Idempotent."""
         h, self._h = self._h, None
         if h is not None:
-            check(LIB.gs_ps_destroy(h))
+            try:
+                check(LIB.gs_ps_destroy(h))
+            finally:
+                reap_closed(self._orphans)

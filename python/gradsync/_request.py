@@ -3,11 +3,19 @@
 
 A Request holds every Python object its operation reads or writes until the
 C library reports completion, so a buffer dropped by the caller is never
-freed under the worker thread. A Request dropped while still running is
-waited for by its finaliser (bounded by the communicator's deadline).
+freed under the worker thread. A Request dropped while still running is not
+waited for (its finaliser never blocks): it warns (ResourceWarning, naming
+the operation) and hands its handle and buffers to its owner, the
+Communicator or ParameterServer, which completes it with gs_test() at the
+owner's next call and for good when the owner is closed (its destroy
+completes or cancels what is in flight); an error it then reports is a
+RuntimeWarning. With no owner, an atexit hook tries once more at exit.
 """
+import atexit
+import collections
 import threading
 import time
+import warnings
 
 from ctypes import byref, c_int, c_void_p
 
@@ -54,8 +62,9 @@ class Request:
     result is the output object of the call (the out buffer), if any.
     """
 
-    def __init__(self, keep, result=None, pstatus=None, owner=None, ps=False):
+    def __init__(self, keep, result=None, pstatus=None, owner=None, ps=False, what="request"):
         self._h = c_void_p()
+        self._what = what  # the operation, named in warnings ("gs_irecv from 1, tag 7")
         self._keep = keep
         self.result = result
         self._pstatus = pstatus
@@ -118,16 +127,82 @@ class Request:
         return None
 
     def __del__(self):
-        try:
-            if not self._finished and self._h.value:
-                fn = LIB.gs_ps_wait if self._ps else LIB.gs_wait
-                fn(byref(self._h))
-        except Exception:
-            pass
+        # Never blocks: one gs_test(); a request still running goes to its owner (or the
+        # module's list), which keeps its buffers and releases it later (_Orphan).
+        if self._finished or not self._h.value:
+            return
+        orphan = _Orphan(self._h, self._ps, self._keep, self._pstatus, self._what)
+        self._h = c_void_p()
+        self._keep = None
+        if orphan.test(dropped=True):
+            return
+        warnings.warn("a gradsync.Request (%s) was dropped while in flight: it is not waited "
+                      "for; its buffers stay referenced until it completes, checked at the "
+                      "next call on its communicator and at its close. Wait for requests (or "
+                      "keep them) to see their outcome." % self._what, ResourceWarning,
+                      stacklevel=2)
+        owner = self._owner
+        orphans = getattr(owner, "_orphans", None) if owner is not None else None
+        if orphans is None or getattr(owner, "_h", None) is None:
+            orphans = _ORPHANS  # no owner, or one already closed: released at exit
+        orphans.append(orphan)
 
     def __repr__(self):
         state = "running" if not self._finished else ("failed" if self._error else "done")
         return "<gradsync.Request %s>" % state
+
+
+class _Orphan:
+    """The C handle and the buffers of a Request dropped while in flight."""
+    __slots__ = ("h", "ps", "keep", "pstatus", "what")
+
+    def __init__(self, h, ps, keep, pstatus, what):
+        self.h, self.ps, self.keep, self.pstatus, self.what = h, ps, keep, pstatus, what
+
+    def test(self, dropped=False):
+        """gs_test() it: True once released (warning when it failed), False while it runs."""
+        st = (LIB.gs_ps_test if self.ps else LIB.gs_test)(byref(self.h))
+        if st == T.GS_INPROGRESS:
+            return False
+        if st < 0:
+            warnings.warn("a gradsync.Request (%s), dropped %s, failed: %s"
+                          % (self.what, "without a wait" if dropped else "while in flight",
+                             _last_error(st)), RuntimeWarning, stacklevel=3)
+        self.keep = self.pstatus = None
+        return True
+
+
+#: Dropped requests with no open owner; _reap_at_exit() tries them once more.
+_ORPHANS = collections.deque()
+
+
+def reap(orphans):
+    """gs_test() each dropped request of @orphans (a deque) once and release the finished
+    ones; never blocks. Safe from several threads (deque pops and appends are atomic)."""
+    for _ in range(len(orphans)):
+        try:
+            o = orphans.popleft()
+        except IndexError:
+            return
+        if not o.test():
+            orphans.append(o)
+
+
+def reap_closed(orphans):
+    """reap(), after the owner's destroy completed or cancelled everything it had: what
+    still runs then (nothing should) moves to the module's list for the exit hook."""
+    reap(orphans)
+    while orphans:
+        _ORPHANS.append(orphans.popleft())
+
+
+@atexit.register
+def _reap_at_exit():
+    reap(_ORPHANS)
+    if _ORPHANS:
+        warnings.warn("%d dropped gradsync.Request(s) still in flight at exit (%s): their "
+                      "buffers were never released" % (len(_ORPHANS), ", ".join(
+                          o.what for o in _ORPHANS)), ResourceWarning)
 
 
 def _all_comm(reqs):

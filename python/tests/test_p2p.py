@@ -8,6 +8,8 @@ import gc
 import struct
 import threading
 import time
+import warnings
+import weakref
 
 import pytest
 
@@ -196,15 +198,63 @@ def test_send_to_self_is_an_error(comm):
     assert ei.value.name == "GS_ERR_INVALID_ARG" and ei.value.message
 
 
-def test_dropped_request_is_waited_for(comm):
-    """A Request dropped while running is waited for by its finaliser, so the buffer it
-    holds outlives the operation."""
+def test_dropped_request_keeps_its_buffer(comm):
+    """A Request dropped while running is not waited for, but the buffer it holds outlives
+    the operation: the receiver still gets every byte."""
     needs_peers(comm)
     if comm.rank == 0:
-        comm.isend(array.array("i", range(1000)), 1, tag=70)  # request and buffer dropped
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)  # may still be in flight
+            comm.isend(array.array("i", range(1000)), 1, tag=70)  # request and buffer dropped
         gc.collect()
     elif comm.rank == 1:
         out = array.array("i", [0] * 1000)
         comm.recv(out, 0, tag=70)
         assert list(out) == list(range(1000))
+    comm.barrier()
+
+
+def test_dropped_request_never_blocks(comm):
+    """Dropping an irecv nobody has matched yet returns at once (it used to wait in gs_wait
+    until the deadline and swallow the timeout): a ResourceWarning names it, its buffer
+    stays referenced, and once the message arrives the next call on the communicator
+    releases it. One the peer never matches is cancelled when its communicator closes,
+    with a RuntimeWarning that says so."""
+    needs_peers(comm)
+    me = comm.rank
+    if me == 0:
+        buf = array.array("i", [0] * 16)
+        kept = weakref.ref(buf)
+        req = comm.irecv(buf, 1, tag=71)
+        del buf
+        t0 = time.monotonic()
+        with pytest.warns(ResourceWarning, match=r"gs_irecv from 1, tag 71.*not waited for"):
+            del req
+            gc.collect()
+        assert time.monotonic() - t0 < 2.0
+        assert kept() is not None  # held by the communicator, not freed under the worker
+    comm.barrier()
+    if me == 1:
+        comm.send(array.array("i", range(16)), 0, tag=71)
+    comm.barrier()
+    if me == 0:
+        deadline = time.monotonic() + 10
+        while kept() is not None and time.monotonic() < deadline:
+            comm.iprobe(1, tag=72)  # any call reaps the dropped requests that finished
+            time.sleep(0.01)
+        assert kept() is None and not comm._orphans
+
+    other = comm.dup()
+    if me == 0:
+        buf = array.array("i", [0] * 16)
+        kept = weakref.ref(buf)
+        with pytest.warns(ResourceWarning):
+            other.irecv(buf, 1, tag=73)  # never sent
+        del buf
+        assert kept() is not None
+        with pytest.warns(RuntimeWarning, match=r"gs_irecv from 1, tag 73.*failed: GS_ERR_"):
+            other.close()
+        assert kept() is None
+    else:
+        other.close()
     comm.barrier()
