@@ -164,7 +164,7 @@ class Resource:
 
 # --------------------------------------------------------------------------
 # Signatures: every function of gradsync.h, compress.h, bucket.h and ps.h.
-# test_abi.py checks this table against the headers.
+# python/tests/test_binding.py (test_signatures) checks this table against the headers.
 # --------------------------------------------------------------------------
 
 _P = c_void_p          # any pointer to data, and every handle

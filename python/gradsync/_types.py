@@ -2,7 +2,7 @@
 """Value types of the C API mirrored in ctypes: enums and option structs.
 
 Every table here mirrors one in include/gradsync/*.h, field for field and
-value for value; python/tests/test_abi.py compiles the headers and checks
+value for value; python/tests/test_binding.py compiles the headers and checks
 the offsets, sizes and enum values against these. Structs are only ever
 appended to in C, and each carries its own size first, so a library newer
 than this file still reads these structs correctly (it reads the fields
@@ -128,7 +128,8 @@ class Config(ctypes.Structure):
         ("slice_bytes", c_int),
         ("algo", c_char_p),
         ("job_id", c_char_p),
-        # Process-wide knobs, appended (GS_ENV_PROC in docs/env.md).
+        # Process-wide knobs, appended (scope "process" in docs/env.md; GS_ENV_PROC in
+        # src/core/env_table.h).
         ("shm", c_int),
         ("tcp_spin_us", c_int),
         ("tune", c_char_p),
