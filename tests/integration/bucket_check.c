@@ -49,6 +49,7 @@
 #include <gradsync/gradsync.h>
 
 #include "check_report.h"
+#include "tc_coll_data.h"
 
 #define NTHREADS 3
 #define MAXT 96
@@ -76,84 +77,11 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-static uint64_t mix(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
-static size_t esize(gs_dtype_t dt)
-{
-    switch (dt) {
-    case GS_DTYPE_F64:
-    case GS_DTYPE_I64:
-        return 8;
-    case GS_DTYPE_F16:
-    case GS_DTYPE_BF16:
-        return 2;
-    case GS_DTYPE_I8:
-    case GS_DTYPE_U8:
-        return 1;
-    default:
-        return 4;
-    }
-}
-
-/* f32 -> f16 for values exactly representable as normal f16 numbers (or 0). */
-static uint16_t to_f16(float f)
-{
-    uint32_t b;
-    uint32_t sign, exp, mant;
-
-    memcpy(&b, &f, 4);
-    sign = (b >> 16) & 0x8000u;
-    if ((b & 0x7fffffffu) == 0) {
-        return (uint16_t)sign;
-    }
-    exp = ((b >> 23) & 0xffu) - 127u + 15u;
-    mant = (b >> 13) & 0x3ffu;
-    return (uint16_t)(sign | (exp << 10) | mant);
-}
-
-static double from_f16(uint16_t h)
-{
-    const int exp = (h >> 10) & 0x1f;
-    const double mant = (double)(h & 0x3ff);
-    double v;
-
-    if (exp == 0) {
-        v = mant * (1.0 / 16777216.0);
-    } else {
-        v = (1.0 + mant / 1024.0) * (double)(1u << exp) / 32768.0;
-    }
-    return (h & 0x8000) ? -v : v;
-}
-
-static uint16_t to_bf16(float f)
-{
-    uint32_t b;
-
-    memcpy(&b, &f, 4);
-    b += 0x7fffu + ((b >> 16) & 1u);
-    return (uint16_t)(b >> 16);
-}
-
-static double from_bf16(uint16_t h)
-{
-    const uint32_t b = (uint32_t)h << 16;
-    float f;
-
-    memcpy(&f, &b, 4);
-    return f;
-}
-
 /* Element i of tensor id on this rank at step s: small integers, or k/256 with frac. */
 static void put(void *buf, gs_dtype_t dt, size_t i, int step, size_t id, int frac)
 {
-    const uint64_t h =
-        mix(((uint64_t)(unsigned)g_rank << 48) ^ ((uint64_t)step << 36) ^ ((uint64_t)id << 24) ^ i);
+    const uint64_t h = tc_mix64(((uint64_t)(unsigned)g_rank << 48) ^ ((uint64_t)step << 36) ^
+                                ((uint64_t)id << 24) ^ i);
     const int k = frac ? (int)(h % 2001) - 1000 : (int)(h % 17) - 8;
     const float f = frac ? (float)k / 256.0f : (float)k;
 
@@ -165,10 +93,10 @@ static void put(void *buf, gs_dtype_t dt, size_t i, int step, size_t id, int fra
         ((double *)buf)[i] = (double)f;
         break;
     case GS_DTYPE_F16:
-        ((uint16_t *)buf)[i] = to_f16(f);
+        ((uint16_t *)buf)[i] = gs_km_f32_to_f16(f);
         break;
     case GS_DTYPE_BF16:
-        ((uint16_t *)buf)[i] = to_bf16(f);
+        ((uint16_t *)buf)[i] = gs_km_f32_to_bf16(f);
         break;
     case GS_DTYPE_I32:
         ((int32_t *)buf)[i] = k;
@@ -190,9 +118,9 @@ static double get(const void *buf, gs_dtype_t dt, size_t i)
     case GS_DTYPE_F64:
         return ((const double *)buf)[i];
     case GS_DTYPE_F16:
-        return from_f16(((const uint16_t *)buf)[i]);
+        return gs_km_f16_to_f32(((const uint16_t *)buf)[i]);
     case GS_DTYPE_BF16:
-        return from_bf16(((const uint16_t *)buf)[i]);
+        return gs_km_bf16_to_f32(((const uint16_t *)buf)[i]);
     default:
         return 0;
     }
@@ -210,7 +138,7 @@ static void tset_make(tset_t *ts, size_t n, const gs_dtype_t *dts, size_t ndts, 
     ts->n = n;
     for (size_t id = 0; id < n; id++) {
         if (run == 0) {
-            run = 1 + mix(id * 31 + 7) % 4;
+            run = 1 + tc_mix64(id * 31 + 7) % 4;
             d = (id == 0) ? 0 : (d + 1) % ndts;
         }
         run--;
@@ -220,7 +148,7 @@ static void tset_make(tset_t *ts, size_t n, const gs_dtype_t *dts, size_t ndts, 
     }
     if (layout == LAYOUT_SHUFFLED) { /* the same permutation on every rank */
         for (size_t i = n; i > 1; i--) {
-            const size_t j = mix(i) % i, x = perm[i - 1];
+            const size_t j = tc_mix64(i) % i, x = perm[i - 1];
 
             perm[i - 1] = perm[j];
             perm[j] = x;
@@ -234,13 +162,13 @@ static void tset_make(tset_t *ts, size_t n, const gs_dtype_t *dts, size_t ndts, 
             total = (total + 63) / 64 * 64;
         }
         off[id] = total;
-        total += ts->count[id] * esize(ts->dtype[id]);
+        total += ts->count[id] * tc_dtype_size(ts->dtype[id]);
     }
     if (layout != LAYOUT_SEPARATE) {
         ts->flat = aligned_alloc(64, (total + 64) / 64 * 64);
     }
     for (size_t id = 0; id < n; id++) {
-        const size_t bytes = ts->count[id] * esize(ts->dtype[id]) + 8;
+        const size_t bytes = ts->count[id] * tc_dtype_size(ts->dtype[id]) + 8;
 
         ts->ptr[id] = (layout == LAYOUT_SEPARATE) ? malloc(bytes) : (char *)ts->flat + off[id];
         ts->ref[id] = malloc(bytes);
@@ -264,7 +192,7 @@ static void tset_fill(tset_t *ts, int step, int frac)
         for (size_t i = 0; i < ts->count[id]; i++) {
             put(ts->ptr[id], ts->dtype[id], i, step, id, frac);
         }
-        memcpy(ts->ref[id], ts->ptr[id], ts->count[id] * esize(ts->dtype[id]));
+        memcpy(ts->ref[id], ts->ptr[id], ts->count[id] * tc_dtype_size(ts->dtype[id]));
     }
 }
 
@@ -282,7 +210,7 @@ static void *mark_thread(void *arg)
     marker_t *m = arg;
 
     for (size_t k = 0; k < m->n; k++) {
-        m->seed = mix(m->seed);
+        m->seed = tc_mix64(m->seed);
         if ((m->seed % 4) == 0) {
             usleep((useconds_t)(m->seed % 300));
         }
@@ -307,7 +235,8 @@ static int mark_all(gs_bucketer_t b, size_t n, int step, size_t skip)
         }
     }
     for (size_t i = m; i > 1; i--) {
-        const size_t j = mix(((uint64_t)(unsigned)g_rank << 32) ^ ((uint64_t)step << 16) ^ i) % i;
+        const size_t j =
+            tc_mix64(((uint64_t)(unsigned)g_rank << 32) ^ ((uint64_t)step << 16) ^ i) % i;
         const size_t x = order[i - 1];
 
         order[i - 1] = order[j];
@@ -354,7 +283,7 @@ static void compare(const char *label, const tset_t *ts, size_t id, int step, in
     const double tol = (dt == GS_DTYPE_F64) ? 1e-12 : (dt == GS_DTYPE_F32) ? 1e-5 : 1e-2;
 
     if (exact) {
-        if (memcmp(ts->ptr[id], ts->ref[id], ts->count[id] * esize(dt)) != 0) {
+        if (memcmp(ts->ptr[id], ts->ref[id], ts->count[id] * tc_dtype_size(dt)) != 0) {
             fail(label, "step %d: tensor %zu (%zu elements) differs from gs_allreduce", step, id,
                  ts->count[id]);
             return;
@@ -486,7 +415,7 @@ static int fused_plan(gs_bucketer_t b, fused_t *f)
         }
         f->count[k] = info.count;
         f->dtype[k] = info.dtype;
-        f->buf[k] = malloc(info.count * esize(info.dtype) + 8);
+        f->buf[k] = malloc(info.count * tc_dtype_size(info.dtype) + 8);
         if (gs_ef_create(info.count, info.dtype, &f->ef[k]) != GS_OK) {
             return -1;
         }
@@ -541,8 +470,8 @@ static void run_codec(void)
                 off[i] = 0;
                 continue;
             }
-            memcpy((char *)f.buf[bk[i]] + off[i] * esize(ts.dtype[i]), ts.ref[i],
-                   ts.count[i] * esize(ts.dtype[i]));
+            memcpy((char *)f.buf[bk[i]] + off[i] * tc_dtype_size(ts.dtype[i]), ts.ref[i],
+                   ts.count[i] * tc_dtype_size(ts.dtype[i]));
         }
         s = gs_bucketer_wait(b);
         if (s != GS_OK) {
@@ -557,9 +486,10 @@ static void run_codec(void)
             }
         }
         for (size_t i = 0; i < N; i++) {
-            const size_t bytes = ts.count[i] * esize(ts.dtype[i]);
+            const size_t bytes = ts.count[i] * tc_dtype_size(ts.dtype[i]);
 
-            if (memcmp(ts.ptr[i], (char *)f.buf[bk[i]] + off[i] * esize(ts.dtype[i]), bytes) != 0) {
+            if (memcmp(ts.ptr[i], (char *)f.buf[bk[i]] + off[i] * tc_dtype_size(ts.dtype[i]),
+                       bytes) != 0) {
                 fail(label,
                      "step %d: tensor %zu (%zu x %s) differs from its bucket's "
                      "compressed all-reduce",

@@ -33,6 +33,8 @@
 #include <gradsync/compress.h>
 #include <gradsync/gradsync.h>
 
+#include "math/half_math.h"
+
 static int g_rank, g_size, g_fail, g_pass;
 static int g_dyadic;   /* inputs are multiples of 2^-10 (exact sums in any order) */
 static int g_paths[2]; /* [0]: sparse-path cases checked, [1]: dense-fallback cases */
@@ -65,15 +67,6 @@ static void split(size_t count, int parts, int i, size_t *off, size_t *len)
     size_t base = count / (size_t)parts, extra = count % (size_t)parts, ui = (size_t)i;
     *off = ui * base + (ui < extra ? ui : extra);
     *len = base + (ui < extra ? 1 : 0);
-}
-
-/* f32 -> bf16, round to nearest even (finite inputs). */
-static uint16_t to_bf16(float f)
-{
-    uint32_t b;
-    memcpy(&b, &f, 4);
-    b += 0x7fffu + ((b >> 16) & 1u);
-    return (uint16_t)(b >> 16);
 }
 
 /* The element-wise input of rank q in dtype dt, into in. */
@@ -139,7 +132,7 @@ static int reference_sparse(const gs_codec_config_t *cfg, size_t count, gs_dtype
         if (dt == GS_DTYPE_F32) {
             memcpy((uint8_t *)out + i * 4, &v, 4);
         } else {
-            uint16_t h = to_bf16(v);
+            uint16_t h = gs_km_f32_to_bf16(v);
             memcpy((uint8_t *)out + i * 2, &h, 2);
         }
     }
