@@ -43,6 +43,7 @@
 #include "gs_bench.h"
 #include "progress.h"
 #include "tc_clock.h"
+#include "tc_coll_data.h"
 #include "gs_bench_bucket.h"
 #include "gs_bench_codec.h"
 #include "gs_bench_ps.h"
@@ -77,258 +78,32 @@ static _Noreturn void die_gs(const bench_t *b, const char *what, gs_status_t sta
     } while (0)
 
 /* ===================================================================== */
-/* Element access (f16 / bf16 converted here: the public API has no helper) */
+/* The check's data: tests/common/tc_coll_data.h's integer-exact patterns  */
 /* ===================================================================== */
 
-static float bits_to_f32(uint32_t u)
+/* The statistics row (gs_coll_type_t) of a benchmarked collective: also the
+ * collective as tc_coll_data.h names it. */
+static gs_coll_type_t coll_type_of(coll_kind_t kind)
 {
-    float f;
-    memcpy(&f, &u, sizeof(f));
-    return f;
-}
-
-static uint32_t f32_to_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof(u));
-    return u;
-}
-
-/* IEEE binary16 from binary32, round to nearest even (F. Giesen's method). */
-static uint16_t f32_to_f16(float f)
-{
-    const uint32_t f32_inf = 255u << 23;
-    const uint32_t f16_max = (127u + 16u) << 23;
-    const uint32_t denorm_magic = ((127u - 15u) + (23u - 10u) + 1u) << 23;
-    uint32_t x = f32_to_bits(f);
-    uint32_t sign = x & 0x80000000u;
-    uint16_t o;
-
-    x ^= sign;
-    if (x >= f16_max) {
-        o = (x > f32_inf) ? 0x7e00u : 0x7c00u;
-    } else if (x < (113u << 23)) {
-        float v = bits_to_f32(x) + bits_to_f32(denorm_magic);
-        o = (uint16_t)(f32_to_bits(v) - denorm_magic);
-    } else {
-        uint32_t mant_odd = (x >> 13) & 1u;
-        x += ((uint32_t)(15 - 127) << 23) + 0xfffu; /* rebias; wraps mod 2^32 */
-        x += mant_odd;
-        o = (uint16_t)(x >> 13);
+    switch (kind) {
+    case COLL_ALLREDUCE:
+        return GS_COLL_TYPE_ALLREDUCE;
+    case COLL_BROADCAST:
+        return GS_COLL_TYPE_BROADCAST;
+    case COLL_REDUCE:
+        return GS_COLL_TYPE_REDUCE;
+    case COLL_ALLGATHER:
+        return GS_COLL_TYPE_ALLGATHER;
+    case COLL_REDUCE_SCATTER:
+        return GS_COLL_TYPE_REDUCE_SCATTER;
+    case COLL_ALLTOALL:
+        return GS_COLL_TYPE_ALLTOALL;
+    case COLL_SENDRECV:
+        return GS_COLL_TYPE_SEND;
+    case COLL_BARRIER:
+        return GS_COLL_TYPE_BARRIER;
     }
-    return (uint16_t)(o | (sign >> 16));
-}
-
-static float f16_to_f32(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1fu;
-    uint32_t mant = h & 0x3ffu;
-
-    if (exp == 0) {
-        float v = ldexpf((float)mant, -24);
-        return sign ? -v : v;
-    }
-    if (exp == 31) {
-        return bits_to_f32(sign | 0x7f800000u | (mant << 13));
-    }
-    return bits_to_f32(sign | ((exp + 112u) << 23) | (mant << 13));
-}
-
-static uint16_t f32_to_bf16(float f)
-{
-    uint32_t x = f32_to_bits(f);
-    if ((x & 0x7fffffffu) > 0x7f800000u) {
-        return (uint16_t)((x >> 16) | 0x40u); /* quiet NaN */
-    }
-    x += 0x7fffu + ((x >> 16) & 1u);
-    return (uint16_t)(x >> 16);
-}
-
-static double get_elem(const void *buf, size_t i, gs_dtype_t dt)
-{
-    const unsigned char *p = buf;
-    switch (dt) {
-    case GS_DTYPE_F32: {
-        float v;
-        memcpy(&v, p + 4 * i, 4);
-        return v;
-    }
-    case GS_DTYPE_F64: {
-        double v;
-        memcpy(&v, p + 8 * i, 8);
-        return v;
-    }
-    case GS_DTYPE_F16: {
-        uint16_t v;
-        memcpy(&v, p + 2 * i, 2);
-        return f16_to_f32(v);
-    }
-    case GS_DTYPE_BF16: {
-        uint16_t v;
-        memcpy(&v, p + 2 * i, 2);
-        return bits_to_f32((uint32_t)v << 16);
-    }
-    case GS_DTYPE_I8:
-        return (double)(int8_t)p[i];
-    case GS_DTYPE_U8:
-        return (double)p[i];
-    case GS_DTYPE_I32: {
-        int32_t v;
-        memcpy(&v, p + 4 * i, 4);
-        return v;
-    }
-    case GS_DTYPE_I64: {
-        int64_t v;
-        memcpy(&v, p + 8 * i, 8);
-        return (double)v;
-    }
-    default:
-        return NAN;
-    }
-}
-
-static void set_elem(void *buf, size_t i, gs_dtype_t dt, double x)
-{
-    unsigned char *p = buf;
-    switch (dt) {
-    case GS_DTYPE_F32: {
-        float v = (float)x;
-        memcpy(p + 4 * i, &v, 4);
-        break;
-    }
-    case GS_DTYPE_F64: {
-        memcpy(p + 8 * i, &x, 8);
-        break;
-    }
-    case GS_DTYPE_F16: {
-        uint16_t v = f32_to_f16((float)x);
-        memcpy(p + 2 * i, &v, 2);
-        break;
-    }
-    case GS_DTYPE_BF16: {
-        uint16_t v = f32_to_bf16((float)x);
-        memcpy(p + 2 * i, &v, 2);
-        break;
-    }
-    case GS_DTYPE_I8:
-        p[i] = (unsigned char)(int8_t)x;
-        break;
-    case GS_DTYPE_U8:
-        p[i] = (unsigned char)x;
-        break;
-    case GS_DTYPE_I32: {
-        int32_t v = (int32_t)x;
-        memcpy(p + 4 * i, &v, 4);
-        break;
-    }
-    case GS_DTYPE_I64: {
-        int64_t v = (int64_t)x;
-        memcpy(p + 8 * i, &v, 8);
-        break;
-    }
-    default:
-        break;
-    }
-}
-
-/* ===================================================================== */
-/* Deterministic integer-exact patterns and the serial reference        */
-/* ===================================================================== */
-
-/* Largest integer the type represents exactly and that every partial result fits in. */
-static double exact_limit(gs_dtype_t dt)
-{
-    switch (dt) {
-    case GS_DTYPE_F16:
-        return 2048.0;
-    case GS_DTYPE_BF16:
-        return 256.0;
-    case GS_DTYPE_I8:
-        return 127.0;
-    case GS_DTYPE_U8:
-        return 255.0;
-    default:
-        return 16777216.0; /* f32 mantissa; ample for f64 and the wide integers */
-    }
-}
-
-static uint32_t mix(uint64_t r, uint64_t i)
-{
-    uint64_t h = (i + 1) * 0x9E3779B97F4A7C15ull ^ (r + 1) * 0xC2B2AE3D27D4EB4Full;
-    h ^= h >> 31;
-    h *= 0xBF58476D1CE4E5B9ull;
-    h ^= h >> 29;
-    return (uint32_t)(h >> 16);
-}
-
-/*
- * Value of element i on rank r, chosen so that every partial reduction in
- * any order is an exactly representable integer: sums stay below the
- * type's exact limit, products are at most 9, min/max are below 100.
- */
-static double pattern(const bench_t *b, gs_op_t op, int r, size_t i)
-{
-    double limit = exact_limit(b->dt->dtype);
-    int n = b->nranks;
-
-    if (op == GS_OP_PROD) {
-        if ((size_t)r == i % (size_t)n) {
-            return (double)(1 + i % 3);
-        }
-        if (n > 1 && (size_t)r == (i + 1) % (size_t)n) {
-            return (double)(1 + (i / 3) % 3);
-        }
-        return 1.0;
-    }
-    if (op == GS_OP_MIN || op == GS_OP_MAX || op == GS_OP_BAND || op == GS_OP_BOR ||
-        op == GS_OP_BXOR) {
-        return (double)(mix((uint64_t)r, i) % 100u);
-    }
-    /* sum, avg, and the pure data movers (which pass op = GS_OP_SUM). */
-    double m = floor(limit / n);
-    if (m > 1000.0) {
-        m = 1000.0;
-    }
-    if (m < 1.0) {
-        m = 1.0;
-    }
-    return (double)(mix((uint64_t)r, i) % (uint32_t)m);
-}
-
-static double reference(const bench_t *b, size_t i)
-{
-    double acc = pattern(b, b->op, 0, i);
-    for (int r = 1; r < b->nranks; r++) {
-        double v = pattern(b, b->op, r, i);
-        switch (b->op) {
-        case GS_OP_SUM:
-        case GS_OP_AVG:
-            acc += v;
-            break;
-        case GS_OP_PROD:
-            acc *= v;
-            break;
-        case GS_OP_MIN:
-            acc = v < acc ? v : acc;
-            break;
-        case GS_OP_MAX:
-            acc = v > acc ? v : acc;
-            break;
-        case GS_OP_BAND:
-            acc = (double)((int64_t)acc & (int64_t)v);
-            break;
-        case GS_OP_BOR:
-            acc = (double)((int64_t)acc | (int64_t)v);
-            break;
-        case GS_OP_BXOR:
-            acc = (double)((int64_t)acc ^ (int64_t)v);
-            break;
-        default:
-            break;
-        }
-    }
-    return b->op == GS_OP_AVG ? acc / b->nranks : acc;
+    return GS_COLL_TYPE_ALLREDUCE;
 }
 
 /* Exact for every op but avg, which is a sum then a scale in the element type. */
@@ -352,7 +127,7 @@ static bool value_ok(const bench_t *b, gs_op_t op, double got, double want)
         tol = ldexp(1.0, -22);
         break;
     }
-    return fabs(got - want) <= tol * fmax(1.0, fabs(want));
+    return tc_close(got, want, tol);
 }
 
 /* ===================================================================== */
@@ -454,118 +229,63 @@ static void run_checked(bench_t *b, size_t count)
     }
 }
 
+/* The buffer the check run's collective reads its input from. */
+static unsigned char *check_input(const bench_t *b, size_t count)
+{
+    switch (b->coll->kind) {
+    case COLL_BROADCAST:
+        return b->recvbuf;
+    case COLL_ALLGATHER:
+        return b->inplace ? b->recvbuf + (size_t)b->rank * count * b->dt->size : b->sendbuf;
+    case COLL_ALLTOALL:
+    case COLL_ALLREDUCE:
+    case COLL_REDUCE:
+        return b->inplace ? b->recvbuf : b->sendbuf;
+    default: /* reduce_scatter (in place: from sendbuf too), sendrecv */
+        return b->sendbuf;
+    }
+}
+
 /*
  * Fill the inputs for the check run: the buffer the collective reads holds
- * this rank's pattern, every output element holds a sentinel.
+ * this rank's pattern (the root's only, for broadcast), every output element
+ * holds a sentinel.
  */
 static void fill_for_check(bench_t *b, size_t count)
 {
-    gs_dtype_t dt = b->dt->dtype;
-    size_t es = b->dt->size;
-    size_t n = (size_t)b->nranks;
-    gs_op_t op = b->coll->reduces ? b->op : GS_OP_SUM;
-    unsigned char *in;
+    const gs_coll_type_t coll = coll_type_of(b->coll->kind);
+    const gs_op_t op = b->coll->reduces ? b->op : GS_OP_SUM;
 
-    memset(b->recvbuf, 0xA5, bytes_for(b, count) + es);
-    memset(b->sendbuf, 0xA5, bytes_for(b, count) + es);
-    switch (b->coll->kind) {
-    case COLL_ALLREDUCE:
-    case COLL_REDUCE:
-        in = b->inplace ? b->recvbuf : b->sendbuf;
-        for (size_t i = 0; i < count; i++) {
-            set_elem(in, i, dt, pattern(b, op, b->rank, i));
-        }
-        break;
-    case COLL_BROADCAST:
-        if (b->rank == b->root) {
-            for (size_t i = 0; i < count; i++) {
-                set_elem(b->recvbuf, i, dt, pattern(b, op, b->root, i));
-            }
-        }
-        break;
-    case COLL_ALLGATHER:
-        in = b->inplace ? b->recvbuf + (size_t)b->rank * count * es : b->sendbuf;
-        for (size_t i = 0; i < count; i++) {
-            set_elem(in, i, dt, pattern(b, op, b->rank, i));
-        }
-        break;
-    case COLL_REDUCE_SCATTER:
-    case COLL_ALLTOALL:
-        in = (b->inplace && b->coll->kind == COLL_ALLTOALL) ? b->recvbuf : b->sendbuf;
-        for (size_t i = 0; i < count * n; i++) {
-            set_elem(in, i, dt, pattern(b, op, b->rank, i));
-        }
-        break;
-    case COLL_SENDRECV:
-        for (size_t i = 0; i < count; i++) {
-            set_elem(b->sendbuf, i, dt, pattern(b, op, b->rank, i));
-        }
-        break;
-    case COLL_BARRIER:
-        break;
+    memset(b->recvbuf, 0xA5, bytes_for(b, count) + b->dt->size);
+    memset(b->sendbuf, 0xA5, bytes_for(b, count) + b->dt->size);
+    if ((b->coll->kind == COLL_BARRIER) ||
+        ((b->coll->kind == COLL_BROADCAST) && (b->rank != b->root))) {
+        return;
     }
+    tc_exact_fill(check_input(b, count), tc_coll_in_elems(coll, count, b->nranks), b->dt->dtype, op,
+                  b->nranks, b->rank, 0);
 }
 
 /* Number of wrong output elements on this rank after the check run. */
 static int64_t count_wrong(const bench_t *b, size_t count)
 {
-    gs_dtype_t dt = b->dt->dtype;
-    size_t es = b->dt->size;
-    size_t n = (size_t)b->nranks;
-    gs_op_t op = b->coll->reduces ? b->op : GS_OP_SUM;
+    const gs_coll_type_t coll = coll_type_of(b->coll->kind);
+    const gs_dtype_t dt = b->dt->dtype;
+    const gs_op_t op = b->coll->reduces ? b->op : GS_OP_SUM;
+    const unsigned char *out = ((b->coll->kind == COLL_REDUCE_SCATTER) && b->inplace)
+                                   ? b->sendbuf + (size_t)b->rank * count * b->dt->size
+                                   : b->recvbuf;
+    const size_t nout = tc_coll_out_elems(coll, count, b->nranks);
     int64_t wrong = 0;
 
-    switch (b->coll->kind) {
-    case COLL_ALLREDUCE:
-        for (size_t i = 0; i < count; i++) {
-            wrong += !value_ok(b, op, get_elem(b->recvbuf, i, dt), reference(b, i));
-        }
-        break;
-    case COLL_REDUCE:
-        if (b->rank == b->root) {
-            for (size_t i = 0; i < count; i++) {
-                wrong += !value_ok(b, op, get_elem(b->recvbuf, i, dt), reference(b, i));
-            }
-        }
-        break;
-    case COLL_BROADCAST:
-        for (size_t i = 0; i < count; i++) {
-            wrong += get_elem(b->recvbuf, i, dt) != pattern(b, op, b->root, i);
-        }
-        break;
-    case COLL_ALLGATHER:
-        for (size_t r = 0; r < n; r++) {
-            for (size_t i = 0; i < count; i++) {
-                wrong += get_elem(b->recvbuf, r * count + i, dt) != pattern(b, op, (int)r, i);
-            }
-        }
-        break;
-    case COLL_REDUCE_SCATTER: {
-        const unsigned char *out =
-            b->inplace ? b->sendbuf + (size_t)b->rank * count * es : b->recvbuf;
-        for (size_t i = 0; i < count; i++) {
-            size_t gi = (size_t)b->rank * count + i;
-            wrong += !value_ok(b, op, get_elem(out, i, dt), reference(b, gi));
-        }
-        break;
+    if ((b->coll->kind == COLL_BARRIER) ||
+        ((b->coll->kind == COLL_REDUCE) && (b->rank != b->root))) {
+        return 0;
     }
-    case COLL_ALLTOALL:
-        for (size_t r = 0; r < n; r++) {
-            for (size_t i = 0; i < count; i++) {
-                double want = pattern(b, op, (int)r, (size_t)b->rank * count + i);
-                wrong += get_elem(b->recvbuf, r * count + i, dt) != want;
-            }
-        }
-        break;
-    case COLL_SENDRECV: {
-        int prev = (b->rank + b->nranks - 1) % b->nranks;
-        for (size_t i = 0; i < count; i++) {
-            wrong += get_elem(b->recvbuf, i, dt) != pattern(b, op, prev, i);
-        }
-        break;
-    }
-    case COLL_BARRIER:
-        break;
+    for (size_t i = 0; i < nout; i++) {
+        const double want = tc_exact_want(coll, dt, op, b->nranks, b->rank, b->root, count, i, 0);
+
+        wrong += !value_ok(b, op, tc_get(out, i, dt), want);
     }
     return wrong;
 }
@@ -854,30 +574,6 @@ static void codec_restore(bench_t *b, size_t count)
     } else if (b->use_codec && b->inplace) {
         memcpy(b->recvbuf, b->codec_input, count * sizeof(float));
     }
-}
-
-/* The statistics row (gs_coll_type_t) of a benchmarked collective. */
-static gs_coll_type_t coll_type_of(coll_kind_t kind)
-{
-    switch (kind) {
-    case COLL_ALLREDUCE:
-        return GS_COLL_TYPE_ALLREDUCE;
-    case COLL_BROADCAST:
-        return GS_COLL_TYPE_BROADCAST;
-    case COLL_REDUCE:
-        return GS_COLL_TYPE_REDUCE;
-    case COLL_ALLGATHER:
-        return GS_COLL_TYPE_ALLGATHER;
-    case COLL_REDUCE_SCATTER:
-        return GS_COLL_TYPE_REDUCE_SCATTER;
-    case COLL_ALLTOALL:
-        return GS_COLL_TYPE_ALLTOALL;
-    case COLL_SENDRECV:
-        return GS_COLL_TYPE_SEND;
-    case COLL_BARRIER:
-        return GS_COLL_TYPE_BARRIER;
-    }
-    return GS_COLL_TYPE_ALLREDUCE;
 }
 
 /* The algorithm the last call of the benchmarked collective ran on this rank. */

@@ -44,6 +44,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "tc_coll_data.h"
+
 #define MAX_COUNTS 32
 #define MAX_FAIL_LINES 60
 #define LARGE_COUNT ((size_t)16 * 1024 * 1024)
@@ -157,188 +159,13 @@ static pthread_mutex_t g_print_lock = PTHREAD_MUTEX_INITIALIZER;
 static int g_fail_lines;
 
 /* ------------------------------------------------------------------ */
-/* Element conversion (f16/bf16 written here: public API only)         */
-/* ------------------------------------------------------------------ */
-
-static uint16_t f32_to_f16(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, sizeof(x));
-    uint32_t sign = (x >> 16) & 0x8000u;
-    uint32_t exp = (x >> 23) & 0xffu;
-    uint32_t mant = x & 0x7fffffu;
-    if (exp == 0xffu)
-        return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0u));
-    int e = (int)exp - 127 + 15;
-    if (e >= 31)
-        return (uint16_t)(sign | 0x7c00u);
-    if (e <= 0) {
-        if (e < -10)
-            return (uint16_t)sign;
-        mant |= 0x800000u;
-        unsigned shift = (unsigned)(14 - e);
-        uint32_t half = mant >> shift;
-        uint32_t rem = mant & ((1u << shift) - 1u);
-        uint32_t mid = 1u << (shift - 1u);
-        if (rem > mid || (rem == mid && (half & 1u)))
-            half++;
-        return (uint16_t)(sign | half);
-    }
-    uint32_t half = ((uint32_t)e << 10) | (mant >> 13);
-    uint32_t rem = mant & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (half & 1u)))
-        half++;
-    return (uint16_t)(sign | half);
-}
-
-static float f16_to_f32(uint16_t h)
-{
-    float sign = (h & 0x8000u) ? -1.0f : 1.0f;
-    unsigned exp = (h >> 10) & 0x1fu;
-    unsigned mant = h & 0x3ffu;
-    if (exp == 0)
-        return sign * ldexpf((float)mant, -24);
-    if (exp == 31)
-        return mant ? NAN : sign * INFINITY;
-    return sign * ldexpf((float)(1024u + mant), (int)exp - 25);
-}
-
-static uint16_t f32_to_bf16(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, sizeof(x));
-    if ((x & 0x7f800000u) == 0x7f800000u && (x & 0x7fffffu))
-        return (uint16_t)((x >> 16) | 0x40u);
-    x += 0x7fffu + ((x >> 16) & 1u);
-    return (uint16_t)(x >> 16);
-}
-
-static float bf16_to_f32(uint16_t h)
-{
-    uint32_t x = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &x, sizeof(f));
-    return f;
-}
-
-static int dt_is_float(gs_dtype_t dt)
-{
-    return dt == GS_DTYPE_F32 || dt == GS_DTYPE_F64 || dt == GS_DTYPE_F16 || dt == GS_DTYPE_BF16;
-}
-
-static void put_elem(void *buf, size_t i, gs_dtype_t dt, double v)
-{
-    unsigned char *p = (unsigned char *)buf + i * dt_sizes[dt];
-    switch (dt) {
-    case GS_DTYPE_F32: {
-        float x = (float)v;
-        memcpy(p, &x, 4);
-        break;
-    }
-    case GS_DTYPE_F64: {
-        memcpy(p, &v, 8);
-        break;
-    }
-    case GS_DTYPE_F16: {
-        uint16_t x = f32_to_f16((float)v);
-        memcpy(p, &x, 2);
-        break;
-    }
-    case GS_DTYPE_BF16: {
-        uint16_t x = f32_to_bf16((float)v);
-        memcpy(p, &x, 2);
-        break;
-    }
-    case GS_DTYPE_I8: {
-        int8_t x = (int8_t)v;
-        memcpy(p, &x, 1);
-        break;
-    }
-    case GS_DTYPE_U8: {
-        uint8_t x = (uint8_t)v;
-        memcpy(p, &x, 1);
-        break;
-    }
-    case GS_DTYPE_I32: {
-        int32_t x = (int32_t)v;
-        memcpy(p, &x, 4);
-        break;
-    }
-    case GS_DTYPE_I64: {
-        int64_t x = (int64_t)v;
-        memcpy(p, &x, 8);
-        break;
-    }
-    default:
-        break;
-    }
-}
-
-static double get_elem(const void *buf, size_t i, gs_dtype_t dt)
-{
-    const unsigned char *p = (const unsigned char *)buf + i * dt_sizes[dt];
-    switch (dt) {
-    case GS_DTYPE_F32: {
-        float x;
-        memcpy(&x, p, 4);
-        return x;
-    }
-    case GS_DTYPE_F64: {
-        double x;
-        memcpy(&x, p, 8);
-        return x;
-    }
-    case GS_DTYPE_F16: {
-        uint16_t x;
-        memcpy(&x, p, 2);
-        return f16_to_f32(x);
-    }
-    case GS_DTYPE_BF16: {
-        uint16_t x;
-        memcpy(&x, p, 2);
-        return bf16_to_f32(x);
-    }
-    case GS_DTYPE_I8: {
-        int8_t x;
-        memcpy(&x, p, 1);
-        return x;
-    }
-    case GS_DTYPE_U8: {
-        uint8_t x;
-        memcpy(&x, p, 1);
-        return x;
-    }
-    case GS_DTYPE_I32: {
-        int32_t x;
-        memcpy(&x, p, 4);
-        return x;
-    }
-    case GS_DTYPE_I64: {
-        int64_t x;
-        memcpy(&x, p, 8);
-        return (double)x;
-    }
-    default:
-        return NAN;
-    }
-}
-
-/* ------------------------------------------------------------------ */
 /* Deterministic inputs and the serial reference                       */
 /* ------------------------------------------------------------------ */
 
-static uint64_t mix64(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
 static uint64_t hash3(uint64_t seed, int rank, size_t idx)
 {
-    return mix64(seed * 0x2545f4914f6cdd1dull + (uint64_t)(rank + 1) * 0xd1b54a32d192ed03ull +
-                 (uint64_t)idx * 0x9e3779b97f4a7c15ull);
+    return tc_mix64(seed * 0x2545f4914f6cdd1dull + (uint64_t)(rank + 1) * 0xd1b54a32d192ed03ull +
+                    (uint64_t)idx * 0x9e3779b97f4a7c15ull);
 }
 
 /*
@@ -403,32 +230,8 @@ static double gen_value(int rank, size_t idx, uint64_t seed, gs_dtype_t dt, gs_o
 static double ref_reduce(int world, size_t idx, uint64_t seed, gs_dtype_t dt, gs_op_t op)
 {
     double acc = gen_value(0, idx, seed, dt, op, world);
-    for (int r = 1; r < world; r++) {
-        double v = gen_value(r, idx, seed, dt, op, world);
-        switch (op) {
-        case GS_OP_PROD:
-            acc *= v;
-            break;
-        case GS_OP_MIN:
-            acc = v < acc ? v : acc;
-            break;
-        case GS_OP_MAX:
-            acc = v > acc ? v : acc;
-            break;
-        case GS_OP_BAND:
-            acc = (double)((int64_t)acc & (int64_t)v);
-            break;
-        case GS_OP_BOR:
-            acc = (double)((int64_t)acc | (int64_t)v);
-            break;
-        case GS_OP_BXOR:
-            acc = (double)((int64_t)acc ^ (int64_t)v);
-            break;
-        default:
-            acc += v;
-            break;
-        }
-    }
+    for (int r = 1; r < world; r++)
+        acc = tc_combine(op, acc, gen_value(r, idx, seed, dt, op, world));
     if (op == GS_OP_AVG)
         acc /= world;
     return acc;
@@ -438,7 +241,7 @@ static void fill_values(void *buf, size_t n, size_t idx0, int rank, uint64_t see
                         gs_op_t op, int world)
 {
     for (size_t i = 0; i < n; i++)
-        put_elem(buf, i, dt, gen_value(rank, idx0 + i, seed, dt, op, world));
+        tc_set(buf, i, dt, gen_value(rank, idx0 + i, seed, dt, op, world));
 }
 
 /* Raw element bytes of @p rank at @p idx, for the copy collectives. */
@@ -525,9 +328,8 @@ static int call_ok(struct tctx *t, const char *label, const char *what, gs_statu
 static void check_value(struct mism *m, size_t i, gs_dtype_t dt, double got, double exp)
 {
     int ok;
-    if (dt_is_float(dt)) {
-        double tol = dt_tolerance(dt);
-        ok = isfinite(got) && fabs(got - exp) <= tol * fmax(1.0, fabs(exp));
+    if (tc_dtype_is_float(dt)) {
+        ok = isfinite(got) && tc_close(got, exp, dt_tolerance(dt));
     } else {
         ok = got == exp;
     }
@@ -605,7 +407,7 @@ static gs_status_t nb_finish(struct tctx *t, const char *label, gs_request_t *re
     volatile uint64_t acc = 0;
     for (int k = 0; k < 8 && st == GS_INPROGRESS; k++) {
         for (uint64_t j = 0; j < 4096; j++)
-            acc += mix64(j + (uint64_t)k);
+            acc += tc_mix64(j + (uint64_t)k);
         st = gs_test(req);
     }
     if (st == GS_INPROGRESS)
@@ -684,7 +486,7 @@ static void case_allreduce(struct tctx *t, gs_dtype_t dt, gs_op_t op, size_t cou
     } else if (call_ok(t, label, "gs_allreduce", st)) {
         struct mism m = {0};
         for (size_t i = 0; i < count; i++)
-            check_value(&m, i, dt, get_elem(recv, i, dt), ref_reduce(t->world, i, seed, dt, op));
+            check_value(&m, i, dt, tc_get(recv, i, dt), ref_reduce(t->world, i, seed, dt, op));
         finish_case(t, label, &m, count);
     }
     if (recv != send)
@@ -760,8 +562,7 @@ static void case_reduce(struct tctx *t, gs_dtype_t dt, gs_op_t op, size_t count,
         struct mism m = {0};
         if (t->rank == root)
             for (size_t i = 0; i < count; i++)
-                check_value(&m, i, dt, get_elem(recv, i, dt),
-                            ref_reduce(t->world, i, seed, dt, op));
+                check_value(&m, i, dt, tc_get(recv, i, dt), ref_reduce(t->world, i, seed, dt, op));
         finish_case(t, label, &m, count);
     }
     free(recv);
@@ -846,7 +647,7 @@ static void case_reduce_scatter(struct tctx *t, gs_dtype_t dt, gs_op_t op, size_
         struct mism m = {0};
         size_t base = (size_t)t->rank * count;
         for (size_t i = 0; i < count; i++)
-            check_value(&m, i, dt, get_elem(recv, i, dt),
+            check_value(&m, i, dt, tc_get(recv, i, dt),
                         ref_reduce(t->world, base + i, seed, dt, op));
         finish_case(t, label, &m, count);
     }
@@ -1255,7 +1056,7 @@ static void case_reduce_scatterv(struct tctx *t, gs_dtype_t dt, gs_op_t op, size
     } else if (call_ok(t, label, "gs_reduce_scatterv", st)) {
         struct mism m = {0};
         for (size_t i = 0; i < mycount; i++)
-            check_value(&m, i, dt, get_elem(recv, i, dt), ref_reduce(n, myoff + i, seed, dt, op));
+            check_value(&m, i, dt, tc_get(recv, i, dt), ref_reduce(n, myoff + i, seed, dt, op));
         finish_case(t, label, &m, mycount);
     }
     if (!is_inplace(v))
@@ -1437,9 +1238,9 @@ static void run_coll(struct tctx *t, enum coll c)
             if (coll_has_op(c)) {
                 if (!(g_opt.ops & (1u << op)))
                     continue;
-                if (op == GS_OP_AVG && !dt_is_float((gs_dtype_t)dt))
+                if (op == GS_OP_AVG && !tc_dtype_is_float((gs_dtype_t)dt))
                     continue;
-                if (op_is_bitwise(op) && dt_is_float((gs_dtype_t)dt))
+                if (op_is_bitwise(op) && tc_dtype_is_float((gs_dtype_t)dt))
                     continue; /* refused (badinput_check asserts that) */
             } else if (op > 0) {
                 break;

@@ -34,6 +34,7 @@
 #include "gradsync/compress.h"
 #include "gradsync/gradsync.h"
 #include "progress.h"
+#include "tc_coll_data.h"
 
 #define SOAK_MAX_ELEMS_DEFAULT (1u << 18)
 #define SOAK_RSS_SLACK 0.10
@@ -88,18 +89,10 @@ typedef struct soak {
 
 /* ---- deterministic values ---------------------------------------------- */
 
-static uint64_t mix(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
 static uint64_t rng_next(uint64_t *s)
 {
     *s += 1;
-    return mix(*s * 0x2545f4914f6cdd1dull);
+    return tc_mix64(*s * 0x2545f4914f6cdd1dull);
 }
 
 static uint64_t rng_below(uint64_t *s, uint64_t n)
@@ -112,7 +105,7 @@ static uint64_t rng_below(uint64_t *s, uint64_t n)
  * ops, 0 .. 127; 2: 0 .. 14 (u8, whose min and max are unsigned). */
 static int64_t val(uint64_t step, int rank, size_t i, int mode)
 {
-    const uint64_t h = mix(step * 0x100000001b3ull ^ ((uint64_t)rank << 48) ^ i);
+    const uint64_t h = tc_mix64(step * 0x100000001b3ull ^ ((uint64_t)rank << 48) ^ i);
 
     return (mode == 1) ? (int64_t)(h & 0x7f) : (int64_t)(h % 15) - ((mode == 2) ? 0 : 7);
 }
@@ -122,114 +115,22 @@ static int vmode(gs_dtype_t dt, int bits)
     return bits ? 1 : (dt == GS_DTYPE_U8) ? 2 : 0;
 }
 
-static uint16_t f32_to_f16_exact(float f)
-{
-    uint32_t x;
-    uint32_t sign, exp, man;
-
-    memcpy(&x, &f, 4);
-    sign = (x >> 16) & 0x8000u;
-    if ((x & 0x7fffffffu) == 0) {
-        return (uint16_t)sign;
-    }
-    exp = ((x >> 23) & 0xffu) - 127u + 15u; /* small integers: normal in f16 */
-    man = (x >> 13) & 0x3ffu;
-    return (uint16_t)(sign | (exp << 10) | man);
-}
-
-static void store(void *p, gs_dtype_t dt, int64_t v)
-{
-    switch (dt) {
-    case GS_DTYPE_F32: {
-        float x = (float)v;
-        memcpy(p, &x, 4);
-        break;
-    }
-    case GS_DTYPE_F64: {
-        double x = (double)v;
-        memcpy(p, &x, 8);
-        break;
-    }
-    case GS_DTYPE_F16: {
-        uint16_t x = f32_to_f16_exact((float)v);
-        memcpy(p, &x, 2);
-        break;
-    }
-    case GS_DTYPE_BF16: {
-        float f = (float)v;
-        uint32_t b;
-        uint16_t x;
-        memcpy(&b, &f, 4);
-        x = (uint16_t)(b >> 16);
-        memcpy(p, &x, 2);
-        break;
-    }
-    case GS_DTYPE_I8: {
-        int8_t x = (int8_t)v;
-        memcpy(p, &x, 1);
-        break;
-    }
-    case GS_DTYPE_U8: {
-        uint8_t x = (uint8_t)v;
-        memcpy(p, &x, 1);
-        break;
-    }
-    case GS_DTYPE_I32: {
-        int32_t x = (int32_t)v;
-        memcpy(p, &x, 4);
-        break;
-    }
-    case GS_DTYPE_I64: {
-        memcpy(p, &v, 8);
-        break;
-    }
-    default:
-        break;
-    }
-}
-
-static int is_float(gs_dtype_t dt)
-{
-    return dt <= GS_DTYPE_BF16;
-}
-
 /* Fill n elements of rank r's input at dst, starting at element index i0. */
 static void fill(void *dst, gs_dtype_t dt, uint64_t step, int r, size_t i0, size_t n, int bits)
 {
     for (size_t i = 0; i < n; i++) {
-        store((uint8_t *)dst + i * dt_size[dt], dt, val(step, r, i0 + i, vmode(dt, bits)));
+        tc_set(dst, i, dt, (double)val(step, r, i0 + i, vmode(dt, bits)));
     }
 }
 
-static int64_t combine(gs_op_t op, int64_t a, int64_t b)
+/* The reduction over all ranks of element i (integer sums wrap, as the
+ * library's do, when tc_set stores them). */
+static double reduced(const soak_t *s, gs_dtype_t dt, gs_op_t op, uint64_t step, size_t i, int bits)
 {
-    switch (op) {
-    case GS_OP_SUM:
-        return a + b;
-    case GS_OP_MIN:
-        return a < b ? a : b;
-    case GS_OP_MAX:
-        return a > b ? a : b;
-    case GS_OP_BAND:
-        return a & b;
-    case GS_OP_BOR:
-        return a | b;
-    case GS_OP_BXOR:
-        return a ^ b;
-    default:
-        return 0;
-    }
-}
-
-/* The reduction over all ranks of element i (unsigned u8 sums wrap as the
- * library's do). */
-static int64_t reduced(const soak_t *s, gs_dtype_t dt, gs_op_t op, uint64_t step, size_t i,
-                       int bits)
-{
-    int64_t acc = val(step, 0, i, vmode(dt, bits));
+    double acc = (double)val(step, 0, i, vmode(dt, bits));
 
     for (int r = 1; r < s->size; r++) {
-        acc = combine(op, acc, val(step, r, i, vmode(dt, bits)));
+        acc = tc_combine(op, acc, (double)val(step, r, i, vmode(dt, bits)));
     }
     return acc;
 }
@@ -300,7 +201,7 @@ static void op_allreduce(soak_t *s, uint64_t step, uint64_t *rng, size_t count)
     static const gs_op_t fops[] = {GS_OP_SUM, GS_OP_MIN, GS_OP_MAX};
     static const gs_op_t iops[] = {GS_OP_SUM,  GS_OP_MIN, GS_OP_MAX,
                                    GS_OP_BAND, GS_OP_BOR, GS_OP_BXOR};
-    const gs_op_t op = is_float(dt) ? fops[rng_below(rng, 3)] : iops[rng_below(rng, 6)];
+    const gs_op_t op = tc_dtype_is_float(dt) ? fops[rng_below(rng, 3)] : iops[rng_below(rng, 6)];
     const int bits = (op >= GS_OP_BAND);
     const int inplace = (int)rng_below(rng, 2);
     const size_t es = dt_size[dt];
@@ -312,7 +213,7 @@ static void op_allreduce(soak_t *s, uint64_t step, uint64_t *rng, size_t count)
     must(s, gs_allreduce(s->comm, inplace ? s->recv : s->send, s->recv, count, dt, op),
          "gs_allreduce");
     for (size_t i = 0; i < count; i++) {
-        store(s->expect + i * es, dt, reduced(s, dt, op, step, i, bits));
+        tc_set(s->expect, i, dt, reduced(s, dt, op, step, i, bits));
     }
     compare(s, step, K_ALLREDUCE, dt, count, s->recv, s->expect, count * es);
     s->bytes += count * es;
@@ -359,7 +260,7 @@ static void op_redscat(soak_t *s, uint64_t step, uint64_t *rng, size_t count)
     fill(s->send, dt, step, s->rank, 0, (size_t)s->size * count, 0);
     must(s, gs_reduce_scatter(s->comm, s->send, s->recv, count, dt, op), "gs_reduce_scatter");
     for (size_t i = 0; i < count; i++) {
-        store(s->expect + i * es, dt, reduced(s, dt, op, step, off + i, 0));
+        tc_set(s->expect, i, dt, reduced(s, dt, op, step, off + i, 0));
     }
     compare(s, step, K_REDSCAT, dt, count, s->recv, s->expect, count * es);
     s->bytes += (size_t)s->size * count * es;
@@ -417,7 +318,7 @@ static void op_allgatherv(soak_t *s, uint64_t step, uint64_t *rng, size_t count)
 /* count(i -> j) of the all-to-all-v at this step: every rank can compute it. */
 static size_t a2av_count(uint64_t seed, int i, int j, size_t max)
 {
-    return (size_t)(mix(seed ^ ((uint64_t)i << 20) ^ (uint64_t)j) % (max + 1));
+    return (size_t)(tc_mix64(seed ^ ((uint64_t)i << 20) ^ (uint64_t)j) % (max + 1));
 }
 
 static void op_alltoallv(soak_t *s, uint64_t step, uint64_t *rng, size_t count)
@@ -472,7 +373,7 @@ static void op_redscatv(soak_t *s, uint64_t step, uint64_t *rng, size_t count)
     must(s, gs_reduce_scatterv(s->comm, s->send, s->recv, s->counts, dt, GS_OP_SUM),
          "gs_reduce_scatterv");
     for (size_t i = 0; i < s->counts[s->rank]; i++) {
-        store(s->expect + i * es, dt, reduced(s, dt, GS_OP_SUM, step, off + i, 0));
+        tc_set(s->expect, i, dt, reduced(s, dt, GS_OP_SUM, step, off + i, 0));
     }
     compare(s, step, K_REDSCATV, dt, s->counts[s->rank], s->recv, s->expect,
             s->counts[s->rank] * es);
@@ -586,7 +487,7 @@ static void op_compressed(soak_t *s, uint64_t step, uint64_t *rng, size_t count)
         }
         num += ((double)y[i] - e) * ((double)y[i] - e);
         den += e * e;
-        h = mix(h ^ ((uint64_t) * (const uint32_t *)(const void *)&y[i] + i));
+        h = tc_mix64(h ^ ((uint64_t) * (const uint32_t *)(const void *)&y[i] + i));
     }
     /* relative to the norm of the sum, but never to less than that of a
      * typical input (a sum near 0 would make any rounding look huge) */
@@ -720,7 +621,7 @@ int main(int argc, char **argv)
      * random mix for SOAK_WARMUP_FRACTION of the time (at most 60 s), so
      * that the library's workspaces and the allocator's arenas reach their
      * working size before the start is measured. */
-    rng = mix(seed);
+    rng = tc_mix64(seed);
     for (int round = 0; round < (SOAK_SANITIZED ? 1 : SOAK_WARMUP_SWEEPS); round++) {
         for (int dt = 0; dt < GS_DTYPE_COUNT; dt++) {
             g_force_dtype = dt;
