@@ -6,6 +6,10 @@
  * independent reference that works in double (nearest of the two
  * neighbouring representable values, ties to the even code) on every
  * halfway point, its neighbours, subnormals, overflow and random inputs.
+ * That reference is the tree's one independent oracle of the rounding: the
+ * other tests and gs-bench convert with the library's own
+ * math/half_math.h (through tests/common/tc_coll_data.h) and rely on this
+ * file for its correctness, so keep it apart from that code.
  */
 #include <math.h>
 #include <setjmp.h>
