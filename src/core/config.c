@@ -19,6 +19,7 @@
  */
 #include "core/config.h"
 
+#include "core/check.h"
 #include "core/env_table.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -283,6 +284,33 @@ static void apply_defaults(resolve_ctx_t *ctx)
 }
 
 /*
+ * The integer knob @p k from the text @p value of variable @p var (a GS_*
+ * or a launcher name, @p src says which): strict, within the table's range;
+ * errors name the variable and the allowed range.
+ */
+static gs_status_t parse_int_knob(const knob_t *k, const char *var, const char *value,
+                                  gs_cfg_source_t src, int *out)
+{
+    const char *via = (src == GS_CFG_SRC_LAUNCHER) ? " (launcher variable for " : "";
+    const char *via_end = (src == GS_CFG_SRC_LAUNCHER) ? ")" : "";
+    const char *via_name = (src == GS_CFG_SRC_LAUNCHER) ? k->env : "";
+    long long v;
+
+    if (parse_ll(value, &v) != 0) {
+        return gs__error_set(GS_ERR_INVALID_ARG,
+                             "%s=%.64s%s%s%s is not an integer (allowed range [%lld, %lld])", var,
+                             value, via, via_name, via_end, k->min, k->max);
+    }
+    if ((v < k->min) || (v > k->max)) {
+        return gs__error_set(GS_ERR_INVALID_ARG,
+                             "%s=%.64s%s%s%s is out of range (allowed range [%lld, %lld])", var,
+                             value, via, via_name, via_end, k->min, k->max);
+    }
+    *out = (int)v;
+    return GS_OK;
+}
+
+/*
  * Set knob @p idx from the text @p value of variable @p var (a GS_* or a
  * launcher name); errors name the variable and the allowed range.
  */
@@ -293,20 +321,13 @@ static gs_status_t set_from_text(resolve_ctx_t *ctx, int idx, const char *var, c
     const char *via = (src == GS_CFG_SRC_LAUNCHER) ? " (launcher variable for " : "";
     const char *via_end = (src == GS_CFG_SRC_LAUNCHER) ? ")" : "";
     const char *via_name = (src == GS_CFG_SRC_LAUNCHER) ? k->env : "";
-    long long v;
 
     if (k->kind == GS_ENV_INT) {
-        if (parse_ll(value, &v) != 0) {
-            return gs__error_set(GS_ERR_INVALID_ARG,
-                                 "%s=%.64s%s%s%s is not an integer (allowed range [%lld, %lld])",
-                                 var, value, via, via_name, via_end, k->min, k->max);
+        const gs_status_t status = parse_int_knob(k, var, value, src, knob_int(&ctx->cfg, idx));
+
+        if (status != GS_OK) {
+            return status;
         }
-        if ((v < k->min) || (v > k->max)) {
-            return gs__error_set(GS_ERR_INVALID_ARG,
-                                 "%s=%.64s%s%s%s is out of range (allowed range [%lld, %lld])", var,
-                                 value, via, via_name, via_end, k->min, k->max);
-        }
-        *knob_int(&ctx->cfg, idx) = (int)v;
     } else {
         const size_t len = strlen(value);
 
@@ -665,6 +686,31 @@ int gs__cfg_test_hooks(void)
 int gs__cfg_num_knobs(void)
 {
     return NUM_KNOBS;
+}
+
+gs_status_t gs__cfg_env_int(const char *env, int *value_out, int *set_out)
+{
+    const char *value;
+    int idx = -1;
+
+    for (int i = 0; i < NUM_KNOBS; i++) {
+        if (strcmp(knobs[i].env, env) == 0) {
+            idx = i;
+            break;
+        }
+    }
+    *set_out = 0;
+    if ((idx < 0) || (knobs[idx].kind != GS_ENV_INT)) {
+        return gs__error_set(GS_ERR_INTERNAL, "gs__cfg_env_int: %s is not an integer knob", env);
+    }
+    value = getenv(env);
+    if ((value == NULL) || (value[0] == '\0')) {
+        *value_out = knobs[idx].int_def;
+        return GS_OK;
+    }
+    GS_CHECK(parse_int_knob(&knobs[idx], env, value, GS_CFG_SRC_ENV, value_out));
+    *set_out = 1;
+    return GS_OK;
 }
 
 gs_status_t gs__cfg_describe(const gs__cfg_t *cfg, int idx, char *buf, size_t len)

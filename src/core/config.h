@@ -86,6 +86,17 @@ int gs__cfg_num_knobs(void);
 gs_status_t gs__cfg_resolve(const gs_config_t *user, int use_launcher_env, gs__cfg_t *out);
 
 /*
+ * One integer knob of env_table.h (@p env, e.g. "GS_PS_SERVERS") from the
+ * environment alone, parsed as gs__cfg_resolve parses it: strict, within
+ * the table's range, empty counts as unset. Local, reentrant, no logging.
+ * Sets *value_out (the table's default when unset) and *set_out (1 when
+ * the variable gave the value). Returns GS_OK, GS_ERR_INVALID_ARG naming
+ * the variable and the allowed range, or GS_ERR_INTERNAL when @p env is no
+ * integer row of the table.
+ */
+gs_status_t gs__cfg_env_int(const char *env, int *value_out, int *set_out);
+
+/*
  * Write "NAME=value (source)" for knob @p idx of @p cfg into buf.
  * Returns GS_OK or GS_ERR_INVALID_ARG for an index out of range.
  */

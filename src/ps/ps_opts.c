@@ -8,23 +8,14 @@
  */
 #include "ps/ps_impl.h"
 
-#include <errno.h>
-#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/env_table.h"
+#include "core/check.h"
+#include "core/config.h"
 #include "core/log.h"
-
-/* The default of GS_TIMEOUT_MS, from the one table of knobs. */
-#define PS_KNOB_ROW(_env, _field, _kind, _idef, _sdef, _min, _max, _scope, _doc) {_env, _idef},
-static const struct {
-    const char *env;
-    long long def;
-} ps_knobs[] = {GS_ENV_TABLE(PS_KNOB_ROW)};
-#undef PS_KNOB_ROW
 
 #define PS_DEFAULT_STALENESS 2
 #define PS_DEFAULT_LR 0.01
@@ -39,36 +30,17 @@ static const struct {
     (((_o) != NULL) &&                                                                             \
      ((_o)->size >= offsetof(gs_ps_opts_t, _field) + sizeof(((gs_ps_opts_t *)0)->_field)))
 
-static long long knob_default(const char *env)
+/* An integer knob of the environment, parsed by the configuration's own
+ * parser (core/config.c, the one table of knobs); its error names
+ * gs_ps_create. */
+static gs_status_t ps_env_int(const char *env, int *value_out, int *set_out)
 {
-    for (size_t i = 0; i < sizeof(ps_knobs) / sizeof(ps_knobs[0]); i++) {
-        if (strcmp(ps_knobs[i].env, env) == 0) {
-            return ps_knobs[i].def;
-        }
-    }
-    return -1;
-}
+    const gs_status_t status = gs__cfg_env_int(env, value_out, set_out);
 
-/* Parse an integer environment variable; 0 when unset, 1 when read,
- * -1 (error set) when malformed or out of [lo, hi]. */
-static int env_int(const char *name, long long lo, long long hi, long long *out)
-{
-    const char *s = getenv(name);
-    char *end = NULL;
-    long long v;
-
-    if ((s == NULL) || (s[0] == '\0')) {
-        return 0;
+    if (status != GS_OK) {
+        return gs__error_wrap(status, "gs_ps_create: %s", gs__error_get());
     }
-    errno = 0;
-    v = strtoll(s, &end, 10);
-    if ((errno != 0) || (end == s) || (*end != '\0') || (v < lo) || (v > hi)) {
-        gs__error_set(GS_ERR_INVALID_ARG, "gs_ps_create: %s=%s is not an integer in [%lld, %lld]",
-                      name, s, lo, hi);
-        return -1;
-    }
-    *out = v;
-    return 1;
+    return GS_OK;
 }
 
 /* A real option: @p v when the caller's struct has the field and set it. */
@@ -80,8 +52,7 @@ static double opt_real(int has, double v, double def)
 /* Resolve and validate the options of this rank. */
 gs_status_t gs__ps_cfg_resolve(const gs_ps_opts_t *o, int nranks, gs__ps_cfg_t *c)
 {
-    long long v = 0;
-    int r;
+    int set = 0;
 
     memset(c, 0, sizeof(*c));
     if ((o != NULL) && (o->size < offsetof(gs_ps_opts_t, consistency) + sizeof(o->consistency))) {
@@ -107,12 +78,8 @@ gs_status_t gs__ps_cfg_resolve(const gs_ps_opts_t *o, int nranks, gs__ps_cfg_t *
     if (OPT_HAS(o, servers) && (o->servers != GS_UNSET)) {
         c->servers = o->servers;
     } else {
-        r = env_int("GS_PS_SERVERS", 0, INT_MAX, &v);
-        if (r < 0) {
-            return GS_ERR_INVALID_ARG;
-        }
-        c->servers = (r > 0) ? (int)v : 0;
-        if (r > 0) {
+        GS_CHECK(ps_env_int("GS_PS_SERVERS", &c->servers, &set));
+        if (set) {
             GS_INFO(ENV, "GS_PS_SERVERS=%d", c->servers);
         }
     }
@@ -188,11 +155,7 @@ gs_status_t gs__ps_cfg_resolve(const gs_ps_opts_t *o, int nranks, gs__ps_cfg_t *
     if (OPT_HAS(o, timeout_ms) && (o->timeout_ms != GS_UNSET)) {
         c->timeout_ms = o->timeout_ms;
     } else {
-        r = env_int("GS_TIMEOUT_MS", 1, INT_MAX, &v);
-        if (r < 0) {
-            return GS_ERR_INVALID_ARG;
-        }
-        c->timeout_ms = (r > 0) ? (int)v : (int)knob_default("GS_TIMEOUT_MS");
+        GS_CHECK(ps_env_int("GS_TIMEOUT_MS", &c->timeout_ms, &set));
     }
     if (c->timeout_ms < 1) {
         return gs__error_set(GS_ERR_INVALID_ARG, "gs_ps_create: timeout of %d ms", c->timeout_ms);

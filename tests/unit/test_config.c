@@ -241,6 +241,37 @@ static void test_config_bad_env_value_names_variable(void **state)
     }
 }
 
+/* gs__cfg_env_int (ps_opts.c's reader) parses one knob as the resolver does. */
+static void test_config_env_int_single_knob(void **state)
+{
+    static const char *const bad[] = {"4x", " 4", "-1", "16777216"};
+    int v = -7;
+    int set = -7;
+
+    (void)state;
+    assert_int_equal(gs__cfg_env_int("GS_PS_SERVERS", &v, &set), GS_OK);
+    assert_int_equal(v, 0); /* unset: the table's default */
+    assert_int_equal(set, 0);
+    assert_int_equal(gs__cfg_env_int("GS_TIMEOUT_MS", &v, &set), GS_OK);
+    assert_int_equal(v, 300000);
+    setenv("GS_PS_SERVERS", "", 1); /* empty counts as unset */
+    assert_int_equal(gs__cfg_env_int("GS_PS_SERVERS", &v, &set), GS_OK);
+    assert_int_equal(set, 0);
+    setenv("GS_PS_SERVERS", "3", 1);
+    assert_int_equal(gs__cfg_env_int("GS_PS_SERVERS", &v, &set), GS_OK);
+    assert_int_equal(v, 3);
+    assert_int_equal(set, 1);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        setenv("GS_PS_SERVERS", bad[i], 1);
+        assert_int_equal(gs__cfg_env_int("GS_PS_SERVERS", &v, &set), GS_ERR_INVALID_ARG);
+        assert_int_equal(set, 0);
+        assert_non_null(strstr(gs_last_error(), "GS_PS_SERVERS"));
+        assert_non_null(strstr(gs_last_error(), "[0, 16777215]"));
+    }
+    assert_int_equal(gs__cfg_env_int("GS_ALGO", &v, &set), GS_ERR_INTERNAL); /* a string knob */
+    assert_int_equal(gs__cfg_env_int("GS_NO_SUCH_KNOB", &v, &set), GS_ERR_INTERNAL);
+}
+
 static void test_config_out_of_range(void **state)
 {
     gs_config_t user;
@@ -572,6 +603,7 @@ int main(void)
         cmocka_unit_test_setup(test_config_env_override, clean_env),
         cmocka_unit_test_setup(test_config_caller_beats_env, clean_env),
         cmocka_unit_test_setup(test_config_bad_env_value_names_variable, clean_env),
+        cmocka_unit_test_setup(test_config_env_int_single_knob, clean_env),
         cmocka_unit_test_setup(test_config_out_of_range, clean_env),
         cmocka_unit_test_setup(test_config_launcher_torchrun, clean_env),
         cmocka_unit_test_setup(test_config_launcher_ompi, clean_env),
