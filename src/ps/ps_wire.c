@@ -2,50 +2,17 @@
 /*
  * Encode, decode and check the parameter server's control messages
  * (ps_wire.h). Pure: the unit tests and any fuzzer link this file alone
- * with core/error.c. Every multi-byte field is little-endian and written
- * byte by byte, so the layout does not depend on the host or on struct
- * padding.
+ * with core/error.c. Every multi-byte field is little-endian, written and
+ * read byte by byte with core/le.h, so the layout does not depend on the
+ * host or on struct padding.
  */
 #include "ps/ps_wire.h"
 
 #include <string.h>
 
 #include "core/error.h"
+#include "core/le.h"
 #include "gradsync/compress.h"
-
-static void put_u32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++) {
-        p[i] = (uint8_t)(v >> (8 * i));
-    }
-}
-
-static void put_u64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++) {
-        p[i] = (uint8_t)(v >> (8 * i));
-    }
-}
-
-static uint32_t get_u32(const uint8_t *p)
-{
-    uint32_t v = 0;
-
-    for (int i = 3; i >= 0; i--) {
-        v = (v << 8) | p[i];
-    }
-    return v;
-}
-
-static uint64_t get_u64(const uint8_t *p)
-{
-    uint64_t v = 0;
-
-    for (int i = 7; i >= 0; i--) {
-        v = (v << 8) | p[i];
-    }
-    return v;
-}
 
 const char *gs__ps_msg_type_name(unsigned type)
 {
@@ -76,20 +43,20 @@ void gs__ps_msg_encode(const gs__ps_msg_t *m, uint8_t *out)
     size_t tlen = strnlen(m->text, GS_PS_MSG_TEXT_MAX - 1);
 
     memset(out, 0, GS_PS_MSG_BYTES);
-    put_u32(out + 0, GS_PS_WIRE_MAGIC);
+    gs__put_le32(out + 0, GS_PS_WIRE_MAGIC);
     out[4] = (uint8_t)GS_PS_WIRE_VERSION;
     out[5] = m->type;
     out[6] = m->dtype;
     out[7] = m->flags;
-    put_u32(out + 8, (uint32_t)m->src);
-    put_u32(out + 12, m->seq & GS_PS_SEQ_MASK);
-    put_u64(out + 16, m->key);
-    put_u32(out + 24, m->shard);
-    put_u32(out + 28, (uint32_t)m->status);
-    put_u64(out + 32, m->offset);
-    put_u64(out + 40, m->count);
-    put_u64(out + 48, m->nbytes);
-    put_u64(out + 56, (uint64_t)m->clock);
+    gs__put_le32(out + 8, (uint32_t)m->src);
+    gs__put_le32(out + 12, m->seq & GS_PS_SEQ_MASK);
+    gs__put_le64(out + 16, m->key);
+    gs__put_le32(out + 24, m->shard);
+    gs__put_le32(out + 28, (uint32_t)m->status);
+    gs__put_le64(out + 32, m->offset);
+    gs__put_le64(out + 40, m->count);
+    gs__put_le64(out + 48, m->nbytes);
+    gs__put_le64(out + 56, (uint64_t)m->clock);
     memcpy(out + GS_PS_MSG_TEXT_OFF, m->text, tlen);
 }
 
@@ -118,7 +85,7 @@ gs_status_t gs__ps_msg_decode(const uint8_t *buf, size_t len, int nranks, gs__ps
                                  "control message of %zu bytes (expected %u)", len,
                                  GS_PS_MSG_BYTES);
     }
-    magic = get_u32(buf);
+    magic = gs__get_le32(buf);
     version = buf[4];
     if (magic != GS_PS_WIRE_MAGIC) {
         return gs__error_explain(GS_ERR_PROTOCOL, why, whylen,
@@ -133,15 +100,15 @@ gs_status_t gs__ps_msg_decode(const uint8_t *buf, size_t len, int nranks, gs__ps
     m->type = buf[5];
     m->dtype = buf[6];
     m->flags = buf[7];
-    m->src = (int32_t)get_u32(buf + 8);
-    m->seq = get_u32(buf + 12);
-    m->key = get_u64(buf + 16);
-    m->shard = get_u32(buf + 24);
-    m->status = (int32_t)get_u32(buf + 28);
-    m->offset = get_u64(buf + 32);
-    m->count = get_u64(buf + 40);
-    m->nbytes = get_u64(buf + 48);
-    m->clock = (int64_t)get_u64(buf + 56);
+    m->src = (int32_t)gs__get_le32(buf + 8);
+    m->seq = gs__get_le32(buf + 12);
+    m->key = gs__get_le64(buf + 16);
+    m->shard = gs__get_le32(buf + 24);
+    m->status = (int32_t)gs__get_le32(buf + 28);
+    m->offset = gs__get_le64(buf + 32);
+    m->count = gs__get_le64(buf + 40);
+    m->nbytes = gs__get_le64(buf + 48);
+    m->clock = (int64_t)gs__get_le64(buf + 56);
     name = gs__ps_msg_type_name(m->type);
 
     if ((m->type < GS_PS_MSG_PUSH) || (m->type > GS_PS_MSG_CTS)) {
