@@ -42,6 +42,7 @@
 #include <time.h>
 
 #include "gs_bench_bucket.h"
+#include "tc_clock.h"
 
 #include "gradsync/bucket.h"
 #include "gradsync/gradsync.h"
@@ -143,14 +144,6 @@ static void model_bert(bb_model_t *m)
     }
     model_add(m, h * h); /* pooler */
     model_add(m, h);
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
 static void sleep_until(const struct timespec *t0, double ms)
@@ -399,32 +392,32 @@ static int bb_iteration(bb_run_t *r, bb_sample_t *s)
     double t0, t1, t2, v[5];
 
     BB_CHECK(r, "gs_barrier", gs_barrier(r->comm));
-    t0 = now_ms();
+    t0 = tc_now_ms();
     if (bb_backward(r, 1) != 0) {
         return 1;
     }
-    t1 = now_ms();
+    t1 = tc_now_ms();
     BB_CHECK(r, "gs_bucketer_wait", gs_bucketer_wait(r->b));
-    t2 = now_ms();
+    t2 = tc_now_ms();
     s->backward = t1 - t0;
     s->exposed = t2 - t1;
     s->step = t2 - t0;
 
     BB_CHECK(r, "gs_barrier", gs_barrier(r->comm));
-    t0 = now_ms();
+    t0 = tc_now_ms();
     BB_CHECK(r, "gs_allreduce (fused)",
              gs_allreduce(r->comm, r->fused, r->fused, r->total, GS_DTYPE_F32, GS_OP_AVG));
-    s->fused = now_ms() - t0;
+    s->fused = tc_now_ms() - t0;
 
     BB_CHECK(r, "gs_barrier", gs_barrier(r->comm));
-    t0 = now_ms();
+    t0 = tc_now_ms();
     for (size_t k = 0; k < r->model.n; k++) {
         BB_CHECK(r, "gs_iallreduce (per tensor)",
                  gs_iallreduce(r->comm, r->grad[k], r->grad[k], r->model.count[k], GS_DTYPE_F32,
                                GS_OP_AVG, &r->reqs[k]));
     }
     BB_CHECK(r, "gs_waitall", gs_waitall(r->model.n, r->reqs));
-    s->per_tensor = now_ms() - t0;
+    s->per_tensor = tc_now_ms() - t0;
 
     v[0] = s->backward;
     v[1] = s->exposed;
@@ -467,10 +460,10 @@ static int bb_auto_compute(bb_run_t *r)
         double t0;
 
         BB_CHECK(r, "gs_barrier", gs_barrier(r->comm));
-        t0 = now_ms();
+        t0 = tc_now_ms();
         BB_CHECK(r, "gs_allreduce",
                  gs_allreduce(r->comm, r->fused, r->fused, r->total, GS_DTYPE_F32, GS_OP_AVG));
-        t[i] = now_ms() - t0;
+        t[i] = tc_now_ms() - t0;
     }
     BB_CHECK(r, "gs_allreduce (max)", gs_allreduce(r->comm, t, t, 3, GS_DTYPE_F64, GS_OP_MAX));
     qsort(t, 3, sizeof(double), cmp_d);

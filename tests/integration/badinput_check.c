@@ -39,16 +39,10 @@
 #include <unistd.h>
 
 #include "check_report.h"
+#include "tc_clock.h"
 
 static int g_world = 1;
 static const char *volatile g_current = "startup";
-
-static double mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 /* A crash names the check that caused it (async-signal-safe output only). */
 static void on_crash(int sig)
@@ -420,9 +414,9 @@ static void check_config(int port)
             break;
         }
         gs_comm_t c = (gs_comm_t)&c;
-        double t0 = mono_ms();
+        double t0 = tc_now_ms();
         CHECK_ERR(cases[i].label, gs_comm_init(&c, &cfg), GS_ERR_INVALID_ARG, cases[i].word);
-        double ms = mono_ms() - t0;
+        double ms = tc_now_ms() - t0;
         if (c != (gs_comm_t)&c)
             fail(cases[i].label, "*comm_out written although init failed");
         if (ms > 1000.0)
@@ -858,7 +852,7 @@ static void mismatch_case(gs_comm_t comm, const char *label, int which, int port
     float a[2000], b[2000];
     for (int i = 0; i < 2000; i++)
         a[i] = (float)i;
-    double t0 = mono_ms();
+    double t0 = tc_now_ms();
     if (which == 0) {
         /* rank 0 all-reduce, rank 1 broadcast, same size */
         if (g_rank == 0)
@@ -883,7 +877,7 @@ static void mismatch_case(gs_comm_t comm, const char *label, int which, int port
         const size_t c0[2] = {400, 300}, c1[2] = {300, 400};
         st = gs_reduce_scatterv(mc, a, b, g_rank == 0 ? c0 : c1, GS_DTYPE_F32, GS_OP_SUM);
     }
-    double ms = mono_ms() - t0;
+    double ms = tc_now_ms() - t0;
     const char *err = st == GS_OK ? "" : gs_last_error();
     printf("MISMATCH %s rank=%d status=%s ms=%.0f err=%s\n", label, g_rank, gs_status_name(st), ms,
            err);
@@ -940,9 +934,9 @@ static int run_init(int argc, char **argv)
     int rank = env_int("GS_RANK", "RANK", -1);
     int world = env_int("GS_WORLD_SIZE", "WORLD_SIZE", -1);
     gs_comm_t comm = GS_COMM_NULL;
-    double t0 = mono_ms();
+    double t0 = tc_now_ms();
     gs_status_t st = gs_comm_init_env(&comm, NULL);
-    double ms = mono_ms() - t0;
+    double ms = tc_now_ms() - t0;
     const char *err = st == GS_OK ? "" : gs_last_error();
     printf("INIT rank=%d world=%d status=%s ms=%.0f err=%s\n", rank, world, gs_status_name(st), ms,
            err);

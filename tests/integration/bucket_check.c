@@ -49,6 +49,7 @@
 #include <gradsync/gradsync.h>
 
 #include "check_report.h"
+#include "tc_clock.h"
 #include "tc_coll_data.h"
 
 #define NTHREADS 3
@@ -68,14 +69,6 @@ typedef struct tset {
     gs_dtype_t dtype[MAXT];
     void *flat; /* the one buffer of the flat layouts */
 } tset_t;
-
-static double now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 /* Element i of tensor id on this rank at step s: small integers, or k/256 with frac. */
 static void put(void *buf, gs_dtype_t dt, size_t i, int step, size_t id, int frac)
@@ -614,7 +607,7 @@ static void run_errors(void)
         gs_bucketer_add(b, ts.ptr[i], ts.count[i], ts.dtype[i], &id);
     }
     tset_fill(&ts, 0, 0);
-    t0 = now_ms();
+    t0 = tc_now_ms();
     expect_err("wait, none marked", gs_bucketer_wait(b), GS_ERR_INVALID_ARG, "24 of 24 tensors");
     expect_err("ready unknown id", gs_bucketer_ready(b, n), GS_ERR_INVALID_ARG,
                "unknown tensor id 24");
@@ -634,7 +627,7 @@ static void run_errors(void)
     if (strstr(gs_last_error(), want) == NULL) {
         fail("wait names ids", "'%s' not in: %s", want, gs_last_error());
     }
-    dt = now_ms() - t0;
+    dt = tc_now_ms() - t0;
     if (dt > 2000) {
         fail("wait, 2 missing", "took %.0f ms; it must not wait", dt);
     }
@@ -693,9 +686,9 @@ static int run_straggler(void)
         return 1;
     }
     mark_all(b, n, 1, (g_rank == victim) ? missing : n);
-    t0 = now_ms();
+    t0 = tc_now_ms();
     s = gs_bucketer_wait(b);
-    dt = now_ms() - t0;
+    dt = tc_now_ms() - t0;
     printf("RESULT rank=%d status=%s t_ms=%.0f err=%s\n", g_rank, gs_status_name(s), dt,
            gs_last_error());
     fflush(stdout);
@@ -714,9 +707,9 @@ static int run_straggler(void)
              gs_status_name(s), dt, timeout_ms, gs_last_error());
         ok = 0;
     }
-    t0 = now_ms();
+    t0 = tc_now_ms();
     gs_bucketer_destroy(b);
-    dt = now_ms() - t0;
+    dt = tc_now_ms() - t0;
     if (dt > timeout_ms + 3000) {
         fail("straggler destroy", "took %.0f ms", dt);
         ok = 0;

@@ -45,6 +45,7 @@
 #include <time.h>
 
 #include "tc_coll_data.h"
+#include "tc_clock.h"
 
 #define MAX_COUNTS 32
 #define MAX_FAIL_LINES 60
@@ -377,13 +378,6 @@ static void *xmalloc(size_t n)
         exit(1);
     }
     return p;
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 static int is_nb(enum variant v)
@@ -1153,10 +1147,10 @@ static void case_barrier_timing(struct tctx *t)
         struct timespec ts = {0, 100 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
-    double t0 = now_ms();
+    double t0 = tc_now_ms();
     if (!call_ok(t, label, "gs_barrier", gs_barrier(t->comm)))
         return;
-    double waited = now_ms() - t0;
+    double waited = tc_now_ms() - t0;
     if (t->rank != 0 && t->world > 1 && waited < 50.0)
         case_fail(t, label, "returned after %.1f ms although rank 0 entered 100 ms late", waited);
     else
@@ -1490,10 +1484,10 @@ static void run_misc(struct tctx *t)
         case_pass(t, "wait-null");
     gs_request_t req = GS_REQUEST_NULL;
     if (call_ok(t, "test-poll", "gs_ibarrier", gs_ibarrier(t->comm, &req))) {
-        double deadline = now_ms() + 60000.0;
+        double deadline = tc_now_ms() + 60000.0;
         gs_status_t st = GS_INPROGRESS;
         long polls = 0;
-        while (st == GS_INPROGRESS && now_ms() < deadline) {
+        while (st == GS_INPROGRESS && tc_now_ms() < deadline) {
             st = gs_test(&req);
             polls++;
         }
@@ -1713,12 +1707,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "coll_check: bad --counts\n");
         return 2;
     }
-    double t0 = now_ms();
+    double t0 = tc_now_ms();
 
     for (int c = 0; c < COLL_NUM && !t.dead; c++) {
         if (!(g_opt.colls & (1u << c)))
             continue;
-        double tc = now_ms();
+        double tc = tc_now_ms();
         if (c == COLL_SPLIT)
             run_split(&t);
         else if (c == COLL_MULTICOMM)
@@ -1728,7 +1722,7 @@ int main(int argc, char **argv)
         else
             run_coll(&t, (enum coll)c);
         if (g_opt.verbose && t.rank == 0)
-            printf("rank 0: %s done in %.0f ms\n", coll_names[c], now_ms() - tc);
+            printf("rank 0: %s done in %.0f ms\n", coll_names[c], tc_now_ms() - tc);
     }
 
     int64_t mine[3] = {t.passed, t.failed, t.skipped}, tot[3] = {0, 0, 0};
@@ -1748,7 +1742,7 @@ int main(int argc, char **argv)
         if (t.rank == 0)
             printf("coll_check world=%d: %" PRId64 " passed, %" PRId64 " failed, %" PRId64
                    " skipped (rank-cases over all ranks) in %.1f s\n",
-                   t.world, tot[0], tot[1], tot[2], (now_ms() - t0) / 1e3);
+                   t.world, tot[0], tot[1], tot[2], (tc_now_ms() - t0) / 1e3);
         exit_code = tot[1] ? 1 : 0;
     }
     st = gs_comm_destroy(t.comm);

@@ -36,16 +36,9 @@
 #include "gradsync/gradsync.h"
 
 #include "check_report.h"
+#include "tc_clock.h"
 
 #define COUNT 1000
-
-static double now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static void expect_has(const char *label, const char *text, const char *needle)
 {
@@ -84,7 +77,7 @@ static void run_mismatch(gs_comm_t comm, const char *mode, int size)
     if (warm_up(comm) != 0) {
         return;
     }
-    t0 = now_ms();
+    t0 = tc_now_ms();
     if (strcmp(mode, "kind") == 0) {
         me = (g_rank == 1) ? "broadcast(count=1000, f32, root 0)"
                            : "allreduce(count=1000, f32, sum)";
@@ -108,7 +101,7 @@ static void run_mismatch(gs_comm_t comm, const char *mode, int size)
         status = gs_allreduce(comm, buf_in, buf_out, COUNT,
                               (g_rank == 1) ? GS_DTYPE_F64 : GS_DTYPE_F32, GS_OP_SUM);
     }
-    ms = now_ms() - t0;
+    ms = tc_now_ms() - t0;
     printf("rank %d: %s after %.0f ms: %s\n", g_rank, gs_status_name(status), ms, gs_last_error());
     if (status != GS_ERR_MISMATCH) {
         fail("status", "%s, expected GS_ERR_MISMATCH: %s", gs_status_name(status), gs_last_error());
@@ -188,9 +181,9 @@ static void run_timeout(gs_comm_t comm)
         pass("late rank");
         return;
     }
-    t0 = now_ms();
+    t0 = tc_now_ms();
     status = gs_allreduce(comm, in, out, COUNT, GS_DTYPE_F32, GS_OP_SUM);
-    ms = now_ms() - t0;
+    ms = tc_now_ms() - t0;
     printf("rank %d: %s after %.0f ms: %s\n", g_rank, gs_status_name(status), ms, gs_last_error());
     if (status != GS_ERR_TIMEOUT) {
         fail("status", "%s, expected GS_ERR_TIMEOUT", gs_status_name(status));
@@ -283,8 +276,8 @@ static void run_signal(gs_comm_t comm)
         return;
     }
     kill(getpid(), SIGUSR1);
-    t0 = now_ms();
-    while (!file_has(path, needles) && (now_ms() - t0 < 2000.0)) {
+    t0 = tc_now_ms();
+    while (!file_has(path, needles) && (tc_now_ms() - t0 < 2000.0)) {
         usleep(20000);
     }
     if (file_has(path, needles)) {

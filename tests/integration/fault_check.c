@@ -73,9 +73,9 @@ static int run_init(void)
 {
     const char *expect = g_opt.expect ? g_opt.expect : "ok";
     gs_comm_t comm = GS_COMM_NULL;
-    double t0 = mono_ms();
+    double t0 = tc_now_ms();
     gs_status_t st = gs_comm_init_env(&comm, NULL);
-    double ms = mono_ms() - t0;
+    double ms = tc_now_ms() - t0;
     printf("INIT rank=%d status=%s ms=%.0f err=%s\n", env_rank(), gs_status_name(st), ms,
            st == GS_OK ? "" : gs_last_error());
     int ok = status_accepted(st, expect);
@@ -96,8 +96,8 @@ static void die_mid_allreduce(gs_comm_t comm, int rank, const float *send, float
 {
     gs_request_t req = GS_REQUEST_NULL;
     gs_status_t st = gs_iallreduce(comm, send, recv, g_opt.count, GS_DTYPE_F32, GS_OP_SUM, &req);
-    double until = mono_ms() + 5.0;
-    while (st == GS_OK && mono_ms() < until && gs_test(&req) == GS_INPROGRESS)
+    double until = tc_now_ms() + 5.0;
+    while (st == GS_OK && tc_now_ms() < until && gs_test(&req) == GS_INPROGRESS)
         ;
     printf("KILL rank=%d t_ms=%lld\n", rank, wall_ms());
     fflush(stdout);
@@ -130,12 +130,12 @@ static int run_loop(void)
     for (size_t i = 0; i < n; i++)
         send[i] = (float)((i + (size_t)rank) % 17);
 
-    double start = mono_ms();
+    double start = tc_now_ms();
     long it;
     int bad_data = 0;
     st = GS_OK;
     for (it = 0; it < g_opt.iters; it++) {
-        if (mono_ms() - start > g_opt.max_seconds * 1e3)
+        if (tc_now_ms() - start > g_opt.max_seconds * 1e3)
             break;
         if (rank == g_opt.victim && it == g_opt.kill_after)
             die_mid_allreduce(comm, rank, send, recv);
@@ -175,9 +175,9 @@ static int run_loop(void)
             ok = 0;
         }
         /* Sticky: the next call fails at once; the async error is set. */
-        double t1 = mono_ms();
+        double t1 = tc_now_ms();
         gs_status_t next = gs_allreduce(comm, send, recv, 1, GS_DTYPE_F32, GS_OP_SUM);
-        double next_ms = mono_ms() - t1;
+        double next_ms = tc_now_ms() - t1;
         gs_status_t async = GS_OK;
         (void)gs_comm_get_async_error(comm, &async);
         printf("STICKY rank=%d next=%s next_ms=%.0f async=%s\n", rank, gs_status_name(next),
@@ -188,9 +188,9 @@ static int run_loop(void)
             ok = 0;
         }
     }
-    double t2 = mono_ms();
+    double t2 = tc_now_ms();
     gs_status_t dst = gs_comm_destroy(comm);
-    printf("DESTROY rank=%d status=%s ms=%.0f\n", rank, gs_status_name(dst), mono_ms() - t2);
+    printf("DESTROY rank=%d status=%s ms=%.0f\n", rank, gs_status_name(dst), tc_now_ms() - t2);
     free(send);
     free(recv);
     return ok ? 0 : 1;

@@ -20,6 +20,8 @@
 #include <strings.h>
 #include <time.h>
 
+#include "tc_clock.h" /* tc_now_ms: durations inside one process */
+
 /* Wall-clock milliseconds (CLOCK_REALTIME), comparable between the processes
  * of one host: the scripts subtract one rank's time from another's. */
 static inline long long wall_ms(void)
@@ -27,14 +29,6 @@ static inline long long wall_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Monotonic milliseconds, for durations inside one process. */
-static inline double mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 /* True when @p msg contains "rank N" or "peer N" (any case), with N equal

@@ -39,6 +39,7 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#include "tc_clock.h"
 
 static int g_rank;
 static int g_world;
@@ -68,14 +69,6 @@ static void check(int ok, const char *what, const char *fmt, ...)
         gs_status_t _st = (_expr);                                                                 \
         check(_st == GS_OK, (_what), "%s returned %s", #_expr, gs_status_name(_st));               \
     } while (0)
-
-static double mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static void nap_ms(int ms)
 {
@@ -247,9 +240,9 @@ static void test_probe(gs_comm_t comm)
     check(flag == 0, "iprobe before", "flag %d before any send", flag);
     CHECK_OK("iprobe: barrier", gs_barrier(comm));
     CHECK_OK("iprobe: send", gs_send(comm, out, 2, GS_DTYPE_I32, right, 30));
-    t0 = mono_ms();
+    t0 = tc_now_ms();
     flag = 0;
-    while ((flag == 0) && (mono_ms() - t0 < 20000.0)) {
+    while ((flag == 0) && (tc_now_ms() - t0 < 20000.0)) {
         s = gs_iprobe(comm, left, 30, GS_DTYPE_I32, &flag, &st);
         if (s != GS_OK) {
             check(0, "iprobe after", "returned %s", gs_status_name(s));
@@ -417,7 +410,7 @@ static void test_reqs_dup(gs_comm_t comm)
         CHECK_OK("testall: irecv", gs_irecv(dup, &b_in, 1, GS_DTYPE_I32, left, 61, &reqs[1]));
         CHECK_OK("testall: send", gs_send(dup, &b_out, 1, GS_DTYPE_I32, right, 61));
         s = GS_INPROGRESS;
-        for (double t0 = mono_ms(); (s == GS_INPROGRESS) && (mono_ms() - t0 < 20000.0);) {
+        for (double t0 = tc_now_ms(); (s == GS_INPROGRESS) && (tc_now_ms() - t0 < 20000.0);) {
             s = gs_testall(3, reqs);
             if (s == GS_INPROGRESS) {
                 nap_ms(1);
@@ -501,9 +494,9 @@ static void test_timeout(gs_comm_t comm)
     if (s != GS_OK) {
         return;
     }
-    t0 = mono_ms();
+    t0 = tc_now_ms();
     s = gs_probe(tc, GS_ANY_SOURCE, 99, GS_DTYPE_F32, &st);
-    ms = mono_ms() - t0;
+    ms = tc_now_ms() - t0;
     check(s == GS_ERR_TIMEOUT, "timeout: probe", "returned %s, expected GS_ERR_TIMEOUT",
           gs_status_name(s));
     check((strstr(gs_last_error(), "tag 99") != NULL) &&

@@ -66,6 +66,7 @@
 #include <unistd.h>
 
 #include "check_report.h"
+#include "tc_clock.h"
 
 static struct {
     const char *mode;
@@ -103,14 +104,6 @@ static long long wall_ms(void)
 
     clock_gettime(CLOCK_REALTIME, &ts);
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static double mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 static size_t esize(gs_dtype_t dt)
@@ -998,7 +991,7 @@ static int run_kill(gs_ps_t ps, const gs_ps_info_t *info)
     float *g = malloc(big * sizeof(float));
     float *out = malloc(big * sizeof(float));
     gs_status_t st = GS_OK;
-    const double start = mono_ms();
+    const double start = tc_now_ms();
     long it = 0;
     int ok;
 
@@ -1011,7 +1004,7 @@ static int run_kill(gs_ps_t ps, const gs_ps_info_t *info)
            wall_ms());
     fflush(stdout);
     if (info->worker >= 0) {
-        for (it = 0; mono_ms() - start < g_opt.max_seconds * 1e3; it++) {
+        for (it = 0; tc_now_ms() - start < g_opt.max_seconds * 1e3; it++) {
             gs_ps_request_t r[4] = {GS_PS_REQUEST_NULL, GS_PS_REQUEST_NULL, GS_PS_REQUEST_NULL,
                                     GS_PS_REQUEST_NULL};
 

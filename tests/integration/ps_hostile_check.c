@@ -49,6 +49,7 @@
 #include "ps/ps_impl.h"
 #include "ps/ps_limits.h"
 #include "ps/ps_wire.h"
+#include "tc_clock.h"
 
 #define KEY 7u
 #define COUNT ((size_t)1 << 20)
@@ -58,14 +59,6 @@ static struct {
     double wait_s;
     long vmdata_mb;
 } g_opt = {NULL, 20.0, 256};
-
-static double mono_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* A "Key:   N kB" line of /proc/self/status, in kB; -1 when missing. */
 static long status_kb(const char *key)
@@ -188,7 +181,7 @@ static void attack_spoof(gs_ps_t ps)
 /* The victim (rank 0): wait for the handle's error; 0 when it is as expected. */
 static int victim_judge(gs_ps_t ps, long vmdata0, int spoof)
 {
-    const double end = mono_s() + g_opt.wait_s;
+    const double end = tc_now_s() + g_opt.wait_s;
     gs_ps_info_t info = GS_PS_INFO_INIT;
     long peak = vmdata0;
     char err[GS_ERROR_MSG_MAX] = "";
@@ -203,7 +196,7 @@ static int victim_judge(gs_ps_t ps, long vmdata0, int spoof)
             break;
         }
         usleep(10000);
-    } while (mono_s() < end);
+    } while (tc_now_s() < end);
     if (info.error != GS_OK) {
         (void)gs_ps_clock(ps); /* returns the sticky error with its sentence */
         snprintf(err, sizeof(err), "%s", gs_last_error());

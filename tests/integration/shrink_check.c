@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include <gradsync/gradsync.h>
+#include "tc_clock.h"
 
 static int g_rank = -1;
 static int g_pass;
@@ -33,13 +34,6 @@ static void check(int ok, const char *what, const char *detail)
         g_fail++;
         printf("FAIL rank %d %s: %s\n", g_rank, what, detail);
     }
-}
-
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
 }
 
 int main(int argc, char **argv)
@@ -83,7 +77,7 @@ int main(int argc, char **argv)
     snprintf(why, sizeof(why), "%s: %s", gs_status_name(st), gs_last_error());
     check(st == GS_ERR_PEER_FAILED, "the loop fails with GS_ERR_PEER_FAILED", why);
     {
-        double t0 = now_ms();
+        double t0 = tc_now_ms();
         int newrank = -1, newsize = 0, expect_rank = g_rank - (g_rank > victim ? 1 : 0);
         float expect = 0.0f;
 
@@ -94,7 +88,7 @@ int main(int argc, char **argv)
             gs_comm_rank(shrunk, &newrank);
             gs_comm_size(shrunk, &newsize);
             printf("SHRINK rank=%d newrank=%d newsize=%d ms=%.0f\n", g_rank, newrank, newsize,
-                   now_ms() - t0);
+                   tc_now_ms() - t0);
             snprintf(why, sizeof(why), "rank %d of %d, expected %d of %d", newrank, newsize,
                      expect_rank, size - 1);
             check((newsize == size - 1) && (newrank == expect_rank),

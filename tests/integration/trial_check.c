@@ -163,10 +163,10 @@ static int run_loop(void)
             return 1;
         }
     }
-    double start = mono_ms();
+    double start = tc_now_ms();
     long it;
     st = GS_OK;
-    for (it = 0; mono_ms() - start < g_opt.max_seconds * 1e3; it++) {
+    for (it = 0; tc_now_ms() - start < g_opt.max_seconds * 1e3; it++) {
         atomic_store(&g_iter, it);
         st = run_one(comm, &b, it);
         if (st != GS_OK)
@@ -178,9 +178,9 @@ static int run_loop(void)
     printf("RESULT rank=%d status=%s iters=%ld t_ms=%lld named=%d err=%s\n", b.rank,
            gs_status_name(st), it, t, named, err);
     fflush(stdout);
-    double t2 = mono_ms();
+    double t2 = tc_now_ms();
     gs_status_t dst = gs_comm_destroy(comm);
-    printf("DESTROY rank=%d status=%s ms=%.0f\n", b.rank, gs_status_name(dst), mono_ms() - t2);
+    printf("DESTROY rank=%d status=%s ms=%.0f\n", b.rank, gs_status_name(dst), tc_now_ms() - t2);
     free(b.send);
     free(b.recv);
     free(b.counts);
