@@ -378,24 +378,10 @@ gs_status_t gs__comm_transport_init(gs_comm_t comm)
     params.size = comm->size;
     params.job_id = comm->job_id;
     params.comm_id = comm->comm_id;
-    params.nsocks = comm->cfg.tcp_nsocks;
-    params.spin_us = comm->cfg.tcp_spin_us;
-    params.ifname = comm->cfg.socket_ifname;
-    params.family = comm->cfg.socket_family;
-    params.master_addr = comm->cfg.master_addr;
-    params.host_id = gs__host_id(comm->cfg.host_id);
-    params.shm = comm->cfg.shm;
-    params.shm_bytes = comm->cfg.shm_bytes;
-    params.shm_test_free = gs__cfg_shm_test_free(&comm->cfg); /* -1 without test hooks */
+    params.cfg = &comm->cfg; /* each transport reads its own settings from it */
     params.counters = &comm->counters;
     params.auth = &comm->auth;
     (void)gs__max_message_parse(comm->cfg.max_message_bytes, &params.max_message_bytes);
-    params.heartbeat_ms = comm->cfg.heartbeat_ms;
-    params.timeout_ms = comm->cfg.timeout_ms;
-    params.tls.on = comm->cfg.tls;
-    params.tls.cert = comm->cfg.tls_cert;
-    params.tls.key = comm->cfg.tls_key;
-    params.tls.ca = comm->cfg.tls_ca;
     return gs__tp_init(&comm->tr, &params);
 }
 

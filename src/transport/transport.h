@@ -87,35 +87,21 @@ typedef struct gs_tp gs_tp_t;
 /* A pending send or receive, owned by the transport until req_release. */
 typedef struct gs_tp_req gs_tp_req_t;
 
-/* TLS on the TCP transport's connections (GS_TLS, transport/tcp/tcp_tls.h). */
-typedef struct gs_tp_tls {
-    int on;           /* 1: every connection is TLS 1.3, peers verified against ca */
-    const char *cert; /* PEM certificate chain of this rank (GS_TLS_CERT) */
-    const char *key;  /* PEM private key (GS_TLS_KEY) */
-    const char *ca;   /* PEM CA certificates peers must chain to (GS_TLS_CA) */
-} gs_tp_tls_t;
-
+/* What every transport is given. A transport's own settings are not
+ * here: it reads them from the communicator's configuration, @p cfg
+ * (core/config.h, the rows of core/env_table.h), e.g. TCP's sockets per
+ * peer, interface, shared memory, heartbeat and TLS (tcp_transport.h). */
 typedef struct gs_tp_params {
-    int rank;                /* this rank in the communicator */
-    int size;                /* ranks in the communicator */
-    uint64_t job_id;         /* hash of the job, checked in handshakes */
-    uint64_t comm_id;        /* communicator id, checked in handshakes */
-    int nsocks;              /* sockets per peer (tcp) */
-    int spin_us;             /* poll this long before sleeping (tcp); 0: never, -1: auto */
-    const char *ifname;      /* interface to listen on, "" for auto */
-    const char *family;      /* "any", "ipv4", "ipv6" */
-    const char *master_addr; /* used by tcp to pick the interface that routes there */
-    uint64_t host_id;        /* gs__host_id(); 0: unknown, never use shared memory (tcp) */
-    int shm;                 /* 1: shared memory for peers with our host id (tcp, GS_SHM) */
-    int shm_bytes;           /* ring bytes per direction and pair (tcp, GS_SHM_BYTES) */
-    int shm_test_free; /* >= 0: pretend /dev/shm has this much free (GS_SHM_TEST_FREE_BYTES) */
+    int rank;                    /* this rank in the communicator */
+    int size;                    /* ranks in the communicator */
+    uint64_t job_id;             /* hash of the job, checked in handshakes */
+    uint64_t comm_id;            /* communicator id, checked in handshakes */
+    const struct gs__cfg *cfg;   /* the resolved configuration; outlives the instance */
     gs__counters_t *counters;    /* where to count bytes and messages; may be NULL */
-    const struct gs__auth *auth; /* tcp: the job token (core/auth.h); NULL or off: none */
+    const struct gs__auth *auth; /* the job token (core/auth.h), for a transport that
+                                  * authenticates its peers itself; NULL or off: none */
     uint64_t max_message_bytes;  /* longest message a peer may announce (GS_MAX_MESSAGE_BYTES);
                                   * 0: GS_MAX_MESSAGE_BYTES_DEFAULT */
-    int heartbeat_ms;            /* tcp: GS_HEARTBEAT_MS; 0 (or less): no heartbeat */
-    int timeout_ms;              /* tcp: GS_TIMEOUT_MS (silence is judged only below it) */
-    gs_tp_tls_t tls;             /* tcp: TLS settings; tls.on 0: plain TCP */
 } gs_tp_params_t;
 
 /* What a finished request reports. */

@@ -38,21 +38,16 @@ typedef struct fake_peer {
 /* A real rank 0 of @p size ranks whose peers 1..size-1 are all fakes. */
 static inline void fake_setup_n(fake_peer_t *f, int size, int nsocks)
 {
-    gs_tp_params_t params = {.rank = 0,
-                             .size = size,
-                             .job_id = 0x1234,
-                             .comm_id = 0x99,
-                             .nsocks = nsocks,
-                             .ifname = "",
-                             .family = "any",
-                             .master_addr = "127.0.0.1",
-                             .counters = NULL};
+    gs_tp_params_t params = {
+        .rank = 0, .size = size, .job_id = 0x1234, .comm_id = 0x99, .counters = NULL};
+    gs__tcp_settings_t set = {
+        .nsocks = nsocks, .ifname = "", .family = "any", .master_addr = "127.0.0.1"};
     char addrs[FAKE_MAX_RANKS][GS_TP_ADDR_MAX];
     gs_sockaddr_t addr;
 
     f->size = size;
     f->nsocks = nsocks;
-    assert_int_equal(gs__tcp_ops.init(&params, &f->tp), GS_OK);
+    assert_int_equal(gs__tcp_init_with(&params, &set, &f->tp), GS_OK);
     assert_int_equal(gs__tcp_ops.get_address(f->tp, addrs[0], sizeof(addrs[0])), GS_OK);
     assert_int_equal(gs__sock_parse(addrs[0], "any", &addr), GS_OK);
     for (int r = 1; r < size; r++) {

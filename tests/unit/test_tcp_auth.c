@@ -64,19 +64,13 @@ static void *acceptor_connect(void *arg)
 /* A real rank 0 of 2 with @p auth (may be off), connecting in a thread. */
 static void acceptor_start(acceptor_t *a, const gs__auth_t *auth, int wait_ms)
 {
-    gs_tp_params_t params = {.rank = 0,
-                             .size = 2,
-                             .job_id = 0x1234,
-                             .comm_id = 0x99,
-                             .nsocks = 1,
-                             .ifname = "",
-                             .family = "any",
-                             .master_addr = "127.0.0.1",
-                             .auth = auth};
+    gs_tp_params_t params = {.rank = 0, .size = 2, .job_id = 0x1234, .comm_id = 0x99, .auth = auth};
+    gs__tcp_settings_t set = {
+        .nsocks = 1, .ifname = "", .family = "any", .master_addr = "127.0.0.1"};
 
     memset(a, 0, sizeof(*a));
     a->wait_ms = wait_ms;
-    assert_int_equal(gs__tcp_ops.init(&params, &a->tp), GS_OK);
+    assert_int_equal(gs__tcp_init_with(&params, &set, &a->tp), GS_OK);
     assert_int_equal(gs__tcp_ops.get_address(a->tp, a->addrs[0], sizeof(a->addrs[0])), GS_OK);
     snprintf(a->addrs[1], sizeof(a->addrs[1]), "127.0.0.1:1");
     assert_int_equal(gs__sock_parse(a->addrs[0], "any", &a->addr), GS_OK);
@@ -299,15 +293,9 @@ static void test_connector_refuses_wrong_acceptor(void **state)
 {
     gs__auth_t tok = auth_of("job-7 secret");
     gs__auth_t wrong = auth_of("job-7 guess");
-    gs_tp_params_t params = {.rank = 1,
-                             .size = 2,
-                             .job_id = 0x1234,
-                             .comm_id = 0x99,
-                             .nsocks = 1,
-                             .ifname = "",
-                             .family = "any",
-                             .master_addr = "127.0.0.1",
-                             .auth = &tok};
+    gs_tp_params_t params = {.rank = 1, .size = 2, .job_id = 0x1234, .comm_id = 0x99, .auth = &tok};
+    gs__tcp_settings_t set = {
+        .nsocks = 1, .ifname = "", .family = "any", .master_addr = "127.0.0.1"};
     char addrs[2][GS_TP_ADDR_MAX];
     gs_sockaddr_t any;
     gs_sockaddr_t bound;
@@ -323,7 +311,7 @@ static void test_connector_refuses_wrong_acceptor(void **state)
     assert_int_equal(gs__sock_parse("127.0.0.1:0", "any", &any), GS_OK);
     assert_int_equal(gs__sock_listen(&any, 4, &lfd, &bound), GS_OK);
     assert_int_equal(gs__sock_format(&bound, addrs[0], sizeof(addrs[0])), GS_OK);
-    assert_int_equal(gs__tcp_ops.init(&params, &tp), GS_OK);
+    assert_int_equal(gs__tcp_init_with(&params, &set, &tp), GS_OK);
     assert_int_equal(gs__tcp_ops.get_address(tp, addrs[1], sizeof(addrs[1])), GS_OK);
     memset(&conn, 0, sizeof(conn));
     conn.tp = tp;

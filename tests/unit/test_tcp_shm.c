@@ -84,20 +84,17 @@ static void *rank_main(void *p)
     rank_arg_t *arg = (rank_arg_t *)p;
     job_t *job = arg->job;
     int rank = arg->rank;
-    gs_tp_params_t params = {.rank = rank,
-                             .size = 2,
-                             .job_id = 0x5151,
-                             .comm_id = 0x77,
-                             .nsocks = 2,
-                             .spin_us = job->spin_us[rank],
-                             .ifname = "",
-                             .family = "any",
-                             .master_addr = "127.0.0.1",
-                             .host_id = job->host_id[rank],
-                             .shm = job->shm[rank],
-                             .shm_bytes = 1024,
-                             .shm_test_free = job->test_free};
-    gs_status_t status = ops->init(&params, &job->tps[rank]);
+    gs_tp_params_t params = {.rank = rank, .size = 2, .job_id = 0x5151, .comm_id = 0x77};
+    gs__tcp_settings_t set = {.nsocks = 2,
+                              .spin_us = job->spin_us[rank],
+                              .ifname = "",
+                              .family = "any",
+                              .master_addr = "127.0.0.1",
+                              .host_id = job->host_id[rank],
+                              .shm = job->shm[rank],
+                              .shm_bytes = 1024,
+                              .shm_test_free = job->test_free};
+    gs_status_t status = gs__tcp_init_with(&params, &set, &job->tps[rank]);
 
     CHECK_EQ(job, status, GS_OK);
     if (status == GS_OK) {

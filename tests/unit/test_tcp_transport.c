@@ -115,26 +115,24 @@ static void *rank_main(void *p)
                              .size = job->size,
                              .job_id = 0x1234,
                              .comm_id = 0x99,
-                             .nsocks = job->nsocks,
-                             .ifname = "",
-                             .family = "any",
-                             .master_addr = "127.0.0.1",
                              .counters = &job->counters[rank]};
+    gs__tcp_settings_t set = {
+        .nsocks = job->nsocks, .ifname = "", .family = "any", .master_addr = "127.0.0.1"};
     gs_status_t status;
 
     /* GS_TEST_TCP_SHM=BYTES: the same tests over shared-memory rings of that size. */
     if (getenv("GS_TEST_TCP_SHM") != NULL) {
-        params.host_id = 1;
-        params.shm = 1;
-        params.shm_bytes = atoi(getenv("GS_TEST_TCP_SHM"));
-        params.shm_test_free = -1;
+        set.host_id = 1;
+        set.shm = 1;
+        set.shm_bytes = atoi(getenv("GS_TEST_TCP_SHM"));
+        set.shm_test_free = -1;
     }
     /* GS_TEST_TCP_SPIN_US=N: poll before sleeping (-1: auto, as GS_TCP_SPIN_US). */
     if (getenv("GS_TEST_TCP_SPIN_US") != NULL) {
-        params.spin_us = atoi(getenv("GS_TEST_TCP_SPIN_US"));
+        set.spin_us = atoi(getenv("GS_TEST_TCP_SPIN_US"));
     }
 
-    status = ops->init(&params, &job->tps[rank]);
+    status = gs__tcp_init_with(&params, &set, &job->tps[rank]);
     CHECK_EQ(job, status, GS_OK);
     if (status == GS_OK) {
         CHECK_EQ(job, ops->get_address(job->tps[rank], job->addrs[rank], GS_TP_ADDR_MAX), GS_OK);
@@ -1414,20 +1412,14 @@ static void test_tcp_transport_chunk_plan(void **state)
 
 static void test_tcp_transport_connect_timeout_names_rank(void **state)
 {
-    gs_tp_params_t params = {.rank = 0,
-                             .size = 2,
-                             .job_id = 1,
-                             .comm_id = 2,
-                             .nsocks = 1,
-                             .ifname = "",
-                             .family = "ipv4",
-                             .master_addr = "127.0.0.1",
-                             .counters = NULL};
+    gs_tp_params_t params = {.rank = 0, .size = 2, .job_id = 1, .comm_id = 2, .counters = NULL};
+    gs__tcp_settings_t set = {
+        .nsocks = 1, .ifname = "", .family = "ipv4", .master_addr = "127.0.0.1"};
     char addrs[2][GS_TP_ADDR_MAX];
     gs_tp_t *tp = NULL;
 
     (void)state;
-    assert_int_equal(ops->init(&params, &tp), GS_OK);
+    assert_int_equal(gs__tcp_init_with(&params, &set, &tp), GS_OK);
     assert_int_equal(ops->get_address(tp, addrs[0], sizeof(addrs[0])), GS_OK);
     assert_non_null(strstr(addrs[0], "127.0.0.1:"));
     snprintf(addrs[1], sizeof(addrs[1]), "127.0.0.1:1");
@@ -1437,28 +1429,82 @@ static void test_tcp_transport_connect_timeout_names_rank(void **state)
     assert_int_equal(ops->finalize(tp), GS_OK);
 }
 
+/* The init slot reads TCP's own settings from the configuration. */
+static void test_tcp_transport_init_reads_cfg(void **state)
+{
+    gs__cfg_t cfg;
+    gs__tcp_settings_t set;
+    gs_tp_params_t params = {.rank = 0, .size = 1};
+    gs_tp_t *tp = NULL;
+
+    (void)state;
+    /* Without a configuration there is nothing to read. */
+    assert_int_equal(ops->init(&params, &tp), GS_ERR_INVALID_ARG);
+    assert_non_null(strstr(gs__error_get(), "configuration"));
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.tcp_nsocks = 3;
+    cfg.tcp_spin_us = 7;
+    cfg.shm = 1;
+    cfg.shm_bytes = 4096;
+    cfg.heartbeat_ms = 250;
+    cfg.timeout_ms = 5000;
+    cfg.tls = 1;
+    snprintf(cfg.socket_ifname, sizeof(cfg.socket_ifname), "lo");
+    snprintf(cfg.socket_family, sizeof(cfg.socket_family), "ipv4");
+    snprintf(cfg.master_addr, sizeof(cfg.master_addr), "127.0.0.1");
+    snprintf(cfg.host_id, sizeof(cfg.host_id), "host-a");
+    snprintf(cfg.tls_cert, sizeof(cfg.tls_cert), "c.pem");
+    snprintf(cfg.tls_key, sizeof(cfg.tls_key), "k.pem");
+    snprintf(cfg.tls_ca, sizeof(cfg.tls_ca), "ca.pem");
+    gs__tcp_settings_read(&cfg, &set);
+    assert_int_equal(set.nsocks, 3);
+    assert_int_equal(set.spin_us, 7);
+    assert_int_equal(set.shm, 1);
+    assert_int_equal(set.shm_bytes, 4096);
+    assert_int_equal(set.heartbeat_ms, 250);
+    assert_int_equal(set.timeout_ms, 5000);
+    assert_string_equal(set.ifname, "lo");
+    assert_string_equal(set.family, "ipv4");
+    assert_string_equal(set.master_addr, "127.0.0.1");
+    assert_true(set.host_id != 0);
+    assert_int_equal(set.tls.on, 1);
+    assert_string_equal(set.tls.cert, "c.pem");
+    assert_string_equal(set.tls.key, "k.pem");
+    assert_string_equal(set.tls.ca, "ca.pem");
+    /* The slot applies them: a bad count from the configuration is refused. */
+    cfg.tls = 0;
+    cfg.tcp_nsocks = GS_TCP_MAX_SOCKS + 1;
+    params.cfg = &cfg;
+    assert_int_equal(ops->init(&params, &tp), GS_ERR_INVALID_ARG);
+    assert_non_null(strstr(gs__error_get(), "sockets per peer"));
+    cfg.tcp_nsocks = 1;
+    assert_int_equal(ops->init(&params, &tp), GS_OK);
+    assert_int_equal(ops->finalize(tp), GS_OK);
+}
+
 static void test_tcp_transport_bad_args(void **state)
 {
-    gs_tp_params_t params = {.rank = 0, .size = 1, .nsocks = 1, .family = "any"};
+    gs_tp_params_t params = {.rank = 0, .size = 1};
+    gs__tcp_settings_t set = {.nsocks = 1, .family = "any"};
     char small[4];
     gs_tp_t *tp = NULL;
     gs_tp_req_t *req = NULL;
     uint8_t b[4];
 
     (void)state;
-    params.nsocks = 0;
-    assert_int_equal(ops->init(&params, &tp), GS_ERR_INVALID_ARG);
-    params.nsocks = GS_TCP_MAX_SOCKS + 1;
-    assert_int_equal(ops->init(&params, &tp), GS_ERR_INVALID_ARG);
-    params.nsocks = 1;
+    set.nsocks = 0;
+    assert_int_equal(gs__tcp_init_with(&params, &set, &tp), GS_ERR_INVALID_ARG);
+    set.nsocks = GS_TCP_MAX_SOCKS + 1;
+    assert_int_equal(gs__tcp_init_with(&params, &set, &tp), GS_ERR_INVALID_ARG);
+    set.nsocks = 1;
     params.rank = 1;
-    assert_int_equal(ops->init(&params, &tp), GS_ERR_INVALID_ARG);
+    assert_int_equal(gs__tcp_init_with(&params, &set, &tp), GS_ERR_INVALID_ARG);
     params.rank = 0;
-    params.ifname = "no-such-if0";
-    assert_int_equal(ops->init(&params, &tp), GS_ERR_INVALID_ARG);
-    params.ifname = "";
-    params.master_addr = "127.0.0.1";
-    assert_int_equal(ops->init(&params, &tp), GS_OK);
+    set.ifname = "no-such-if0";
+    assert_int_equal(gs__tcp_init_with(&params, &set, &tp), GS_ERR_INVALID_ARG);
+    set.ifname = "";
+    set.master_addr = "127.0.0.1";
+    assert_int_equal(gs__tcp_init_with(&params, &set, &tp), GS_OK);
     assert_int_equal(ops->get_address(tp, small, sizeof(small)), GS_ERR_INVALID_ARG);
     /* A world of one connects to nobody. */
     assert_int_equal(ops->connect(tp, NULL, gs__deadline_after_ms(100)), GS_OK);
@@ -1486,6 +1532,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tcp_transport_lookup),
+        cmocka_unit_test(test_tcp_transport_init_reads_cfg),
         cmocka_unit_test(test_tcp_transport_bad_args),
         cmocka_unit_test(test_tcp_transport_exchange_2ranks_1sock),
         cmocka_unit_test(test_tcp_transport_exchange_2ranks_2socks),

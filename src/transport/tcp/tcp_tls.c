@@ -46,7 +46,7 @@ static const char *ssl_reason(char *buf, size_t len, const char *dflt)
     return buf;
 }
 
-gs_status_t gs__tcp_tls_ctx_new(const gs_tp_tls_t *conf, struct ssl_ctx_st **ctx_out)
+gs_status_t gs__tcp_tls_ctx_new(const gs__tcp_tls_conf_t *conf, struct ssl_ctx_st **ctx_out)
 {
     char why[256];
     gs_status_t status;
@@ -303,7 +303,7 @@ bool gs__tcp_tls_pending(struct ssl_st *ssl)
 
 #else /* !GS_WITH_OPENSSL */
 
-gs_status_t gs__tcp_tls_ctx_new(const gs_tp_tls_t *conf, struct ssl_ctx_st **ctx_out)
+gs_status_t gs__tcp_tls_ctx_new(const gs__tcp_tls_conf_t *conf, struct ssl_ctx_st **ctx_out)
 {
     *ctx_out = NULL;
     if ((conf == NULL) || !conf->on) {

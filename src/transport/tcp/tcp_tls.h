@@ -27,6 +27,15 @@
 struct ssl_st;
 struct ssl_ctx_st;
 
+/* TLS settings of the TCP transport (GS_TLS, GS_TLS_CERT, GS_TLS_KEY,
+ * GS_TLS_CA). */
+typedef struct gs__tcp_tls_conf {
+    int on;           /* 1: every connection is TLS 1.3, peers verified against ca */
+    const char *cert; /* PEM certificate chain of this rank (GS_TLS_CERT) */
+    const char *key;  /* PEM private key (GS_TLS_KEY) */
+    const char *ca;   /* PEM CA certificates peers must chain to (GS_TLS_CA) */
+} gs__tcp_tls_conf_t;
+
 /* Largest run of small frames gathered into one TLS record (one SSL_write). */
 #define GS_TCP_TLS_STAGE_LEN (16u * 1024u)
 
@@ -34,7 +43,7 @@ struct ssl_ctx_st;
  * stays NULL when conf->on is 0). Returns GS_OK, GS_ERR_INVALID_ARG (a file
  * missing, unreadable or not matching, named with OpenSSL's reason) or
  * GS_ERR_UNSUPPORTED (a build without OpenSSL). */
-gs_status_t gs__tcp_tls_ctx_new(const gs_tp_tls_t *conf, struct ssl_ctx_st **ctx_out);
+gs_status_t gs__tcp_tls_ctx_new(const gs__tcp_tls_conf_t *conf, struct ssl_ctx_st **ctx_out);
 void gs__tcp_tls_ctx_free(struct ssl_ctx_st *ctx);
 
 /* A TLS session on connected socket fd: the connector is the TLS client.

@@ -12,6 +12,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/host.h"
 #include "core/log.h"
 #include "core/msg_limit.h"
 #include "transport/tcp/tcp_conn.h"
@@ -102,7 +103,39 @@ static void free_instance(gs_tp_t *tp)
     free(tp);
 }
 
+void gs__tcp_settings_read(const gs__cfg_t *cfg, gs__tcp_settings_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->nsocks = cfg->tcp_nsocks;
+    out->spin_us = cfg->tcp_spin_us;
+    out->ifname = cfg->socket_ifname;
+    out->family = cfg->socket_family;
+    out->master_addr = cfg->master_addr;
+    out->host_id = gs__host_id(cfg->host_id);
+    out->shm = cfg->shm;
+    out->shm_bytes = cfg->shm_bytes;
+    out->shm_test_free = gs__cfg_shm_test_free(cfg); /* -1 without test hooks */
+    out->heartbeat_ms = cfg->heartbeat_ms;
+    out->timeout_ms = cfg->timeout_ms;
+    out->tls.on = cfg->tls;
+    out->tls.cert = cfg->tls_cert;
+    out->tls.key = cfg->tls_key;
+    out->tls.ca = cfg->tls_ca;
+}
+
 static gs_status_t tcp_init(const gs_tp_params_t *params, gs_tp_t **tp_out)
+{
+    gs__tcp_settings_t set;
+
+    if ((params == NULL) || (params->cfg == NULL)) {
+        return gs__error_set(GS_ERR_INVALID_ARG, "tcp: init needs params with a configuration");
+    }
+    gs__tcp_settings_read(params->cfg, &set);
+    return gs__tcp_init_with(params, &set, tp_out);
+}
+
+gs_status_t gs__tcp_init_with(const gs_tp_params_t *params, const gs__tcp_settings_t *set,
+                              gs_tp_t **tp_out)
 {
     gs_sockaddr_t route;
     gs_sockaddr_t local;
@@ -111,13 +144,13 @@ static gs_status_t tcp_init(const gs_tp_params_t *params, gs_tp_t **tp_out)
     gs_status_t status;
     gs_tp_t *tp;
 
-    if ((params == NULL) || (tp_out == NULL) || (params->size < 1) || (params->rank < 0) ||
-        (params->rank >= params->size)) {
+    if ((params == NULL) || (set == NULL) || (tp_out == NULL) || (params->size < 1) ||
+        (params->rank < 0) || (params->rank >= params->size)) {
         return gs__error_set(GS_ERR_INVALID_ARG, "tcp: init needs params with 0 <= rank < size");
     }
-    if ((params->nsocks < 1) || (params->nsocks > GS_TCP_MAX_SOCKS)) {
+    if ((set->nsocks < 1) || (set->nsocks > GS_TCP_MAX_SOCKS)) {
         return gs__error_set(GS_ERR_INVALID_ARG, "tcp: %d sockets per peer, expected 1..%d",
-                             params->nsocks, GS_TCP_MAX_SOCKS);
+                             set->nsocks, GS_TCP_MAX_SOCKS);
     }
     tp = calloc(1, sizeof(*tp));
     if (tp == NULL) {
@@ -125,8 +158,8 @@ static gs_status_t tcp_init(const gs_tp_params_t *params, gs_tp_t **tp_out)
     }
     tp->rank = params->rank;
     tp->size = params->size;
-    tp->nsocks = params->nsocks;
-    tp->spin_us = params->spin_us;
+    tp->nsocks = set->nsocks;
+    tp->spin_us = set->spin_us;
     tp->job_id = params->job_id;
     tp->comm_id = params->comm_id;
     tp->counters = params->counters;
@@ -134,19 +167,18 @@ static gs_status_t tcp_init(const gs_tp_params_t *params, gs_tp_t **tp_out)
     tp->epfd = -1;
     tp->evfd = -1;
     tp->down_rank = -1;
-    tp->hb_ns = (params->heartbeat_ms > 0) ? (uint64_t)params->heartbeat_ms * 1000000ull : 0;
+    tp->hb_ns = (set->heartbeat_ms > 0) ? (uint64_t)set->heartbeat_ms * 1000000ull : 0;
     tp->hb_next_ns = UINT64_MAX; /* armed by connect */
-    tp->hb_judge =
-        (tp->hb_ns > 0) && (params->timeout_ms > 0) &&
-        (tp->hb_ns * GS_TCP_HEARTBEAT_MISSES < (uint64_t)params->timeout_ms * 1000000ull);
-    tp->host_id = params->host_id;
-    tp->shm_offer = (params->shm != 0) && (params->host_id != 0) && (tp->size > 1);
-    tp->shm_bytes = (uint64_t)params->shm_bytes;
+    tp->hb_judge = (tp->hb_ns > 0) && (set->timeout_ms > 0) &&
+                   (tp->hb_ns * GS_TCP_HEARTBEAT_MISSES < (uint64_t)set->timeout_ms * 1000000ull);
+    tp->host_id = set->host_id;
+    tp->shm_offer = (set->shm != 0) && (set->host_id != 0) && (tp->size > 1);
+    tp->shm_bytes = (uint64_t)set->shm_bytes;
     if ((tp->shm_bytes < GS_SHM_MIN_BYTES) || (tp->shm_bytes > GS_SHM_MAX_BYTES)) {
         tp->shm_offer = false; /* unset or out of range (in-process tests): TCP only */
     }
 #ifdef GS_TEST_HOOKS
-    tp->shm_test_free = params->shm_test_free;
+    tp->shm_test_free = set->shm_test_free;
 #else
     tp->shm_test_free = -1; /* GS_SHM_TEST_FREE_BYTES: test hooks only */
 #endif
@@ -160,7 +192,7 @@ static gs_status_t tcp_init(const gs_tp_params_t *params, gs_tp_t **tp_out)
     gs__match_init(&tp->unexp);
     gs__htab_init(&tp->active);
     atomic_init(&tp->aborted, 0);
-    status = gs__tcp_tls_ctx_new(&params->tls, &tp->tls_ctx);
+    status = gs__tcp_tls_ctx_new(&set->tls, &tp->tls_ctx);
     if (status != GS_OK) {
         goto err_free; /* named the file or the missing setting */
     }
@@ -220,13 +252,13 @@ static gs_status_t tcp_init(const gs_tp_params_t *params, gs_tp_t **tp_out)
             gs__error_set(GS_ERR_SYSTEM, "tcp: epoll_ctl(eventfd) failed: %s", strerror(errno));
         goto err_free;
     }
-    if ((params->master_addr != NULL) && (params->master_addr[0] != '\0')) {
-        status = resolve_route(params->master_addr, params->family, &route);
+    if ((set->master_addr != NULL) && (set->master_addr[0] != '\0')) {
+        status = resolve_route(set->master_addr, set->family, &route);
         if (status == GS_OK) {
-            status = gs__sock_pick_local(params->ifname, params->family, &route, &local);
+            status = gs__sock_pick_local(set->ifname, set->family, &route, &local);
         }
     } else {
-        status = gs__sock_pick_local(params->ifname, params->family, NULL, &local);
+        status = gs__sock_pick_local(set->ifname, set->family, NULL, &local);
     }
     if (status != GS_OK) {
         goto err_free; /* the socket helper named the cause */
