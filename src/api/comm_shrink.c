@@ -93,62 +93,64 @@ static gs_status_t view_check(const uint8_t *buf, size_t nbytes, uint32_t magic,
     return GS_OK;
 }
 
-/* Wait for n requests (NULL entries skipped) until all finished or the
- * deadline. Fills st[i] with each one's status (GS_ERR_TIMEOUT when it did
- * not finish). Returns GS_ERR_ABORTED when the transport was aborted, else
- * GS_OK. */
-static gs_status_t wait_all(gs_transport_t *t, gs_tp_req_t **reqs, gs_tp_completion_t *comp,
-                            gs_status_t *st, int n, uint64_t deadline)
+/*
+ * Wait for n requests (entries with no request skipped) until all finished
+ * or the deadline. Posting, testing and releasing are the algorithm
+ * context's (gs__algo_isend/_irecv, gs__algo_check_len, which releases a
+ * finished request, and gs__algo_release_all); the wait is not
+ * gs__algo_wait_all's, whose first failure ends it and whose deadline is
+ * renewed by each completion: the agreement needs every request's own
+ * outcome by one fixed deadline, over a transport that may be down. Fills
+ * st[i] with each one's status (GS_ERR_TIMEOUT when it did not finish) and
+ * nbytes[i] with what a finished one carried; releases every request.
+ * Returns GS_ERR_ABORTED when the transport was aborted, else GS_OK.
+ */
+static gs_status_t wait_all(gs_comm_t comm, gs_algo_req_t *reqs, size_t *nbytes, gs_status_t *st,
+                            int n, uint64_t deadline)
 {
+    gs_status_t status = GS_OK;
+
     for (int i = 0; i < n; i++) {
         st[i] = GS_INPROGRESS;
+        nbytes[i] = 0;
     }
     for (;;) {
         int pending = 0;
         uint64_t now;
-        gs_status_t status;
 
         for (int i = 0; i < n; i++) {
             int done = 0;
 
-            if ((reqs[i] == NULL) || (st[i] != GS_INPROGRESS)) {
+            if (reqs[i].req == NULL) {
                 continue;
             }
-            (void)gs__tp_test(t, reqs[i], &done, &comp[i]);
-            if (done) {
-                st[i] = comp[i].status;
-            } else {
+            st[i] = gs__algo_check_len(&comm->actx, &reqs[i], &done, &nbytes[i]);
+            if (!done) {
+                st[i] = GS_INPROGRESS;
                 pending++;
             }
         }
         if (pending == 0) {
-            return GS_OK;
+            break;
         }
         now = gs__now_ns();
         if (now >= deadline) {
             for (int i = 0; i < n; i++) {
-                if ((reqs[i] != NULL) && (st[i] == GS_INPROGRESS)) {
+                if (reqs[i].req != NULL) {
                     st[i] = GS_ERR_TIMEOUT;
                 }
             }
-            return GS_OK;
+            break;
         }
-        status =
-            gs__tp_progress(t, (deadline - now > SHRINK_POLL_NS) ? now + SHRINK_POLL_NS : deadline);
-        if (status == GS_ERR_ABORTED) {
-            return gs__error_set(GS_ERR_ABORTED, "gs_comm_shrink: the communicator was aborted");
-        }
-    }
-}
-
-static void release_all(gs_transport_t *t, gs_tp_req_t **reqs, int n)
-{
-    for (int i = 0; i < n; i++) {
-        if (reqs[i] != NULL) {
-            (void)gs__tp_req_release(t, reqs[i]);
-            reqs[i] = NULL;
+        if (gs__tp_progress(&comm->tr,
+                            (deadline - now > SHRINK_POLL_NS) ? now + SHRINK_POLL_NS : deadline) ==
+            GS_ERR_ABORTED) {
+            status = gs__error_set(GS_ERR_ABORTED, "gs_comm_shrink: the communicator was aborted");
+            break;
         }
     }
+    gs__algo_release_all(&comm->actx, reqs, (size_t)n);
+    return status;
 }
 
 static void note_local_failures(gs_comm_t comm, uint8_t *dead)
@@ -161,7 +163,7 @@ static void note_local_failures(gs_comm_t comm, uint8_t *dead)
 }
 
 /* The coordinator's side of the agreement: collect, union, hand out. */
-static gs_status_t agree_coordinate(shrink_task_t *s, gs_tp_req_t **reqs, gs_tp_completion_t *comp,
+static gs_status_t agree_coordinate(shrink_task_t *s, gs_algo_req_t *reqs, size_t *nbytes,
                                     gs_status_t *st)
 {
     gs_comm_t comm = s->comm;
@@ -170,20 +172,19 @@ static gs_status_t agree_coordinate(shrink_task_t *s, gs_tp_req_t **reqs, gs_tp_
     gs_status_t status;
 
     for (int p = 0; p < n; p++) {
-        reqs[p] = NULL;
+        reqs[p].req = NULL;
         if ((p != comm->rank) && !s->dead[p]) {
-            status = gs__tp_irecv(&comm->tr, p, shrink_tag(PH_VIEW, s->epoch, comm->rank),
-                                  s->inbox + (size_t)p * len, len, &reqs[p]);
+            status = gs__algo_irecv(&comm->actx, p, shrink_tag(PH_VIEW, s->epoch, comm->rank),
+                                    s->inbox + (size_t)p * len, len, &reqs[p]);
             if (status != GS_OK) {
-                release_all(&comm->tr, reqs, n);
+                gs__algo_release_all(&comm->actx, reqs, (size_t)n);
                 return status;
             }
         }
     }
     /* Half the time: the members, who wait the whole of it for the final
      * set, then still get it when a rank never answers. */
-    status = wait_all(&comm->tr, reqs, comp, st, n, s->collect);
-    release_all(&comm->tr, reqs, n);
+    status = wait_all(comm, reqs, nbytes, st, n, s->collect);
     if (status != GS_OK) {
         return status;
     }
@@ -191,8 +192,8 @@ static gs_status_t agree_coordinate(shrink_task_t *s, gs_tp_req_t **reqs, gs_tp_
         if ((p == comm->rank) || s->dead[p]) {
             continue;
         }
-        if ((st[p] != GS_OK) || (view_check(s->inbox + (size_t)p * len, comp[p].nbytes,
-                                            SHRINK_VIEW_MAGIC, n, p) != GS_OK)) {
+        if ((st[p] != GS_OK) ||
+            (view_check(s->inbox + (size_t)p * len, nbytes[p], SHRINK_VIEW_MAGIC, n, p) != GS_OK)) {
             GS_WARN("gs_comm_shrink: rank %d: rank %d gave no view (%s): counted as gone",
                     comm->rank, p, gs_status_name(st[p]));
             s->dead[p] = 1;
@@ -211,15 +212,13 @@ static gs_status_t agree_coordinate(shrink_task_t *s, gs_tp_req_t **reqs, gs_tp_
      * newly declared gone (a live rank learns it was excluded). */
     view_encode(s->msg, SHRINK_FINAL_MAGIC, n, s->dead);
     for (int p = 0; p < n; p++) {
-        reqs[p] = NULL;
+        reqs[p].req = NULL;
         if ((p != comm->rank) && (st[p] == GS_OK)) {
-            (void)gs__tp_isend(&comm->tr, p, shrink_tag(PH_FINAL, s->epoch, comm->rank), s->msg,
-                               len, &reqs[p]);
+            (void)gs__algo_isend(&comm->actx, p, shrink_tag(PH_FINAL, s->epoch, comm->rank), s->msg,
+                                 len, &reqs[p]);
         }
     }
-    status = wait_all(&comm->tr, reqs, comp, st, n, s->deadline);
-    release_all(&comm->tr, reqs, n);
-    return status;
+    return wait_all(comm, reqs, nbytes, st, n, s->deadline);
 }
 
 /* A member's side: send our view to the coordinator, wait for the final set. */
@@ -228,24 +227,25 @@ static gs_status_t agree_member(shrink_task_t *s, int coord, int *retry_out)
     gs_comm_t comm = s->comm;
     const int n = comm->size;
     const size_t len = view_len(n);
-    gs_tp_req_t *reqs[2] = {NULL, NULL};
-    gs_tp_completion_t comp[2];
+    gs_algo_req_t reqs[2] = {{.req = NULL}, {.req = NULL}};
+    size_t nbytes[2];
     gs_status_t st[2];
     gs_status_t status;
     uint8_t *final = s->inbox + (size_t)coord * len;
 
     *retry_out = 0;
     view_encode(s->msg, SHRINK_VIEW_MAGIC, n, s->dead);
-    status =
-        gs__tp_irecv(&comm->tr, coord, shrink_tag(PH_FINAL, s->epoch, coord), final, len, &reqs[0]);
+    status = gs__algo_irecv(&comm->actx, coord, shrink_tag(PH_FINAL, s->epoch, coord), final, len,
+                            &reqs[0]);
     if (status == GS_OK) {
-        status = gs__tp_isend(&comm->tr, coord, shrink_tag(PH_VIEW, s->epoch, coord), s->msg, len,
-                              &reqs[1]);
+        status = gs__algo_isend(&comm->actx, coord, shrink_tag(PH_VIEW, s->epoch, coord), s->msg,
+                                len, &reqs[1]);
     }
     if (status == GS_OK) {
-        status = wait_all(&comm->tr, reqs, comp, st, 2, s->deadline);
+        status = wait_all(comm, reqs, nbytes, st, 2, s->deadline);
+    } else {
+        gs__algo_release_all(&comm->actx, reqs, 2);
     }
-    release_all(&comm->tr, reqs, 2);
     if (status != GS_OK) {
         return status;
     }
@@ -263,7 +263,7 @@ static gs_status_t agree_member(shrink_task_t *s, int coord, int *retry_out)
         *retry_out = 1;
         return GS_OK;
     }
-    status = view_check(final, comp[0].nbytes, SHRINK_FINAL_MAGIC, n, coord);
+    status = view_check(final, nbytes[0], SHRINK_FINAL_MAGIC, n, coord);
     if (status != GS_OK) {
         return status;
     }
@@ -278,8 +278,8 @@ static gs_status_t agree_member(shrink_task_t *s, int coord, int *retry_out)
 }
 
 /* Phase 2: create the child's transport and exchange endpoints. */
-static gs_status_t exchange_endpoints(shrink_task_t *s, gs_tp_req_t **reqs,
-                                      gs_tp_completion_t *comp, gs_status_t *st)
+static gs_status_t exchange_endpoints(shrink_task_t *s, gs_algo_req_t *reqs, size_t *nbytes,
+                                      gs_status_t *st)
 {
     gs_comm_t comm = s->comm;
     gs_comm_t child = s->child;
@@ -301,7 +301,7 @@ static gs_status_t exchange_endpoints(shrink_task_t *s, gs_tp_req_t **reqs,
         my_addr[0] = '\0'; /* the others fail fast instead of at their deadline */
     }
     for (int p = 0; p < n; p++) {
-        reqs[p] = NULL;
+        reqs[p].req = NULL;
     }
     if (comm->rank == s->coord) {
         /* Gather every member's endpoint in new-rank order, then hand out. */
@@ -312,17 +312,16 @@ static gs_status_t exchange_endpoints(shrink_task_t *s, gs_tp_req_t **reqs,
             if (p == comm->rank) {
                 memcpy(s->addrs[i], my_addr, GS_SOCK_ADDR_MAX);
             } else {
-                status =
-                    gs__tp_irecv(&comm->tr, p, tag_addr, s->addrs[i], GS_SOCK_ADDR_MAX, &reqs[p]);
+                status = gs__algo_irecv(&comm->actx, p, tag_addr, s->addrs[i], GS_SOCK_ADDR_MAX,
+                                        &reqs[p]);
                 if (status != GS_OK) {
-                    release_all(&comm->tr, reqs, n);
+                    gs__algo_release_all(&comm->actx, reqs, (size_t)n);
                     return status;
                 }
             }
             i++;
         }
-        status = wait_all(&comm->tr, reqs, comp, st, n, s->deadline);
-        release_all(&comm->tr, reqs, n);
+        status = wait_all(comm, reqs, nbytes, st, n, s->deadline);
         if (status != GS_OK) {
             return status;
         }
@@ -331,7 +330,7 @@ static gs_status_t exchange_endpoints(shrink_task_t *s, gs_tp_req_t **reqs,
             if (s->dead[p]) {
                 continue;
             }
-            if ((p != comm->rank) && ((st[p] != GS_OK) || (comp[p].nbytes != GS_SOCK_ADDR_MAX))) {
+            if ((p != comm->rank) && ((st[p] != GS_OK) || (nbytes[p] != GS_SOCK_ADDR_MAX))) {
                 s->addrs[i][0] = '\0';
             }
             s->addrs[i][GS_SOCK_ADDR_MAX - 1] = '\0';
@@ -339,22 +338,22 @@ static gs_status_t exchange_endpoints(shrink_task_t *s, gs_tp_req_t **reqs,
         }
         for (int p = 0; p < n; p++) {
             if (!s->dead[p] && (p != comm->rank)) {
-                (void)gs__tp_isend(&comm->tr, p, tag_table, s->addrs, table_len, &reqs[p]);
+                (void)gs__algo_isend(&comm->actx, p, tag_table, s->addrs, table_len, &reqs[p]);
             }
         }
-        status = wait_all(&comm->tr, reqs, comp, st, n, s->deadline);
-        release_all(&comm->tr, reqs, n);
+        status = wait_all(comm, reqs, nbytes, st, n, s->deadline);
     } else {
-        status = gs__tp_irecv(&comm->tr, s->coord, tag_table, s->addrs, table_len, &reqs[0]);
+        status = gs__algo_irecv(&comm->actx, s->coord, tag_table, s->addrs, table_len, &reqs[0]);
         if (status == GS_OK) {
-            status =
-                gs__tp_isend(&comm->tr, s->coord, tag_addr, my_addr, GS_SOCK_ADDR_MAX, &reqs[1]);
+            status = gs__algo_isend(&comm->actx, s->coord, tag_addr, my_addr, GS_SOCK_ADDR_MAX,
+                                    &reqs[1]);
         }
         if (status == GS_OK) {
-            status = wait_all(&comm->tr, reqs, comp, st, 2, s->deadline);
+            status = wait_all(comm, reqs, nbytes, st, 2, s->deadline);
+        } else {
+            gs__algo_release_all(&comm->actx, reqs, 2);
         }
-        release_all(&comm->tr, reqs, 2);
-        if ((status == GS_OK) && ((st[0] != GS_OK) || (comp[0].nbytes != table_len))) {
+        if ((status == GS_OK) && ((st[0] != GS_OK) || (nbytes[0] != table_len))) {
             status = gs__error_set((st[0] == GS_ERR_TIMEOUT) ? GS_ERR_TIMEOUT : GS_ERR_PEER_FAILED,
                                    "gs_comm_shrink: rank %d: no endpoint table from coordinator "
                                    "rank %d (%s)",
@@ -392,14 +391,15 @@ static gs_status_t shrink_run(gs__task_t *task, void *ctx)
     shrink_task_t *s = (shrink_task_t *)task;
     gs_comm_t comm = (gs_comm_t)ctx;
     const int n = comm->size;
-    gs_tp_req_t **reqs = calloc((size_t)n, sizeof(*reqs));
-    gs_tp_completion_t *comp = calloc((size_t)n, sizeof(*comp));
+    gs_algo_req_t *reqs = calloc((size_t)n, sizeof(*reqs));
+    size_t *nbytes = calloc((size_t)n, sizeof(*nbytes));
     gs_status_t *st = calloc((size_t)n, sizeof(*st));
     gs_status_t status = GS_OK;
     int members = 0;
     int newrank = 0;
 
-    if ((reqs == NULL) || (comp == NULL) || (st == NULL)) {
+    comm->actx.opname = "gs_comm_shrink"; /* names the call in a request's failure */
+    if ((reqs == NULL) || (nbytes == NULL) || (st == NULL)) {
         status = gs__error_set(GS_ERR_NO_MEMORY, "gs_comm_shrink: out of memory");
         goto out;
     }
@@ -412,7 +412,7 @@ static gs_status_t shrink_run(gs__task_t *task, void *ctx)
             s->coord++;
         }
         if (s->coord == comm->rank) {
-            status = agree_coordinate(s, reqs, comp, st);
+            status = agree_coordinate(s, reqs, nbytes, st);
             break;
         }
         status = agree_member(s, s->coord, &retry);
@@ -442,10 +442,10 @@ static gs_status_t shrink_run(gs__task_t *task, void *ctx)
         status = gs__error_set(GS_ERR_NO_MEMORY, "gs_comm_shrink: out of memory");
         goto out;
     }
-    status = exchange_endpoints(s, reqs, comp, st);
+    status = exchange_endpoints(s, reqs, nbytes, st);
 out:
     free(reqs);
-    free(comp);
+    free(nbytes);
     free(st);
     return status;
 }
