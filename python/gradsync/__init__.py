@@ -12,6 +12,8 @@ tensors (contiguous). docs/python.md is the guide and the reference.
         grad = np.full(1000, comm.rank, dtype=np.float32)
         comm.allreduce(grad, op="avg")              # in place
 """
+from __future__ import annotations
+
 from ._lib import (LIB as _LIB, Aborted, AuthError, Error, InvalidArgument, InvalidUsage,
                    LibraryNotFound, Mismatch, NoMemory, PeerFailed, Timeout, Truncated,
                    Unsupported, error_class)
@@ -34,17 +36,17 @@ __all__ = [
 ]
 
 
-def library_version():
+def library_version() -> str:
     """Version string of the loaded libgradsync, "major.minor.patch" (gs_version_string()).
     It equals __version__ when the package and the library come from the same source tree."""
     return _LIB.gs_version_string().decode()
 
 
-def library_path():
+def library_path() -> str:
     """The path or name libgradsync was loaded from."""
     return _LIB.path
 
 
-def strerror(status):
+def strerror(status: int) -> str:
     """One-line description of a gs_status_t value."""
     return _LIB.gs_strerror(int(status)).decode()

@@ -11,9 +11,16 @@ an array when its module is already loaded, so the package works without
 either. A resolved buffer keeps the Python object (and the memoryview that
 pins it) referenced; requests hold these until the operation completes.
 """
+from __future__ import annotations
+
 import ctypes
 import sys
+from typing import Any, Optional
 
+#: What the calls take as a buffer: a torch tensor, a numpy array or any object with the
+#: buffer protocol (bytearray, memoryview, array.array, ...). Neither torch nor numpy is a
+#: dependency, so the annotation cannot be narrower.
+BufferLike = Any
 from . import _types as T
 from ._lib import invalid
 
@@ -47,7 +54,7 @@ _release_buffer.argtypes = [ctypes.POINTER(_PyBuffer)]
 _release_buffer.restype = None
 
 
-def _address(mv):
+def _address(mv: memoryview) -> Optional[int]:
     """Address of a C-contiguous memoryview's data (read-only ones too). The
     memoryview itself keeps the export alive; the caller keeps it referenced."""
     view = _PyBuffer()
@@ -63,7 +70,8 @@ class Buf:
     device (True for a CUDA tensor), obj (the caller's object), keep (what to hold)."""
     __slots__ = ("ptr", "count", "dtype", "readonly", "device", "obj", "keep")
 
-    def __init__(self, ptr, count, dtype, readonly, device, obj, keep):
+    def __init__(self, ptr: Optional[int], count: int, dtype: T.DType, readonly: bool,
+                 device: bool, obj: Any, keep: Any) -> None:
         self.ptr = ptr or None
         self.count = count
         self.dtype = dtype
@@ -73,7 +81,7 @@ class Buf:
         self.keep = keep
 
 
-def _torch(obj, what, torch):
+def _torch(obj: Any, what: str, torch: Any) -> Buf:
     # The torch backend calls this on every collective: attribute tests only (obj.device
     # and str(obj.layout) cost more than the rest together).
     if obj.layout != torch.strided:
@@ -92,7 +100,7 @@ def _torch(obj, what, torch):
     return Buf(obj.data_ptr(), obj.numel(), dt, False, cuda, obj, obj)
 
 
-def _numpy(obj, what):
+def _numpy(obj: Any, what: str) -> Buf:
     dt = obj.dtype
     key = (dt.kind, dt.itemsize)
     gdt = _NUMPY.get(key)
@@ -107,7 +115,7 @@ def _numpy(obj, what):
     return Buf(obj.ctypes.data, obj.size, gdt, not obj.flags.writeable, False, obj, obj)
 
 
-def _generic(obj, what):
+def _generic(obj: Any, what: str) -> Buf:
     try:
         mv = memoryview(obj)
     except TypeError:
@@ -132,7 +140,7 @@ def _generic(obj, what):
     return Buf(_address(mv), mv.nbytes // mv.itemsize, gdt, mv.readonly, False, obj, mv)
 
 
-def resolve(obj, what, writable=False):
+def resolve(obj: BufferLike, what: str, writable: bool = False) -> Buf:
     """Resolve @obj (named @what in errors); @writable: it will be written."""
     torch = sys.modules.get("torch")
     np = sys.modules.get("numpy")
@@ -147,7 +155,7 @@ def resolve(obj, what, writable=False):
     return b
 
 
-def dtype_of(spec, what="dtype"):
+def dtype_of(spec: Any, what: str = "dtype") -> T.DType:
     """A DType from a DType, a name ("float32", "bf16"), a numpy dtype or a torch dtype."""
     if isinstance(spec, T.DType):
         return spec

@@ -9,18 +9,26 @@ return a Request that holds every buffer until completion. Errors found on
 the Python side are raised as the C library would raise them
 (gradsync.InvalidArgument, status GS_ERR_INVALID_ARG), before any byte moves.
 """
+from __future__ import annotations
+
 import collections
 import ctypes
 import operator
 import weakref
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from ctypes import byref, c_int, c_size_t, c_void_p
 
 from . import _types as T
-from ._buffer import dtype_of, resolve
-from ._compress import ErrorFeedback, codec_of
-from ._lib import LIB, Resource, check, invalid, make_error, query
-from ._request import Request, Status, group_keep, reap, reap_closed
+from ._buffer import Buf, BufferLike, dtype_of, resolve
+from ._compress import Codec, ErrorFeedback, codec_of
+from ._lib import LIB, Error, Resource, check, invalid, make_error, query
+from ._request import Request, Status, _Orphan, group_keep, reap, reap_closed
+
+#: An op: a gradsync.Op or its name ("sum", "avg", ...). An algorithm: a gradsync.Algo, its
+#: name ("ring", ...) or None (automatic).
+OpLike = Union[str, T.Op]
+AlgoLike = Union[None, str, T.Algo]
 
 _OPS = {"sum": T.Op.SUM, "prod": T.Op.PROD, "min": T.Op.MIN, "max": T.Op.MAX,
         "avg": T.Op.AVG, "band": T.Op.BAND, "bor": T.Op.BOR, "bxor": T.Op.BXOR}
@@ -29,7 +37,7 @@ _ALGOS.update({"recursive_doubling": T.Algo.RD, "hierarchical": T.Algo.HIER})
 _INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
 
 
-def op_of(op):
+def op_of(op: OpLike) -> T.Op:
     """A gs_op_t from an Op or its name ("sum", "prod", "min", "max", "avg", "band", ...)."""
     if isinstance(op, T.Op):
         return op
@@ -38,7 +46,8 @@ def op_of(op):
     raise invalid("op %r is unknown; one of %s" % (op, ", ".join(_OPS)))
 
 
-def algo_of(algo):
+def algo_of(algo: AlgoLike) -> T.Algo:
+    """A gs_algo_t from an Algo, its name, or None (AUTO)."""
     if algo is None:
         return T.Algo.AUTO
     if isinstance(algo, T.Algo):
@@ -49,7 +58,7 @@ def algo_of(algo):
                                                                       for a in T.Algo)))
 
 
-def _int(value, what, lo=_INT_MIN, hi=_INT_MAX):
+def _int(value: Any, what: str, lo: int = _INT_MIN, hi: int = _INT_MAX) -> int:
     try:
         v = operator.index(value)
     except TypeError:
@@ -59,11 +68,12 @@ def _int(value, what, lo=_INT_MIN, hi=_INT_MAX):
     return v
 
 
-def _tag(tag, fn):
+def _tag(tag: Any, fn: str) -> int:
     return _int(tag, "%s: tag" % fn, 0, (1 << 32) - 1)
 
 
-def _counts(values, n, what):
+def _counts(values: Optional[Sequence[int]], n: int,
+            what: str) -> Tuple[Optional[ctypes.Array[c_size_t]], Optional[List[int]]]:
     """A size_t[n] from a sequence of n non-negative integers (None stays None)."""
     if values is None:
         return None, None
@@ -85,7 +95,7 @@ def _counts(values, n, what):
     return (c_size_t * n)(*out), out
 
 
-def _same_dtype(a, b, fn, an="buf", bn="out"):
+def _same_dtype(a: Buf, b: Buf, fn: str, an: str = "buf", bn: str = "out") -> None:
     if a.dtype != b.dtype:
         raise invalid("%s: %s has dtype %s but %s has %s" % (fn, bn, b.dtype.name.lower(), an,
                                                              a.dtype.name.lower()))
@@ -112,8 +122,12 @@ class Communicator(Resource):
 
     _what = "communicator"
 
-    def __init__(self, rank=None, size=None, master_addr=None, master_port=None,
-                 timeout_ms=None, *, launcher=True, **config):
+    _orphans: collections.deque[_Orphan]
+
+    def __init__(self, rank: Optional[int] = None, size: Optional[int] = None,
+                 master_addr: Optional[str] = None, master_port: Optional[int] = None,
+                 timeout_ms: Optional[int] = None, *, launcher: bool = True,
+                 **config: Any) -> None:
         if "world_size" in config:
             if size is not None and config["world_size"] != size:
                 raise invalid("Communicator: size %r and world_size %r disagree"
@@ -129,14 +143,14 @@ class Communicator(Resource):
         self._adopt(h.value)
 
     @classmethod
-    def _wrap(cls, handle):
+    def _wrap(cls, handle: Optional[int]) -> Communicator:
         self = cls.__new__(cls)
         self._adopt(handle)
         return self
 
-    def _adopt(self, handle):
+    def _adopt(self, handle: Optional[int]) -> None:
         self._h = handle
-        self._children = weakref.WeakSet()
+        self._children: weakref.WeakSet[Resource] = weakref.WeakSet()
         self._orphans = collections.deque()  # Requests dropped in flight (_request._Orphan)
         r, s = c_int(), c_int()
         check(LIB.gs_comm_rank(handle, byref(r)))
@@ -145,26 +159,27 @@ class Communicator(Resource):
 
     # ---- lifetime ------------------------------------------------------
 
-    def _handle(self):
+    def _handle(self) -> int:
         if self._orphans:  # every call first releases the dropped requests that finished
             reap(self._orphans)
         return super()._handle()
 
     @property
-    def rank(self):
+    def rank(self) -> int:
         """This process's rank, 0 .. size-1."""
         return self._rank
 
     @property
-    def size(self):
+    def size(self) -> int:
         """Number of ranks."""
         return self._size
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
+        """True once close() has run."""
         return self._h is None
 
-    def close(self):
+    def close(self) -> None:
         """Finish the submitted collectives, close the bucketers and parameter servers made
         on it, and free the communicator (gs_comm_destroy), which cancels point-to-point
         calls still in flight; then release the requests dropped in flight. Idempotent."""
@@ -181,22 +196,22 @@ class Communicator(Resource):
         finally:
             reap_closed(self._orphans)
 
-    def abort(self):
+    def abort(self) -> None:
         """Every pending and later operation fails with gradsync.Aborted. Any thread."""
         check(LIB.gs_comm_abort(self._handle()))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<gradsync.Communicator rank %d of %d%s>" % (
             self._rank, self._size, " (closed)" if self._h is None else "")
 
-    def dup(self):
+    def dup(self) -> Communicator:
         """A new communicator with the same ranks whose traffic never matches this one's.
         Collective."""
         h = c_void_p()
         check(LIB.gs_comm_dup(self._handle(), byref(h)))
         return Communicator._wrap(h.value)
 
-    def split(self, color, key=0):
+    def split(self, color: int, key: int = 0) -> Optional[Communicator]:
         """Ranks passing the same color form a new communicator, ordered by (key, rank);
         a negative color takes part and gets None. Collective."""
         h = c_void_p()
@@ -204,7 +219,7 @@ class Communicator(Resource):
         check(LIB.gs_comm_split(*args))
         return Communicator._wrap(h.value) if h.value else None
 
-    def async_error(self):
+    def async_error(self) -> Optional[Error]:
         """The sticky error of the communicator as a gradsync.Error, or None while healthy."""
         st = c_int()
         check(LIB.gs_comm_get_async_error(self._handle(), byref(st)))
@@ -213,22 +228,23 @@ class Communicator(Resource):
         return make_error(st.value, "the communicator failed earlier with %s"
                           % LIB.gs_strerror(st.value).decode())
 
-    def counters(self):
+    def counters(self) -> Dict[str, Any]:
         """Traffic counters (gs_counters_t) as a dict."""
         return T.struct_to_dict(query(LIB.gs_comm_counters, T.Counters, self._handle()))
 
-    def stats(self):
+    def stats(self) -> Dict[str, Any]:
         """Statistics (gs_comm_stats_t) as a dict; "coll" is a list indexed by gs_coll_type_t."""
         return T.struct_to_dict(query(LIB.gs_comm_stats, T.CommStats, self._handle()))
 
-    def peer_stats(self, peer):
+    def peer_stats(self, peer: int) -> Dict[str, Any]:
         """What this rank exchanged with @peer (gs_peer_stats_t) as a dict."""
         return T.struct_to_dict(query(LIB.gs_comm_peer_stats, T.PeerStats, self._handle(),
                                       _int(peer, "peer_stats: peer")))
 
     # ---- helpers -------------------------------------------------------
 
-    def _run(self, fn, args, async_op, keep, result, ifn=None, pstatus=None):
+    def _run(self, fn: str, args: Tuple[Any, ...], async_op: bool, keep: Any, result: Any,
+             ifn: str = "", pstatus: Optional[T.P2PStatus] = None) -> Any:
         if async_op:
             req = Request(keep, result, pstatus=pstatus, owner=self, what=ifn)
             check(getattr(LIB, ifn)(*args, byref(req._h)))
@@ -236,7 +252,8 @@ class Communicator(Resource):
         check(getattr(LIB, fn)(*args))
         return result
 
-    def _io(self, fn, buf, out, inplace_ok=True):
+    def _io(self, fn: str, buf: BufferLike, out: Optional[BufferLike],
+            inplace_ok: bool = True) -> Tuple[Buf, Buf]:
         """(send, recv) Bufs; out None means in place (buf is written)."""
         if out is None:
             if not inplace_ok:
@@ -250,8 +267,11 @@ class Communicator(Resource):
 
     # ---- collectives ---------------------------------------------------
 
-    def allreduce(self, buf, out=None, op="sum", codec=None, ef=None, algo=None,
-                  async_op=False):
+    # The collectives return their output object, or a Request with async_op=True: "Any".
+
+    def allreduce(self, buf: BufferLike, out: Optional[BufferLike] = None, op: OpLike = "sum",
+                  codec: Union[None, str, Codec] = None, ef: Optional[ErrorFeedback] = None,
+                  algo: AlgoLike = None, async_op: bool = False) -> Any:
         """out = op over every rank's buf (out None: in place). codec (a Codec or a kind name)
         and ef (an ErrorFeedback) compress; algo forces an algorithm. Returns out (buf in
         place) or, with async_op, a Request."""
@@ -276,14 +296,15 @@ class Communicator(Resource):
                                              opv, byref(opts)), async_op,
                          (s.keep, o.keep, opts, codec, ef), result, "gs_iallreduce_ex")
 
-    def broadcast(self, buf, root, async_op=False):
+    def broadcast(self, buf: BufferLike, root: int, async_op: bool = False) -> Any:
         """Every rank's buf = root's buf. Returns buf (or a Request)."""
         root = _int(root, "broadcast: root")
         b = resolve(buf, "broadcast: buf", writable=(root != self._rank))
         return self._run("gs_broadcast", (self._handle(), b.ptr, b.count, b.dtype, root),
                          async_op, b.keep, buf, "gs_ibroadcast")
 
-    def reduce(self, buf, out=None, op="sum", root=0, async_op=False):
+    def reduce(self, buf: BufferLike, out: Optional[BufferLike] = None, op: OpLike = "sum",
+               root: int = 0, async_op: bool = False) -> Any:
         """root's out = op over every rank's buf (out None: in place at the root; ignored
         elsewhere). Returns out (buf in place) or a Request."""
         fn = "reduce"
@@ -300,7 +321,7 @@ class Communicator(Resource):
                                        s.dtype, op_of(op), root), async_op,
                          (s.keep, o.keep if o else None), result, "gs_ireduce")
 
-    def allgather(self, buf, out, async_op=False):
+    def allgather(self, buf: BufferLike, out: BufferLike, async_op: bool = False) -> Any:
         """out (size * len(buf) elements) = every rank's buf in rank order."""
         fn = "allgather"
         s, o = self._io(fn, buf, out, inplace_ok=False)
@@ -310,7 +331,8 @@ class Communicator(Resource):
         return self._run("gs_allgather", (self._handle(), s.ptr, o.ptr, s.count, s.dtype),
                          async_op, (s.keep, o.keep), out, "gs_iallgather")
 
-    def gather(self, buf, out, root, async_op=False):
+    def gather(self, buf: BufferLike, out: Optional[BufferLike], root: int,
+               async_op: bool = False) -> Any:
         """root's out (size * len(buf) elements) = every rank's buf in rank order; out is
         ignored elsewhere (may be None)."""
         fn = "gather"
@@ -329,7 +351,8 @@ class Communicator(Resource):
                                        s.dtype, root), async_op,
                          (s.keep, o.keep if o else None), out, "gs_igather")
 
-    def scatter(self, buf, out, root, async_op=False):
+    def scatter(self, buf: Optional[BufferLike], out: BufferLike, root: int,
+                async_op: bool = False) -> Any:
         """Block j of root's buf (size blocks of len(out)) goes to rank j's out; buf is
         ignored elsewhere (may be None)."""
         fn = "scatter"
@@ -348,7 +371,8 @@ class Communicator(Resource):
                                         o.dtype, root), async_op,
                          (s.keep if s else None, o.keep), out, "gs_iscatter")
 
-    def reduce_scatter(self, buf, out, op="sum", async_op=False):
+    def reduce_scatter(self, buf: BufferLike, out: BufferLike, op: OpLike = "sum",
+                       async_op: bool = False) -> Any:
         """out = block rank of op over every rank's buf (size * len(out) elements)."""
         fn = "reduce_scatter"
         s, o = self._io(fn, buf, out, inplace_ok=False)
@@ -359,12 +383,15 @@ class Communicator(Resource):
                                                op_of(op)), async_op, (s.keep, o.keep), out,
                          "gs_ireduce_scatter")
 
-    def reduce_scatterv(self, buf, out, counts, op="sum", async_op=False):
+    def reduce_scatterv(self, buf: BufferLike, out: BufferLike, counts: Sequence[int],
+                        op: OpLike = "sum", async_op: bool = False) -> Any:
         """out (counts[rank] elements) = block rank of op over every rank's buf, whose blocks
         are counts[0], counts[1], ... elements packed in rank order."""
         fn = "reduce_scatterv"
         s, o = self._io(fn, buf, out, inplace_ok=False)
         carr, cl = _counts(counts, self._size, "%s: counts" % fn)
+        if cl is None:
+            raise invalid("%s: counts is required" % fn)
         if s.count < sum(cl):
             raise invalid("%s: buf holds %d elements; the counts add up to %d"
                           % (fn, s.count, sum(cl)))
@@ -375,7 +402,8 @@ class Communicator(Resource):
                                                 op_of(op)), async_op, (s.keep, o.keep, carr),
                          out, "gs_ireduce_scatterv")
 
-    def allgatherv(self, buf, out, counts, displs=None, async_op=False):
+    def allgatherv(self, buf: BufferLike, out: BufferLike, counts: Sequence[int],
+                   displs: Optional[Sequence[int]] = None, async_op: bool = False) -> Any:
         """Rank r's buf (counts[r] elements) lands at out[displs[r]:] on every rank; displs
         None packs the blocks in rank order."""
         fn = "allgatherv"
@@ -386,7 +414,7 @@ class Communicator(Resource):
                                            darr, s.dtype), async_op,
                          (s.keep, o.keep, carr, darr), out, "gs_iallgatherv")
 
-    def alltoall(self, buf, out, async_op=False):
+    def alltoall(self, buf: BufferLike, out: BufferLike, async_op: bool = False) -> Any:
         """Block j of buf (size equal blocks) goes to rank j, stored as block rank of its out."""
         fn = "alltoall"
         s, o = self._io(fn, buf, out, inplace_ok=False)
@@ -397,8 +425,9 @@ class Communicator(Resource):
                                          s.dtype), async_op, (s.keep, o.keep), out,
                          "gs_ialltoall")
 
-    def alltoallv(self, buf, out, send_counts, recv_counts, send_displs=None,
-                  recv_displs=None, async_op=False):
+    def alltoallv(self, buf: BufferLike, out: BufferLike, send_counts: Sequence[int],
+                  recv_counts: Sequence[int], send_displs: Optional[Sequence[int]] = None,
+                  recv_displs: Optional[Sequence[int]] = None, async_op: bool = False) -> Any:
         """send_counts[j] elements at buf[send_displs[j]:] go to rank j, which stores them at
         out[recv_displs[rank]:]; displs None packs in rank order. Not in place."""
         fn = "alltoallv"
@@ -411,13 +440,13 @@ class Communicator(Resource):
                                           rc, rd, s.dtype), async_op,
                          (s.keep, o.keep, sc, rc, sd, rd), out, "gs_ialltoallv")
 
-    def barrier(self, async_op=False):
+    def barrier(self, async_op: bool = False) -> Optional[Request]:
         """Return once every rank has entered the barrier."""
         return self._run("gs_barrier", (self._handle(),), async_op, None, None, "gs_ibarrier")
 
     # ---- point-to-point ------------------------------------------------
 
-    def send(self, buf, peer, tag=0):
+    def send(self, buf: BufferLike, peer: int, tag: int = 0) -> None:
         """Send buf to rank peer with tag; returns when buf may be reused (inside a group():
         at once, the group's end sends it)."""
         b = resolve(buf, "send: buf")
@@ -426,7 +455,7 @@ class Communicator(Resource):
         check(LIB.gs_send(*args))
         group_keep(b.keep)
 
-    def recv(self, buf, peer=T.ANY_SOURCE, tag=0):
+    def recv(self, buf: BufferLike, peer: int = T.ANY_SOURCE, tag: int = 0) -> Status:
         """Receive at most len(buf) elements from peer (or ANY_SOURCE) with tag; returns
         Status(source, tag, count). Inside a group() the Status fills in when it ends."""
         b = resolve(buf, "recv: buf", writable=True)
@@ -440,29 +469,26 @@ class Communicator(Resource):
         st._fill(pst)
         return st
 
-    def isend(self, buf, peer, tag=0):
+    def isend(self, buf: BufferLike, peer: int, tag: int = 0) -> Request:
         """Start a send; returns a Request."""
         b = resolve(buf, "isend: buf")
-        args = (self._handle(), b.ptr, b.count, b.dtype, _int(peer, "isend: peer"),
-                _tag(tag, "isend"))
-        req = Request(b.keep, None, owner=self, what="gs_isend to %d, tag %d" % args[4:6])
-        args += (byref(req._h),)
-        check(LIB.gs_isend(*args))
+        h, peer, tag = self._handle(), _int(peer, "isend: peer"), _tag(tag, "isend")
+        req = Request(b.keep, None, owner=self, what="gs_isend to %d, tag %d" % (peer, tag))
+        check(LIB.gs_isend(h, b.ptr, b.count, b.dtype, peer, tag, byref(req._h)))
         return req
 
-    def irecv(self, buf, peer=T.ANY_SOURCE, tag=0):
+    def irecv(self, buf: BufferLike, peer: int = T.ANY_SOURCE, tag: int = 0) -> Request:
         """Start a receive; returns a Request whose wait() gives the Status."""
         b = resolve(buf, "irecv: buf", writable=True)
         pst = T.P2PStatus()
-        args = (self._handle(), b.ptr, b.count, b.dtype, _int(peer, "irecv: peer"),
-                _tag(tag, "irecv"))
-        req = Request(b.keep, buf, pstatus=pst, owner=self, what="gs_irecv from %d, tag %d"
-                      % args[4:6])
-        args += (byref(pst), byref(req._h))
-        check(LIB.gs_irecv_status(*args))
+        h, peer, tag = self._handle(), _int(peer, "irecv: peer"), _tag(tag, "irecv")
+        req = Request(b.keep, buf, pstatus=pst, owner=self,
+                      what="gs_irecv from %d, tag %d" % (peer, tag))
+        check(LIB.gs_irecv_status(h, b.ptr, b.count, b.dtype, peer, tag, byref(pst),
+                                  byref(req._h)))
         return req
 
-    def probe(self, peer=T.ANY_SOURCE, tag=0, dtype="uint8"):
+    def probe(self, peer: int = T.ANY_SOURCE, tag: int = 0, dtype: Any = "uint8") -> Status:
         """Wait until a message from peer with tag can be received; Status with count in
         elements of dtype (bytes by default). Does not receive it."""
         pst = T.P2PStatus()
@@ -471,7 +497,8 @@ class Communicator(Resource):
         check(LIB.gs_probe(*args))
         return Status.from_c(pst)
 
-    def iprobe(self, peer=T.ANY_SOURCE, tag=0, dtype="uint8"):
+    def iprobe(self, peer: int = T.ANY_SOURCE, tag: int = 0,
+               dtype: Any = "uint8") -> Optional[Status]:
         """probe() without waiting: a Status, or None when no such message has arrived."""
         pst = T.P2PStatus()
         flag = c_int(0)
@@ -481,11 +508,11 @@ class Communicator(Resource):
         return Status.from_c(pst) if flag.value else None
 
 
-def _make_config(fields):
+def _make_config(fields: Dict[str, Any]) -> Tuple[T.Config, List[bytes]]:
     """A gs_config_t from keyword arguments (None: unset), and the bytes it points to."""
     cfg = T.Config()
-    types = {name: ctype for name, ctype in T.Config._fields_
-             if name not in ("size", "version", "abort_flag")}
+    types = {f[0]: f[1] for f in T.Config._fields_
+             if f[0] not in ("size", "version", "abort_flag")}
     for name, ctype in types.items():
         if ctype is ctypes.c_int:  # a library older than this struct leaves these alone
             setattr(cfg, name, T.UNSET)

@@ -6,18 +6,20 @@ Bucketer or to a ParameterServer; it can also encode and decode on its own.
 An ErrorFeedback is the residual of one tensor (gs_ef_create), passed as
 ef= to allreduce() together with a lossy codec.
 """
+from __future__ import annotations
+
 import ctypes
 from ctypes import byref, c_size_t, c_void_p
-
+from typing import Any, Optional, Tuple, Union
 from . import _types as T
-from ._buffer import dtype_of, resolve
+from ._buffer import BufferLike, dtype_of, resolve
 from ._lib import LIB, Resource, check, invalid
 
 _ZSTD = {"off": T.CodecZstd.OFF, "on": T.CodecZstd.ON, "auto": T.CodecZstd.AUTO,
          False: T.CodecZstd.OFF, True: T.CodecZstd.ON, None: T.CodecZstd.OFF}
 
 
-def _kind(kind):
+def _kind(kind: Union[str, T.CodecKind]) -> T.CodecKind:
     if isinstance(kind, T.CodecKind):
         return kind
     if isinstance(kind, str):
@@ -38,8 +40,10 @@ class Codec:
     (docs/compression.md). The library checks the values when the codec is used.
     """
 
-    def __init__(self, kind="none", block_size=None, ratio=None, levels=None, seed=0,
-                 zstd="off", zstd_level=None):
+    def __init__(self, kind: Union[str, T.CodecKind] = "none", block_size: Optional[int] = None,
+                 ratio: Optional[float] = None, levels: Optional[int] = None,
+                 seed: Optional[int] = 0, zstd: Union[str, bool, None, T.CodecZstd] = "off",
+                 zstd_level: Optional[int] = None) -> None:
         c = self._cfg = T.sized(T.CodecConfig)
         c.kind = _kind(kind)
         c.block_size = T.UNSET if block_size is None else int(block_size)
@@ -56,13 +60,14 @@ class Codec:
         c.zstd_level = T.UNSET if zstd_level is None else int(zstd_level)
 
     @property
-    def kind(self):
+    def kind(self) -> str:
+        """The codec kind's name ("int8", ...)."""
         return T.CodecKind(self._cfg.kind).name.lower()
 
-    def _ptr(self):
+    def _ptr(self) -> int:
         return ctypes.addressof(self._cfg)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         c = self._cfg
         parts = ["kind=%r" % self.kind]
         for name in ("block_size", "levels", "zstd_level"):
@@ -76,18 +81,19 @@ class Codec:
             parts.append("zstd=%r" % T.CodecZstd(c.zstd).name.lower())
         return "gradsync.Codec(%s)" % ", ".join(parts)
 
-    def encoded_size(self, count, dtype="float32"):
+    def encoded_size(self, count: int, dtype: Any = "float32") -> int:
         """Largest payload (bytes, header included) for @count elements of @dtype."""
         out = c_size_t()
         check(LIB.gs_codec_encoded_size(byref(self._cfg), count, dtype_of(dtype), byref(out)))
         return out.value
 
-    def _scratch(self, count, dt):
+    def _scratch(self, count: int,
+                 dt: T.DType) -> Tuple[Optional[ctypes.Array[ctypes.c_char]], int]:
         n = c_size_t()
         check(LIB.gs_codec_scratch_size(byref(self._cfg), count, dt, byref(n)))
         return (ctypes.c_char * n.value)() if n.value else None, n.value
 
-    def encode(self, buf, ef=None):
+    def encode(self, buf: BufferLike, ef: Optional[ErrorFeedback] = None) -> bytes:
         """Encode a float buffer; returns the payload as bytes (updates @ef when given)."""
         b = resolve(buf, "encode: buf")
         cap = self.encoded_size(b.count, b.dtype)
@@ -99,7 +105,7 @@ class Codec:
                                   scratch, nscratch, dst, cap, byref(n)))
         return dst.raw[:n.value]
 
-    def decode(self, payload, out, accumulate=False):
+    def decode(self, payload: BufferLike, out: BufferLike, accumulate: bool = False) -> BufferLike:
         """Decode @payload into @out (out = decode; out += decode with accumulate=True)."""
         o = resolve(out, "decode: out", writable=True)
         p = resolve(payload, "decode: payload")
@@ -110,7 +116,7 @@ class Codec:
         return out
 
 
-def codec_of(codec):
+def codec_of(codec: Union[None, str, Codec]) -> Optional[Codec]:
     """None, a Codec, or a kind name (shorthand for Codec(kind))."""
     if codec is None or isinstance(codec, Codec):
         return codec
@@ -126,7 +132,7 @@ class ErrorFeedback(Resource):
 
     _what = "error feedback"
 
-    def __init__(self, count, dtype="float32"):
+    def __init__(self, count: int, dtype: Any = "float32") -> None:
         self.count = int(count)
         self.dtype = dtype_of(dtype)
         if self.count < 0:
@@ -135,10 +141,12 @@ class ErrorFeedback(Resource):
         check(LIB.gs_ef_create(self.count, self.dtype, byref(h)))
         self._h = h.value
 
-    def reset(self):
+    def reset(self) -> None:
+        """Zero the residual."""
         check(LIB.gs_ef_reset(self._handle()))
 
-    def close(self):
+    def close(self) -> None:
+        """Free the residual. Idempotent."""
         h, self._h = self._h, None
         if h:
             check(LIB.gs_ef_destroy(h))

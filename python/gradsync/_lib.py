@@ -13,14 +13,20 @@ of every C call, so a collective blocked in one Python thread never stops
 the others. Errors are read with gs_last_error() right after the failing
 call, on the same thread (the C text is thread-local).
 """
+from __future__ import annotations
+
 import ctypes
 import ctypes.util
 import glob
 import os
+from typing import Any, Callable, Dict, List, Optional, Tuple, Type, TypeVar
 
 from ctypes import POINTER, c_char_p, c_int, c_size_t, c_uint, c_uint32, c_uint64, c_void_p
 
 from . import _types as T
+
+_S = TypeVar("_S", bound=ctypes.Structure)
+_R = TypeVar("_R", bound="Resource")
 
 # --------------------------------------------------------------------------
 # Exceptions
@@ -35,7 +41,7 @@ class Error(Exception):
     argument, peer or rank at fault).
     """
 
-    def __init__(self, status, name, message):
+    def __init__(self, status: int, name: str, message: str) -> None:
         self.status = int(status)
         self.name = name
         self.message = message
@@ -82,7 +88,7 @@ class Aborted(Error):
     """GS_ERR_ABORTED: the communicator was aborted."""
 
 
-class LibraryNotFound(Error, ImportError):
+class LibraryNotFound(Error, ImportError):  # type: ignore[misc]  # name: str, not Optional
     """libgradsync.so could not be loaded; the message names every place tried."""
 
 
@@ -95,12 +101,12 @@ _STATUS_CLASS = {T.STATUS[name]: cls for name, cls in (
 _STATUS_NAME = {v: k for k, v in T.STATUS.items()}
 
 
-def error_class(status):
+def error_class(status: int) -> Type[Error]:
     """The Error subclass raised for a gs_status_t value."""
     return _STATUS_CLASS.get(int(status), Error)
 
 
-def make_error(status, message):
+def make_error(status: int, message: str) -> Error:
     """An Error for @status with @message (used for errors found on the Python side too)."""
     status = int(status)
     try:
@@ -110,26 +116,26 @@ def make_error(status, message):
     return error_class(status)(status, name, message)
 
 
-def invalid(message):
+def invalid(message: str) -> Error:
     """InvalidArgument raised by the Python side, as the C library would."""
     return make_error(T.GS_ERR_INVALID_ARG, message)
 
 
-def last_error(status):
+def last_error(status: int) -> Error:
     """The Error of a failed C call, with gs_last_error()'s sentence. Call it right after
     the call, on the same thread (the text is thread-local)."""
     raw = LIB.gs_last_error()
     return make_error(status, raw.decode(errors="replace") if raw else "")
 
 
-def check(status):
+def check(status: int) -> int:
     """Raise the Error for a C return value; return it when it is GS_OK or GS_INPROGRESS."""
     if status < 0:
         raise last_error(status)
     return status
 
 
-def query(fn, struct, *args):
+def query(fn: Callable[..., int], struct: Type[_S], *args: Any) -> _S:
     """A new @struct (its size field set) filled by ``fn(*args, &struct)``."""
     s = T.sized(struct)
     check(fn(*args, ctypes.byref(s)))
@@ -140,22 +146,26 @@ class Resource:
     """Base of the objects that own a C handle (self._h, None once closed): _handle(),
     with-statement support, and a finaliser that closes. Subclasses define close()."""
 
-    _h = None
+    _h: Optional[int] = None
     _what = "object"
 
-    def _handle(self):
+    def close(self) -> None:
+        """Free the C object (subclasses do). Idempotent."""
+        raise NotImplementedError
+
+    def _handle(self) -> int:
         h = self._h
         if h is None:
             raise make_error(T.GS_ERR_INVALID_USAGE, "the %s is closed" % self._what)
         return h
 
-    def __enter__(self):
+    def __enter__(self: _R) -> _R:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self.close()
         except Exception:
@@ -176,7 +186,7 @@ _IP = POINTER(c_int)
 _U32 = c_uint32
 _CO = POINTER(T.CollOpts)
 
-SIGNATURES = {
+SIGNATURES: Dict[str, Tuple[Any, List[Any]]] = {
     # version and errors
     "gs_version": (c_uint, []),
     "gs_version_string": (c_char_p, []),
@@ -245,7 +255,7 @@ SIGNATURES = {
 }
 
 
-def _forms(name, args, opts=_CO, nonblocking_ex=True):
+def _forms(name: str, args: List[Any], opts: Any = _CO, nonblocking_ex: bool = True) -> None:
     """The calls of one operation: gs_NAME(args), gs_iNAME(args, &req), gs_NAME_ex(args,
     opts) and, unless @nonblocking_ex is false, gs_iNAME_ex(args, opts, &req)."""
     SIGNATURES["gs_" + name] = (_I, args)
@@ -274,13 +284,13 @@ _forms("reduce_scatterv", [_P, _P, _P, _ZP, _I, _I], nonblocking_ex=False)
 # Loading
 # --------------------------------------------------------------------------
 
-def _candidates():
+def _candidates() -> Tuple[List[Tuple[str, Optional[str]]], bool]:
     """(description, path-or-name) pairs in search order."""
     env = os.environ.get("GRADSYNC_LIBRARY")
     if env:
         return [("GRADSYNC_LIBRARY=%s" % env, env)], True
     here = os.path.dirname(os.path.abspath(__file__))
-    out = []
+    out: List[Tuple[str, Optional[str]]] = []
     local = sorted(glob.glob(os.path.join(here, "libgradsync.so*")), key=len)
     if local:
         out += [(p, p) for p in local]
@@ -296,7 +306,7 @@ def _candidates():
     return out, False
 
 
-def _load():
+def _load() -> Tuple[ctypes.CDLL, str]:
     tried = []
     cands, from_env = _candidates()
     for desc, path in cands:
@@ -317,17 +327,17 @@ def _load():
 class _Lib:
     """The loaded library; attributes are its C functions, bound on first use."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._dll, self.path = _load()
 
-    def has(self, name):
+    def has(self, name: str) -> bool:
         try:
             getattr(self._dll, name)
             return True
         except AttributeError:
             return False
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         if not name.startswith("gs_"):
             raise AttributeError(name)
         sig = SIGNATURES.get(name)

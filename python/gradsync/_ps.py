@@ -4,24 +4,30 @@ gs_ps_*). The C header holds the full contract; this only holds on to the
 Python objects the C side points into (pending pushes and pulls) for as long
 as the C side may touch them.
 """
+from __future__ import annotations
+
 import collections
 import operator
 
 from ctypes import byref, c_void_p
+from typing import TYPE_CHECKING, Any, Dict, Optional, Union
 
 from . import _types as T
-from ._buffer import dtype_of, resolve
+from ._buffer import BufferLike, dtype_of, resolve
 from ._comm import _int
-from ._compress import codec_of
+from ._compress import Codec, codec_of
 from ._lib import LIB, Resource, check, invalid, query
-from ._request import Request, reap, reap_closed
+from ._request import Request, _Orphan, reap, reap_closed
+
+if TYPE_CHECKING:
+    from ._comm import Communicator
 
 
-def _opt_int(v, what):
+def _opt_int(v: Optional[int], what: str) -> int:
     return T.UNSET if v is None else _int(v, what)
 
 
-def _opt_real(v):
+def _opt_real(v: Optional[float]) -> float:
     return float(T.UNSET) if v is None else float(v)
 
 
@@ -44,15 +50,19 @@ class ParameterServer(Resource):
 
     _what = "parameter server"
 
-    def __init__(self, comm, mode="bsp", staleness=None, servers=None, rule="sgd", lr=None,
-                 momentum=None, weight_decay=None, beta1=None, beta2=None, eps=None, codec=None,
-                 split_bytes=None, timeout_ms=None):
+    def __init__(self, comm: Communicator, mode: Union[str, int] = "bsp",
+                 staleness: Optional[int] = None, servers: Optional[int] = None,
+                 rule: Union[str, int] = "sgd", lr: Optional[float] = None,
+                 momentum: Optional[float] = None, weight_decay: Optional[float] = None,
+                 beta1: Optional[float] = None, beta2: Optional[float] = None,
+                 eps: Optional[float] = None, codec: Union[None, str, Codec] = None,
+                 split_bytes: Optional[int] = None, timeout_ms: Optional[int] = None) -> None:
         o = self._opts = T.sized(T.PSOpts)
-        m = _MODES.get(mode.lower() if isinstance(mode, str) else mode, mode)
+        m = _MODES.get(mode.lower(), mode) if isinstance(mode, str) else mode
         if not isinstance(m, int):
             raise invalid("ParameterServer: mode %r is not one of %s" % (mode, ", ".join(_MODES)))
         o.consistency = m
-        r = _RULES.get(rule.lower() if isinstance(rule, str) else rule, rule)
+        r = _RULES.get(rule.lower(), rule) if isinstance(rule, str) else rule
         if not isinstance(r, int) or r == T.PSRule.CALLBACK:
             raise invalid("ParameterServer: rule %r is not one of %s (a Python callback rule "
                           "is not supported)" % (rule, ", ".join(_RULES)))
@@ -72,15 +82,17 @@ class ParameterServer(Resource):
         check(LIB.gs_ps_create(comm._handle(), byref(o), byref(h)))
         self._h = h.value
         self._comm = comm
-        self._orphans = collections.deque()  # Requests dropped in flight (_request._Orphan)
+        # Requests dropped in flight (_request._Orphan).
+        self._orphans: collections.deque[_Orphan] = collections.deque()
         comm._children.add(self)
 
-    def _handle(self):
+    def _handle(self) -> int:
         if self._orphans:  # every call first releases the dropped requests that finished
             reap(self._orphans)
         return super()._handle()
 
-    def register(self, key, initial=None, count=None, dtype=None):
+    def register(self, key: int, initial: Optional[BufferLike] = None, count: Optional[int] = None,
+                 dtype: Any = None) -> None:
         """Register key (collective, same order on every rank) from rank 0's initial values."""
         key = _int(key, "register: key", 0, (1 << 64) - 1)
         if initial is not None:
@@ -97,7 +109,7 @@ class ParameterServer(Resource):
             cnt, dt, ptr = _int(count, "register: count", 0, (1 << 63) - 1), dtype_of(dtype), None
         check(LIB.gs_ps_register(self._handle(), key, cnt, dt, ptr))
 
-    def push(self, key, grad):
+    def push(self, key: int, grad: BufferLike) -> Request:
         """Start sending grad (the whole key) to its servers; returns a Request."""
         b = resolve(grad, "push: grad")
         key = _int(key, "push: key", 0, (1 << 64) - 1)
@@ -105,7 +117,7 @@ class ParameterServer(Resource):
         check(LIB.gs_ps_push(self._handle(), key, b.ptr, b.count, b.dtype, byref(req._h)))
         return req
 
-    def pull(self, key, out):
+    def pull(self, key: int, out: BufferLike) -> Request:
         """Start fetching key's parameters into out; returns a Request (result: out)."""
         b = resolve(out, "pull: out", writable=True)
         key = _int(key, "pull: key", 0, (1 << 64) - 1)
@@ -113,15 +125,15 @@ class ParameterServer(Resource):
         check(LIB.gs_ps_pull(self._handle(), key, b.ptr, b.count, b.dtype, byref(req._h)))
         return req
 
-    def clock(self):
+    def clock(self) -> None:
         """End this worker's iteration (after starting its pushes)."""
         check(LIB.gs_ps_clock(self._handle()))
 
-    def info(self):
+    def info(self) -> Dict[str, Any]:
         """gs_ps_info_t as a dict (roles, clock, keys, health)."""
         return T.struct_to_dict(query(LIB.gs_ps_info, T.PSInfo, self._handle()))
 
-    def close(self):
+    def close(self) -> None:
         """Finish this rank's part and free the parameter server (gs_ps_destroy completes
         every pending request first); then release the requests dropped in flight.
         Collective. Idempotent."""

@@ -11,16 +11,25 @@ owner's next call and for good when the owner is closed (its destroy
 completes or cancels what is in flight); an error it then reports is a
 RuntimeWarning. With no owner, an atexit hook tries once more at exit.
 """
+from __future__ import annotations
+
 import atexit
 import collections
 import threading
 import time
 import warnings
+from types import TracebackType
+from typing import (TYPE_CHECKING, Any, Deque, Iterable, Iterator, List, Literal, Optional,
+                    Sequence, Tuple, Type)
 
 from ctypes import byref, c_int, c_void_p
 
 from . import _types as T
-from ._lib import LIB, check, last_error as _last_error
+from ._lib import LIB, Error, check, last_error as _last_error
+
+if TYPE_CHECKING:
+    from ._comm import Communicator
+    from ._ps import ParameterServer
 
 
 class Status:
@@ -31,25 +40,27 @@ class Status:
     """
     __slots__ = ("source", "tag", "count")
 
-    def __init__(self, source=None, tag=None, count=None):
+    def __init__(self, source: Optional[int] = None, tag: Optional[int] = None,
+                 count: Optional[int] = None) -> None:
         self.source = source
         self.tag = tag
         self.count = count
 
     @classmethod
-    def from_c(cls, st):
+    def from_c(cls, st: T.P2PStatus) -> Status:
+        """A Status from a gs_p2p_status_t."""
         return cls(st.source, st.tag, st.count)
 
-    def _fill(self, st):
+    def _fill(self, st: T.P2PStatus) -> None:
         self.source, self.tag, self.count = st.source, st.tag, st.count
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Optional[int]]:
         return iter((self.source, self.tag, self.count))
 
-    def __eq__(self, other):
-        return tuple(self) == tuple(other)
+    def __eq__(self, other: object) -> bool:
+        return tuple(self) == tuple(other)  # type: ignore[arg-type]  # a Status or a tuple
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Status(source=%r, tag=%r, count=%r)" % (self.source, self.tag, self.count)
 
 
@@ -62,7 +73,9 @@ class Request:
     result is the output object of the call (the out buffer), if any.
     """
 
-    def __init__(self, keep, result=None, pstatus=None, owner=None, ps=False, what="request"):
+    def __init__(self, keep: Any, result: Any = None, pstatus: Optional[T.P2PStatus] = None,
+                 owner: Optional[Communicator | ParameterServer] = None, ps: bool = False,
+                 what: str = "request") -> None:
         self._h = c_void_p()
         self._what = what  # the operation, named in warnings ("gs_irecv from 1, tag 7")
         self._keep = keep
@@ -71,10 +84,10 @@ class Request:
         self._owner = owner  # the Communicator or ParameterServer: it must outlive us
         self._ps = ps
         self._finished = False
-        self._error = None
+        self._error: Optional[Error] = None
         self._lock = threading.Lock()
 
-    def _complete(self, status, error=None):
+    def _complete(self, status: int, error: Optional[Error] = None) -> None:
         """Record completion (called right after the C call that released the handle)."""
         if status < 0 and error is None:
             error = _last_error(status)
@@ -83,18 +96,18 @@ class Request:
         self._keep = None
         self._h = c_void_p()
 
-    def _outcome(self):
+    def _outcome(self) -> Optional[Status]:
         if self._error is not None:
             raise self._error
         return Status.from_c(self._pstatus) if self._pstatus is not None else None
 
-    def _poll(self):
+    def _poll(self) -> None:
         fn = LIB.gs_ps_test if self._ps else LIB.gs_test
         st = fn(byref(self._h))
         if st != T.GS_INPROGRESS:
             self._complete(st)
 
-    def wait(self):
+    def wait(self) -> Optional[Status]:
         """Block until finished; return its Status (receives) or None; raise on failure."""
         with self._lock:
             if not self._finished:
@@ -102,7 +115,7 @@ class Request:
                 self._complete(fn(byref(self._h)))
         return self._outcome()
 
-    def test(self):
+    def test(self) -> bool:
         """True once finished (then raises if it failed); False while it runs. Never blocks."""
         with self._lock:
             if not self._finished:
@@ -112,7 +125,7 @@ class Request:
         return self._finished
 
     @property
-    def done(self):
+    def done(self) -> bool:
         """True once finished, successfully or not (wait() then says which)."""
         with self._lock:
             if not self._finished:
@@ -120,13 +133,13 @@ class Request:
         return self._finished
 
     @property
-    def status(self):
+    def status(self) -> Optional[Status]:
         """The Status of a finished receive (None before, or for other operations)."""
         if self._finished and self._error is None and self._pstatus is not None:
             return Status.from_c(self._pstatus)
         return None
 
-    def __del__(self):
+    def __del__(self) -> None:
         # Never blocks: one gs_test(); a request still running goes to its owner (or the
         # module's list), which keeps its buffers and releases it later (_Orphan).
         if self._finished or not self._h.value:
@@ -147,7 +160,7 @@ class Request:
             orphans = _ORPHANS  # no owner, or one already closed: released at exit
         orphans.append(orphan)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = "running" if not self._finished else ("failed" if self._error else "done")
         return "<gradsync.Request %s>" % state
 
@@ -156,10 +169,11 @@ class _Orphan:
     """The C handle and the buffers of a Request dropped while in flight."""
     __slots__ = ("h", "ps", "keep", "pstatus", "what")
 
-    def __init__(self, h, ps, keep, pstatus, what):
+    def __init__(self, h: c_void_p, ps: bool, keep: Any, pstatus: Optional[T.P2PStatus],
+                 what: str) -> None:
         self.h, self.ps, self.keep, self.pstatus, self.what = h, ps, keep, pstatus, what
 
-    def test(self, dropped=False):
+    def test(self, dropped: bool = False) -> bool:
         """gs_test() it: True once released (warning when it failed), False while it runs."""
         st = (LIB.gs_ps_test if self.ps else LIB.gs_test)(byref(self.h))
         if st == T.GS_INPROGRESS:
@@ -173,10 +187,10 @@ class _Orphan:
 
 
 #: Dropped requests with no open owner; _reap_at_exit() tries them once more.
-_ORPHANS = collections.deque()
+_ORPHANS: Deque[_Orphan] = collections.deque()
 
 
-def reap(orphans):
+def reap(orphans: Deque[_Orphan]) -> None:
     """gs_test() each dropped request of @orphans (a deque) once and release the finished
     ones; never blocks. Safe from several threads (deque pops and appends are atomic)."""
     for _ in range(len(orphans)):
@@ -188,7 +202,7 @@ def reap(orphans):
             orphans.append(o)
 
 
-def reap_closed(orphans):
+def reap_closed(orphans: Deque[_Orphan]) -> None:
     """reap(), after the owner's destroy completed or cancelled everything it had: what
     still runs then (nothing should) moves to the module's list for the exit hook."""
     reap(orphans)
@@ -197,7 +211,7 @@ def reap_closed(orphans):
 
 
 @atexit.register
-def _reap_at_exit():
+def _reap_at_exit() -> None:
     reap(_ORPHANS)
     if _ORPHANS:
         warnings.warn("%d dropped gradsync.Request(s) still in flight at exit (%s): their "
@@ -205,15 +219,15 @@ def _reap_at_exit():
                           o.what for o in _ORPHANS)), ResourceWarning)
 
 
-def _all_comm(reqs):
+def _all_comm(reqs: Sequence[Request]) -> bool:
     return all(isinstance(r, Request) and not r._ps for r in reqs)
 
 
-def wait_all(reqs):
+def wait_all(reqs: Iterable[Request]) -> List[Optional[Status]]:
     """Wait for every request (even after one fails); raise the first error in list order.
     Returns the list of their results (Status for receives, else None)."""
-    first = None
-    out = []
+    first: Optional[BaseException] = None
+    out: List[Optional[Status]] = []
     for r in reqs:
         try:
             out.append(r.wait())
@@ -226,7 +240,7 @@ def wait_all(reqs):
     return out
 
 
-def wait_any(reqs):
+def wait_any(reqs: Iterable[Request]) -> Tuple[Optional[int], Optional[Status]]:
     """Wait until one unfinished request finishes: (index, Status or None); raises its error.
     (None, None) when every request had already finished."""
     reqs = list(reqs)
@@ -255,7 +269,7 @@ def wait_any(reqs):
         delay = min(delay * 2, 1e-3)
 
 
-def test_all(reqs):
+def test_all(reqs: Iterable[Request]) -> bool:
     """True when every request has finished (then raises the first error), else False;
     never blocks. With communicator requests only it is gs_testall(): when that reports
     an error it cannot say whose, and every request of the list then carries it."""
@@ -286,7 +300,7 @@ def test_all(reqs):
 _tls = threading.local()
 
 
-def group_keep(keep, pending_status=None):
+def group_keep(keep: Any, pending_status: Optional[Tuple[T.P2PStatus, Status]] = None) -> bool:
     """Inside a group, hold @keep until the group ends; return True when in a group."""
     stack = getattr(_tls, "groups", None)
     if not stack:
@@ -295,7 +309,8 @@ def group_keep(keep, pending_status=None):
     return True
 
 
-def in_group():
+def in_group() -> bool:
+    """Whether this thread is inside a gradsync.group()."""
     return bool(getattr(_tls, "groups", None))
 
 
@@ -307,7 +322,7 @@ class group:
     inside the group are filled when it ends. Groups nest.
     """
 
-    def __enter__(self):
+    def __enter__(self) -> group:
         check(LIB.gs_group_start())
         stack = getattr(_tls, "groups", None)
         if stack is None:
@@ -315,7 +330,8 @@ class group:
         stack.append([])
         return self
 
-    def __exit__(self, exc_type, exc, tb):
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> Literal[False]:
         pending = _tls.groups.pop()
         st = LIB.gs_group_end()
         err = _last_error(st) if st < 0 else None

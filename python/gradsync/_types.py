@@ -8,9 +8,11 @@ appended to in C, and each carries its own size first, so a library newer
 than this file still reads these structs correctly (it reads the fields
 that fit in ``size``). This file does not load the library.
 """
+from __future__ import annotations
+
 import ctypes
 import enum
-
+from typing import Any, Dict, Type, TypeVar
 from ctypes import c_char_p, c_double, c_int, c_int64, c_size_t, c_uint, c_uint32, c_uint64
 from ctypes import c_void_p
 
@@ -35,9 +37,10 @@ def _version_number(version: str) -> int:
 HEADER_VERSION = _version_number(__version__)
 
 
-def _enum(name, doc, members):
+def _enum(name: str, doc: str, members: str) -> Any:
     """An IntEnum of a C enum whose values run 0, 1, 2, ... in the order of @members."""
-    cls = enum.IntEnum(name, [(m, i) for i, m in enumerate(members.split())], module=__name__)
+    cls = enum.IntEnum(name, [(m, i) for i, m in enumerate(members.split())],  # type: ignore[misc]
+                       module=__name__)
     cls.__doc__ = doc
     return cls
 
@@ -242,17 +245,21 @@ class PSInfo(ctypes.Structure):
                 ("nkeys", c_size_t), ("shard_bytes", c_size_t), ("error", c_int)]
 
 
-def sized(struct):
+_S = TypeVar("_S", bound=ctypes.Structure)
+
+
+def sized(struct: Type[_S]) -> _S:
     """A zeroed @struct (a class) with its size field set, as every versioned struct starts."""
     s = struct()
     s.size = ctypes.sizeof(s)
     return s
 
 
-def struct_to_dict(s):
+def struct_to_dict(s: ctypes.Structure) -> Dict[str, Any]:
     """The fields of a ctypes struct as a dict (nested arrays of structs become lists)."""
     out = {}
-    for name, _ in s._fields_:
+    for field in s._fields_:
+        name = field[0]
         if name == "size":
             continue
         v = getattr(s, name)

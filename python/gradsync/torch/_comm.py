@@ -11,9 +11,11 @@ completion thread that waits on its requests in order and completes torch
 futures; torch's dtype table (bool included); and errors that are
 RuntimeError as well as gradsync.Error, as torch's callers expect.
 """
+from __future__ import annotations
 
 import queue
 import threading
+from typing import Any, Callable, Dict, List, Optional, Tuple, Type
 
 import torch
 
@@ -34,10 +36,10 @@ FLOAT_DTYPES = tuple(t for t, dt in DTYPES.items()
 # Errors: gradsync.Error subclasses that are RuntimeError too
 # --------------------------------------------------------------------------
 
-_TORCH_ERRORS = {}
+_TORCH_ERRORS: Dict[Type[gradsync.Error], Type[gradsync.Error]] = {}
 
 
-def torch_error(exc):
+def torch_error(exc: gradsync.Error) -> gradsync.Error:
     """@exc, a gradsync.Error, as an instance of a subclass of its own class and of
     RuntimeError (what torch.distributed's callers catch): ``except gradsync.Timeout``
     and ``except RuntimeError`` both catch it."""
@@ -51,17 +53,17 @@ def torch_error(exc):
     return sub(exc.status, exc.name, exc.message)
 
 
-def error(status, message):
+def error(status: int, message: str) -> gradsync.Error:
     """The torch layer's own error of gs_status_t @status, as torch_error() makes them."""
     return torch_error(make_error(status, message))
 
 
-def invalid(message):
+def invalid(message: str) -> gradsync.Error:
     """The torch layer's refusal of an argument: gradsync.InvalidArgument (a ValueError)."""
     return error(T.GS_ERR_INVALID_ARG, message)
 
 
-def call(fn, *args, **kwargs):
+def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """fn(*args, **kwargs) with a gradsync.Error raised as torch_error()."""
     try:
         return fn(*args, **kwargs)
@@ -69,7 +71,7 @@ def call(fn, *args, **kwargs):
         raise torch_error(exc) from None
 
 
-def dtype_of(tensor):
+def dtype_of(tensor: torch.Tensor) -> T.DType:
     """The gradsync.DType of a tensor's dtype; refuses the ones gradsync has not."""
     dt = DTYPES.get(tensor.dtype)
     if dt is None:
@@ -78,7 +80,7 @@ def dtype_of(tensor):
     return dt
 
 
-def _c_views(args):
+def _c_views(args: Tuple[Any, ...]) -> List[Any]:
     """What the package takes for @args: a bool tensor as its uint8 view, the rest as is."""
     return [a.view(torch.uint8) if getattr(a, "dtype", None) is torch.bool else a for a in args]
 
@@ -87,7 +89,7 @@ def _c_views(args):
 # Completion thread and the communicator
 # --------------------------------------------------------------------------
 
-def _unpack(fut):
+def _unpack(fut: torch.futures.Future) -> Any:
     ok, value = fut.value()
     if not ok:
         raise value
@@ -101,17 +103,18 @@ class Completer:
     finishes later. Point-to-point requests are not queued here (they finish
     in any order); they are waited for by the Work that owns them."""
 
-    def __init__(self, name):
-        self._queue = queue.SimpleQueue()
+    def __init__(self, name: str) -> None:
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
-    def submit(self, req, future, result, after=None):
+    def submit(self, req: gradsync.Request, future: torch.futures.Future, result: Any,
+               after: Optional[Callable[[], Any]] = None) -> None:
         """Complete @future with (True, @result) once gradsync.Request @req finishes and
         @after (if any) has run, or with (False, the error)."""
         self._queue.put((req, future, result, after))
 
-    def _run(self):
+    def _run(self) -> None:
         get = self._queue.get
         while True:
             item = get()
@@ -131,7 +134,8 @@ class Completer:
                 future.set_result((True, result))
             req = future = result = after = None
 
-    def stop(self):
+    def stop(self) -> None:
+        """Stop the thread once it has completed what was submitted before."""
         self._queue.put(None)
         self._thread.join()
 
@@ -143,22 +147,24 @@ class Comm:
     communicator when @owned (a borrowed one stays its caller's).
     Comm.connect(...) makes a communicator of its own."""
 
-    def __init__(self, communicator, owned=False):
+    def __init__(self, communicator: gradsync.Communicator, owned: bool = False) -> None:
         self.communicator = communicator
         self.rank = communicator.rank
         self.size = communicator.size
         self.owned = owned
-        self.completer = Completer("gradsync-completion-%d" % self.rank)
+        self.completer: Optional[Completer] = Completer("gradsync-completion-%d" % self.rank)
 
     @classmethod
-    def connect(cls, rank, size, master_addr, master_port, timeout_ms=None, job_id=None):
+    def connect(cls, rank: int, size: int, master_addr: str, master_port: int,
+                timeout_ms: Optional[int] = None, job_id: Optional[str] = None) -> Comm:
         """A new communicator (gs_comm_init: the GS_* variables apply, the launcher's not)."""
         comm = call(gradsync.Communicator, rank=rank, size=size, master_addr=master_addr,
                     master_port=master_port, timeout_ms=timeout_ms, job_id=job_id,
                     launcher=False)
         return cls(comm, owned=True)
 
-    def close(self):
+    def close(self) -> None:
+        """Stop the completion thread; close the communicator when owned. Idempotent."""
         if self.completer is None:
             return
         self.completer.stop()
@@ -166,7 +172,9 @@ class Comm:
         if self.owned:
             self.communicator.close()
 
-    def start(self, method, *args, result=None, after=None, sync=False, **kwargs):
+    def start(self, method: str, *args: Any, result: Any = None,
+              after: Optional[Callable[[], Any]] = None, sync: bool = False,
+              **kwargs: Any) -> torch.futures.Future:
         """Start Communicator.@method(*args, **kwargs) on tensors (bool ones go as uint8);
         returns a torch.futures.Future completed with @result by the completion thread,
         after @after (copy-out of staged buffers) has run there. With sync=True (the caller
@@ -175,9 +183,13 @@ class Comm:
         non-blocking call: on 4 loaded ranks sharing 2 cores, the blocking C call measured
         slower than the non-blocking one and gs_wait.)"""
         fn = getattr(self.communicator, method)
-        args = _c_views(args)
+        completer = self.completer
+        if completer is None and not sync:
+            raise error(T.GS_ERR_INVALID_USAGE, "gradsync.torch: Comm.start(%r) after close()"
+                        % method)
+        views = _c_views(args)
         try:
-            req = fn(*args, async_op=True, **kwargs)
+            req = fn(*views, async_op=True, **kwargs)
             if sync:
                 # No hand-off to the completion thread: wait here (the GIL released inside)
                 # and raise any error to the caller directly.
@@ -194,9 +206,10 @@ class Comm:
         # future (DDP's reducer, Work.get_future()) would see the exception as a value.
         # A callback that raises puts the child future in C++'s error state instead.
         base = torch.futures.Future()
-        self.completer.submit(req, base, result, after)
+        assert completer is not None  # checked above, before the call started
+        completer.submit(req, base, result, after)
         return base.then(_unpack)
 
-    def request(self, method, *args):
+    def request(self, method: str, *args: Any) -> gradsync.Request:
         """A gradsync.Request of Communicator.@method(*args) (isend, irecv), not queued."""
         return call(getattr(self.communicator, method), *_c_views(args))

@@ -28,12 +28,14 @@ What it does not do: CUDA tensors (gradsync's device path is not wired
 here), ReduceOp.PREMUL_SUM, allreduce_coalesced and the *_coalesced calls,
 several tensors per call (one per device, a multi-GPU idiom).
 """
+from __future__ import annotations
 
 import datetime
 import os
 import socket
 import sys
 import weakref
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import torch
 import torch.distributed as dist
@@ -66,7 +68,7 @@ _REDUCE_OPS_BY_CODE = {int(getattr(dist.ReduceOp.RedOpType, torch_name)): gs_op
                        if hasattr(getattr(dist.ReduceOp, "RedOpType", None), torch_name)}
 
 
-def reduce_op(op):
+def reduce_op(op: Any) -> Op:
     """Map a torch.distributed.ReduceOp to a gradsync.Op; refuse the rest."""
     try:
         return _REDUCE_OPS_BY_CODE[int(getattr(op, "op", op))]
@@ -79,14 +81,14 @@ def reduce_op(op):
                   "MAX, BAND, BOR, BXOR, AVG; PREMUL_SUM is not)" % (op,))
 
 
-def _one(tensors, what):
+def _one(tensors: Sequence[torch.Tensor], what: str) -> torch.Tensor:
     if len(tensors) != 1:
         raise invalid("gradsync backend: %s takes exactly one tensor per call, got %d"
                       % (what, len(tensors)))
     return _check(tensors[0], what)
 
 
-def _check(t, what):
+def _check(t: torch.Tensor, what: str) -> torch.Tensor:
     if not t.is_cpu:  # (t.device costs more than the rest of the call's checks)
         raise invalid("gradsync backend: %s: only CPU tensors are supported, got %s"
                       % (what, t.device))
@@ -96,7 +98,7 @@ def _check(t, what):
     return t
 
 
-def _staged(t):
+def _staged(t: torch.Tensor) -> Tuple[torch.Tensor, Optional[Callable[[], Any]]]:
     """A contiguous tensor for t (_check()ed already) and the copy-back to run after the call
     (or None)."""
     if t.is_contiguous():
@@ -105,7 +107,7 @@ def _staged(t):
     return c, (lambda: t.copy_(c))
 
 
-def _contiguous_block(tensors):
+def _contiguous_block(tensors: Sequence[torch.Tensor]) -> Optional[torch.Tensor]:
     """The one contiguous tensor the list views back to back, or None."""
     first = tensors[0]
     n = first.numel()
@@ -119,14 +121,14 @@ def _contiguous_block(tensors):
     return torch.as_strided(first, (len(tensors) * n,), (1,)) if n else None
 
 
-def _work(fut):
+def _work(fut: torch.futures.Future) -> dist.Work:
     return torch._C._distributed_c10d._create_work_from_future(fut)
 
 
 _C10D_FILE = dist.distributed_c10d.__file__.rstrip("c")
 
 
-def _caller_waits(depth=2):
+def _caller_waits(depth: int = 2) -> bool:
     """True when the method @depth frames up was called by distributed_c10d with
     async_op=False: that caller waits on the Work at once. The call then runs on the
     caller's thread and raises its error there, because torch 1.13's Work made by
@@ -147,19 +149,20 @@ class _PeerWork(dist.Work):
     is safe here and gives recv_anysource its _source_rank(). A receive must fill its
     tensor: @expect elements, else gradsync.Mismatch."""
 
-    def __init__(self, req, copy_back=None, expect=None):
+    def __init__(self, req: gradsync.Request, copy_back: Optional[Callable[[], Any]] = None,
+                 expect: Optional[int] = None) -> None:
         super().__init__()
         self._req = req
         self._copy_back = copy_back
         self._expect = expect
 
-    def _check_count(self):
+    def _check_count(self) -> None:
         st = self._req.status
         if self._expect is not None and st is not None and st.count != self._expect:
             expect, self._expect = self._expect, None
-            raise error(GS_ERR_MISMATCH, "received %d elements, expected %d" % (st.count, expect))
+            raise error(GS_ERR_MISMATCH, "received %s elements, expected %d" % (st.count, expect))
 
-    def wait(self, timeout=None):
+    def wait(self, timeout: Any = None) -> bool:
         call(self._req.wait)
         self._check_count()
         if self._copy_back is not None:
@@ -167,27 +170,27 @@ class _PeerWork(dist.Work):
             self._copy_back = None
         return True
 
-    def is_completed(self):
+    def is_completed(self) -> bool:
         done = call(self._req.test)
         if done:
             self._check_count()
         return done
 
-    def is_success(self):
+    def is_success(self) -> bool:
         return self.is_completed()
 
-    def _source_rank(self):
+    def _source_rank(self) -> int:
         self.wait()
-        return self._req.status.source
+        return self._req.status.source  # type: ignore[union-attr,return-value]  # waited
 
-    def source_rank(self):
+    def source_rank(self) -> int:
         return self._source_rank()
 
 
 class ProcessGroupGradsync(dist.ProcessGroup):
     """torch.distributed ProcessGroup backed by one gradsync communicator."""
 
-    def __init__(self, store, rank, size, timeout):
+    def __init__(self, store: dist.Store, rank: int, size: int, timeout: Any) -> None:
         super().__init__(rank, size)
         self._rank = rank
         self._size = size
@@ -201,28 +204,28 @@ class ProcessGroupGradsync(dist.ProcessGroup):
 
     # --- identity --------------------------------------------------------------------
 
-    def getBackendName(self):
+    def getBackendName(self) -> str:
         return BACKEND_NAME
 
-    def _get_backend_name(self):
+    def _get_backend_name(self) -> str:
         return BACKEND_NAME
 
-    def name(self):
+    def name(self) -> str:
         return BACKEND_NAME
 
-    def rank(self):
+    def rank(self) -> int:
         return self._rank
 
-    def size(self):
+    def size(self) -> int:
         return self._size
 
-    def shutdown(self):
+    def shutdown(self) -> None:
         """Destroy the gradsync communicator (also done at exit)."""
         self._finalizer()
 
     # --- collectives -----------------------------------------------------------------
 
-    def allreduce(self, tensors, opts=None):
+    def allreduce(self, tensors: List[torch.Tensor], opts: Any = None) -> dist.Work:
         sync = _caller_waits()
         t = _one(tensors, "allreduce")
         op = reduce_op(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
@@ -230,7 +233,7 @@ class ProcessGroupGradsync(dist.ProcessGroup):
         return _work(self.comm.start("allreduce", buf, op=op, result=tensors, after=back,
                                      sync=sync))
 
-    def broadcast(self, tensors, opts=None):
+    def broadcast(self, tensors: List[torch.Tensor], opts: Any = None) -> dist.Work:
         sync = _caller_waits()
         t = _one(tensors, "broadcast")
         buf, back = _staged(t)
@@ -238,7 +241,7 @@ class ProcessGroupGradsync(dist.ProcessGroup):
         return _work(self.comm.start("broadcast", buf, root, result=tensors, after=back,
                                      sync=sync))
 
-    def reduce(self, tensors, opts=None):
+    def reduce(self, tensors: List[torch.Tensor], opts: Any = None) -> dist.Work:
         sync = _caller_waits()
         t = _one(tensors, "reduce")
         op = reduce_op(opts.reduceOp)
@@ -246,7 +249,8 @@ class ProcessGroupGradsync(dist.ProcessGroup):
         return _work(self.comm.start("reduce", buf, None, op, opts.rootRank, result=tensors,
                                      after=back, sync=sync))
 
-    def allgather(self, output_tensors, input_tensors, opts=None):
+    def allgather(self, output_tensors: List[List[torch.Tensor]],
+                  input_tensors: List[torch.Tensor], opts: Any = None) -> dist.Work:
         sync = _caller_waits()
         send = _one(input_tensors, "allgather").contiguous()
         outs = output_tensors[0]
@@ -261,14 +265,15 @@ class ProcessGroupGradsync(dist.ProcessGroup):
                                          sync=sync))
         flat = torch.empty(self._size * send.numel(), dtype=send.dtype)
 
-        def after():
+        def after() -> None:
             for o, piece in zip(outs, flat.split(send.numel())):
                 o.copy_(piece.view_as(o))
 
         return _work(self.comm.start("allgather", send, flat, result=output_tensors, after=after,
                                      sync=sync))
 
-    def _allgather_base(self, output, input, opts=None):
+    def _allgather_base(self, output: torch.Tensor, input: torch.Tensor,
+                        opts: Any = None) -> dist.Work:
         sync = _caller_waits()
         _check(output, "all_gather_into_tensor")
         send = _check(input, "all_gather_into_tensor").contiguous()
@@ -276,7 +281,8 @@ class ProcessGroupGradsync(dist.ProcessGroup):
             raise invalid("gradsync backend: all_gather_into_tensor needs a contiguous output")
         return _work(self.comm.start("allgather", send, output, result=[output], sync=sync))
 
-    def gather(self, output_tensors, input_tensors, opts=None):
+    def gather(self, output_tensors: List[List[torch.Tensor]], input_tensors: List[torch.Tensor],
+               opts: Any = None) -> dist.Work:
         sync = _caller_waits()
         send = _one(input_tensors, "gather").contiguous()
         root = opts.rootRank
@@ -288,14 +294,15 @@ class ProcessGroupGradsync(dist.ProcessGroup):
                           % self._size)
         flat = torch.empty(self._size * send.numel(), dtype=send.dtype)
 
-        def after():
+        def after() -> None:
             for o, piece in zip(outs, flat.split(send.numel())):
                 o.copy_(piece.view_as(o))
 
         return _work(self.comm.start("gather", send, flat, root, result=output_tensors,
                                      after=after, sync=sync))
 
-    def scatter(self, output_tensors, input_tensors, opts=None):
+    def scatter(self, output_tensors: List[torch.Tensor],
+                input_tensors: List[List[torch.Tensor]], opts: Any = None) -> dist.Work:
         sync = _caller_waits()
         out = _one(output_tensors, "scatter")
         root = opts.rootRank
@@ -310,10 +317,13 @@ class ProcessGroupGradsync(dist.ProcessGroup):
         return _work(self.comm.start("scatter", send, buf, root, result=output_tensors,
                                      after=back, sync=sync))
 
-    def reduce_scatter(self, output_tensors, input_tensors, opts=None):
+    def reduce_scatter(self, output_tensors: List[torch.Tensor],
+                       input_tensors: List[List[torch.Tensor]], opts: Any = None) -> dist.Work:
         return self._reduce_scatter(output_tensors, input_tensors, opts, _caller_waits())
 
-    def _reduce_scatter(self, output_tensors, input_tensors, opts, sync):
+    def _reduce_scatter(self, output_tensors: List[torch.Tensor],
+                        input_tensors: List[List[torch.Tensor]], opts: Any,
+                        sync: bool) -> dist.Work:
         out = _one(output_tensors, "reduce_scatter")
         op = reduce_op(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
         ins = input_tensors[0]
@@ -327,11 +337,14 @@ class ProcessGroupGradsync(dist.ProcessGroup):
         return _work(self.comm.start("reduce_scatter", send, buf, op, result=output_tensors,
                                      after=back, sync=sync))
 
-    def _reduce_scatter_base(self, output, input, opts=None):
+    def _reduce_scatter_base(self, output: torch.Tensor, input: torch.Tensor,
+                             opts: Any = None) -> dist.Work:
         return self._reduce_scatter([output], [list(input.contiguous().chunk(self._size))], opts,
                                     _caller_waits())
 
-    def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
+    def alltoall_base(self, output: torch.Tensor, input: torch.Tensor,
+                      output_split_sizes: List[int], input_split_sizes: List[int],
+                      opts: Any = None) -> dist.Work:
         sync = _caller_waits()
         _check(output, "all_to_all_single")
         send = _check(input, "all_to_all_single").contiguous()
@@ -349,7 +362,8 @@ class ProcessGroupGradsync(dist.ProcessGroup):
         return _work(self.comm.start("alltoallv", send, buf, scounts, rcounts, _displs(scounts),
                                      _displs(rcounts), result=[output], after=back, sync=sync))
 
-    def alltoall(self, output_tensors, input_tensors, opts=None):
+    def alltoall(self, output_tensors: List[torch.Tensor], input_tensors: List[torch.Tensor],
+                 opts: Any = None) -> dist.Work:
         sync = _caller_waits()
         send = torch.cat([_check(t, "all_to_all").reshape(-1) for t in input_tensors])
         for t in output_tensors:
@@ -358,7 +372,7 @@ class ProcessGroupGradsync(dist.ProcessGroup):
         scounts = [t.numel() for t in input_tensors]
         rcounts = [t.numel() for t in output_tensors]
 
-        def after():
+        def after() -> None:
             for o, piece in zip(output_tensors, recv.split(rcounts)):
                 o.copy_(piece.view_as(o))
 
@@ -366,29 +380,29 @@ class ProcessGroupGradsync(dist.ProcessGroup):
                                      _displs(rcounts), result=output_tensors, after=after,
                                      sync=sync))
 
-    def barrier(self, opts=None):
+    def barrier(self, opts: Any = None) -> dist.Work:
         sync = _caller_waits()
         return _work(self.comm.start("barrier", result=[], sync=sync))
 
     # --- point-to-point --------------------------------------------------------------
 
-    def send(self, tensors, dst, tag):
+    def send(self, tensors: List[torch.Tensor], dst: int, tag: int) -> dist.Work:
         t = _one(tensors, "send").contiguous()
         return _PeerWork(self.comm.request("isend", t, dst, tag))
 
-    def recv(self, tensors, src, tag):
+    def recv(self, tensors: List[torch.Tensor], src: int, tag: int) -> dist.Work:
         t = _one(tensors, "recv")
         buf, back = _staged(t)
         return _PeerWork(self.comm.request("irecv", buf, src, tag), back, buf.numel())
 
-    def recv_anysource(self, tensors, tag):
+    def recv_anysource(self, tensors: List[torch.Tensor], tag: int) -> dist.Work:
         t = _one(tensors, "recv")
         buf, back = _staged(t)
         return _PeerWork(self.comm.request("irecv", buf, gradsync.ANY_SOURCE, tag), back,
                          buf.numel())
 
 
-def _splits(sizes, t, size, row):
+def _splits(sizes: List[int], t: torch.Tensor, size: int, row: int) -> List[int]:
     if not sizes:
         if t.numel() % size:
             raise invalid("gradsync backend: all_to_all_single: %d elements do not split into "
@@ -400,7 +414,7 @@ def _splits(sizes, t, size, row):
     return [int(s) * row for s in sizes]
 
 
-def _displs(counts):
+def _displs(counts: List[int]) -> List[int]:
     out, acc = [], 0
     for c in counts:
         out.append(acc)
@@ -408,14 +422,14 @@ def _displs(counts):
     return out
 
 
-def _free_port(addr):
+def _free_port(addr: str) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind((addr, 0))
         return s.getsockname()[1]
 
 
-def _agree_address(store, rank, timeout):
+def _agree_address(store: dist.Store, rank: int, timeout: Any) -> Tuple[str, int]:
     """Rank 0 picks a free port on its rendezvous address and publishes "addr:port" in the
     group's (prefixed) store; the other ranks read it. GS_MASTER_ADDR, else MASTER_ADDR,
     else 127.0.0.1 names rank 0's host."""
@@ -432,11 +446,11 @@ def _agree_address(store, rank, timeout):
     return addr, int(port)
 
 
-def _create(store, rank, size, timeout):
+def _create(store: dist.Store, rank: int, size: int, timeout: Any) -> ProcessGroupGradsync:
     return ProcessGroupGradsync(store, rank, size, timeout)
 
 
-def register_backend():
+def register_backend() -> None:
     """Register "gradsync" with torch.distributed (idempotent)."""
     if BACKEND_NAME.upper() not in dist.Backend._plugins:
         dist.Backend.register_backend(BACKEND_NAME, _create)

@@ -21,16 +21,20 @@ port and broadcasts it), so no extra port or environment is needed.
 Not done here: CUDA buckets, and codecs on non-float buckets (those are
 averaged without compression).
 """
+# No "from __future__ import annotations" here: DDP.register_comm_hook compares the hook's
+# annotations with dist.GradBucket and torch.futures.Future[torch.Tensor] themselves.
 
 import os
+from typing import Any, Dict, Optional, Union
 
 import torch
 import torch.distributed as dist
 
 import gradsync
 from gradsync import Op
+from gradsync._types import GS_ERR_INVALID_USAGE
 
-from ._comm import FLOAT_DTYPES, Comm, call, dtype_of, invalid
+from ._comm import FLOAT_DTYPES, Comm, call, dtype_of, error, invalid
 
 
 class GradsyncHookState:
@@ -49,9 +53,11 @@ class GradsyncHookState:
         library's).
     """
 
-    def __init__(self, process_group=None, codec="int8", error_feedback=None, comm=None,
-                 timeout_ms=None, **codec_params):
-        self.codec = None
+    def __init__(self, process_group: Any = None, codec: Union[None, str, gradsync.Codec] = "int8",
+                 error_feedback: Optional[bool] = None,
+                 comm: Union[None, gradsync.Communicator, Comm] = None,
+                 timeout_ms: Optional[int] = None, **codec_params: Any) -> None:
+        self.codec: Optional[gradsync.Codec] = None
         if isinstance(codec, gradsync.Codec):
             self.codec = codec
         elif codec is not None and codec != "none":
@@ -69,10 +75,10 @@ class GradsyncHookState:
             if not isinstance(comm, Comm):
                 comm = _comm_over(group, timeout_ms)
                 self._owned = True
-        self.comm = comm
-        self._ef = {}
+        self.comm: Optional[Comm] = comm
+        self._ef: Dict[int, gradsync.ErrorFeedback] = {}
 
-    def ef_for(self, index, buf):
+    def ef_for(self, index: int, buf: torch.Tensor) -> Optional[gradsync.ErrorFeedback]:
         """The residual (a gradsync.ErrorFeedback) of bucket @index, recreated when its size
         or dtype changed."""
         if (not self.error_feedback) or (buf.dtype not in FLOAT_DTYPES):
@@ -86,39 +92,45 @@ class GradsyncHookState:
             self._ef[index] = ef
         return ef
 
-    def reset(self):
+    def reset(self) -> None:
         """Forget every residual (after loading a checkpoint, say)."""
         for ef in self._ef.values():
             ef.close()
         self._ef.clear()
 
-    def close(self):
+    def close(self) -> None:
         """Free the residuals and the communicator this state created."""
         self.reset()
         if self._owned and self.comm is not None:
             self.comm.close()
         self.comm = None
 
-    def __getstate__(self):
+    def __getstate__(self) -> Any:
         raise TypeError("GradsyncHookState holds a live communicator and cannot be pickled")
 
 
-def gradsync_allreduce_hook(state, bucket):
+def gradsync_allreduce_hook(state: "GradsyncHookState",
+                            bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
     """DDP comm hook: average bucket.buffer() over the ranks through gradsync."""
     buf = bucket.buffer()
     if buf.device.type != "cpu":
         raise invalid("gradsync_allreduce_hook: only CPU buckets are supported, got %s"
                       % buf.device)
+    comm = state.comm
+    if comm is None:
+        raise error(GS_ERR_INVALID_USAGE, "gradsync_allreduce_hook: the GradsyncHookState "
+                    "was closed; make a new one for this model")
     if buf.dtype not in FLOAT_DTYPES:
-        return state.comm.start("allreduce", buf, op=Op.SUM, result=buf).then(
-            lambda f: f.value().div_(state.comm.size))
+        size = comm.size
+        return comm.start("allreduce", buf, op=Op.SUM, result=buf).then(
+            lambda f: f.value().div_(size))
     if state.codec is None:
-        return state.comm.start("allreduce", buf, op=Op.AVG, result=buf)
+        return comm.start("allreduce", buf, op=Op.AVG, result=buf)
     ef = state.ef_for(bucket.index(), buf)
-    return state.comm.start("allreduce", buf, op=Op.AVG, codec=state.codec, ef=ef, result=buf)
+    return comm.start("allreduce", buf, op=Op.AVG, codec=state.codec, ef=ef, result=buf)
 
 
-def _comm_over(group, timeout_ms):
+def _comm_over(group: Any, timeout_ms: Optional[int]) -> Comm:
     """A new gradsync communicator over @group's ranks; rank 0 picks the port and tells
     the others through the group (one broadcast of two int64 and the address)."""
     from .backend import _free_port
