@@ -13,7 +13,7 @@
 #include "api/comm_watch.h"
 #include "api/comm_trace.h"
 #ifdef GS_WITH_CUDA
-#include "algo/algo_dev.h"
+#include "algo/sched/algo_dev.h"
 #endif
 #ifdef GS_WITH_MPI
 #include "api/comm_mpi.h"
@@ -430,6 +430,7 @@ gs_status_t gs__comm_start(gs_comm_t comm, char (*addrs)[GS_SOCK_ADDR_MAX], cons
         return status;
     }
     comm->actx.tr = &comm->tr;
+    comm->actx.diag = &gs__algo_diag_ops; /* diagnosis hooks into the waits */
     comm->actx.rank = comm->rank;
     comm->actx.size = comm->size;
     comm->actx.timeout_ns = (uint64_t)comm->cfg.timeout_ms * 1000000ull;

@@ -10,7 +10,7 @@
  */
 #include <string.h>
 
-#include "algo/algo_dev.h"
+#include "algo/sched/algo_dev.h"
 #include "api/comm_impl.h"
 #include "core/clock.h"
 #include "core/host.h"

@@ -10,7 +10,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "algo/algo.h"
+#include "algo/diag/diag.h"
+#include "algo/select/select.h"
 #include "core/auth.h"
 #include "core/config.h"
 #include "core/counters.h"

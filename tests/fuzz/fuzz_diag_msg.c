@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "algo/algo.h"
+#include "algo/diag/diag.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

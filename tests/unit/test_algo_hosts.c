@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "algo/algo.h"
+#include "algo/select/select.h"
 
 /* Host id of rank r in layout number k (a few shapes, then pseudo-random). */
 static uint64_t layout_id(int k, int n, int r)

@@ -8,7 +8,7 @@
  * INFO line logged once per (collective, size class). Runs on one rank, so
  * gs__algo_run needs no transport.
  */
-#include "algo/algo.h"
+#include "algo/select/select.h"
 #include "core/env_table.h"
 #include "core/log.h"
 

@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "algo/algo.h"
+#include "algo/select/select.h"
 
 #define COUNT 37
 

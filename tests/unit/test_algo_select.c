@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "algo/algo.h"
+#include "algo/select/select.h"
 #include "gradsync/compress.h"
 
 static void test_algo_policy_bare_name(void **state)

@@ -16,8 +16,8 @@
 
 #include <cmocka.h>
 
-#include "algo/algo.h"
-#include "algo/algo_comp.h"
+#include "algo/select/select.h"
+#include "algo/sched/algo_comp.h"
 #include "codec_test_util.h"
 
 /*

@@ -7,7 +7,7 @@
  * doubling ends with each new rank owning its block and then every block,
  * and the block offsets cover a vector exactly.
  */
-#include "algo/pattern_rd.h"
+#include "algo/prim/pattern_rd.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

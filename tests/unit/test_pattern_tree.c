@@ -7,7 +7,7 @@
  * what the cost model assumes, and the binomial tree is a tree for every
  * root.
  */
-#include "algo/pattern_tree.h"
+#include "algo/prim/pattern_tree.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "algo/algo.h"
+#include "algo/diag/diag.h"
 #include "core/trace.h"
 
 static gs__trace_t *new_trace(uint32_t cap, int size)

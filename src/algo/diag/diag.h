@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Diagnosis (algo_diag.c): the flight recorder's view of each operation,
+ * and the messages that let ranks explain a mismatch, a failure or a
+ * timeout to each other. It hooks into the context's waits through
+ * gs__algo_diag_ops (set as ctx->diag by the communicator), never the
+ * other way round.
+ */
+#ifndef GS_ALGO_DIAG_DIAG_H
+#define GS_ALGO_DIAG_DIAG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "algo/ctx/ctx.h"
+
+
+/* The hooks the context's waits call (ctx->diag = &gs__algo_diag_ops). */
+extern const gs_algo_diag_ops_t gs__algo_diag_ops;
+
+/* gs__algo_op_begin and _end bracket one collective on the worker: they set
+ * ctx->cur and ctx->fp (gs__algo_fingerprint) and record it in ctx->trace
+ * (when set). Pure but for the recorder. */
+void gs__algo_op_begin(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint64_t t0_ns);
+void gs__algo_op_end(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, gs_status_t status,
+                     uint64_t t1_ns);
+
+/* The flight recorder's callbacks: an operation in words
+ * ("allreduce(count=1000, f32, sum)") and an algorithm's name. */
+struct gs__trace_op;
+void gs__algo_trace_describe(const struct gs__trace_op *op, char *buf, size_t len);
+const char *gs__algo_trace_algo_name(int algo);
+
+/* A receive of the collective in flight from @p peer met a message whose tag
+ * @p their_tag has other check bits: tell every rank (a REPORT message),
+ * wait up to 1 s for @p peer's own description, and return GS_ERR_MISMATCH
+ * with both calls in words. */
+gs_status_t gs__algo_diag_mismatch(gs_algo_ctx_t *ctx, int peer, uint64_t their_tag);
+
+/* Called while the collective in flight is blocked for @p stalled_ns: take a
+ * REPORT of another rank (GS_ERR_MISMATCH in words, after describing this
+ * rank's call to the reporter when it blames this rank) and, after 200 ms,
+ * look for early messages of this operation number from the peers waited on
+ * whose fingerprint differs (then as gs__algo_diag_mismatch). Returns GS_OK
+ * when there is nothing to report. */
+gs_status_t gs__algo_diag_poll(gs_algo_ctx_t *ctx, uint64_t stalled_ns);
+
+/* After a peer failure in the collective in flight: a REPORT that arrived
+ * before it (or within 100 ms) explains it better. Returns GS_ERR_MISMATCH
+ * in words when one is there (the last error set), else GS_OK (the caller
+ * reports the failure as it is; the last error is restored). */
+gs_status_t gs__algo_diag_explain(gs_algo_ctx_t *ctx);
+
+/* Decode a diagnosis message of @p n bytes in a job of @p size ranks and
+ * write the sender's call in words into @p words. Returns GS_OK, or
+ * GS_ERR_PROTOCOL with the reason in @p why. Pure; the fuzz target's entry. */
+gs_status_t gs__algo_diag_decode(const uint8_t *buf, size_t n, int size, char *words, size_t wlen,
+                                 char *why, size_t whylen);
+
+/* GS_ERR_TIMEOUT for the collective in flight, naming it (number and words) and
+ * every peer it still waits on (the recorder's counters; else @p waiting_on). */
+gs_status_t gs__algo_diag_timeout(gs_algo_ctx_t *ctx, const gs_algo_req_t *waiting_on);
+
+#endif /* GS_ALGO_DIAG_DIAG_H */

@@ -1,0 +1,954 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Device buffers on the host transports, and the device context of a
+ * communicator (CUDA builds only).
+ *
+ * Setup (gs__dev_setup) runs once per communicator, on its first call
+ * with device buffers: every rank all-gathers (host id, GPU UUID, what it
+ * wants of NCCL) over the host transport, so that every rank takes the
+ * same decision: NCCL serves plain calls when it is built in, wanted, and
+ * no two ranks share a GPU (NCCL refuses that); rank 0 then makes the
+ * NCCL id and broadcasts it the same way. Everything else is staged.
+ *
+ * Staged path (gs__dev_run_staged): the caller's stream is ordered first
+ * (an event on it, waited for by the communicator's copy stream), then
+ * the buffers move through pinned host memory in slices of
+ * GS_CUDA_STAGE_BYTES, two slots in turn: the copy of slice k + 1 to the
+ * host runs while the host collective of slice k runs, and the copy of
+ * slice k back to the device runs while slice k + 1 waits for its own
+ * copy. Elementwise collectives (all-reduce, broadcast, reduce, plain)
+ * pipeline that way; block-structured ones (all-gather, reduce-scatter,
+ * all-to-all) and compressed calls (whose error feedback covers the whole
+ * tensor) move as one slice. Every slice runs the algorithm the plan chose
+ * for the whole call, the same on every rank, so the ranks' messages still
+ * match. The result is ordered before later work on the caller's stream
+ * (an event on the copy stream the caller's stream waits for), and the
+ * call returns once it is in recvbuf. Every wait polls with a no-progress
+ * deadline; nothing here blocks in the CUDA runtime without one.
+ * No allocation per call once warm: streams, events and the pinned
+ * staging memory (grown on demand) live in the context.
+ *
+ * Also here, for every device file: the one device wait
+ * (gs__dev_wait_event: deadline, NCCL's asynchronous errors, the
+ * last-error slot), and the guard that leaves the caller's current device
+ * as it was (gs__dev_guard_enter/leave).
+ */
+#include "algo/sched/algo_dev.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cuda_runtime.h>
+
+#include "core/clock.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/log.h"
+#ifdef GS_WITH_NCCL
+#include "device/nccl_engine.h"
+#endif
+
+#define DEV_ALIGN 256
+#define DEV_AGREE_BYTES 32 /* host id (8), GPU UUID (16), NCCL wish (4), CUDA-aware MPI (4) */
+
+/*
+ * The runtime keeps one last error per host thread: every call that fails
+ * writes it, cudaGetLastError() reads and clears it. A query that answers
+ * "not ready" may write cudaErrorNotReady there (PyTorch clears it after
+ * each such answer), and it would then be what the next
+ * cudaGetLastError() returns: the caller's, or a launch check's. Take back
+ * an error this library met, and only that one: the slot is cleared when it
+ * holds @p err, so a pending error the caller's own code left stays unless
+ * ours replaced it. A sticky error (the context is lost) cannot be
+ * cleared, and every later call reports it anyway.
+ */
+static void dev_take_back(cudaError_t err)
+{
+    if ((err != cudaSuccess) && (cudaPeekAtLastError() == err)) {
+        (void)cudaGetLastError();
+    }
+}
+
+void gs__dev_take_back(int err)
+{
+    dev_take_back((cudaError_t)err);
+}
+
+/* cudaEventQuery, its "not ready" taken back. The only event query here. */
+static cudaError_t dev_query(cudaEvent_t ev)
+{
+    const cudaError_t err = cudaEventQuery(ev);
+
+    if (err == cudaErrorNotReady) {
+        dev_take_back(err);
+    }
+    return err;
+}
+
+gs_status_t gs__dev_cuda(const gs_algo_ctx_t *ctx, int err_in, const char *what)
+{
+    const cudaError_t err = (cudaError_t)err_in;
+
+    if (err == cudaSuccess) {
+        return GS_OK;
+    }
+    dev_take_back(err);
+    return gs__error_set(GS_ERR_CUDA, "%s: %s failed: %s (%s)", ctx->opname, what,
+                         cudaGetErrorString(err), cudaGetErrorName(err));
+}
+
+static size_t dev_align(size_t x)
+{
+    return (x + DEV_ALIGN - 1) & ~(size_t)(DEV_ALIGN - 1);
+}
+
+/* ------------------------------------------------------------------ */
+/* The caller's current device                                         */
+/* ------------------------------------------------------------------ */
+
+/* cuDevicePrimaryCtxGetState (CUdevice is the device's ordinal), looked up
+ * once through the runtime, so that nothing links the driver. */
+typedef int (*dev_ctx_state_fn_t)(int device, unsigned int *flags, int *active);
+
+static pthread_once_t dev_ctx_once = PTHREAD_ONCE_INIT;
+static dev_ctx_state_fn_t dev_ctx_state;
+
+static void dev_ctx_lookup(void)
+{
+    void *fn = NULL;
+    enum cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+    cudaError_t err;
+
+#if CUDART_VERSION >= 12050
+    err = cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxGetState", &fn, 12000,
+                                           cudaEnableDefault, &found);
+#else
+    err = cudaGetDriverEntryPoint("cuDevicePrimaryCtxGetState", &fn, cudaEnableDefault, &found);
+#endif
+    if ((err == cudaSuccess) && (found == cudaDriverEntryPointSuccess) && (fn != NULL)) {
+        memcpy(&dev_ctx_state, &fn, sizeof(dev_ctx_state)); /* object to function pointer */
+    } else {
+        dev_take_back(err);
+        GS_INFO(CUDA, "cuDevicePrimaryCtxGetState not found: the device guard restores every "
+                      "device");
+    }
+}
+
+/* Has the process a primary context on @p device (when unknown: yes)? */
+static int dev_has_context(int device)
+{
+    unsigned int flags = 0;
+    int active = 1;
+
+    (void)pthread_once(&dev_ctx_once, dev_ctx_lookup);
+    if ((dev_ctx_state == NULL) || (dev_ctx_state(device, &flags, &active) != 0)) {
+        return 1;
+    }
+    return active != 0;
+}
+
+int gs__dev_guard_enter(gs_dev_guard_t *g, int device)
+{
+    cudaError_t err;
+
+    g->prev = device;
+    g->changed = 0;
+    err = cudaGetDevice(&g->prev);
+    if ((err == cudaSuccess) && (g->prev != device)) {
+        err = cudaSetDevice(device);
+        g->changed = (err == cudaSuccess);
+    }
+    return (int)err;
+}
+
+void gs__dev_guard_leave(gs_dev_guard_t *g)
+{
+    cudaError_t err;
+
+    if (!g->changed) {
+        return;
+    }
+    g->changed = 0;
+    if (!dev_has_context(g->prev)) {
+        return; /* going back would create a context there (gs_dev_guard_t) */
+    }
+    err = cudaSetDevice(g->prev);
+    if (err != cudaSuccess) {
+        dev_take_back(err);
+        GS_WARN("could not make CUDA device %d current again: %s (%s)", g->prev,
+                cudaGetErrorString(err), cudaGetErrorName(err));
+    }
+}
+
+gs_status_t gs__dev_enter(const gs_algo_ctx_t *ctx, gs_dev_guard_t *g)
+{
+    g->changed = 0;
+    if (ctx->dev == NULL) {
+        return gs__error_set(GS_ERR_INTERNAL, "%s: device call without a device context",
+                             ctx->opname);
+    }
+    return gs__dev_cuda(ctx, gs__dev_guard_enter(g, ctx->dev->device),
+                        "cudaSetDevice (the communicator's device)");
+}
+
+/* ------------------------------------------------------------------ */
+/* The one device wait                                                 */
+/* ------------------------------------------------------------------ */
+
+gs_status_t gs__dev_wait_event(const gs_algo_ctx_t *ctx, void *ev_in, const char *what)
+{
+    const cudaEvent_t ev = (cudaEvent_t)ev_in;
+    const uint64_t deadline = gs__now_ns() + ctx->timeout_ns;
+    struct gs_nccl *nccl = NULL;
+    gs_status_t status;
+
+#ifdef GS_WITH_NCCL
+    nccl = (ctx->dev != NULL) ? ctx->dev->nccl : NULL;
+#endif
+    for (unsigned polls = 0;; polls++) {
+        const cudaError_t err = dev_query(ev);
+
+        if ((err != cudaSuccess) && (err != cudaErrorNotReady)) {
+            status = gs__dev_cuda(ctx, err, what);
+#ifdef GS_WITH_NCCL
+            gs__nccl_fail(nccl, "CUDA error");
+#endif
+            return status;
+        }
+#ifdef GS_WITH_NCCL
+        if (nccl != NULL) {
+            /* Also when the event is complete: kernels of an aborted or
+             * failed communicator end early, so completion proves nothing. */
+            status = gs__nccl_poll(nccl);
+            if ((status != GS_OK) && (status != GS_INPROGRESS)) {
+                if (status != GS_ERR_ABORTED) {
+                    gs__nccl_fail(nccl, "asynchronous error");
+                }
+                return gs__error_wrap(status, "%s: waiting for %s: %s", ctx->opname, what,
+                                      gs__error_get());
+            }
+        }
+#endif
+        if (err == cudaSuccess) {
+            return GS_OK;
+        }
+        if (gs__now_ns() >= deadline) {
+            status = gs__error_set(
+                GS_ERR_TIMEOUT, "%s: rank %d: %s did not finish within %llu ms (GS_TIMEOUT_MS)%s",
+                ctx->opname, ctx->rank, what, (unsigned long long)(ctx->timeout_ns / 1000000ull),
+                (nccl != NULL)
+                    ? "; the NCCL communicator was aborted: a peer may have failed, or other "
+                      "work on the stream never ends; destroy the communicator"
+                    : ": other work on the stream may never end, or a peer failed; destroy the "
+                      "communicator");
+#ifdef GS_WITH_NCCL
+            gs__nccl_fail(nccl, "timeout");
+#endif
+            return status;
+        }
+        gs__poll_pause(polls);
+    }
+}
+
+gs_status_t gs__dev_wait_stream(const gs_algo_ctx_t *ctx, void *stream, const char *what)
+{
+    const gs_status_t status =
+        gs__dev_cuda(ctx, cudaEventRecord((cudaEvent_t)ctx->dev->stage_event, (cudaStream_t)stream),
+                     "cudaEventRecord (to wait for a stream)");
+
+    return (status == GS_OK) ? gs__dev_wait_event(ctx, ctx->dev->stage_event, what) : status;
+}
+
+/* The context's resources, on @p device (current: the caller's guard made it so). */
+static gs_status_t dev_create(gs_algo_ctx_t *ctx, int device, gs_algo_dev_t **out)
+{
+    gs_algo_dev_t *dev = calloc(1, sizeof(*dev));
+    gs_status_t status;
+
+    if (dev == NULL) {
+        return gs__error_set(GS_ERR_NO_MEMORY, "%s: out of memory for the device context",
+                             ctx->opname);
+    }
+    dev->device = device;
+    status = gs__dev_cuda(
+        ctx, cudaStreamCreateWithFlags((cudaStream_t *)&dev->copy_stream, cudaStreamNonBlocking),
+        "cudaStreamCreateWithFlags (staging copies)");
+    for (int s = 0; (s < GS_DEV_STAGE_SLOTS) && (status == GS_OK); s++) {
+        status = gs__dev_cuda(
+            ctx,
+            cudaEventCreateWithFlags((cudaEvent_t *)&dev->slot_event[s], cudaEventDisableTiming),
+            "cudaEventCreateWithFlags");
+    }
+    if (status == GS_OK) {
+        status = gs__dev_cuda(
+            ctx, cudaEventCreateWithFlags((cudaEvent_t *)&dev->stage_event, cudaEventDisableTiming),
+            "cudaEventCreateWithFlags");
+    }
+    ctx->dev = dev; /* freed by gs__dev_free, also after a failure here */
+    *out = dev;
+    return status;
+}
+
+/* Every rank's record for the agreement: host id, GPU UUID, NCCL wish. */
+static gs_status_t dev_record(const gs_algo_ctx_t *ctx, int device, uint64_t host_id, int want,
+                              int mpi_cuda, uint8_t rec[DEV_AGREE_BYTES])
+{
+    struct cudaDeviceProp prop;
+    const uint32_t w = (uint32_t)want;
+    const uint32_t m = (uint32_t)mpi_cuda;
+    gs_status_t status =
+        gs__dev_cuda(ctx, cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
+
+    memset(rec, 0, DEV_AGREE_BYTES);
+    if (status != GS_OK) {
+        return status;
+    }
+    memcpy(rec, &host_id, sizeof(host_id));
+    memcpy(rec + 8, prop.uuid.bytes, 16);
+    memcpy(rec + 24, &w, sizeof(w));
+    memcpy(rec + 28, &m, sizeof(m));
+    return GS_OK;
+}
+
+/* A host collective inside the operation in flight (its messages use the
+ * operation's sequence number; every rank runs the same ones in the same
+ * order, so they match). These are setup messages of a few dozen bytes:
+ * the ring all-gather and the binomial broadcast serve them, chosen here
+ * once rather than planned (a schedule never calls the planner). */
+static gs_status_t dev_host_coll(gs_algo_ctx_t *ctx, gs_coll_kind_t kind, void *sendbuf,
+                                 void *recvbuf, size_t count, int root)
+{
+    const gs_algo_plan_t plan = {.path = GS_PATH_HOST,
+                                 .scheme = GS_SCHEME_PLAIN,
+                                 .algo =
+                                     (kind == GS_COLL_ALLGATHER) ? GS_ALGO_RING : GS_ALGO_BINOMIAL,
+                                 .why = "device setup"};
+    gs_coll_desc_t sub;
+
+    memset(&sub, 0, sizeof(sub));
+    sub.kind = kind;
+    sub.sendbuf = sendbuf;
+    sub.recvbuf = recvbuf;
+    sub.count = count;
+    sub.dtype = GS_DTYPE_U8;
+    sub.op = GS_OP_SUM;
+    sub.root = root;
+    sub.algo = plan.algo;
+    sub.mem = GS_MEM_HOST;
+    return gs__algo_run_host(ctx, &sub, &plan);
+}
+
+/* gs__dev_setup's first call, with d->device current. */
+static gs_status_t dev_setup(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
+                             const gs_algo_dev_params_t *params)
+{
+    gs_algo_dev_t *dev = ctx->dev;
+    uint8_t mine[DEV_AGREE_BYTES];
+    uint8_t *all = NULL;
+    int share = 0, want_all = 1, required = 0, mpi_all = 1;
+    gs_status_t status = GS_OK;
+
+    if (dev == NULL) {
+        status = dev_create(ctx, d->device, &dev);
+        if (dev == NULL) {
+            return status;
+        }
+    }
+    dev->stage_bytes = (params->stage_bytes > 0) ? params->stage_bytes : ((size_t)4 << 20);
+    if (status == GS_OK) {
+        status =
+            dev_record(ctx, d->device, params->host_id, params->want_nccl, params->mpi_cuda, mine);
+    }
+    if (status == GS_OK) {
+        all = malloc((size_t)ctx->size * DEV_AGREE_BYTES);
+        if (all == NULL) {
+            status = gs__error_set(GS_ERR_NO_MEMORY, "%s: out of memory", ctx->opname);
+        }
+    }
+    if (status == GS_OK) {
+        status = dev_host_coll(ctx, GS_COLL_ALLGATHER, mine, all, DEV_AGREE_BYTES, 0);
+    }
+    for (int i = 0; (status == GS_OK) && (i < ctx->size); i++) {
+        uint32_t w;
+
+        memcpy(&w, all + (size_t)i * DEV_AGREE_BYTES + 24, sizeof(w));
+        want_all &= (w > 0);
+        {
+            uint32_t m;
+
+            memcpy(&m, all + (size_t)i * DEV_AGREE_BYTES + 28, sizeof(m));
+            mpi_all &= (m > 0);
+        }
+        required |= (w == 2);
+        for (int j = 0; j < i; j++) {
+            if (memcmp(all + (size_t)i * DEV_AGREE_BYTES, all + (size_t)j * DEV_AGREE_BYTES, 24) ==
+                0) {
+                share = 1;
+            }
+        }
+    }
+    free(all);
+    if (status != GS_OK) {
+        return status;
+    }
+#ifndef GS_WITH_NCCL
+    if (required) {
+        return gs__error_set(GS_ERR_UNSUPPORTED,
+                             "%s: GS_CUDA_PATH=nccl (or GS_TRANSPORT=nccl) but this gradsync was "
+                             "built without NCCL",
+                             ctx->opname);
+    }
+    ctx->dev_caps = mpi_all ? GS_DEV_CAP_MPI_CUDA : 0u;
+    GS_INFO(CUDA,
+            "device buffers on CUDA device %d: staged through host memory (built without "
+            "NCCL%s)",
+            dev->device, (share && want_all) ? "; ranks share a GPU too" : "");
+#else
+    if (required && (share || !want_all)) {
+        return gs__error_set(
+            GS_ERR_INVALID_USAGE,
+            "%s: NCCL is required (GS_CUDA_PATH=nccl or GS_TRANSPORT=nccl) but %s: "
+            "NCCL needs one GPU per rank; GS_CUDA_PATH=staged serves ranks that "
+            "share a GPU",
+            ctx->opname, share ? "two ranks share a GPU" : "some rank set GS_CUDA_PATH=staged");
+    }
+    ctx->dev_caps = mpi_all ? GS_DEV_CAP_MPI_CUDA : 0u;
+    if (want_all && !share) {
+        /* The id and, last, whether rank 0 could make one at all. */
+        uint8_t msg[GS_NCCL_ID_BYTES + 1];
+        gs_status_t idst = GS_OK;
+        char idwhy[GS_ERROR_MSG_MAX] = "";
+
+        memset(msg, 0, sizeof(msg));
+        if (ctx->rank == 0) {
+            idst = gs__nccl_unique_id(msg);
+            if (idst != GS_OK) {
+                snprintf(idwhy, sizeof(idwhy), "%s", gs__error_get());
+            }
+            msg[GS_NCCL_ID_BYTES] = (idst == GS_OK);
+        }
+        /* Every rank takes part in the broadcast, rank 0 even after a
+         * failure, so that nobody waits on an id that will not come. */
+        status = dev_host_coll(ctx, GS_COLL_BROADCAST, msg, msg, sizeof(msg), 0);
+        if ((status == GS_OK) && (idst != GS_OK)) {
+            gs__error_copy_in(idwhy); /* rank 0 says why in its own words */
+            status = idst;
+        } else if ((status == GS_OK) && (msg[GS_NCCL_ID_BYTES] != 1)) {
+            status = gs__error_set(GS_ERR_NO_RESOURCE,
+                                   "%s: rank 0 could not create the NCCL id (its log says why); "
+                                   "GS_CUDA_PATH=staged avoids NCCL",
+                                   ctx->opname);
+        }
+        if (status == GS_OK) {
+            status = gs__nccl_create(msg, ctx->rank, ctx->size, dev->device,
+                                     gs__now_ns() + ctx->timeout_ns, &dev->nccl);
+        }
+        if (status != GS_OK) {
+            return status;
+        }
+        ctx->dev_caps |= GS_DEV_CAP_NCCL;
+        GS_INFO(CUDA,
+                "device buffers on CUDA device %d: NCCL %d for plain calls, staged "
+                "otherwise",
+                dev->device, gs__nccl_version());
+    } else {
+        GS_INFO(CUDA, "device buffers on CUDA device %d: staged through host memory (%s)",
+                dev->device,
+                share ? "ranks share a GPU, which NCCL refuses" : "GS_CUDA_PATH=staged");
+    }
+#endif
+    dev->ready = 1;
+    return GS_OK;
+}
+
+gs_status_t gs__dev_setup(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
+                          const gs_algo_dev_params_t *params)
+{
+    const gs_algo_dev_t *dev = ctx->dev;
+    gs_dev_guard_t guard;
+    gs_status_t status;
+
+    if ((dev != NULL) && dev->ready) {
+        if (d->device != dev->device) {
+            return gs__error_set(GS_ERR_INVALID_ARG,
+                                 "%s: this communicator's device buffers are on CUDA device %d, "
+                                 "this call's on device %d: use one device per communicator "
+                                 "(as NCCL does)",
+                                 ctx->opname, dev->device, d->device);
+        }
+        return GS_OK; /* the runner makes the device current for the call */
+    }
+    status = gs__dev_cuda(ctx, gs__dev_guard_enter(&guard, d->device), "cudaSetDevice");
+    if (status == GS_OK) {
+        status = dev_setup(ctx, d, params);
+    }
+    gs__dev_guard_leave(&guard);
+    return status;
+}
+
+gs_status_t gs__dev_adopt(gs_algo_ctx_t *ctx, int device, struct gs_nccl *nccl, size_t stage_bytes)
+{
+    gs_algo_dev_t *dev = NULL;
+    gs_dev_guard_t guard;
+    gs_status_t status = gs__dev_cuda(ctx, gs__dev_guard_enter(&guard, device), "cudaSetDevice");
+
+    if (status == GS_OK) {
+        status = dev_create(ctx, device, &dev);
+    }
+#ifdef GS_WITH_NCCL
+    if (dev != NULL) {
+        dev->nccl = nccl; /* freed with the context from now on */
+    } else {
+        (void)gs__nccl_destroy(nccl);
+    }
+#else
+    (void)nccl;
+#endif
+    if ((status != GS_OK) && (dev != NULL)) {
+        (void)gs__dev_free(ctx, 1);
+    } else if (status == GS_OK) {
+        dev->stage_bytes = (stage_bytes > 0) ? stage_bytes : ((size_t)4 << 20);
+        dev->ready = 1;
+        ctx->dev_caps = (nccl != NULL) ? GS_DEV_CAP_NCCL : 0u;
+    }
+    gs__dev_guard_leave(&guard);
+    return status;
+}
+
+void gs__dev_abort(gs_algo_ctx_t *ctx)
+{
+#ifdef GS_WITH_NCCL
+    gs_algo_dev_t *dev = ctx->dev;
+
+    if ((dev != NULL) && (dev->nccl != NULL)) {
+        (void)gs__nccl_abort(dev->nccl);
+    }
+#else
+    (void)ctx;
+#endif
+}
+
+gs_status_t gs__dev_free(gs_algo_ctx_t *ctx, int abort)
+{
+    gs_algo_dev_t *dev = ctx->dev;
+    gs_status_t first = GS_OK;
+    gs_dev_guard_t guard;
+
+    if (dev == NULL) {
+        return GS_OK;
+    }
+    /* Freed whatever happens; the frees' own errors are of no use to anyone. */
+    dev_take_back((cudaError_t)gs__dev_guard_enter(&guard, dev->device));
+#ifdef GS_WITH_NCCL
+    if (dev->nccl != NULL) {
+        if (abort) {
+            (void)gs__nccl_abort(dev->nccl);
+        }
+        first = gs__nccl_destroy(dev->nccl);
+    }
+#else
+    (void)abort;
+#endif
+    for (int i = 0; i < dev->nevents; i++) {
+        dev_take_back(cudaEventDestroy((cudaEvent_t)dev->events[i]));
+    }
+    free(dev->events);
+    for (int s = 0; s < GS_DEV_STAGE_SLOTS; s++) {
+        if (dev->slot_event[s] != NULL) {
+            dev_take_back(cudaEventDestroy((cudaEvent_t)dev->slot_event[s]));
+        }
+    }
+    if (dev->stage_event != NULL) {
+        dev_take_back(cudaEventDestroy((cudaEvent_t)dev->stage_event));
+    }
+    if (dev->copy_stream != NULL) {
+        dev_take_back(cudaStreamDestroy((cudaStream_t)dev->copy_stream));
+    }
+    if (dev->pinned != NULL) {
+        dev_take_back(cudaFreeHost(dev->pinned));
+    }
+    if (dev->dwork != NULL) {
+        dev_take_back(cudaFree(dev->dwork));
+    }
+    free(dev);
+    ctx->dev = NULL;
+    ctx->dev_caps = 0;
+    gs__dev_guard_leave(&guard);
+    return first;
+}
+
+/* ------------------------------------------------------------------ */
+/* Completion events of non-blocking device calls                      */
+/* ------------------------------------------------------------------ */
+
+gs_status_t gs__dev_event_get(gs_algo_ctx_t *ctx, void **ev_out)
+{
+    gs_algo_dev_t *dev = ctx->dev;
+
+    if (dev->nevents > 0) {
+        *ev_out = dev->events[--dev->nevents];
+        return GS_OK;
+    }
+    return gs__dev_cuda(ctx,
+                        cudaEventCreateWithFlags((cudaEvent_t *)ev_out, cudaEventDisableTiming),
+                        "cudaEventCreateWithFlags");
+}
+
+void gs__dev_event_put(gs_algo_ctx_t *ctx, void *ev)
+{
+    gs_algo_dev_t *dev = ctx->dev;
+
+    if (ev == NULL) {
+        return;
+    }
+    if (dev->nevents == dev->events_cap) {
+        const int cap = (dev->events_cap > 0) ? 2 * dev->events_cap : 8;
+        void **grown = realloc(dev->events, (size_t)cap * sizeof(void *));
+
+        if (grown == NULL) {
+            dev_take_back(cudaEventDestroy((cudaEvent_t)ev)); /* keep going without pooling it */
+            return;
+        }
+        dev->events = grown;
+        dev->events_cap = cap;
+    }
+    dev->events[dev->nevents++] = ev;
+}
+
+/* gs__dev_test with the context's device current. */
+static gs_status_t dev_test(gs_algo_ctx_t *ctx, gs_coll_desc_t *d)
+{
+    const cudaError_t err = dev_query((cudaEvent_t)d->event);
+
+    if (err == cudaSuccess) {
+        gs__dev_event_put(ctx, d->event);
+        d->event = NULL;
+        return GS_OK;
+    }
+    if (err != cudaErrorNotReady) {
+        gs__dev_forget(ctx, d);
+        return gs__dev_cuda(ctx, err, "cudaEventQuery (a non-blocking device call)");
+    }
+#ifdef GS_WITH_NCCL
+    if (ctx->dev->nccl != NULL) {
+        const gs_status_t status = gs__nccl_poll(ctx->dev->nccl);
+
+        if ((status != GS_OK) && (status != GS_INPROGRESS)) {
+            if (status != GS_ERR_ABORTED) {
+                gs__nccl_fail(ctx->dev->nccl, "asynchronous error"); /* as a blocking wait does */
+            }
+            gs__dev_forget(ctx, d);
+            return status;
+        }
+    }
+#endif
+    return GS_INPROGRESS;
+}
+
+gs_status_t gs__dev_test(gs_algo_ctx_t *ctx, gs_coll_desc_t *d)
+{
+    gs_dev_guard_t guard;
+    gs_status_t status = gs__dev_enter(ctx, &guard);
+
+    if (status == GS_OK) {
+        status = dev_test(ctx, d);
+    } else {
+        gs__dev_forget(ctx, d);
+    }
+    gs__dev_guard_leave(&guard);
+    return status;
+}
+
+void gs__dev_forget(gs_algo_ctx_t *ctx, gs_coll_desc_t *d)
+{
+    (void)ctx;
+    if (d->event != NULL) {
+        /* The event may still be pending on a stream: destroying it is safe
+         * (CUDA releases it once recorded work completes); pooling is not. */
+        dev_take_back(cudaEventDestroy((cudaEvent_t)d->event));
+        d->event = NULL;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Staged path                                                         */
+/* ------------------------------------------------------------------ */
+
+/* Bytes the call reads from sendbuf and writes to recvbuf on this rank. */
+static void staged_extent(const gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, size_t *send_out,
+                          size_t *recv_out)
+{
+    const size_t b = d->count * gs__dtype_size(d->dtype);
+    const size_t n = (size_t)ctx->size;
+
+    switch (d->kind) {
+    case GS_COLL_BROADCAST:
+        *send_out = (ctx->rank == d->root) ? b : 0;
+        *recv_out = (ctx->rank == d->root) ? 0 : b;
+        break;
+    case GS_COLL_REDUCE:
+        *send_out = b;
+        *recv_out = (ctx->rank == d->root) ? b : 0;
+        break;
+    case GS_COLL_ALLGATHER:
+        *send_out = b;
+        *recv_out = n * b;
+        break;
+    case GS_COLL_REDUCE_SCATTER:
+        *send_out = n * b;
+        *recv_out = b;
+        break;
+    case GS_COLL_ALLTOALL:
+        *send_out = n * b;
+        *recv_out = n * b;
+        break;
+    default:
+        *send_out = b;
+        *recv_out = b;
+        break;
+    }
+}
+
+gs_status_t gs__dev_pinned(gs_algo_ctx_t *ctx, size_t bytes)
+{
+    gs_algo_dev_t *dev = ctx->dev;
+    void *p = NULL;
+    gs_status_t status;
+
+    if (bytes <= dev->pinned_cap) {
+        return GS_OK;
+    }
+    /* The previous buffer may still be read by copies queued before this
+     * call: the copy stream must be idle first. */
+    status = gs__dev_wait_stream(ctx, dev->copy_stream,
+                                 "the staging copies (before growing the staging buffer)");
+    if (status != GS_OK) {
+        return status;
+    }
+    if (dev->pinned != NULL) {
+        dev_take_back(cudaFreeHost(dev->pinned));
+        dev->pinned = NULL;
+        dev->pinned_cap = 0;
+    }
+    status = gs__dev_cuda(ctx, cudaHostAlloc(&p, bytes, cudaHostAllocPortable),
+                          "cudaHostAlloc (staging buffer)");
+    if (status == GS_OK) {
+        dev->pinned = p;
+        dev->pinned_cap = bytes;
+    }
+    return status;
+}
+
+/* gs__dev_run_mpi with the context's device current. */
+static gs_status_t dev_run_mpi(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo_plan_t *plan)
+{
+    gs_status_t status;
+
+    if ((d->flags & GS_COLL_F_STREAM_ORDERED) != 0) {
+        return gs__error_set(GS_ERR_UNSUPPORTED,
+                             "%s: GS_COLL_F_STREAM_ORDERED needs the NCCL path; a CUDA-aware MPI "
+                             "call waits for its result",
+                             ctx->opname);
+    }
+    /* MPI reads the buffers once the work queued before the call is done. */
+    status = gs__dev_cuda(
+        ctx, cudaEventRecord((cudaEvent_t)ctx->dev->stage_event, (cudaStream_t)d->stream),
+        "cudaEventRecord (caller's stream)");
+    if (status == GS_OK) {
+        status = gs__dev_wait_event(ctx, ctx->dev->stage_event, "the caller's stream");
+    }
+    return (status == GS_OK) ? gs__algo_run_host(ctx, d, plan) : status;
+}
+
+gs_status_t gs__dev_run_mpi(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo_plan_t *plan)
+{
+    gs_dev_guard_t guard;
+    gs_status_t status = gs__dev_enter(ctx, &guard);
+
+    if (status == GS_OK) {
+        status = dev_run_mpi(ctx, d, plan);
+    }
+    gs__dev_guard_leave(&guard);
+    return status;
+}
+
+gs_status_t gs__dev_workspace(gs_algo_ctx_t *ctx, size_t bytes, void *stream, void **out)
+{
+    gs_algo_dev_t *dev = ctx->dev;
+    void *p = NULL;
+    gs_status_t status;
+
+    if (bytes > dev->dwork_cap) {
+        /* Work queued on the caller's stream may still use the old one. */
+        status = gs__dev_wait_stream(ctx, stream,
+                                     "the caller's stream (before growing the device workspace)");
+        if (status != GS_OK) {
+            return status;
+        }
+        if (dev->dwork != NULL) {
+            dev_take_back(cudaFree(dev->dwork));
+            dev->dwork = NULL;
+            dev->dwork_cap = 0;
+        }
+        status = gs__dev_cuda(ctx, cudaMalloc(&p, bytes), "cudaMalloc (device workspace)");
+        if (status != GS_OK) {
+            return status;
+        }
+        dev->dwork = p;
+        dev->dwork_cap = bytes;
+    }
+    *out = dev->dwork;
+    return GS_OK;
+}
+
+/* gs__dev_run_staged with the context's device current. */
+static gs_status_t dev_run_staged(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo_plan_t *plan)
+{
+    gs_algo_dev_t *dev = ctx->dev;
+    const size_t esize = gs__dtype_size(d->dtype);
+    const int in_place = (d->sendbuf == d->recvbuf);
+    const int elementwise = (plan->scheme == GS_SCHEME_PLAIN) &&
+                            ((d->kind == GS_COLL_ALLREDUCE) || (d->kind == GS_COLL_BROADCAST) ||
+                             (d->kind == GS_COLL_REDUCE));
+    cudaStream_t user = (cudaStream_t)d->stream;
+    cudaStream_t cs;
+    size_t send_b, recv_b, slice_elems, nslices, slot_send, slot_recv, slot_bytes;
+    gs_status_t status;
+
+    if ((d->kind == GS_COLL_SEND) || (d->kind == GS_COLL_RECV)) {
+        return gs__error_set(GS_ERR_UNSUPPORTED,
+                             "%s: point-to-point on device buffers needs NCCL (this communicator "
+                             "stages device buffers: no NCCL, ranks sharing a GPU, or "
+                             "GS_CUDA_PATH=staged)",
+                             ctx->opname);
+    }
+    if (plan->device_codec) {
+        return gs__dev_comp_allreduce(ctx, d, plan, 0);
+    }
+    if ((d->flags & GS_COLL_F_STREAM_ORDERED) != 0) {
+        return gs__error_set(GS_ERR_UNSUPPORTED,
+                             "%s: GS_COLL_F_STREAM_ORDERED needs the NCCL path; this call is "
+                             "staged through host memory and waits for its result",
+                             ctx->opname);
+    }
+    if ((dev == NULL) || (esize == 0)) {
+        return gs__error_set(GS_ERR_INTERNAL, "%s: staged call without a device context",
+                             ctx->opname);
+    }
+    cs = (cudaStream_t)dev->copy_stream;
+    staged_extent(ctx, d, &send_b, &recv_b);
+    if (elementwise) {
+        slice_elems = dev->stage_bytes / esize;
+        slice_elems = (slice_elems > 0) ? slice_elems : 1;
+        nslices = (d->count == 0) ? 0 : (d->count - 1) / slice_elems + 1;
+    } else {
+        slice_elems = d->count;
+        nslices = 1;
+    }
+    if (nslices == 0) {
+        return GS_OK; /* count 0: no message in any algorithm */
+    }
+    /* Per slot: the send part and the recv part, or one part in place
+     * (broadcast always: its one buffer is sent at the root, received
+     * elsewhere). */
+    {
+        const size_t sl_send = elementwise ? slice_elems * esize : send_b;
+        const size_t sl_recv = elementwise ? slice_elems * esize : recv_b;
+
+        slot_send = in_place ? 0 : dev_align(sl_send);
+        slot_recv = dev_align((in_place && (sl_send > sl_recv)) ? sl_send : sl_recv);
+        slot_bytes = slot_send + slot_recv;
+    }
+    status = gs__dev_pinned(ctx, slot_bytes * GS_DEV_STAGE_SLOTS);
+    /* The copies follow whatever the caller queued on its stream. */
+    if (status == GS_OK) {
+        status = gs__dev_cuda(ctx, cudaEventRecord((cudaEvent_t)dev->stage_event, user),
+                              "cudaEventRecord (caller's stream)");
+    }
+    if (status == GS_OK) {
+        status = gs__dev_cuda(ctx, cudaStreamWaitEvent(cs, (cudaEvent_t)dev->stage_event, 0),
+                              "cudaStreamWaitEvent");
+    }
+    for (size_t k = 0; (k <= nslices) && (status == GS_OK); k++) {
+        /* Step k: start the copy in of slice k, then run slice k - 1. */
+        if (k < nslices) {
+            const size_t off = k * slice_elems;
+            const size_t cnt = elementwise
+                                   ? ((d->count - off < slice_elems) ? d->count - off : slice_elems)
+                                   : d->count;
+            uint8_t *slot = dev->pinned + (k % GS_DEV_STAGE_SLOTS) * slot_bytes;
+            const size_t bytes = elementwise ? cnt * esize : send_b;
+
+            if (send_b > 0) { /* in place, the slot's one part takes it */
+                status =
+                    gs__dev_cuda(ctx,
+                                 cudaMemcpyAsync(slot, (const uint8_t *)d->sendbuf + off * esize,
+                                                 bytes, cudaMemcpyDeviceToHost, cs),
+                                 "cudaMemcpyAsync (device to host)");
+            }
+            if (status == GS_OK) {
+                status = gs__dev_cuda(
+                    ctx, cudaEventRecord((cudaEvent_t)dev->slot_event[k % GS_DEV_STAGE_SLOTS], cs),
+                    "cudaEventRecord");
+            }
+        }
+        if ((k > 0) && (status == GS_OK)) {
+            const size_t j = k - 1;
+            const size_t off = j * slice_elems;
+            const size_t cnt = elementwise
+                                   ? ((d->count - off < slice_elems) ? d->count - off : slice_elems)
+                                   : d->count;
+            uint8_t *slot = dev->pinned + (j % GS_DEV_STAGE_SLOTS) * slot_bytes;
+            uint8_t *hrecv = slot + slot_send; /* == slot in place */
+            const size_t rbytes = elementwise ? cnt * esize : recv_b;
+            gs_coll_desc_t sub = *d;
+
+            status = gs__dev_wait_event(ctx, (cudaEvent_t)dev->slot_event[j % GS_DEV_STAGE_SLOTS],
+                                        "the staging copy to the host");
+            if (status == GS_OK) {
+                sub.mem = GS_MEM_HOST;
+                sub.count = cnt;
+                sub.sendbuf = slot;
+                sub.recvbuf = hrecv;
+                status = gs__algo_run_host(ctx, &sub, plan);
+            }
+            if ((status == GS_OK) && (recv_b > 0)) {
+                status = gs__dev_cuda(ctx,
+                                      cudaMemcpyAsync((uint8_t *)d->recvbuf + off * esize, hrecv,
+                                                      rbytes, cudaMemcpyHostToDevice, cs),
+                                      "cudaMemcpyAsync (host to device)");
+            }
+        }
+    }
+    /* The result is ordered before later work on the caller's stream, and
+     * the call returns once it is there. */
+    if (status == GS_OK) {
+        status = gs__dev_cuda(ctx, cudaEventRecord((cudaEvent_t)dev->stage_event, cs),
+                              "cudaEventRecord (copy stream)");
+    }
+    if (status == GS_OK) {
+        status = gs__dev_cuda(ctx, cudaStreamWaitEvent(user, (cudaEvent_t)dev->stage_event, 0),
+                              "cudaStreamWaitEvent (caller's stream)");
+    }
+    if (status == GS_OK) {
+        status = gs__dev_wait_event(ctx, (cudaEvent_t)dev->stage_event,
+                                    "the staging copy back to the device");
+    }
+    return status;
+}
+
+gs_status_t gs__dev_run_staged(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo_plan_t *plan)
+{
+    gs_dev_guard_t guard;
+    gs_status_t status = gs__dev_enter(ctx, &guard);
+
+    if (status == GS_OK) {
+        status = dev_run_staged(ctx, d, plan);
+    }
+    gs__dev_guard_leave(&guard);
+    return status;
+}

@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * GS_TUNE=probe: measure the cost model's parameters at init instead of
+ * trusting the defaults. Every rank exchanges small and large messages with
+ * its ring neighbours (host-grouped order), times a reduction, and then all
+ * ranks agree on the slowest value of each parameter, so every rank's model
+ * is identical and picks the same algorithm (a requirement: ranks that pick
+ * different algorithms would mismatch). The link to the right neighbour is
+ * sampled as an intra-host or an inter-host link, so a job spread over
+ * hosts learns both.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo/select/select.h"
+#include "core/clock.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/reduce_cpu.h"
+
+#define PROBE_SMALL_BYTES 8
+#define PROBE_SMALL_ITERS 24
+#define PROBE_BIG_BYTES (4u << 20)
+#define PROBE_BIG_ITERS 4
+#define PROBE_REDUCE_ITERS 3
+/* Sequence number of the probe's messages: collectives count up from 0
+ * and cannot reach it before the probe (which runs before any of them) is done. */
+#define PROBE_SEQ 0xffffffu
+/* The same for gs__algo_model_agree_local, which runs before or after the probe. */
+#define AGREE_SEQ 0xfffffeu
+
+/* What the agreement exchanges: the largest (slowest) value of each; -1: no sample. */
+enum { P_ALPHA, P_BETA, P_INTRA_ALPHA, P_INTRA_BETA, P_GAMMA, P_COUNT };
+
+typedef struct probe {
+    gs_algo_ctx_t *ctx;
+    gs_coll_desc_t desc; /* signature of the probe's tags */
+    int left;
+    int right;
+    uint32_t idx; /* next message number */
+} probe_t;
+
+/* Send sbytes to the right neighbour and receive rbytes from the left one. */
+static gs_status_t probe_shift(probe_t *p, const void *sbuf, void *rbuf, size_t bytes)
+{
+    gs_algo_req_t reqs[2];
+    size_t expect[2] = {bytes, 0};
+    const uint64_t tag = gs__algo_tag(p->ctx, &p->desc, p->idx++);
+    gs_status_t status;
+
+    memset(reqs, 0, sizeof(reqs));
+    status = gs__algo_irecv(p->ctx, p->left, tag, rbuf, bytes, &reqs[0]);
+    if (status == GS_OK) {
+        status = gs__algo_isend(p->ctx, p->right, tag, sbuf, bytes, &reqs[1]);
+    }
+    if (status != GS_OK) {
+        gs__algo_release_all(p->ctx, reqs, 2);
+        return status;
+    }
+    return gs__algo_wait_all(p->ctx, reqs, expect, 2);
+}
+
+static int probe_cmp(const void *a, const void *b)
+{
+    const double x = *(const double *)a;
+    const double y = *(const double *)b;
+
+    return (x > y) - (x < y);
+}
+
+static double probe_median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(double), probe_cmp);
+    return v[n / 2];
+}
+
+/* Median seconds of @p iters shifts of @p bytes after one warm-up. */
+static gs_status_t probe_time_shift(probe_t *p, void *sbuf, void *rbuf, size_t bytes, int iters,
+                                    double *out)
+{
+    double t[PROBE_SMALL_ITERS];
+    gs_status_t status = probe_shift(p, sbuf, rbuf, bytes);
+    int i;
+
+    for (i = 0; (i < iters) && (status == GS_OK); i++) {
+        const uint64_t t0 = gs__now_ns();
+        status = probe_shift(p, sbuf, rbuf, bytes);
+        t[i] = (double)(gs__now_ns() - t0) * 1e-9;
+    }
+    if (status == GS_OK) {
+        *out = probe_median(t, iters);
+    }
+    return status;
+}
+
+/* Median seconds per byte of reducing two f32 vectors of @p bytes into a third. */
+static double probe_gamma(float *dst, const float *a, const float *b, size_t bytes)
+{
+    double t[PROBE_REDUCE_ITERS];
+    const size_t n = bytes / sizeof(float);
+    int i;
+
+    gs__reduce(dst, a, b, n, GS_DTYPE_F32, GS_OP_SUM); /* warm-up: fault the pages in */
+    for (i = 0; i < PROBE_REDUCE_ITERS; i++) {
+        const uint64_t t0 = gs__now_ns();
+        gs__reduce(dst, a, b, n, GS_DTYPE_F32, GS_OP_SUM);
+        t[i] = (double)(gs__now_ns() - t0) * 1e-9 / (double)bytes;
+    }
+    return probe_median(t, PROBE_REDUCE_ITERS);
+}
+
+/* Every rank ends with the element-wise maximum of every rank's v: n - 1
+ * shifts of the running maximum around the ring. */
+static gs_status_t probe_agree(probe_t *p, double v[P_COUNT])
+{
+    double in[P_COUNT];
+    const int n = gs__route_n(p->ctx);
+    int s;
+    int k;
+
+    for (s = 0; s < n - 1; s++) {
+        const gs_status_t status = probe_shift(p, v, in, sizeof(in));
+        if (status != GS_OK) {
+            return status;
+        }
+        for (k = 0; k < P_COUNT; k++) {
+            v[k] = (in[k] > v[k]) ? in[k] : v[k];
+        }
+    }
+    return GS_OK;
+}
+
+/* The probe's ring neighbours and the signature of its tags. */
+static void probe_setup(gs_algo_ctx_t *ctx, probe_t *p)
+{
+    const int n = gs__route_n(ctx);
+    const int pos = gs__route_pos(ctx);
+
+    memset(p, 0, sizeof(*p));
+    p->ctx = ctx;
+    p->desc.kind = GS_COLL_BARRIER;
+    p->desc.dtype = GS_DTYPE_U8;
+    p->desc.root = -1;
+    p->desc.count = 0x9e3779b9u; /* a signature no barrier has */
+    p->right = gs__route_rank(ctx, (pos + 1) % n);
+    p->left = gs__route_rank(ctx, (pos + n - 1) % n);
+}
+
+gs_status_t gs__algo_model_agree_local(gs_algo_ctx_t *ctx, int local, double ring_bytes)
+{
+    const uint32_t saved_seq = ctx->seq;
+    double v[P_COUNT] = {0.0};
+    probe_t p;
+    gs_status_t status;
+
+    ctx->model.flat_intra = 0;
+    if (gs__route_n(ctx) < 2) {
+        return GS_OK;
+    }
+    probe_setup(ctx, &p);
+    v[0] = local ? 0.0 : 1.0; /* the maximum is 0 only when every rank is local */
+    ctx->seq = AGREE_SEQ;
+    status = probe_agree(&p, v);
+    ctx->seq = saved_seq;
+    if (status != GS_OK) {
+        return gs__error_wrap(status, "gs_comm_init: agreeing on the shared-memory model");
+    }
+    ctx->model.flat_intra = (v[0] == 0.0);
+    if (ctx->model.flat_intra) {
+        /* The rings live in the cache the data needs; keep an eighth at least. */
+        const double n = (double)ctx->size;
+        const double left = ctx->model.cache_bytes - n * (n - 1.0) * ring_bytes;
+        const double floor = ctx->model.cache_bytes / 8.0;
+        ctx->model.cache_bytes = (left > floor) ? left : floor;
+        ctx->model.ring_bytes = ring_bytes;
+    }
+    GS_INFO(ALGO,
+            "rank %d: cost model prices %s (this rank %s; last-level cache left for data %.1f "
+            "MiB)",
+            ctx->rank,
+            ctx->model.flat_intra ? "every algorithm with the intra-host parameters (all ranks "
+                                    "on one host, shared memory between every pair)"
+                                  : "the flat algorithms with the network parameters",
+            local ? "has shared memory with every peer" : "has a peer over TCP",
+            ctx->model.cache_bytes / 1048576.0);
+    return GS_OK;
+}
+
+/* Write v[k] into *dst unless it has no sample or the user set the value. */
+static void probe_apply(double *dst, double v, int keep)
+{
+    if ((v > 0.0) && !keep) {
+        *dst = v;
+    }
+}
+
+gs_status_t gs__algo_probe(gs_algo_ctx_t *ctx, unsigned keep)
+{
+    const int n = gs__route_n(ctx);
+    const uint32_t saved_seq = ctx->seq;
+    const uint64_t t_start = gs__now_ns();
+    double v[P_COUNT];
+    double small = 0.0;
+    double big = 0.0;
+    probe_t p;
+    char *buf;
+    gs_status_t status;
+    int intra;
+    int k;
+
+    if (n < 2) {
+        return GS_OK;
+    }
+    buf = malloc(3 * (size_t)PROBE_BIG_BYTES);
+    if (buf == NULL) {
+        return gs__error_set(GS_ERR_NO_MEMORY,
+                             "GS_TUNE=probe: cannot allocate %u bytes of probe buffers; unset "
+                             "GS_TUNE to use the model's defaults",
+                             3 * PROBE_BIG_BYTES);
+    }
+    memset(buf, 0, 3 * (size_t)PROBE_BIG_BYTES);
+    probe_setup(ctx, &p);
+    intra =
+        (ctx->hosts.nhosts > 0) && (ctx->hosts.host_of[ctx->rank] == ctx->hosts.host_of[p.right]);
+    ctx->seq = PROBE_SEQ;
+
+    status = probe_time_shift(&p, buf, buf + PROBE_BIG_BYTES, PROBE_SMALL_BYTES, PROBE_SMALL_ITERS,
+                              &small);
+    if (status == GS_OK) {
+        status = probe_time_shift(&p, buf, buf + PROBE_BIG_BYTES, PROBE_BIG_BYTES, PROBE_BIG_ITERS,
+                                  &big);
+    }
+    for (k = 0; k < P_COUNT; k++) {
+        v[k] = -1.0;
+    }
+    if (status == GS_OK) {
+        const double alpha = (small > 1e-7) ? small : 1e-7;
+        const double beta = (big > alpha) ? (big - alpha) / (double)PROBE_BIG_BYTES : 1e-12;
+        v[intra ? P_INTRA_ALPHA : P_ALPHA] = alpha;
+        v[intra ? P_INTRA_BETA : P_BETA] = beta;
+        v[P_GAMMA] = probe_gamma((float *)(void *)(buf + 2 * (size_t)PROBE_BIG_BYTES),
+                                 (const float *)(void *)buf,
+                                 (const float *)(void *)(buf + PROBE_BIG_BYTES), PROBE_BIG_BYTES);
+        status = probe_agree(&p, v);
+    }
+    ctx->seq = saved_seq;
+    free(buf);
+    if (status != GS_OK) {
+        return gs__error_wrap(status, "GS_TUNE=probe at init");
+    }
+    /* One host: the only samples are intra-host, and they are the links of
+     * every algorithm. */
+    if ((v[P_ALPHA] < 0.0) && (v[P_INTRA_ALPHA] > 0.0)) {
+        v[P_ALPHA] = v[P_INTRA_ALPHA];
+        v[P_BETA] = v[P_INTRA_BETA];
+    }
+    probe_apply(&ctx->model.alpha, v[P_ALPHA], keep & GS_PROBE_KEEP_ALPHA);
+    probe_apply(&ctx->model.beta, v[P_BETA], keep & GS_PROBE_KEEP_BETA);
+    probe_apply(&ctx->model.gamma, v[P_GAMMA], keep & GS_PROBE_KEEP_GAMMA);
+    probe_apply(&ctx->model.intra_alpha, v[P_INTRA_ALPHA], keep & GS_PROBE_KEEP_INTRA_ALPHA);
+    probe_apply(&ctx->model.intra_beta, v[P_INTRA_BETA], keep & GS_PROBE_KEEP_INTRA_BETA);
+    GS_INFO(ALGO,
+            "GS_TUNE=probe over %d ranks in %.0f ms: alpha %.1f us, link %.0f MB/s, reduce %.0f "
+            "MB/s, intra-host alpha %.1f us, link %.0f MB/s (slowest rank's values; explicit "
+            "GS_ALGO_* settings kept)",
+            n, (double)(gs__now_ns() - t_start) * 1e-6, ctx->model.alpha * 1e6,
+            1e-6 / ctx->model.beta, 1e-6 / ctx->model.gamma, ctx->model.intra_alpha * 1e6,
+            1e-6 / ctx->model.intra_beta);
+    return GS_OK;
+}

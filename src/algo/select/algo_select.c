@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Selection: the only place that decides how a call runs (gs__algo_plan).
+ * Three choices, each a row of a table below, in this order:
+ * - the path: host buffers go over the communicator's transport; device
+ *   buffers go through NCCL when the context has it and the call is plain
+ *   with no gradsync algorithm forced, and are staged through pinned host
+ *   memory otherwise (path_table);
+ * - the scheme: plain, or for a codec the two-phase scheme, or a sparse
+ *   one when the sparse result stays smaller than the tensor (a rule on
+ *   the configuration, count, dtype and world size that every rank
+ *   evaluates alike, without a message);
+ * - the algorithm (plain scheme): the caller's explicit choice
+ *   (opts.algo), then GS_ALGO, then the cost model.
+ * It keeps no state but the per-communicator "already logged" bits in the
+ * context: each (collective, path and scheme, size class) is logged once
+ * at INFO.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "algo/select/select.h"
+#include "compress/codec.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/log.h"
+
+/* The host layout of the context as the model sees it (unknown: one rank per host). */
+static gs_algo_shape_t algo_shape(const gs_algo_ctx_t *ctx)
+{
+    gs_algo_shape_t sh = {.n = ctx->size, .nhosts = ctx->size, .min_local = 1, .max_local = 1};
+
+    if (ctx->hosts.nhosts > 0) {
+        sh.nhosts = ctx->hosts.nhosts;
+        sh.min_local = ctx->hosts.min_local;
+        sh.max_local = ctx->hosts.max_local;
+    }
+    return sh;
+}
+
+/* Bytes the model is asked about: the whole vector, or one rank's block. */
+static size_t algo_bytes(const gs_coll_desc_t *d)
+{
+    return d->count * gs__dtype_size(d->dtype);
+}
+
+/* Size class of a message: 0 for empty, else floor(log2 bytes) + 1, at most 63. */
+static int algo_size_class(size_t bytes)
+{
+    int c = 0;
+
+    while ((bytes > 0) && (c < 63)) {
+        bytes >>= 1;
+        c++;
+    }
+    return c;
+}
+
+/* INFO line, once per (collective, path and scheme, size class) per
+ * communicator. The host path's plain line reads as it always has. */
+static void algo_log_choice(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, const gs_algo_plan_t *plan)
+{
+    const size_t bytes = algo_bytes(d);
+    const int cls = algo_size_class(bytes);
+    const uint64_t bit = 1ull << cls;
+    const gs_algo_shape_t shape = algo_shape(ctx);
+    const int row = (int)plan->path * GS_SCHEME_COUNT + (int)plan->scheme;
+    char costs[320];
+    char what[96];
+    size_t used = 0;
+
+    if (!gs__log_enabled(GS_LOG_INFO, GS_SUBSYS_ALGO) || ((ctx->logged[d->kind][row] & bit) != 0)) {
+        return;
+    }
+    ctx->logged[d->kind][row] |= bit;
+    costs[0] = '\0';
+    for (int a = 1; (a < GS_ALGO_COUNT) && (used < sizeof(costs)) &&
+                    (plan->scheme == GS_SCHEME_PLAIN) && (plan->algo != GS_ALGO_NATIVE);
+         a++) {
+        const double c = gs__algo_cost_shape(&ctx->model, d->kind, (gs_algo_t)a, &shape, bytes,
+                                             ctx->slice_bytes);
+        if (c >= 0.0) {
+            const int w = snprintf(costs + used, sizeof(costs) - used, "%s%s %.1f us",
+                                   (used > 0) ? ", " : "", gs__algo_name((gs_algo_t)a), c * 1e6);
+            used += (w > 0) ? (size_t)w : 0;
+        }
+    }
+    snprintf(what, sizeof(what), "%s%s%s%s",
+             (plan->scheme == GS_SCHEME_PLAIN) ? gs__algo_name(plan->algo)
+                                               : gs__scheme_name(plan->scheme),
+             (plan->scheme == GS_SCHEME_PLAIN) ? ""
+             : plan->device_codec              ? " compressed (GPU codecs)"
+                                               : " compressed",
+             (plan->path == GS_PATH_HOST) ? "" : " on the ",
+             (plan->path == GS_PATH_HOST) ? "" : gs__path_name(plan->path));
+    if (plan->path != GS_PATH_HOST) {
+        snprintf(what + strlen(what), sizeof(what) - strlen(what), " path");
+    }
+    GS_INFO(ALGO, "%s of %zu bytes (size class %llu..%llu) on %d ranks, %d hosts: %s (%s%s%s)",
+            gs__coll_name(d->kind), bytes, (cls == 0) ? 0ull : (unsigned long long)(bit >> 1),
+            (cls == 0) ? 0ull : (unsigned long long)(bit - 1ull), ctx->size, shape.nhosts, what,
+            plan->why, (costs[0] != '\0') ? "; model: " : "", costs);
+}
+
+/*
+ * The scheme of a compressed all-reduce. Sparsifiers take their own
+ * schemes unless the result would be at least as dense as the tensor:
+ * random-k when k values are fewer bytes than the tensor, top-k when the
+ * union of n * k (index, value) pairs is. Anything the two-phase scheme
+ * would reject goes there, to be reported.
+ */
+static gs_scheme_t algo_scheme(const gs_coll_desc_t *d, int n, size_t *k_out)
+{
+    gs_codec_resolved_t rc;
+    gs_codec_params_t p;
+    size_t dense, pair_bytes;
+
+    if (d->codec == NULL) {
+        return GS_SCHEME_PLAIN;
+    }
+    if ((gs__codec_resolve(d->codec, &rc) != GS_OK) || ((rc.ops->flags & GS_CODEC_F_SPARSE) == 0) ||
+        !gs__dtype_is_float(d->dtype) || (d->count > GS_CODEC_MAX_COUNT)) {
+        gs__error_clear();
+        return GS_SCHEME_TWO_PHASE;
+    }
+    if (gs__codec_params(&rc, d->count, &p) != GS_OK) {
+        gs__error_clear(); /* past 2^32 - 1 elements: the chunks of the two-phase path may fit */
+        return GS_SCHEME_TWO_PHASE;
+    }
+    dense = d->count * gs__dtype_size(d->dtype); /* count <= SIZE_MAX / 16: no overflow */
+    if (rc.ops->wire_id == GS_CODEC_RANDK) {
+        *k_out = (size_t)p.param;
+        return ((size_t)p.param * sizeof(float) >= dense) ? GS_SCHEME_TWO_PHASE
+                                                          : GS_SCHEME_SPARSE_SHARED;
+    }
+    /* top-k: the union of n * k pairs against the dense tensor, as
+     * n * 8k >= dense without overflow. */
+    pair_bytes = (size_t)p.param * (sizeof(uint32_t) + sizeof(float));
+    return (pair_bytes >= (dense + (size_t)n - 1) / (size_t)n) ? GS_SCHEME_TWO_PHASE
+                                                               : GS_SCHEME_SPARSE_GATHER;
+}
+
+/*
+ * Whether the codec kernels can run a two-phase all-reduce of *d on the
+ * device: a build with CUDA, f32 data (the kernels take f32; other float
+ * types are staged and converted on the CPU) and no zstd stage (zstd runs
+ * on the CPU only).
+ */
+static int algo_device_codec(const gs_coll_desc_t *d)
+{
+#ifdef GS_WITH_CUDA
+    gs_codec_resolved_t rc;
+
+    if ((d->dtype != GS_DTYPE_F32) || (gs__codec_resolve(d->codec, &rc) != GS_OK)) {
+        gs__error_clear();
+        return 0;
+    }
+    return rc.zstd == GS_CODEC_ZSTD_OFF;
+#else
+    (void)d;
+    return 0;
+#endif
+}
+
+/*
+ * What a CUDA-aware MPI's native collectives take without any host work
+ * (transport/mpi: no f16/bf16, an average is a host-side scale, counts
+ * above INT_MAX are declined, and a declined call would fall back to
+ * gradsync's algorithms, which cannot read device memory).
+ */
+static int algo_mpi_cuda_ok(const gs_coll_desc_t *d)
+{
+    const int kind_ok = (d->kind == GS_COLL_ALLREDUCE) || (d->kind == GS_COLL_BROADCAST) ||
+                        (d->kind == GS_COLL_ALLGATHER) || (d->kind == GS_COLL_REDUCE_SCATTER);
+    const int dtype_ok = (d->dtype != GS_DTYPE_F16) && (d->dtype != GS_DTYPE_BF16);
+    const int op_ok =
+        (d->kind == GS_COLL_BROADCAST) || (d->kind == GS_COLL_ALLGATHER) || (d->op != GS_OP_AVG);
+
+    return kind_ok && dtype_ok && op_ok && (d->count <= 2147483647u);
+}
+
+/*
+ * The path of device buffers: NCCL when the context has it and either the
+ * call is plain with no gradsync algorithm forced (GS_ALGO_AUTO, or
+ * GS_ALGO_NATIVE, which asks for the transport's own collectives), or it
+ * is a two-phase compressed call whose codec runs on the device (its
+ * payloads then move by grouped NCCL sends and receives). Otherwise staged
+ * through host memory, where every gradsync algorithm runs as on host
+ * buffers (and the codec kernels still run on the device when they can).
+ */
+static gs_path_t algo_path(const gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
+                           const gs_algo_plan_t *plan)
+{
+    /* A capability whose runner is not built in (no NCCL in this build) is none. */
+    const int nccl = ((ctx->dev_caps & GS_DEV_CAP_NCCL) != 0) && gs__algo_path_built(GS_PATH_NCCL);
+
+    if (d->mem != GS_MEM_DEVICE) {
+        return GS_PATH_HOST;
+    }
+    /* NCCL has no bitwise reductions: those calls are staged, where the CPU reduces. */
+    if (nccl && (plan->scheme == GS_SCHEME_PLAIN) && !gs__op_is_bitwise(d->op) &&
+        ((plan->algo == GS_ALGO_AUTO) || (plan->algo == GS_ALGO_NATIVE))) {
+        return GS_PATH_NCCL;
+    }
+    if (nccl && (plan->scheme == GS_SCHEME_TWO_PHASE) && plan->device_codec) {
+        return GS_PATH_NCCL;
+    }
+    if (((ctx->dev_caps & GS_DEV_CAP_MPI_CUDA) != 0) && (plan->scheme == GS_SCHEME_PLAIN) &&
+        ((plan->algo == GS_ALGO_AUTO) || (plan->algo == GS_ALGO_NATIVE)) && algo_mpi_cuda_ok(d)) {
+        return GS_PATH_MPI_CUDA;
+    }
+    return GS_PATH_STAGED;
+}
+
+gs_status_t gs__algo_plan(gs_algo_ctx_t *ctx, const gs_algo_policy_t *policy,
+                          const gs_coll_desc_t *d, gs_algo_plan_t *plan_out)
+{
+    gs_algo_plan_t plan = {.path = GS_PATH_HOST,
+                           .scheme = GS_SCHEME_PLAIN,
+                           .algo = d->algo,
+                           .inner = GS_ALGO_AUTO,
+                           .why = "caller"};
+
+    if ((unsigned)d->kind >= GS_COLL_KIND_COUNT) {
+        return gs__error_set(GS_ERR_INTERNAL, "%s: unknown collective %d", ctx->opname,
+                             (int)d->kind);
+    }
+    if ((plan.algo == GS_ALGO_AUTO) && (policy != NULL)) {
+        plan.algo = policy->forced[d->kind];
+        plan.why = "GS_ALGO";
+    }
+    if (d->kind == GS_COLL_ALLREDUCE) {
+        size_t k = 0;
+
+        plan.scheme = algo_scheme(d, ctx->size, &k);
+        if (plan.scheme == GS_SCHEME_SPARSE_SHARED) {
+            /* Its dense all-reduce of the k values and the seed digest, on the host. */
+            const gs_algo_shape_t shape = algo_shape(ctx);
+            plan.inner = gs__algo_choose_shape(&ctx->model, GS_COLL_ALLREDUCE, &shape,
+                                               (k + 1) * sizeof(float), ctx->slice_bytes);
+        }
+    }
+    plan.device_codec =
+        (d->mem == GS_MEM_DEVICE) && (plan.scheme == GS_SCHEME_TWO_PHASE) && algo_device_codec(d);
+    plan.path = algo_path(ctx, d, &plan);
+    if (!gs__algo_path_built(plan.path)) {
+        return gs__error_set(GS_ERR_UNSUPPORTED,
+                             "%s: the %s path is not built into this library (device buffers "
+                             "need a build with GS_WITH_CUDA)",
+                             ctx->opname, gs__path_name(plan.path));
+    }
+    if (plan.scheme != GS_SCHEME_PLAIN) {
+        plan.algo = GS_ALGO_AUTO;
+        plan.why = "codec";
+    } else if ((plan.path == GS_PATH_NCCL) || (plan.path == GS_PATH_MPI_CUDA)) {
+        plan.algo = GS_ALGO_NATIVE;
+        plan.why = "device buffers";
+    } else {
+        if (plan.algo == GS_ALGO_AUTO) {
+            const gs_algo_shape_t shape = algo_shape(ctx);
+            plan.algo = gs__algo_choose_shape(&ctx->model, d->kind, &shape, algo_bytes(d),
+                                              ctx->slice_bytes);
+            plan.why = "cost model";
+        }
+        if ((plan.algo == GS_ALGO_AUTO) || !gs__algo_offers(d->kind, plan.algo)) {
+            return gs__error_set(GS_ERR_UNSUPPORTED, "%s: algorithm '%s' does not implement %s",
+                                 ctx->opname, gs__algo_name(plan.algo), gs__coll_name(d->kind));
+        }
+    }
+    algo_log_choice(ctx, d, &plan);
+    *plan_out = plan;
+    return GS_OK;
+}
+
+gs_status_t gs__algo_run(gs_algo_ctx_t *ctx, const gs_algo_policy_t *policy, gs_coll_desc_t *d)
+{
+    gs_algo_plan_t plan;
+    gs_status_t status = gs__algo_plan(ctx, policy, d, &plan);
+
+    if (status != GS_OK) {
+        return status;
+    }
+    d->algo = plan.algo;
+    return gs__algo_exec(ctx, d, &plan);
+}

@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Selection: the only place that decides how a call runs (algo_select.c:
+ * the planner; algo_cost.c: the cost model and GS_ALGO's policy;
+ * algo_probe.c: GS_TUNE=probe). Nothing below it calls up into it; the
+ * communicator calls gs__algo_run.
+ */
+#ifndef GS_ALGO_SELECT_SELECT_H
+#define GS_ALGO_SELECT_SELECT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "algo/ctx/ctx.h"
+#include "algo/sched/sched.h"
+
+
+/* Model parameters GS_TUNE=probe must leave alone (set explicitly by the user). */
+#define GS_PROBE_KEEP_ALPHA (1u << 0)
+#define GS_PROBE_KEEP_BETA (1u << 1)
+#define GS_PROBE_KEEP_GAMMA (1u << 2)
+#define GS_PROBE_KEEP_INTRA_ALPHA (1u << 3)
+#define GS_PROBE_KEEP_INTRA_BETA (1u << 4)
+
+/*
+ * GS_TUNE=probe (algo_probe.c): time small and large messages to the ring
+ * neighbours and a reduction, agree with every rank on the slowest value of
+ * each, and write them into ctx->model except those flagged in @p keep.
+ * Collective over ctx's ranks; runs before any collective (its tags use a
+ * sequence number collectives do not reach). Tens of ms on loopback.
+ * Returns GS_OK or the exchange's failure (GS_ERR_TIMEOUT, GS_ERR_PEER_FAILED,
+ * GS_ERR_NO_MEMORY).
+ */
+gs_status_t gs__algo_probe(gs_algo_ctx_t *ctx, unsigned keep);
+
+/*
+ * Set ctx->model.flat_intra when every rank says that all its peers are on
+ * its host and reached over shared memory (@p local: this rank's view). The
+ * ranks agree (a ring of running maxima, like the probe's), so every model
+ * stays identical even where one pair fell back to TCP. Then the model
+ * knows the ring size (@p ring_bytes per direction of a pair) and its
+ * cache shrinks by what the host's n(n-1) rings take of it. Collective over
+ * ctx's ranks, before any collective; a few small messages. Returns GS_OK
+ * or the exchange's failure.
+ */
+gs_status_t gs__algo_model_agree_local(gs_algo_ctx_t *ctx, int local, double ring_bytes);
+
+/* Parsed GS_ALGO: the forced algorithm per collective (GS_ALGO_AUTO = none). */
+typedef struct gs_algo_policy {
+    gs_algo_t forced[GS_COLL_KIND_COUNT];
+} gs_algo_policy_t;
+
+/* Parse "ring" (every collective that has it) or "allreduce:ring,broadcast:chain".
+ * Returns GS_OK or GS_ERR_INVALID_ARG naming the bad entry. */
+gs_status_t gs__algo_policy_parse(const char *text, gs_algo_policy_t *out);
+
+/*
+ * Decide how *d runs (pure but for the INFO line, logged once per
+ * collective, plan and size class): the path from the buffers' memory kind
+ * and ctx->dev_caps, the scheme from d->codec (a density rule every rank
+ * evaluates alike), the algorithm from d->algo set by the caller, then the
+ * policy, then the cost model. Returns GS_OK, or GS_ERR_UNSUPPORTED (with
+ * text) when a forced algorithm cannot run this collective or no path
+ * serves these buffers.
+ */
+gs_status_t gs__algo_plan(gs_algo_ctx_t *ctx, const gs_algo_policy_t *policy,
+                          const gs_coll_desc_t *d, gs_algo_plan_t *plan_out);
+
+/* Plan *d (gs__algo_plan), set d->algo to the plan's algorithm and run it.
+ * Returns the run's status or the plan's error. */
+gs_status_t gs__algo_run(gs_algo_ctx_t *ctx, const gs_algo_policy_t *policy, gs_coll_desc_t *d);
+
+void gs__algo_model_init(gs_algo_model_t *m, int alpha_us, int beta_mbps, int gamma_mbps);
+
+/* Predicted seconds of @p algo running @p kind on @p n ranks with @p bytes
+ * (the whole vector for allreduce/broadcast/reduce; per rank otherwise) and
+ * pipeline slices of @p slice_bytes; a negative value when @p algo does not
+ * implement @p kind. A zero model means the built-in defaults. Pure. */
+double gs__algo_cost(const gs_algo_model_t *m, gs_coll_kind_t kind, gs_algo_t algo, int n,
+                     size_t bytes, size_t slice_bytes);
+
+/* How the ranks sit on hosts, as the cost model sees it. */
+typedef struct gs_algo_shape {
+    int n;         /* ranks */
+    int nhosts;    /* hosts */
+    int min_local; /* fewest ranks on a host */
+    int max_local; /* most ranks on a host */
+} gs_algo_shape_t;
+
+/* Intra-host link parameters (microseconds, MB/s; <= 0: the built-in defaults). */
+void gs__algo_model_set_intra(gs_algo_model_t *m, int alpha_us, int beta_mbps);
+
+/* gs__algo_cost and gs__algo_choose for ranks spread over hosts: the flat
+ * algorithms pay the model's alpha and beta (the links between hosts), the
+ * hierarchical all-reduce pays intra_alpha and intra_beta inside a host and
+ * is offered only when some host has several ranks and there are several
+ * hosts. gs__algo_cost(n) is the shape {n, n, 1, 1}. Pure. */
+double gs__algo_cost_shape(const gs_algo_model_t *m, gs_coll_kind_t kind, gs_algo_t algo,
+                           const gs_algo_shape_t *shape, size_t bytes, size_t slice_bytes);
+gs_algo_t gs__algo_choose_shape(const gs_algo_model_t *m, gs_coll_kind_t kind,
+                                const gs_algo_shape_t *shape, size_t bytes, size_t slice_bytes);
+
+/* The model's choice: the cheapest algorithm that implements @p kind. Pure. */
+gs_algo_t gs__algo_choose(const gs_algo_model_t *m, gs_coll_kind_t kind, int n, size_t bytes,
+                          size_t slice_bytes);
+
+#endif /* GS_ALGO_SELECT_SELECT_H */
