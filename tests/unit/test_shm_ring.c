@@ -20,8 +20,8 @@
 
 #include <cmocka.h>
 
-#include "transport/shm/shm_ring.h"
-#include "transport/shm/shm_seg.h"
+#include "transport/tcp/tcp_shm_ring.h"
+#include "transport/tcp/tcp_shm_seg.h"
 #include "transport/tcp/tcp_wire.h"
 
 typedef struct ring_pair {

@@ -35,7 +35,7 @@
 
 #include "core/auth.h"
 #include "core/socket.h"
-#include "transport/shm/shm_seg.h"
+#include "transport/tcp/tcp_shm_seg.h"
 #include "transport/tcp/tcp_tls.h"
 #include "core/htab.h"
 #include "transport/match.h"

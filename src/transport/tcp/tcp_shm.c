@@ -5,7 +5,7 @@
  * Setup (at connect, after the handshakes, before any frame): a pair whose
  * HELLO and ACK on socket 0 both carried GS_TCP_HS_F_SHM swaps OFFER
  * records (host id, ring size) on that socket. Equal host ids make the pair
- * local: the lower rank creates a segment (shm_seg.h) and sends CREATE with
+ * local: the lower rank creates a segment (tcp_shm_seg.h) and sends CREATE with
  * its name, or CREATE "not ok" when it could not (too little room in
  * /dev/shm: WARN naming the bytes); the higher rank maps it (and unlinks the
  * name) and answers MAPPED. Both sides reach the same verdict from the same
@@ -18,7 +18,7 @@
  * Data path: socket 0's frame stream is written into the tx ring and read
  * from the rx ring (tcp_conn.c and tcp_recv.c call the primitives below
  * instead of sendmsg/recv); frames, matching, partial writes and zero-copy
- * receives are unchanged. Sleep and wake follow shm_ring.h: before epoll,
+ * receives are unchanged. Sleep and wake follow tcp_shm_ring.h: before epoll,
  * progress arms the rings' flags; the other side rings a one-byte doorbell
  * on the socket only when a flag was set. The socket's EOF (the peer died
  * or left) is acted on once the ring is drained, so a BYE or DOWN written

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The shared-memory byte ring (contract in shm_ring.h). Positions read
+ * The shared-memory byte ring (contract in tcp_shm_ring.h). Positions read
  * from the other side are checked before use; copies wrap at most once.
  */
-#include "transport/shm/shm_ring.h"
+#include "transport/tcp/tcp_shm_ring.h"
 
 #include <string.h>
 
@@ -78,7 +78,7 @@ gs_status_t gs__shm_ring_writev(gs__shm_ring_t *r, const struct iovec *iov, size
     }
     if (done > 0) {
         r->pos = pos;
-        /* seq_cst: pairs with reader_arm (see shm_ring.h). */
+        /* seq_cst: pairs with reader_arm (see tcp_shm_ring.h). */
         atomic_store_explicit(&r->ctl->tail, pos, memory_order_seq_cst);
     }
     *n_out = done;

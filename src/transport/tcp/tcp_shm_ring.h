@@ -3,7 +3,7 @@
  * A single-producer/single-consumer byte ring in memory shared by two
  * processes: the control block (positions and the two sleep flags, each on
  * its own cache line) and the data area live in a shared-memory segment
- * (shm_seg.h); each side keeps a private view (gs__shm_ring_t) whose own
+ * (tcp_shm_seg.h); each side keeps a private view (gs__shm_ring_t) whose own
  * position it never reads back from shared memory. Pure memory operations,
  * no syscalls, no logging, so the unit tests can drive every edge.
  *
@@ -25,8 +25,8 @@
  *
  * Not thread-safe: one producer and one consumer, each a single thread.
  */
-#ifndef GS_TRANSPORT_SHM_SHM_RING_H
-#define GS_TRANSPORT_SHM_SHM_RING_H
+#ifndef GS_TRANSPORT_TCP_TCP_SHM_RING_H
+#define GS_TRANSPORT_TCP_TCP_SHM_RING_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -102,4 +102,4 @@ void gs__shm_ring_writer_disarm(gs__shm_ring_t *r);
 /* Consumer after freeing space: true exactly once per producer wait. */
 bool gs__shm_ring_wake_writer(gs__shm_ring_t *r);
 
-#endif /* GS_TRANSPORT_SHM_SHM_RING_H */
+#endif /* GS_TRANSPORT_TCP_TCP_SHM_RING_H */

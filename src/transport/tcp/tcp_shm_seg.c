@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Shared-memory segments for a pair of local ranks (contract in shm_seg.h).
+ * Shared-memory segments for a pair of local ranks (contract in tcp_shm_seg.h).
  *
  * Layout (offsets in bytes):
  *   0      header: magic u64, version u32, 0 u32, job u64, comm u64,
@@ -11,7 +11,7 @@
  *   8192   data of the lo -> hi ring (ring_bytes)
  *   8192 + ring_bytes  data of the hi -> lo ring (ring_bytes)
  */
-#include "transport/shm/shm_seg.h"
+#include "transport/tcp/tcp_shm_seg.h"
 
 #include "core/clock.h"
 #include "core/error.h"

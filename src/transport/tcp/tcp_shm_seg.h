@@ -2,7 +2,7 @@
 /*
  * The shared-memory segment of one pair of ranks on the same host: a
  * header (who it belongs to), then two ring control blocks and two data
- * areas, one ring per direction (shm_ring.h). The lower rank creates it
+ * areas, one ring per direction (tcp_shm_ring.h). The lower rank creates it
  * with shm_open + ftruncate + posix_fallocate (so a full /dev/shm is an
  * error at creation, never a SIGBUS later) + mmap; the higher rank opens
  * and maps it, checks the header against what it expects, and unlinks the
@@ -10,15 +10,15 @@
  * the TCP transport for local peers (tcp_shm.c). No logging: failures are
  * explained in a caller buffer.
  */
-#ifndef GS_TRANSPORT_SHM_SHM_SEG_H
-#define GS_TRANSPORT_SHM_SHM_SEG_H
+#ifndef GS_TRANSPORT_TCP_TCP_SHM_SEG_H
+#define GS_TRANSPORT_TCP_TCP_SHM_SEG_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "gradsync/status.h"
-#include "transport/shm/shm_ring.h"
+#include "transport/tcp/tcp_shm_ring.h"
 
 /* Longest segment name, with the leading '/' and the NUL. */
 #define GS_SHM_NAME_MAX 64
@@ -89,4 +89,4 @@ void gs__shm_seg_rings(gs__shm_seg_t *seg, uint64_t ring_bytes, bool creator, gs
  * [A-Za-z0-9._-], NUL-terminated within GS_SHM_NAME_MAX. */
 int gs__shm_name_ok(const char *name);
 
-#endif /* GS_TRANSPORT_SHM_SHM_SEG_H */
+#endif /* GS_TRANSPORT_TCP_TCP_SHM_SEG_H */
