@@ -4,7 +4,7 @@
  * counters, counting finished operations per collective kind, and writing
  * GS_STATS_FILE lines (periodically and at destroy). The counters
  * themselves live in core/counters.h; the per-peer ones are counted by the
- * algorithm layer (algo_util.c). No thread of its own: lines are written by
+ * algorithm layer (algo_ctx.c). No thread of its own: lines are written by
  * the thread that runs the communicator's operations, when one finishes or
  * while the worker idles with operations in flight, and once at destroy.
  */

@@ -2,7 +2,7 @@
 /*
  * Per-communicator traffic counters: totals counted by the transport, per
  * collective kind counted by the API layer, and per peer counted by the
- * algorithm layer (algo_util.c), so every transport gets per-peer numbers
+ * algorithm layer (algo_ctx.c), so every transport gets per-peer numbers
  * for free. Written by whichever thread runs the communicator's operations
  * (one at a time), read by any thread through gs_comm_counters(),
  * gs_comm_stats() and gs_comm_peer_stats(). Every update is one relaxed

@@ -532,8 +532,8 @@ static void run_case(st_t *s, const conf_t *c, size_t n, bool special)
 
 /*
  * The codec kernels on the buffers the compressed all-reduce on device
- * buffers hands them (src/algo/algo_comp_dev_cuda.c): chunk c of a count
- * cut over n ranks (gs__algo_split, src/algo/algo.h: balanced, so chunks
+ * buffers hands them (src/algo/sched/algo_comp_dev_cuda.c): chunk c of a count
+ * cut over n ranks (gs__algo_split, src/algo/ctx/ctx.h: balanced, so chunks
  * start at any element and have odd lengths, some none) is encoded from
  * sendbuf + off with the worker residual + off, and decoded into recvbuf +
  * off, while its body sits GS_CODEC_HEADER_BYTES into a 256-byte aligned

@@ -578,7 +578,7 @@ static void comp_same_bits(const ctx_t *x, const float *dev, const float *host, 
         gt_check(true, "%s", what);
         return;
     }
-    /* gs__algo_split's cut (src/algo/algo.h): chunk c of n elements over x->n ranks. */
+    /* gs__algo_split's cut (src/algo/ctx/ctx.h): chunk c of n elements over x->n ranks. */
     for (owner = 0; owner < x->n; owner++) {
         const size_t base = n / (size_t)x->n, extra = n % (size_t)x->n, c = (size_t)owner;
 

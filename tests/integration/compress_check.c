@@ -85,7 +85,7 @@ static void rank_input(int q, size_t off, size_t len, gs_dtype_t dt, uint8_t *in
     }
 }
 
-/* Does the library take a sparse path (the rule of src/algo/algo_sparse.c)? */
+/* Does the library take a sparse path (the rule of src/algo/sched/algo_sparse.c)? */
 static int sparse_path(gs_codec_kind_t kind, double ratio, size_t count, gs_dtype_t dt)
 {
     const size_t dense = count * ((dt == GS_DTYPE_F32) ? 4 : 2);

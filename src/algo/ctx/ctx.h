@@ -128,7 +128,7 @@ typedef struct gs_algo_ctx {
     uint64_t logged[GS_COLL_KIND_COUNT][GS_ALGO_PLAN_ROWS];
     gs_algo_hosts_t hosts; /* which ranks share a host (set by the communicator) */
     gs_algo_route_t route; /* ring/chain/tree order: hosts.order, or a sub-group */
-    /* Traffic statistics (algo_util.c): per-peer counters, ctx->size entries, or NULL; and
+    /* Traffic statistics (algo_ctx.c): per-peer counters, ctx->size entries, or NULL; and
      * the time blocked in the transport since the last completion, charged to the peer of
      * the request that completes next. */
     struct gs__peer_counters *peer_ctr;
