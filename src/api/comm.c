@@ -269,7 +269,7 @@ static void comm_worker_idle(void *ctx, uint64_t wait_ns)
     /* Errors surface through the requests' own tests. */
     (void)gs__tp_progress(&comm->tr, t0 + wait_ns);
     /* Only point-to-point work is in flight: the wait is charged to the peer
-     * whose request completes next (algo_util.c). */
+     * whose request completes next (algo_ctx.c). */
     t1 = gs__now_ns();
     comm->actx.wait_pending_ns += t1 - t0;
     gs__comm_stats_tick(comm, t1);
