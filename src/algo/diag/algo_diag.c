@@ -23,7 +23,7 @@
 #include "core/clock.h"
 #include "core/dtype.h"
 #include "core/error.h"
-#include "core/htab.h"
+#include "core/le.h"
 #include "core/log.h"
 #include "core/trace.h"
 #include "gradsync/compress.h"
@@ -171,23 +171,6 @@ static void diag_mine(const gs_algo_ctx_t *ctx, uint32_t seq, gs_algo_call_t *c,
 /* The diagnosis message: 48 bytes, little-endian                          */
 /* ---------------------------------------------------------------------- */
 
-static void diag_put32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++) {
-        p[i] = (uint8_t)(v >> (8 * i));
-    }
-}
-
-static uint32_t diag_get32(const uint8_t *p)
-{
-    uint32_t v = 0;
-
-    for (int i = 0; i < 4; i++) {
-        v |= (uint32_t)p[i] << (8 * i);
-    }
-    return v;
-}
-
 /*
  * Layout: 0 magic, 4 version (u16), 6 type (u16), 8 from (i32), 12 blamed
  * (i32, -1: none), 16 seq, 20 their_fp (u16), 22 fp (u16), 24 known (u8),
@@ -197,20 +180,19 @@ static uint32_t diag_get32(const uint8_t *p)
 static void diag_encode(const diag_msg_t *m, uint8_t *b)
 {
     memset(b, 0, DIAG_BYTES);
-    diag_put32(b + 0, DIAG_MAGIC);
-    diag_put32(b + 4, DIAG_VERSION | (m->type << 16));
-    diag_put32(b + 8, (uint32_t)m->from);
-    diag_put32(b + 12, (uint32_t)m->blamed);
-    diag_put32(b + 16, m->seq);
-    diag_put32(b + 20, (uint32_t)m->their_fp | ((uint32_t)m->call.fp << 16));
+    gs__put_le32(b + 0, DIAG_MAGIC);
+    gs__put_le32(b + 4, DIAG_VERSION | (m->type << 16));
+    gs__put_le32(b + 8, (uint32_t)m->from);
+    gs__put_le32(b + 12, (uint32_t)m->blamed);
+    gs__put_le32(b + 16, m->seq);
+    gs__put_le32(b + 20, (uint32_t)m->their_fp | ((uint32_t)m->call.fp << 16));
     b[24] = (uint8_t)m->call.known;
     b[25] = (uint8_t)m->call.kind;
     b[26] = (uint8_t)m->call.dtype;
     b[27] = (uint8_t)m->call.op;
-    diag_put32(b + 28, (uint32_t)m->call.root);
-    diag_put32(b + 32, (uint32_t)m->call.codec);
-    diag_put32(b + 40, (uint32_t)m->call.count);
-    diag_put32(b + 44, (uint32_t)(m->call.count >> 32));
+    gs__put_le32(b + 28, (uint32_t)m->call.root);
+    gs__put_le32(b + 32, (uint32_t)m->call.codec);
+    gs__put_le64(b + 40, m->call.count);
 }
 
 static gs_status_t diag_decode(const uint8_t *b, size_t n, int size, diag_msg_t *m, char *why,
@@ -223,24 +205,24 @@ static gs_status_t diag_decode(const uint8_t *b, size_t n, int size, diag_msg_t 
         return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "%zu bytes, expected %d", n,
                                  DIAG_BYTES);
     }
-    vt = diag_get32(b + 4);
-    codec = diag_get32(b + 32);
-    if ((diag_get32(b) != DIAG_MAGIC) || ((vt & 0xffffu) != DIAG_VERSION)) {
+    vt = gs__get_le32(b + 4);
+    codec = gs__get_le32(b + 32);
+    if ((gs__get_le32(b) != DIAG_MAGIC) || ((vt & 0xffffu) != DIAG_VERSION)) {
         return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "bad magic or version");
     }
     m->type = vt >> 16;
-    m->from = (int)diag_get32(b + 8);
-    m->blamed = (int)diag_get32(b + 12);
-    m->seq = diag_get32(b + 16);
-    m->their_fp = (uint16_t)(diag_get32(b + 20) & 0x7fffu);
-    m->call.fp = (uint16_t)((diag_get32(b + 20) >> 16) & 0x7fffu);
+    m->from = (int)gs__get_le32(b + 8);
+    m->blamed = (int)gs__get_le32(b + 12);
+    m->seq = gs__get_le32(b + 16);
+    m->their_fp = (uint16_t)(gs__get_le32(b + 20) & 0x7fffu);
+    m->call.fp = (uint16_t)((gs__get_le32(b + 20) >> 16) & 0x7fffu);
     m->call.known = b[24];
     m->call.kind = b[25];
     m->call.dtype = b[26];
     m->call.op = b[27];
-    m->call.root = (int)diag_get32(b + 28);
+    m->call.root = (int)gs__get_le32(b + 28);
     m->call.codec = (int)codec;
-    m->call.count = (uint64_t)diag_get32(b + 40) | ((uint64_t)diag_get32(b + 44) << 32);
+    m->call.count = gs__get_le64(b + 40);
     if (((m->type != DIAG_REPORT) && (m->type != DIAG_DESCRIBE)) || (m->from < 0) ||
         (m->from >= size) || (m->blamed < -1) || (m->blamed >= size) || (m->call.known > 1)) {
         return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "bad type, rank or flag");
