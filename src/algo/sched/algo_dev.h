@@ -26,6 +26,10 @@
 #include "algo/sched/sched.h"
 
 #ifdef GS_WITH_CUDA
+#include "device/dev_cuda.h"
+#endif
+
+#ifdef GS_WITH_CUDA
 
 /* Pinned host staging buffer and its slices in flight. */
 #define GS_DEV_STAGE_SLOTS 2
@@ -109,13 +113,9 @@ gs_status_t gs__dev_test(gs_algo_ctx_t *ctx, gs_coll_desc_t *d);
  * the slot holds it; a sticky error stays). */
 gs_status_t gs__dev_cuda(const gs_algo_ctx_t *ctx, int err, const char *what);
 
-/* Take back a cudaError_t this library met and does not report (a failed
- * free, a failed guard on a path that goes on): clear the thread's
- * last-error slot when it holds @p err. */
-void gs__dev_take_back(int err);
-
 /*
- * The one device wait: poll @p ev (a cudaEvent_t) until it completes,
+ * The one device wait (device/dev_cuda.h's gs__dev_poll_event with the
+ * context's deadline, NCCL and words): poll @p ev (a cudaEvent_t) until it completes,
  * yielding, then sleeping up to about 128 us between polls. Each poll
  * takes back the "not ready" it may leave in the runtime's last-error
  * slot, and when the context has NCCL also reads NCCL's asynchronous state
@@ -161,31 +161,6 @@ void gs__dev_event_put(gs_algo_ctx_t *ctx, void *ev);
 
 /* The event of a call in flight is released without waiting (destroy). */
 void gs__dev_forget(gs_algo_ctx_t *ctx, gs_coll_desc_t *d);
-
-/*
- * The caller's current CUDA device, kept across an entry of the device
- * layer. enter makes @p device current on the calling thread when it is not
- * already (cudaGetDevice, then cudaSetDevice) and returns the cudaError_t
- * of that (0 on success); leave restores the device enter found. Call
- * leave once after every enter, whatever enter returned (it does nothing
- * when enter changed nothing). Nested guards are free: the inner one finds
- * its device current already.
- *
- * One exception, as PyTorch's device guard makes it: leave does not go
- * back to a device that has no primary context, i.e. one the process never
- * used (cudaGetDevice says 0 on a thread that has not chosen a device).
- * cudaSetDevice would create a context there, some hundreds of MiB on
- * another rank's GPU, for every worker thread; such a thread keeps
- * @p device current instead. leave never changes the error text and logs
- * a failed restore at WARN.
- */
-typedef struct gs_dev_guard {
-    int prev;    /* the thread's current device at enter */
-    int changed; /* enter made another device current */
-} gs_dev_guard_t;
-
-int gs__dev_guard_enter(gs_dev_guard_t *g, int device);
-void gs__dev_guard_leave(gs_dev_guard_t *g);
 
 /* gs__dev_guard_enter on the context's device, the failure as GS_ERR_CUDA
  * naming ctx->opname (GS_ERR_INTERNAL without a device context). Call

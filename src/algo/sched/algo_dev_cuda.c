@@ -28,14 +28,13 @@
  * No allocation per call once warm: streams, events and the pinned
  * staging memory (grown on demand) live in the context.
  *
- * Also here, for every device file: the one device wait
- * (gs__dev_wait_event: deadline, NCCL's asynchronous errors, the
- * last-error slot), and the guard that leaves the caller's current device
- * as it was (gs__dev_guard_enter/leave).
+ * The CUDA glue every device file uses (the one device wait, the guard
+ * that leaves the caller's current device as it was, the last-error slot)
+ * is the device layer's, device/dev_cuda.h; gs__dev_wait_event and
+ * gs__dev_cuda here give it the context's deadline and words.
  */
 #include "algo/sched/algo_dev.h"
 
-#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,133 +54,14 @@
 #define DEV_ALIGN 256
 #define DEV_AGREE_BYTES 32 /* host id (8), GPU UUID (16), NCCL wish (4), CUDA-aware MPI (4) */
 
-/*
- * The runtime keeps one last error per host thread: every call that fails
- * writes it, cudaGetLastError() reads and clears it. A query that answers
- * "not ready" may write cudaErrorNotReady there (PyTorch clears it after
- * each such answer), and it would then be what the next
- * cudaGetLastError() returns: the caller's, or a launch check's. Take back
- * an error this library met, and only that one: the slot is cleared when it
- * holds @p err, so a pending error the caller's own code left stays unless
- * ours replaced it. A sticky error (the context is lost) cannot be
- * cleared, and every later call reports it anyway.
- */
-static void dev_take_back(cudaError_t err)
+gs_status_t gs__dev_cuda(const gs_algo_ctx_t *ctx, int err, const char *what)
 {
-    if ((err != cudaSuccess) && (cudaPeekAtLastError() == err)) {
-        (void)cudaGetLastError();
-    }
-}
-
-void gs__dev_take_back(int err)
-{
-    dev_take_back((cudaError_t)err);
-}
-
-/* cudaEventQuery, its "not ready" taken back. The only event query here. */
-static cudaError_t dev_query(cudaEvent_t ev)
-{
-    const cudaError_t err = cudaEventQuery(ev);
-
-    if (err == cudaErrorNotReady) {
-        dev_take_back(err);
-    }
-    return err;
-}
-
-gs_status_t gs__dev_cuda(const gs_algo_ctx_t *ctx, int err_in, const char *what)
-{
-    const cudaError_t err = (cudaError_t)err_in;
-
-    if (err == cudaSuccess) {
-        return GS_OK;
-    }
-    dev_take_back(err);
-    return gs__error_set(GS_ERR_CUDA, "%s: %s failed: %s (%s)", ctx->opname, what,
-                         cudaGetErrorString(err), cudaGetErrorName(err));
+    return gs__dev_cuda_status(err, ctx->opname, what);
 }
 
 static size_t dev_align(size_t x)
 {
     return (x + DEV_ALIGN - 1) & ~(size_t)(DEV_ALIGN - 1);
-}
-
-/* ------------------------------------------------------------------ */
-/* The caller's current device                                         */
-/* ------------------------------------------------------------------ */
-
-/* cuDevicePrimaryCtxGetState (CUdevice is the device's ordinal), looked up
- * once through the runtime, so that nothing links the driver. */
-typedef int (*dev_ctx_state_fn_t)(int device, unsigned int *flags, int *active);
-
-static pthread_once_t dev_ctx_once = PTHREAD_ONCE_INIT;
-static dev_ctx_state_fn_t dev_ctx_state;
-
-static void dev_ctx_lookup(void)
-{
-    void *fn = NULL;
-    enum cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-    cudaError_t err;
-
-#if CUDART_VERSION >= 12050
-    err = cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxGetState", &fn, 12000,
-                                           cudaEnableDefault, &found);
-#else
-    err = cudaGetDriverEntryPoint("cuDevicePrimaryCtxGetState", &fn, cudaEnableDefault, &found);
-#endif
-    if ((err == cudaSuccess) && (found == cudaDriverEntryPointSuccess) && (fn != NULL)) {
-        memcpy(&dev_ctx_state, &fn, sizeof(dev_ctx_state)); /* object to function pointer */
-    } else {
-        dev_take_back(err);
-        GS_INFO(CUDA, "cuDevicePrimaryCtxGetState not found: the device guard restores every "
-                      "device");
-    }
-}
-
-/* Has the process a primary context on @p device (when unknown: yes)? */
-static int dev_has_context(int device)
-{
-    unsigned int flags = 0;
-    int active = 1;
-
-    (void)pthread_once(&dev_ctx_once, dev_ctx_lookup);
-    if ((dev_ctx_state == NULL) || (dev_ctx_state(device, &flags, &active) != 0)) {
-        return 1;
-    }
-    return active != 0;
-}
-
-int gs__dev_guard_enter(gs_dev_guard_t *g, int device)
-{
-    cudaError_t err;
-
-    g->prev = device;
-    g->changed = 0;
-    err = cudaGetDevice(&g->prev);
-    if ((err == cudaSuccess) && (g->prev != device)) {
-        err = cudaSetDevice(device);
-        g->changed = (err == cudaSuccess);
-    }
-    return (int)err;
-}
-
-void gs__dev_guard_leave(gs_dev_guard_t *g)
-{
-    cudaError_t err;
-
-    if (!g->changed) {
-        return;
-    }
-    g->changed = 0;
-    if (!dev_has_context(g->prev)) {
-        return; /* going back would create a context there (gs_dev_guard_t) */
-    }
-    err = cudaSetDevice(g->prev);
-    if (err != cudaSuccess) {
-        dev_take_back(err);
-        GS_WARN("could not make CUDA device %d current again: %s (%s)", g->prev,
-                cudaGetErrorString(err), cudaGetErrorName(err));
-    }
 }
 
 gs_status_t gs__dev_enter(const gs_algo_ctx_t *ctx, gs_dev_guard_t *g)
@@ -199,59 +79,16 @@ gs_status_t gs__dev_enter(const gs_algo_ctx_t *ctx, gs_dev_guard_t *g)
 /* The one device wait                                                 */
 /* ------------------------------------------------------------------ */
 
-gs_status_t gs__dev_wait_event(const gs_algo_ctx_t *ctx, void *ev_in, const char *what)
+gs_status_t gs__dev_wait_event(const gs_algo_ctx_t *ctx, void *ev, const char *what)
 {
-    const cudaEvent_t ev = (cudaEvent_t)ev_in;
-    const uint64_t deadline = gs__now_ns() + ctx->timeout_ns;
-    struct gs_nccl *nccl = NULL;
-    gs_status_t status;
+    const gs_dev_wait_t w = {.timeout_ns = ctx->timeout_ns,
+#ifdef GS_WITH_NCCL
+                             .nccl = (ctx->dev != NULL) ? ctx->dev->nccl : NULL,
+#endif
+                             .opname = ctx->opname,
+                             .rank = ctx->rank};
 
-#ifdef GS_WITH_NCCL
-    nccl = (ctx->dev != NULL) ? ctx->dev->nccl : NULL;
-#endif
-    for (unsigned polls = 0;; polls++) {
-        const cudaError_t err = dev_query(ev);
-
-        if ((err != cudaSuccess) && (err != cudaErrorNotReady)) {
-            status = gs__dev_cuda(ctx, err, what);
-#ifdef GS_WITH_NCCL
-            gs__nccl_fail(nccl, "CUDA error");
-#endif
-            return status;
-        }
-#ifdef GS_WITH_NCCL
-        if (nccl != NULL) {
-            /* Also when the event is complete: kernels of an aborted or
-             * failed communicator end early, so completion proves nothing. */
-            status = gs__nccl_poll(nccl);
-            if ((status != GS_OK) && (status != GS_INPROGRESS)) {
-                if (status != GS_ERR_ABORTED) {
-                    gs__nccl_fail(nccl, "asynchronous error");
-                }
-                return gs__error_wrap(status, "%s: waiting for %s: %s", ctx->opname, what,
-                                      gs__error_get());
-            }
-        }
-#endif
-        if (err == cudaSuccess) {
-            return GS_OK;
-        }
-        if (gs__now_ns() >= deadline) {
-            status = gs__error_set(
-                GS_ERR_TIMEOUT, "%s: rank %d: %s did not finish within %llu ms (GS_TIMEOUT_MS)%s",
-                ctx->opname, ctx->rank, what, (unsigned long long)(ctx->timeout_ns / 1000000ull),
-                (nccl != NULL)
-                    ? "; the NCCL communicator was aborted: a peer may have failed, or other "
-                      "work on the stream never ends; destroy the communicator"
-                    : ": other work on the stream may never end, or a peer failed; destroy the "
-                      "communicator");
-#ifdef GS_WITH_NCCL
-            gs__nccl_fail(nccl, "timeout");
-#endif
-            return status;
-        }
-        gs__poll_pause(polls);
-    }
+    return gs__dev_poll_event(ev, &w, what);
 }
 
 gs_status_t gs__dev_wait_stream(const gs_algo_ctx_t *ctx, void *stream, const char *what)
@@ -542,7 +379,7 @@ gs_status_t gs__dev_free(gs_algo_ctx_t *ctx, int abort)
         return GS_OK;
     }
     /* Freed whatever happens; the frees' own errors are of no use to anyone. */
-    dev_take_back((cudaError_t)gs__dev_guard_enter(&guard, dev->device));
+    gs__dev_take_back((cudaError_t)gs__dev_guard_enter(&guard, dev->device));
 #ifdef GS_WITH_NCCL
     if (dev->nccl != NULL) {
         if (abort) {
@@ -554,25 +391,25 @@ gs_status_t gs__dev_free(gs_algo_ctx_t *ctx, int abort)
     (void)abort;
 #endif
     for (int i = 0; i < dev->nevents; i++) {
-        dev_take_back(cudaEventDestroy((cudaEvent_t)dev->events[i]));
+        gs__dev_take_back(cudaEventDestroy((cudaEvent_t)dev->events[i]));
     }
     free(dev->events);
     for (int s = 0; s < GS_DEV_STAGE_SLOTS; s++) {
         if (dev->slot_event[s] != NULL) {
-            dev_take_back(cudaEventDestroy((cudaEvent_t)dev->slot_event[s]));
+            gs__dev_take_back(cudaEventDestroy((cudaEvent_t)dev->slot_event[s]));
         }
     }
     if (dev->stage_event != NULL) {
-        dev_take_back(cudaEventDestroy((cudaEvent_t)dev->stage_event));
+        gs__dev_take_back(cudaEventDestroy((cudaEvent_t)dev->stage_event));
     }
     if (dev->copy_stream != NULL) {
-        dev_take_back(cudaStreamDestroy((cudaStream_t)dev->copy_stream));
+        gs__dev_take_back(cudaStreamDestroy((cudaStream_t)dev->copy_stream));
     }
     if (dev->pinned != NULL) {
-        dev_take_back(cudaFreeHost(dev->pinned));
+        gs__dev_take_back(cudaFreeHost(dev->pinned));
     }
     if (dev->dwork != NULL) {
-        dev_take_back(cudaFree(dev->dwork));
+        gs__dev_take_back(cudaFree(dev->dwork));
     }
     free(dev);
     ctx->dev = NULL;
@@ -610,7 +447,8 @@ void gs__dev_event_put(gs_algo_ctx_t *ctx, void *ev)
         void **grown = realloc(dev->events, (size_t)cap * sizeof(void *));
 
         if (grown == NULL) {
-            dev_take_back(cudaEventDestroy((cudaEvent_t)ev)); /* keep going without pooling it */
+            gs__dev_take_back(
+                cudaEventDestroy((cudaEvent_t)ev)); /* keep going without pooling it */
             return;
         }
         dev->events = grown;
@@ -622,7 +460,7 @@ void gs__dev_event_put(gs_algo_ctx_t *ctx, void *ev)
 /* gs__dev_test with the context's device current. */
 static gs_status_t dev_test(gs_algo_ctx_t *ctx, gs_coll_desc_t *d)
 {
-    const cudaError_t err = dev_query((cudaEvent_t)d->event);
+    const cudaError_t err = (cudaError_t)gs__dev_query_event(d->event);
 
     if (err == cudaSuccess) {
         gs__dev_event_put(ctx, d->event);
@@ -669,7 +507,7 @@ void gs__dev_forget(gs_algo_ctx_t *ctx, gs_coll_desc_t *d)
     if (d->event != NULL) {
         /* The event may still be pending on a stream: destroying it is safe
          * (CUDA releases it once recorded work completes); pooling is not. */
-        dev_take_back(cudaEventDestroy((cudaEvent_t)d->event));
+        gs__dev_take_back(cudaEventDestroy((cudaEvent_t)d->event));
         d->event = NULL;
     }
 }
@@ -730,7 +568,7 @@ gs_status_t gs__dev_pinned(gs_algo_ctx_t *ctx, size_t bytes)
         return status;
     }
     if (dev->pinned != NULL) {
-        dev_take_back(cudaFreeHost(dev->pinned));
+        gs__dev_take_back(cudaFreeHost(dev->pinned));
         dev->pinned = NULL;
         dev->pinned_cap = 0;
     }
@@ -790,7 +628,7 @@ gs_status_t gs__dev_workspace(gs_algo_ctx_t *ctx, size_t bytes, void *stream, vo
             return status;
         }
         if (dev->dwork != NULL) {
-            dev_take_back(cudaFree(dev->dwork));
+            gs__dev_take_back(cudaFree(dev->dwork));
             dev->dwork = NULL;
             dev->dwork_cap = 0;
         }
