@@ -13,6 +13,7 @@
  */
 #include "device/nccl_engine.h"
 
+#include "core/check.h"
 #include "core/dtype.h"
 #include "core/error.h"
 
@@ -97,21 +98,41 @@ static gs_status_t check_one(gs_nccl_t *nccl, const char *call, gs_dtype_t dtype
                              size_t count, const char *rank_name, int r, int *type_out,
                              size_t *bytes_out)
 {
-    gs_status_t status = check_handle(nccl, call);
+    GS_CHECK(check_handle(nccl, call));
+    GS_CHECK(check_types(nccl, call, dtype, GS_OP_SUM, type_out, NULL));
+    GS_CHECK(check_buf(nccl, call, "buf", buf, count));
+    GS_CHECK(check_rank(nccl, call, rank_name, r));
+    return check_bytes(nccl, call, count, 1, dtype, bytes_out);
+}
 
-    if (status == GS_OK) {
-        status = check_types(nccl, call, dtype, GS_OP_SUM, type_out, NULL);
+/* The checks of a call with a send and a receive buffer of @p count
+ * elements each (@p op: GS_OP_SUM for the kinds that do not reduce), whose
+ * receive side moves @p nblocks blocks: handle, dtype and op, buffers,
+ * byte count. */
+static gs_status_t check_two(gs_nccl_t *nccl, const char *call, gs_dtype_t dtype, gs_op_t op,
+                             const void *sendbuf, const void *recvbuf, size_t count, size_t nblocks,
+                             int *type_out, int *nop_out)
+{
+    size_t bytes;
+
+    GS_CHECK(check_handle(nccl, call));
+    GS_CHECK(check_types(nccl, call, dtype, op, type_out, nop_out));
+    GS_CHECK(check_buf(nccl, call, "sendbuf", sendbuf, count));
+    GS_CHECK(check_buf(nccl, call, "recvbuf", recvbuf, count));
+    return check_bytes(nccl, call, count, nblocks, dtype, &bytes);
+}
+
+/* Enter the handle for a call of @p count elements: *comm_out is the NCCL
+ * communicator to enqueue on, or NULL when count is 0 and there is nothing
+ * to enqueue (the status then says whether the handle is sound). */
+static gs_status_t enter_for(gs_nccl_t *nccl, const char *call, size_t count,
+                             struct ncclComm **comm_out)
+{
+    *comm_out = NULL;
+    if (count == 0) {
+        return nothing_to_do(nccl, call);
     }
-    if (status == GS_OK) {
-        status = check_buf(nccl, call, "buf", buf, count);
-    }
-    if (status == GS_OK) {
-        status = check_rank(nccl, call, rank_name, r);
-    }
-    if (status == GS_OK) {
-        status = check_bytes(nccl, call, count, 1, dtype, bytes_out);
-    }
-    return status;
+    return gs__nccl_enter(nccl, call, comm_out);
 }
 
 gs_status_t gs__nccl_allreduce(gs_nccl_t *nccl, const void *sendbuf, void *recvbuf, size_t count,
@@ -119,32 +140,13 @@ gs_status_t gs__nccl_allreduce(gs_nccl_t *nccl, const void *sendbuf, void *recvb
 {
     static const char call[] = "ncclAllReduce";
     struct ncclComm *comm;
-    size_t bytes;
     int type;
     int nop;
     gs_status_t status;
 
-    status = check_handle(nccl, call);
-    if (status == GS_OK) {
-        status = check_types(nccl, call, dtype, op, &type, &nop);
-    }
-    if (status == GS_OK) {
-        status = check_buf(nccl, call, "sendbuf", sendbuf, count);
-    }
-    if (status == GS_OK) {
-        status = check_buf(nccl, call, "recvbuf", recvbuf, count);
-    }
-    if (status == GS_OK) {
-        status = check_bytes(nccl, call, count, 1, dtype, &bytes);
-    }
-    if (status != GS_OK) {
-        return status;
-    }
-    if (count == 0) {
-        return nothing_to_do(nccl, call);
-    }
-    status = gs__nccl_enter(nccl, call, &comm);
-    if (status != GS_OK) {
+    GS_CHECK(check_two(nccl, call, dtype, op, sendbuf, recvbuf, count, 1, &type, &nop));
+    status = enter_for(nccl, call, count, &comm);
+    if ((status != GS_OK) || (comm == NULL)) {
         return status;
     }
     return gs__nccl_leave(nccl,
@@ -162,15 +164,9 @@ gs_status_t gs__nccl_broadcast(gs_nccl_t *nccl, void *buf, size_t count, gs_dtyp
     int type;
     gs_status_t status;
 
-    status = check_one(nccl, call, dtype, buf, count, "root", root, &type, &bytes);
-    if (status != GS_OK) {
-        return status;
-    }
-    if (count == 0) {
-        return nothing_to_do(nccl, call);
-    }
-    status = gs__nccl_enter(nccl, call, &comm);
-    if (status != GS_OK) {
+    GS_CHECK(check_one(nccl, call, dtype, buf, count, "root", root, &type, &bytes));
+    status = enter_for(nccl, call, count, &comm);
+    if ((status != GS_OK) || (comm == NULL)) {
         return status;
     }
     return gs__nccl_leave(
@@ -189,30 +185,16 @@ gs_status_t gs__nccl_reduce(gs_nccl_t *nccl, const void *sendbuf, void *recvbuf,
     int nop;
     gs_status_t status;
 
-    status = check_handle(nccl, call);
-    if (status == GS_OK) {
-        status = check_types(nccl, call, dtype, op, &type, &nop);
+    GS_CHECK(check_handle(nccl, call));
+    GS_CHECK(check_types(nccl, call, dtype, op, &type, &nop));
+    GS_CHECK(check_rank(nccl, call, "root", root));
+    GS_CHECK(check_buf(nccl, call, "sendbuf", sendbuf, count));
+    if (root == gs__nccl_rank(nccl)) {
+        GS_CHECK(check_buf(nccl, call, "recvbuf (at the root)", recvbuf, count));
     }
-    if (status == GS_OK) {
-        status = check_rank(nccl, call, "root", root);
-    }
-    if (status == GS_OK) {
-        status = check_buf(nccl, call, "sendbuf", sendbuf, count);
-    }
-    if ((status == GS_OK) && (root == gs__nccl_rank(nccl))) {
-        status = check_buf(nccl, call, "recvbuf (at the root)", recvbuf, count);
-    }
-    if (status == GS_OK) {
-        status = check_bytes(nccl, call, count, 1, dtype, &bytes);
-    }
-    if (status != GS_OK) {
-        return status;
-    }
-    if (count == 0) {
-        return nothing_to_do(nccl, call);
-    }
-    status = gs__nccl_enter(nccl, call, &comm);
-    if (status != GS_OK) {
+    GS_CHECK(check_bytes(nccl, call, count, 1, dtype, &bytes));
+    status = enter_for(nccl, call, count, &comm);
+    if ((status != GS_OK) || (comm == NULL)) {
         return status;
     }
     return gs__nccl_leave(nccl,
@@ -226,31 +208,13 @@ gs_status_t gs__nccl_allgather(gs_nccl_t *nccl, const void *sendbuf, void *recvb
 {
     static const char call[] = "ncclAllGather";
     struct ncclComm *comm;
-    size_t bytes;
     int type;
     gs_status_t status;
 
-    status = check_handle(nccl, call);
-    if (status == GS_OK) {
-        status = check_types(nccl, call, dtype, GS_OP_SUM, &type, NULL);
-    }
-    if (status == GS_OK) {
-        status = check_buf(nccl, call, "sendbuf", sendbuf, count);
-    }
-    if (status == GS_OK) {
-        status = check_buf(nccl, call, "recvbuf", recvbuf, count);
-    }
-    if (status == GS_OK) {
-        status = check_bytes(nccl, call, count, (size_t)gs__nccl_size(nccl), dtype, &bytes);
-    }
-    if (status != GS_OK) {
-        return status;
-    }
-    if (count == 0) {
-        return nothing_to_do(nccl, call);
-    }
-    status = gs__nccl_enter(nccl, call, &comm);
-    if (status != GS_OK) {
+    GS_CHECK(check_two(nccl, call, dtype, GS_OP_SUM, sendbuf, recvbuf, count,
+                       (size_t)gs__nccl_size(nccl), &type, NULL));
+    status = enter_for(nccl, call, count, &comm);
+    if ((status != GS_OK) || (comm == NULL)) {
         return status;
     }
     return gs__nccl_leave(
@@ -264,32 +228,14 @@ gs_status_t gs__nccl_reduce_scatter(gs_nccl_t *nccl, const void *sendbuf, void *
 {
     static const char call[] = "ncclReduceScatter";
     struct ncclComm *comm;
-    size_t bytes;
     int type;
     int nop;
     gs_status_t status;
 
-    status = check_handle(nccl, call);
-    if (status == GS_OK) {
-        status = check_types(nccl, call, dtype, op, &type, &nop);
-    }
-    if (status == GS_OK) {
-        status = check_buf(nccl, call, "sendbuf", sendbuf, recvcount);
-    }
-    if (status == GS_OK) {
-        status = check_buf(nccl, call, "recvbuf", recvbuf, recvcount);
-    }
-    if (status == GS_OK) {
-        status = check_bytes(nccl, call, recvcount, (size_t)gs__nccl_size(nccl), dtype, &bytes);
-    }
-    if (status != GS_OK) {
-        return status;
-    }
-    if (recvcount == 0) {
-        return nothing_to_do(nccl, call);
-    }
-    status = gs__nccl_enter(nccl, call, &comm);
-    if (status != GS_OK) {
+    GS_CHECK(check_two(nccl, call, dtype, op, sendbuf, recvbuf, recvcount,
+                       (size_t)gs__nccl_size(nccl), &type, &nop));
+    status = enter_for(nccl, call, recvcount, &comm);
+    if ((status != GS_OK) || (comm == NULL)) {
         return status;
     }
     return gs__nccl_leave(nccl,
@@ -307,10 +253,7 @@ static gs_status_t p2p(gs_nccl_t *nccl, const char *call, int is_send, void *buf
     int type;
     gs_status_t status;
 
-    status = check_one(nccl, call, dtype, buf, count, "peer", peer, &type, &bytes);
-    if (status != GS_OK) {
-        return status;
-    }
+    GS_CHECK(check_one(nccl, call, dtype, buf, count, "peer", peer, &type, &bytes));
     if ((peer == gs__nccl_rank(nccl)) && (gs__nccl_group_depth() == 0)) {
         /* Alone, a send to oneself waits for a receive that cannot be posted. */
         return gs__error_set(GS_ERR_INVALID_ARG,
@@ -318,11 +261,8 @@ static gs_status_t p2p(gs_nccl_t *nccl, const char *call, int is_send, void *buf
                              "with the matching %s)",
                              gs__nccl_rank(nccl), call, is_send ? "receive" : "send");
     }
-    if (count == 0) {
-        return nothing_to_do(nccl, call);
-    }
-    status = gs__nccl_enter(nccl, call, &comm);
-    if (status != GS_OK) {
+    status = enter_for(nccl, call, count, &comm);
+    if ((status != GS_OK) || (comm == NULL)) {
         return status;
     }
     if (is_send) {
