@@ -1,8 +1,46 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The index of held unexpected messages (match.h). */
+/* Tag matching shared by the transports (match.h). */
 #include "transport/match.h"
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
+
+gs_status_t gs__match_bind(uint64_t want_tag, size_t cap, int peer, uint64_t tag, uint64_t len,
+                           char *why, size_t whylen)
+{
+    if (tag != want_tag) {
+        (void)snprintf(why, whylen,
+                       "message from peer %d has tag 0x%016" PRIx64
+                       " but the receive expects 0x%016" PRIx64
+                       " (the ranks are running different operations)",
+                       peer, tag, want_tag);
+        return GS_ERR_MISMATCH;
+    }
+    if (len > cap) {
+        (void)snprintf(why, whylen,
+                       "message of %" PRIu64 " bytes from peer %d (tag 0x%016" PRIx64
+                       ") is larger than the receive buffer of %zu bytes",
+                       len, peer, tag, cap);
+        return GS_ERR_TRUNCATED;
+    }
+    return GS_OK;
+}
+
+bool gs__match_budget_fits(const gs__match_budget_t *b, uint64_t overhead, uint64_t held,
+                           uint64_t len, char *why, size_t whylen)
+{
+    if ((b->msgs >= b->max_msgs) || (b->bytes > b->max_bytes) ||
+        (overhead > b->max_bytes - b->bytes) || (held > b->max_bytes - b->bytes - overhead)) {
+        (void)snprintf(why, whylen,
+                       "sent a message of %" PRIu64 " bytes while %" PRIu64 " messages (%" PRIu64
+                       " bytes) are held; the limit is %" PRIu64 " messages and %" PRIu64
+                       " bytes, all peers together",
+                       len, b->msgs, b->bytes, b->max_msgs, b->max_bytes);
+        return false;
+    }
+    return true;
+}
 
 /* Every held entry with one matching tag from one peer (peer >= 0), or from
  * any peer (peer == -1), in arrival order. */

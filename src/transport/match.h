@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The index of held unexpected messages (messages that arrived before any
- * receive matched them), shared by the transports: arrival order, and the
- * first message for a (peer, tag) or an (any source, tag) receive, each
- * found in O(1) whatever is held.
+ * Tag matching, shared by the transports (TCP and MPI): which posted
+ * receive accepts a message (gs__match_accepts), whether it may fill it
+ * (gs__match_bind: the full-tag and length rules of transport.h), the
+ * budget on what peers can make a rank hold (gs__match_budget_t), and the
+ * index of held unexpected messages (messages that arrived before any
+ * receive matched them): arrival order, and the first message for a
+ * (peer, tag) or an (any source, tag) receive, each found in O(1) whatever
+ * is held.
  *
  * A receive or probe from peer p with tag t takes the earliest held message
  * from p whose matching tag is t; from GS_ANY_SOURCE the earliest from any
@@ -22,10 +26,74 @@
 #define GS_TRANSPORT_MATCH_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/htab.h"
 #include "gradsync/status.h"
+#include "transport/transport.h"
+
+/* Room for any sentence of gs__match_bind and gs__match_budget_charge. */
+#define GS_MATCH_WHY_MAX 200
+
+/* Whether a receive posted for @p want_peer (or GS_ANY_SOURCE) with tag
+ * @p want_tag accepts a message from @p peer with tag @p tag: the same
+ * peer, and equal tags under GS_TP_TAG_MATCH_MASK. */
+static inline bool gs__match_accepts(int want_peer, uint64_t want_tag, int peer, uint64_t tag)
+{
+    return ((want_peer == peer) || (want_peer == GS_ANY_SOURCE)) &&
+           ((want_tag & GS_TP_TAG_MATCH_MASK) == (tag & GS_TP_TAG_MATCH_MASK));
+}
+
+/* Whether a message of @p len bytes from @p peer with full tag @p tag, which
+ * a receive for @p want_tag of @p cap bytes accepts, may fill it. Returns
+ * GS_OK; GS_ERR_MISMATCH when the full tags differ (the ranks run different
+ * operations); GS_ERR_TRUNCATED when it is longer than cap. On an error,
+ * writes the sentence naming the peer, tags and sizes into @p why. */
+gs_status_t gs__match_bind(uint64_t want_tag, size_t cap, int peer, uint64_t tag, uint64_t len,
+                           char *why, size_t whylen);
+
+/* The bounds on what peers can make a rank hold, all peers together: bytes
+ * charged (each message's own cost, and its payload while the transport
+ * holds it) and messages, against max_bytes and max_msgs. */
+typedef struct gs__match_budget {
+    uint64_t bytes;
+    uint64_t msgs;
+    uint64_t max_bytes;
+    uint64_t max_msgs;
+} gs__match_budget_t;
+
+static inline void gs__match_budget_init(gs__match_budget_t *b, uint64_t max_bytes,
+                                         uint64_t max_msgs)
+{
+    b->bytes = 0;
+    b->msgs = 0;
+    b->max_bytes = max_bytes;
+    b->max_msgs = max_msgs;
+}
+
+/* Whether one more message of @p len bytes fits, costing @p overhead bytes
+ * plus @p held bytes of payload the caller would hold for it (0 when it
+ * goes straight to a receive's buffer). When it does not, writes the
+ * refusal into @p why: "sent a message of LEN bytes while ... all peers
+ * together" (the caller names the sender before it). Nothing wraps, even
+ * with a bound lowered below what is charged. */
+bool gs__match_budget_fits(const gs__match_budget_t *b, uint64_t overhead, uint64_t held,
+                           uint64_t len, char *why, size_t whylen);
+
+/* Count one message that fits, charged @p bytes (its overhead + held). */
+static inline void gs__match_budget_charge(gs__match_budget_t *b, uint64_t bytes)
+{
+    b->bytes += bytes;
+    b->msgs++;
+}
+
+/* Give back @p bytes of what was charged, and @p msgs messages. */
+static inline void gs__match_budget_release(gs__match_budget_t *b, uint64_t bytes, uint64_t msgs)
+{
+    b->bytes -= bytes;
+    b->msgs -= msgs;
+}
 
 struct gs__match_key;
 

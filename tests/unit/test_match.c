@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The index of held unexpected messages (transport/match.h) and the hash
- * table under it (core/htab.h): the earliest message for (peer, tag) and for
- * (any source, tag) in arrival order, removal from anywhere, and lookups
- * that look at a bounded number of keys however many messages are held.
+ * Tag matching (transport/match.h): which receive accepts a message, the
+ * bind check (full tag, length), the held-bytes budget and its refusal;
+ * and the index of held unexpected messages and the hash table under it
+ * (core/htab.h): the earliest message for (peer, tag) and for (any source,
+ * tag) in arrival order, removal from anywhere, and lookups that look at a
+ * bounded number of keys however many messages are held.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -193,9 +195,95 @@ static void test_htab_basics(void **state)
     assert_null(gs__htab_first(&t, h1));
 }
 
+/* A receive accepts a message from its peer (or any) with an equal masked tag. */
+static void test_match_accepts(void **state)
+{
+    const uint64_t tag = 0x12345ull;
+    const uint64_t check = 1ull << 48; /* a check bit, outside GS_TP_TAG_MATCH_MASK */
+
+    (void)state;
+    assert_int_equal(check & GS_TP_TAG_MATCH_MASK, 0);
+    assert_true(gs__match_accepts(3, tag, 3, tag));
+    assert_true(gs__match_accepts(GS_ANY_SOURCE, tag, 5, tag));
+    assert_false(gs__match_accepts(3, tag, 4, tag));
+    assert_false(gs__match_accepts(3, tag, 3, tag + 1));
+    /* Check bits differ: accepted here, refused by the bind check. */
+    assert_true(gs__match_accepts(3, tag, 3, tag | check));
+    assert_true(gs__match_accepts(3, tag | GS_TP_TAG_P2P, 3, tag | GS_TP_TAG_P2P));
+    assert_false(gs__match_accepts(3, tag, 3, tag | GS_TP_TAG_P2P));
+}
+
+/* Full-tag mismatch, then truncation; a shorter or equal message binds. */
+static void test_match_bind(void **state)
+{
+    const uint64_t tag = 0x8000000000000007ull;
+    const uint64_t other = tag | (1ull << 48); /* the same masked tag, another check bit */
+    char why[GS_MATCH_WHY_MAX];
+
+    (void)state;
+    why[0] = '\0';
+    assert_int_equal(gs__match_bind(tag, 64, 2, tag, 64, why, sizeof(why)), GS_OK);
+    assert_int_equal(gs__match_bind(tag, 64, 2, tag, 0, why, sizeof(why)), GS_OK);
+    assert_string_equal(why, "");
+    assert_int_equal(gs__match_bind(tag, 64, 2, other, 8, why, sizeof(why)), GS_ERR_MISMATCH);
+    assert_non_null(strstr(why, "peer 2 has tag 0x8001000000000007"));
+    assert_non_null(strstr(why, "expects 0x8000000000000007"));
+    assert_non_null(strstr(why, "different operations"));
+    /* Mismatch is judged before length. */
+    assert_int_equal(gs__match_bind(tag, 64, 2, other, 65, why, sizeof(why)), GS_ERR_MISMATCH);
+    assert_int_equal(gs__match_bind(tag, 64, 2, tag, 65, why, sizeof(why)), GS_ERR_TRUNCATED);
+    assert_non_null(strstr(why, "message of 65 bytes from peer 2"));
+    assert_non_null(strstr(why, "receive buffer of 64 bytes"));
+    /* The sentence is cut to the buffer, never past it. */
+    assert_int_equal(gs__match_bind(tag, 1, 2, tag, 2, why, 8), GS_ERR_TRUNCATED);
+    assert_int_equal(strlen(why), 7);
+}
+
+/* The budget counts bytes and messages, refuses past either bound with a
+ * sentence, never wraps, and gives back what was charged. */
+static void test_match_budget(void **state)
+{
+    gs__match_budget_t b;
+    char why[GS_MATCH_WHY_MAX];
+
+    (void)state;
+    gs__match_budget_init(&b, 1000, 3);
+    assert_true(gs__match_budget_fits(&b, 100, 400, 400, why, sizeof(why)));
+    gs__match_budget_charge(&b, 500);
+    assert_int_equal(b.bytes, 500);
+    assert_int_equal(b.msgs, 1);
+    /* Exactly to the byte bound fits; one byte more does not. */
+    assert_true(gs__match_budget_fits(&b, 100, 400, 400, why, sizeof(why)));
+    assert_false(gs__match_budget_fits(&b, 100, 401, 401, why, sizeof(why)));
+    assert_string_equal(why, "sent a message of 401 bytes while 1 messages (500 bytes) are held; "
+                             "the limit is 3 messages and 1000 bytes, all peers together");
+    /* A message bound to a receive holds no payload: only its overhead counts. */
+    assert_true(gs__match_budget_fits(&b, 100, 0, 1ull << 40, why, sizeof(why)));
+    /* Sizes near 2^64 do not wrap into fitting. */
+    assert_false(gs__match_budget_fits(&b, 100, UINT64_MAX - 50, 0, why, sizeof(why)));
+    assert_false(gs__match_budget_fits(&b, UINT64_MAX, 0, 0, why, sizeof(why)));
+    gs__match_budget_charge(&b, 100);
+    gs__match_budget_charge(&b, 100);
+    /* The count bound. */
+    assert_false(gs__match_budget_fits(&b, 1, 0, 0, why, sizeof(why)));
+    assert_non_null(strstr(why, "while 3 messages (700 bytes) are held"));
+    /* A bound lowered below what is charged refuses, and does not wrap. */
+    gs__match_budget_release(&b, 100, 1);
+    b.max_bytes = 500;
+    assert_false(gs__match_budget_fits(&b, 0, 0, 0, why, sizeof(why)));
+    gs__match_budget_release(&b, 600, 2);
+    b.max_bytes = 1000;
+    assert_int_equal(b.bytes, 0);
+    assert_int_equal(b.msgs, 0);
+    assert_true(gs__match_budget_fits(&b, 600, 0, 0, why, sizeof(why)));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_match_accepts),
+        cmocka_unit_test(test_match_bind),
+        cmocka_unit_test(test_match_budget),
         cmocka_unit_test(test_match_order),
         cmocka_unit_test(test_match_flood_lookups_are_constant),
         cmocka_unit_test(test_match_many_keys),

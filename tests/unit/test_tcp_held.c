@@ -37,10 +37,10 @@ static void wait_held(fake_peer_t *f, uint64_t want)
 {
     const uint64_t deadline = gs__deadline_after_ms(FAKE_WAIT_MS);
 
-    while ((f->tp->unexp_msgs < want) && (gs__now_ns() < deadline)) {
+    while ((f->tp->held.msgs < want) && (gs__now_ns() < deadline)) {
         (void)gs__tcp_ops.progress(f->tp, gs__now_ns() + 1000000ull);
     }
-    assert_int_equal(f->tp->unexp_msgs, want);
+    assert_int_equal(f->tp->held.msgs, want);
 }
 
 /* @p n zero-length messages seq0.. from fake rank @p from with @p tag, in
@@ -48,7 +48,7 @@ static void wait_held(fake_peer_t *f, uint64_t want)
 static void flood(fake_peer_t *f, int from, uint64_t seq0, int n, uint64_t tag)
 {
     uint8_t *buf = malloc((size_t)FLOOD_BATCH * GS_TCP_FRAME_HDR_LEN);
-    const uint64_t held = f->tp->unexp_msgs;
+    const uint64_t held = f->tp->held.msgs;
 
     assert_non_null(buf);
     for (int done = 0; done < n;) {
@@ -123,8 +123,8 @@ static void test_tcp_held_flood_lookups_are_constant(void **state)
         gs__tcp_ops.req_release(f.tp, req);
     }
     assert_true(f.tp->unexp.steps - before <= (uint64_t)n * 2);
-    assert_int_equal(f.tp->unexp_msgs, 0);
-    assert_int_equal(f.tp->unexp_bytes, 0);
+    assert_int_equal(f.tp->held.msgs, 0);
+    assert_int_equal(f.tp->held.bytes, 0);
     assert_int_equal(f.tp->unexp.keys.n, 0);
     fake_teardown(&f);
 }
@@ -185,7 +185,7 @@ static void test_tcp_held_striped_chunks_find_their_message(void **state)
         assert_memory_equal(got, payload, total);
         gs__tcp_ops.req_release(f.tp, req);
     }
-    assert_int_equal(f.tp->unexp_msgs, 0);
+    assert_int_equal(f.tp->held.msgs, 0);
     assert_int_equal(f.tp->active.n, 0);
     fake_teardown(&f);
     free(payload);
@@ -248,7 +248,7 @@ static void test_tcp_held_order_two_peers(void **state)
         }
     }
     probe(&f, GS_ANY_SOURCE, a, 0, 0);
-    assert_int_equal(f.tp->unexp_msgs, 0);
+    assert_int_equal(f.tp->held.msgs, 0);
     fake_teardown(&f);
 }
 

@@ -1085,7 +1085,7 @@ static void test_tcp_transport_zero_length_flood_fails_peer(void **state)
 
     (void)state;
     fake_setup(&f, 2);
-    f.tp->unexp_max = (uint64_t)fit * GS_TCP_MSG_COST;
+    f.tp->held.max_bytes = (uint64_t)fit * GS_TCP_MSG_COST;
     {
         char bytes[64];
         char held[96];
@@ -1096,8 +1096,8 @@ static void test_tcp_transport_zero_length_flood_fails_peer(void **state)
         expect_protocol_failure(&f, bytes);
         assert_non_null(strstr(gs__error_get(), held));
     }
-    assert_int_equal(f.tp->unexp_msgs, 0);
-    assert_int_equal(f.tp->unexp_bytes, 0);
+    assert_int_equal(f.tp->held.msgs, 0);
+    assert_int_equal(f.tp->held.bytes, 0);
     fake_teardown(&f);
 }
 
@@ -1108,11 +1108,11 @@ static void test_tcp_transport_held_message_count_bound(void **state)
 
     (void)state;
     fake_setup(&f, 1);
-    f.tp->unexp_max_msgs = 100;
+    f.tp->held.max_msgs = 100;
     fake_zero_flood(&f, 0, 101);
     expect_protocol_failure(&f, "the limit is 100 messages");
-    assert_int_equal(f.tp->unexp_msgs, 0);
-    assert_int_equal(f.tp->unexp_bytes, 0);
+    assert_int_equal(f.tp->held.msgs, 0);
+    assert_int_equal(f.tp->held.bytes, 0);
     fake_teardown(&f);
 }
 
@@ -1134,7 +1134,7 @@ static void test_tcp_transport_held_charges_released(void **state)
     (void)state;
     assert_non_null(big);
     fake_setup(&f, 2);
-    f.tp->unexp_max = 256u * GS_TCP_MSG_COST + 100u * sizeof(small);
+    f.tp->held.max_bytes = 256u * GS_TCP_MSG_COST + 100u * sizeof(small);
     for (int round = 0; round < 3; round++) {
         uint8_t got[8];
 
@@ -1156,24 +1156,24 @@ static void test_tcp_transport_held_charges_released(void **state)
             assert_memory_equal(got, small, sizeof(got));
             ops->req_release(f.tp, req);
         }
-        assert_int_equal(f.tp->unexp_msgs, 0);
-        assert_int_equal(f.tp->unexp_bytes, 0);
+        assert_int_equal(f.tp->held.msgs, 0);
+        assert_int_equal(f.tp->held.bytes, 0);
     }
     /* Bound to a posted receive: charged the fixed cost while it arrives. */
     assert_int_equal(ops->irecv(f.tp, 1, 30, big, 2 * half, &req), GS_OK);
     fake_frame(&f, 1, GS_TCP_FRAME_DATA, seq, 30, 2 * half, half, big, half);
     for (uint64_t deadline = gs__deadline_after_ms(FAKE_WAIT_MS);
-         (f.tp->unexp_msgs == 0) && (gs__now_ns() < deadline);) {
+         (f.tp->held.msgs == 0) && (gs__now_ns() < deadline);) {
         (void)ops->progress(f.tp, gs__deadline_after_ms(10));
     }
-    assert_int_equal(f.tp->unexp_msgs, 1);
-    assert_int_equal(f.tp->unexp_bytes, GS_TCP_MSG_COST);
+    assert_int_equal(f.tp->held.msgs, 1);
+    assert_int_equal(f.tp->held.bytes, GS_TCP_MSG_COST);
     close(f.fds[1][0]);
     f.fds[1][0] = open("/dev/null", 0); /* keep teardown's close harmless */
     assert_int_equal(fake_wait(&f, req).status, GS_ERR_PEER_FAILED);
     ops->req_release(f.tp, req);
-    assert_int_equal(f.tp->unexp_msgs, 0);
-    assert_int_equal(f.tp->unexp_bytes, 0);
+    assert_int_equal(f.tp->held.msgs, 0);
+    assert_int_equal(f.tp->held.bytes, 0);
     fake_teardown(&f);
     free(big);
 }
@@ -1353,8 +1353,8 @@ static void test_tcp_transport_striped_chunks_any_order(void **state)
                 assert_int_equal(fake_recv_late(&f, 50, got, total), GS_OK);
             }
             assert_memory_equal(got, msg, total);
-            assert_int_equal(f.tp->unexp_msgs, 0);
-            assert_int_equal(f.tp->unexp_bytes, 0);
+            assert_int_equal(f.tp->held.msgs, 0);
+            assert_int_equal(f.tp->held.bytes, 0);
             fake_teardown(&f);
         }
         free(msg);

@@ -82,7 +82,7 @@ typedef struct mpi_msg {
     unsigned char *data; /* heap copy of the payload */
     mpi_reqset_t rs;     /* chunk receives into data (n == 0: data complete) */
     int orphan;          /* consumed by a failed receive: free when rs completes */
-    uint64_t charged;    /* bytes of tp->unexp_bytes it holds (released by gs__mpi_msg_free) */
+    uint64_t charged;    /* bytes of tp->held it holds (released by gs__mpi_msg_free) */
 } mpi_msg_t;
 
 typedef enum mpi_req_state {
@@ -143,10 +143,8 @@ struct gs_tp {
     mpi_orphan_t *orphans;
     int completions;         /* bumped by every completion (progress returns) */
     uint64_t max_msg;        /* GS_MAX_MESSAGE_BYTES: a peer announcing more is failed */
-    uint64_t unexp_bytes;    /* charged for unexpected messages (MPI_MSG_COST each + payload) */
-    uint64_t unexp_msgs;     /* unexpected messages held */
-    uint64_t unexp_max;      /* bound on unexp_bytes (MPI_UNEXP_MAX) */
-    uint64_t unexp_max_msgs; /* bound on unexp_msgs (MPI_UNEXP_MAX_MSGS) */
+    gs__match_budget_t held; /* unexpected messages held (MPI_MSG_COST each + payload), and
+                              * the bounds MPI_UNEXP_MAX and MPI_UNEXP_MAX_MSGS */
 };
 
 /* ---------------------------------------------------------------------- */
@@ -170,12 +168,6 @@ gs_status_t gs__mpi_hdr_decode(const unsigned char *p, int count, uint32_t expec
 /* ---------------------------------------------------------------------- */
 /* Request sets, completion, matching (mpi_match.c)                       */
 /* ---------------------------------------------------------------------- */
-
-/* Tags equal in their match part (transport.h: GS_TP_TAG_MATCH_MASK). */
-static inline int gs__mpi_masked_equal(uint64_t a, uint64_t b)
-{
-    return (a & GS_TP_TAG_MATCH_MASK) == (b & GS_TP_TAG_MATCH_MASK);
-}
 
 /* Make rs hold n MPI_REQUEST_NULLs (heap beyond MPI_INLINE_REQS).
  * Returns 0, or -1 when out of memory. */

@@ -203,26 +203,21 @@ static int post_chunks(gs_tp_t *tp, int src, void *dst, size_t len, mpi_reqset_t
 /* Matching                                                               */
 /* ---------------------------------------------------------------------- */
 
-/* Apply the mismatch and truncation rules to receive r and a message with
- * header h from src. Returns 1 when r was completed with an error. */
+/* Apply the mismatch and truncation rules (gs__match_bind) to receive r
+ * and a message with header h from src. Returns 1 when r was completed
+ * with an error. */
 int gs__mpi_refuse(gs_tp_t *tp, gs_tp_req_t *r, int src, const mpi_hdr_t *h)
 {
+    char why[GS_MATCH_WHY_MAX];
+    const gs_status_t st = gs__match_bind(r->tag, r->len, src, h->tag, h->len, why, sizeof(why));
+
     r->comp.peer = src;
     r->comp.tag = h->tag;
-    if (h->tag != r->tag) {
-        gs__mpi_req_complete(tp, r, GS_ERR_MISMATCH,
-                             "rank %d sent a message with tag 0x%016llx where tag 0x%016llx was "
-                             "expected (the ranks are running different operations)",
-                             src, (unsigned long long)h->tag, (unsigned long long)r->tag);
-        return 1;
+    if (st == GS_OK) {
+        return 0;
     }
-    if (h->len > r->len) {
-        gs__mpi_req_complete(tp, r, GS_ERR_TRUNCATED,
-                             "rank %d sent %llu bytes to a receive of %zu bytes", src,
-                             (unsigned long long)h->len, r->len);
-        return 1;
-    }
-    return 0;
+    gs__mpi_req_complete(tp, r, st, "%s", why);
+    return 1;
 }
 
 /* What an unexpected message is charged covers what holding it takes. */
@@ -234,12 +229,12 @@ void gs__mpi_deliver_header(gs_tp_t *tp, int src, const mpi_hdr_t *h, const unsi
 {
     const uint32_t nchunks = (h->flags & MPI_FLAG_INLINE) ? 0 : h->nchunks;
     gs_tp_req_t *r = tp->posted;
+    char why[GS_MATCH_WHY_MAX];
     mpi_msg_t *m;
     int ret;
 
     /* Before anything is allocated or posted for it (GS_MAX_MESSAGE_BYTES). */
     if (h->len > tp->max_msg) {
-        char why[160];
         (void)snprintf(why, sizeof(why),
                        "announced a message of %llu bytes, over the limit of %llu bytes "
                        "(GS_MAX_MESSAGE_BYTES)",
@@ -249,8 +244,7 @@ void gs__mpi_deliver_header(gs_tp_t *tp, int src, const mpi_hdr_t *h, const unsi
         gs__mpi_peer_fail(tp, src, GS_ERR_PROTOCOL, why);
         return;
     }
-    while ((r != NULL) && !(((r->peer == src) || (r->peer == GS_ANY_SOURCE)) &&
-                            gs__mpi_masked_equal(r->tag, h->tag))) {
+    while ((r != NULL) && !gs__match_accepts(r->peer, r->tag, src, h->tag)) {
         r = r->next;
     }
     if (r != NULL) {
@@ -282,16 +276,7 @@ void gs__mpi_deliver_header(gs_tp_t *tp, int src, const mpi_hdr_t *h, const unsi
     /* Unexpected: keep a copy until a receive matches, within the bounds
      * on what peers can make us hold (mpi_internal.h), written so that
      * nothing can wrap. */
-    if ((tp->unexp_msgs >= tp->unexp_max_msgs) || (tp->unexp_bytes > tp->unexp_max) ||
-        (MPI_MSG_COST > tp->unexp_max - tp->unexp_bytes) ||
-        (h->len > tp->unexp_max - tp->unexp_bytes - MPI_MSG_COST)) {
-        char why[MPI_WHY_MAX];
-        (void)snprintf(why, sizeof(why),
-                       "sent an unexpected message of %llu bytes while %llu messages (%llu bytes) "
-                       "are held; the limit is %llu messages and %llu bytes, all peers together",
-                       (unsigned long long)h->len, (unsigned long long)tp->unexp_msgs,
-                       (unsigned long long)tp->unexp_bytes, (unsigned long long)tp->unexp_max_msgs,
-                       (unsigned long long)tp->unexp_max);
+    if (!gs__match_budget_fits(&tp->held, MPI_MSG_COST, h->len, h->len, why, sizeof(why))) {
         drain_chunks(tp, src, nchunks);
         tp->recv_seq[src] += nchunks;
         gs__mpi_peer_fail(tp, src, GS_ERR_PROTOCOL, why);
@@ -325,8 +310,7 @@ void gs__mpi_deliver_header(gs_tp_t *tp, int src, const mpi_hdr_t *h, const unsi
     m->src = src;
     m->h = *h;
     m->charged = MPI_MSG_COST + h->len;
-    tp->unexp_bytes += m->charged;
-    tp->unexp_msgs++;
+    gs__match_budget_charge(&tp->held, m->charged);
     m->rs.mr = m->rs.inline_mr;
     if (nchunks == 0) {
         if (h->len > 0) {
@@ -376,8 +360,7 @@ void gs__mpi_msg_unhold(gs_tp_t *tp, mpi_msg_t *m)
 void gs__mpi_msg_free(gs_tp_t *tp, mpi_msg_t *m)
 {
     gs__mpi_msg_unhold(tp, m);
-    tp->unexp_bytes -= m->charged;
-    tp->unexp_msgs--;
+    gs__match_budget_release(&tp->held, m->charged, 1);
     gs__mpi_reqset_free(&m->rs);
     free(m->data);
     free(m);

@@ -66,8 +66,7 @@ static gs_status_t mpi_tp_init(const gs_tp_params_t *params, gs_tp_t **tp_out)
     tp->counters = params->counters;
     tp->max_msg =
         (params->max_message_bytes != 0) ? params->max_message_bytes : GS_MAX_MESSAGE_BYTES_DEFAULT;
-    tp->unexp_max = MPI_UNEXP_MAX;
-    tp->unexp_max_msgs = MPI_UNEXP_MAX_MSGS;
+    gs__match_budget_init(&tp->held, MPI_UNEXP_MAX, MPI_UNEXP_MAX_MSGS);
     gs__match_init(&tp->unexp);
     atomic_init(&tp->aborted, 0);
     atomic_init(&tp->woken, 0);

@@ -149,7 +149,7 @@ void gs__tcp_msg_free_buf(gs_tp_t *tp, gs__tcp_inmsg_t *m)
     if (m->dest == GS_TCP_DEST_UNEXP) {
         free(m->buf);
         m->buf = NULL;
-        tp->unexp_bytes -= m->total;
+        gs__match_budget_release(&tp->held, m->total, 0);
         m->charged -= m->total;
         m->dest = GS_TCP_DEST_DRAIN; /* nothing to hold the payload in any more */
     }
@@ -160,8 +160,7 @@ void gs__tcp_msg_free(gs_tp_t *tp, gs__tcp_inmsg_t *m)
     gs__tcp_unexp_unlink(tp, m);
     gs__tcp_active_unlink(tp, m);
     free(m->buf);
-    tp->unexp_bytes -= m->charged;
-    tp->unexp_msgs--;
+    gs__match_budget_release(&tp->held, m->charged, 1);
     free(m);
 }
 

@@ -52,13 +52,13 @@
  * GS_ERR_PROTOCOL. Every message held, whatever its destination (bound to a
  * receive, unexpected, or being drained), costs GS_TCP_MSG_COST bytes (its
  * gs__tcp_inmsg_t and allocator overhead, rounded up), and an unexpected
- * one its payload too, against the byte budget (gs_tp_t.unexp_max, default
- * GS_TCP_UNEXP_MAX): so zero-length and never-finished messages are not
+ * one its payload too, against the byte budget (gs_tp_t.held.max_bytes,
+ * default GS_TCP_UNEXP_MAX; transport/match.h's gs__match_budget_t): so zero-length and never-finished messages are not
  * free. No work per frame grows with what is held: a probe and an irecv
  * find the first matching message through the match index
  * (transport/match.h), a further chunk finds its message by (peer, seq) in
  * tp->active, and a finished message leaves its peer's doubly linked list
- * of started ones in O(1). The count bound (gs_tp_t.unexp_max_msgs,
+ * of started ones in O(1). The count bound (gs_tp_t.held.max_msgs,
  * default GS_TCP_UNEXP_MAX_MSGS) is a second, simpler bound on memory
  * (2^20 x GS_TCP_MSG_COST = 512 MiB) below what the byte budget alone
  * would allow (2^24 empty messages). Collectives hold a few messages per
@@ -126,7 +126,7 @@ typedef struct gs__tcp_inmsg {
     uint64_t total;
     uint64_t claimed; /* chunk bytes announced so far */
     uint64_t got;     /* chunk bytes fully read */
-    uint64_t charged; /* bytes of tp->unexp_bytes it holds (released by gs__tcp_msg_free) */
+    uint64_t charged; /* bytes of tp->held it holds (released by gs__tcp_msg_free) */
     uint32_t parts;   /* bit i: chunk i of its chunk plan (tcp_wire.h) has started */
     int peer;
     gs__tcp_dest_t dest;
@@ -239,16 +239,13 @@ struct gs_tp {
     struct gs_tp_req *all;
     gs__match_index_t unexp; /* held unexpected messages, by arrival and by match key */
     gs__htab_t active;       /* every peer's started messages, by (peer, seq) */
-    /* What peers make this rank hold (tcp_recv.c msg_start): unexp_bytes
+    /* What peers make this rank hold (tcp_recv.c msg_start): held.bytes
      * charged (GS_TCP_MSG_COST per message plus the payload of unexpected
-     * ones) and unexp_msgs, counting every message started and not yet
-     * freed, whatever its destination; and their bounds unexp_max
-     * (GS_TCP_UNEXP_MAX) and unexp_max_msgs (GS_TCP_UNEXP_MAX_MSGS), which
+     * ones) and held.msgs, counting every message started and not yet
+     * freed, whatever its destination; and their bounds held.max_bytes
+     * (GS_TCP_UNEXP_MAX) and held.max_msgs (GS_TCP_UNEXP_MAX_MSGS), which
      * tests lower. */
-    uint64_t unexp_bytes;
-    uint64_t unexp_msgs;
-    uint64_t unexp_max;
-    uint64_t unexp_max_msgs;
+    gs__match_budget_t held;
     uint64_t max_msg; /* GS_MAX_MESSAGE_BYTES: a peer announcing more is failed */
     uint64_t nevents; /* completions and peer failures so far */
     int spin_us;      /* GS_TCP_SPIN_US as given: -1 auto, 0 off, > 0 microseconds */

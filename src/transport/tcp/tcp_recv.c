@@ -31,41 +31,28 @@
 /* Matching                                                               */
 /* ---------------------------------------------------------------------- */
 
-static bool tags_match(uint64_t a, uint64_t b)
-{
-    return (a & GS_TP_TAG_MATCH_MASK) == (b & GS_TP_TAG_MATCH_MASK);
-}
-
 /*
- * Decide whether message m may fill receive r (masked tags already equal).
- * On refusal, completes r with GS_ERR_MISMATCH or GS_ERR_TRUNCATED.
+ * Decide whether message m may fill receive r (which accepts it:
+ * gs__match_accepts). On refusal (gs__match_bind), completes r with
+ * GS_ERR_MISMATCH or GS_ERR_TRUNCATED.
  */
 static bool bind_ok(gs_tp_t *tp, struct gs_tp_req *r, int peer, uint64_t tag, uint64_t total)
 {
-    char why[GS_TCP_REASON_MAX];
+    char why[GS_MATCH_WHY_MAX];
+    const gs_status_t st = gs__match_bind(r->tag, r->len, peer, tag, total, why, sizeof(why));
 
     r->comp.peer = peer;
     r->comp.tag = tag;
-    if (tag != r->tag) {
-        snprintf(why, sizeof(why),
-                 "message from peer %d has tag 0x%016" PRIx64
-                 " but the receive expects 0x%016" PRIx64
-                 " (the ranks are running different operations)",
-                 peer, tag, r->tag);
+    if (st == GS_OK) {
+        return true;
+    }
+    if (st == GS_ERR_MISMATCH) {
         GS_WARN("tcp: %s", why);
-        gs__tcp_req_complete(tp, r, GS_ERR_MISMATCH, why);
-        return false;
-    }
-    if (total > r->len) {
-        snprintf(why, sizeof(why),
-                 "message of %" PRIu64 " bytes from peer %d (tag 0x%016" PRIx64
-                 ") is larger than the receive buffer of %zu bytes",
-                 total, peer, tag, r->len);
+    } else {
         GS_INFO(NET, "tcp: %s", why);
-        gs__tcp_req_complete(tp, r, GS_ERR_TRUNCATED, why);
-        return false;
     }
-    return true;
+    gs__tcp_req_complete(tp, r, st, why);
+    return false;
 }
 
 void gs__tcp_recv_post(gs_tp_t *tp, struct gs_tp_req *req)
@@ -231,7 +218,8 @@ _Static_assert(GS_TCP_MAX_SOCKS <= 32, "gs__tcp_inmsg_t.parts has a bit per chun
 static gs__tcp_inmsg_t *msg_start(gs_tp_t *tp, int peer, const gs__tcp_frame_hdr_t *h)
 {
     gs__tcp_dest_t dest = GS_TCP_DEST_UNEXP;
-    uint64_t cost = GS_TCP_MSG_COST;
+    uint64_t held = 0; /* payload bytes this rank holds for it */
+    char why[GS_MATCH_WHY_MAX];
     struct gs_tp_req *r = NULL;
     gs__tcp_inmsg_t *m;
     unsigned part;
@@ -251,28 +239,21 @@ static gs__tcp_inmsg_t *msg_start(gs_tp_t *tp, int peer, const gs__tcp_frame_hdr
         dest = GS_TCP_DEST_DRAIN; /* no receive will ever take it: hold no payload */
     } else {
         for (r = tp->posted_head; r != NULL; r = r->next) {
-            if (((r->peer == peer) || (r->peer == GS_ANY_SOURCE)) && tags_match(r->tag, h->tag)) {
+            if (gs__match_accepts(r->peer, r->tag, peer, h->tag)) {
                 break;
             }
         }
         if (r != NULL) {
             dest = GS_TCP_DEST_USER; /* or DRAIN, when bind_ok refuses it below */
         } else {
-            cost += h->total_len;
+            held = h->total_len;
         }
     }
     /* Every message held is charged, whatever its destination (tcp_conn.h,
      * GS_TCP_MSG_COST): one that never finishes, or is empty, is not free.
-     * Written so that nothing can wrap, even with a bound lowered below
-     * what is held. */
-    if ((tp->unexp_msgs >= tp->unexp_max_msgs) || (tp->unexp_bytes > tp->unexp_max) ||
-        (cost > tp->unexp_max - tp->unexp_bytes)) {
-        gs__tcp_peer_fail(tp, peer, GS_ERR_PROTOCOL,
-                          "peer %d sent a message of %" PRIu64 " bytes while %" PRIu64
-                          " messages (%" PRIu64 " bytes) are held; the limit is %" PRIu64
-                          " messages and %" PRIu64 " bytes, all peers together",
-                          peer, h->total_len, tp->unexp_msgs, tp->unexp_bytes, tp->unexp_max_msgs,
-                          tp->unexp_max);
+     * Charged once it is set up below; given back by gs__tcp_msg_free. */
+    if (!gs__match_budget_fits(&tp->held, GS_TCP_MSG_COST, held, h->total_len, why, sizeof(why))) {
+        gs__tcp_peer_fail(tp, peer, GS_ERR_PROTOCOL, "peer %d %s", peer, why);
         return NULL;
     }
     m = calloc(1, sizeof(*m));
@@ -317,9 +298,8 @@ static gs__tcp_inmsg_t *msg_start(gs_tp_t *tp, int peer, const gs__tcp_frame_hdr
                           "out of memory holding an unexpected message from peer %d", peer);
         return NULL;
     }
-    tp->unexp_bytes += cost;
-    tp->unexp_msgs++;
-    m->charged = cost;
+    m->charged = GS_TCP_MSG_COST + held;
+    gs__match_budget_charge(&tp->held, m->charged);
     if (r != NULL) {
         gs__tcp_posted_unlink(tp, r);
         if (bind_ok(tp, r, peer, h->tag, h->total_len)) {

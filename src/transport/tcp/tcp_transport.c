@@ -187,8 +187,7 @@ gs_status_t gs__tcp_init_with(const gs_tp_params_t *params, const gs__tcp_settin
     }
     tp->max_msg =
         (params->max_message_bytes != 0) ? params->max_message_bytes : GS_MAX_MESSAGE_BYTES_DEFAULT;
-    tp->unexp_max = GS_TCP_UNEXP_MAX;
-    tp->unexp_max_msgs = GS_TCP_UNEXP_MAX_MSGS;
+    gs__match_budget_init(&tp->held, GS_TCP_UNEXP_MAX, GS_TCP_UNEXP_MAX_MSGS);
     gs__match_init(&tp->unexp);
     gs__htab_init(&tp->active);
     atomic_init(&tp->aborted, 0);
