@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Little-endian loads and stores for the wire formats (the TCP frames and
- * handshakes, the rendezvous, the codecs' payload headers, recovery
- * messages): one definition, byte by byte, so that alignment and the host's
+ * handshakes, the MPI transport's message header, the rendezvous, the
+ * codecs' payload headers, recovery messages): one definition, byte by byte, so that alignment and the host's
  * byte order never matter.
  */
 #ifndef GS_CORE_LE_H

@@ -25,45 +25,17 @@
 
 #include <stdio.h>
 
-static void put_u16(unsigned char *p, uint16_t v)
-{
-    p[0] = (unsigned char)v;
-    p[1] = (unsigned char)(v >> 8);
-}
-
-static void put_u32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++) {
-        p[i] = (unsigned char)(v >> (8 * i));
-    }
-}
-
-static void put_u64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++) {
-        p[i] = (unsigned char)(v >> (8 * i));
-    }
-}
-
-static uint64_t get_le(const unsigned char *p, int n)
-{
-    uint64_t v = 0;
-
-    for (int i = n - 1; i >= 0; i--) {
-        v = (v << 8) | p[i];
-    }
-    return v;
-}
+#include "core/le.h"
 
 void gs__mpi_hdr_encode(unsigned char *p, const mpi_hdr_t *h)
 {
-    put_u32(p, MPI_HDR_MAGIC);
-    put_u16(p + 4, MPI_HDR_VERSION);
-    put_u16(p + 6, h->flags);
-    put_u64(p + 8, h->tag);
-    put_u64(p + 16, h->len);
-    put_u32(p + 24, h->seq);
-    put_u32(p + 28, h->nchunks);
+    gs__put_le32(p, MPI_HDR_MAGIC);
+    gs__put_le16(p + 4, MPI_HDR_VERSION);
+    gs__put_le16(p + 6, h->flags);
+    gs__put_le64(p + 8, h->tag);
+    gs__put_le64(p + 16, h->len);
+    gs__put_le32(p + 24, h->seq);
+    gs__put_le32(p + 28, h->nchunks);
 }
 
 /* Decode and validate @p count bytes from a peer. Returns GS_OK or
@@ -75,20 +47,20 @@ gs_status_t gs__mpi_hdr_decode(const unsigned char *p, int count, uint32_t expec
         (void)snprintf(why, whylen, "a %d-byte header", count);
         return GS_ERR_PROTOCOL;
     }
-    if ((uint32_t)get_le(p, 4) != MPI_HDR_MAGIC) {
-        (void)snprintf(why, whylen, "bad magic 0x%08x", (unsigned)get_le(p, 4));
+    if (gs__get_le32(p) != MPI_HDR_MAGIC) {
+        (void)snprintf(why, whylen, "bad magic 0x%08x", (unsigned)gs__get_le32(p));
         return GS_ERR_PROTOCOL;
     }
-    if (get_le(p + 4, 2) != MPI_HDR_VERSION) {
-        (void)snprintf(why, whylen, "header version %u, expected %u", (unsigned)get_le(p + 4, 2),
+    if (gs__get_le16(p + 4) != MPI_HDR_VERSION) {
+        (void)snprintf(why, whylen, "header version %u, expected %u", (unsigned)gs__get_le16(p + 4),
                        (unsigned)MPI_HDR_VERSION);
         return GS_ERR_PROTOCOL;
     }
-    h->flags = (uint16_t)get_le(p + 6, 2);
-    h->tag = get_le(p + 8, 8);
-    h->len = get_le(p + 16, 8);
-    h->seq = (uint32_t)get_le(p + 24, 4);
-    h->nchunks = (uint32_t)get_le(p + 28, 4);
+    h->flags = (uint16_t)gs__get_le16(p + 6);
+    h->tag = gs__get_le64(p + 8);
+    h->len = gs__get_le64(p + 16);
+    h->seq = gs__get_le32(p + 24);
+    h->nchunks = gs__get_le32(p + 28);
     if ((h->flags & ~MPI_FLAG_INLINE) != 0) {
         (void)snprintf(why, whylen, "unknown flags 0x%x", (unsigned)h->flags);
         return GS_ERR_PROTOCOL;
