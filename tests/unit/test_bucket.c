@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Gradient bucketing on one rank.
- * - The pure grouping (src/fusion/bucket_plan.c): reverse fill order, the
+ * - The pure grouping (src/bucket/bucket_plan.c): reverse fill order, the
  *   small first bucket, DDP's "close once the limit is reached" rule, dtype
  *   splits, one tensor per bucket at 0 bytes, the ascending-id layout,
  *   contiguity (flat buffers, gaps, reversed memory, empty tensors), the
@@ -33,7 +33,7 @@
 #include <cmocka.h>
 
 #include "device/memkind.h"
-#include "fusion/bucket_plan.h"
+#include "bucket/bucket_plan.h"
 #include "gradsync/bucket.h"
 #include "gradsync/compress.h"
 #include "gradsync/gradsync.h"

@@ -23,7 +23,7 @@
  * What it does not do: wait for a tensor nobody marked. wait() refuses a
  * step with unmarked tensors and names them, instead of blocking.
  */
-#include "fusion/bucketer.h"
+#include "bucket/bucketer.h"
 
 #include "core/clock.h"
 #include "core/log.h"

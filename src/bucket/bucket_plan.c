@@ -5,7 +5,7 @@
  * never fail, so bucketer.c can run them on a step's critical path and the
  * unit tests can run them exhaustively.
  */
-#include "fusion/bucket_plan.h"
+#include "bucket/bucket_plan.h"
 
 #include <string.h>
 

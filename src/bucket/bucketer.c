@@ -10,7 +10,7 @@
  * It does not copy device memory: a bucket of device tensors must be
  * reduced in place (gradsync/bucket.h says when that holds).
  */
-#include "fusion/bucketer.h"
+#include "bucket/bucketer.h"
 
 #include "core/dtype.h"
 #include "core/log.h"

@@ -7,15 +7,15 @@
  * pure and lives in bucket_plan.c. Built on the public API and core only:
  * no transport, algorithm or CUDA calls here.
  */
-#ifndef GS_FUSION_BUCKETER_H
-#define GS_FUSION_BUCKETER_H
+#ifndef GS_BUCKET_BUCKETER_H
+#define GS_BUCKET_BUCKETER_H
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "fusion/bucket_plan.h"
+#include "bucket/bucket_plan.h"
 #include "gradsync/bucket.h"
 #include "gradsync/compress.h"
 #include "gradsync/gradsync.h"
@@ -135,4 +135,4 @@ void gs__bucketer_step_free(gs_bucketer_t b);
 /* bucketer_step.c: put the step state back to "nothing marked" for @p plan. */
 void gs__bucketer_step_reset(gs_bucketer_t b);
 
-#endif /* GS_FUSION_BUCKETER_H */
+#endif /* GS_BUCKET_BUCKETER_H */

@@ -19,8 +19,8 @@
  *   fill order, so the fused layout depends only on the ids, and it is the
  *   memory order of a flat gradient buffer registered in forward order.
  */
-#ifndef GS_FUSION_BUCKET_PLAN_H
-#define GS_FUSION_BUCKET_PLAN_H
+#ifndef GS_BUCKET_BUCKET_PLAN_H
+#define GS_BUCKET_BUCKET_PLAN_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -72,4 +72,4 @@ int gs__bplan_same(const uint32_t *bucket_of_a, const uint32_t *bucket_of_b, siz
 /* order = n-1, n-2, ..., 0: the fill order of the first step. */
 void gs__bplan_reverse_order(uint32_t *order, size_t n);
 
-#endif /* GS_FUSION_BUCKET_PLAN_H */
+#endif /* GS_BUCKET_BUCKET_PLAN_H */
