@@ -8,15 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/comm_boot.h"
 #include "api/comm_impl.h"
 #include "api/comm_stats.h"
 #include "api/comm_watch.h"
 #include "api/comm_trace.h"
 #ifdef GS_WITH_CUDA
 #include "algo/sched/algo_dev.h"
-#endif
-#ifdef GS_WITH_MPI
-#include "api/comm_mpi.h"
 #endif
 #include "core/bootstrap.h"
 #include "core/clock.h"
@@ -480,9 +478,10 @@ gs_status_t gs__comm_start(gs_comm_t comm, char (*addrs)[GS_SOCK_ADDR_MAX], cons
 }
 
 static gs_status_t comm_init_watched(gs_comm_t *comm_out, const gs_config_t *cfg, int launcher_env,
-                                     gs__init_watch_t *watch);
+                                     gs__boot_exchange_fn_t exchange, gs__init_watch_t *watch);
 
-static gs_status_t comm_init(gs_comm_t *comm_out, const gs_config_t *cfg, int launcher_env)
+static gs_status_t comm_init(gs_comm_t *comm_out, const gs_config_t *cfg, int launcher_env,
+                             gs__boot_exchange_fn_t exchange)
 {
     gs__init_watch_t watch;
     gs_comm_t comm = GS_COMM_NULL;
@@ -493,7 +492,7 @@ static gs_status_t comm_init(gs_comm_t *comm_out, const gs_config_t *cfg, int la
         return gs__error_set(GS_ERR_INVALID_ARG, "gs_comm_init: comm_out is NULL");
     }
     gs__init_watch_start(&watch, cfg);
-    status = comm_init_watched(&comm, cfg, launcher_env, &watch);
+    status = comm_init_watched(&comm, cfg, launcher_env, exchange, &watch);
     if (gs__init_watch_stop(&watch) && (status == GS_OK)) {
         /* Set after the last step looked: honour it all the same. */
         (void)gs_comm_destroy(comm);
@@ -506,7 +505,7 @@ static gs_status_t comm_init(gs_comm_t *comm_out, const gs_config_t *cfg, int la
 }
 
 static gs_status_t comm_init_watched(gs_comm_t *comm_out, const gs_config_t *cfg, int launcher_env,
-                                     gs__init_watch_t *watch)
+                                     gs__boot_exchange_fn_t exchange, gs__init_watch_t *watch)
 {
     char my_addr[GS_SOCK_ADDR_MAX];
     char(*addrs)[GS_SOCK_ADDR_MAX] = NULL;
@@ -558,9 +557,8 @@ static gs_status_t comm_init_watched(gs_comm_t *comm_out, const gs_config_t *cfg
         status = gs__init_watch_aborted();
     }
     if (status == GS_OK) {
-        status =
-            gs__bootstrap_exchange(&comm->cfg, &comm->auth, watch->started ? watch->flag : NULL,
-                                   my_addr, addrs, hosts, &nonce);
+        status = exchange(&comm->cfg, &comm->auth, watch->started ? watch->flag : NULL, my_addr,
+                          addrs, hosts, &nonce);
     }
     if ((status != GS_OK) && (status != GS_ERR_ABORTED) && gs__init_watch_tripped(watch)) {
         status = gs__init_watch_aborted(); /* the step failed because of the abort */
@@ -595,21 +593,15 @@ err_finalize:
 
 gs_status_t gs_comm_init(gs_comm_t *comm_out, const gs_config_t *cfg)
 {
-    return comm_init(comm_out, cfg, 0);
+    return comm_init(comm_out, cfg, 0, gs__bootstrap_exchange);
 }
 
-gs_status_t gs_comm_init_env(gs_comm_t *comm_out, const gs_config_t *cfg)
+/* gs_comm_init_env's bootstrap providers are comm_boot.c's table. */
+gs_status_t gs__comm_init_exchange(gs_comm_t *comm_out, const gs_config_t *cfg,
+                                   const gs__cfg_t *rcfg, const gs__comm_boot_t *self)
 {
-#ifdef GS_WITH_MPI
-    /* Under mpirun/srun without a master address, or with GS_TRANSPORT=mpi. */
-    int handled = 0;
-    const gs_status_t status = gs__comm_init_env_mpi(comm_out, cfg, &handled);
-
-    if (handled) {
-        return status;
-    }
-#endif
-    return comm_init(comm_out, cfg, 1);
+    (void)rcfg;
+    return comm_init(comm_out, cfg, 1, self->exchange);
 }
 
 gs_status_t gs_comm_destroy(gs_comm_t comm)

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "api/comm_impl.h"
+#include "core/check.h"
 #include "core/error.h"
 #include "core/host.h"
 #include "core/log.h"
@@ -211,40 +212,37 @@ gs_status_t gs_comm_init_mpi(gs_comm_t *comm_out, MPI_Comm mpi_comm, const gs_co
     return comm_init_over(comm_out, mpi_comm, &rcfg);
 }
 
-gs_status_t gs__comm_init_env_mpi(gs_comm_t *comm_out, const gs_config_t *cfg, int *handled_out)
+int gs__comm_boot_mpi_applies(const gs__cfg_t *rcfg)
 {
-    gs__cfg_t rcfg;
-    gs_status_t status;
-    gs_cfg_source_t tp_src;
-    int want;
+    return (strcmp(rcfg->transport, "mpi") == 0) ||
+           (launched_by_mpi() && (knob_source(rcfg, "GS_MASTER_ADDR") == GS_CFG_SRC_DEFAULT));
+}
 
-    *handled_out = 0;
-    status = gs__cfg_resolve(cfg, 1, &rcfg);
-    if (status != GS_OK) {
-        return GS_OK; /* the ordinary path reports it */
-    }
-    tp_src = knob_source(&rcfg, "GS_TRANSPORT");
-    want = (strcmp(rcfg.transport, "mpi") == 0) ||
-           (launched_by_mpi() && (knob_source(&rcfg, "GS_MASTER_ADDR") == GS_CFG_SRC_DEFAULT));
-    if (!want) {
-        return GS_OK;
-    }
-    *handled_out = 1;
+gs_status_t gs__comm_boot_mpi_init(gs_comm_t *comm_out, const gs_config_t *cfg,
+                                   const gs__cfg_t *rcfg, const gs__comm_boot_t *self)
+{
+    gs__cfg_t mcfg;
+    gs_status_t status;
+
+    (void)cfg;
+    (void)self;
+    GS_ASSERT(rcfg != NULL);
     if (comm_out == NULL) {
         return gs__error_set(GS_ERR_INVALID_ARG, "gs_comm_init_env: comm_out is NULL");
     }
+    mcfg = *rcfg;
     gs__cfg_warn_unknown_env();
-    if (tp_src == GS_CFG_SRC_DEFAULT) {
-        (void)snprintf(rcfg.transport, sizeof(rcfg.transport), "mpi");
+    if (knob_source(&mcfg, "GS_TRANSPORT") == GS_CFG_SRC_DEFAULT) {
+        (void)snprintf(mcfg.transport, sizeof(mcfg.transport), "mpi");
     }
     GS_INFO(BOOT, "bootstrapping through MPI (%s), transport %s",
-            launched_by_mpi() ? "launched by mpirun/srun" : "GS_TRANSPORT=mpi", rcfg.transport);
+            launched_by_mpi() ? "launched by mpirun/srun" : "GS_TRANSPORT=mpi", mcfg.transport);
     /* Holds MPI (initialising it if needed) across the bootstrap. */
     status = gs__mpi_env_acquire();
     if (status != GS_OK) {
         return status;
     }
-    status = comm_init_over(comm_out, MPI_COMM_WORLD, &rcfg);
+    status = comm_init_over(comm_out, MPI_COMM_WORLD, &mcfg);
     gs__mpi_env_release();
     return status;
 }

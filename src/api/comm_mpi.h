@@ -1,23 +1,29 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The MPI bootstrap hook of gs_comm_init_env (comm_mpi.c, built with
- * GS_WITH_MPI only). Free of <mpi.h>, so comm.c stays MPI-agnostic.
+ * The MPI row of gs_comm_init_env's bootstrap providers (comm_boot.c;
+ * comm_mpi.c, built with GS_WITH_MPI only). Free of <mpi.h>, so the table
+ * stays MPI-agnostic.
  */
 #ifndef GS_API_COMM_MPI_H
 #define GS_API_COMM_MPI_H
 
-#include "gradsync/gradsync.h"
+#include "api/comm_boot.h"
 
 /*
- * gs_comm_init_env's MPI path. Sets *handled_out to 0 and returns GS_OK
- * when the MPI path does not apply: GS_TRANSPORT (or cfg->transport) is not
- * "mpi", and the process was not started by mpirun/srun (OMPI_COMM_WORLD_SIZE,
- * PMIX_RANK, PMI_RANK, SLURM_PROCID) or a master address is given. Otherwise
- * sets *handled_out to 1, initialises MPI when nobody has (gradsync then
- * finalizes it with its last communicator), and creates the communicator
- * over MPI_COMM_WORLD as gs_comm_init_mpi does. Returns what
- * gs_comm_init_mpi returns.
+ * Whether the MPI provider applies: GS_TRANSPORT (or cfg->transport) is
+ * "mpi", or the process was started by mpirun/srun (OMPI_COMM_WORLD_SIZE,
+ * PMIX_RANK, PMI_RANK, SLURM_PROCID) and no master address is given.
  */
-gs_status_t gs__comm_init_env_mpi(gs_comm_t *comm_out, const gs_config_t *cfg, int *handled_out);
+int gs__comm_boot_mpi_applies(const gs__cfg_t *rcfg);
+
+/*
+ * gs_comm_init_env's MPI path (@p rcfg is not NULL: applies resolved it):
+ * initialises MPI when nobody has (gradsync then finalizes it with its last
+ * communicator), and creates the communicator over MPI_COMM_WORLD as
+ * gs_comm_init_mpi does, with GS_TRANSPORT=mpi unless a transport was set.
+ * Returns what gs_comm_init_mpi returns.
+ */
+gs_status_t gs__comm_boot_mpi_init(gs_comm_t *comm_out, const gs_config_t *cfg,
+                                   const gs__cfg_t *rcfg, const gs__comm_boot_t *self);
 
 #endif /* GS_API_COMM_MPI_H */

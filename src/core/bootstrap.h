@@ -85,6 +85,14 @@ gs_status_t gs__boot_auth_decode(const uint8_t *in, size_t len, uint8_t nonce[16
 void gs__boot_proof_encode(const uint8_t mac[32], uint8_t *out);
 gs_status_t gs__boot_proof_decode(const uint8_t *in, size_t len, uint8_t mac[32]);
 
+/* The endpoint exchange of a bootstrap provider (the table in
+ * api/comm_boot.c): gs__bootstrap_exchange's contract, below. The
+ * rendezvous's is gs__bootstrap_exchange. */
+typedef gs_status_t (*gs__boot_exchange_fn_t)(const gs__cfg_t *cfg, const gs__auth_t *auth,
+                                              const volatile int *abort_flag, const char *my_addr,
+                                              char (*addrs_out)[GS_SOCK_ADDR_MAX],
+                                              uint64_t *hosts_out, uint64_t *nonce_out);
+
 /*
  * Exchange transport addresses with every rank. cfg gives rank, world size,
  * master address/port, timeout and job id. my_addr is this rank's transport
