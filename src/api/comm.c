@@ -116,7 +116,7 @@ gs_status_t gs__comm_run_task(gs__task_t *task, void *ctx)
     }
 #endif
     if (status == GS_OK) {
-        status = gs__algo_run(&comm->actx, &comm->policy, d);
+        status = gs__algo_run(&comm->sel, &comm->actx, d);
     }
 #ifdef GS_WITH_CUDA
     if (status == GS_INPROGRESS) {
@@ -311,9 +311,7 @@ void gs__comm_free(gs_comm_t comm)
 #ifdef GS_WITH_CUDA
     (void)gs__dev_free(&comm->actx, atomic_load(&comm->err.status) != GS_OK);
 #endif
-    free(comm->actx.scratch);
-    free(comm->actx.sparse_buf);
-    gs__algo_hosts_free(&comm->actx.hosts);
+    gs__algo_ctx_fini(&comm->actx);
     pthread_mutex_destroy(&comm->err.mu);
     free(comm);
 }
@@ -414,10 +412,20 @@ static unsigned comm_probe_keep(const gs__cfg_t *cfg)
 
 gs_status_t gs__comm_start(gs_comm_t comm, char (*addrs)[GS_SOCK_ADDR_MAX], const uint64_t *hosts)
 {
+    const gs_algo_ctx_params_t ap = {
+        .tr = &comm->tr,
+        .diag = &gs__algo_diag_ops, /* diagnosis hooks into the waits */
+        .rank = comm->rank,
+        .size = comm->size,
+        .timeout_ns = (uint64_t)comm->cfg.timeout_ms * 1000000ull,
+        .slice_bytes = (size_t)comm->cfg.slice_bytes,
+        .comp_corrupt = gs__cfg_comp_test_corrupt(&comm->cfg) + 1, /* -1 (unset): 0, off */
+        .host_ids = hosts,
+    };
     gs__worker_hooks_t hooks;
     gs_status_t status;
 
-    status = gs__algo_hosts_init(&comm->actx.hosts, hosts, comm->size, comm->rank);
+    status = gs__algo_ctx_init(&comm->actx, &ap);
     if (status != GS_OK) {
         return status;
     }
@@ -427,23 +435,14 @@ gs_status_t gs__comm_start(gs_comm_t comm, char (*addrs)[GS_SOCK_ADDR_MAX], cons
     if (status != GS_OK) {
         return status;
     }
-    comm->actx.tr = &comm->tr;
-    comm->actx.diag = &gs__algo_diag_ops; /* diagnosis hooks into the waits */
-    comm->actx.rank = comm->rank;
-    comm->actx.size = comm->size;
-    comm->actx.timeout_ns = (uint64_t)comm->cfg.timeout_ms * 1000000ull;
-    comm->actx.slice_bytes = (size_t)comm->cfg.slice_bytes;
-    comm->actx.comp_corrupt = gs__cfg_comp_test_corrupt(&comm->cfg) + 1; /* -1 (unset): 0, off */
-    gs__algo_model_init(&comm->actx.model, comm->cfg.algo_alpha_us, comm->cfg.algo_beta_mbps,
+    gs__algo_model_init(&comm->sel.model, comm->cfg.algo_alpha_us, comm->cfg.algo_beta_mbps,
                         comm->cfg.algo_gamma_mbps);
-    gs__algo_model_set_intra(&comm->actx.model, comm->cfg.algo_intra_alpha_us,
+    gs__algo_model_set_intra(&comm->sel.model, comm->cfg.algo_intra_alpha_us,
                              comm->cfg.algo_intra_beta_mbps);
-    gs__algo_route_hosts(&comm->actx);
-    comm->actx.opname = "gs_comm_init";
     if ((comm->actx.hosts.nhosts == 1) && (comm->size > 1) && gs__tp_has_shm_peers(&comm->tr)) {
-        status =
-            gs__algo_model_agree_local(&comm->actx, gs__tp_shm_peers(&comm->tr) == comm->size - 1,
-                                       (double)comm->cfg.shm_bytes);
+        status = gs__algo_model_agree_local(&comm->actx, &comm->sel.model,
+                                            gs__tp_shm_peers(&comm->tr) == comm->size - 1,
+                                            (double)comm->cfg.shm_bytes);
         if (status != GS_OK) {
             return status;
         }
@@ -452,7 +451,7 @@ gs_status_t gs__comm_start(gs_comm_t comm, char (*addrs)[GS_SOCK_ADDR_MAX], cons
      * hosts measures its links. */
     if ((strcmp(comm->cfg.tune, "probe") == 0) ||
         ((strcmp(comm->cfg.tune, "auto") == 0) && (comm->actx.hosts.nhosts > 1))) {
-        status = gs__algo_probe(&comm->actx, comm_probe_keep(&comm->cfg));
+        status = gs__algo_probe(&comm->actx, &comm->sel.model, comm_probe_keep(&comm->cfg));
         if (status != GS_OK) {
             return status;
         }
@@ -524,7 +523,7 @@ static gs_status_t comm_init_watched(gs_comm_t *comm_out, const gs_config_t *cfg
     }
     status = gs__cfg_resolve(cfg, launcher_env, &comm->cfg);
     if (status == GS_OK) {
-        status = gs__algo_policy_parse(comm->cfg.algo, &comm->policy);
+        status = gs__algo_policy_parse(comm->cfg.algo, &comm->sel.policy);
     }
     if (status != GS_OK) {
         gs__comm_free(comm);
@@ -784,7 +783,7 @@ static gs_status_t comm_split(const char *fn, gs_comm_t comm, int color, int key
             local = GS_ERR_NO_MEMORY;
         } else {
             child->cfg = comm->cfg;
-            child->policy = comm->policy;
+            child->sel.policy = comm->sel.policy;
             child->job_id = comm->job_id;
             child->comm_id =
                 gs__hash64(&mine[0], sizeof(mine[0]), comm->comm_id ^ ((uint64_t)seq << 32));

@@ -36,7 +36,7 @@ struct gs_comm {
     gs_transport_t tr;
     gs__worker_t worker;
     gs_algo_ctx_t actx; /* used by the worker thread only */
-    gs_algo_policy_t policy;
+    gs_algo_select_t sel; /* GS_ALGO, the cost model, what the planner logged */
     uint32_t coll_seq; /* worker thread only */
     int dev_inflight;  /* worker thread only: non-blocking device calls in flight */
     gs__counters_t counters;

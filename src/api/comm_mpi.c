@@ -103,7 +103,7 @@ static gs_status_t comm_init_over(gs_comm_t *comm_out, MPI_Comm user_comm, const
         comm->rank = rank;
         comm->size = size;
         gs__log_set_rank(rank);
-        local = gs__algo_policy_parse(comm->cfg.algo, &comm->policy);
+        local = gs__algo_policy_parse(comm->cfg.algo, &comm->sel.policy);
         if (local == GS_OK) {
             local = gs__comm_transport_init(comm);
         }

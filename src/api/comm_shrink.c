@@ -484,7 +484,7 @@ gs_status_t gs_comm_shrink(gs_comm_t comm, gs_comm_t *newcomm_out)
         goto out;
     }
     s.child->cfg = comm->cfg;
-    s.child->policy = comm->policy;
+    s.child->sel.policy = comm->sel.policy;
     s.child->job_id = comm->job_id;
     s.child->comm_id = gs__hash64(&s.epoch, sizeof(s.epoch), comm->comm_id ^ SHRINK_ID_SALT);
     s.task.run = shrink_run;

@@ -311,7 +311,7 @@ static void test_algo_model_logs_once_per_size_class(void **state)
     char path[] = "/tmp/gs_algo_model_XXXXXX";
     const int fd = mkstemp(path);
     gs_algo_ctx_t ctx;
-    gs_algo_policy_t policy;
+    gs_algo_select_t sel;
     float src[4096];
     float dst[4096];
     gs_coll_desc_t d;
@@ -326,7 +326,7 @@ static void test_algo_model_logs_once_per_size_class(void **state)
     gs__log_init();
 
     memset(&ctx, 0, sizeof(ctx));
-    memset(&policy, 0, sizeof(policy));
+    memset(&sel, 0, sizeof(sel));
     memset(src, 0, sizeof(src));
     ctx.size = 1;
     ctx.slice_bytes = SLICE;
@@ -339,20 +339,20 @@ static void test_algo_model_logs_once_per_size_class(void **state)
     d.op = GS_OP_SUM;
     /* 1000 and 1020 floats share a size class (2048..4095 bytes); 4096 does not. */
     d.count = 1000;
-    assert_int_equal(gs__algo_run(&ctx, &policy, &d), GS_OK);
+    assert_int_equal(gs__algo_run(&sel, &ctx, &d), GS_OK);
     d.algo = GS_ALGO_AUTO;
     d.count = 1020;
-    assert_int_equal(gs__algo_run(&ctx, &policy, &d), GS_OK);
+    assert_int_equal(gs__algo_run(&sel, &ctx, &d), GS_OK);
     d.algo = GS_ALGO_AUTO;
     d.count = 4096;
-    assert_int_equal(gs__algo_run(&ctx, &policy, &d), GS_OK);
+    assert_int_equal(gs__algo_run(&sel, &ctx, &d), GS_OK);
     /* A forced choice runs that algorithm; a wrong one is refused. */
-    policy.forced[GS_COLL_ALLREDUCE] = GS_ALGO_TREE;
+    sel.policy.forced[GS_COLL_ALLREDUCE] = GS_ALGO_TREE;
     d.algo = GS_ALGO_AUTO;
-    assert_int_equal(gs__algo_run(&ctx, &policy, &d), GS_OK);
+    assert_int_equal(gs__algo_run(&sel, &ctx, &d), GS_OK);
     assert_int_equal(d.algo, GS_ALGO_TREE);
     d.algo = GS_ALGO_BINOMIAL;
-    assert_int_equal(gs__algo_run(&ctx, &policy, &d), GS_ERR_UNSUPPORTED);
+    assert_int_equal(gs__algo_run(&sel, &ctx, &d), GS_ERR_UNSUPPORTED);
 
     unsetenv("GS_DEBUG");
     unsetenv("GS_DEBUG_SUBSYS");

@@ -141,14 +141,31 @@ static void test_algo_tag_layout(void **state)
     assert_true(gs__algo_tag(&ctx, &b, 7) != ta);
 }
 
-/* A one-rank context the planner can price (no transport needed). */
+/* What selection keeps per communicator, for the plans below. */
+static gs_algo_select_t sel;
+
+/* A one-rank context the planner can price (no transport needed), and a
+ * fresh selection state with the built-in model. */
 static void plan_ctx(gs_algo_ctx_t *ctx, int size)
 {
     memset(ctx, 0, sizeof(*ctx));
     ctx->size = size;
     ctx->slice_bytes = 262144;
     ctx->opname = "gs_allreduce";
-    gs__algo_model_init(&ctx->model, 0, 0, 0);
+    memset(&sel, 0, sizeof(sel));
+    gs__algo_model_init(&sel.model, 0, 0, 0);
+}
+
+/* gs__algo_plan under @p policy (NULL: none), the model and log bits kept. */
+static gs_status_t plan_with(const gs_algo_policy_t *policy, const gs_algo_ctx_t *ctx,
+                             const gs_coll_desc_t *d, gs_algo_plan_t *plan)
+{
+    if (policy != NULL) {
+        sel.policy = *policy;
+    } else {
+        memset(&sel.policy, 0, sizeof(sel.policy));
+    }
+    return gs__algo_plan(&sel, ctx, d, plan);
 }
 
 static gs_coll_desc_t plan_desc(gs_coll_kind_t kind, size_t count)
@@ -177,45 +194,45 @@ static void test_algo_plan_host_schemes(void **state)
 
     (void)state;
     plan_ctx(&ctx, 4);
-    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan_with(NULL, &ctx, &d, &plan), GS_OK);
     assert_int_equal(plan.path, GS_PATH_HOST);
     assert_int_equal(plan.scheme, GS_SCHEME_PLAIN);
     assert_int_equal(plan.algo,
-                     gs__algo_choose(&ctx.model, GS_COLL_ALLREDUCE, 4, 4u << 20, ctx.slice_bytes));
+                     gs__algo_choose(&sel.model, GS_COLL_ALLREDUCE, 4, 4u << 20, ctx.slice_bytes));
     assert_string_equal(plan.why, "cost model");
 
     assert_int_equal(gs__algo_policy_parse("allreduce:tree", &policy), GS_OK);
-    assert_int_equal(gs__algo_plan(&ctx, &policy, &d, &plan), GS_OK);
+    assert_int_equal(plan_with(&policy, &ctx, &d, &plan), GS_OK);
     assert_int_equal(plan.algo, GS_ALGO_TREE);
     assert_string_equal(plan.why, "GS_ALGO");
     d.algo = GS_ALGO_RING; /* the caller wins over GS_ALGO */
-    assert_int_equal(gs__algo_plan(&ctx, &policy, &d, &plan), GS_OK);
+    assert_int_equal(plan_with(&policy, &ctx, &d, &plan), GS_OK);
     assert_int_equal(plan.algo, GS_ALGO_RING);
     assert_string_equal(plan.why, "caller");
     d.algo = GS_ALGO_BINOMIAL;
-    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_ERR_UNSUPPORTED);
+    assert_int_equal(plan_with(NULL, &ctx, &d, &plan), GS_ERR_UNSUPPORTED);
     d.algo = GS_ALGO_AUTO;
 
     d.codec = &cfg;
     cfg.kind = GS_CODEC_INT8;
-    assert_int_equal(gs__algo_plan(&ctx, &policy, &d, &plan), GS_OK);
+    assert_int_equal(plan_with(&policy, &ctx, &d, &plan), GS_OK);
     assert_int_equal(plan.scheme, GS_SCHEME_TWO_PHASE);
     assert_int_equal(plan.algo, GS_ALGO_AUTO);
     assert_string_equal(plan.why, "codec");
     cfg.kind = GS_CODEC_TOPK;
     cfg.ratio = 0.01; /* 4 ranks x 8 bytes x 1% of the elements < 4 bytes each */
-    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan_with(NULL, &ctx, &d, &plan), GS_OK);
     assert_int_equal(plan.scheme, GS_SCHEME_SPARSE_GATHER);
     cfg.ratio = 0.2; /* 4 x 8 x 20% >= 4: as dense as the tensor */
-    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan_with(NULL, &ctx, &d, &plan), GS_OK);
     assert_int_equal(plan.scheme, GS_SCHEME_TWO_PHASE);
     cfg.kind = GS_CODEC_RANDK;
     cfg.ratio = 0.5;
-    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan_with(NULL, &ctx, &d, &plan), GS_OK);
     assert_int_equal(plan.scheme, GS_SCHEME_SPARSE_SHARED);
     /* Other collectives have no scheme but plain. */
     d = plan_desc(GS_COLL_BROADCAST, 100);
-    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan_with(NULL, &ctx, &d, &plan), GS_OK);
     assert_int_equal(plan.scheme, GS_SCHEME_PLAIN);
     assert_true((plan.algo == GS_ALGO_CHAIN) || (plan.algo == GS_ALGO_BINOMIAL));
 }
@@ -236,13 +253,13 @@ static void test_algo_plan_device_paths(void **state)
     plan_ctx(&ctx, 4);
     d.mem = GS_MEM_DEVICE;
     ctx.dev_caps = GS_DEV_CAP_NCCL;
-    status = gs__algo_plan(&ctx, NULL, &d, &plan);
+    status = plan_with(NULL, &ctx, &d, &plan);
 #if defined(GS_WITH_NCCL)
     assert_int_equal(status, GS_OK);
     assert_int_equal(plan.path, GS_PATH_NCCL);
     assert_int_equal(plan.algo, GS_ALGO_NATIVE);
     d.algo = GS_ALGO_NATIVE;
-    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan_with(NULL, &ctx, &d, &plan), GS_OK);
     assert_int_equal(plan.path, GS_PATH_NCCL);
     d.algo = GS_ALGO_AUTO;
 #elif defined(GS_WITH_CUDA)
@@ -254,85 +271,85 @@ static void test_algo_plan_device_paths(void **state)
 #endif
 #if defined(GS_WITH_CUDA)
     d.algo = GS_ALGO_RING;
-    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan_with(NULL, &ctx, &d, &plan), GS_OK);
     assert_int_equal(plan.path, GS_PATH_STAGED);
     assert_int_equal(plan.algo, GS_ALGO_RING);
     d.algo = GS_ALGO_AUTO;
     assert_int_equal(gs__algo_policy_parse("allreduce:rabenseifner", &policy), GS_OK);
-    assert_int_equal(gs__algo_plan(&ctx, &policy, &d, &plan), GS_OK);
+    assert_int_equal(plan_with(&policy, &ctx, &d, &plan), GS_OK);
     assert_int_equal(plan.path, GS_PATH_STAGED);
     assert_int_equal(plan.algo, GS_ALGO_RABENSEIFNER);
     /* A two-phase codec on f32 without zstd: the codec kernels, over NCCL
      * when there is NCCL; other float types or zstd: CPU codecs, staged. */
     d.codec = &cfg;
     cfg.kind = GS_CODEC_INT8;
-    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan_with(NULL, &ctx, &d, &plan), GS_OK);
     assert_int_equal(plan.scheme, GS_SCHEME_TWO_PHASE);
     assert_int_equal(plan.device_codec, 1);
 #if defined(GS_WITH_NCCL)
     assert_int_equal(plan.path, GS_PATH_NCCL);
 #endif
     d.dtype = GS_DTYPE_F16;
-    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan_with(NULL, &ctx, &d, &plan), GS_OK);
     assert_int_equal(plan.path, GS_PATH_STAGED);
     assert_int_equal(plan.device_codec, 0);
     d.dtype = GS_DTYPE_F32;
     cfg.zstd = GS_CODEC_ZSTD_ON;
-    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan_with(NULL, &ctx, &d, &plan), GS_OK);
     assert_int_equal(plan.path, GS_PATH_STAGED);
     assert_int_equal(plan.device_codec, 0);
     cfg.zstd = GS_CODEC_ZSTD_OFF;
     cfg.kind = GS_CODEC_TOPK; /* sparse gather: staged, CPU codecs */
     cfg.ratio = 0.01;
-    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan_with(NULL, &ctx, &d, &plan), GS_OK);
     assert_int_equal(plan.scheme, GS_SCHEME_SPARSE_GATHER);
     assert_int_equal(plan.path, GS_PATH_STAGED);
     assert_int_equal(plan.device_codec, 0);
     cfg.kind = GS_CODEC_INT8;
     ctx.dev_caps = 0; /* ranks share a GPU: kernels, host exchange */
-    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan_with(NULL, &ctx, &d, &plan), GS_OK);
     assert_int_equal(plan.path, GS_PATH_STAGED);
     assert_int_equal(plan.device_codec, 1);
     d.codec = NULL;
-    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan_with(NULL, &ctx, &d, &plan), GS_OK);
     assert_int_equal(plan.path, GS_PATH_STAGED);
     assert_int_not_equal(plan.algo, GS_ALGO_NATIVE);
     /* A CUDA-aware MPI takes what its native collectives take with no host
      * work; NCCL, when there, still comes first. */
     ctx.dev_caps = GS_DEV_CAP_MPI_CUDA;
-    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan_with(NULL, &ctx, &d, &plan), GS_OK);
     assert_int_equal(plan.path, GS_PATH_MPI_CUDA);
     assert_int_equal(plan.algo, GS_ALGO_NATIVE);
     d.op = GS_OP_AVG; /* a host-side scale in the MPI transport */
-    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan_with(NULL, &ctx, &d, &plan), GS_OK);
     assert_int_equal(plan.path, GS_PATH_STAGED);
     d.op = GS_OP_SUM;
     d.dtype = GS_DTYPE_BF16; /* MPI has no bf16 */
-    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan_with(NULL, &ctx, &d, &plan), GS_OK);
     assert_int_equal(plan.path, GS_PATH_STAGED);
     d.dtype = GS_DTYPE_F32;
     d.kind = GS_COLL_ALLTOALL; /* no native all-to-all */
-    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan_with(NULL, &ctx, &d, &plan), GS_OK);
     assert_int_equal(plan.path, GS_PATH_STAGED);
     d.kind = GS_COLL_ALLREDUCE;
     d.algo = GS_ALGO_TREE;
-    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan_with(NULL, &ctx, &d, &plan), GS_OK);
     assert_int_equal(plan.path, GS_PATH_STAGED);
     d.algo = GS_ALGO_AUTO;
 #if defined(GS_WITH_NCCL)
     ctx.dev_caps |= GS_DEV_CAP_NCCL;
-    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan_with(NULL, &ctx, &d, &plan), GS_OK);
     assert_int_equal(plan.path, GS_PATH_NCCL);
     /* NCCL has no bitwise reduction: staged, a gradsync algorithm on host
      * copies; a CUDA-aware MPI has (MPI_BXOR) and takes it. */
     d.dtype = GS_DTYPE_I32;
     d.op = GS_OP_BXOR;
     ctx.dev_caps = GS_DEV_CAP_NCCL;
-    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan_with(NULL, &ctx, &d, &plan), GS_OK);
     assert_int_equal(plan.path, GS_PATH_STAGED);
     assert_int_not_equal(plan.algo, GS_ALGO_NATIVE);
     ctx.dev_caps = GS_DEV_CAP_NCCL | GS_DEV_CAP_MPI_CUDA;
-    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan_with(NULL, &ctx, &d, &plan), GS_OK);
     assert_int_equal(plan.path, GS_PATH_MPI_CUDA);
     d.op = GS_OP_SUM;
     d.dtype = GS_DTYPE_F32;
@@ -341,11 +358,11 @@ static void test_algo_plan_device_paths(void **state)
     (void)policy;
     (void)cfg;
     d.algo = GS_ALGO_RING;
-    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_ERR_UNSUPPORTED);
+    assert_int_equal(plan_with(NULL, &ctx, &d, &plan), GS_ERR_UNSUPPORTED);
 #endif
     /* Host buffers never leave the host path, whatever the context has. */
     d = plan_desc(GS_COLL_ALLREDUCE, 1000);
-    assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+    assert_int_equal(plan_with(NULL, &ctx, &d, &plan), GS_OK);
     assert_int_equal(plan.path, GS_PATH_HOST);
     assert_string_equal(gs__path_name(GS_PATH_NCCL), "nccl");
     assert_string_equal(gs__scheme_name(GS_SCHEME_SPARSE_GATHER), "sparse gather");

@@ -238,6 +238,7 @@ static void sparse_shared_case(gs_dtype_t dtype)
     uint8_t *x = malloc(n * esize), *y = malloc(n * esize), *want = malloc(n * esize);
     gs_codec_config_t cfg = codec_cfg(GS_CODEC_RANDK);
     gs_algo_ctx_t ctx;
+    gs_algo_select_t sel;
     gs_ef_t ef, ref_ef;
     gs_coll_desc_t d;
     codec_buf_t b;
@@ -263,7 +264,8 @@ static void sparse_shared_case(gs_dtype_t dtype)
     ctx.timeout_ns = 10000000000ull;
     /* As the communicator does: with an all-zero model, every choice of
      * the inner all-reduce would read the cache size from sysfs. */
-    gs__algo_model_init(&ctx.model, 0, 0, 0);
+    memset(&sel, 0, sizeof(sel));
+    gs__algo_model_init(&sel.model, 0, 0, 0);
     memset(&d, 0, sizeof(d));
     d.kind = GS_COLL_ALLREDUCE;
     d.sendbuf = x;
@@ -276,7 +278,7 @@ static void sparse_shared_case(gs_dtype_t dtype)
     {
         gs_algo_plan_t plan;
 
-        assert_int_equal(gs__algo_plan(&ctx, NULL, &d, &plan), GS_OK);
+        assert_int_equal(gs__algo_plan(&sel, &ctx, &d, &plan), GS_OK);
         assert_int_equal(plan.scheme, GS_SCHEME_SPARSE_SHARED);
         assert_int_equal(plan.path, GS_PATH_HOST);
     }
@@ -285,7 +287,7 @@ static void sparse_shared_case(gs_dtype_t dtype)
 #if defined(SPARSE_TEST_COUNT_ALLOCS)
         g_counting = (step >= 2);
 #endif
-        assert_int_equal(gs__algo_run(&ctx, NULL, &d), GS_OK);
+        assert_int_equal(gs__algo_run(&sel, &ctx, &d), GS_OK);
 #if defined(SPARSE_TEST_COUNT_ALLOCS)
         g_counting = 0;
 #endif

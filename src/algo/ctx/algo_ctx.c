@@ -42,6 +42,37 @@ gs_status_t gs__algo_grow(const gs_algo_ctx_t *ctx, void **buf, size_t *cap, siz
     return GS_OK;
 }
 
+gs_status_t gs__algo_ctx_init(gs_algo_ctx_t *ctx, const gs_algo_ctx_params_t *p)
+{
+    const gs_status_t status = gs__algo_hosts_init(&ctx->hosts, p->host_ids, p->size, p->rank);
+
+    if (status != GS_OK) {
+        return status;
+    }
+    ctx->tr = p->tr;
+    ctx->diag = p->diag;
+    ctx->rank = p->rank;
+    ctx->size = p->size;
+    ctx->timeout_ns = p->timeout_ns;
+    ctx->slice_bytes = p->slice_bytes;
+    ctx->comp_corrupt = p->comp_corrupt;
+    ctx->opname = "gs_comm_init";
+    gs__algo_route_hosts(ctx);
+    return GS_OK;
+}
+
+void gs__algo_ctx_fini(gs_algo_ctx_t *ctx)
+{
+    free(ctx->scratch);
+    ctx->scratch = NULL;
+    ctx->scratch_cap = 0;
+    free(ctx->sparse_buf);
+    ctx->sparse_buf = NULL;
+    ctx->sparse_cap = 0;
+    gs__algo_hosts_free(&ctx->hosts);
+    ctx->route.order = NULL;
+}
+
 gs_status_t gs__algo_scratch(gs_algo_ctx_t *ctx, size_t bytes, void **out)
 {
     return gs__algo_grow(ctx, &ctx->scratch, &ctx->scratch_cap, bytes, out);

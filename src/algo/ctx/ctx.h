@@ -29,22 +29,6 @@
 
 struct gs_algo_dev; /* the device context of a communicator (CUDA builds: algo_dev.h) */
 
-/* The cost model's machine parameters (see algo_select.c): seconds per
- * message (alpha), per byte sent on one link (beta), per byte reduced (gamma). */
-typedef struct gs_algo_model {
-    double alpha;
-    double beta;
-    double gamma;
-    double cache_bytes; /* last-level cache: unsliced messages beyond it pay a memory pass */
-    double intra_alpha; /* alpha and beta between ranks of one host (hierarchical phases) */
-    double intra_beta;
-    int flat_intra;    /* 1: every rank on one host, every pair on shared memory, so the
-                         * flat algorithms pay intra_alpha and intra_beta too (agreed by
-                         * every rank at init: gs__algo_model_agree_local) */
-    double ring_bytes; /* flat_intra: one shared-memory ring (GS_SHM_BYTES); an unsliced
-                         * message that does not fit stalls its sender; 0: no such limit */
-} gs_algo_model_t;
-
 /*
  * Which ranks share a host (algo_hosts.c), from the host ids exchanged at
  * bootstrap. Hosts are numbered in order of their lowest rank; the
@@ -78,9 +62,6 @@ typedef struct gs_algo_route {
     int n;            /* positions */
     int pos;          /* this rank's position */
 } gs_algo_route_t;
-
-/* Rows of ctx->logged: at least the paths times the schemes (algo/sched/sched.h). */
-#define GS_ALGO_PLAN_ROWS 16
 
 struct gs_algo_req;
 struct gs_algo_ctx;
@@ -122,10 +103,6 @@ typedef struct gs_algo_ctx {
     int comp_corrupt;      /* GS_COMP_TEST_CORRUPT + 1: 0 (off, as in a zeroed context), or
                             * one more than the byte of every compressed payload this rank
                             * flips before sending it (tests only) */
-    gs_algo_model_t model; /* all zero: the built-in defaults */
-    /* The planner's (algo/select): size classes whose plan was logged at INFO, per
-     * collective and (path, scheme) row (sched.h checks that the rows fit). */
-    uint64_t logged[GS_COLL_KIND_COUNT][GS_ALGO_PLAN_ROWS];
     gs_algo_hosts_t hosts; /* which ranks share a host (set by the communicator) */
     gs_algo_route_t route; /* ring/chain/tree order: hosts.order, or a sub-group */
     /* Traffic statistics (algo_ctx.c): per-peer counters, ctx->size entries, or NULL; and
@@ -145,6 +122,18 @@ typedef struct gs_algo_ctx {
     uint64_t diag_scan_ns;
 } gs_algo_ctx_t;
 
+/* What a communicator gives its execution context (gs__algo_ctx_init). */
+typedef struct gs_algo_ctx_params {
+    gs_transport_t *tr;             /* connected; outlives the context */
+    const gs_algo_diag_ops_t *diag; /* diagnosis hooks, or NULL */
+    int rank;
+    int size;
+    uint64_t timeout_ns;      /* no-progress deadline of every wait */
+    size_t slice_bytes;       /* pipeline slice */
+    int comp_corrupt;         /* GS_COMP_TEST_CORRUPT + 1 (0: off) */
+    const uint64_t *host_ids; /* rank -> host id, size entries (copied) */
+} gs_algo_ctx_params_t;
+
 /* A posted transport request and what it is for. */
 typedef struct gs_algo_req {
     gs_tp_req_t *req;
@@ -158,6 +147,18 @@ typedef struct gs_algo_req {
  * share it; else @p d's) in the check bits catches ranks that run different
  * collectives or arguments (docs/design.md, "Diagnosis"). */
 uint64_t gs__algo_tag(const gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint32_t idx);
+
+/*
+ * The context's own init and fini. init fills *ctx (zeroed by the caller,
+ * or left by a fini) from @p p: which ranks share a host (from the host
+ * ids) and the host-grouped route; the operation name is "gs_comm_init"
+ * until the first call. Local. Returns GS_OK or GS_ERR_NO_MEMORY (*ctx then
+ * holds nothing to free). fini frees the scratch buffers and the host
+ * table, and leaves the fields the communicator set apart (the recorder,
+ * the counters, the device state, which are theirs). Both owner thread.
+ */
+gs_status_t gs__algo_ctx_init(gs_algo_ctx_t *ctx, const gs_algo_ctx_params_t *p);
+void gs__algo_ctx_fini(gs_algo_ctx_t *ctx);
 
 /* Scratch memory of at least @p bytes, valid until the next call.
  * Returns GS_OK or GS_ERR_NO_MEMORY. */

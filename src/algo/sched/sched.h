@@ -59,9 +59,6 @@ typedef struct gs_algo_plan {
 const char *gs__path_name(gs_path_t path);
 const char *gs__scheme_name(gs_scheme_t scheme);
 
-_Static_assert(GS_PATH_COUNT *GS_SCHEME_COUNT <= GS_ALGO_PLAN_ROWS,
-               "ctx->logged has a row for every (path, scheme)");
-
 /* 1 when @p algo implements @p kind (GS_ALGO_AUTO always does): the
  * execution table's entry is set. */
 int gs__algo_offers(gs_coll_kind_t kind, gs_algo_t algo);

@@ -147,14 +147,15 @@ static void probe_setup(gs_algo_ctx_t *ctx, probe_t *p)
     p->left = gs__route_rank(ctx, (pos + n - 1) % n);
 }
 
-gs_status_t gs__algo_model_agree_local(gs_algo_ctx_t *ctx, int local, double ring_bytes)
+gs_status_t gs__algo_model_agree_local(gs_algo_ctx_t *ctx, gs_algo_model_t *model, int local,
+                                       double ring_bytes)
 {
     const uint32_t saved_seq = ctx->seq;
     double v[P_COUNT] = {0.0};
     probe_t p;
     gs_status_t status;
 
-    ctx->model.flat_intra = 0;
+    model->flat_intra = 0;
     if (gs__route_n(ctx) < 2) {
         return GS_OK;
     }
@@ -166,24 +167,24 @@ gs_status_t gs__algo_model_agree_local(gs_algo_ctx_t *ctx, int local, double rin
     if (status != GS_OK) {
         return gs__error_wrap(status, "gs_comm_init: agreeing on the shared-memory model");
     }
-    ctx->model.flat_intra = (v[0] == 0.0);
-    if (ctx->model.flat_intra) {
+    model->flat_intra = (v[0] == 0.0);
+    if (model->flat_intra) {
         /* The rings live in the cache the data needs; keep an eighth at least. */
         const double n = (double)ctx->size;
-        const double left = ctx->model.cache_bytes - n * (n - 1.0) * ring_bytes;
-        const double floor = ctx->model.cache_bytes / 8.0;
-        ctx->model.cache_bytes = (left > floor) ? left : floor;
-        ctx->model.ring_bytes = ring_bytes;
+        const double left = model->cache_bytes - n * (n - 1.0) * ring_bytes;
+        const double floor = model->cache_bytes / 8.0;
+        model->cache_bytes = (left > floor) ? left : floor;
+        model->ring_bytes = ring_bytes;
     }
     GS_INFO(ALGO,
             "rank %d: cost model prices %s (this rank %s; last-level cache left for data %.1f "
             "MiB)",
             ctx->rank,
-            ctx->model.flat_intra ? "every algorithm with the intra-host parameters (all ranks "
-                                    "on one host, shared memory between every pair)"
-                                  : "the flat algorithms with the network parameters",
+            model->flat_intra ? "every algorithm with the intra-host parameters (all ranks "
+                                "on one host, shared memory between every pair)"
+                              : "the flat algorithms with the network parameters",
             local ? "has shared memory with every peer" : "has a peer over TCP",
-            ctx->model.cache_bytes / 1048576.0);
+            model->cache_bytes / 1048576.0);
     return GS_OK;
 }
 
@@ -195,7 +196,7 @@ static void probe_apply(double *dst, double v, int keep)
     }
 }
 
-gs_status_t gs__algo_probe(gs_algo_ctx_t *ctx, unsigned keep)
+gs_status_t gs__algo_probe(gs_algo_ctx_t *ctx, gs_algo_model_t *model, unsigned keep)
 {
     const int n = gs__route_n(ctx);
     const uint32_t saved_seq = ctx->seq;
@@ -255,17 +256,16 @@ gs_status_t gs__algo_probe(gs_algo_ctx_t *ctx, unsigned keep)
         v[P_ALPHA] = v[P_INTRA_ALPHA];
         v[P_BETA] = v[P_INTRA_BETA];
     }
-    probe_apply(&ctx->model.alpha, v[P_ALPHA], keep & GS_PROBE_KEEP_ALPHA);
-    probe_apply(&ctx->model.beta, v[P_BETA], keep & GS_PROBE_KEEP_BETA);
-    probe_apply(&ctx->model.gamma, v[P_GAMMA], keep & GS_PROBE_KEEP_GAMMA);
-    probe_apply(&ctx->model.intra_alpha, v[P_INTRA_ALPHA], keep & GS_PROBE_KEEP_INTRA_ALPHA);
-    probe_apply(&ctx->model.intra_beta, v[P_INTRA_BETA], keep & GS_PROBE_KEEP_INTRA_BETA);
+    probe_apply(&model->alpha, v[P_ALPHA], keep & GS_PROBE_KEEP_ALPHA);
+    probe_apply(&model->beta, v[P_BETA], keep & GS_PROBE_KEEP_BETA);
+    probe_apply(&model->gamma, v[P_GAMMA], keep & GS_PROBE_KEEP_GAMMA);
+    probe_apply(&model->intra_alpha, v[P_INTRA_ALPHA], keep & GS_PROBE_KEEP_INTRA_ALPHA);
+    probe_apply(&model->intra_beta, v[P_INTRA_BETA], keep & GS_PROBE_KEEP_INTRA_BETA);
     GS_INFO(ALGO,
             "GS_TUNE=probe over %d ranks in %.0f ms: alpha %.1f us, link %.0f MB/s, reduce %.0f "
             "MB/s, intra-host alpha %.1f us, link %.0f MB/s (slowest rank's values; explicit "
             "GS_ALGO_* settings kept)",
-            n, (double)(gs__now_ns() - t_start) * 1e-6, ctx->model.alpha * 1e6,
-            1e-6 / ctx->model.beta, 1e-6 / ctx->model.gamma, ctx->model.intra_alpha * 1e6,
-            1e-6 / ctx->model.intra_beta);
+            n, (double)(gs__now_ns() - t_start) * 1e-6, model->alpha * 1e6, 1e-6 / model->beta,
+            1e-6 / model->gamma, model->intra_alpha * 1e6, 1e-6 / model->intra_beta);
     return GS_OK;
 }

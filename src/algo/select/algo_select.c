@@ -12,9 +12,9 @@
  *   evaluates alike, without a message);
  * - the algorithm (plain scheme): the caller's explicit choice
  *   (opts.algo), then GS_ALGO, then the cost model.
- * It keeps no state but the per-communicator "already logged" bits in the
- * context: each (collective, path and scheme, size class) is logged once
- * at INFO.
+ * Its state is the communicator's gs_algo_select_t: the policy, the cost
+ * model, and the "already logged" bits (each collective, path and scheme,
+ * size class is logged once at INFO).
  */
 #include <stdio.h>
 #include <string.h>
@@ -58,7 +58,8 @@ static int algo_size_class(size_t bytes)
 
 /* INFO line, once per (collective, path and scheme, size class) per
  * communicator. The host path's plain line reads as it always has. */
-static void algo_log_choice(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, const gs_algo_plan_t *plan)
+static void algo_log_choice(gs_algo_select_t *sel, const gs_algo_ctx_t *ctx,
+                            const gs_coll_desc_t *d, const gs_algo_plan_t *plan)
 {
     const size_t bytes = algo_bytes(d);
     const int cls = algo_size_class(bytes);
@@ -69,15 +70,15 @@ static void algo_log_choice(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, const g
     char what[96];
     size_t used = 0;
 
-    if (!gs__log_enabled(GS_LOG_INFO, GS_SUBSYS_ALGO) || ((ctx->logged[d->kind][row] & bit) != 0)) {
+    if (!gs__log_enabled(GS_LOG_INFO, GS_SUBSYS_ALGO) || ((sel->logged[d->kind][row] & bit) != 0)) {
         return;
     }
-    ctx->logged[d->kind][row] |= bit;
+    sel->logged[d->kind][row] |= bit;
     costs[0] = '\0';
     for (int a = 1; (a < GS_ALGO_COUNT) && (used < sizeof(costs)) &&
                     (plan->scheme == GS_SCHEME_PLAIN) && (plan->algo != GS_ALGO_NATIVE);
          a++) {
-        const double c = gs__algo_cost_shape(&ctx->model, d->kind, (gs_algo_t)a, &shape, bytes,
+        const double c = gs__algo_cost_shape(&sel->model, d->kind, (gs_algo_t)a, &shape, bytes,
                                              ctx->slice_bytes);
         if (c >= 0.0) {
             const int w = snprintf(costs + used, sizeof(costs) - used, "%s%s %.1f us",
@@ -212,8 +213,8 @@ static gs_path_t algo_path(const gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
     return GS_PATH_STAGED;
 }
 
-gs_status_t gs__algo_plan(gs_algo_ctx_t *ctx, const gs_algo_policy_t *policy,
-                          const gs_coll_desc_t *d, gs_algo_plan_t *plan_out)
+gs_status_t gs__algo_plan(gs_algo_select_t *sel, const gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
+                          gs_algo_plan_t *plan_out)
 {
     gs_algo_plan_t plan = {.path = GS_PATH_HOST,
                            .scheme = GS_SCHEME_PLAIN,
@@ -225,8 +226,8 @@ gs_status_t gs__algo_plan(gs_algo_ctx_t *ctx, const gs_algo_policy_t *policy,
         return gs__error_set(GS_ERR_INTERNAL, "%s: unknown collective %d", ctx->opname,
                              (int)d->kind);
     }
-    if ((plan.algo == GS_ALGO_AUTO) && (policy != NULL)) {
-        plan.algo = policy->forced[d->kind];
+    if (plan.algo == GS_ALGO_AUTO) {
+        plan.algo = sel->policy.forced[d->kind];
         plan.why = "GS_ALGO";
     }
     if (d->kind == GS_COLL_ALLREDUCE) {
@@ -236,7 +237,7 @@ gs_status_t gs__algo_plan(gs_algo_ctx_t *ctx, const gs_algo_policy_t *policy,
         if (plan.scheme == GS_SCHEME_SPARSE_SHARED) {
             /* Its dense all-reduce of the k values and the seed digest, on the host. */
             const gs_algo_shape_t shape = algo_shape(ctx);
-            plan.inner = gs__algo_choose_shape(&ctx->model, GS_COLL_ALLREDUCE, &shape,
+            plan.inner = gs__algo_choose_shape(&sel->model, GS_COLL_ALLREDUCE, &shape,
                                                (k + 1) * sizeof(float), ctx->slice_bytes);
         }
     }
@@ -258,7 +259,7 @@ gs_status_t gs__algo_plan(gs_algo_ctx_t *ctx, const gs_algo_policy_t *policy,
     } else {
         if (plan.algo == GS_ALGO_AUTO) {
             const gs_algo_shape_t shape = algo_shape(ctx);
-            plan.algo = gs__algo_choose_shape(&ctx->model, d->kind, &shape, algo_bytes(d),
+            plan.algo = gs__algo_choose_shape(&sel->model, d->kind, &shape, algo_bytes(d),
                                               ctx->slice_bytes);
             plan.why = "cost model";
         }
@@ -267,15 +268,15 @@ gs_status_t gs__algo_plan(gs_algo_ctx_t *ctx, const gs_algo_policy_t *policy,
                                  ctx->opname, gs__algo_name(plan.algo), gs__coll_name(d->kind));
         }
     }
-    algo_log_choice(ctx, d, &plan);
+    algo_log_choice(sel, ctx, d, &plan);
     *plan_out = plan;
     return GS_OK;
 }
 
-gs_status_t gs__algo_run(gs_algo_ctx_t *ctx, const gs_algo_policy_t *policy, gs_coll_desc_t *d)
+gs_status_t gs__algo_run(gs_algo_select_t *sel, gs_algo_ctx_t *ctx, gs_coll_desc_t *d)
 {
     gs_algo_plan_t plan;
-    gs_status_t status = gs__algo_plan(ctx, policy, d, &plan);
+    gs_status_t status = gs__algo_plan(sel, ctx, d, &plan);
 
     if (status != GS_OK) {
         return status;

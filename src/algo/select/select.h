@@ -14,6 +14,22 @@
 #include "algo/ctx/ctx.h"
 #include "algo/sched/sched.h"
 
+/* The cost model's machine parameters (see algo_select.c): seconds per
+ * message (alpha), per byte sent on one link (beta), per byte reduced (gamma). */
+typedef struct gs_algo_model {
+    double alpha;
+    double beta;
+    double gamma;
+    double cache_bytes; /* last-level cache: unsliced messages beyond it pay a memory pass */
+    double intra_alpha; /* alpha and beta between ranks of one host (hierarchical phases) */
+    double intra_beta;
+    int flat_intra;    /* 1: every rank on one host, every pair on shared memory, so the
+                         * flat algorithms pay intra_alpha and intra_beta too (agreed by
+                         * every rank at init: gs__algo_model_agree_local) */
+    double ring_bytes; /* flat_intra: one shared-memory ring (GS_SHM_BYTES); an unsliced
+                         * message that does not fit stalls its sender; 0: no such limit */
+} gs_algo_model_t;
+
 
 /* Model parameters GS_TUNE=probe must leave alone (set explicitly by the user). */
 #define GS_PROBE_KEEP_ALPHA (1u << 0)
@@ -25,16 +41,16 @@
 /*
  * GS_TUNE=probe (algo_probe.c): time small and large messages to the ring
  * neighbours and a reduction, agree with every rank on the slowest value of
- * each, and write them into ctx->model except those flagged in @p keep.
+ * each, and write them into *model except those flagged in @p keep.
  * Collective over ctx's ranks; runs before any collective (its tags use a
  * sequence number collectives do not reach). Tens of ms on loopback.
  * Returns GS_OK or the exchange's failure (GS_ERR_TIMEOUT, GS_ERR_PEER_FAILED,
  * GS_ERR_NO_MEMORY).
  */
-gs_status_t gs__algo_probe(gs_algo_ctx_t *ctx, unsigned keep);
+gs_status_t gs__algo_probe(gs_algo_ctx_t *ctx, gs_algo_model_t *model, unsigned keep);
 
 /*
- * Set ctx->model.flat_intra when every rank says that all its peers are on
+ * Set model->flat_intra when every rank says that all its peers are on
  * its host and reached over shared memory (@p local: this rank's view). The
  * ranks agree (a ring of running maxima, like the probe's), so every model
  * stays identical even where one pair fell back to TCP. Then the model
@@ -43,7 +59,8 @@ gs_status_t gs__algo_probe(gs_algo_ctx_t *ctx, unsigned keep);
  * ctx's ranks, before any collective; a few small messages. Returns GS_OK
  * or the exchange's failure.
  */
-gs_status_t gs__algo_model_agree_local(gs_algo_ctx_t *ctx, int local, double ring_bytes);
+gs_status_t gs__algo_model_agree_local(gs_algo_ctx_t *ctx, gs_algo_model_t *model, int local,
+                                       double ring_bytes);
 
 /* Parsed GS_ALGO: the forced algorithm per collective (GS_ALGO_AUTO = none). */
 typedef struct gs_algo_policy {
@@ -55,6 +72,20 @@ typedef struct gs_algo_policy {
 gs_status_t gs__algo_policy_parse(const char *text, gs_algo_policy_t *out);
 
 /*
+ * What selection keeps per communicator: GS_ALGO's forced algorithms, the
+ * cost model (set from the knobs, measured by GS_TUNE=probe, agreed by
+ * gs__algo_model_agree_local), and the size classes whose plan was logged
+ * at INFO, per collective and (path, scheme). All zero: no policy, the
+ * built-in model, nothing logged. Owned by the communicator, used on its
+ * worker thread only; nothing below selection sees it.
+ */
+typedef struct gs_algo_select {
+    gs_algo_policy_t policy;
+    gs_algo_model_t model;
+    uint64_t logged[GS_COLL_KIND_COUNT][GS_PATH_COUNT * GS_SCHEME_COUNT];
+} gs_algo_select_t;
+
+/*
  * Decide how *d runs (pure but for the INFO line, logged once per
  * collective, plan and size class): the path from the buffers' memory kind
  * and ctx->dev_caps, the scheme from d->codec (a density rule every rank
@@ -63,12 +94,12 @@ gs_status_t gs__algo_policy_parse(const char *text, gs_algo_policy_t *out);
  * text) when a forced algorithm cannot run this collective or no path
  * serves these buffers.
  */
-gs_status_t gs__algo_plan(gs_algo_ctx_t *ctx, const gs_algo_policy_t *policy,
-                          const gs_coll_desc_t *d, gs_algo_plan_t *plan_out);
+gs_status_t gs__algo_plan(gs_algo_select_t *sel, const gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
+                          gs_algo_plan_t *plan_out);
 
 /* Plan *d (gs__algo_plan), set d->algo to the plan's algorithm and run it.
  * Returns the run's status or the plan's error. */
-gs_status_t gs__algo_run(gs_algo_ctx_t *ctx, const gs_algo_policy_t *policy, gs_coll_desc_t *d);
+gs_status_t gs__algo_run(gs_algo_select_t *sel, gs_algo_ctx_t *ctx, gs_coll_desc_t *d);
 
 void gs__algo_model_init(gs_algo_model_t *m, int alpha_us, int beta_mbps, int gamma_mbps);
 
