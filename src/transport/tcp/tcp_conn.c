@@ -3,8 +3,8 @@
  * The TCP data path, send half and shared bookkeeping, run by the worker
  * thread only: request completion, the posted and unexpected lists, peer
  * failure (close the sockets, fail every request involved), and per-socket
- * send queues written with sendmsg (header and payload gathered, many frames
- * per call). The receive state machine and matching are in tcp_recv.c,
+ * send queues written through the connection's byte pipe (tcp_pipe.h:
+ * header and payload gathered, many frames per call). The receive state machine and matching are in tcp_recv.c,
  * connection setup in tcp_handshake.c, the request calls in tcp_transport.c.
  */
 #include "transport/tcp/tcp_conn.h"
@@ -174,8 +174,9 @@ void gs__tcp_conn_close(gs_tp_t *tp, gs__tcp_conn_t *c)
         return;
     }
     epoll_ctl(tp->epfd, EPOLL_CTL_DEL, c->fd, NULL);
-    gs__tcp_tls_free(c->ssl);
-    c->ssl = NULL;
+    if (c->pipe->close != NULL) {
+        c->pipe->close(c);
+    }
     close(c->fd);
     c->fd = -1;
     c->events = 0;
@@ -466,8 +467,8 @@ void gs__tcp_conn_update_events(gs_tp_t *tp, gs__tcp_conn_t *c)
     if (c->rstate != GS_TCP_RS_PARKED) {
         want |= EPOLLIN;
     }
-    if ((c->sq_head != NULL) && (c->shm == NULL)) {
-        want |= EPOLLOUT; /* a ring's room is announced by the peer's doorbell */
+    if ((c->sq_head != NULL) && c->pipe->poll_out) {
+        want |= EPOLLOUT; /* else the pipe's peer announces room (a ring's doorbell) */
     }
     if (want == c->events) {
         return;
@@ -507,9 +508,9 @@ static void send_error(gs_tp_t *tp, gs__tcp_conn_t *c, int err)
     }
 }
 
-/* A TLS write that must be retried has sealed the first @p bytes of the
+/* A write that must be retried (TLS) has sealed the first @p bytes of the
  * queue: their sends may no longer be cancelled as if never started. */
-static void tls_commit(gs__tcp_conn_t *c, size_t bytes)
+static void pipe_commit(gs__tcp_conn_t *c, size_t bytes)
 {
     for (gs__tcp_frame_t *f = c->sq_head; (f != NULL) && (bytes > 0); f = f->next) {
         uint64_t left = GS_TCP_FRAME_HDR_LEN + f->payload_len - f->sent;
@@ -525,11 +526,10 @@ void gs__tcp_conn_flush(gs_tp_t *tp, gs__tcp_conn_t *c)
 {
     int budget = GS_TCP_IO_BUDGET;
     bool wrote = false;
-    char why[GS_TCP_REASON_MAX];
 
     while ((c->sq_head != NULL) && (c->fd >= 0) && (budget-- > 0)) {
         struct iovec iov[GS_TCP_IOV_MAX];
-        struct msghdr mh;
+        gs__tcp_pipe_res_t res;
         size_t niov = 0;
         size_t want = 0;
         bool short_write = false;
@@ -557,40 +557,30 @@ void gs__tcp_conn_flush(gs_tp_t *tp, gs__tcp_conn_t *c)
                 niov++;
             }
         }
-        if (c->shm != NULL) {
-            n = gs__tcp_shm_write(tp, c, iov, niov);
-            if (n <= 0) {
-                break; /* full (the sweep or a doorbell resumes it), or the peer failed */
-            }
-            wrote = true;
-        } else if (c->ssl != NULL) {
-            size_t committed = 0;
-
-            n = gs__tcp_tls_writev(c->ssl, iov, niov, tp->tls_stage, &committed, why, sizeof(why));
-            if (committed > (size_t)((n > 0) ? n : 0)) {
-                tls_commit(c, committed);
-            }
-            if ((n < 0) && (errno == EPROTO)) {
-                gs__tcp_peer_fail(tp, c->peer, GS_ERR_PROTOCOL, "sending to peer %d failed: %s",
-                                  c->peer, why);
-                return;
-            }
-        } else {
-            memset(&mh, 0, sizeof(mh));
-            mh.msg_iov = iov;
-            mh.msg_iovlen = niov;
-            n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        res.err = 0;
+        res.committed = 0;
+        n = c->pipe->writev(tp, c, iov, niov, &res);
+        if (res.committed > (size_t)((n > 0) ? n : 0)) {
+            pipe_commit(c, res.committed);
         }
-        if (n < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            if ((errno == EAGAIN) || (errno == EWOULDBLOCK)) {
-                break;
-            }
-            send_error(tp, c, errno);
+        if (n == GS_TCP_PIPE_PROTO) {
+            gs__tcp_peer_fail(tp, c->peer, GS_ERR_PROTOCOL, "sending to peer %d failed: %s",
+                              c->peer, res.why);
             return;
         }
+        if (n == GS_TCP_PIPE_ERR) {
+            if (res.err == EINTR) {
+                continue;
+            }
+            send_error(tp, c, res.err);
+            return;
+        }
+        if (n <= 0) {
+            /* AGAIN: EPOLLOUT, the sweep or a doorbell resumes it; FAILED:
+             * the pipe failed the peer. */
+            break;
+        }
+        wrote = true;
         c->sq_bytes -= (uint64_t)n;
         if ((size_t)n < want) {
             short_write = true;
@@ -617,8 +607,8 @@ void gs__tcp_conn_flush(gs_tp_t *tp, gs__tcp_conn_t *c)
             break; /* the socket buffer is full; EPOLLOUT will say when to go on */
         }
     }
-    if (wrote && (c->fd >= 0)) {
-        gs__tcp_shm_wake_reader(tp, c);
+    if (wrote && (c->fd >= 0) && (c->pipe->wrote != NULL)) {
+        c->pipe->wrote(tp, c);
     }
     gs__tcp_conn_update_events(tp, c);
 }

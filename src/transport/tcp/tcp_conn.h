@@ -3,8 +3,9 @@
  * Private types and calls of the TCP transport, shared by its files:
  * tcp_transport.c (the ops table and request calls), tcp_conn.c (request
  * completion, peer failure, per-socket send queues), tcp_recv.c (matching and
- * the receive state machine), tcp_handshake.c (connection setup) and
- * tcp_shm.c (shared-memory links to peers on the same host). Nothing outside
+ * the receive state machine), tcp_handshake.c (connection setup), and the
+ * byte pipes under the connections (tcp_pipe.h: tcp_pipe_plain.c, tcp_pipe_tls.c,
+ * and tcp_pipe_shm.c, shared-memory links to peers on the same host). Nothing outside
  * src/transport/tcp/ (and its tests) includes this header.
  *
  * Ordering: every message to a peer gets the next per-peer sequence number.
@@ -36,7 +37,8 @@
 #include "core/auth.h"
 #include "core/socket.h"
 #include "transport/tcp/tcp_shm_seg.h"
-#include "transport/tcp/tcp_tls.h"
+#include "transport/tcp/tcp_pipe.h"
+#include "transport/tcp/tcp_pipe_tls.h"
 #include "core/htab.h"
 #include "transport/match.h"
 #include "transport/tcp/tcp_wire.h"
@@ -135,7 +137,7 @@ typedef struct gs__tcp_inmsg {
 } gs__tcp_inmsg_t;
 
 /*
- * The shared-memory link of a peer on the same host (tcp_shm.c): the frame
+ * The shared-memory link of a peer on the same host (tcp_pipe_shm.c): the frame
  * stream of its socket 0 goes through two rings in a shared segment instead
  * of send()/recv(); the socket stays open for the doorbell (one byte when
  * the other side sleeps) and for failure detection (EOF when the process
@@ -174,8 +176,9 @@ typedef struct gs__tcp_conn {
     uint8_t *rbuf;
     size_t rpos;
     size_t rlen;
-    gs__tcp_shm_t *shm; /* socket 0 of a peer on the same host: frames go through it */
-    struct ssl_st *ssl; /* GS_TLS: the session every byte goes through (tcp_tls.h) */
+    const gs__tcp_pipe_ops_t *pipe; /* where its bytes go: plain, TLS or shm (tcp_pipe.h) */
+    gs__tcp_shm_t *shm;             /* socket 0 of a peer on the same host: frames go through it */
+    struct ssl_st *ssl; /* GS_TLS: the session every byte goes through (tcp_pipe_tls.h) */
 } gs__tcp_conn_t;
 
 typedef struct gs__tcp_peer {
@@ -355,10 +358,10 @@ void gs__tcp_req_fail_ref(gs_tp_t *tp, struct gs_tp_req *req, gs_status_t status
 /* --- tcp_recv.c ------------------------------------------------------ */
 
 /* Read and dispatch frames until EAGAIN or the budget; fails the peer on error.
- * A shared-memory link first consumes the doorbells on its socket. */
+ * The pipe first takes what the socket carries for itself (shm: doorbells). */
 void gs__tcp_conn_read(gs_tp_t *tp, gs__tcp_conn_t *c);
-/* A shared-memory link's frames only, leaving its socket alone (the
- * progress sweep: no recv that would find nothing). */
+/* The frames only, leaving the socket alone (the shared-memory sweep: no
+ * recv that would find nothing), then the pipe's read_done. */
 void gs__tcp_conn_read_ring(gs_tp_t *tp, gs__tcp_conn_t *c);
 /* Match a new receive against held unexpected messages, else post it. */
 void gs__tcp_recv_post(gs_tp_t *tp, struct gs_tp_req *req);
@@ -383,7 +386,7 @@ void gs__tcp_recv_go_down(gs_tp_t *tp);
  * GS_ERR_NO_MEMORY, GS_ERR_INVALID_ARG. */
 gs_status_t gs__tcp_handshake_all(gs_tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX], uint64_t deadline_ns);
 
-/* --- tcp_shm.c ------------------------------------------------------ */
+/* --- tcp_pipe_shm.c ------------------------------------------------- */
 
 /* After the handshakes, before the sockets join epoll: agree with every
  * peer that offered shared memory whether it shares our host, and set up a
@@ -394,12 +397,6 @@ gs_status_t gs__tcp_handshake_all(gs_tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX], ui
  * socket), GS_ERR_PROTOCOL (a bad setup record), GS_ERR_ABORTED,
  * GS_ERR_NO_MEMORY. */
 gs_status_t gs__tcp_shm_setup(gs_tp_t *tp, uint64_t deadline_ns);
-/* Write gathered bytes into c's ring; returns bytes written (0: full) or -1
- * after failing the peer (corrupt ring). */
-ssize_t gs__tcp_shm_write(gs_tp_t *tp, gs__tcp_conn_t *c, const struct iovec *iov, size_t niov);
-/* Read up to len bytes from c's ring into dst (NULL discards); returns
- * bytes read (0: empty) or -1 after failing the peer (corrupt ring). */
-ssize_t gs__tcp_shm_read(gs_tp_t *tp, gs__tcp_conn_t *c, void *dst, size_t len);
 /* Ring the peer's doorbell if it sleeps on bytes we wrote. */
 void gs__tcp_shm_wake_reader(gs_tp_t *tp, gs__tcp_conn_t *c);
 /* Ring the peer's doorbell if it waits for space we freed. */

@@ -11,7 +11,7 @@
  * Everything runs in one poll loop (outgoing connects with retry, accepts,
  * handshakes) until every socket is up or the deadline passes.
  *
- * With GS_TLS (tcp_tls.h) every socket first runs a TLS 1.3 handshake, both
+ * With GS_TLS (tcp_pipe_tls.h) every socket first runs a TLS 1.3 handshake, both
  * sides verifying the other's certificate against the CA, and the HELLO,
  * ACK and PROOF travel inside it. A plain HELLO reaching a TLS rank gets a
  * plain TLS_REQUIRED verdict, and a TLS ClientHello reaching a plain rank a
@@ -105,6 +105,7 @@ static void slot_hand_over(gs_tp_t *tp, hs_slot_t *s)
 
     c->fd = s->fd;
     c->ssl = s->ssl;
+    c->pipe = (c->ssl != NULL) ? &gs__tcp_pipe_tls : &gs__tcp_pipe_plain;
     s->fd = -1;
     s->ssl = NULL;
     s->state = HS_DONE;
@@ -121,7 +122,7 @@ static void fill_hs(const gs_tp_t *tp, gs__tcp_hs_t *hs, uint32_t kind, uint32_t
     hs->size = (uint32_t)tp->size;
     hs->index = (uint32_t)index;
     hs->nsocks = (uint32_t)tp->nsocks;
-    /* Socket 0 offers shared memory (tcp_shm.c decides after the handshakes). */
+    /* Socket 0 offers shared memory (tcp_pipe_shm.c decides after the handshakes). */
     hs->flags = ((index == 0) && tp->shm_offer) ? GS_TCP_HS_F_SHM : 0;
     if (tp->auth.on) {
         hs->flags |= GS_TCP_HS_F_AUTH;

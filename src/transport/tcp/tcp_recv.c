@@ -530,83 +530,36 @@ static void recv_error(gs_tp_t *tp, gs__tcp_conn_t *c, ssize_t n, int err)
     }
 }
 
-/* One ring read of a shared-memory link: an empty ring after the socket
- * closed is the EOF (or error) the socket reported. */
-static bool do_recv_shm(gs_tp_t *tp, gs__tcp_conn_t *c, void *dst, size_t len, ssize_t *n_out)
-{
-    ssize_t n = gs__tcp_shm_read(tp, c, dst, len);
-
-    if (n > 0) {
-        *n_out = n;
-        tp->peers[c->peer].rx_seen = true;
-        if ((size_t)n < len) {
-            c->drained = true;
-        }
-        return true;
-    }
-    c->drained = true;
-    if ((n == 0) && c->shm->sock_closed) {
-        recv_error(tp, c, (c->shm->sock_err != 0) ? -1 : 0, c->shm->sock_err);
-    }
-    return false;
-}
-
-/* One SSL_read: a short read says nothing about what the socket or OpenSSL
- * still hold (a read returns one record at most), so only "would block"
- * marks the connection drained; until then the read loop goes on, or kicks. */
-static bool do_recv_tls(gs_tp_t *tp, gs__tcp_conn_t *c, void *dst, size_t len, ssize_t *n_out)
-{
-    char why[GS_TCP_REASON_MAX];
-    ssize_t n;
-
-    do {
-        n = gs__tcp_tls_read(c->ssl, dst, len, why, sizeof(why));
-    } while ((n < 0) && (errno == EINTR));
-    if (n > 0) {
-        *n_out = n;
-        tp->peers[c->peer].rx_seen = true;
-        return true;
-    }
-    if ((n < 0) && (errno == EAGAIN)) {
-        c->drained = true;
-        return false;
-    }
-    if ((n < 0) && (errno == EPROTO)) {
-        gs__tcp_peer_fail(tp, c->peer, GS_ERR_PROTOCOL, "receiving from peer %d failed: %s",
-                          c->peer, why);
-        return false;
-    }
-    recv_error(tp, c, n, (n < 0) ? errno : 0);
-    return false;
-}
-
-/* One recv; returns false when the socket has nothing more now (or failed). */
+/* One read from c's byte pipe (tcp_pipe.h); returns false when it has
+ * nothing more now (or failed). Until "drained", the read loop goes on, or
+ * kicks: a pipe whose short reads say nothing (TLS: one record per read)
+ * is drained only when it would block. */
 static bool do_recv(gs_tp_t *tp, gs__tcp_conn_t *c, void *dst, size_t len, ssize_t *n_out)
 {
+    gs__tcp_pipe_res_t res;
     ssize_t n;
 
-    if (c->shm != NULL) {
-        return do_recv_shm(tp, c, dst, len, n_out);
-    }
-    if (c->ssl != NULL) {
-        return do_recv_tls(tp, c, dst, len, n_out);
-    }
-    do {
-        n = recv(c->fd, dst, len, MSG_DONTWAIT);
-    } while ((n < 0) && (errno == EINTR));
+    res.err = 0;
+    res.committed = 0;
+    n = c->pipe->read(tp, c, dst, len, &res);
     if (n > 0) {
         *n_out = n;
         tp->peers[c->peer].rx_seen = true;
-        if ((size_t)n < len) {
-            c->drained = true; /* the kernel had no more; skip the EAGAIN call */
+        if (((size_t)n < len) && c->pipe->short_read_drains) {
+            c->drained = true; /* no more there; skip the call that would say so */
         }
         return true;
     }
-    if ((n < 0) && ((errno == EAGAIN) || (errno == EWOULDBLOCK))) {
+    if ((n == GS_TCP_PIPE_AGAIN) || (n == GS_TCP_PIPE_FAILED)) {
         c->drained = true;
         return false;
     }
-    recv_error(tp, c, n, (n < 0) ? errno : 0);
+    if (n == GS_TCP_PIPE_PROTO) {
+        gs__tcp_peer_fail(tp, c->peer, GS_ERR_PROTOCOL, "receiving from peer %d failed: %s",
+                          c->peer, res.why);
+        return false;
+    }
+    recv_error(tp, c, (n == GS_TCP_PIPE_EOF) ? 0 : -1, res.err);
     return false;
 }
 
@@ -614,19 +567,17 @@ static void conn_read_frames(gs_tp_t *tp, gs__tcp_conn_t *c);
 
 void gs__tcp_conn_read(gs_tp_t *tp, gs__tcp_conn_t *c)
 {
-    if (c->shm == NULL) {
-        conn_read_frames(tp, c);
-        return;
+    if (c->pipe->on_readable != NULL) {
+        c->pipe->on_readable(tp, c); /* what the socket carries for the pipe itself */
     }
-    gs__tcp_shm_drain_doorbell(tp, c);
     gs__tcp_conn_read_ring(tp, c);
 }
 
 void gs__tcp_conn_read_ring(gs_tp_t *tp, gs__tcp_conn_t *c)
 {
     conn_read_frames(tp, c);
-    if (c->fd >= 0) {
-        gs__tcp_shm_wake_writer(tp, c); /* we may have freed room it waits for */
+    if ((c->fd >= 0) && (c->pipe->read_done != NULL)) {
+        c->pipe->read_done(tp, c); /* we may have freed room the other side waits for */
     }
 }
 
@@ -638,7 +589,7 @@ static void conn_read_frames(gs_tp_t *tp, gs__tcp_conn_t *c)
     ssize_t n = 0;
     /* A ring costs no syscall per read: take headers exactly and every
      * payload straight to its destination (one copy out of the ring). */
-    bool exact = (c->shm != NULL);
+    bool exact = c->pipe->exact;
 
     c->drained = false;
     if (c->kicked) {

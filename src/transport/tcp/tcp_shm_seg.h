@@ -7,7 +7,7 @@
  * error at creation, never a SIGBUS later) + mmap; the higher rank opens
  * and maps it, checks the header against what it expects, and unlinks the
  * name at once, so a crash afterwards leaves nothing in /dev/shm. Used by
- * the TCP transport for local peers (tcp_shm.c). No logging: failures are
+ * the TCP transport for local peers (tcp_pipe_shm.c). No logging: failures are
  * explained in a caller buffer.
  */
 #ifndef GS_TRANSPORT_TCP_TCP_SHM_SEG_H

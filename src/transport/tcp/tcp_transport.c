@@ -228,6 +228,7 @@ gs_status_t gs__tcp_init_with(const gs_tp_params_t *params, const gs__tcp_settin
 
             c->peer = p;
             c->index = i;
+            c->pipe = &gs__tcp_pipe_plain;
             c->rstate = GS_TCP_RS_HDR;
             c->rbuf = malloc(GS_TCP_RBUF_LEN);
             if (c->rbuf == NULL) {
@@ -331,8 +332,8 @@ static gs_status_t tcp_connect(gs_tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX], uint6
             }
             c->events = EPOLLIN;
             gs__tcp_tls_stream(c->ssl);
-            if (gs__tcp_tls_pending(c->ssl)) {
-                c->kicked = true; /* decrypted bytes epoll cannot see */
+            if ((c->pipe->pending != NULL) && c->pipe->pending(c)) {
+                c->kicked = true; /* read bytes epoll cannot see (TLS: decrypted ahead) */
                 tp->nkicked++;
             }
         }

@@ -9,7 +9,7 @@
 #define GS_TRANSPORT_TCP_TCP_TRANSPORT_H
 
 #include "core/config.h"
-#include "transport/tcp/tcp_tls.h"
+#include "transport/tcp/tcp_pipe_tls.h"
 #include "transport/transport.h"
 
 extern const gs_transport_ops_t gs__tcp_ops;

@@ -115,7 +115,7 @@ typedef struct gs__tcp_frame_hdr {
 /*
  * Shared-memory setup records, exchanged on socket 0 right after the
  * handshakes of a pair whose HELLO and ACK both carried GS_TCP_HS_F_SHM
- * (tcp_shm.c): both send OFFER (host id, ring size); when the host ids
+ * (tcp_pipe_shm.c): both send OFFER (host id, ring size); when the host ids
  * match, the lower rank answers CREATE (ok and the segment name, or not ok
  * when it could not make one) and the higher one MAPPED (ok or not).
  */

@@ -16,8 +16,8 @@
  * another in a cycle.
  *
  * Data path: socket 0's frame stream is written into the tx ring and read
- * from the rx ring (tcp_conn.c and tcp_recv.c call the primitives below
- * instead of sendmsg/recv); frames, matching, partial writes and zero-copy
+ * from the rx ring (the byte pipe gs__tcp_pipe_shm at the end, tcp_pipe.h,
+ * in place of the plain one's sendmsg/recv); frames, matching, partial writes and zero-copy
  * receives are unchanged. Sleep and wake follow tcp_shm_ring.h: before epoll,
  * progress arms the rings' flags; the other side rings a one-byte doorbell
  * on the socket only when a flag was set. The socket's EOF (the peer died
@@ -228,6 +228,7 @@ static gs_status_t link_activate(gs_tp_t *tp, int peer, bool creator)
 
     gs__shm_seg_rings(&p->shm->seg, p->shm->ring_bytes, creator, &p->shm->tx, &p->shm->rx);
     c->shm = p->shm;
+    c->pipe = &gs__tcp_pipe_shm;
     tp->shm_conns[tp->nshm++] = c;
     GS_INFO(NET, "tcp: rank %d talks to rank %d through shared memory (2 x %" PRIu64 " bytes)",
             tp->rank, peer, p->shm->ring_bytes);
@@ -323,6 +324,7 @@ void gs__tcp_shm_free(gs_tp_t *tp)
         if (p->shm != NULL) {
             if (p->conns != NULL) {
                 p->conns[0].shm = NULL;
+                p->conns[0].pipe = &gs__tcp_pipe_plain;
             }
             gs__shm_seg_close(&p->shm->seg);
             free(p->shm);
@@ -345,26 +347,40 @@ static void ring_corrupt(gs_tp_t *tp, gs__tcp_conn_t *c, const char *which)
                       c->peer, which);
 }
 
-ssize_t gs__tcp_shm_write(gs_tp_t *tp, gs__tcp_conn_t *c, const struct iovec *iov, size_t niov)
+/* The shm pipe's writev: gathered bytes into c's tx ring (0: full). */
+static ssize_t shm_pipe_writev(gs_tp_t *tp, gs__tcp_conn_t *c, const struct iovec *iov, size_t niov,
+                               gs__tcp_pipe_res_t *res)
 {
     size_t n = 0;
 
+    (void)res;
     if (gs__shm_ring_writev(&c->shm->tx, iov, niov, &n) != GS_OK) {
         ring_corrupt(tp, c, "read");
-        return -1;
+        return GS_TCP_PIPE_FAILED;
     }
-    return (ssize_t)n;
+    return (ssize_t)n; /* 0: GS_TCP_PIPE_AGAIN (the sweep or a doorbell resumes it) */
 }
 
-ssize_t gs__tcp_shm_read(gs_tp_t *tp, gs__tcp_conn_t *c, void *dst, size_t len)
+/* The shm pipe's read: from c's rx ring (dst NULL discards). An empty ring
+ * after the socket closed is the EOF (or error) the socket reported, acted
+ * on only now, so a BYE or DOWN written before it is still read first. */
+static ssize_t shm_pipe_read(gs_tp_t *tp, gs__tcp_conn_t *c, void *dst, size_t len,
+                             gs__tcp_pipe_res_t *res)
 {
     size_t n = 0;
 
     if (gs__shm_ring_read(&c->shm->rx, dst, len, &n) != GS_OK) {
         ring_corrupt(tp, c, "write");
-        return -1;
+        return GS_TCP_PIPE_FAILED;
     }
-    return (ssize_t)n;
+    if (n > 0) {
+        return (ssize_t)n;
+    }
+    if (!c->shm->sock_closed) {
+        return GS_TCP_PIPE_AGAIN;
+    }
+    res->err = c->shm->sock_err;
+    return (c->shm->sock_err != 0) ? GS_TCP_PIPE_ERR : GS_TCP_PIPE_EOF;
 }
 
 static void ring_doorbell(gs_tp_t *tp, gs__tcp_conn_t *c)
@@ -475,3 +491,21 @@ void gs__tcp_shm_sweep(gs_tp_t *tp)
         }
     }
 }
+
+/* On a shared-memory link the socket carries only doorbells and the EOF. */
+static void shm_pipe_on_readable(gs_tp_t *tp, gs__tcp_conn_t *c)
+{
+    gs__tcp_shm_drain_doorbell(tp, c);
+}
+
+const gs__tcp_pipe_ops_t gs__tcp_pipe_shm = {
+    .name = "shm",
+    .writev = shm_pipe_writev,
+    .read = shm_pipe_read,
+    .on_readable = shm_pipe_on_readable,
+    .read_done = gs__tcp_shm_wake_writer, /* we may have freed room it waits for */
+    .wrote = gs__tcp_shm_wake_reader,
+    .poll_out = false,         /* a ring's room is announced by the peer's doorbell */
+    .short_read_drains = true, /* a ring holds no more than it gave */
+    .exact = true,             /* a ring read is no syscall: headers exactly, payloads in place */
+};

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * TLS sessions for the TCP transport (tcp_tls.h): context from the job's
+ * TLS sessions for the TCP transport (tcp_pipe_tls.h): context from the job's
  * certificate, key and CA; non-blocking handshake, read and gathered write
- * over OpenSSL's libssl.
+ * over OpenSSL's libssl; and the TLS byte pipe on them (gs__tcp_pipe_tls,
+ * tcp_pipe.h), at the end.
  *
  * The context asks for TLS 1.3 only, verifies the peer's chain against the
  * CA on both sides (a missing certificate fails too), sends no session
@@ -13,9 +14,10 @@
  * returned WANT_WRITE is retried with the same bytes at whatever address the
  * send queue holds them then, and may be offered more bytes behind them.
  */
-#include "transport/tcp/tcp_tls.h"
+#include "transport/tcp/tcp_pipe_tls.h"
 
 #include "core/error.h"
+#include "transport/tcp/tcp_conn.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -376,3 +378,74 @@ bool gs__tcp_tls_pending(struct ssl_st *ssl)
 }
 
 #endif /* GS_WITH_OPENSSL */
+
+/* ---------------------------------------------------------------------- */
+/* The TLS byte pipe (tcp_pipe.h)                                         */
+/* ---------------------------------------------------------------------- */
+
+static ssize_t tls_pipe_writev(gs_tp_t *tp, gs__tcp_conn_t *c, const struct iovec *iov, size_t niov,
+                               gs__tcp_pipe_res_t *res)
+{
+    const ssize_t n = gs__tcp_tls_writev(c->ssl, iov, niov, tp->tls_stage, &res->committed,
+                                         res->why, sizeof(res->why));
+
+    if (n >= 0) {
+        return n;
+    }
+    if (errno == EPROTO) {
+        return GS_TCP_PIPE_PROTO;
+    }
+    if ((errno == EAGAIN) || (errno == EWOULDBLOCK)) {
+        return GS_TCP_PIPE_AGAIN;
+    }
+    res->err = errno;
+    return GS_TCP_PIPE_ERR;
+}
+
+/* One SSL_read: a short read says nothing about what the socket or OpenSSL
+ * still hold (a read returns one record at most), so only "would block"
+ * means drained (short_read_drains is false). */
+static ssize_t tls_pipe_read(gs_tp_t *tp, gs__tcp_conn_t *c, void *dst, size_t len,
+                             gs__tcp_pipe_res_t *res)
+{
+    ssize_t n;
+
+    (void)tp;
+    do {
+        n = gs__tcp_tls_read(c->ssl, dst, len, res->why, sizeof(res->why));
+    } while ((n < 0) && (errno == EINTR));
+    if (n > 0) {
+        return n;
+    }
+    if (n == 0) {
+        return GS_TCP_PIPE_EOF;
+    }
+    if (errno == EAGAIN) {
+        return GS_TCP_PIPE_AGAIN;
+    }
+    if (errno == EPROTO) {
+        return GS_TCP_PIPE_PROTO;
+    }
+    res->err = errno;
+    return GS_TCP_PIPE_ERR;
+}
+
+static bool tls_pipe_pending(const gs__tcp_conn_t *c)
+{
+    return gs__tcp_tls_pending(c->ssl);
+}
+
+static void tls_pipe_close(gs__tcp_conn_t *c)
+{
+    gs__tcp_tls_free(c->ssl);
+    c->ssl = NULL;
+}
+
+const gs__tcp_pipe_ops_t gs__tcp_pipe_tls = {
+    .name = "tls",
+    .writev = tls_pipe_writev,
+    .read = tls_pipe_read,
+    .pending = tls_pipe_pending,
+    .close = tls_pipe_close,
+    .poll_out = true,
+};

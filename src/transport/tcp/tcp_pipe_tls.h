@@ -13,8 +13,8 @@
  * GS_ERR_UNSUPPORTED. Only tcp_conn.c, tcp_recv.c, tcp_handshake.c and
  * tcp_transport.c call these; the SSL objects stay opaque to them.
  */
-#ifndef GS_TRANSPORT_TCP_TCP_TLS_H
-#define GS_TRANSPORT_TCP_TCP_TLS_H
+#ifndef GS_TRANSPORT_TCP_TCP_PIPE_TLS_H
+#define GS_TRANSPORT_TCP_TCP_PIPE_TLS_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -79,4 +79,4 @@ void gs__tcp_tls_stream(struct ssl_st *ssl);
 /* Decrypted bytes OpenSSL holds that a read would return without the socket. */
 bool gs__tcp_tls_pending(struct ssl_st *ssl);
 
-#endif /* GS_TRANSPORT_TCP_TCP_TLS_H */
+#endif /* GS_TRANSPORT_TCP_TCP_PIPE_TLS_H */
