@@ -12,7 +12,7 @@
 #include "api/comm_impl.h"
 #include "api/comm_stats.h"
 #include "api/comm_watch.h"
-#include "api/comm_trace.h"
+#include "api/comm_recorder.h"
 #ifdef GS_WITH_CUDA
 #include "algo/sched/algo_dev.h"
 #endif
@@ -307,7 +307,7 @@ gs_comm_t gs__comm_alloc(void)
 void gs__comm_free(gs_comm_t comm)
 {
     gs__comm_stats_free(comm);
-    gs__comm_trace_free(comm);
+    gs__comm_recorder_free(comm);
 #ifdef GS_WITH_CUDA
     (void)gs__dev_free(&comm->actx, atomic_load(&comm->err.status) != GS_OK);
 #endif
@@ -460,7 +460,7 @@ gs_status_t gs__comm_start(gs_comm_t comm, char (*addrs)[GS_SOCK_ADDR_MAX], cons
     if (status != GS_OK) {
         return status;
     }
-    status = gs__comm_trace_setup(comm); /* flight recorder, GS_DUMP_SIGNAL */
+    status = gs__comm_recorder_setup(comm); /* flight recorder, GS_DUMP_SIGNAL */
     if (status != GS_OK) {
         return status;
     }

@@ -15,7 +15,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/socket.h"
-#include "core/trace.h"
+#include "core/recorder.h"
 
 uint64_t gs__algo_tag(const gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint32_t idx)
 {
@@ -122,7 +122,7 @@ gs_status_t gs__algo_isend(gs_algo_ctx_t *ctx, int peer, uint64_t tag, const voi
     r->is_send = 1;
     status = gs__tp_isend(ctx->tr, peer, tag, buf, len, &r->req);
     if (status == GS_OK) {
-        gs__trace_pend(ctx->trace, peer, 1, 1);
+        gs__recorder_pend(ctx->recorder, peer, 1, 1);
     }
     return status;
 }
@@ -136,7 +136,7 @@ gs_status_t gs__algo_irecv(gs_algo_ctx_t *ctx, int peer, uint64_t tag, void *buf
     r->is_send = 0;
     status = gs__tp_irecv(ctx->tr, peer, tag, buf, len, &r->req);
     if (status == GS_OK) {
-        gs__trace_pend(ctx->trace, peer, 0, 1);
+        gs__recorder_pend(ctx->recorder, peer, 0, 1);
     }
     return status;
 }
@@ -157,7 +157,7 @@ gs_status_t gs__algo_check_len(gs_algo_ctx_t *ctx, gs_algo_req_t *r, int *done_o
     }
     gs__tp_req_release(ctx->tr, r->req);
     r->req = NULL;
-    gs__trace_pend(ctx->trace, r->peer, r->is_send, -1); /* the peer it was posted for */
+    gs__recorder_pend(ctx->recorder, r->peer, r->is_send, -1); /* the peer it was posted for */
     *done_out = 1;
     *nbytes_out = comp.nbytes;
     if (!r->is_send && (comp.status == GS_OK)) {
@@ -282,7 +282,7 @@ void gs__algo_release_all(gs_algo_ctx_t *ctx, gs_algo_req_t *reqs, size_t n)
         if (reqs[i].req != NULL) {
             gs__tp_req_release(ctx->tr, reqs[i].req);
             reqs[i].req = NULL;
-            gs__trace_pend(ctx->trace, reqs[i].peer, reqs[i].is_send, -1);
+            gs__recorder_pend(ctx->recorder, reqs[i].peer, reqs[i].is_send, -1);
         }
     }
 }

@@ -115,7 +115,7 @@ typedef struct gs_algo_ctx {
     /* Diagnosis (algo_diag.c): the flight recorder (or NULL), the collective in flight
      * between gs__algo_op_begin and _end (or NULL), its fingerprint (the check bits of
      * every tag it uses) and when a stalled operation may next scan for early messages. */
-    struct gs__trace *trace;
+    struct gs__recorder *recorder;
     const gs_algo_diag_ops_t *diag; /* diagnosis hooks (algo/diag), or NULL */
     const gs_coll_desc_t *cur;
     uint16_t fp;

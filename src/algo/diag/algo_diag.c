@@ -25,7 +25,7 @@
 #include "core/error.h"
 #include "core/le.h"
 #include "core/log.h"
-#include "core/trace.h"
+#include "core/recorder.h"
 #include "gradsync/compress.h"
 
 /* A point-to-point tag no user tag can take (those have bits 32..47 clear). */
@@ -90,7 +90,7 @@ static void diag_words(const gs_algo_call_t *c, size_t vcount, char *buf, size_t
     }
 }
 
-void gs__algo_trace_describe(const struct gs__trace_op *op, char *buf, size_t len)
+void gs__algo_recorder_describe(const struct gs__recorder_op *op, char *buf, size_t len)
 {
     gs_algo_call_t c;
 
@@ -105,7 +105,7 @@ void gs__algo_trace_describe(const struct gs__trace_op *op, char *buf, size_t le
     diag_words(&c, op->count, buf, len);
 }
 
-const char *gs__algo_trace_algo_name(int algo)
+const char *gs__algo_recorder_algo_name(int algo)
 {
     return gs__algo_name((gs_algo_t)algo);
 }
@@ -115,8 +115,8 @@ void gs__algo_op_begin(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint64_t t0_
     ctx->cur = d;
     ctx->fp = gs__algo_fingerprint(d);
     ctx->diag_scan_ns = 0;
-    if (ctx->trace != NULL) {
-        gs__trace_op_t e;
+    if (ctx->recorder != NULL) {
+        gs__recorder_op_t e;
 
         e.seq = ctx->seq;
         e.kind = (int)d->kind;
@@ -128,7 +128,7 @@ void gs__algo_op_begin(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint64_t t0_
         e.count = d->count;
         e.bytes = d->count * gs__dtype_size(d->dtype);
         e.t_start_ns = t0_ns;
-        gs__trace_begin(ctx->trace, &e);
+        gs__recorder_begin(ctx->recorder, &e);
     }
 }
 
@@ -136,15 +136,15 @@ void gs__algo_op_end(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, gs_status_t st
                      uint64_t t1_ns)
 {
     ctx->cur = NULL;
-    if (ctx->trace != NULL) {
-        gs__trace_end(ctx->trace, (int)d->algo, status, t1_ns);
+    if (ctx->recorder != NULL) {
+        gs__recorder_end(ctx->recorder, (int)d->algo, status, t1_ns);
     }
 }
 
 /* This rank's operation number @p seq, from the call in flight or the recorder. */
 static void diag_mine(const gs_algo_ctx_t *ctx, uint32_t seq, gs_algo_call_t *c, size_t *vcount)
 {
-    gs__trace_op_t e;
+    gs__recorder_op_t e;
 
     memset(c, 0, sizeof(*c));
     *vcount = 0;
@@ -154,7 +154,7 @@ static void diag_mine(const gs_algo_ctx_t *ctx, uint32_t seq, gs_algo_call_t *c,
         *vcount = ctx->cur->count;
         return;
     }
-    if ((ctx->trace != NULL) && gs__trace_find(ctx->trace, seq, &e)) {
+    if ((ctx->recorder != NULL) && gs__recorder_find(ctx->recorder, seq, &e)) {
         c->known = 1;
         c->kind = e.kind;
         c->dtype = e.dtype;
@@ -524,7 +524,7 @@ gs_status_t gs__algo_diag_poll(gs_algo_ctx_t *ctx, uint64_t stalled_ns)
         }
         /* A DESCRIBE that nobody waits for any more: dropped. */
     }
-    if ((stalled_ns < DIAG_SCAN_AFTER_NS) || (now < ctx->diag_scan_ns) || (ctx->trace == NULL)) {
+    if ((stalled_ns < DIAG_SCAN_AFTER_NS) || (now < ctx->diag_scan_ns) || (ctx->recorder == NULL)) {
         return GS_OK;
     }
     ctx->diag_scan_ns = now + DIAG_SCAN_AFTER_NS;
@@ -533,7 +533,7 @@ gs_status_t gs__algo_diag_poll(gs_algo_ctx_t *ctx, uint64_t stalled_ns)
      * to another call, and their check bits say so. */
     for (int p = 0; p < ctx->size; p++) {
         if ((p == ctx->rank) ||
-            (atomic_load_explicit(&ctx->trace->pend_recv[p], memory_order_relaxed) <= 0)) {
+            (atomic_load_explicit(&ctx->recorder->pend_recv[p], memory_order_relaxed) <= 0)) {
             continue;
         }
         for (uint32_t idx = 0; idx < DIAG_SCAN_IDX; idx++) {
@@ -593,7 +593,8 @@ gs_status_t gs__algo_diag_timeout(gs_algo_ctx_t *ctx, const gs_algo_req_t *waiti
     GS_ASSERT(ctx->cur != NULL); /* the context times out calls outside an operation itself */
     gs__algo_call_of(ctx->cur, &c);
     diag_words(&c, ctx->cur->count, words, sizeof(words));
-    if ((ctx->trace == NULL) || (gs__trace_waiting(ctx->trace, waits, sizeof(waits)) == 0)) {
+    if ((ctx->recorder == NULL) ||
+        (gs__recorder_waiting(ctx->recorder, waits, sizeof(waits)) == 0)) {
         if (waiting_on != NULL) {
             snprintf(waits, sizeof(waits), "%s rank %d",
                      waiting_on->is_send ? "send to" : "receive from", waiting_on->peer);

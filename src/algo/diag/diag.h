@@ -19,7 +19,7 @@
 extern const gs_algo_diag_ops_t gs__algo_diag_ops;
 
 /* gs__algo_op_begin and _end bracket one collective on the worker: they set
- * ctx->cur and ctx->fp (gs__algo_fingerprint) and record it in ctx->trace
+ * ctx->cur and ctx->fp (gs__algo_fingerprint) and record it in ctx->recorder
  * (when set). Pure but for the recorder. */
 void gs__algo_op_begin(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint64_t t0_ns);
 void gs__algo_op_end(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, gs_status_t status,
@@ -27,9 +27,9 @@ void gs__algo_op_end(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, gs_status_t st
 
 /* The flight recorder's callbacks: an operation in words
  * ("allreduce(count=1000, f32, sum)") and an algorithm's name. */
-struct gs__trace_op;
-void gs__algo_trace_describe(const struct gs__trace_op *op, char *buf, size_t len);
-const char *gs__algo_trace_algo_name(int algo);
+struct gs__recorder_op;
+void gs__algo_recorder_describe(const struct gs__recorder_op *op, char *buf, size_t len);
+const char *gs__algo_recorder_algo_name(int algo);
 
 /* A receive of the collective in flight from @p peer met a message whose tag
  * @p their_tag has other check bits: tell every rank (a REPORT message),

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The flight recorder (core/trace.c) and the diagnosis helpers around it
+ * The flight recorder (core/recorder.c) and the diagnosis helpers around it
  * (algo_diag.c): the ring keeps the last GS_TRACE_SIZE operations and
  * finds them by sequence number, the per-peer counters name the peers
  * waited on, a failed operation keeps that list, the dump has one line per
@@ -19,21 +19,21 @@
 #include <cmocka.h>
 
 #include "algo/diag/diag.h"
-#include "core/trace.h"
+#include "core/recorder.h"
 
-static gs__trace_t *new_trace(uint32_t cap, int size)
+static gs__recorder_t *new_trace(uint32_t cap, int size)
 {
-    gs__trace_t *t = NULL;
+    gs__recorder_t *t = NULL;
 
-    assert_int_equal(
-        gs__trace_create(cap, 0, size, gs__algo_trace_describe, gs__algo_trace_algo_name, &t),
-        GS_OK);
+    assert_int_equal(gs__recorder_create(cap, 0, size, gs__algo_recorder_describe,
+                                         gs__algo_recorder_algo_name, &t),
+                     GS_OK);
     return t;
 }
 
-static void record(gs__trace_t *t, uint64_t seq, gs_status_t status)
+static void record(gs__recorder_t *t, uint64_t seq, gs_status_t status)
 {
-    gs__trace_op_t e;
+    gs__recorder_op_t e;
 
     memset(&e, 0, sizeof(e));
     e.seq = seq;
@@ -43,56 +43,56 @@ static void record(gs__trace_t *t, uint64_t seq, gs_status_t status)
     e.count = 10 + seq;
     e.bytes = 4 * (10 + seq);
     e.t_start_ns = t->t0_ns + 1000;
-    gs__trace_begin(t, &e);
-    gs__trace_end(t, GS_ALGO_RING, status, t->t0_ns + 2000);
+    gs__recorder_begin(t, &e);
+    gs__recorder_end(t, GS_ALGO_RING, status, t->t0_ns + 2000);
 }
 
-static void test_trace_ring_and_find(void **state)
+static void test_recorder_ring_and_find(void **state)
 {
-    gs__trace_t *t = new_trace(4, 2);
-    gs__trace_op_t e;
+    gs__recorder_t *t = new_trace(4, 2);
+    gs__recorder_op_t e;
 
     (void)state;
     for (uint64_t s = 0; s < 10; s++) {
         record(t, s, GS_OK);
     }
-    assert_int_equal(gs__trace_find(t, 5, &e), 0); /* overwritten */
-    assert_int_equal(gs__trace_find(t, 6, &e), 1);
+    assert_int_equal(gs__recorder_find(t, 5, &e), 0); /* overwritten */
+    assert_int_equal(gs__recorder_find(t, 6, &e), 1);
     assert_int_equal(e.count, 16);
     assert_int_equal(e.algo, GS_ALGO_RING);
-    assert_int_equal(gs__trace_find(t, 9, &e), 1);
+    assert_int_equal(gs__recorder_find(t, 9, &e), 1);
     assert_int_equal(e.status, GS_OK);
-    gs__trace_free(t);
+    gs__recorder_free(t);
 }
 
-static void test_trace_waiting(void **state)
+static void test_recorder_waiting(void **state)
 {
-    gs__trace_t *t = new_trace(8, 4);
+    gs__recorder_t *t = new_trace(8, 4);
     char buf[128];
-    gs__trace_op_t e;
+    gs__recorder_op_t e;
 
     (void)state;
-    assert_int_equal(gs__trace_waiting(t, buf, sizeof(buf)), 0);
+    assert_int_equal(gs__recorder_waiting(t, buf, sizeof(buf)), 0);
     assert_string_equal(buf, "nothing");
-    gs__trace_pend(t, 1, 0, 1);
-    gs__trace_pend(t, 3, 0, 1);
-    gs__trace_pend(t, 3, 1, 1);
-    gs__trace_pend(t, 7, 1, 1);  /* out of range: ignored */
-    gs__trace_pend(t, -1, 0, 1); /* any source: ignored */
-    assert_int_equal(gs__trace_waiting(t, buf, sizeof(buf)), 3);
+    gs__recorder_pend(t, 1, 0, 1);
+    gs__recorder_pend(t, 3, 0, 1);
+    gs__recorder_pend(t, 3, 1, 1);
+    gs__recorder_pend(t, 7, 1, 1);  /* out of range: ignored */
+    gs__recorder_pend(t, -1, 0, 1); /* any source: ignored */
+    assert_int_equal(gs__recorder_waiting(t, buf, sizeof(buf)), 3);
     assert_string_equal(buf, "receive from ranks 1, 3; send to rank 3");
     record(t, 0, GS_ERR_TIMEOUT); /* a failure keeps the list */
-    assert_int_equal(gs__trace_find(t, 0, &e), 1);
+    assert_int_equal(gs__recorder_find(t, 0, &e), 1);
     assert_int_equal(e.nwait, 3);
     assert_int_equal(e.wait_peer[0], 1);
     assert_int_equal(e.wait_send[0], 0);
     assert_int_equal(e.wait_peer[2], 3);
     assert_int_equal(e.wait_send[2], 1);
-    gs__trace_pend(t, 1, 0, -1);
-    gs__trace_pend(t, 3, 0, -1);
-    gs__trace_pend(t, 3, 1, -1);
-    assert_int_equal(gs__trace_waiting(t, buf, sizeof(buf)), 0);
-    gs__trace_free(t);
+    gs__recorder_pend(t, 1, 0, -1);
+    gs__recorder_pend(t, 3, 0, -1);
+    gs__recorder_pend(t, 3, 1, -1);
+    assert_int_equal(gs__recorder_waiting(t, buf, sizeof(buf)), 0);
+    gs__recorder_free(t);
 }
 
 static void emit_cat(void *arg, const char *line)
@@ -103,20 +103,20 @@ static void emit_cat(void *arg, const char *line)
     strncat(out, "\n", 4095 - strlen(out));
 }
 
-static void test_trace_dump(void **state)
+static void test_recorder_dump(void **state)
 {
-    gs__trace_t *t = new_trace(8, 2);
+    gs__recorder_t *t = new_trace(8, 2);
     char out[4096] = "";
 
     (void)state;
     record(t, 0, GS_OK);
     record(t, 1, GS_ERR_MISMATCH);
-    gs__trace_dump(t, emit_cat, out);
+    gs__recorder_dump(t, emit_cat, out);
     assert_non_null(strstr(out, "2 operation(s)"));
     assert_non_null(strstr(out, "seq 0 allreduce(count=10, f32, sum) bytes 40 algo ring"));
     assert_non_null(strstr(out, "seq 1 allreduce(count=11, f32, sum) bytes 44 algo ring"));
     assert_non_null(strstr(out, "status GS_ERR_MISMATCH"));
-    gs__trace_free(t);
+    gs__recorder_free(t);
 }
 
 static void test_fingerprint(void **state)
@@ -193,8 +193,10 @@ static void test_diag_decode(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_trace_ring_and_find), cmocka_unit_test(test_trace_waiting),
-        cmocka_unit_test(test_trace_dump),          cmocka_unit_test(test_fingerprint),
+        cmocka_unit_test(test_recorder_ring_and_find),
+        cmocka_unit_test(test_recorder_waiting),
+        cmocka_unit_test(test_recorder_dump),
+        cmocka_unit_test(test_fingerprint),
         cmocka_unit_test(test_diag_decode),
     };
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The flight recorder (trace.h): a ring of the last operations under a
+ * The flight recorder (recorder.h): a ring of the last operations under a
  * mutex (the worker writes twice per operation, a dump reads it from any
  * thread), per-peer counters of requests in flight, the text dump, and the
  * GS_DUMP_SIGNAL machinery. The signal handler only writes one byte to a
@@ -8,7 +8,7 @@
  * through the log, so nothing unsafe ever runs in signal context. It does
  * not know what a collective is: names come from the owner's callbacks.
  */
-#include "core/trace.h"
+#include "core/recorder.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,10 +24,11 @@
 #include "core/log.h"
 #include "gradsync/gradsync.h"
 
-gs_status_t gs__trace_create(uint32_t cap, int rank, int size, gs__trace_describe_fn_t describe,
-                             gs__trace_algo_name_fn_t algo_name, gs__trace_t **out)
+gs_status_t gs__recorder_create(uint32_t cap, int rank, int size,
+                                gs__recorder_describe_fn_t describe,
+                                gs__recorder_algo_name_fn_t algo_name, gs__recorder_t **out)
 {
-    gs__trace_t *t = calloc(1, sizeof(*t));
+    gs__recorder_t *t = calloc(1, sizeof(*t));
 
     if (cap == 0) {
         cap = 1;
@@ -64,29 +65,29 @@ gs_status_t gs__trace_create(uint32_t cap, int rank, int size, gs__trace_describ
 }
 
 /* The signal dump's registry of live recorders. */
-static pthread_mutex_t trace_reg_mu = PTHREAD_MUTEX_INITIALIZER;
-static gs__trace_t *trace_reg_head;
-static int trace_sig_no; /* the signal handled, 0: none yet */
-static int trace_pipe[2] = {-1, -1};
+static pthread_mutex_t recorder_reg_mu = PTHREAD_MUTEX_INITIALIZER;
+static gs__recorder_t *recorder_reg_head;
+static int recorder_sig_no; /* the signal handled, 0: none yet */
+static int recorder_pipe[2] = {-1, -1};
 
-static void trace_unregister(gs__trace_t *t)
+static void recorder_unregister(gs__recorder_t *t)
 {
-    pthread_mutex_lock(&trace_reg_mu);
-    for (gs__trace_t **pp = &trace_reg_head; *pp != NULL; pp = &(*pp)->reg_next) {
+    pthread_mutex_lock(&recorder_reg_mu);
+    for (gs__recorder_t **pp = &recorder_reg_head; *pp != NULL; pp = &(*pp)->reg_next) {
         if (*pp == t) {
             *pp = t->reg_next;
             break;
         }
     }
-    pthread_mutex_unlock(&trace_reg_mu);
+    pthread_mutex_unlock(&recorder_reg_mu);
 }
 
-void gs__trace_free(gs__trace_t *t)
+void gs__recorder_free(gs__recorder_t *t)
 {
     if (t == NULL) {
         return;
     }
-    trace_unregister(t);
+    recorder_unregister(t);
     pthread_mutex_destroy(&t->mu);
     free(t->ops);
     free(t->pend_recv);
@@ -94,9 +95,9 @@ void gs__trace_free(gs__trace_t *t)
     free(t);
 }
 
-void gs__trace_begin(gs__trace_t *t, const gs__trace_op_t *op)
+void gs__recorder_begin(gs__recorder_t *t, const gs__recorder_op_t *op)
 {
-    gs__trace_op_t *e;
+    gs__recorder_op_t *e;
 
     pthread_mutex_lock(&t->mu);
     e = &t->ops[t->next % t->cap];
@@ -109,9 +110,9 @@ void gs__trace_begin(gs__trace_t *t, const gs__trace_op_t *op)
     pthread_mutex_unlock(&t->mu);
 }
 
-void gs__trace_end(gs__trace_t *t, int algo, gs_status_t status, uint64_t t_end_ns)
+void gs__recorder_end(gs__recorder_t *t, int algo, gs_status_t status, uint64_t t_end_ns)
 {
-    gs__trace_op_t *e;
+    gs__recorder_op_t *e;
 
     pthread_mutex_lock(&t->mu);
     if (t->next == 0) {
@@ -142,13 +143,13 @@ void gs__trace_end(gs__trace_t *t, int algo, gs_status_t status, uint64_t t_end_
     pthread_mutex_unlock(&t->mu);
 }
 
-int gs__trace_find(gs__trace_t *t, uint64_t seq, gs__trace_op_t *out)
+int gs__recorder_find(gs__recorder_t *t, uint64_t seq, gs__recorder_op_t *out)
 {
     int found = 0;
 
     pthread_mutex_lock(&t->mu);
     for (uint64_t i = t->next; (i > 0) && (t->next - i < t->cap); i--) {
-        const gs__trace_op_t *e = &t->ops[(i - 1) % t->cap];
+        const gs__recorder_op_t *e = &t->ops[(i - 1) % t->cap];
         if (e->seq == seq) {
             *out = *e;
             found = 1;
@@ -160,8 +161,8 @@ int gs__trace_find(gs__trace_t *t, uint64_t seq, gs__trace_op_t *out)
 }
 
 /* Append "rank 3" or ", 3" to a list in buf. */
-static size_t trace_list_add(char *buf, size_t len, size_t used, const char *head, int *nin,
-                             int peer)
+static size_t recorder_list_add(char *buf, size_t len, size_t used, const char *head, int *nin,
+                                int peer)
 {
     int ret;
 
@@ -177,7 +178,7 @@ static size_t trace_list_add(char *buf, size_t len, size_t used, const char *hea
     return (ret < 0) ? used : used + (size_t)ret;
 }
 
-int gs__trace_waiting(gs__trace_t *t, char *buf, size_t len)
+int gs__recorder_waiting(gs__recorder_t *t, char *buf, size_t len)
 {
     size_t used = 0;
     int named = 0;
@@ -197,11 +198,11 @@ int gs__trace_waiting(gs__trace_t *t, char *buf, size_t len)
         for (int p = 0; p < t->size; p++) {
             if (atomic_load_explicit(s ? &t->pend_send[p] : &t->pend_recv[p],
                                      memory_order_relaxed) > 0) {
-                used =
-                    trace_list_add(buf, len, used,
-                                   s ? ((total > 1) ? "send to ranks" : "send to rank")
-                                     : ((total > 1) ? "receive from ranks" : "receive from rank"),
-                                   &nin, p);
+                used = recorder_list_add(
+                    buf, len, used,
+                    s ? ((total > 1) ? "send to ranks" : "send to rank")
+                      : ((total > 1) ? "receive from ranks" : "receive from rank"),
+                    &nin, p);
                 named++;
             }
         }
@@ -212,17 +213,17 @@ int gs__trace_waiting(gs__trace_t *t, char *buf, size_t len)
     return named;
 }
 
-static double trace_ms(uint64_t ns)
+static double recorder_ms(uint64_t ns)
 {
     return (double)ns / 1e6;
 }
 
-void gs__trace_dump(gs__trace_t *t, void (*emit)(void *arg, const char *line), void *arg)
+void gs__recorder_dump(gs__recorder_t *t, void (*emit)(void *arg, const char *line), void *arg)
 {
     char line[1024];
     char desc[256];
     char waits[256];
-    gs__trace_op_t e;
+    gs__recorder_op_t e;
     uint64_t first;
     uint64_t next;
     const uint64_t now = gs__now_ns();
@@ -251,15 +252,15 @@ void gs__trace_dump(gs__trace_t *t, void (*emit)(void *arg, const char *line), v
         used = (size_t)snprintf(
             line, sizeof(line), "  seq %llu %s bytes %zu algo %s fp 0x%04x start %.3f ",
             (unsigned long long)e.seq, desc, e.bytes, (e.algo >= 0) ? t->algo_name(e.algo) : "-",
-            (unsigned)e.fp, trace_ms(e.t_start_ns - t->t0_ns));
+            (unsigned)e.fp, recorder_ms(e.t_start_ns - t->t0_ns));
         if (used >= sizeof(line)) {
             used = sizeof(line) - 1;
         }
         if (e.t_end_ns == 0) {
-            (void)gs__trace_waiting(t, waits, sizeof(waits));
+            (void)gs__recorder_waiting(t, waits, sizeof(waits));
             snprintf(line + used, sizeof(line) - used,
                      "end - (running for %.3f ms) status in progress, waiting on: %s",
-                     trace_ms(now - e.t_start_ns), waits);
+                     recorder_ms(now - e.t_start_ns), waits);
         } else {
             size_t w = 0;
 
@@ -271,7 +272,7 @@ void gs__trace_dump(gs__trace_t *t, void (*emit)(void *arg, const char *line), v
                 w = (ret < 0) ? w : w + (size_t)ret;
             }
             snprintf(line + used, sizeof(line) - used, "end %.3f (%.3f ms) status %s%s%s%s",
-                     trace_ms(e.t_end_ns - t->t0_ns), trace_ms(e.t_end_ns - e.t_start_ns),
+                     recorder_ms(e.t_end_ns - t->t0_ns), recorder_ms(e.t_end_ns - e.t_start_ns),
                      gs_status_name(e.status), (e.nwait > 0) ? ", was waiting on: " : "", waits,
                      (e.nwait > GS_TRACE_WAIT_MAX) ? ", ..." : "");
         }
@@ -284,30 +285,30 @@ void gs__trace_dump(gs__trace_t *t, void (*emit)(void *arg, const char *line), v
 /* ---------------------------------------------------------------------- */
 
 /* Async-signal-safe: one write(2), errno preserved. */
-static void trace_on_signal(int sig)
+static void recorder_on_signal(int sig)
 {
     const int saved = errno;
     const char byte = 'd';
 
     (void)sig;
-    if (write(trace_pipe[1], &byte, 1) < 0) {
+    if (write(recorder_pipe[1], &byte, 1) < 0) {
         /* Nothing can be done in a handler; a full pipe already has a dump pending. */
     }
     errno = saved;
 }
 
-static void trace_emit_log(void *arg, const char *line)
+static void recorder_emit_log(void *arg, const char *line)
 {
     (void)arg;
     GS_WARN("%s", line);
 }
 
-static void *trace_dump_thread(void *arg)
+static void *recorder_dump_thread(void *arg)
 {
     (void)arg;
     for (;;) {
         char buf[16];
-        const ssize_t ret = read(trace_pipe[0], buf, sizeof(buf));
+        const ssize_t ret = read(recorder_pipe[0], buf, sizeof(buf));
 
         if ((ret < 0) && (errno == EINTR)) {
             continue;
@@ -315,18 +316,18 @@ static void *trace_dump_thread(void *arg)
         if (ret <= 0) {
             return NULL;
         }
-        pthread_mutex_lock(&trace_reg_mu);
-        if (trace_reg_head == NULL) {
+        pthread_mutex_lock(&recorder_reg_mu);
+        if (recorder_reg_head == NULL) {
             GS_WARN("GS_DUMP_SIGNAL: no live communicator to dump");
         }
-        for (gs__trace_t *t = trace_reg_head; t != NULL; t = t->reg_next) {
-            gs__trace_dump(t, trace_emit_log, NULL);
+        for (gs__recorder_t *t = recorder_reg_head; t != NULL; t = t->reg_next) {
+            gs__recorder_dump(t, recorder_emit_log, NULL);
         }
-        pthread_mutex_unlock(&trace_reg_mu);
+        pthread_mutex_unlock(&recorder_reg_mu);
     }
 }
 
-static int trace_parse_signal(const char *s)
+static int recorder_parse_signal(const char *s)
 {
     static const struct {
         const char *name;
@@ -351,7 +352,7 @@ static int trace_parse_signal(const char *s)
     return -1;
 }
 
-gs_status_t gs__trace_signal_setup(const char *signame, gs__trace_t *t)
+gs_status_t gs__recorder_signal_setup(const char *signame, gs__recorder_t *t)
 {
     struct sigaction sa;
     pthread_t th;
@@ -361,49 +362,49 @@ gs_status_t gs__trace_signal_setup(const char *signame, gs__trace_t *t)
     if ((signame == NULL) || (signame[0] == '\0')) {
         return GS_OK;
     }
-    sig = trace_parse_signal(signame);
+    sig = recorder_parse_signal(signame);
     if (sig < 0) {
         return gs__error_set(GS_ERR_INVALID_ARG,
                              "GS_DUMP_SIGNAL=%s is not a signal: give USR1, USR2, HUP, QUIT, "
                              "PWR, WINCH or a number",
                              signame);
     }
-    pthread_mutex_lock(&trace_reg_mu);
-    if (trace_sig_no == 0) {
-        if (pipe(trace_pipe) != 0) {
-            pthread_mutex_unlock(&trace_reg_mu);
+    pthread_mutex_lock(&recorder_reg_mu);
+    if (recorder_sig_no == 0) {
+        if (pipe(recorder_pipe) != 0) {
+            pthread_mutex_unlock(&recorder_reg_mu);
             return gs__error_set(GS_ERR_SYSTEM, "GS_DUMP_SIGNAL: pipe failed: %s", strerror(errno));
         }
-        (void)fcntl(trace_pipe[0], F_SETFD, FD_CLOEXEC);
-        (void)fcntl(trace_pipe[1], F_SETFD, FD_CLOEXEC);
-        (void)fcntl(trace_pipe[1], F_SETFL, O_NONBLOCK);
-        ret = pthread_create(&th, NULL, trace_dump_thread, NULL);
+        (void)fcntl(recorder_pipe[0], F_SETFD, FD_CLOEXEC);
+        (void)fcntl(recorder_pipe[1], F_SETFD, FD_CLOEXEC);
+        (void)fcntl(recorder_pipe[1], F_SETFL, O_NONBLOCK);
+        ret = pthread_create(&th, NULL, recorder_dump_thread, NULL);
         if (ret != 0) {
-            close(trace_pipe[0]);
-            close(trace_pipe[1]);
-            trace_pipe[0] = trace_pipe[1] = -1;
-            pthread_mutex_unlock(&trace_reg_mu);
+            close(recorder_pipe[0]);
+            close(recorder_pipe[1]);
+            recorder_pipe[0] = recorder_pipe[1] = -1;
+            pthread_mutex_unlock(&recorder_reg_mu);
             return gs__error_set(GS_ERR_SYSTEM, "GS_DUMP_SIGNAL: cannot start the dump thread: %s",
                                  strerror(ret));
         }
         (void)pthread_detach(th);
         memset(&sa, 0, sizeof(sa));
-        sa.sa_handler = trace_on_signal;
+        sa.sa_handler = recorder_on_signal;
         sa.sa_flags = SA_RESTART;
         sigemptyset(&sa.sa_mask);
         if (sigaction(sig, &sa, NULL) != 0) {
-            pthread_mutex_unlock(&trace_reg_mu);
+            pthread_mutex_unlock(&recorder_reg_mu);
             return gs__error_set(GS_ERR_SYSTEM, "GS_DUMP_SIGNAL: sigaction(%d) failed: %s", sig,
                                  strerror(errno));
         }
-        trace_sig_no = sig;
+        recorder_sig_no = sig;
         GS_INFO(INIT, "GS_DUMP_SIGNAL: signal %d dumps the flight recorders", sig);
-    } else if (trace_sig_no != sig) {
+    } else if (recorder_sig_no != sig) {
         GS_WARN("GS_DUMP_SIGNAL=%s ignored: signal %d already dumps the flight recorders", signame,
-                trace_sig_no);
+                recorder_sig_no);
     }
-    t->reg_next = trace_reg_head;
-    trace_reg_head = t;
-    pthread_mutex_unlock(&trace_reg_mu);
+    t->reg_next = recorder_reg_head;
+    recorder_reg_head = t;
+    pthread_mutex_unlock(&recorder_reg_mu);
     return GS_OK;
 }
