@@ -55,12 +55,13 @@ struct gs_request {
 /* Record the error that fails @p comm (first one wins). */
 void gs__comm_fail(gs_comm_t comm, gs_status_t status, const char *msg);
 
-/* Building blocks of communicator creation (comm.c), shared with other
- * bootstrap paths (MPI): allocate a zeroed comm with its error state; free
- * it (after the transport is finalized); create comm->tr from comm->cfg,
- * rank, size, job_id and comm_id; connect to addrs (one per rank), build
- * the host table from hosts (every rank's host id, core/host.h) and start
- * the worker. Each returns GS_OK or the failing step's status. */
+/* Building blocks of communicator creation (comm.c), shared with the other
+ * bootstrap paths (MPI) and the children (split, dup, shrink): allocate a
+ * zeroed comm with its error state; free it (after the transport is
+ * finalized); create comm->tr from comm->cfg, rank, size, job_id and
+ * comm_id; connect to addrs (one per rank), build the host table from
+ * hosts (every rank's host id, core/host.h) and start the worker. Each
+ * returns GS_OK or the failing step's status. */
 gs_comm_t gs__comm_alloc(void);
 void gs__comm_free(gs_comm_t comm);
 gs_status_t gs__comm_transport_init(gs_comm_t comm);
@@ -81,9 +82,15 @@ gs_status_t gs__comm_dev_ready(gs_comm_t comm, const gs_coll_desc_t *d);
 gs_status_t gs__comm_dev_split(gs_comm_t parent, gs_comm_t child, int color, int key);
 #endif
 
-/* The task body every request runs on the worker thread, and the test of a
- * point-to-point request that run left in flight. */
+/* The executor (comm_exec.c). The task body every request runs on the
+ * worker thread, and the test of a point-to-point request that run left in
+ * flight: both apply the sticky-error rule (a failure of peer, comm or
+ * internal scope is recorded with gs__comm_fail and fails every later
+ * call). gs__comm_worker_hooks fills the worker's hooks for @p comm (idle:
+ * the transport's progress; wake: its wake-up, when it has one; tick: its
+ * heartbeat, when GS_HEARTBEAT_MS is on and the transport beats). */
 gs_status_t gs__comm_run_task(gs__task_t *task, void *ctx);
 gs_status_t gs__comm_test_task(gs__task_t *task, void *ctx);
+void gs__comm_worker_hooks(gs_comm_t comm, gs__worker_hooks_t *hooks);
 
 #endif /* GS_API_COMM_IMPL_H */

@@ -7,7 +7,7 @@
  * - A status receive is a gs_recv descriptor with GS_DESC_F_RECV_UPTO and
  *   a status pointer; it takes coll.c's submit paths, so it validates, runs
  *   and joins groups exactly as gs_recv does. The worker fills the status
- *   when it completes (comm.c).
+ *   when it completes (comm_exec.c).
  * - A probe is a task of the communicator's worker, because the worker
  *   thread owns the transport: it polls the transport once and asks the
  *   transport's probe slot about its unexpected messages; gs_probe leaves
