@@ -17,6 +17,7 @@
 #ifndef GS_TRANSPORT_TCP_TCP_PIPE_H
 #define GS_TRANSPORT_TCP_TCP_PIPE_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -69,6 +70,17 @@ typedef struct gs__tcp_pipe_ops {
     bool short_read_drains; /* a read shorter than asked means nothing more is there now */
     bool exact;             /* reads cost no syscall: read headers exactly, payloads in place */
 } gs__tcp_pipe_ops_t;
+
+/* A socket call failed with errno: GS_TCP_PIPE_AGAIN when it would block,
+ * else GS_TCP_PIPE_ERR with res->err set. */
+static inline ssize_t gs__tcp_pipe_errno(gs__tcp_pipe_res_t *res)
+{
+    if ((errno == EAGAIN) || (errno == EWOULDBLOCK)) {
+        return GS_TCP_PIPE_AGAIN;
+    }
+    res->err = errno;
+    return GS_TCP_PIPE_ERR;
+}
 
 extern const gs__tcp_pipe_ops_t gs__tcp_pipe_plain;
 extern const gs__tcp_pipe_ops_t gs__tcp_pipe_tls;

@@ -2,7 +2,6 @@
 /* The plain byte pipe (tcp_pipe.h): the connection's socket itself. */
 #include "transport/tcp/tcp_conn.h"
 
-#include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -17,14 +16,7 @@ static ssize_t plain_writev(gs_tp_t *tp, gs__tcp_conn_t *c, const struct iovec *
     mh.msg_iov = (struct iovec *)iov;
     mh.msg_iovlen = niov;
     n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n >= 0) {
-        return n;
-    }
-    if ((errno == EAGAIN) || (errno == EWOULDBLOCK)) {
-        return GS_TCP_PIPE_AGAIN;
-    }
-    res->err = errno;
-    return GS_TCP_PIPE_ERR;
+    return (n >= 0) ? n : gs__tcp_pipe_errno(res);
 }
 
 static ssize_t plain_read(gs_tp_t *tp, gs__tcp_conn_t *c, void *dst, size_t len,
@@ -39,14 +31,7 @@ static ssize_t plain_read(gs_tp_t *tp, gs__tcp_conn_t *c, void *dst, size_t len,
     if (n > 0) {
         return n;
     }
-    if (n == 0) {
-        return GS_TCP_PIPE_EOF;
-    }
-    if ((errno == EAGAIN) || (errno == EWOULDBLOCK)) {
-        return GS_TCP_PIPE_AGAIN;
-    }
-    res->err = errno;
-    return GS_TCP_PIPE_ERR;
+    return (n == 0) ? GS_TCP_PIPE_EOF : gs__tcp_pipe_errno(res);
 }
 
 const gs__tcp_pipe_ops_t gs__tcp_pipe_plain = {

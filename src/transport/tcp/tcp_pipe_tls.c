@@ -392,14 +392,7 @@ static ssize_t tls_pipe_writev(gs_tp_t *tp, gs__tcp_conn_t *c, const struct iove
     if (n >= 0) {
         return n;
     }
-    if (errno == EPROTO) {
-        return GS_TCP_PIPE_PROTO;
-    }
-    if ((errno == EAGAIN) || (errno == EWOULDBLOCK)) {
-        return GS_TCP_PIPE_AGAIN;
-    }
-    res->err = errno;
-    return GS_TCP_PIPE_ERR;
+    return (errno == EPROTO) ? GS_TCP_PIPE_PROTO : gs__tcp_pipe_errno(res);
 }
 
 /* One SSL_read: a short read says nothing about what the socket or OpenSSL
@@ -420,14 +413,7 @@ static ssize_t tls_pipe_read(gs_tp_t *tp, gs__tcp_conn_t *c, void *dst, size_t l
     if (n == 0) {
         return GS_TCP_PIPE_EOF;
     }
-    if (errno == EAGAIN) {
-        return GS_TCP_PIPE_AGAIN;
-    }
-    if (errno == EPROTO) {
-        return GS_TCP_PIPE_PROTO;
-    }
-    res->err = errno;
-    return GS_TCP_PIPE_ERR;
+    return (errno == EPROTO) ? GS_TCP_PIPE_PROTO : gs__tcp_pipe_errno(res);
 }
 
 static bool tls_pipe_pending(const gs__tcp_conn_t *c)
