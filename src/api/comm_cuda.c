@@ -52,7 +52,7 @@ gs_status_t gs__comm_dev_ready(gs_comm_t comm, const gs_coll_desc_t *d)
 gs_status_t gs__comm_dev_split(gs_comm_t parent, gs_comm_t child, int color, int key)
 {
 #ifdef GS_WITH_NCCL
-    gs_algo_dev_t *pdev = parent->actx.dev;
+    gs_dev_t *pdev = parent->actx.dev;
     struct gs_nccl *nc = NULL;
     gs_dev_guard_t guard;
     gs_status_t status;

@@ -27,7 +27,7 @@
 #define GS_DEV_CAP_MPI_CUDA                                                                        \
     (1u << 1) /* the MPI transport takes device buffers (GS_MPI_CUDA_AWARE) */
 
-struct gs_algo_dev; /* the device context of a communicator (CUDA builds: algo_dev.h) */
+struct gs_dev; /* a communicator's device resources (CUDA builds: device/dev_stage.h) */
 
 /*
  * Which ranks share a host (algo_hosts.c), from the host ids exchanged at
@@ -110,8 +110,8 @@ typedef struct gs_algo_ctx {
      * the request that completes next. */
     struct gs__peer_counters *peer_ctr;
     uint64_t wait_pending_ns;
-    unsigned dev_caps;       /* GS_DEV_CAP_*, agreed at device setup; 0: staging only */
-    struct gs_algo_dev *dev; /* streams, staging buffers, NCCL; NULL until a device call */
+    unsigned dev_caps;  /* GS_DEV_CAP_*, agreed at device setup; 0: staging only */
+    struct gs_dev *dev; /* streams, staging buffers, NCCL; NULL until a device call */
     /* Diagnosis (algo_diag.c): the flight recorder (or NULL), the collective in flight
      * between gs__algo_op_begin and _end (or NULL), its fingerprint (the check bits of
      * every tag it uses) and when a stalled operation may next scan for early messages. */

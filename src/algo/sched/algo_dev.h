@@ -27,31 +27,80 @@
 
 #ifdef GS_WITH_CUDA
 #include "device/dev_cuda.h"
+#include "device/dev_stage.h"
 #endif
 
 #ifdef GS_WITH_CUDA
 
-/* Pinned host staging buffer and its slices in flight. */
-#define GS_DEV_STAGE_SLOTS 2
+/* What the device layer's waits need of the context: its no-progress
+ * timeout, its NCCL communicator (polled for asynchronous errors) and the
+ * words of its errors. */
+static inline gs_dev_wait_t gs__dev_wait_of(const gs_algo_ctx_t *ctx)
+{
+    const gs_dev_wait_t w = {.timeout_ns = ctx->timeout_ns,
+                             .nccl = (ctx->dev != NULL) ? ctx->dev->nccl : NULL,
+                             .opname = ctx->opname,
+                             .rank = ctx->rank};
 
-struct gs_nccl;
+    return w;
+}
 
-typedef struct gs_algo_dev {
-    int device;                           /* CUDA device the resources belong to */
-    int ready;                            /* setup done (capabilities agreed by every rank) */
-    void *copy_stream;                    /* cudaStream_t of the staging copies */
-    void *slot_event[GS_DEV_STAGE_SLOTS]; /* D2H of slot s finished */
-    void *stage_event; /* the copy stream has caught up with the caller's stream */
-    uint8_t *pinned;   /* staging memory (cudaHostAlloc), grown on demand */
-    size_t pinned_cap;
-    void *dwork; /* device workspace of the compressed path, grown on demand */
-    size_t dwork_cap;
-    size_t stage_bytes;   /* slice of a pipelined staged call (GS_CUDA_STAGE_BYTES) */
-    struct gs_nccl *nccl; /* NULL unless GS_DEV_CAP_NCCL */
-    void **events;        /* completion events of non-blocking NCCL calls: a free list */
-    int nevents;
-    int events_cap;
-} gs_algo_dev_t;
+/* GS_ERR_CUDA naming ctx->opname, @p what and CUDA's words for a
+ * cudaError_t other than 0, else GS_OK (gs__dev_cuda_status). */
+static inline gs_status_t gs__dev_cuda(const gs_algo_ctx_t *ctx, int err, const char *what)
+{
+    return gs__dev_cuda_status(err, ctx->opname, what);
+}
+
+/* The one device wait with the context's deadline (gs__dev_poll_event):
+ * GS_OK; GS_ERR_TIMEOUT after GS_TIMEOUT_MS without the event completing,
+ * naming @p what (NCCL, if any, is aborted); GS_ERR_CUDA; NCCL's
+ * asynchronous error; GS_ERR_ABORTED. */
+static inline gs_status_t gs__dev_wait_event(const gs_algo_ctx_t *ctx, void *ev, const char *what)
+{
+    const gs_dev_wait_t w = gs__dev_wait_of(ctx);
+
+    return gs__dev_poll_event(ev, &w, what);
+}
+
+/* Wait until @p stream has passed the work queued on it so far (what
+ * replaces cudaStreamSynchronize; gs__dev_stage_stream_wait). */
+static inline gs_status_t gs__dev_wait_stream(const gs_algo_ctx_t *ctx, void *stream,
+                                              const char *what)
+{
+    const gs_dev_wait_t w = gs__dev_wait_of(ctx);
+
+    return gs__dev_stage_stream_wait(ctx->dev, stream, &w, what);
+}
+
+/* The context's pinned staging memory of at least @p bytes
+ * (ctx->dev->pinned) and device workspace of at least @p bytes (*out):
+ * gs__dev_stage_pinned and gs__dev_stage_workspace with its deadline. */
+static inline gs_status_t gs__dev_pinned(gs_algo_ctx_t *ctx, size_t bytes)
+{
+    const gs_dev_wait_t w = gs__dev_wait_of(ctx);
+
+    return gs__dev_stage_pinned(ctx->dev, bytes, &w);
+}
+
+static inline gs_status_t gs__dev_workspace(gs_algo_ctx_t *ctx, size_t bytes, void *stream,
+                                            void **out)
+{
+    const gs_dev_wait_t w = gs__dev_wait_of(ctx);
+
+    return gs__dev_stage_workspace(ctx->dev, bytes, stream, &w, out);
+}
+
+/* A completion event from the context's pool, and its return. */
+static inline gs_status_t gs__dev_event_get(gs_algo_ctx_t *ctx, void **ev_out)
+{
+    return gs__dev_pool_get(ctx->dev, ctx->opname, ev_out);
+}
+
+static inline void gs__dev_event_put(gs_algo_ctx_t *ctx, void *ev)
+{
+    gs__dev_pool_put(ctx->dev, ev);
+}
 
 /* What the communicator asks of the device layer at setup. */
 typedef struct gs_algo_dev_params {
@@ -108,40 +157,6 @@ gs_status_t gs__dev_run_nccl(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_alg
  * NCCL's error. */
 gs_status_t gs__dev_test(gs_algo_ctx_t *ctx, gs_coll_desc_t *d);
 
-/* GS_ERR_CUDA naming @p what and CUDA's own words for a cudaError_t other than 0, else GS_OK;
- * the error is taken back from the thread's last-error slot (cleared when
- * the slot holds it; a sticky error stays). */
-gs_status_t gs__dev_cuda(const gs_algo_ctx_t *ctx, int err, const char *what);
-
-/*
- * The one device wait (device/dev_cuda.h's gs__dev_poll_event with the
- * context's deadline, NCCL and words): poll @p ev (a cudaEvent_t) until it completes,
- * yielding, then sleeping up to about 128 us between polls. Each poll
- * takes back the "not ready" it may leave in the runtime's last-error
- * slot, and when the context has NCCL also reads NCCL's asynchronous state
- * (also once the event completed: kernels of a failed communicator end
- * early). Blocking, owner thread of the context. @p what names what the
- * event marks ("the caller's stream (before growing the device
- * workspace)") for the error text.
- * @return GS_OK; GS_ERR_TIMEOUT when the event has not completed within the
- *         context's no-progress timeout (GS_TIMEOUT_MS), naming @p what and
- *         the time (NCCL, if any, is aborted: its kernels may be what
- *         hangs); GS_ERR_CUDA (the query failed; NCCL aborted); NCCL's
- *         asynchronous error as gs__nccl_poll() maps it (NCCL aborted),
- *         GS_ERR_ABORTED when NCCL was aborted meanwhile.
- */
-gs_status_t gs__dev_wait_event(const gs_algo_ctx_t *ctx, void *ev, const char *what);
-
-/* Wait (gs__dev_wait_event) until @p stream (a cudaStream_t) has passed
- * the work queued on it so far: the context's stage event is recorded
- * there and polled. What replaces cudaStreamSynchronize. */
-gs_status_t gs__dev_wait_stream(const gs_algo_ctx_t *ctx, void *stream, const char *what);
-
-/* Pinned host memory of at least @p bytes (ctx->dev->pinned, grown once the
- * copy stream is idle); device memory of at least @p bytes (*out, grown
- * once @p stream is idle). Both wait with gs__dev_wait_stream. */
-gs_status_t gs__dev_pinned(gs_algo_ctx_t *ctx, size_t bytes);
-gs_status_t gs__dev_workspace(gs_algo_ctx_t *ctx, size_t bytes, void *stream, void **out);
 
 /*
  * The two-phase compressed all-reduce on device buffers with the codec
@@ -154,10 +169,6 @@ gs_status_t gs__dev_workspace(gs_algo_ctx_t *ctx, size_t bytes, void *stream, vo
 gs_status_t gs__dev_comp_allreduce(gs_algo_ctx_t *ctx, gs_coll_desc_t *d,
                                    const gs_algo_plan_t *plan, int over_nccl);
 
-/* A completion event from the context's pool (created when the pool is
- * empty), and its return. Returns GS_OK or GS_ERR_CUDA. */
-gs_status_t gs__dev_event_get(gs_algo_ctx_t *ctx, void **ev_out);
-void gs__dev_event_put(gs_algo_ctx_t *ctx, void *ev);
 
 /* The event of a call in flight is released without waiting (destroy). */
 void gs__dev_forget(gs_algo_ctx_t *ctx, gs_coll_desc_t *d);

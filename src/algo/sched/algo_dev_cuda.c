@@ -54,11 +54,6 @@
 #define DEV_ALIGN 256
 #define DEV_AGREE_BYTES 32 /* host id (8), GPU UUID (16), NCCL wish (4), CUDA-aware MPI (4) */
 
-gs_status_t gs__dev_cuda(const gs_algo_ctx_t *ctx, int err, const char *what)
-{
-    return gs__dev_cuda_status(err, ctx->opname, what);
-}
-
 static size_t dev_align(size_t x)
 {
     return (x + DEV_ALIGN - 1) & ~(size_t)(DEV_ALIGN - 1);
@@ -75,62 +70,17 @@ gs_status_t gs__dev_enter(const gs_algo_ctx_t *ctx, gs_dev_guard_t *g)
                         "cudaSetDevice (the communicator's device)");
 }
 
-/* ------------------------------------------------------------------ */
-/* The one device wait                                                 */
-/* ------------------------------------------------------------------ */
-
-gs_status_t gs__dev_wait_event(const gs_algo_ctx_t *ctx, void *ev, const char *what)
+/* Every rank's record for the agreement: host id, GPU UUID, NCCL wish. */
+/* The context's resources on @p device (ctx->dev, freed by gs__dev_free, also
+ * after a failure here). */
+static gs_status_t dev_create_for(gs_algo_ctx_t *ctx, int device, gs_dev_t **out)
 {
-    const gs_dev_wait_t w = {.timeout_ns = ctx->timeout_ns,
-#ifdef GS_WITH_NCCL
-                             .nccl = (ctx->dev != NULL) ? ctx->dev->nccl : NULL,
-#endif
-                             .opname = ctx->opname,
-                             .rank = ctx->rank};
+    const gs_status_t status = gs__dev_create(device, ctx->opname, out);
 
-    return gs__dev_poll_event(ev, &w, what);
-}
-
-gs_status_t gs__dev_wait_stream(const gs_algo_ctx_t *ctx, void *stream, const char *what)
-{
-    const gs_status_t status =
-        gs__dev_cuda(ctx, cudaEventRecord((cudaEvent_t)ctx->dev->stage_event, (cudaStream_t)stream),
-                     "cudaEventRecord (to wait for a stream)");
-
-    return (status == GS_OK) ? gs__dev_wait_event(ctx, ctx->dev->stage_event, what) : status;
-}
-
-/* The context's resources, on @p device (current: the caller's guard made it so). */
-static gs_status_t dev_create(gs_algo_ctx_t *ctx, int device, gs_algo_dev_t **out)
-{
-    gs_algo_dev_t *dev = calloc(1, sizeof(*dev));
-    gs_status_t status;
-
-    if (dev == NULL) {
-        return gs__error_set(GS_ERR_NO_MEMORY, "%s: out of memory for the device context",
-                             ctx->opname);
-    }
-    dev->device = device;
-    status = gs__dev_cuda(
-        ctx, cudaStreamCreateWithFlags((cudaStream_t *)&dev->copy_stream, cudaStreamNonBlocking),
-        "cudaStreamCreateWithFlags (staging copies)");
-    for (int s = 0; (s < GS_DEV_STAGE_SLOTS) && (status == GS_OK); s++) {
-        status = gs__dev_cuda(
-            ctx,
-            cudaEventCreateWithFlags((cudaEvent_t *)&dev->slot_event[s], cudaEventDisableTiming),
-            "cudaEventCreateWithFlags");
-    }
-    if (status == GS_OK) {
-        status = gs__dev_cuda(
-            ctx, cudaEventCreateWithFlags((cudaEvent_t *)&dev->stage_event, cudaEventDisableTiming),
-            "cudaEventCreateWithFlags");
-    }
-    ctx->dev = dev; /* freed by gs__dev_free, also after a failure here */
-    *out = dev;
+    ctx->dev = *out;
     return status;
 }
 
-/* Every rank's record for the agreement: host id, GPU UUID, NCCL wish. */
 static gs_status_t dev_record(const gs_algo_ctx_t *ctx, int device, uint64_t host_id, int want,
                               int mpi_cuda, uint8_t rec[DEV_AGREE_BYTES])
 {
@@ -183,14 +133,14 @@ static gs_status_t dev_host_coll(gs_algo_ctx_t *ctx, gs_coll_kind_t kind, void *
 static gs_status_t dev_setup(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
                              const gs_algo_dev_params_t *params)
 {
-    gs_algo_dev_t *dev = ctx->dev;
+    gs_dev_t *dev = ctx->dev;
     uint8_t mine[DEV_AGREE_BYTES];
     uint8_t *all = NULL;
     int share = 0, want_all = 1, required = 0, mpi_all = 1;
     gs_status_t status = GS_OK;
 
     if (dev == NULL) {
-        status = dev_create(ctx, d->device, &dev);
+        status = dev_create_for(ctx, d->device, &dev);
         if (dev == NULL) {
             return status;
         }
@@ -305,7 +255,7 @@ static gs_status_t dev_setup(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
 gs_status_t gs__dev_setup(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
                           const gs_algo_dev_params_t *params)
 {
-    const gs_algo_dev_t *dev = ctx->dev;
+    const gs_dev_t *dev = ctx->dev;
     gs_dev_guard_t guard;
     gs_status_t status;
 
@@ -329,12 +279,12 @@ gs_status_t gs__dev_setup(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
 
 gs_status_t gs__dev_adopt(gs_algo_ctx_t *ctx, int device, struct gs_nccl *nccl, size_t stage_bytes)
 {
-    gs_algo_dev_t *dev = NULL;
+    gs_dev_t *dev = NULL;
     gs_dev_guard_t guard;
     gs_status_t status = gs__dev_cuda(ctx, gs__dev_guard_enter(&guard, device), "cudaSetDevice");
 
     if (status == GS_OK) {
-        status = dev_create(ctx, device, &dev);
+        status = dev_create_for(ctx, device, &dev);
     }
 #ifdef GS_WITH_NCCL
     if (dev != NULL) {
@@ -359,7 +309,7 @@ gs_status_t gs__dev_adopt(gs_algo_ctx_t *ctx, int device, struct gs_nccl *nccl, 
 void gs__dev_abort(gs_algo_ctx_t *ctx)
 {
 #ifdef GS_WITH_NCCL
-    gs_algo_dev_t *dev = ctx->dev;
+    gs_dev_t *dev = ctx->dev;
 
     if ((dev != NULL) && (dev->nccl != NULL)) {
         (void)gs__nccl_abort(dev->nccl);
@@ -371,90 +321,11 @@ void gs__dev_abort(gs_algo_ctx_t *ctx)
 
 gs_status_t gs__dev_free(gs_algo_ctx_t *ctx, int abort)
 {
-    gs_algo_dev_t *dev = ctx->dev;
-    gs_status_t first = GS_OK;
-    gs_dev_guard_t guard;
+    const gs_status_t status = gs__dev_destroy(ctx->dev, abort);
 
-    if (dev == NULL) {
-        return GS_OK;
-    }
-    /* Freed whatever happens; the frees' own errors are of no use to anyone. */
-    gs__dev_take_back((cudaError_t)gs__dev_guard_enter(&guard, dev->device));
-#ifdef GS_WITH_NCCL
-    if (dev->nccl != NULL) {
-        if (abort) {
-            (void)gs__nccl_abort(dev->nccl);
-        }
-        first = gs__nccl_destroy(dev->nccl);
-    }
-#else
-    (void)abort;
-#endif
-    for (int i = 0; i < dev->nevents; i++) {
-        gs__dev_take_back(cudaEventDestroy((cudaEvent_t)dev->events[i]));
-    }
-    free(dev->events);
-    for (int s = 0; s < GS_DEV_STAGE_SLOTS; s++) {
-        if (dev->slot_event[s] != NULL) {
-            gs__dev_take_back(cudaEventDestroy((cudaEvent_t)dev->slot_event[s]));
-        }
-    }
-    if (dev->stage_event != NULL) {
-        gs__dev_take_back(cudaEventDestroy((cudaEvent_t)dev->stage_event));
-    }
-    if (dev->copy_stream != NULL) {
-        gs__dev_take_back(cudaStreamDestroy((cudaStream_t)dev->copy_stream));
-    }
-    if (dev->pinned != NULL) {
-        gs__dev_take_back(cudaFreeHost(dev->pinned));
-    }
-    if (dev->dwork != NULL) {
-        gs__dev_take_back(cudaFree(dev->dwork));
-    }
-    free(dev);
     ctx->dev = NULL;
     ctx->dev_caps = 0;
-    gs__dev_guard_leave(&guard);
-    return first;
-}
-
-/* ------------------------------------------------------------------ */
-/* Completion events of non-blocking device calls                      */
-/* ------------------------------------------------------------------ */
-
-gs_status_t gs__dev_event_get(gs_algo_ctx_t *ctx, void **ev_out)
-{
-    gs_algo_dev_t *dev = ctx->dev;
-
-    if (dev->nevents > 0) {
-        *ev_out = dev->events[--dev->nevents];
-        return GS_OK;
-    }
-    return gs__dev_cuda(ctx,
-                        cudaEventCreateWithFlags((cudaEvent_t *)ev_out, cudaEventDisableTiming),
-                        "cudaEventCreateWithFlags");
-}
-
-void gs__dev_event_put(gs_algo_ctx_t *ctx, void *ev)
-{
-    gs_algo_dev_t *dev = ctx->dev;
-
-    if (ev == NULL) {
-        return;
-    }
-    if (dev->nevents == dev->events_cap) {
-        const int cap = (dev->events_cap > 0) ? 2 * dev->events_cap : 8;
-        void **grown = realloc(dev->events, (size_t)cap * sizeof(void *));
-
-        if (grown == NULL) {
-            gs__dev_take_back(
-                cudaEventDestroy((cudaEvent_t)ev)); /* keep going without pooling it */
-            return;
-        }
-        dev->events = grown;
-        dev->events_cap = cap;
-    }
-    dev->events[dev->nevents++] = ev;
+    return status;
 }
 
 /* gs__dev_test with the context's device current. */
@@ -551,36 +422,6 @@ static void staged_extent(const gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, siz
     }
 }
 
-gs_status_t gs__dev_pinned(gs_algo_ctx_t *ctx, size_t bytes)
-{
-    gs_algo_dev_t *dev = ctx->dev;
-    void *p = NULL;
-    gs_status_t status;
-
-    if (bytes <= dev->pinned_cap) {
-        return GS_OK;
-    }
-    /* The previous buffer may still be read by copies queued before this
-     * call: the copy stream must be idle first. */
-    status = gs__dev_wait_stream(ctx, dev->copy_stream,
-                                 "the staging copies (before growing the staging buffer)");
-    if (status != GS_OK) {
-        return status;
-    }
-    if (dev->pinned != NULL) {
-        gs__dev_take_back(cudaFreeHost(dev->pinned));
-        dev->pinned = NULL;
-        dev->pinned_cap = 0;
-    }
-    status = gs__dev_cuda(ctx, cudaHostAlloc(&p, bytes, cudaHostAllocPortable),
-                          "cudaHostAlloc (staging buffer)");
-    if (status == GS_OK) {
-        dev->pinned = p;
-        dev->pinned_cap = bytes;
-    }
-    return status;
-}
-
 /* gs__dev_run_mpi with the context's device current. */
 static gs_status_t dev_run_mpi(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo_plan_t *plan)
 {
@@ -614,39 +455,10 @@ gs_status_t gs__dev_run_mpi(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo
     return status;
 }
 
-gs_status_t gs__dev_workspace(gs_algo_ctx_t *ctx, size_t bytes, void *stream, void **out)
-{
-    gs_algo_dev_t *dev = ctx->dev;
-    void *p = NULL;
-    gs_status_t status;
-
-    if (bytes > dev->dwork_cap) {
-        /* Work queued on the caller's stream may still use the old one. */
-        status = gs__dev_wait_stream(ctx, stream,
-                                     "the caller's stream (before growing the device workspace)");
-        if (status != GS_OK) {
-            return status;
-        }
-        if (dev->dwork != NULL) {
-            gs__dev_take_back(cudaFree(dev->dwork));
-            dev->dwork = NULL;
-            dev->dwork_cap = 0;
-        }
-        status = gs__dev_cuda(ctx, cudaMalloc(&p, bytes), "cudaMalloc (device workspace)");
-        if (status != GS_OK) {
-            return status;
-        }
-        dev->dwork = p;
-        dev->dwork_cap = bytes;
-    }
-    *out = dev->dwork;
-    return GS_OK;
-}
-
 /* gs__dev_run_staged with the context's device current. */
 static gs_status_t dev_run_staged(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo_plan_t *plan)
 {
-    gs_algo_dev_t *dev = ctx->dev;
+    gs_dev_t *dev = ctx->dev;
     const size_t esize = gs__dtype_size(d->dtype);
     const int in_place = (d->sendbuf == d->recvbuf);
     const int elementwise = (plan->scheme == GS_SCHEME_PLAIN) &&
