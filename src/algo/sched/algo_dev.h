@@ -173,6 +173,13 @@ gs_status_t gs__dev_comp_allreduce(gs_algo_ctx_t *ctx, gs_coll_desc_t *d,
 /* The event of a call in flight is released without waiting (destroy). */
 void gs__dev_forget(gs_algo_ctx_t *ctx, gs_coll_desc_t *d);
 
+/* Run @p run on *d with the context's device current (gs__dev_enter), and
+ * the caller's made current again after it, whatever either returned: the
+ * frame of every device path runner. Returns run's status or the guard's. */
+gs_status_t gs__dev_run_guarded(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo_plan_t *plan,
+                                gs_status_t (*run)(gs_algo_ctx_t *ctx, gs_coll_desc_t *d,
+                                                   const gs_algo_plan_t *plan));
+
 /* gs__dev_guard_enter on the context's device, the failure as GS_ERR_CUDA
  * naming ctx->opname (GS_ERR_INTERNAL without a device context). Call
  * gs__dev_guard_leave after it in every case. */

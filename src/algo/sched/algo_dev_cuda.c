@@ -319,6 +319,20 @@ void gs__dev_abort(gs_algo_ctx_t *ctx)
 #endif
 }
 
+gs_status_t gs__dev_run_guarded(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo_plan_t *plan,
+                                gs_status_t (*run)(gs_algo_ctx_t *ctx, gs_coll_desc_t *d,
+                                                   const gs_algo_plan_t *plan))
+{
+    gs_dev_guard_t guard;
+    gs_status_t status = gs__dev_enter(ctx, &guard);
+
+    if (status == GS_OK) {
+        status = run(ctx, d, plan);
+    }
+    gs__dev_guard_leave(&guard);
+    return status;
+}
+
 gs_status_t gs__dev_free(gs_algo_ctx_t *ctx, int abort)
 {
     const gs_status_t status = gs__dev_destroy(ctx->dev, abort);
@@ -445,14 +459,7 @@ static gs_status_t dev_run_mpi(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_a
 
 gs_status_t gs__dev_run_mpi(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo_plan_t *plan)
 {
-    gs_dev_guard_t guard;
-    gs_status_t status = gs__dev_enter(ctx, &guard);
-
-    if (status == GS_OK) {
-        status = dev_run_mpi(ctx, d, plan);
-    }
-    gs__dev_guard_leave(&guard);
-    return status;
+    return gs__dev_run_guarded(ctx, d, plan, dev_run_mpi);
 }
 
 /* gs__dev_run_staged with the context's device current. */
@@ -593,12 +600,5 @@ static gs_status_t dev_run_staged(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const g
 
 gs_status_t gs__dev_run_staged(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo_plan_t *plan)
 {
-    gs_dev_guard_t guard;
-    gs_status_t status = gs__dev_enter(ctx, &guard);
-
-    if (status == GS_OK) {
-        status = dev_run_staged(ctx, d, plan);
-    }
-    gs__dev_guard_leave(&guard);
-    return status;
+    return gs__dev_run_guarded(ctx, d, plan, dev_run_staged);
 }

@@ -104,14 +104,7 @@ static gs_status_t dev_run_nccl(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_
 
 gs_status_t gs__dev_run_nccl(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo_plan_t *plan)
 {
-    gs_dev_guard_t guard;
-    gs_status_t status = gs__dev_enter(ctx, &guard);
-
-    if (status == GS_OK) {
-        status = dev_run_nccl(ctx, d, plan);
-    }
-    gs__dev_guard_leave(&guard);
-    return status;
+    return gs__dev_run_guarded(ctx, d, plan, dev_run_nccl);
 }
 
 #endif /* GS_WITH_NCCL */
