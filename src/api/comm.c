@@ -39,8 +39,24 @@ gs_comm_t gs__comm_alloc(void)
     return comm;
 }
 
+/*
+ * The layers a communicator builds, each with one init and one fini (the
+ * finis run in reverse order):
+ *   transport  gs__comm_transport_init (gs__tp_init); gs__tp_finalize, in
+ *              gs__comm_free, or in gs_comm_destroy under err.mu
+ *   algo ctx   gs__algo_ctx_init (gs__comm_start); gs__algo_ctx_fini
+ *   selection  the policy at resolution (gs__algo_policy_parse), the cost
+ *              model in comm_select_start; nothing to free
+ *   device     on the first device call (comm_cuda.c); gs__dev_free
+ *   stats and recorder  gs__comm_stats_setup, gs__comm_recorder_setup;
+ *              gs__comm_stats_free, gs__comm_recorder_free
+ *   worker     gs__worker_start; gs__worker_stop (gs_comm_destroy)
+ */
 void gs__comm_free(gs_comm_t comm)
 {
+    if (comm->tr.tp != NULL) {
+        (void)gs__tp_finalize(&comm->tr); /* a communicator that did not start */
+    }
     gs__comm_stats_free(comm);
     gs__comm_recorder_free(comm);
 #ifdef GS_WITH_CUDA
@@ -116,7 +132,6 @@ gs_status_t gs__comm_transport_init(gs_comm_t comm)
     return gs__tp_init(&comm->tr, &params);
 }
 
-/* Connect, set up the algorithm context and start the worker. */
 /* The model parameters the user set explicitly, which GS_TUNE=probe keeps. */
 static unsigned comm_probe_keep(const gs__cfg_t *cfg)
 {
@@ -145,6 +160,38 @@ static unsigned comm_probe_keep(const gs__cfg_t *cfg)
     return keep;
 }
 
+/* Selection's cost model, once connected: the defaults with the caller's
+ * GS_ALGO_* values, the local links every rank agrees on, and the probe
+ * (GS_TUNE). Collective. Returns GS_OK or the failing step's status. (The
+ * selection layer has no init of its own yet; this is where it goes.) */
+static gs_status_t comm_select_start(gs_comm_t comm)
+{
+    gs_status_t status;
+
+    gs__algo_model_init(&comm->sel.model, comm->cfg.algo_alpha_us, comm->cfg.algo_beta_mbps,
+                        comm->cfg.algo_gamma_mbps);
+    gs__algo_model_set_intra(&comm->sel.model, comm->cfg.algo_intra_alpha_us,
+                             comm->cfg.algo_intra_beta_mbps);
+    if ((comm->actx.hosts.nhosts == 1) && (comm->size > 1) && gs__tp_has_shm_peers(&comm->tr)) {
+        status = gs__algo_model_agree_local(&comm->actx, &comm->sel.model,
+                                            gs__tp_shm_peers(&comm->tr) == comm->size - 1,
+                                            (double)comm->cfg.shm_bytes);
+        if (status != GS_OK) {
+            return status;
+        }
+    }
+    /* GS_TUNE=auto: the defaults describe one machine, so a job across
+     * hosts measures its links. */
+    if ((strcmp(comm->cfg.tune, "probe") == 0) ||
+        ((strcmp(comm->cfg.tune, "auto") == 0) && (comm->actx.hosts.nhosts > 1))) {
+        status = gs__algo_probe(&comm->actx, &comm->sel.model, comm_probe_keep(&comm->cfg));
+        if (status != GS_OK) {
+            return status;
+        }
+    }
+    return GS_OK;
+}
+
 gs_status_t gs__comm_start(gs_comm_t comm, char (*addrs)[GS_SOCK_ADDR_MAX], const uint64_t *hosts)
 {
     const gs_algo_ctx_params_t ap = {
@@ -170,26 +217,9 @@ gs_status_t gs__comm_start(gs_comm_t comm, char (*addrs)[GS_SOCK_ADDR_MAX], cons
     if (status != GS_OK) {
         return status;
     }
-    gs__algo_model_init(&comm->sel.model, comm->cfg.algo_alpha_us, comm->cfg.algo_beta_mbps,
-                        comm->cfg.algo_gamma_mbps);
-    gs__algo_model_set_intra(&comm->sel.model, comm->cfg.algo_intra_alpha_us,
-                             comm->cfg.algo_intra_beta_mbps);
-    if ((comm->actx.hosts.nhosts == 1) && (comm->size > 1) && gs__tp_has_shm_peers(&comm->tr)) {
-        status = gs__algo_model_agree_local(&comm->actx, &comm->sel.model,
-                                            gs__tp_shm_peers(&comm->tr) == comm->size - 1,
-                                            (double)comm->cfg.shm_bytes);
-        if (status != GS_OK) {
-            return status;
-        }
-    }
-    /* GS_TUNE=auto: the defaults describe one machine, so a job across
-     * hosts measures its links. */
-    if ((strcmp(comm->cfg.tune, "probe") == 0) ||
-        ((strcmp(comm->cfg.tune, "auto") == 0) && (comm->actx.hosts.nhosts > 1))) {
-        status = gs__algo_probe(&comm->actx, &comm->sel.model, comm_probe_keep(&comm->cfg));
-        if (status != GS_OK) {
-            return status;
-        }
+    status = comm_select_start(comm);
+    if (status != GS_OK) {
+        return status;
     }
     status = gs__comm_stats_setup(comm);
     if (status != GS_OK) {
@@ -312,7 +342,6 @@ err_finalize:
     free(addrs);
     free(hosts);
     gs__init_watch_disarm(watch);
-    gs__tp_finalize(&comm->tr);
     gs__comm_free(comm);
     return status;
 }

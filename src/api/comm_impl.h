@@ -35,10 +35,10 @@ struct gs_comm {
     atomic_int destroying; /* gs_comm_destroy has begun: in-flight p2p is cancelled */
     gs_transport_t tr;
     gs__worker_t worker;
-    gs_algo_ctx_t actx; /* used by the worker thread only */
+    gs_algo_ctx_t actx;   /* used by the worker thread only */
     gs_algo_select_t sel; /* GS_ALGO, the cost model, what the planner logged */
-    uint32_t coll_seq; /* worker thread only */
-    int dev_inflight;  /* worker thread only: non-blocking device calls in flight */
+    uint32_t coll_seq;    /* worker thread only */
+    int dev_inflight;     /* worker thread only: non-blocking device calls in flight */
     gs__counters_t counters;
     gs_comm_error_t err;
     gs__auth_t auth; /* the job token (core/auth.h), from cfg; off: none */
@@ -57,11 +57,12 @@ void gs__comm_fail(gs_comm_t comm, gs_status_t status, const char *msg);
 
 /* Building blocks of communicator creation (comm.c), shared with the other
  * bootstrap paths (MPI) and the children (split, dup, shrink): allocate a
- * zeroed comm with its error state; free it (after the transport is
- * finalized); create comm->tr from comm->cfg, rank, size, job_id and
- * comm_id; connect to addrs (one per rank), build the host table from
- * hosts (every rank's host id, core/host.h) and start the worker. Each
- * returns GS_OK or the failing step's status. */
+ * zeroed comm with its error state; free it (finalizing its transport
+ * first when it still has one: gs_comm_destroy finalizes it itself);
+ * create comm->tr from comm->cfg, rank, size, job_id and comm_id; connect
+ * to addrs (one per rank), build the host table from hosts (every rank's
+ * host id, core/host.h) and start the worker. Each returns GS_OK or the
+ * failing step's status. */
 gs_comm_t gs__comm_alloc(void);
 void gs__comm_free(gs_comm_t comm);
 gs_status_t gs__comm_transport_init(gs_comm_t comm);

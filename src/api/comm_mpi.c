@@ -173,10 +173,7 @@ out:
                 comm->size, gs__tp_name(&comm->tr));
         *comm_out = comm;
     } else if (comm != NULL) {
-        if (comm->tr.tp != NULL) {
-            gs__tp_finalize(&comm->tr);
-        }
-        gs__comm_free(comm);
+        gs__comm_free(comm); /* and its transport */
     }
     gs__mpi_env_release(); /* the transport holds its own reference */
     return status;

@@ -508,10 +508,7 @@ out:
     if (status == GS_OK) {
         *newcomm_out = s.child;
     } else if (s.child != NULL) {
-        if (s.child->tr.tp != NULL) {
-            gs__tp_finalize(&s.child->tr);
-        }
-        gs__comm_free(s.child);
+        gs__comm_free(s.child); /* and its transport */
     }
     free(s.dead);
     free(s.msg);

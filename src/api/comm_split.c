@@ -149,10 +149,7 @@ out:
     } else if (status == GS_OK) {
         *newcomm_out = GS_COMM_NULL; /* color < 0 */
     } else if (child != NULL) {
-        if (child->tr.tp != NULL) {
-            gs__tp_finalize(&child->tr);
-        }
-        gs__comm_free(child);
+        gs__comm_free(child); /* and its transport */
     }
     free(ck);
     free(all_addrs);
