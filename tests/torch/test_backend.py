@@ -218,6 +218,56 @@ def case_ddp(rank, size):
                 "ddp grad differs by %g" % (p.grad - q.grad).abs().max())
 
 
+def case_ddp_unused(rank, size):
+    """find_unused_parameters=True: the reducer waits on its unused-parameter map's
+    all-reduce late, after the buckets' (a Work that only C++ holds, finished before its
+    wait). Rank-dependent inputs, so the map differs per rank."""
+
+    class Two(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = torch.nn.Linear(4, 3)
+            self.b = torch.nn.Linear(4, 3)
+
+        def forward(self, x, use_b):
+            return self.a(x) + (self.b(x) if use_b else 0)
+
+    torch.manual_seed(0)
+    model, ref = Two(), Two()
+    ref.load_state_dict(model.state_dict())
+    ddp = torch.nn.parallel.DistributedDataParallel(model, find_unused_parameters=True)
+    for step in range(3):
+        x = torch.full((2, 4), float(rank + step))
+        model.zero_grad()
+        ddp(x, rank % 2 == 0).sum().backward()
+        ref.zero_grad()
+        (sum(ref(torch.full((2, 4), float(r + step)), r % 2 == 0).sum()
+             for r in range(size)) / size).backward()
+        for name, p in model.named_parameters():
+            q = dict(ref.named_parameters())[name]
+            want = q.grad if q.grad is not None else torch.zeros_like(q)
+            _expect(p.grad is not None and torch.allclose(p.grad, want, atol=1e-6),
+                    "step %d %s: %s want %s" % (step, name, p.grad, want))
+
+
+def case_works_released(rank, size):
+    """The group's references to its Works (kept for C++) are dropped once waited for,
+    their future taken or seen complete: a loop of calls leaves a bounded list."""
+    from gradsync.torch import backend
+
+    pg = dist.distributed_c10d._get_default_group()
+    t = torch.full((8,), float(rank))
+    for i in range(3 * backend._PRUNE_MIN):
+        dist.all_reduce(t, op=R.MAX)
+        dist.all_reduce(t, op=R.MAX, async_op=True).wait()
+        dist.all_reduce(t, op=R.MAX, async_op=True).get_future().wait()
+        w = dist.all_reduce(t, op=R.MAX, async_op=True)
+        while not w.is_completed():
+            pass
+    _expect(torch.all(t == size - 1), "values %s" % t[:2])
+    _expect(len(pg._live) <= 2 * backend._PRUNE_MIN, "%d Works kept" % len(pg._live))
+
+
 CASES = {name[5:]: fn for name, fn in sorted(globals().items()) if name.startswith("case_")}
 if os.environ.get("GSTEST_TORCH_CASES"):  # a comma list, to run a subset while debugging
     CASES = {k: v for k, v in CASES.items() if k in os.environ["GSTEST_TORCH_CASES"].split(",")}
@@ -279,5 +329,56 @@ def _mismatch(rank, size):
 
 def test_errors_reach_the_caller():
     for rank, msg in enumerate(run_ranks(_mismatch, 2, "gradsync", timeout_s=60)):
+        assert msg is not None, "rank %d: the failed collective returned normally" % rank
+        assert "GS_ERR_" in msg, "rank %d: %s" % (rank, msg)
+
+
+def _mismatch_wait(rank, size):
+    """As _mismatch, but the error must reach wait(): rank 0 calls barrier() on the process
+    group object itself (not through torch.distributed), rank 1 an async_op=True
+    all-reduce; each waits with work.wait()."""
+    import datetime
+    import os
+
+    os.environ["GS_TIMEOUT_MS"] = "2000"
+    group = dist.new_group(backend="gradsync", timeout=datetime.timedelta(seconds=2))
+    work = group.barrier() if rank == 0 else \
+        dist.all_reduce(torch.ones(3), group=group, async_op=True)
+    try:
+        work.wait()
+    except RuntimeError as exc:
+        failed = work.is_completed() and not work.is_success() and \
+            work.exception() is not None
+        return str(exc) if failed else "completed %s success %s exception %r" % (
+            work.is_completed(), work.is_success(), work.exception())
+    return None
+
+
+def test_errors_reach_wait():
+    for rank, msg in enumerate(run_ranks(_mismatch_wait, 2, "gradsync", timeout_s=60)):
+        assert msg is not None, "rank %d: work.wait() of the failed collective returned" % rank
+        assert "GS_ERR_" in msg, "rank %d: %s" % (rank, msg)
+
+
+def _mismatch_ddp(rank, size):
+    """Rank 0 makes a DDP model, whose start-up check all-gathers from C++ and waits there,
+    while rank 1 enters a barrier: the C++ wait must raise, so the constructor does."""
+    import datetime
+    import os
+
+    os.environ["GS_TIMEOUT_MS"] = "2000"
+    group = dist.new_group(backend="gradsync", timeout=datetime.timedelta(seconds=2))
+    try:
+        if rank == 0:
+            torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(3, 2), process_group=group)
+        else:
+            dist.barrier(group=group)
+    except RuntimeError as exc:
+        return str(exc)
+    return None
+
+
+def test_errors_reach_cpp_waiters():
+    for rank, msg in enumerate(run_ranks(_mismatch_ddp, 2, "gradsync", timeout_s=60)):
         assert msg is not None, "rank %d: the failed collective returned normally" % rank
         assert "GS_ERR_" in msg, "rank %d: %s" % (rank, msg)

@@ -7,8 +7,8 @@ tensors to pointers (gradsync._buffer), codecs and error feedback
 (gradsync.Codec, gradsync.ErrorFeedback), the calls themselves
 (gradsync.Communicator, which returns a gradsync.Request with async_op=True).
 This module keeps only the torch side: Comm, a Communicator plus one
-completion thread that waits on its requests in order and completes torch
-futures; torch's dtype table (bool included); and errors that are
+completion thread that finishes its collectives (Job) in order and completes
+their torch futures; torch's dtype table (bool included); and errors that are
 RuntimeError as well as gradsync.Error, as torch's callers expect.
 """
 from __future__ import annotations
@@ -96,46 +96,123 @@ def _unpack(fut: torch.futures.Future) -> Any:
     return value
 
 
+class Job:
+    """One collective in flight: its gradsync.Request, the copy-out to run once it has
+    finished (@after: staged outputs back into the caller's tensors), and the torch future
+    that gets @result or the error.
+
+    Nothing waits for it until asked: finish() waits on the calling thread (so a caller
+    that waits at once pays no thread hand-off), and watch() has the communicator's
+    completion thread finish it and returns the future (DDP's reducer, hooks,
+    get_future()). The library's worker runs the collective whether or not anyone
+    waits. Whichever thread gets to it first waits for the request (gs_wait: the
+    library's deadline) and runs @after, once; every finish() then returns @result or
+    raises the error on its own thread. (The future is the child of a ``then`` callback
+    that raises: Future.set_exception only marks the Python wrapper, so C++ readers of
+    the future, DDP's reducer and Work.get_future(), would see the exception as a value.)"""
+
+    def __init__(self, comm: "Comm", req: gradsync.Request, result: Any,
+                 after: Optional[Callable[[], Any]] = None) -> None:
+        self._lock = threading.Lock()  # held by the thread that is finishing it
+        self._comm: Optional[Comm] = comm
+        self._req: Optional[gradsync.Request] = req
+        self._after = after
+        self.result = result
+        self.error: Optional[BaseException] = None
+        self.done = False
+        self._base: torch.futures.Future = torch.futures.Future()
+        self.future: torch.futures.Future = self._base.then(_unpack)
+
+    def _settle(self, block: bool) -> bool:
+        """With the lock held: finish the job if it is not done (@block: waiting for the
+        request; else only if the request has finished). True if this call finished it."""
+        req = self._req
+        if self.done or req is None or (not block and not req.done):
+            return False
+        try:
+            req.wait()
+            if self._after is not None:
+                self._after()
+        except gradsync.Error as exc:
+            self.error = torch_error(exc)
+        except BaseException as exc:  # handed to whoever waits, like the rest
+            self.error = exc
+        self._req = self._after = self._comm = None
+        self.done = True
+        return True
+
+    def _publish(self) -> None:
+        """Complete the future (outside the lock: its callbacks may call finish())."""
+        self._base.set_result((False, self.error) if self.error is not None
+                              else (True, self.result))
+
+    def finish(self) -> Any:
+        """Wait for the collective, here or for the thread already waiting; return its
+        result or raise its error."""
+        with self._lock:
+            settled = self._settle(True)
+        if settled:
+            self._publish()
+        if self.error is not None:
+            raise self.error.with_traceback(None)
+        return self.result
+
+    def try_finish(self, block: bool) -> bool:
+        """finish() without the raise and without waiting for another thread that is
+        finishing it; with block=False only if the request has finished (never blocks).
+        True once done."""
+        if not self._lock.acquire(False):
+            return self.done
+        try:
+            settled = self._settle(block)
+        finally:
+            self._lock.release()
+        if settled:
+            self._publish()
+        return self.done
+
+    def watch(self) -> torch.futures.Future:
+        """Have the completion thread finish the job (once), so that its future completes
+        with nobody waiting; return the future."""
+        comm = self._comm
+        if comm is not None:
+            self._comm = None
+            completer = comm.completer
+            if completer is not None:
+                completer.submit(self)
+            else:  # closed: nobody left to finish it but us
+                self.try_finish(True)
+        return self.future
+
+
 class Completer:
-    """One thread per communicator that waits on its collectives in order and
-    completes their torch futures. Collectives on one communicator finish in
-    submission order, so waiting FIFO never delays one behind another that
-    finishes later. Point-to-point requests are not queued here (they finish
-    in any order); they are waited for by the Work that owns them."""
+    """One thread per communicator that finishes the Jobs it is given (Job.watch) in
+    order, so their futures complete without anyone waiting. Collectives on one
+    communicator finish in submission order, so waiting FIFO never delays one behind
+    another that finishes later. A Job that another thread is finishing is skipped.
+    Point-to-point requests are not queued here (they finish in any order); they are
+    waited for by the Work that owns them."""
 
     def __init__(self, name: str) -> None:
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[Optional[Job]] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
-    def submit(self, req: gradsync.Request, future: torch.futures.Future, result: Any,
-               after: Optional[Callable[[], Any]] = None) -> None:
-        """Complete @future with (True, @result) once gradsync.Request @req finishes and
-        @after (if any) has run, or with (False, the error)."""
-        self._queue.put((req, future, result, after))
+    def submit(self, job: Job) -> None:
+        """Finish @job on the completion thread."""
+        self._queue.put(job)
 
     def _run(self) -> None:
         get = self._queue.get
         while True:
-            item = get()
-            if item is None:
+            job = get()
+            if job is None:
                 return
-            req, future, result, after = item
-            item = None
-            try:
-                req.wait()
-                if after is not None:
-                    after()
-            except gradsync.Error as exc:  # handed to whoever waits on the future
-                future.set_result((False, torch_error(exc)))
-            except BaseException as exc:
-                future.set_result((False, exc))
-            else:
-                future.set_result((True, result))
-            req = future = result = after = None
+            job.try_finish(True)  # never raises: the error goes to the job's waiters
+            job = None
 
     def stop(self) -> None:
-        """Stop the thread once it has completed what was submitted before."""
+        """Stop the thread once it has finished what was submitted before."""
         self._queue.put(None)
         self._thread.join()
 
@@ -172,43 +249,28 @@ class Comm:
         if self.owned:
             self.communicator.close()
 
+    def submit(self, method: str, *args: Any, result: Any = None,
+               after: Optional[Callable[[], Any]] = None, **kwargs: Any) -> Job:
+        """Start Communicator.@method(*args, **kwargs) (non-blocking) on tensors (bool ones
+        go as uint8); returns its Job (finished with @result, after @after, the copy-out of
+        staged buffers, by Job.finish() or, after Job.watch(), the completion thread)."""
+        if self.completer is None:
+            raise error(T.GS_ERR_INVALID_USAGE, "gradsync.torch: Comm.submit(%r) after close()"
+                        % method)
+        req = call(getattr(self.communicator, method), *_c_views(args), async_op=True, **kwargs)
+        return Job(self, req, result, after)
+
     def start(self, method: str, *args: Any, result: Any = None,
               after: Optional[Callable[[], Any]] = None, sync: bool = False,
               **kwargs: Any) -> torch.futures.Future:
-        """Start Communicator.@method(*args, **kwargs) on tensors (bool ones go as uint8);
-        returns a torch.futures.Future completed with @result by the completion thread,
-        after @after (copy-out of staged buffers) has run there. With sync=True (the caller
-        will wait at once) the request is waited for on the calling thread instead, its
-        error raised there, and the future comes back completed. (Both start the
-        non-blocking call: on 4 loaded ranks sharing 2 cores, the blocking C call measured
-        slower than the non-blocking one and gs_wait.)"""
-        fn = getattr(self.communicator, method)
-        completer = self.completer
-        if completer is None and not sync:
-            raise error(T.GS_ERR_INVALID_USAGE, "gradsync.torch: Comm.start(%r) after close()"
-                        % method)
-        views = _c_views(args)
-        try:
-            req = fn(*views, async_op=True, **kwargs)
-            if sync:
-                # No hand-off to the completion thread: wait here (the GIL released inside)
-                # and raise any error to the caller directly.
-                req.wait()
-        except gradsync.Error as exc:
-            raise torch_error(exc) from None
+        """submit() and Job.watch(): a future that the completion thread completes with
+        @result, or puts in error. With sync=True the call is finished on the calling
+        thread instead (its error raised there) and the future comes back completed."""
+        job = self.submit(method, *args, result=result, after=after, **kwargs)
         if sync:
-            if after is not None:
-                after()
-            fut = torch.futures.Future()
-            fut.set_result(result)
-            return fut
-        # NOTE: Future.set_exception only marks the Python wrapper; C++ readers of the
-        # future (DDP's reducer, Work.get_future()) would see the exception as a value.
-        # A callback that raises puts the child future in C++'s error state instead.
-        base = torch.futures.Future()
-        assert completer is not None  # checked above, before the call started
-        completer.submit(req, base, result, after)
-        return base.then(_unpack)
+            job.finish()
+            return job.future
+        return job.watch()
 
     def request(self, method: str, *args: Any) -> gradsync.Request:
         """A gradsync.Request of Communicator.@method(*args) (isend, irecv), not queued."""

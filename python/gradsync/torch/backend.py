@@ -11,14 +11,14 @@ C++ makes on a process group (allreduce, allgather, broadcast, barrier,
 reduce_scatter, send, recv: what DDP's reducer and its start-up checks use)
 to Python, and every other collective is called by distributed_c10d.py on
 the Python object, where the subclass's method wins. So one Python class
-serves both, with no compiler at run time. Collectives return
-``_create_work_from_future(fut)``: a C++ Work that C++ callers keep alive
-(a Python Work subclass is collected when only C++ holds it, and its
-waiter then hangs). The future is completed by the communicator's
-completion thread when gradsync's non-blocking request finishes, so
-``async_op=True`` and DDP's bucket all-reduces overlap with the caller;
-a call from distributed_c10d with async_op=False waits on the caller's
-thread instead and raises its error there (see _caller_waits).
+serves both, with no compiler at run time. Collectives return a _Work, a
+Python subclass of torch's Work whose wait() raises the collective's error
+on the thread that waits; the group keeps a reference to each until it is
+finished and waited for (a Python Work is collected when only C++ holds it,
+and C++ would then wait for ever). The Work's Job is finished by the
+thread that waits on it, or, once its future is asked for (DDP's reducer
+does for each bucket), by the communicator's completion thread, so
+``async_op=True`` and DDP's bucket all-reduces overlap with the caller.
 
 The C calls are gradsync.Communicator's (through gradsync.torch._comm.Comm,
 which adds the completion thread); errors are gradsync.Error subclasses that
@@ -33,7 +33,8 @@ from __future__ import annotations
 import datetime
 import os
 import socket
-import sys
+import threading
+import warnings
 import weakref
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
@@ -44,7 +45,7 @@ import gradsync
 from gradsync import Op
 from gradsync._types import GS_ERR_MISMATCH
 
-from ._comm import Comm, call, dtype_of, error, invalid
+from ._comm import Comm, Job, call, dtype_of, error, invalid
 
 BACKEND_NAME = "gradsync"
 _RENDEZVOUS_KEY = "gradsync/rendezvous"
@@ -121,26 +122,62 @@ def _contiguous_block(tensors: Sequence[torch.Tensor]) -> Optional[torch.Tensor]
     return torch.as_strided(first, (len(tensors) * n,), (1,)) if n else None
 
 
-def _work(fut: torch.futures.Future) -> dist.Work:
-    return torch._C._distributed_c10d._create_work_from_future(fut)
+class _Work(dist.Work):
+    """Work of one collective (a Job): a Python subclass of torch's Work, whose wait() and
+    getFuture() torch 1.13's trampoline forwards from C++. wait() waits on the calling
+    thread and raises the collective's error there: the caller of a synchronous
+    torch.distributed call, of work.wait() after async_op=True, or C++ (DDP's start-up
+    checks, the reducer's wait for its unused-parameter map), where torch turns it into
+    a C++ exception. get_future() hands the Job to the completion thread and gives its
+    future, which DDP's reducer reads for each bucket.
+
+    The process group keeps a reference to each one until it is released() (see
+    ProcessGroupGradsync._track): a Python Work that only C++ holds is collected, and
+    C++ then calls the base Work's methods, whose wait() never returns."""
+
+    def __init__(self, job: Job) -> None:
+        super().__init__()
+        self._job = job
+        self._asked = False  # wait() ended, or get_future() / is_completed() answered
+
+    def released(self) -> bool:
+        """True once nothing will call into this Work but a Python owner: it has finished
+        and its waiter has waited (or taken its future, or seen it complete)."""
+        return self._asked and self._job.done
+
+    def wait(self, timeout: Any = None) -> bool:
+        """Wait for the collective and raise its error. @timeout is not used: the
+        communicator's deadline (GS_TIMEOUT_MS, else the group's timeout) bounds it."""
+        try:
+            self._job.finish()
+        finally:
+            self._asked = True
+        return True
+
+    def get_future(self) -> torch.futures.Future:
+        self._asked = True
+        return self._job.watch()
+
+    def is_completed(self) -> bool:
+        done = self._job.try_finish(False)
+        if done:
+            self._asked = True
+        return done
+
+    def is_success(self) -> bool:
+        return self.is_completed() and self._job.error is None
+
+    def exception(self) -> Optional[BaseException]:
+        return self._job.error if self.is_completed() else None
+
+    def result(self) -> Any:
+        return self._job.finish()
 
 
-_C10D_FILE = dist.distributed_c10d.__file__.rstrip("c")
-
-
-def _caller_waits(depth: int = 2) -> bool:
-    """True when the method @depth frames up was called by distributed_c10d with
-    async_op=False: that caller waits on the Work at once. The call then runs on the
-    caller's thread and raises its error there, because torch 1.13's Work made by
-    _create_work_from_future returns from wait() without raising the future's error
-    (measured). C++ callers (DDP's reducer) have no such frame and stay asynchronous;
-    they read the future's value, which does raise."""
-    try:
-        frame = sys._getframe(depth)
-    except ValueError:
-        return False
-    return frame.f_code.co_filename.rstrip("c") == _C10D_FILE and \
-        frame.f_locals.get("async_op", True) is False
+#: Pruning: the group drops released Works once it holds twice as many as after the
+#: previous pruning (amortised O(1) per call), and warns once above _LIVE_WARN unreleased.
+_PRUNE_MIN = 64
+_LIVE_WARN = 100000
 
 
 class _PeerWork(dist.Work):
@@ -200,7 +237,12 @@ class ProcessGroupGradsync(dist.ProcessGroup):
             timeout_ms = int(min(timeout.total_seconds() * 1000, 2**31 - 1))
         self.comm = Comm.connect(rank, size, addr, port, timeout_ms=timeout_ms,
                                  job_id="torch-%s-%d" % (addr, port))
-        self._finalizer = weakref.finalize(self, self.comm.close)
+        # The Works C++ may still call into (see _Work), oldest first; dropped at shutdown.
+        self._live: List[_Work] = []
+        self._live_lock = threading.Lock()  # calls come from the caller's and DDP's threads
+        self._prune_at = _PRUNE_MIN
+        self._warned = False
+        self._finalizer = weakref.finalize(self, _close, self.comm, self._live)
 
     # --- identity --------------------------------------------------------------------
 
@@ -220,38 +262,62 @@ class ProcessGroupGradsync(dist.ProcessGroup):
         return self._size
 
     def shutdown(self) -> None:
-        """Destroy the gradsync communicator (also done at exit)."""
+        """Destroy the gradsync communicator and drop the group's Works (also done when
+        the group is collected, after destroy_process_group, and at exit)."""
         self._finalizer()
+
+    # --- Works -----------------------------------------------------------------------
+
+    def _start(self, method: str, *args: Any, result: Any,
+               after: Optional[Callable[[], Any]] = None, **kwargs: Any) -> _Work:
+        """Start Comm's non-blocking @method; its Work, kept by the group (_track)."""
+        return self._track(_Work(self.comm.submit(method, *args, result=result, after=after,
+                                                  **kwargs)))
+
+    def _track(self, work: _Work) -> _Work:
+        """Keep a reference to @work until it is released(): the Python Work must live
+        as long as C++ may call it. Every call appends; once the list has doubled since the
+        last pruning, the released ones go (finished, and waited for or their future
+        taken). A finished Work that nobody asked yet stays: C++ waits on some of them
+        later (torch's broadcast_coalesced, the reducer's unused-parameter map), and a
+        Python Work that only C++ holds must not be collected."""
+        with self._live_lock:
+            live = self._live
+            live.append(work)
+            if len(live) >= self._prune_at:
+                live[:] = [w for w in live if not w.released()]
+                self._prune_at = max(_PRUNE_MIN, 2 * len(live))
+                if len(live) > _LIVE_WARN and not self._warned:
+                    self._warned = True
+                    warnings.warn("gradsync backend: %d collectives' Works were never "
+                                  "waited for (work.wait(), get_future(), is_completed()); the "
+                                  "group keeps them until destroy_process_group. Wait for "
+                                  "every async_op=True work." % len(live), RuntimeWarning)
+        return work
 
     # --- collectives -----------------------------------------------------------------
 
     def allreduce(self, tensors: List[torch.Tensor], opts: Any = None) -> dist.Work:
-        sync = _caller_waits()
         t = _one(tensors, "allreduce")
         op = reduce_op(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
         buf, back = _staged(t)
-        return _work(self.comm.start("allreduce", buf, op=op, result=tensors, after=back,
-                                     sync=sync))
+        return self._start("allreduce", buf, op=op, result=tensors, after=back)
 
     def broadcast(self, tensors: List[torch.Tensor], opts: Any = None) -> dist.Work:
-        sync = _caller_waits()
         t = _one(tensors, "broadcast")
         buf, back = _staged(t)
         root = opts.rootRank if opts is not None else 0
-        return _work(self.comm.start("broadcast", buf, root, result=tensors, after=back,
-                                     sync=sync))
+        return self._start("broadcast", buf, root, result=tensors, after=back)
 
     def reduce(self, tensors: List[torch.Tensor], opts: Any = None) -> dist.Work:
-        sync = _caller_waits()
         t = _one(tensors, "reduce")
         op = reduce_op(opts.reduceOp)
         buf, back = _staged(t)
-        return _work(self.comm.start("reduce", buf, None, op, opts.rootRank, result=tensors,
-                                     after=back, sync=sync))
+        return self._start("reduce", buf, None, op, opts.rootRank, result=tensors,
+                           after=back)
 
     def allgather(self, output_tensors: List[List[torch.Tensor]],
                   input_tensors: List[torch.Tensor], opts: Any = None) -> dist.Work:
-        sync = _caller_waits()
         send = _one(input_tensors, "allgather").contiguous()
         outs = output_tensors[0]
         if len(output_tensors) != 1 or len(outs) != self._size:
@@ -261,33 +327,29 @@ class ProcessGroupGradsync(dist.ProcessGroup):
             _check(o, "allgather")
         block = _contiguous_block(outs)
         if block is not None:
-            return _work(self.comm.start("allgather", send, block, result=output_tensors,
-                                         sync=sync))
+            return self._start("allgather", send, block, result=output_tensors)
         flat = torch.empty(self._size * send.numel(), dtype=send.dtype)
 
         def after() -> None:
             for o, piece in zip(outs, flat.split(send.numel())):
                 o.copy_(piece.view_as(o))
 
-        return _work(self.comm.start("allgather", send, flat, result=output_tensors, after=after,
-                                     sync=sync))
+        return self._start("allgather", send, flat, result=output_tensors, after=after)
 
     def _allgather_base(self, output: torch.Tensor, input: torch.Tensor,
                         opts: Any = None) -> dist.Work:
-        sync = _caller_waits()
         _check(output, "all_gather_into_tensor")
         send = _check(input, "all_gather_into_tensor").contiguous()
         if not output.is_contiguous():
             raise invalid("gradsync backend: all_gather_into_tensor needs a contiguous output")
-        return _work(self.comm.start("allgather", send, output, result=[output], sync=sync))
+        return self._start("allgather", send, output, result=[output])
 
     def gather(self, output_tensors: List[List[torch.Tensor]], input_tensors: List[torch.Tensor],
                opts: Any = None) -> dist.Work:
-        sync = _caller_waits()
         send = _one(input_tensors, "gather").contiguous()
         root = opts.rootRank
         if self._rank != root:
-            return _work(self.comm.start("gather", send, None, root, result=[], sync=sync))
+            return self._start("gather", send, None, root, result=[])
         outs = output_tensors[0]
         if len(outs) != self._size:
             raise invalid("gradsync backend: gather needs %d output tensors at the root"
@@ -298,12 +360,11 @@ class ProcessGroupGradsync(dist.ProcessGroup):
             for o, piece in zip(outs, flat.split(send.numel())):
                 o.copy_(piece.view_as(o))
 
-        return _work(self.comm.start("gather", send, flat, root, result=output_tensors,
-                                     after=after, sync=sync))
+        return self._start("gather", send, flat, root, result=output_tensors,
+                           after=after)
 
     def scatter(self, output_tensors: List[torch.Tensor],
                 input_tensors: List[List[torch.Tensor]], opts: Any = None) -> dist.Work:
-        sync = _caller_waits()
         out = _one(output_tensors, "scatter")
         root = opts.rootRank
         buf, back = _staged(out)
@@ -314,16 +375,11 @@ class ProcessGroupGradsync(dist.ProcessGroup):
                 raise invalid("gradsync backend: scatter needs %d input tensors at the root"
                               % self._size)
             send = torch.cat([_check(i, "scatter").reshape(-1) for i in ins])
-        return _work(self.comm.start("scatter", send, buf, root, result=output_tensors,
-                                     after=back, sync=sync))
+        return self._start("scatter", send, buf, root, result=output_tensors,
+                           after=back)
 
     def reduce_scatter(self, output_tensors: List[torch.Tensor],
                        input_tensors: List[List[torch.Tensor]], opts: Any = None) -> dist.Work:
-        return self._reduce_scatter(output_tensors, input_tensors, opts, _caller_waits())
-
-    def _reduce_scatter(self, output_tensors: List[torch.Tensor],
-                        input_tensors: List[List[torch.Tensor]], opts: Any,
-                        sync: bool) -> dist.Work:
         out = _one(output_tensors, "reduce_scatter")
         op = reduce_op(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
         ins = input_tensors[0]
@@ -334,18 +390,16 @@ class ProcessGroupGradsync(dist.ProcessGroup):
         send = block if block is not None else \
             torch.cat([_check(i, "reduce_scatter").reshape(-1) for i in ins])
         buf, back = _staged(out)
-        return _work(self.comm.start("reduce_scatter", send, buf, op, result=output_tensors,
-                                     after=back, sync=sync))
+        return self._start("reduce_scatter", send, buf, op, result=output_tensors,
+                           after=back)
 
     def _reduce_scatter_base(self, output: torch.Tensor, input: torch.Tensor,
                              opts: Any = None) -> dist.Work:
-        return self._reduce_scatter([output], [list(input.contiguous().chunk(self._size))], opts,
-                                    _caller_waits())
+        return self.reduce_scatter([output], [list(input.contiguous().chunk(self._size))], opts)
 
     def alltoall_base(self, output: torch.Tensor, input: torch.Tensor,
                       output_split_sizes: List[int], input_split_sizes: List[int],
                       opts: Any = None) -> dist.Work:
-        sync = _caller_waits()
         _check(output, "all_to_all_single")
         send = _check(input, "all_to_all_single").contiguous()
         buf, back = _staged(output)
@@ -353,18 +407,16 @@ class ProcessGroupGradsync(dist.ProcessGroup):
             if send.numel() % self._size:
                 raise invalid("gradsync backend: all_to_all_single: %d elements do not split "
                               "into %d equal blocks" % (send.numel(), self._size))
-            return _work(self.comm.start("alltoall", send, buf, result=[output], after=back,
-                                         sync=sync))
+            return self._start("alltoall", send, buf, result=[output], after=back)
         srow = send.numel() // send.shape[0] if send.dim() and send.shape[0] else 1
         rrow = buf.numel() // buf.shape[0] if buf.dim() and buf.shape[0] else 1
         scounts = _splits(input_split_sizes, send, self._size, srow)
         rcounts = _splits(output_split_sizes, buf, self._size, rrow)
-        return _work(self.comm.start("alltoallv", send, buf, scounts, rcounts, _displs(scounts),
-                                     _displs(rcounts), result=[output], after=back, sync=sync))
+        return self._start("alltoallv", send, buf, scounts, rcounts, _displs(scounts),
+                           _displs(rcounts), result=[output], after=back)
 
     def alltoall(self, output_tensors: List[torch.Tensor], input_tensors: List[torch.Tensor],
                  opts: Any = None) -> dist.Work:
-        sync = _caller_waits()
         send = torch.cat([_check(t, "all_to_all").reshape(-1) for t in input_tensors])
         for t in output_tensors:
             _check(t, "all_to_all")
@@ -376,13 +428,11 @@ class ProcessGroupGradsync(dist.ProcessGroup):
             for o, piece in zip(output_tensors, recv.split(rcounts)):
                 o.copy_(piece.view_as(o))
 
-        return _work(self.comm.start("alltoallv", send, recv, scounts, rcounts, _displs(scounts),
-                                     _displs(rcounts), result=output_tensors, after=after,
-                                     sync=sync))
+        return self._start("alltoallv", send, recv, scounts, rcounts, _displs(scounts),
+                           _displs(rcounts), result=output_tensors, after=after)
 
     def barrier(self, opts: Any = None) -> dist.Work:
-        sync = _caller_waits()
-        return _work(self.comm.start("barrier", result=[], sync=sync))
+        return self._start("barrier", result=[])
 
     # --- point-to-point --------------------------------------------------------------
 
@@ -400,6 +450,13 @@ class ProcessGroupGradsync(dist.ProcessGroup):
         buf, back = _staged(t)
         return _PeerWork(self.comm.request("irecv", buf, gradsync.ANY_SOURCE, tag), back,
                          buf.numel())
+
+
+def _close(comm: Comm, live: List[_Work]) -> None:
+    for work in list(live):  # what nobody waited for: copy-outs run, requests released
+        work._job.try_finish(True)
+    comm.close()
+    live.clear()
 
 
 def _splits(sizes: List[int], t: torch.Tensor, size: int, row: int) -> List[int]:
