@@ -77,13 +77,10 @@ static gs_status_t comm_apply_log(const gs__cfg_t *cfg)
     char why[GS_ERROR_MSG_MAX];
     int any = 0;
 
-    for (int i = 0; i < gs__cfg_num_knobs(); i++) {
-        for (int k = 0; k < 3; k++) {
-            if ((strcmp(gs__cfg_knob_name(i), names[k]) == 0) &&
-                (cfg->source[i] == GS_CFG_SRC_CALLER)) {
-                set[k] = vals[k];
-                any = 1;
-            }
+    for (int k = 0; k < 3; k++) {
+        if (gs__cfg_source_of(cfg, names[k]) == GS_CFG_SRC_CALLER) {
+            set[k] = vals[k];
+            any = 1;
         }
     }
     if (any && (gs__log_configure(set[0], set[1], set[2], why, sizeof(why)) != 0)) {
@@ -146,15 +143,10 @@ static unsigned comm_probe_keep(const gs__cfg_t *cfg)
         {"GS_ALGO_INTRA_BETA_MBPS", GS_PROBE_KEEP_INTRA_BETA},
     };
     unsigned keep = 0;
-    int i;
-    size_t k;
 
-    for (i = 0; i < gs__cfg_num_knobs(); i++) {
-        for (k = 0; k < sizeof(knobs) / sizeof(knobs[0]); k++) {
-            if ((strcmp(gs__cfg_knob_name(i), knobs[k].env) == 0) &&
-                (cfg->source[i] != GS_CFG_SRC_DEFAULT)) {
-                keep |= knobs[k].bit;
-            }
+    for (size_t k = 0; k < sizeof(knobs) / sizeof(knobs[0]); k++) {
+        if (gs__cfg_source_of(cfg, knobs[k].env) != GS_CFG_SRC_DEFAULT) {
+            keep |= knobs[k].bit;
         }
     }
     return keep;

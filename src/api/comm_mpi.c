@@ -25,18 +25,6 @@
 
 #define COMM_MPI_ID_SEED 0x6d7069636f6d6dull /* "mpicomm" */
 
-/* Source (default/env/launcher/caller) of the knob named @p env in cfg. */
-static gs_cfg_source_t knob_source(const gs__cfg_t *cfg, const char *env)
-{
-    for (int i = 0; i < gs__cfg_num_knobs(); i++) {
-        const char *name = gs__cfg_knob_name(i);
-        if ((name != NULL) && (strcmp(name, env) == 0)) {
-            return cfg->source[i];
-        }
-    }
-    return GS_CFG_SRC_DEFAULT;
-}
-
 static int launched_by_mpi(void)
 {
     static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK",
@@ -95,7 +83,7 @@ static gs_status_t comm_init_over(gs_comm_t *comm_out, MPI_Comm user_comm, const
          * make the tcp transport listen on loopback, out of reach of other
          * hosts. Without one it listens on GS_SOCKET_IFNAME, else on the
          * first non-loopback interface that is up. */
-        if (knob_source(rcfg, "GS_MASTER_ADDR") == GS_CFG_SRC_DEFAULT) {
+        if (gs__cfg_source_of(rcfg, "GS_MASTER_ADDR") == GS_CFG_SRC_DEFAULT) {
             comm->cfg.master_addr[0] = '\0';
         }
         comm->cfg.rank = rank;
@@ -203,7 +191,7 @@ gs_status_t gs_comm_init_mpi(gs_comm_t *comm_out, MPI_Comm mpi_comm, const gs_co
         return status;
     }
     gs__cfg_warn_unknown_env();
-    if (knob_source(&rcfg, "GS_TRANSPORT") == GS_CFG_SRC_DEFAULT) {
+    if (gs__cfg_source_of(&rcfg, "GS_TRANSPORT") == GS_CFG_SRC_DEFAULT) {
         (void)snprintf(rcfg.transport, sizeof(rcfg.transport), "mpi");
     }
     return comm_init_over(comm_out, mpi_comm, &rcfg);
@@ -212,7 +200,7 @@ gs_status_t gs_comm_init_mpi(gs_comm_t *comm_out, MPI_Comm mpi_comm, const gs_co
 int gs__comm_boot_mpi_applies(const gs__cfg_t *rcfg)
 {
     return (strcmp(rcfg->transport, "mpi") == 0) ||
-           (launched_by_mpi() && (knob_source(rcfg, "GS_MASTER_ADDR") == GS_CFG_SRC_DEFAULT));
+           (launched_by_mpi() && (gs__cfg_source_of(rcfg, "GS_MASTER_ADDR") == GS_CFG_SRC_DEFAULT));
 }
 
 gs_status_t gs__comm_boot_mpi_init(gs_comm_t *comm_out, const gs_config_t *cfg,
@@ -229,7 +217,7 @@ gs_status_t gs__comm_boot_mpi_init(gs_comm_t *comm_out, const gs_config_t *cfg,
     }
     mcfg = *rcfg;
     gs__cfg_warn_unknown_env();
-    if (knob_source(&mcfg, "GS_TRANSPORT") == GS_CFG_SRC_DEFAULT) {
+    if (gs__cfg_source_of(&mcfg, "GS_TRANSPORT") == GS_CFG_SRC_DEFAULT) {
         (void)snprintf(mcfg.transport, sizeof(mcfg.transport), "mpi");
     }
     GS_INFO(BOOT, "bootstrapping through MPI (%s), transport %s",

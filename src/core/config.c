@@ -739,6 +739,16 @@ const char *gs__cfg_knob_name(int idx)
     return ((idx >= 0) && (idx < NUM_KNOBS)) ? knobs[idx].env : NULL;
 }
 
+gs_cfg_source_t gs__cfg_source_of(const gs__cfg_t *cfg, const char *env)
+{
+    for (int i = 0; i < NUM_KNOBS; i++) {
+        if (strcmp(knobs[i].env, env) == 0) {
+            return cfg->source[i];
+        }
+    }
+    return GS_CFG_SRC_DEFAULT;
+}
+
 const char *gs__cfg_knob_doc(int idx)
 {
     return ((idx >= 0) && (idx < NUM_KNOBS)) ? knobs[idx].doc : NULL;

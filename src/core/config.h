@@ -104,6 +104,10 @@ gs_status_t gs__cfg_describe(const gs__cfg_t *cfg, int idx, char *buf, size_t le
 
 /* Name, doc string and scope of knob @p idx (NULL / -1 when out of range). */
 const char *gs__cfg_knob_name(int idx);
+
+/* Where cfg's value of the knob named @p env came from (GS_CFG_SRC_DEFAULT
+ * for a name the table does not have). Pure. */
+gs_cfg_source_t gs__cfg_source_of(const gs__cfg_t *cfg, const char *env);
 const char *gs__cfg_knob_doc(int idx);
 int gs__cfg_knob_scope(int idx);
 

@@ -63,9 +63,15 @@ static int knob_index(const char *env)
     return -1;
 }
 
+/* The source of a knob, read from the table and through gs__cfg_source_of,
+ * which must agree (an unknown name: the default). */
 static gs_cfg_source_t src_of(const gs__cfg_t *cfg, const char *env)
 {
-    return cfg->source[knob_index(env)];
+    const gs_cfg_source_t src = cfg->source[knob_index(env)];
+
+    assert_int_equal(gs__cfg_source_of(cfg, env), src);
+    assert_int_equal(gs__cfg_source_of(cfg, "GS_NO_SUCH_KNOB"), GS_CFG_SRC_DEFAULT);
+    return src;
 }
 
 static void init_rank(gs_config_t *cfg, int rank, int world)
