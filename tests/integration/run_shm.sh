@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # run_shm.sh: checks of the shared-memory path between ranks on one host
-# (src/transport/tcp/tcp_shm.c) that need to read the ranks' logs:
+# (src/transport/tcp/tcp_pipe_shm.c) that need to read the ranks' logs:
 #   used      on by default: every rank of 3 logs "2 through shared memory";
 #             GS_SHM=0 gives "0 through shared memory"; results correct
 #   fallback  /dev/shm "too small" (GS_SHM_TEST_FREE_BYTES=1000, a test-only

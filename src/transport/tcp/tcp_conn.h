@@ -2,8 +2,10 @@
 /*
  * Private types and calls of the TCP transport, shared by its files:
  * tcp_transport.c (the ops table and request calls), tcp_conn.c (request
- * completion, peer failure, per-socket send queues), tcp_recv.c (matching and
- * the receive state machine), tcp_handshake.c (connection setup), and the
+ * completion, the posted, unexpected and started-message tables, a socket's
+ * close and epoll interest), tcp_tx.c (per-socket send queues), tcp_rx.c
+ * (matching and the receive state machine), tcp_fail.c (peer failure, DOWN
+ * frames, going down, heartbeats), tcp_handshake.c (connection setup), and the
  * byte pipes under the connections (tcp_pipe.h: tcp_pipe_plain.c, tcp_pipe_tls.c,
  * and tcp_pipe_shm.c, shared-memory links to peers on the same host). Nothing outside
  * src/transport/tcp/ (and its tests) includes this header.
@@ -49,7 +51,7 @@
 /* Drain target for payloads nobody wants (mismatch, truncation, cancel). */
 #define GS_TCP_SCRATCH_LEN (256u * 1024u)
 /*
- * What a peer can make this rank hold (tcp_recv.c msg_start), all peers
+ * What a peer can make this rank hold (tcp_rx.c msg_start), all peers
  * together; past either bound the peer that sent the message is failed with
  * GS_ERR_PROTOCOL. Every message held, whatever its destination (bound to a
  * receive, unexpected, or being drained), costs GS_TCP_MSG_COST bytes (its
@@ -189,7 +191,7 @@ typedef struct gs__tcp_peer {
     unsigned rot; /* first socket of the next striped message */
     int nparked;
     int nbye;
-    bool reading_last;       /* reading what it sent before blaming it (tcp_conn.c) */
+    bool reading_last;       /* reading what it sent before blaming it (tcp_fail.c) */
     bool shm_offered;        /* its handshake on socket 0 offered shared memory */
     bool rx_seen;            /* bytes arrived since the last heartbeat tick */
     bool tx_seen;            /* a frame was queued to it since the last heartbeat tick */
@@ -242,7 +244,7 @@ struct gs_tp {
     struct gs_tp_req *all;
     gs__match_index_t unexp; /* held unexpected messages, by arrival and by match key */
     gs__htab_t active;       /* every peer's started messages, by (peer, seq) */
-    /* What peers make this rank hold (tcp_recv.c msg_start): held.bytes
+    /* What peers make this rank hold (tcp_rx.c msg_start): held.bytes
      * charged (GS_TCP_MSG_COST per message plus the payload of unexpected
      * ones) and held.msgs, counting every message started and not yet
      * freed, whatever its destination; and their bounds held.max_bytes
@@ -285,10 +287,12 @@ static inline const char *gs__tcp_peer_why(const gs_tp_t *tp, const gs__tcp_peer
                                                                               : p->reason;
 }
 
-/* --- tcp_conn.c ------------------------------------------------------ */
+/* --- tcp_conn.c ------------------------------------------------------- */
 
 /* Close one socket and take it out of the poller. */
 void gs__tcp_conn_close(gs_tp_t *tp, gs__tcp_conn_t *c);
+/* Register the socket's interest (EPOLLIN unless parked, EPOLLOUT while queued). */
+void gs__tcp_conn_update_events(gs_tp_t *tp, gs__tcp_conn_t *c);
 /* Unlink a receive from the posted list. */
 void gs__tcp_posted_unlink(gs_tp_t *tp, struct gs_tp_req *r);
 /* Unlink a message from the unexpected index (no-op when not in it). */
@@ -306,18 +310,23 @@ void gs__tcp_msg_free_buf(gs_tp_t *tp, gs__tcp_inmsg_t *m);
 /* Unlink a message from everything it is on and free it and its held bytes,
  * releasing all it was charged. */
 void gs__tcp_msg_free(gs_tp_t *tp, gs__tcp_inmsg_t *m);
-/* The peer said goodbye on every socket: fail it quietly (INFO, not WARN). */
-void gs__tcp_peer_left(gs_tp_t *tp, int peer);
+/* Finish a request with a status; reason (copied) may be NULL for GS_OK. */
+void gs__tcp_req_complete(gs_tp_t *tp, struct gs_tp_req *req, gs_status_t status,
+                          const char *reason);
+/* Like gs__tcp_req_complete, pointing at a reason that outlives the request. */
+void gs__tcp_req_fail_ref(gs_tp_t *tp, struct gs_tp_req *req, gs_status_t status,
+                          const char *reason);
+
+/* --- tcp_tx.c --------------------------------------------------------- */
 
 /* Append a frame to a socket's queue and write at once if it was empty. */
 void gs__tcp_conn_queue(gs_tp_t *tp, gs__tcp_conn_t *c, gs__tcp_frame_t *f);
 /* Write queued frames until EAGAIN or the budget; fails the peer on error. */
 void gs__tcp_conn_flush(gs_tp_t *tp, gs__tcp_conn_t *c);
-/* Register the socket's interest (EPOLLIN unless parked, EPOLLOUT while queued). */
-void gs__tcp_conn_update_events(gs_tp_t *tp, gs__tcp_conn_t *c);
-
 /* Take an unfinished send's frames off the queues (cancel). */
 void gs__tcp_send_cancel(gs_tp_t *tp, struct gs_tp_req *req);
+
+/* --- tcp_fail.c ------------------------------------------------------- */
 
 /* Mark a peer failed with a reason, close its sockets and fail every request
  * involving it (and every GS_ANY_SOURCE receive). Idempotent. For a remote
@@ -336,9 +345,12 @@ void gs__tcp_peer_drop(gs_tp_t *tp, int peer, gs_status_t status, const char *fm
  * fails with GS_ERR_PEER_FAILED, held unexpected messages are freed, and
  * messages still arriving are drained. Sends are not touched. */
 void gs__tcp_go_down(gs_tp_t *tp, int failed, const char *reason);
+/* The receive half of gs__tcp_go_down (down_status and down_reason are set). */
+void gs__tcp_recv_go_down(gs_tp_t *tp);
 /* Queue a DOWN(failed) frame on socket c (owned; dropped when out of memory). */
 void gs__tcp_queue_down(gs_tp_t *tp, gs__tcp_conn_t *c, int failed);
-
+/* The peer said goodbye on every socket: fail it quietly (INFO, not WARN). */
+void gs__tcp_peer_left(gs_tp_t *tp, int peer);
 /* The heartbeat (docs/design.md, "Heartbeats"), called by progress once
  * now >= tp->hb_next_ns: queue a HEARTBEAT frame on socket 0 of every
  * healthy peer to which nothing was queued for an interval, and fail with
@@ -348,14 +360,7 @@ void gs__tcp_queue_down(gs_tp_t *tp, gs__tcp_conn_t *c, int failed);
  * counted). */
 void gs__tcp_heartbeat_tick(gs_tp_t *tp, uint64_t now);
 
-/* Finish a request with a status; reason (copied) may be NULL for GS_OK. */
-void gs__tcp_req_complete(gs_tp_t *tp, struct gs_tp_req *req, gs_status_t status,
-                          const char *reason);
-/* Like gs__tcp_req_complete, pointing at a reason that outlives the request. */
-void gs__tcp_req_fail_ref(gs_tp_t *tp, struct gs_tp_req *req, gs_status_t status,
-                          const char *reason);
-
-/* --- tcp_recv.c ------------------------------------------------------ */
+/* --- tcp_rx.c --------------------------------------------------------- */
 
 /* Read and dispatch frames until EAGAIN or the budget; fails the peer on error.
  * The pipe first takes what the socket carries for itself (shm: doorbells). */
@@ -374,8 +379,6 @@ gs_status_t gs__tcp_recv_probe(gs_tp_t *tp, int peer, uint64_t tag, int *found_o
 void gs__tcp_recv_cancel(gs_tp_t *tp, struct gs_tp_req *req);
 /* Free every held message (finalize). */
 void gs__tcp_free_messages(gs_tp_t *tp);
-/* The receive half of gs__tcp_go_down (down_status and down_reason are set). */
-void gs__tcp_recv_go_down(gs_tp_t *tp);
 
 /* --- tcp_handshake.c ------------------------------------------------- */
 

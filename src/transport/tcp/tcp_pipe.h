@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The byte pipe under one TCP connection: what the send half writes its
- * frame stream into (tcp_conn.c, gs__tcp_conn_flush) and the receive half
- * reads it from (tcp_recv.c, do_recv). One small interface, one
+ * frame stream into (tcp_tx.c, gs__tcp_conn_flush) and the receive half
+ * reads it from (tcp_rx.c, do_recv). One small interface, one
  * implementation per byte source, chosen per connection (gs__tcp_conn_t.pipe):
  *
  *   gs__tcp_pipe_plain  the socket itself: sendmsg/recv (tcp_pipe_plain.c)

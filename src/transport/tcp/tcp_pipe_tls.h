@@ -10,8 +10,8 @@
  * decrypted as buffered work (a "kick"), since epoll cannot see them.
  *
  * Without OpenSSL in the build, GS_TLS=1 fails the init with
- * GS_ERR_UNSUPPORTED. Only tcp_conn.c, tcp_recv.c, tcp_handshake.c and
- * tcp_transport.c call these; the SSL objects stay opaque to them.
+ * GS_ERR_UNSUPPORTED. Only the TLS byte pipe (tcp_pipe_tls.c), tcp_handshake.c
+ * and tcp_transport.c call these; the SSL objects stay opaque to them.
  */
 #ifndef GS_TRANSPORT_TCP_TCP_PIPE_TLS_H
 #define GS_TRANSPORT_TCP_TCP_PIPE_TLS_H

@@ -4,8 +4,9 @@
  * get_address, connect (tcp_handshake.c does the work), isend/irecv (cut a
  * message into frames, match or post a receive), test, progress (epoll over
  * every socket plus an eventfd for abort), req_release, abort, finalize.
- * The socket-level state machines live in tcp_conn.c and tcp_recv.c (also
- * failure propagation with DOWN frames, see tcp_conn.h). Everything except
+ * The socket-level state machines live in tcp_tx.c and tcp_rx.c, failure
+ * propagation with DOWN frames in tcp_fail.c (see tcp_conn.h), the shared
+ * request and message bookkeeping in tcp_conn.c. Everything except
  * abort and wake runs on the one thread that drives the instance.
  */
 #include "transport/tcp/tcp_transport.h"

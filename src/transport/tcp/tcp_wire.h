@@ -174,7 +174,7 @@ void gs__tcp_frame_encode(const gs__tcp_frame_hdr_t *hdr, uint8_t *buf);
  * cuts a DATA message of `total` bytes into n = gs__tcp_chunk_count() chunks,
  * chunk i starting at i * (total / n), each total / n long but the last,
  * which takes the rest; the receiver accepts exactly these chunks, each
- * once (tcp_recv.c). Both sides call these, so they cannot drift apart.
+ * once (tcp_rx.c). Both sides call these, so they cannot drift apart.
  * Pure.
  */
 

@@ -4,7 +4,9 @@
  * a receive against held unexpected messages or posting it, and the
  * per-socket receive state machine (header, then payload read straight into
  * the matched receive's buffer, or held, or drained), which starts a peer's
- * messages in sequence order across its sockets (see tcp_conn.h).
+ * messages in sequence order across its sockets (see tcp_conn.h). It
+ * writes nothing (tcp_tx.c) and leaves what a failure means to tcp_fail.c,
+ * including failing the receives pending when the instance goes down.
  *
  * NOTE: every header is validated by gs__tcp_frame_decode before use, and
  * every chunk is checked against its message and the sender's chunk plan
@@ -698,59 +700,4 @@ void gs__tcp_free_messages(gs_tp_t *tp)
     }
     gs__match_free(&tp->unexp);
     gs__htab_free(&tp->active);
-}
-
-void gs__tcp_recv_go_down(gs_tp_t *tp)
-{
-    struct gs_tp_req *r;
-
-    /* Messages still arriving: detach and fail their receives, drain the rest. */
-    for (int q = 0; q < tp->size; q++) {
-        gs__tcp_peer_t *p = &tp->peers[q];
-
-        if (q == tp->rank) {
-            continue;
-        }
-        for (gs__tcp_inmsg_t *m = p->active; m != NULL; m = m->next) {
-            if (gs__tp_tag_is_recovery(m->tag)) {
-                continue; /* the survivors' agreement: keep it coming */
-            }
-            if (m->req != NULL) {
-                r = m->req;
-                m->req = NULL;
-                r->msg = NULL;
-                gs__tcp_req_fail_ref(tp, r, tp->down_status, tp->down_reason);
-            }
-            if (m->dest == GS_TCP_DEST_DRAIN) {
-                continue;
-            }
-            gs__tcp_unexp_unlink(tp, m);
-            gs__tcp_msg_free_buf(tp, m); /* still charged GS_TCP_MSG_COST until it is freed */
-            m->dest = GS_TCP_DEST_DRAIN;
-            for (int i = 0; i < tp->nsocks; i++) {
-                if (p->conns[i].rmsg == m) {
-                    p->conns[i].rdst = NULL; /* never into a buffer that is gone */
-                }
-            }
-        }
-    }
-    /* What is left on the unexpected list is complete and unwanted now,
-     * but for recovery messages. */
-    for (gs__tcp_inmsg_t *m = (gs__tcp_inmsg_t *)tp->unexp.head; m != NULL;) {
-        gs__tcp_inmsg_t *next = (gs__tcp_inmsg_t *)m->ue.anext;
-
-        if (!gs__tp_tag_is_recovery(m->tag)) {
-            gs__tcp_msg_free(tp, m);
-        }
-        m = next;
-    }
-    for (r = tp->posted_head; r != NULL;) {
-        struct gs_tp_req *next = r->next;
-
-        if (!gs__tp_tag_is_recovery(r->tag)) {
-            gs__tcp_posted_unlink(tp, r);
-            gs__tcp_req_fail_ref(tp, r, tp->down_status, tp->down_reason);
-        }
-        r = next;
-    }
 }
