@@ -363,7 +363,7 @@ typedef enum kb_codec_call { KB_ENC, KB_ENC_EF, KB_DEC, KB_DEC_ADD } kb_codec_ca
 
 typedef struct kb_codec {
     gs_codec_kind_t kind;
-    gs_k_codec_params_t p;
+    gs__k_codec_params_t p;
     kb_codec_call_t call;
 } kb_codec_t;
 
@@ -397,9 +397,9 @@ static int kb_launch_codec(kb_t *k, const void *ctx)
 }
 
 /* The default parameters of kind for n elements (block 256, 7 levels, k = 1%). */
-static gs_k_codec_params_t kb_codec_params(gs_codec_kind_t kind, size_t n)
+static gs__k_codec_params_t kb_codec_params(gs_codec_kind_t kind, size_t n)
 {
-    gs_k_codec_params_t p = {.count = n, .block = 0, .param = 0, .seed = 0x5eedull};
+    gs__k_codec_params_t p = {.count = n, .block = 0, .param = 0, .seed = 0x5eedull};
     size_t kk = n / 100;
 
     switch (kind) {
@@ -422,7 +422,7 @@ static gs_k_codec_params_t kb_codec_params(gs_codec_kind_t kind, size_t n)
 }
 
 /* Payload body bytes of the CPU codec (the public size minus the header). */
-static size_t kb_body_bytes(gs_codec_kind_t kind, const gs_k_codec_params_t *p)
+static size_t kb_body_bytes(gs_codec_kind_t kind, const gs__k_codec_params_t *p)
 {
     gs_codec_config_t cfg = GS_CODEC_CONFIG_INIT;
     size_t cap = 0;
@@ -484,7 +484,7 @@ static void kb_codec_sizes(size_t n, size_t *work_out, size_t *body_out)
     *work_out = 0;
     *body_out = 0;
     for (size_t c = 0; c < KB_COUNTOF(kb_codecs); c++) {
-        const gs_k_codec_params_t p = kb_codec_params(kb_codecs[c].kind, n);
+        const gs__k_codec_params_t p = kb_codec_params(kb_codecs[c].kind, n);
         const size_t ws = gs_k_codec_workspace_size(kb_codecs[c].kind, &p);
         const size_t bb = kb_body_bytes(kb_codecs[c].kind, &p);
 

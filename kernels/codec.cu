@@ -25,52 +25,52 @@
 /* ---------------------------------------------------------------------- */
 
 /* Bodies without barriers: one phase, no shared memory. */
-static __global__ void __launch_bounds__(GS_KC_THREADS) gs_kc_half_enc_kernel(gs_kc_args_t a)
+static __global__ void __launch_bounds__(GS_KC_THREADS) gs_kc_half_enc_kernel(gs__kc_args_t a)
 {
     gs_kb_half_enc(gs_kthread_here(), 0, a, NULL);
 }
 
-static __global__ void __launch_bounds__(GS_KC_THREADS) gs_kc_dec_kernel(gs_kc_args_t a)
+static __global__ void __launch_bounds__(GS_KC_THREADS) gs_kc_dec_kernel(gs__kc_args_t a)
 {
     gs_kb_dec(gs_kthread_here(), 0, a, NULL);
 }
 
-static __global__ void __launch_bounds__(GS_KC_THREADS) gs_kc_quant_codes_kernel(gs_kc_args_t a)
+static __global__ void __launch_bounds__(GS_KC_THREADS) gs_kc_quant_codes_kernel(gs__kc_args_t a)
 {
     gs_kb_quant_codes(gs_kthread_here(), 0, a, NULL);
 }
 
-static __global__ void __launch_bounds__(GS_KC_THREADS) gs_kc_sign_pack_kernel(gs_kc_args_t a)
+static __global__ void __launch_bounds__(GS_KC_THREADS) gs_kc_sign_pack_kernel(gs__kc_args_t a)
 {
     gs_kb_sign_pack(gs_kthread_here(), 0, a, NULL);
 }
 
-static __global__ void __launch_bounds__(GS_KC_THREADS) gs_kc_add_kernel(gs_kc_args_t a)
+static __global__ void __launch_bounds__(GS_KC_THREADS) gs_kc_add_kernel(gs__kc_args_t a)
 {
     gs_kb_add(gs_kthread_here(), 0, a, NULL);
 }
 
-static __global__ void __launch_bounds__(GS_KC_THREADS) gs_kc_randk_gather_kernel(gs_kc_args_t a)
+static __global__ void __launch_bounds__(GS_KC_THREADS) gs_kc_randk_gather_kernel(gs__kc_args_t a)
 {
     gs_kb_randk_gather(gs_kthread_here(), 0, a, NULL);
 }
 
-static __global__ void __launch_bounds__(GS_KC_THREADS) gs_kc_zero_kernel(gs_kc_args_t a)
+static __global__ void __launch_bounds__(GS_KC_THREADS) gs_kc_zero_kernel(gs__kc_args_t a)
 {
     gs_kb_zero(gs_kthread_here(), 0, a, NULL);
 }
 
-static __global__ void __launch_bounds__(GS_KC_THREADS) gs_kc_randk_scatter_kernel(gs_kc_args_t a)
+static __global__ void __launch_bounds__(GS_KC_THREADS) gs_kc_randk_scatter_kernel(gs__kc_args_t a)
 {
     gs_kb_randk_scatter(gs_kthread_here(), 0, a, NULL);
 }
 
-static __global__ void __launch_bounds__(GS_KC_THREADS) gs_kc_topk_check_kernel(gs_kc_args_t a)
+static __global__ void __launch_bounds__(GS_KC_THREADS) gs_kc_topk_check_kernel(gs__kc_args_t a)
 {
     gs_kb_topk_check(gs_kthread_here(), 0, a, NULL);
 }
 
-static __global__ void __launch_bounds__(GS_KC_THREADS) gs_kc_topk_scatter_kernel(gs_kc_args_t a)
+static __global__ void __launch_bounds__(GS_KC_THREADS) gs_kc_topk_scatter_kernel(gs__kc_args_t a)
 {
     gs_kb_topk_scatter(gs_kthread_here(), 0, a, NULL);
 }
@@ -78,10 +78,10 @@ static __global__ void __launch_bounds__(GS_KC_THREADS) gs_kc_topk_scatter_kerne
 /* Bodies cut into phases: __syncthreads() between phases, which every
  * thread of the block reaches (a body returns early, the loop does not). */
 static __global__ void __launch_bounds__(GS_KC_THREADS)
-    gs_kc_quant_group_kernel(gs_kc_args_t a, int nphases)
+    gs_kc_quant_group_kernel(gs__kc_args_t a, int nphases)
 {
-    __shared__ gs_kc_smem_t sm;
-    const gs_kthread_t t = gs_kthread_here();
+    __shared__ gs__kc_smem_t sm;
+    const gs__kthread_t t = gs_kthread_here();
 
     for (int ph = 0; ph < nphases; ph++) {
         if (ph > 0) {
@@ -92,10 +92,10 @@ static __global__ void __launch_bounds__(GS_KC_THREADS)
 }
 
 static __global__ void __launch_bounds__(GS_KC_THREADS)
-    gs_kc_sign_group_kernel(gs_kc_args_t a, int nphases)
+    gs_kc_sign_group_kernel(gs__kc_args_t a, int nphases)
 {
-    __shared__ gs_kc_smem_t sm;
-    const gs_kthread_t t = gs_kthread_here();
+    __shared__ gs__kc_smem_t sm;
+    const gs__kthread_t t = gs_kthread_here();
 
     for (int ph = 0; ph < nphases; ph++) {
         if (ph > 0) {
@@ -106,10 +106,10 @@ static __global__ void __launch_bounds__(GS_KC_THREADS)
 }
 
 static __global__ void __launch_bounds__(GS_KC_THREADS)
-    gs_kc_topk_sample_kernel(gs_kc_args_t a, int nphases)
+    gs_kc_topk_sample_kernel(gs__kc_args_t a, int nphases)
 {
-    __shared__ gs_kc_smem_t sm;
-    const gs_kthread_t t = gs_kthread_here();
+    __shared__ gs__kc_smem_t sm;
+    const gs__kthread_t t = gs_kthread_here();
 
     for (int ph = 0; ph < nphases; ph++) {
         if (ph > 0) {
@@ -120,10 +120,10 @@ static __global__ void __launch_bounds__(GS_KC_THREADS)
 }
 
 static __global__ void __launch_bounds__(GS_KC_THREADS)
-    gs_kc_topk_hist_kernel(gs_kc_args_t a, int nphases)
+    gs_kc_topk_hist_kernel(gs__kc_args_t a, int nphases)
 {
-    __shared__ gs_kc_smem_t sm;
-    const gs_kthread_t t = gs_kthread_here();
+    __shared__ gs__kc_smem_t sm;
+    const gs__kthread_t t = gs_kthread_here();
 
     for (int ph = 0; ph < nphases; ph++) {
         if (ph > 0) {
@@ -134,9 +134,9 @@ static __global__ void __launch_bounds__(GS_KC_THREADS)
 }
 
 static __global__ void __launch_bounds__(GS_KC_THREADS)
-    gs_kc_topk_fix_kernel(gs_kc_args_t a, int nphases)
+    gs_kc_topk_fix_kernel(gs__kc_args_t a, int nphases)
 {
-    const gs_kthread_t t = gs_kthread_here();
+    const gs__kthread_t t = gs_kthread_here();
 
     for (int ph = 0; ph < nphases; ph++) {
         if (ph > 0) {
@@ -147,9 +147,9 @@ static __global__ void __launch_bounds__(GS_KC_THREADS)
 }
 
 static __global__ void __launch_bounds__(GS_KC_THREADS)
-    gs_kc_topk_walk_kernel(gs_kc_args_t a, int nphases)
+    gs_kc_topk_walk_kernel(gs__kc_args_t a, int nphases)
 {
-    const gs_kthread_t t = gs_kthread_here();
+    const gs__kthread_t t = gs_kthread_here();
 
     for (int ph = 0; ph < nphases; ph++) {
         if (ph > 0) {
@@ -160,10 +160,10 @@ static __global__ void __launch_bounds__(GS_KC_THREADS)
 }
 
 static __global__ void __launch_bounds__(GS_KC_THREADS)
-    gs_kc_topk_chunks_kernel(gs_kc_args_t a, int nphases)
+    gs_kc_topk_chunks_kernel(gs__kc_args_t a, int nphases)
 {
-    __shared__ gs_kc_smem_t sm;
-    const gs_kthread_t t = gs_kthread_here();
+    __shared__ gs__kc_smem_t sm;
+    const gs__kthread_t t = gs_kthread_here();
 
     for (int ph = 0; ph < nphases; ph++) {
         if (ph > 0) {
@@ -174,10 +174,10 @@ static __global__ void __launch_bounds__(GS_KC_THREADS)
 }
 
 static __global__ void __launch_bounds__(GS_KC_THREADS)
-    gs_kc_topk_scan_kernel(gs_kc_args_t a, int nphases)
+    gs_kc_topk_scan_kernel(gs__kc_args_t a, int nphases)
 {
-    __shared__ gs_kc_smem_t sm;
-    const gs_kthread_t t = gs_kthread_here();
+    __shared__ gs__kc_smem_t sm;
+    const gs__kthread_t t = gs_kthread_here();
 
     for (int ph = 0; ph < nphases; ph++) {
         if (ph > 0) {
@@ -193,10 +193,10 @@ static __global__ void __launch_bounds__(GS_KC_THREADS)
 
 /* Launch the steps of @p pl in order on @p s; the first launch error (each
  * launch's own, launch_kernels.h). */
-static int kc_run(const gs_kc_plan_t *pl, cudaStream_t s)
+static int kc_run(const gs__kc_plan_t *pl, cudaStream_t s)
 {
     for (int i = 0; i < pl->nsteps; i++) {
-        const gs_kc_step_t *st = &pl->step[i];
+        const gs__kc_step_t *st = &pl->step[i];
         const dim3 grid((unsigned)st->grid), block(pl->nthreads);
         int err;
 
@@ -265,16 +265,16 @@ static int kc_run(const gs_kc_plan_t *pl, cudaStream_t s)
     return (int)cudaSuccess;
 }
 
-extern "C" size_t gs_k_codec_workspace_size(gs_codec_kind_t kind, const gs_k_codec_params_t *p)
+extern "C" size_t gs_k_codec_workspace_size(gs_codec_kind_t kind, const gs__k_codec_params_t *p)
 {
     return (p == NULL) ? 0 : gs_kc_work_size((int)kind, p, GS_KC_THREADS);
 }
 
-extern "C" int gs_k_codec_encode(gs_codec_kind_t kind, const gs_k_codec_params_t *p,
+extern "C" int gs_k_codec_encode(gs_codec_kind_t kind, const gs__k_codec_params_t *p,
                                  const float *src, uint8_t *body, void *work, size_t work_size,
                                  void *stream)
 {
-    gs_kc_plan_t pl;
+    gs__kc_plan_t pl;
 
     if ((p == NULL) || (gs_kc_plan_encode(&pl, (int)kind, p, src, NULL, body, work, work_size,
                                           GS_KC_THREADS, GS_KC_MAX_BLOCKS) != 0)) {
@@ -283,11 +283,11 @@ extern "C" int gs_k_codec_encode(gs_codec_kind_t kind, const gs_k_codec_params_t
     return kc_run(&pl, (cudaStream_t)stream);
 }
 
-extern "C" int gs_k_codec_encode_ef(gs_codec_kind_t kind, const gs_k_codec_params_t *p,
+extern "C" int gs_k_codec_encode_ef(gs_codec_kind_t kind, const gs__k_codec_params_t *p,
                                     const float *src, float *residual, uint8_t *body, void *work,
                                     size_t work_size, void *stream)
 {
-    gs_kc_plan_t pl;
+    gs__kc_plan_t pl;
 
     if ((p == NULL) || (residual == NULL) ||
         (gs_kc_plan_encode(&pl, (int)kind, p, src, residual, body, work, work_size, GS_KC_THREADS,
@@ -297,11 +297,11 @@ extern "C" int gs_k_codec_encode_ef(gs_codec_kind_t kind, const gs_k_codec_param
     return kc_run(&pl, (cudaStream_t)stream);
 }
 
-extern "C" int gs_k_codec_decode(gs_codec_kind_t kind, const gs_k_codec_params_t *p,
+extern "C" int gs_k_codec_decode(gs_codec_kind_t kind, const gs__k_codec_params_t *p,
                                  const uint8_t *body, float *dst, int mode, float alpha, int *bad,
                                  void *stream)
 {
-    gs_kc_plan_t pl;
+    gs__kc_plan_t pl;
 
     if ((p == NULL) || (gs_kc_plan_decode(&pl, (int)kind, p, body, dst, mode, alpha, bad,
                                           GS_KC_THREADS, GS_KC_MAX_BLOCKS) != 0)) {
@@ -310,10 +310,10 @@ extern "C" int gs_k_codec_decode(gs_codec_kind_t kind, const gs_k_codec_params_t
     return kc_run(&pl, (cudaStream_t)stream);
 }
 
-extern "C" int gs_k_codec_check(gs_codec_kind_t kind, const gs_k_codec_params_t *p,
+extern "C" int gs_k_codec_check(gs_codec_kind_t kind, const gs__k_codec_params_t *p,
                                 const uint8_t *body, int *bad, void *stream)
 {
-    gs_kc_plan_t pl;
+    gs__kc_plan_t pl;
 
     if ((p == NULL) ||
         (gs_kc_plan_check(&pl, (int)kind, p, body, bad, GS_KC_THREADS, GS_KC_MAX_BLOCKS) != 0)) {

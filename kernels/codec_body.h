@@ -75,7 +75,7 @@
 #define GS_KC_TK_CHUNKS (GS_KC_TOPK_BINS + 8) /* first word of the chunk counts */
 
 /* The bodies a plan can launch. */
-typedef enum gs_kc_body {
+typedef enum gs__kc_body {
     GS_KC_HALF_ENC = 0,  /* fp16/bf16 encode (+ error feedback) */
     GS_KC_DEC,           /* fp16/bf16/int8/qsgd/sign decode, set or add */
     GS_KC_QUANT_GROUP,   /* int8/qsgd: block steps (+ add, + codes when fused) */
@@ -95,10 +95,10 @@ typedef enum gs_kc_body {
     GS_KC_TOPK_CHECK,    /* top-k decode: index check into *bad */
     GS_KC_TOPK_SCATTER,  /* top-k decode: the pairs (not when *bad) */
     GS_KC_NBODIES
-} gs_kc_body_t;
+} gs__kc_body_t;
 
 /* Arguments of one step (by value: kernel parameters). */
-typedef struct gs_kc_args {
+typedef struct gs__kc_args {
     size_t count;      /* elements */
     uint32_t block;    /* blocked codecs: elements per scale */
     uint32_t param;    /* qsgd levels; topk, randk k */
@@ -122,23 +122,23 @@ typedef struct gs_kc_args {
     float *wf;         /* qsgd split path: 1/step factor per block */
     uint32_t *wu;      /* top-k: the workspace words */
     int *bad;          /* top-k decode: set to 1 on a bad index */
-} gs_kc_args_t;
+} gs__kc_args_t;
 
-typedef struct gs_kc_step {
-    int body;    /* gs_kc_body_t */
+typedef struct gs__kc_step {
+    int body;    /* gs__kc_body_t */
     size_t grid; /* CUDA blocks */
     int nphases; /* phases (iterations x phases per iteration) */
-    gs_kc_args_t a;
-} gs_kc_step_t;
+    gs__kc_args_t a;
+} gs__kc_step_t;
 
-typedef struct gs_kc_plan {
+typedef struct gs__kc_plan {
     unsigned nthreads; /* threads per CUDA block, every step */
     int nsteps;
-    gs_kc_step_t step[GS_KC_MAX_STEPS];
-} gs_kc_plan_t;
+    gs__kc_step_t step[GS_KC_MAX_STEPS];
+} gs__kc_plan_t;
 
 /* Per-block shared memory of every body. */
-typedef union gs_kc_smem {
+typedef union gs__kc_smem {
     struct {
         float m[GS_KC_MAX_THREADS];      /* max |x| (int8/qsgd) or sign partials */
         uint32_t nan[GS_KC_MAX_THREADS]; /* 1 + highest NaN index, 0 for none */
@@ -153,7 +153,7 @@ typedef union gs_kc_smem {
         uint32_t gt[2][GS_KC_MAX_THREADS]; /* scan of the counts above T */
         uint32_t eq[2][GS_KC_MAX_THREADS]; /* scan of the counts equal to T */
     } s;
-} gs_kc_smem_t;
+} gs__kc_smem_t;
 
 /* ---------------------------------------------------------------------- */
 /* Helpers                                                                */
@@ -165,7 +165,7 @@ GS_KFN size_t gs_kc_min(size_t a, size_t b)
 }
 
 /* Codec block of element i (32-bit division when the count allows). */
-GS_KFN size_t gs_kc_block_of(const gs_kc_args_t *a, size_t i)
+GS_KFN size_t gs_kc_block_of(const gs__kc_args_t *a, size_t i)
 {
     return (a->count <= 0xffffffffu) ? (size_t)((uint32_t)i / a->block) : i / a->block;
 }
@@ -261,7 +261,7 @@ GS_KFN unsigned gs_kc_log2(unsigned v)
 
 /* The value encode reads: src, or with error feedback residual + src
  * (stored back). */
-GS_KFN float gs_kc_take(const gs_kc_args_t *a, size_t i)
+GS_KFN float gs_kc_take(const gs__kc_args_t *a, size_t i)
 {
     float v = a->src[i];
 
@@ -283,7 +283,7 @@ GS_KFN float gs_kc_take(const gs_kc_args_t *a, size_t i)
 /* Dispatch (the CPU runner's; codec.cu has one __global__ per body)      */
 /* ---------------------------------------------------------------------- */
 
-GS_KFN void gs_kb_step(gs_kthread_t t, int ph, int body, gs_kc_args_t a, gs_kc_smem_t *sm)
+GS_KFN void gs_kb_step(gs__kthread_t t, int ph, int body, gs__kc_args_t a, gs__kc_smem_t *sm)
 {
     switch (body) {
     case GS_KC_HALF_ENC:
@@ -357,10 +357,10 @@ GS_KFN size_t gs_kc_grid(size_t items, size_t per_block, size_t maxgrid)
 }
 
 /* Append a step running @p iters iterations of @p nsub phases. */
-GS_KFN int gs_kc_plan_add(gs_kc_plan_t *pl, int body, size_t grid, size_t iters, unsigned nsub,
-                          const gs_kc_args_t *a)
+GS_KFN int gs_kc_plan_add(gs__kc_plan_t *pl, int body, size_t grid, size_t iters, unsigned nsub,
+                          const gs__kc_args_t *a)
 {
-    gs_kc_step_t *st;
+    gs__kc_step_t *st;
 
     if ((pl->nsteps >= GS_KC_MAX_STEPS) || (iters > (size_t)0x7fffffff / nsub)) {
         return -1;
@@ -374,14 +374,14 @@ GS_KFN int gs_kc_plan_add(gs_kc_plan_t *pl, int body, size_t grid, size_t iters,
 }
 
 /* An element-wise step over @p items units (grid-stride, one phase). */
-GS_KFN int gs_kc_plan_flat(gs_kc_plan_t *pl, int body, size_t items, size_t maxgrid,
-                           const gs_kc_args_t *a)
+GS_KFN int gs_kc_plan_flat(gs__kc_plan_t *pl, int body, size_t items, size_t maxgrid,
+                           const gs__kc_args_t *a)
 {
     return gs_kc_plan_add(pl, body, gs_kc_grid(items, pl->nthreads, maxgrid), 1, 1, a);
 }
 
 /* A step of one block (top-k's bookkeeping) of @p nsub phases. */
-GS_KFN int gs_kc_plan_one(gs_kc_plan_t *pl, int body, unsigned nsub, const gs_kc_args_t *a)
+GS_KFN int gs_kc_plan_one(gs__kc_plan_t *pl, int body, unsigned nsub, const gs__kc_args_t *a)
 {
     return gs_kc_plan_add(pl, body, 1, 1, nsub, a);
 }
@@ -392,7 +392,7 @@ GS_KFN int gs_kc_aligned(const void *p)
 }
 
 /* Workspace bytes of an encode (see gs_k_codec_workspace_size). */
-GS_KFN size_t gs_kc_work_size(int kind, const gs_k_codec_params_t *p, unsigned nthreads)
+GS_KFN size_t gs_kc_work_size(int kind, const gs__k_codec_params_t *p, unsigned nthreads)
 {
     const size_t nb = ((p->block > 0) && (p->count > 0)) ? gs_km_nblocks(p->count, p->block) : 0;
 
@@ -405,8 +405,8 @@ GS_KFN size_t gs_kc_work_size(int kind, const gs_k_codec_params_t *p, unsigned n
     return 0;
 }
 
-GS_KFN int gs_kc_plan_init(gs_kc_plan_t *pl, int kind, const gs_k_codec_params_t *p,
-                           unsigned nthreads, gs_kc_args_t *a)
+GS_KFN int gs_kc_plan_init(gs__kc_plan_t *pl, int kind, const gs__k_codec_params_t *p,
+                           unsigned nthreads, gs__kc_args_t *a)
 {
     pl->nthreads = nthreads;
     pl->nsteps = 0;
@@ -439,8 +439,8 @@ GS_KFN int gs_kc_plan_init(gs_kc_plan_t *pl, int kind, const gs_k_codec_params_t
 
 /* The blocked-encode step: groups of @p group threads, @p nsub phases per
  * codec block. */
-GS_KFN int gs_kc_plan_groups(gs_kc_plan_t *pl, int body, unsigned group, unsigned nsub,
-                             size_t maxgrid, gs_kc_args_t *a)
+GS_KFN int gs_kc_plan_groups(gs__kc_plan_t *pl, int body, unsigned group, unsigned nsub,
+                             size_t maxgrid, gs__kc_args_t *a)
 {
     const size_t nb = gs_km_nblocks(a->count, a->block);
     const size_t gpb = pl->nthreads / group;
@@ -457,11 +457,11 @@ GS_KFN int gs_kc_plan_groups(gs_kc_plan_t *pl, int body, unsigned group, unsigne
  * @p maxgrid blocks per launch. 0, or -1 for arguments out of contract
  * (kind, nthreads, block, k, a workspace too small).
  */
-GS_KFN int gs_kc_plan_encode(gs_kc_plan_t *pl, int kind, const gs_k_codec_params_t *p,
+GS_KFN int gs_kc_plan_encode(gs__kc_plan_t *pl, int kind, const gs__k_codec_params_t *p,
                              const float *src, float *res, uint8_t *body, void *work,
                              size_t work_size, unsigned nthreads, size_t maxgrid)
 {
-    gs_kc_args_t a;
+    gs__kc_args_t a;
     const size_t nb = (p->block > 0) ? gs_km_nblocks(p->count, p->block) : 0;
     const float *x = (res != NULL) ? res : src;
     unsigned group;
@@ -552,11 +552,11 @@ GS_KFN int gs_kc_plan_encode(gs_kc_plan_t *pl, int kind, const gs_k_codec_params
 
 /* The steps of a decode (mode GS_K_CODEC_SET or _ADD). -1 for arguments
  * out of contract (top-k without @p bad among them). */
-GS_KFN int gs_kc_plan_decode(gs_kc_plan_t *pl, int kind, const gs_k_codec_params_t *p,
+GS_KFN int gs_kc_plan_decode(gs__kc_plan_t *pl, int kind, const gs__k_codec_params_t *p,
                              const uint8_t *in, float *dst, int mode, float alpha, int *bad,
                              unsigned nthreads, size_t maxgrid)
 {
-    gs_kc_args_t a;
+    gs__kc_args_t a;
     int rc = 0;
 
     if ((gs_kc_plan_init(pl, kind, p, nthreads, &a) != 0) || (maxgrid < 1) ||
@@ -591,10 +591,10 @@ GS_KFN int gs_kc_plan_decode(gs_kc_plan_t *pl, int kind, const gs_k_codec_params
 }
 
 /* The top-k check alone (no steps for the other codecs). */
-GS_KFN int gs_kc_plan_check(gs_kc_plan_t *pl, int kind, const gs_k_codec_params_t *p,
+GS_KFN int gs_kc_plan_check(gs__kc_plan_t *pl, int kind, const gs__k_codec_params_t *p,
                             const uint8_t *in, int *bad, unsigned nthreads, size_t maxgrid)
 {
-    gs_kc_args_t a;
+    gs__kc_args_t a;
 
     if ((gs_kc_plan_init(pl, kind, p, nthreads, &a) != 0) || (maxgrid < 1) ||
         ((kind == GS_CODEC_TOPK) && (bad == NULL))) {

@@ -27,7 +27,7 @@ GS_KFN float gs_kc_half_dec1(uint16_t h, int bf)
 }
 
 /* One element: the code, and with error feedback residual -= decoded. */
-GS_KFN void gs_kc_half_one(const gs_kc_args_t *a, size_t i, int bf)
+GS_KFN void gs_kc_half_one(const gs__kc_args_t *a, size_t i, int bf)
 {
     const float v = gs_kc_take(a, i);
     const uint16_t h = gs_kc_half_enc1(v, bf);
@@ -38,7 +38,7 @@ GS_KFN void gs_kc_half_one(const gs_kc_args_t *a, size_t i, int bf)
     }
 }
 
-GS_KFN void gs_kc_half_enc(gs_kthread_t t, gs_kc_args_t a, const int bf)
+GS_KFN void gs_kc_half_enc(gs__kthread_t t, gs__kc_args_t a, const int bf)
 {
     const size_t nchunks = (a.count + GS_KC_CHUNK - 1) / GS_KC_CHUNK;
 
@@ -79,7 +79,7 @@ GS_KFN void gs_kc_half_enc(gs_kthread_t t, gs_kc_args_t a, const int bf)
     }
 }
 
-GS_KFN void gs_kb_half_enc(gs_kthread_t t, int ph, gs_kc_args_t a, gs_kc_smem_t *sm)
+GS_KFN void gs_kb_half_enc(gs__kthread_t t, int ph, gs__kc_args_t a, gs__kc_smem_t *sm)
 {
     (void)ph;
     (void)sm;
@@ -97,7 +97,7 @@ GS_KFN void gs_kb_half_enc(gs_kthread_t t, int ph, gs_kc_args_t a, gs_kc_smem_t 
 /* Element i of a dense body, combined with old as the mode says (old is
  * unused by SET). The forms are the CPU decoders': alpha scales the fp16
  * value, and the block scale of the others before the code multiplies. */
-GS_KFN float gs_kc_dec_one(const gs_kc_args_t *a, size_t i, size_t nb, float old, const int kind)
+GS_KFN float gs_kc_dec_one(const gs__kc_args_t *a, size_t i, size_t nb, float old, const int kind)
 {
     const int add = (a->mode == GS_K_CODEC_ADD);
     float v, s;
@@ -120,7 +120,7 @@ GS_KFN float gs_kc_dec_one(const gs_kc_args_t *a, size_t i, size_t nb, float old
     return add ? gs_km_addf(old, v) : v;
 }
 
-GS_KFN void gs_kc_dec(gs_kthread_t t, gs_kc_args_t a, const int kind)
+GS_KFN void gs_kc_dec(gs__kthread_t t, gs__kc_args_t a, const int kind)
 {
     const size_t nchunks = (a.count + GS_KC_CHUNK - 1) / GS_KC_CHUNK;
     const size_t nb =
@@ -163,7 +163,7 @@ GS_KFN void gs_kc_dec(gs_kthread_t t, gs_kc_args_t a, const int kind)
     }
 }
 
-GS_KFN void gs_kb_dec(gs_kthread_t t, int ph, gs_kc_args_t a, gs_kc_smem_t *sm)
+GS_KFN void gs_kb_dec(gs__kthread_t t, int ph, gs__kc_args_t a, gs__kc_smem_t *sm)
 {
     (void)ph;
     (void)sm;
@@ -191,7 +191,7 @@ GS_KFN void gs_kb_dec(gs_kthread_t t, int ph, gs_kc_args_t a, gs_kc_smem_t *sm)
 /* ---------------------------------------------------------------------- */
 
 /* The group's codec block for this phase; 0 when the group has none. */
-GS_KFN int gs_kc_group_block(gs_kthread_t t, int ph, const gs_kc_args_t *a, unsigned nsub,
+GS_KFN int gs_kc_group_block(gs__kthread_t t, int ph, const gs__kc_args_t *a, unsigned nsub,
                              size_t *cb_out, unsigned *sub_out)
 {
     const size_t gpb = t.nthreads / a->group;
@@ -204,7 +204,8 @@ GS_KFN int gs_kc_group_block(gs_kthread_t t, int ph, const gs_kc_args_t *a, unsi
 }
 
 /* qsgd or int8 code of element i (global index) of value v. */
-GS_KFN int32_t gs_kc_quant_code(const gs_kc_args_t *a, size_t i, float v, float inv, const int kind)
+GS_KFN int32_t gs_kc_quant_code(const gs__kc_args_t *a, size_t i, float v, float inv,
+                                const int kind)
 {
     if (kind == GS_CODEC_INT8) {
         return gs_km_int8_code(v, inv);
@@ -214,7 +215,7 @@ GS_KFN int32_t gs_kc_quant_code(const gs_kc_args_t *a, size_t i, float v, float 
 
 /* Codes of elements lo .. lo + n of one codec block (the fused path), the
  * residual updated with s = -step when there is one. */
-GS_KFN void gs_kc_quant_codes_block(const gs_kc_args_t *a, unsigned lane, size_t lo, size_t n,
+GS_KFN void gs_kc_quant_codes_block(const gs__kc_args_t *a, unsigned lane, size_t lo, size_t n,
                                     float inv, float s, const int kind)
 {
     const size_t nb = gs_km_nblocks(a->count, a->block);
@@ -254,7 +255,7 @@ GS_KFN void gs_kc_quant_codes_block(const gs_kc_args_t *a, unsigned lane, size_t
  * Phases per codec block: 0 add and lane maxima; 1 .. tree the max tree;
  * tree + 1 the step (lane 0); tree + 2 the codes (fused only).
  */
-GS_KFN void gs_kc_quant_group(gs_kthread_t t, int ph, const gs_kc_args_t *a, gs_kc_smem_t *sm,
+GS_KFN void gs_kc_quant_group(gs__kthread_t t, int ph, const gs__kc_args_t *a, gs__kc_smem_t *sm,
                               const int kind)
 {
     const unsigned lane = t.thread % a->group, slot = t.thread, g = t.thread / a->group;
@@ -310,7 +311,7 @@ GS_KFN void gs_kc_quant_group(gs_kthread_t t, int ph, const gs_kc_args_t *a, gs_
     }
 }
 
-GS_KFN void gs_kb_quant_group(gs_kthread_t t, int ph, gs_kc_args_t a, gs_kc_smem_t *sm)
+GS_KFN void gs_kb_quant_group(gs__kthread_t t, int ph, gs__kc_args_t a, gs__kc_smem_t *sm)
 {
     if (a.kind == GS_CODEC_INT8) {
         gs_kc_quant_group(t, ph, &a, sm, GS_CODEC_INT8);
@@ -321,7 +322,7 @@ GS_KFN void gs_kb_quant_group(gs_kthread_t t, int ph, gs_kc_args_t a, gs_kc_smem
 
 /* qsgd split path: 4-bit code bytes over the whole tensor, each element
  * with its block's factor (workspace) and step (body). */
-GS_KFN void gs_kb_quant_codes(gs_kthread_t t, int ph, gs_kc_args_t a, gs_kc_smem_t *sm)
+GS_KFN void gs_kb_quant_codes(gs__kthread_t t, int ph, gs__kc_args_t a, gs__kc_smem_t *sm)
 {
     const size_t nb = gs_km_nblocks(a.count, a.block);
     const size_t nbytes = (a.count + 1) / 2;
@@ -353,7 +354,7 @@ GS_KFN void gs_kb_quant_codes(gs_kthread_t t, int ph, gs_kc_args_t a, gs_kc_smem
 
 /* Bits of elements e0 .. e1 (one code byte), the residual updated with
  * the scale of each element's block when there is one. */
-GS_KFN unsigned gs_kc_sign_byte(const gs_kc_args_t *a, size_t e0, size_t e1, float s_block,
+GS_KFN unsigned gs_kc_sign_byte(const gs__kc_args_t *a, size_t e0, size_t e1, float s_block,
                                 int per_element)
 {
     const float *x = (a->res != NULL) ? a->res : a->src;
@@ -379,7 +380,7 @@ GS_KFN unsigned gs_kc_sign_byte(const gs_kc_args_t *a, size_t e0, size_t e1, flo
  * Groups of 8 lanes. Phases per codec block: 0 lane j: add and partial j;
  * 1 lane 0: the mean of the partials; 2 the bit bytes (fused only).
  */
-GS_KFN void gs_kb_sign_group(gs_kthread_t t, int ph, gs_kc_args_t a, gs_kc_smem_t *sm)
+GS_KFN void gs_kb_sign_group(gs__kthread_t t, int ph, gs__kc_args_t a, gs__kc_smem_t *sm)
 {
     const unsigned lane = t.thread % GS_KM_SIGN_PARTIALS, g = t.thread / GS_KM_SIGN_PARTIALS;
     const size_t nb = gs_km_nblocks(a.count, a.block);
@@ -419,7 +420,7 @@ GS_KFN void gs_kb_sign_group(gs_kthread_t t, int ph, gs_kc_args_t a, gs_kc_smem_
 }
 
 /* sign split path: the bit bytes over the whole tensor. */
-GS_KFN void gs_kb_sign_pack(gs_kthread_t t, int ph, gs_kc_args_t a, gs_kc_smem_t *sm)
+GS_KFN void gs_kb_sign_pack(gs__kthread_t t, int ph, gs__kc_args_t a, gs__kc_smem_t *sm)
 {
     const size_t nb = gs_km_nblocks(a.count, a.block);
     const size_t nbytes = (a.count + 7) / 8;

@@ -20,7 +20,7 @@
  *   header, which the host writes and checks), exactly the CPU codec's
  *   encoded_size(p) bytes, any alignment (16-byte aligned buffers take
  *   vector loads). Buffers must not overlap, except as stated.
- * - p holds the fields of the CPU codec's gs_codec_params_t
+ * - p holds the fields of the CPU codec's gs__codec_params_t
  *   (src/compress/codec.h): count, block (int8, qsgd, sign), param (qsgd
  *   levels, topk/randk k) and seed (qsgd, randk; the effective seed, which
  *   an error-feedback step changes), validated by the caller
@@ -62,15 +62,15 @@
 extern "C" {
 #endif
 
-/* The parameters of one tensor's codec: gs_codec_params_t's fields. */
-typedef struct gs_k_codec_params {
+/* The parameters of one tensor's codec: gs__codec_params_t's fields. */
+typedef struct gs__k_codec_params {
     size_t count;   /* elements */
     uint32_t block; /* elements per scale (int8, qsgd, sign), else 0 */
     uint32_t param; /* qsgd levels, topk/randk k, else 0 */
     uint64_t seed;  /* qsgd and randk: the effective seed */
-} gs_k_codec_params_t;
+} gs__k_codec_params_t;
 
-/* How gs_k_codec_decode writes dst (the values of gs_codec_mode_t). */
+/* How gs_k_codec_decode writes dst (the values of gs__codec_mode_t). */
 #define GS_K_CODEC_SET 0 /* dst[i] = decoded[i] (0 where a sparse body sends nothing) */
 #define GS_K_CODEC_ADD 1 /* dst[i] += alpha * decoded[i] */
 
@@ -80,7 +80,7 @@ typedef struct gs_k_codec_params {
  * topk (8 KiB plus 8 bytes per 4096 elements). Decode needs none. Local,
  * pure, thread-safe.
  */
-size_t gs_k_codec_workspace_size(gs_codec_kind_t kind, const gs_k_codec_params_t *p);
+size_t gs_k_codec_workspace_size(gs_codec_kind_t kind, const gs__k_codec_params_t *p);
 
 /*
  * body = encode(src). @p work: gs_k_codec_workspace_size(kind, p) bytes of
@@ -89,7 +89,7 @@ size_t gs_k_codec_workspace_size(gs_codec_kind_t kind, const gs_k_codec_params_t
  * The top-k body is written by several launches; read it only after the
  * stream has passed them all.
  */
-int gs_k_codec_encode(gs_codec_kind_t kind, const gs_k_codec_params_t *p, const float *src,
+int gs_k_codec_encode(gs_codec_kind_t kind, const gs__k_codec_params_t *p, const float *src,
                       uint8_t *body, void *work, size_t work_size, void *stream);
 
 /*
@@ -100,7 +100,7 @@ int gs_k_codec_encode(gs_codec_kind_t kind, const gs_k_codec_params_t *p, const 
  * randk: the codes or the k draws in a second launch; topk: the add rides
  * on its first histogram pass). Bits as the CPU's (header comment).
  */
-int gs_k_codec_encode_ef(gs_codec_kind_t kind, const gs_k_codec_params_t *p, const float *src,
+int gs_k_codec_encode_ef(gs_codec_kind_t kind, const gs__k_codec_params_t *p, const float *src,
                          float *residual, uint8_t *body, void *work, size_t work_size,
                          void *stream);
 
@@ -121,12 +121,12 @@ int gs_k_codec_encode_ef(gs_codec_kind_t kind, const gs_k_codec_params_t *p, con
  * the stream passes the call and maps 1 to GS_ERR_PROTOCOL. @p bad may be
  * NULL for the other codecs (every body of theirs is valid).
  */
-int gs_k_codec_decode(gs_codec_kind_t kind, const gs_k_codec_params_t *p, const uint8_t *body,
+int gs_k_codec_decode(gs_codec_kind_t kind, const gs__k_codec_params_t *p, const uint8_t *body,
                       float *dst, int mode, float alpha, int *bad, void *stream);
 
 /* The top-k body check alone (sets *bad = 1 as gs_k_codec_decode does);
  * nothing to check, and nothing enqueued, for the other codecs. */
-int gs_k_codec_check(gs_codec_kind_t kind, const gs_k_codec_params_t *p, const uint8_t *body,
+int gs_k_codec_check(gs_codec_kind_t kind, const gs__k_codec_params_t *p, const uint8_t *body,
                      int *bad, void *stream);
 
 #ifdef __cplusplus

@@ -17,7 +17,7 @@
 /* ---------------------------------------------------------------------- */
 
 /* residual += src. */
-GS_KFN void gs_kb_add(gs_kthread_t t, int ph, gs_kc_args_t a, gs_kc_smem_t *sm)
+GS_KFN void gs_kb_add(gs__kthread_t t, int ph, gs__kc_args_t a, gs__kc_smem_t *sm)
 {
     const size_t nchunks = (a.count + 3) / 4;
 
@@ -46,7 +46,7 @@ GS_KFN void gs_kb_add(gs_kthread_t t, int ph, gs_kc_args_t a, gs_kc_smem_t *sm)
 /* Seed, then value j = src[index of stratum j]; with a residual (already
  * holding the sum: src == res) the drawn elements are sent and zeroed as
  * decode-accumulate with alpha -1 does. */
-GS_KFN void gs_kb_randk_gather(gs_kthread_t t, int ph, gs_kc_args_t a, gs_kc_smem_t *sm)
+GS_KFN void gs_kb_randk_gather(gs__kthread_t t, int ph, gs__kc_args_t a, gs__kc_smem_t *sm)
 {
     const size_t k = a.param;
 
@@ -68,7 +68,7 @@ GS_KFN void gs_kb_randk_gather(gs_kthread_t t, int ph, gs_kc_args_t a, gs_kc_sme
 }
 
 /* dst = 0, unless *bad says the body is malformed. */
-GS_KFN void gs_kb_zero(gs_kthread_t t, int ph, gs_kc_args_t a, gs_kc_smem_t *sm)
+GS_KFN void gs_kb_zero(gs__kthread_t t, int ph, gs__kc_args_t a, gs__kc_smem_t *sm)
 {
     const size_t nchunks = (a.count + 3) / 4;
     const float z[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -91,7 +91,7 @@ GS_KFN void gs_kb_zero(gs_kthread_t t, int ph, gs_kc_args_t a, gs_kc_smem_t *sm)
     }
 }
 
-GS_KFN void gs_kb_randk_scatter(gs_kthread_t t, int ph, gs_kc_args_t a, gs_kc_smem_t *sm)
+GS_KFN void gs_kb_randk_scatter(gs__kthread_t t, int ph, gs__kc_args_t a, gs__kc_smem_t *sm)
 {
     const size_t k = a.param;
     const uint64_t seed = (uint64_t)gs_km_ld_u32(a.in) | ((uint64_t)gs_km_ld_u32(a.in + 4) << 32);
@@ -136,7 +136,7 @@ GS_KFN size_t gs_kc_topk_nchunks(size_t count, unsigned nthreads)
  * 2 (thread 0): the bound (the lowest 2^20-wide key bin with about 2k + 64
  * of the n keys at or above it, as codec_simd.c's estimate) and the state.
  */
-GS_KFN void gs_kb_topk_sample(gs_kthread_t t, int ph, gs_kc_args_t a, gs_kc_smem_t *sm)
+GS_KFN void gs_kb_topk_sample(gs__kthread_t t, int ph, gs__kc_args_t a, gs__kc_smem_t *sm)
 {
     const size_t n = a.count, k = a.param;
     const size_t stride = (n >= 16 * GS_KC_TOPK_SAMPLES) ? n / GS_KC_TOPK_SAMPLES : 0;
@@ -185,7 +185,7 @@ GS_KFN void gs_kb_topk_sample(gs_kthread_t t, int ph, gs_kc_args_t a, gs_kc_smem
  * into the global one. The level-0 rerun (a.redo) runs only when
  * TOPK_FIX asked for it.
  */
-GS_KFN void gs_kb_topk_hist(gs_kthread_t t, int ph, gs_kc_args_t a, gs_kc_smem_t *sm)
+GS_KFN void gs_kb_topk_hist(gs__kthread_t t, int ph, gs__kc_args_t a, gs__kc_smem_t *sm)
 {
     const int level = a.stage;
     const unsigned bins = gs_kc_topk_bins(level), shift = gs_kc_topk_shift(level);
@@ -245,7 +245,7 @@ GS_KFN void gs_kb_topk_hist(gs_kthread_t t, int ph, gs_kc_args_t a, gs_kc_smem_t
 /* One block. Phase 0 (thread 0): fewer than k keys at or above the bound
  * means the sample overshot: drop the bound and ask for the rerun; phase
  * 1: then clear the histogram for it. */
-GS_KFN void gs_kb_topk_fix(gs_kthread_t t, int ph, gs_kc_args_t a, gs_kc_smem_t *sm)
+GS_KFN void gs_kb_topk_fix(gs__kthread_t t, int ph, gs__kc_args_t a, gs__kc_smem_t *sm)
 {
     (void)sm;
     if (ph == 0) {
@@ -264,7 +264,7 @@ GS_KFN void gs_kb_topk_fix(gs_kthread_t t, int ph, gs_kc_args_t a, gs_kc_smem_t 
  * key of rank need (from the top), as codec_topk.c's radix select walks
  * its histograms; phase 1 clears the histogram for the next level. After
  * level 2 the prefix is T and need the ties at T to keep. */
-GS_KFN void gs_kb_topk_walk(gs_kthread_t t, int ph, gs_kc_args_t a, gs_kc_smem_t *sm)
+GS_KFN void gs_kb_topk_walk(gs__kthread_t t, int ph, gs__kc_args_t a, gs__kc_smem_t *sm)
 {
     const unsigned bins = gs_kc_topk_bins(a.stage), shift = gs_kc_topk_shift(a.stage);
 
@@ -293,7 +293,7 @@ GS_KFN void gs_kb_topk_walk(gs_kthread_t t, int ph, gs_kc_args_t a, gs_kc_smem_t
 
 /* Hillis-Steele step @p s (1-based) of an inclusive scan of both count
  * arrays: buffer (s - 1) & 1 into buffer s & 1. */
-GS_KFN void gs_kc_scan_step(gs_kthread_t t, gs_kc_smem_t *sm, unsigned s)
+GS_KFN void gs_kc_scan_step(gs__kthread_t t, gs__kc_smem_t *sm, unsigned s)
 {
     const unsigned from = (s - 1) & 1u, to = s & 1u, d = 1u << (s - 1);
     const unsigned i = t.thread;
@@ -310,7 +310,7 @@ GS_KFN void gs_kc_scan_step(gs_kthread_t t, gs_kc_smem_t *sm, unsigned s)
  * kept ones before it: (keys above T before it) + min(keys equal to T
  * before it, ties), the chunk's share from the scanned chunk offsets.
  */
-GS_KFN void gs_kb_topk_chunks(gs_kthread_t t, int ph, gs_kc_args_t a, gs_kc_smem_t *sm)
+GS_KFN void gs_kb_topk_chunks(gs__kthread_t t, int ph, gs__kc_args_t a, gs__kc_smem_t *sm)
 {
     const unsigned lg = gs_kc_log2(t.nthreads), nsub = lg + 2;
     const size_t chunk = (size_t)t.nthreads * GS_KC_TOPK_PER_THREAD;
@@ -391,7 +391,7 @@ GS_KFN void gs_kb_topk_chunks(gs_kthread_t t, int ph, gs_kc_args_t a, gs_kc_smem
 /* One block: the chunk counts become exclusive offsets, in place. Thread i
  * owns a run of consecutive chunks; phase 0 sums it, 1 .. log2(T) scan
  * the sums, the last writes the offsets. */
-GS_KFN void gs_kb_topk_scan(gs_kthread_t t, int ph, gs_kc_args_t a, gs_kc_smem_t *sm)
+GS_KFN void gs_kb_topk_scan(gs__kthread_t t, int ph, gs__kc_args_t a, gs__kc_smem_t *sm)
 {
     const unsigned lg = gs_kc_log2(t.nthreads);
     const size_t nchunks = gs_kc_topk_nchunks(a.count, t.nthreads);
@@ -431,7 +431,7 @@ GS_KFN void gs_kb_topk_scan(gs_kthread_t t, int ph, gs_kc_args_t a, gs_kc_smem_t
 
 /* IMPORTANT: hostile bytes. *bad = 1 unless every index is < count and
  * strictly above the one before it. */
-GS_KFN void gs_kb_topk_check(gs_kthread_t t, int ph, gs_kc_args_t a, gs_kc_smem_t *sm)
+GS_KFN void gs_kb_topk_check(gs__kthread_t t, int ph, gs__kc_args_t a, gs__kc_smem_t *sm)
 {
     (void)ph;
     (void)sm;
@@ -446,7 +446,7 @@ GS_KFN void gs_kb_topk_check(gs_kthread_t t, int ph, gs_kc_args_t a, gs_kc_smem_
 
 /* The pairs of a checked body (nothing when *bad; an index out of range is
  * skipped even so, never written). */
-GS_KFN void gs_kb_topk_scatter(gs_kthread_t t, int ph, gs_kc_args_t a, gs_kc_smem_t *sm)
+GS_KFN void gs_kb_topk_scatter(gs__kthread_t t, int ph, gs__kc_args_t a, gs__kc_smem_t *sm)
 {
     const size_t k = a.param;
 

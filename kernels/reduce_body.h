@@ -45,31 +45,31 @@
  * with a single 128-bit access. */
 typedef struct {
     GS_KRED_ALIGN16 float v[4];
-} gs_kred_vf32_t;
+} gs__kred_vf32_t;
 
 typedef struct {
     GS_KRED_ALIGN16 double v[2];
-} gs_kred_vf64_t;
+} gs__kred_vf64_t;
 
 typedef struct {
     GS_KRED_ALIGN16 uint16_t v[8]; /* f16 or bf16 bits */
-} gs_kred_vu16_t;
+} gs__kred_vu16_t;
 
 typedef struct {
     GS_KRED_ALIGN16 int8_t v[16];
-} gs_kred_vi8_t;
+} gs__kred_vi8_t;
 
 typedef struct {
     GS_KRED_ALIGN16 uint8_t v[16];
-} gs_kred_vu8_t;
+} gs__kred_vu8_t;
 
 typedef struct {
     GS_KRED_ALIGN16 int32_t v[4];
-} gs_kred_vi32_t;
+} gs__kred_vi32_t;
 
 typedef struct {
     GS_KRED_ALIGN16 int64_t v[2];
-} gs_kred_vi64_t;
+} gs__kred_vi64_t;
 
 /* Copy one 16-byte vector; both pointers are 16-byte aligned. */
 GS_KFN void gs_kred_vcopy(void *dst, const void *src)
@@ -90,17 +90,17 @@ typedef struct {
     size_t nvec;
     size_t tail;
     size_t n;
-} gs_kred_span_t;
+} gs__kred_span_t;
 
 /* The split for dst, a and b of n elements of esize bytes. Without a
  * common offset within 16 bytes (or with elements not aligned to their
  * size) there is no vector part. */
-GS_KFN gs_kred_span_t gs_kred_span(const void *dst, const void *a, const void *b, size_t n,
-                                   size_t esize)
+GS_KFN gs__kred_span_t gs_kred_span(const void *dst, const void *a, const void *b, size_t n,
+                                    size_t esize)
 {
     const uintptr_t off = (uintptr_t)dst & (GS_KRED_VEC_BYTES - 1u);
     const size_t lanes = GS_KRED_VEC_BYTES / esize;
-    gs_kred_span_t s;
+    gs__kred_span_t s;
 
     s.n = n;
     s.head = n;
@@ -147,7 +147,7 @@ GS_KFN uint16_t gs_kred_bf16(uint16_t x, uint16_t y, gs_op_t op, float divisor)
 /* Loops, one per element type                                            */
 /* ---------------------------------------------------------------------- */
 
-GS_KFN void gs_kred_loop_f32(gs_kthread_t t, gs_kred_span_t s, float *d, const float *a,
+GS_KFN void gs_kred_loop_f32(gs__kthread_t t, gs__kred_span_t s, float *d, const float *a,
                              const float *b, gs_op_t op, float divisor)
 {
     const size_t gid = gs_kthread_gid(t);
@@ -159,7 +159,7 @@ GS_KFN void gs_kred_loop_f32(gs_kthread_t t, gs_kred_span_t s, float *d, const f
     }
     for (i = gid; i < s.nvec; i += stride) {
         const size_t e = s.head + i * 4u;
-        gs_kred_vf32_t va, vb, vd;
+        gs__kred_vf32_t va, vb, vd;
         unsigned k;
 
         gs_kred_vcopy(&va, a + e);
@@ -174,7 +174,7 @@ GS_KFN void gs_kred_loop_f32(gs_kthread_t t, gs_kred_span_t s, float *d, const f
     }
 }
 
-GS_KFN void gs_kred_loop_f64(gs_kthread_t t, gs_kred_span_t s, double *d, const double *a,
+GS_KFN void gs_kred_loop_f64(gs__kthread_t t, gs__kred_span_t s, double *d, const double *a,
                              const double *b, gs_op_t op, double divisor)
 {
     const size_t gid = gs_kthread_gid(t);
@@ -186,7 +186,7 @@ GS_KFN void gs_kred_loop_f64(gs_kthread_t t, gs_kred_span_t s, double *d, const 
     }
     for (i = gid; i < s.nvec; i += stride) {
         const size_t e = s.head + i * 2u;
-        gs_kred_vf64_t va, vb, vd;
+        gs__kred_vf64_t va, vb, vd;
         unsigned k;
 
         gs_kred_vcopy(&va, a + e);
@@ -201,7 +201,7 @@ GS_KFN void gs_kred_loop_f64(gs_kthread_t t, gs_kred_span_t s, double *d, const 
     }
 }
 
-GS_KFN void gs_kred_loop_f16(gs_kthread_t t, gs_kred_span_t s, uint16_t *d, const uint16_t *a,
+GS_KFN void gs_kred_loop_f16(gs__kthread_t t, gs__kred_span_t s, uint16_t *d, const uint16_t *a,
                              const uint16_t *b, gs_op_t op, float divisor)
 {
     const size_t gid = gs_kthread_gid(t);
@@ -213,7 +213,7 @@ GS_KFN void gs_kred_loop_f16(gs_kthread_t t, gs_kred_span_t s, uint16_t *d, cons
     }
     for (i = gid; i < s.nvec; i += stride) {
         const size_t e = s.head + i * 8u;
-        gs_kred_vu16_t va, vb, vd;
+        gs__kred_vu16_t va, vb, vd;
         unsigned k;
 
         gs_kred_vcopy(&va, a + e);
@@ -228,7 +228,7 @@ GS_KFN void gs_kred_loop_f16(gs_kthread_t t, gs_kred_span_t s, uint16_t *d, cons
     }
 }
 
-GS_KFN void gs_kred_loop_bf16(gs_kthread_t t, gs_kred_span_t s, uint16_t *d, const uint16_t *a,
+GS_KFN void gs_kred_loop_bf16(gs__kthread_t t, gs__kred_span_t s, uint16_t *d, const uint16_t *a,
                               const uint16_t *b, gs_op_t op, float divisor)
 {
     const size_t gid = gs_kthread_gid(t);
@@ -240,7 +240,7 @@ GS_KFN void gs_kred_loop_bf16(gs_kthread_t t, gs_kred_span_t s, uint16_t *d, con
     }
     for (i = gid; i < s.nvec; i += stride) {
         const size_t e = s.head + i * 8u;
-        gs_kred_vu16_t va, vb, vd;
+        gs__kred_vu16_t va, vb, vd;
         unsigned k;
 
         gs_kred_vcopy(&va, a + e);
@@ -255,7 +255,7 @@ GS_KFN void gs_kred_loop_bf16(gs_kthread_t t, gs_kred_span_t s, uint16_t *d, con
     }
 }
 
-GS_KFN void gs_kred_loop_i8(gs_kthread_t t, gs_kred_span_t s, int8_t *d, const int8_t *a,
+GS_KFN void gs_kred_loop_i8(gs__kthread_t t, gs__kred_span_t s, int8_t *d, const int8_t *a,
                             const int8_t *b, gs_op_t op)
 {
     const size_t gid = gs_kthread_gid(t);
@@ -267,7 +267,7 @@ GS_KFN void gs_kred_loop_i8(gs_kthread_t t, gs_kred_span_t s, int8_t *d, const i
     }
     for (i = gid; i < s.nvec; i += stride) {
         const size_t e = s.head + i * 16u;
-        gs_kred_vi8_t va, vb, vd;
+        gs__kred_vi8_t va, vb, vd;
         unsigned k;
 
         gs_kred_vcopy(&va, a + e);
@@ -282,7 +282,7 @@ GS_KFN void gs_kred_loop_i8(gs_kthread_t t, gs_kred_span_t s, int8_t *d, const i
     }
 }
 
-GS_KFN void gs_kred_loop_u8(gs_kthread_t t, gs_kred_span_t s, uint8_t *d, const uint8_t *a,
+GS_KFN void gs_kred_loop_u8(gs__kthread_t t, gs__kred_span_t s, uint8_t *d, const uint8_t *a,
                             const uint8_t *b, gs_op_t op)
 {
     const size_t gid = gs_kthread_gid(t);
@@ -294,7 +294,7 @@ GS_KFN void gs_kred_loop_u8(gs_kthread_t t, gs_kred_span_t s, uint8_t *d, const 
     }
     for (i = gid; i < s.nvec; i += stride) {
         const size_t e = s.head + i * 16u;
-        gs_kred_vu8_t va, vb, vd;
+        gs__kred_vu8_t va, vb, vd;
         unsigned k;
 
         gs_kred_vcopy(&va, a + e);
@@ -309,7 +309,7 @@ GS_KFN void gs_kred_loop_u8(gs_kthread_t t, gs_kred_span_t s, uint8_t *d, const 
     }
 }
 
-GS_KFN void gs_kred_loop_i32(gs_kthread_t t, gs_kred_span_t s, int32_t *d, const int32_t *a,
+GS_KFN void gs_kred_loop_i32(gs__kthread_t t, gs__kred_span_t s, int32_t *d, const int32_t *a,
                              const int32_t *b, gs_op_t op)
 {
     const size_t gid = gs_kthread_gid(t);
@@ -321,7 +321,7 @@ GS_KFN void gs_kred_loop_i32(gs_kthread_t t, gs_kred_span_t s, int32_t *d, const
     }
     for (i = gid; i < s.nvec; i += stride) {
         const size_t e = s.head + i * 4u;
-        gs_kred_vi32_t va, vb, vd;
+        gs__kred_vi32_t va, vb, vd;
         unsigned k;
 
         gs_kred_vcopy(&va, a + e);
@@ -336,7 +336,7 @@ GS_KFN void gs_kred_loop_i32(gs_kthread_t t, gs_kred_span_t s, int32_t *d, const
     }
 }
 
-GS_KFN void gs_kred_loop_i64(gs_kthread_t t, gs_kred_span_t s, int64_t *d, const int64_t *a,
+GS_KFN void gs_kred_loop_i64(gs__kthread_t t, gs__kred_span_t s, int64_t *d, const int64_t *a,
                              const int64_t *b, gs_op_t op)
 {
     const size_t gid = gs_kthread_gid(t);
@@ -348,7 +348,7 @@ GS_KFN void gs_kred_loop_i64(gs_kthread_t t, gs_kred_span_t s, int64_t *d, const
     }
     for (i = gid; i < s.nvec; i += stride) {
         const size_t e = s.head + i * 2u;
-        gs_kred_vi64_t va, vb, vd;
+        gs__kred_vi64_t va, vb, vd;
         unsigned k;
 
         gs_kred_vcopy(&va, a + e);
@@ -367,7 +367,7 @@ GS_KFN void gs_kred_loop_i64(gs_kthread_t t, gs_kred_span_t s, int64_t *d, const
 /* Scale loops (one buffer, in place)                                     */
 /* ---------------------------------------------------------------------- */
 
-GS_KFN void gs_kred_scale_loop_f32(gs_kthread_t t, gs_kred_span_t s, float *buf, float divisor)
+GS_KFN void gs_kred_scale_loop_f32(gs__kthread_t t, gs__kred_span_t s, float *buf, float divisor)
 {
     const size_t gid = gs_kthread_gid(t);
     const size_t stride = gs_kthread_gstride(t);
@@ -378,7 +378,7 @@ GS_KFN void gs_kred_scale_loop_f32(gs_kthread_t t, gs_kred_span_t s, float *buf,
     }
     for (i = gid; i < s.nvec; i += stride) {
         const size_t e = s.head + i * 4u;
-        gs_kred_vf32_t v;
+        gs__kred_vf32_t v;
         unsigned k;
 
         gs_kred_vcopy(&v, buf + e);
@@ -394,7 +394,7 @@ GS_KFN void gs_kred_scale_loop_f32(gs_kthread_t t, gs_kred_span_t s, float *buf,
 
 /* buf[i] = buf[i] * m: the average of the compressed all-reduce, which
  * multiplies by 1/n as algo_compressed.c does (not a divide). */
-GS_KFN void gs_kred_mul_loop_f32(gs_kthread_t t, gs_kred_span_t s, float *buf, float m)
+GS_KFN void gs_kred_mul_loop_f32(gs__kthread_t t, gs__kred_span_t s, float *buf, float m)
 {
     const size_t gid = gs_kthread_gid(t);
     const size_t stride = gs_kthread_gstride(t);
@@ -405,7 +405,7 @@ GS_KFN void gs_kred_mul_loop_f32(gs_kthread_t t, gs_kred_span_t s, float *buf, f
     }
     for (i = gid; i < s.nvec; i += stride) {
         const size_t e = s.head + i * 4u;
-        gs_kred_vf32_t v;
+        gs__kred_vf32_t v;
         unsigned k;
 
         gs_kred_vcopy(&v, buf + e);
@@ -419,7 +419,7 @@ GS_KFN void gs_kred_mul_loop_f32(gs_kthread_t t, gs_kred_span_t s, float *buf, f
     }
 }
 
-GS_KFN void gs_kred_scale_loop_f64(gs_kthread_t t, gs_kred_span_t s, double *buf, double divisor)
+GS_KFN void gs_kred_scale_loop_f64(gs__kthread_t t, gs__kred_span_t s, double *buf, double divisor)
 {
     const size_t gid = gs_kthread_gid(t);
     const size_t stride = gs_kthread_gstride(t);
@@ -430,7 +430,7 @@ GS_KFN void gs_kred_scale_loop_f64(gs_kthread_t t, gs_kred_span_t s, double *buf
     }
     for (i = gid; i < s.nvec; i += stride) {
         const size_t e = s.head + i * 2u;
-        gs_kred_vf64_t v;
+        gs__kred_vf64_t v;
         unsigned k;
 
         gs_kred_vcopy(&v, buf + e);
@@ -444,7 +444,7 @@ GS_KFN void gs_kred_scale_loop_f64(gs_kthread_t t, gs_kred_span_t s, double *buf
     }
 }
 
-GS_KFN void gs_kred_scale_loop_f16(gs_kthread_t t, gs_kred_span_t s, uint16_t *buf, float divisor)
+GS_KFN void gs_kred_scale_loop_f16(gs__kthread_t t, gs__kred_span_t s, uint16_t *buf, float divisor)
 {
     const size_t gid = gs_kthread_gid(t);
     const size_t stride = gs_kthread_gstride(t);
@@ -455,7 +455,7 @@ GS_KFN void gs_kred_scale_loop_f16(gs_kthread_t t, gs_kred_span_t s, uint16_t *b
     }
     for (i = gid; i < s.nvec; i += stride) {
         const size_t e = s.head + i * 8u;
-        gs_kred_vu16_t v;
+        gs__kred_vu16_t v;
         unsigned k;
 
         gs_kred_vcopy(&v, buf + e);
@@ -469,7 +469,8 @@ GS_KFN void gs_kred_scale_loop_f16(gs_kthread_t t, gs_kred_span_t s, uint16_t *b
     }
 }
 
-GS_KFN void gs_kred_scale_loop_bf16(gs_kthread_t t, gs_kred_span_t s, uint16_t *buf, float divisor)
+GS_KFN void gs_kred_scale_loop_bf16(gs__kthread_t t, gs__kred_span_t s, uint16_t *buf,
+                                    float divisor)
 {
     const size_t gid = gs_kthread_gid(t);
     const size_t stride = gs_kthread_gstride(t);
@@ -480,7 +481,7 @@ GS_KFN void gs_kred_scale_loop_bf16(gs_kthread_t t, gs_kred_span_t s, uint16_t *
     }
     for (i = gid; i < s.nvec; i += stride) {
         const size_t e = s.head + i * 8u;
-        gs_kred_vu16_t v;
+        gs__kred_vu16_t v;
         unsigned k;
 
         gs_kred_vcopy(&v, buf + e);
@@ -508,10 +509,10 @@ GS_KFN gs_op_t gs_kred_float_op(gs_op_t op, int divisor)
     return op;
 }
 
-GS_KFN void gs_kred_run_f32(gs_kthread_t t, float *d, const float *a, const float *b, size_t n,
+GS_KFN void gs_kred_run_f32(gs__kthread_t t, float *d, const float *a, const float *b, size_t n,
                             gs_op_t op, int divisor)
 {
-    const gs_kred_span_t s = gs_kred_span(d, a, b, n, sizeof(float));
+    const gs__kred_span_t s = gs_kred_span(d, a, b, n, sizeof(float));
 
     switch (gs_kred_float_op(op, divisor)) {
     case GS_OP_AVG:
@@ -532,10 +533,10 @@ GS_KFN void gs_kred_run_f32(gs_kthread_t t, float *d, const float *a, const floa
     }
 }
 
-GS_KFN void gs_kred_run_f64(gs_kthread_t t, double *d, const double *a, const double *b, size_t n,
+GS_KFN void gs_kred_run_f64(gs__kthread_t t, double *d, const double *a, const double *b, size_t n,
                             gs_op_t op, int divisor)
 {
-    const gs_kred_span_t s = gs_kred_span(d, a, b, n, sizeof(double));
+    const gs__kred_span_t s = gs_kred_span(d, a, b, n, sizeof(double));
 
     switch (gs_kred_float_op(op, divisor)) {
     case GS_OP_AVG:
@@ -556,10 +557,10 @@ GS_KFN void gs_kred_run_f64(gs_kthread_t t, double *d, const double *a, const do
     }
 }
 
-GS_KFN void gs_kred_run_f16(gs_kthread_t t, uint16_t *d, const uint16_t *a, const uint16_t *b,
+GS_KFN void gs_kred_run_f16(gs__kthread_t t, uint16_t *d, const uint16_t *a, const uint16_t *b,
                             size_t n, gs_op_t op, int divisor)
 {
-    const gs_kred_span_t s = gs_kred_span(d, a, b, n, sizeof(uint16_t));
+    const gs__kred_span_t s = gs_kred_span(d, a, b, n, sizeof(uint16_t));
 
     switch (gs_kred_float_op(op, divisor)) {
     case GS_OP_AVG:
@@ -580,10 +581,10 @@ GS_KFN void gs_kred_run_f16(gs_kthread_t t, uint16_t *d, const uint16_t *a, cons
     }
 }
 
-GS_KFN void gs_kred_run_bf16(gs_kthread_t t, uint16_t *d, const uint16_t *a, const uint16_t *b,
+GS_KFN void gs_kred_run_bf16(gs__kthread_t t, uint16_t *d, const uint16_t *a, const uint16_t *b,
                              size_t n, gs_op_t op, int divisor)
 {
-    const gs_kred_span_t s = gs_kred_span(d, a, b, n, sizeof(uint16_t));
+    const gs__kred_span_t s = gs_kred_span(d, a, b, n, sizeof(uint16_t));
 
     switch (gs_kred_float_op(op, divisor)) {
     case GS_OP_AVG:
@@ -604,10 +605,10 @@ GS_KFN void gs_kred_run_bf16(gs_kthread_t t, uint16_t *d, const uint16_t *a, con
     }
 }
 
-GS_KFN void gs_kred_run_i8(gs_kthread_t t, int8_t *d, const int8_t *a, const int8_t *b, size_t n,
+GS_KFN void gs_kred_run_i8(gs__kthread_t t, int8_t *d, const int8_t *a, const int8_t *b, size_t n,
                            gs_op_t op)
 {
-    const gs_kred_span_t s = gs_kred_span(d, a, b, n, sizeof(int8_t));
+    const gs__kred_span_t s = gs_kred_span(d, a, b, n, sizeof(int8_t));
 
     switch (op) {
     case GS_OP_PROD:
@@ -634,10 +635,10 @@ GS_KFN void gs_kred_run_i8(gs_kthread_t t, int8_t *d, const int8_t *a, const int
     }
 }
 
-GS_KFN void gs_kred_run_u8(gs_kthread_t t, uint8_t *d, const uint8_t *a, const uint8_t *b, size_t n,
-                           gs_op_t op)
+GS_KFN void gs_kred_run_u8(gs__kthread_t t, uint8_t *d, const uint8_t *a, const uint8_t *b,
+                           size_t n, gs_op_t op)
 {
-    const gs_kred_span_t s = gs_kred_span(d, a, b, n, sizeof(uint8_t));
+    const gs__kred_span_t s = gs_kred_span(d, a, b, n, sizeof(uint8_t));
 
     switch (op) {
     case GS_OP_PROD:
@@ -664,10 +665,10 @@ GS_KFN void gs_kred_run_u8(gs_kthread_t t, uint8_t *d, const uint8_t *a, const u
     }
 }
 
-GS_KFN void gs_kred_run_i32(gs_kthread_t t, int32_t *d, const int32_t *a, const int32_t *b,
+GS_KFN void gs_kred_run_i32(gs__kthread_t t, int32_t *d, const int32_t *a, const int32_t *b,
                             size_t n, gs_op_t op)
 {
-    const gs_kred_span_t s = gs_kred_span(d, a, b, n, sizeof(int32_t));
+    const gs__kred_span_t s = gs_kred_span(d, a, b, n, sizeof(int32_t));
 
     switch (op) {
     case GS_OP_PROD:
@@ -694,10 +695,10 @@ GS_KFN void gs_kred_run_i32(gs_kthread_t t, int32_t *d, const int32_t *a, const 
     }
 }
 
-GS_KFN void gs_kred_run_i64(gs_kthread_t t, int64_t *d, const int64_t *a, const int64_t *b,
+GS_KFN void gs_kred_run_i64(gs__kthread_t t, int64_t *d, const int64_t *a, const int64_t *b,
                             size_t n, gs_op_t op)
 {
-    const gs_kred_span_t s = gs_kred_span(d, a, b, n, sizeof(int64_t));
+    const gs__kred_span_t s = gs_kred_span(d, a, b, n, sizeof(int64_t));
 
     switch (op) {
     case GS_OP_PROD:
@@ -735,7 +736,7 @@ GS_KFN void gs_kred_run_i64(gs_kthread_t t, int64_t *d, const int64_t *a, const 
  * dtype (gs_km_avg_*). dst may be a or b exactly; no other overlap. An
  * unknown dtype does nothing.
  */
-GS_KFN void gs_kred_reduce(gs_kthread_t t, void *dst, const void *a, const void *b, size_t n,
+GS_KFN void gs_kred_reduce(gs__kthread_t t, void *dst, const void *a, const void *b, size_t n,
                            gs_dtype_t dtype, gs_op_t op, int divisor)
 {
     switch (dtype) {
@@ -775,7 +776,7 @@ GS_KFN void gs_kred_reduce(gs_kthread_t t, void *dst, const void *a, const void 
  * gs__reduce_scale_generic: divisor 0 and 1 leave buf as it is, integer
  * dtypes are not touched.
  */
-GS_KFN void gs_kred_scale(gs_kthread_t t, void *buf, size_t n, gs_dtype_t dtype, int divisor)
+GS_KFN void gs_kred_scale(gs__kthread_t t, void *buf, size_t n, gs_dtype_t dtype, int divisor)
 {
     if ((divisor == 0) || (divisor == 1)) {
         return;
@@ -803,7 +804,7 @@ GS_KFN void gs_kred_scale(gs_kthread_t t, void *buf, size_t n, gs_dtype_t dtype,
 }
 
 /* buf[i] = buf[i] * m for i < n f32 values. */
-GS_KFN void gs_kred_mul_f32(gs_kthread_t t, float *buf, size_t n, float m)
+GS_KFN void gs_kred_mul_f32(gs__kthread_t t, float *buf, size_t n, float m)
 {
     gs_kred_mul_loop_f32(t, gs_kred_span(buf, buf, buf, n, sizeof(float)), buf, m);
 }

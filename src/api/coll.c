@@ -16,11 +16,11 @@
 #include "compress/codec.h"
 #include "core/error.h"
 
-static gs_status_t coll_blocking(const char *fn, gs_comm_t comm, const gs_coll_desc_t *d_in)
+static gs_status_t coll_blocking(const char *fn, gs_comm_t comm, const gs__coll_desc_t *d_in)
 {
     struct gs_request req;
-    gs_coll_desc_t dv = *d_in;
-    gs_coll_desc_t *d = &dv;
+    gs__coll_desc_t dv = *d_in;
+    gs__coll_desc_t *d = &dv;
     gs_status_t status = gs__coll_validate(fn, comm, d);
 
     if (status != GS_OK) {
@@ -57,7 +57,7 @@ static gs_status_t coll_blocking(const char *fn, gs_comm_t comm, const gs_coll_d
  * one free() that releases the request (request.c) frees them too.
  * Returns NULL when out of memory.
  */
-static struct gs_request *coll_request_alloc(gs_comm_t comm, const gs_coll_desc_t *d)
+static struct gs_request *coll_request_alloc(gs_comm_t comm, const gs__coll_desc_t *d)
 {
     const size_t n = (size_t)comm->size;
     const size_t head = (sizeof(struct gs_request) + 15u) & ~(size_t)15u;
@@ -90,12 +90,12 @@ static struct gs_request *coll_request_alloc(gs_comm_t comm, const gs_coll_desc_
     return req;
 }
 
-static gs_status_t coll_nonblocking(const char *fn, gs_comm_t comm, const gs_coll_desc_t *d_in,
+static gs_status_t coll_nonblocking(const char *fn, gs_comm_t comm, const gs__coll_desc_t *d_in,
                                     gs_request_t *req_out)
 {
     struct gs_request *req;
-    gs_coll_desc_t dv = *d_in;
-    gs_coll_desc_t *d = &dv;
+    gs__coll_desc_t dv = *d_in;
+    gs__coll_desc_t *d = &dv;
     gs_status_t status;
 
     if (req_out == NULL) {
@@ -161,12 +161,12 @@ static coll_opts_t coll_allreduce_opts(const gs_allreduce_opts_t *o)
     return r;
 }
 
-#define DESC(...) ((gs_coll_desc_t){__VA_ARGS__})
+#define DESC(...) ((gs__coll_desc_t){__VA_ARGS__})
 
 /* Run d with the options @p o, blocking or not: every entry point ends here
  * (gs_barrier and p2p.c's calls, which have no options, go straight to
  * coll_blocking / coll_nonblocking). */
-static gs_status_t coll_submit_o(const char *fn, gs_comm_t comm, gs_coll_desc_t d,
+static gs_status_t coll_submit_o(const char *fn, gs_comm_t comm, gs__coll_desc_t d,
                                  const coll_opts_t *o, gs_request_t *req_out, int nonblocking)
 {
     d.algo = o->algo;
@@ -178,7 +178,7 @@ static gs_status_t coll_submit_o(const char *fn, gs_comm_t comm, gs_coll_desc_t 
 }
 
 /* The same with the options of a gs_coll_opts_t (every call but all-reduce). */
-static gs_status_t coll_submit(const char *fn, gs_comm_t comm, gs_coll_desc_t d,
+static gs_status_t coll_submit(const char *fn, gs_comm_t comm, gs__coll_desc_t d,
                                const gs_coll_opts_t *opts, gs_request_t *req_out, int nonblocking)
 {
     const coll_opts_t o = coll_opts(opts);
@@ -201,7 +201,7 @@ static gs_status_t coll_allreduce(const char *fn, gs_comm_t comm, const void *se
 /* The collectives of count elements per block: broadcast, reduce,
  * allgather, reduce_scatter, alltoall, gather and scatter (@p op and
  * @p root where the collective has them; GS_OP_SUM and 0 otherwise). */
-static gs_status_t coll_fixed(const char *fn, gs_coll_kind_t kind, gs_comm_t comm,
+static gs_status_t coll_fixed(const char *fn, gs__coll_kind_t kind, gs_comm_t comm,
                               const void *sendbuf, void *recvbuf, size_t count, gs_dtype_t dtype,
                               gs_op_t op, int root, const gs_coll_opts_t *opts,
                               gs_request_t *req_out, int nb)
@@ -212,7 +212,7 @@ static gs_status_t coll_fixed(const char *fn, gs_coll_kind_t kind, gs_comm_t com
                        opts, req_out, nb);
 }
 
-static gs_status_t coll_p2p(const char *fn, gs_coll_kind_t kind, gs_comm_t comm, void *buf,
+static gs_status_t coll_p2p(const char *fn, gs__coll_kind_t kind, gs_comm_t comm, void *buf,
                             size_t count, gs_dtype_t dtype, int peer, uint32_t tag,
                             const gs_coll_opts_t *opts, gs_request_t *req_out, int nb)
 {
@@ -614,12 +614,12 @@ gs_status_t gs_ireduce_scatterv(gs_comm_t comm, const void *sendbuf, void *recvb
 }
 
 /* The submit paths for p2p.c (coll_impl.h). */
-gs_status_t gs__coll_blocking(const char *fn, gs_comm_t comm, const gs_coll_desc_t *d)
+gs_status_t gs__coll_blocking(const char *fn, gs_comm_t comm, const gs__coll_desc_t *d)
 {
     return coll_blocking(fn, comm, d);
 }
 
-gs_status_t gs__coll_nonblocking(const char *fn, gs_comm_t comm, const gs_coll_desc_t *d,
+gs_status_t gs__coll_nonblocking(const char *fn, gs_comm_t comm, const gs__coll_desc_t *d,
                                  gs_request_t *req_out)
 {
     return coll_nonblocking(fn, comm, d, req_out);

@@ -209,7 +209,7 @@ static gs_status_t coll_check_cap(const char *fn, const char *name, size_t cap, 
 }
 
 /* The v calls' arrays, buffers and capacities (kinds GS_COLL_*V). */
-static gs_status_t coll_check_v(const char *fn, gs_comm_t comm, const gs_coll_desc_t *d)
+static gs_status_t coll_check_v(const char *fn, gs_comm_t comm, const gs__coll_desc_t *d)
 {
     const int n = comm->size;
     const int me = comm->rank;
@@ -300,9 +300,9 @@ static gs_status_t coll_check_v(const char *fn, gs_comm_t comm, const gs_coll_de
 }
 
 /* A compressed all-reduce: float data, sum or avg, a valid codec, a matching ef. */
-static gs_status_t coll_check_codec(const char *fn, const gs_coll_desc_t *d)
+static gs_status_t coll_check_codec(const char *fn, const gs__coll_desc_t *d)
 {
-    gs_codec_resolved_t rc;
+    gs__codec_resolved_t rc;
     gs_status_t status;
 
     if (!gs__dtype_is_float(d->dtype) || ((d->op != GS_OP_SUM) && (d->op != GS_OP_AVG))) {
@@ -341,7 +341,7 @@ typedef struct coll_buf {
  * Sets d->mem and d->device. Returns GS_OK or GS_ERR_INVALID_ARG naming
  * the buffer and saying why.
  */
-static gs_status_t coll_check_mem(const char *fn, gs_comm_t comm, gs_coll_desc_t *d)
+static gs_status_t coll_check_mem(const char *fn, gs_comm_t comm, gs__coll_desc_t *d)
 {
     coll_buf_t bufs[2];
     int nbufs = 0;
@@ -441,7 +441,7 @@ static gs_status_t coll_check_mem(const char *fn, gs_comm_t comm, gs_coll_desc_t
 }
 
 /* Validate a descriptor completely; returns GS_OK or the first problem. */
-gs_status_t gs__coll_validate(const char *fn, gs_comm_t comm, gs_coll_desc_t *d)
+gs_status_t gs__coll_validate(const char *fn, gs_comm_t comm, gs__coll_desc_t *d)
 {
     const size_t n = (size_t)((comm != NULL) ? comm->size : 1);
     gs_status_t status = coll_check_comm(fn, comm);

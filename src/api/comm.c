@@ -92,7 +92,7 @@ static gs_status_t comm_apply_log(const gs__cfg_t *cfg)
 /* Create the transport instance of comm (rank, size, ids and cfg set). */
 gs_status_t gs__comm_transport_init(gs_comm_t comm)
 {
-    gs_tp_params_t params;
+    gs__tp_params_t params;
     gs_status_t status;
 
     status = comm_apply_log(&comm->cfg);
@@ -186,7 +186,7 @@ static gs_status_t comm_select_start(gs_comm_t comm)
 
 gs_status_t gs__comm_start(gs_comm_t comm, char (*addrs)[GS_SOCK_ADDR_MAX], const uint64_t *hosts)
 {
-    const gs_algo_ctx_params_t ap = {
+    const gs__algo_ctx_params_t ap = {
         .tr = &comm->tr,
         .diag = &gs__algo_diag_ops, /* diagnosis hooks into the waits */
         .rank = comm->rank,
@@ -353,7 +353,7 @@ gs_status_t gs__comm_init_exchange(gs_comm_t *comm_out, const gs_config_t *cfg,
 
 gs_status_t gs_comm_destroy(gs_comm_t comm)
 {
-    gs_transport_t tr;
+    gs__transport_t tr;
     gs_status_t status;
 
     if (comm == NULL) {

@@ -18,9 +18,9 @@
 #include "device/nccl_engine.h"
 #endif
 
-gs_status_t gs__comm_dev_ready(gs_comm_t comm, const gs_coll_desc_t *d)
+gs_status_t gs__comm_dev_ready(gs_comm_t comm, const gs__coll_desc_t *d)
 {
-    gs_algo_dev_params_t params;
+    gs__algo_dev_params_t params;
 
     if ((comm->actx.dev != NULL) && comm->actx.dev->ready &&
         (d->device == comm->actx.dev->device)) {
@@ -52,9 +52,9 @@ gs_status_t gs__comm_dev_ready(gs_comm_t comm, const gs_coll_desc_t *d)
 gs_status_t gs__comm_dev_split(gs_comm_t parent, gs_comm_t child, int color, int key)
 {
 #ifdef GS_WITH_NCCL
-    gs_dev_t *pdev = parent->actx.dev;
-    struct gs_nccl *nc = NULL;
-    gs_dev_guard_t guard;
+    gs__dev_t *pdev = parent->actx.dev;
+    struct gs__nccl *nc = NULL;
+    gs__dev_guard_t guard;
     gs_status_t status;
 
     if ((pdev == NULL) || !pdev->ready || (pdev->nccl == NULL)) {

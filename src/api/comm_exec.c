@@ -33,7 +33,7 @@ void gs__comm_fail(gs_comm_t comm, gs_status_t status, const char *msg)
     pthread_mutex_unlock(&comm->err.mu);
 }
 
-static int comm_error_is_sticky(gs_coll_kind_t kind, gs_status_t status)
+static int comm_error_is_sticky(gs__coll_kind_t kind, gs_status_t status)
 {
     const gs_status_scope_t scope = gs_status_scope(status);
 
@@ -47,7 +47,7 @@ static int comm_error_is_sticky(gs_coll_kind_t kind, gs_status_t status)
 /* gs_recv_status (GS_DESC_F_RECV_UPTO): report what arrived (source, tag,
  * count) in d->status when set. A byte length that is not whole elements
  * is GS_ERR_MISMATCH. */
-static gs_status_t comm_p2p_status(const gs_coll_desc_t *d, int source, size_t nbytes)
+static gs_status_t comm_p2p_status(const gs__coll_desc_t *d, int source, size_t nbytes)
 {
     const size_t esize = gs__dtype_size(d->dtype);
 
@@ -69,7 +69,7 @@ gs_status_t gs__comm_run_task(gs__task_t *task, void *ctx)
 {
     struct gs_request *req = (struct gs_request *)task;
     gs_comm_t comm = (gs_comm_t)ctx;
-    gs_coll_desc_t *d = &req->desc;
+    gs__coll_desc_t *d = &req->desc;
     const gs_status_t sticky = (gs_status_t)atomic_load(&comm->err.status);
     gs_status_t status;
     uint64_t t0;
@@ -145,7 +145,7 @@ gs_status_t gs__comm_run_task(gs__task_t *task, void *ctx)
  * errors, the deadline and a destroy that will not wait for it. */
 static gs_status_t comm_dev_test(gs_comm_t comm, struct gs_request *req)
 {
-    gs_coll_desc_t *d = &req->desc;
+    gs__coll_desc_t *d = &req->desc;
     gs_status_t status = gs__dev_test(&comm->actx, d);
     uint64_t now;
 
@@ -185,7 +185,7 @@ gs_status_t gs__comm_test_task(gs__task_t *task, void *ctx)
 {
     struct gs_request *req = (struct gs_request *)task;
     gs_comm_t comm = (gs_comm_t)ctx;
-    const gs_coll_desc_t *d = &req->desc;
+    const gs__coll_desc_t *d = &req->desc;
     const size_t expect = (d->kind == GS_COLL_RECV) ? d->count * gs__dtype_size(d->dtype) : 0;
     const int upto = (d->kind == GS_COLL_RECV) && (d->flags & GS_DESC_F_RECV_UPTO);
     gs_status_t status;

@@ -19,11 +19,11 @@
 #include "transport/transport.h"
 
 /* The error that failed a communicator (sticky), readable from any thread. */
-typedef struct gs_comm_error {
+typedef struct gs__comm_error {
     atomic_int status; /* gs_status_t; GS_OK while healthy */
     pthread_mutex_t mu;
     char msg[GS_ERROR_MSG_MAX];
-} gs_comm_error_t;
+} gs__comm_error_t;
 
 struct gs_comm {
     gs__cfg_t cfg; /* resolved configuration (rank and size of this comm) */
@@ -33,22 +33,22 @@ struct gs_comm {
     uint64_t job_id;
     atomic_uint split_seq; /* splits made from this comm, for child comm ids */
     atomic_int destroying; /* gs_comm_destroy has begun: in-flight p2p is cancelled */
-    gs_transport_t tr;
+    gs__transport_t tr;
     gs__worker_t worker;
-    gs_algo_ctx_t actx;   /* used by the worker thread only */
-    gs_algo_select_t sel; /* GS_ALGO, the cost model, what the planner logged */
-    uint32_t coll_seq;    /* worker thread only */
-    int dev_inflight;     /* worker thread only: non-blocking device calls in flight */
+    gs__algo_ctx_t actx;   /* used by the worker thread only */
+    gs__algo_select_t sel; /* GS_ALGO, the cost model, what the planner logged */
+    uint32_t coll_seq;     /* worker thread only */
+    int dev_inflight;      /* worker thread only: non-blocking device calls in flight */
     gs__counters_t counters;
-    gs_comm_error_t err;
+    gs__comm_error_t err;
     gs__auth_t auth; /* the job token (core/auth.h), from cfg; off: none */
 };
 
 struct gs_request {
     gs__task_t task; /* first: the worker sees only this */
     gs_comm_t comm;
-    gs_coll_desc_t desc;
-    gs_algo_req_t p2p;     /* point-to-point: the transport request in flight */
+    gs__coll_desc_t desc;
+    gs__algo_req_t p2p;    /* point-to-point: the transport request in flight */
     uint64_t p2p_deadline; /* point-to-point: fails with GS_ERR_TIMEOUT after this */
 };
 
@@ -72,7 +72,7 @@ gs_status_t gs__comm_start(gs_comm_t comm, char (*addrs)[GS_SOCK_ADDR_MAX], cons
 /* Before a call with device buffers runs (comm_cuda.c): the device context
  * of @p comm is set up (collective, on the first such call) and the call's
  * device is the communicator's. Returns GS_OK or the setup's error. */
-gs_status_t gs__comm_dev_ready(gs_comm_t comm, const gs_coll_desc_t *d);
+gs_status_t gs__comm_dev_ready(gs_comm_t comm, const gs__coll_desc_t *d);
 
 /* gs_comm_split's part for device buffers: when @p parent has an NCCL
  * communicator, split it (ncclCommSplit; collective over the parent, every

@@ -105,7 +105,7 @@ static gs_status_t view_check(const uint8_t *buf, size_t nbytes, uint32_t magic,
  * nbytes[i] with what a finished one carried; releases every request.
  * Returns GS_ERR_ABORTED when the transport was aborted, else GS_OK.
  */
-static gs_status_t wait_all(gs_comm_t comm, gs_algo_req_t *reqs, size_t *nbytes, gs_status_t *st,
+static gs_status_t wait_all(gs_comm_t comm, gs__algo_req_t *reqs, size_t *nbytes, gs_status_t *st,
                             int n, uint64_t deadline)
 {
     gs_status_t status = GS_OK;
@@ -163,7 +163,7 @@ static void note_local_failures(gs_comm_t comm, uint8_t *dead)
 }
 
 /* The coordinator's side of the agreement: collect, union, hand out. */
-static gs_status_t agree_coordinate(shrink_task_t *s, gs_algo_req_t *reqs, size_t *nbytes,
+static gs_status_t agree_coordinate(shrink_task_t *s, gs__algo_req_t *reqs, size_t *nbytes,
                                     gs_status_t *st)
 {
     gs_comm_t comm = s->comm;
@@ -227,7 +227,7 @@ static gs_status_t agree_member(shrink_task_t *s, int coord, int *retry_out)
     gs_comm_t comm = s->comm;
     const int n = comm->size;
     const size_t len = view_len(n);
-    gs_algo_req_t reqs[2] = {{.req = NULL}, {.req = NULL}};
+    gs__algo_req_t reqs[2] = {{.req = NULL}, {.req = NULL}};
     size_t nbytes[2];
     gs_status_t st[2];
     gs_status_t status;
@@ -278,7 +278,7 @@ static gs_status_t agree_member(shrink_task_t *s, int coord, int *retry_out)
 }
 
 /* Phase 2: create the child's transport and exchange endpoints. */
-static gs_status_t exchange_endpoints(shrink_task_t *s, gs_algo_req_t *reqs, size_t *nbytes,
+static gs_status_t exchange_endpoints(shrink_task_t *s, gs__algo_req_t *reqs, size_t *nbytes,
                                       gs_status_t *st)
 {
     gs_comm_t comm = s->comm;
@@ -391,7 +391,7 @@ static gs_status_t shrink_run(gs__task_t *task, void *ctx)
     shrink_task_t *s = (shrink_task_t *)task;
     gs_comm_t comm = (gs_comm_t)ctx;
     const int n = comm->size;
-    gs_algo_req_t *reqs = calloc((size_t)n, sizeof(*reqs));
+    gs__algo_req_t *reqs = calloc((size_t)n, sizeof(*reqs));
     size_t *nbytes = calloc((size_t)n, sizeof(*nbytes));
     gs_status_t *st = calloc((size_t)n, sizeof(*st));
     gs_status_t status = GS_OK;

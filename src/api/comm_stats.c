@@ -108,7 +108,7 @@ void gs__comm_stats_free(gs_comm_t comm)
     comm->actx.peer_ctr = NULL;
 }
 
-void gs__comm_stats_op_done(gs_comm_t comm, const gs_coll_desc_t *d, gs_status_t status,
+void gs__comm_stats_op_done(gs_comm_t comm, const gs__coll_desc_t *d, gs_status_t status,
                             uint64_t busy_ns)
 {
     gs__coll_counters_t *cc = &comm->counters.coll[d->kind];
@@ -302,7 +302,7 @@ static size_t stats_format(gs_comm_t comm, uint64_t now_ns, int final, line_buf_
         line_add(b,
                  "%s{\"coll\":\"%s\",\"ops\":%llu,\"bytes\":%llu,\"busy_ns\":%llu,"
                  "\"last_algo\":\"%s\"}",
-                 first ? "" : ",", gs__coll_name((gs_coll_kind_t)k), (unsigned long long)cs->ops,
+                 first ? "" : ",", gs__coll_name((gs__coll_kind_t)k), (unsigned long long)cs->ops,
                  (unsigned long long)cs->bytes, (unsigned long long)cs->busy_ns,
                  gs__algo_name(cs->last_algo));
         first = 0;

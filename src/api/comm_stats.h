@@ -25,7 +25,7 @@ void gs__comm_stats_free(gs_comm_t comm);
 /* Count a finished operation: ops_completed/ops_failed, and for its kind
  * the call, its bytes (count x dtype size), @p busy_ns and the algorithm
  * that ran (d->algo once resolved). Lock-free. */
-void gs__comm_stats_op_done(gs_comm_t comm, const gs_coll_desc_t *d, gs_status_t status,
+void gs__comm_stats_op_done(gs_comm_t comm, const gs__coll_desc_t *d, gs_status_t status,
                             uint64_t busy_ns);
 
 /* Write a GS_STATS_FILE line now (final: the one at destroy). Failures to

@@ -38,10 +38,10 @@
 /* Receive with a status                                                  */
 /* ---------------------------------------------------------------------- */
 
-static gs_coll_desc_t p2p_status_desc(void *buf, size_t count, gs_dtype_t dtype, int peer,
-                                      uint32_t tag, gs_p2p_status_t *status)
+static gs__coll_desc_t p2p_status_desc(void *buf, size_t count, gs_dtype_t dtype, int peer,
+                                       uint32_t tag, gs_p2p_status_t *status)
 {
-    gs_coll_desc_t d;
+    gs__coll_desc_t d;
 
     memset(&d, 0, sizeof(d));
     d.kind = GS_COLL_RECV;
@@ -59,7 +59,7 @@ static gs_coll_desc_t p2p_status_desc(void *buf, size_t count, gs_dtype_t dtype,
 gs_status_t gs_recv_status(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype, int peer,
                            uint32_t tag, gs_p2p_status_t *status)
 {
-    const gs_coll_desc_t d = p2p_status_desc(buf, count, dtype, peer, tag, status);
+    const gs__coll_desc_t d = p2p_status_desc(buf, count, dtype, peer, tag, status);
 
     return gs__coll_blocking("gs_recv_status", comm, &d);
 }
@@ -67,7 +67,7 @@ gs_status_t gs_recv_status(gs_comm_t comm, void *buf, size_t count, gs_dtype_t d
 gs_status_t gs_irecv_status(gs_comm_t comm, void *buf, size_t count, gs_dtype_t dtype, int peer,
                             uint32_t tag, gs_p2p_status_t *status, gs_request_t *req_out)
 {
-    const gs_coll_desc_t d = p2p_status_desc(buf, count, dtype, peer, tag, status);
+    const gs__coll_desc_t d = p2p_status_desc(buf, count, dtype, peer, tag, status);
 
     return gs__coll_nonblocking("gs_irecv_status", comm, &d, req_out);
 }
@@ -84,7 +84,7 @@ typedef struct p2p_probe {
     int blocking;
     int found;
     uint64_t deadline;
-    gs_tp_completion_t comp;
+    gs__tp_completion_t comp;
 } p2p_probe_t;
 
 /* "rank 3" or "any rank", for messages. */
@@ -257,7 +257,7 @@ int gs__group_active(void)
     return group_depth > 0;
 }
 
-gs_status_t gs__group_add(const char *fn, gs_comm_t comm, const gs_coll_desc_t *d)
+gs_status_t gs__group_add(const char *fn, gs_comm_t comm, const gs__coll_desc_t *d)
 {
     struct gs_request *req;
 

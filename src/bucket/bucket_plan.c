@@ -9,7 +9,7 @@
 
 #include <string.h>
 
-size_t gs__bplan_assign(const gs_bplan_tensor_t *t, size_t n, const uint32_t *order,
+size_t gs__bplan_assign(const gs__bplan_tensor_t *t, size_t n, const uint32_t *order,
                         uint64_t first_bytes, uint64_t bytes, uint32_t *bucket_of)
 {
     size_t nbuckets = 0;
@@ -39,7 +39,7 @@ size_t gs__bplan_assign(const gs_bplan_tensor_t *t, size_t n, const uint32_t *or
     return nbuckets + (open ? 1u : 0u);
 }
 
-void gs__bplan_layout(const gs_bplan_tensor_t *t, size_t n, const uint32_t *bucket_of,
+void gs__bplan_layout(const gs__bplan_tensor_t *t, size_t n, const uint32_t *bucket_of,
                       size_t nbuckets, size_t *first, uint32_t *members, size_t *offset_of,
                       size_t *count_of)
 {
@@ -66,14 +66,14 @@ void gs__bplan_layout(const gs_bplan_tensor_t *t, size_t n, const uint32_t *buck
     first[0] = 0;
 }
 
-int gs__bplan_contiguous(const gs_bplan_tensor_t *t, const uint32_t *members, size_t nmembers,
+int gs__bplan_contiguous(const gs__bplan_tensor_t *t, const uint32_t *members, size_t nmembers,
                          uintptr_t *base_out)
 {
     uintptr_t base = 0, next = 0;
     int seen = 0;
 
     for (size_t k = 0; k < nmembers; k++) {
-        const gs_bplan_tensor_t *x = &t[members[k]];
+        const gs__bplan_tensor_t *x = &t[members[k]];
 
         if (x->count == 0) {
             continue;

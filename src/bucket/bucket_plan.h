@@ -28,12 +28,12 @@
 #include "gradsync/types.h"
 
 /* What the plan needs to know of one registered tensor. */
-typedef struct gs_bplan_tensor {
+typedef struct gs__bplan_tensor {
     uintptr_t addr;   /* first byte (any value when count is 0) */
     size_t count;     /* elements */
     size_t esize;     /* bytes per element */
     gs_dtype_t dtype; /* element type */
-} gs_bplan_tensor_t;
+} gs__bplan_tensor_t;
 
 /*
  * Assign the @p n tensors to buckets, taking them in @p order (a
@@ -41,7 +41,7 @@ typedef struct gs_bplan_tensor {
  * the number of buckets (0 when n is 0). Bucket indexes follow the fill
  * order: bucket 0 holds order[0].
  */
-size_t gs__bplan_assign(const gs_bplan_tensor_t *t, size_t n, const uint32_t *order,
+size_t gs__bplan_assign(const gs__bplan_tensor_t *t, size_t n, const uint32_t *order,
                         uint64_t first_bytes, uint64_t bytes, uint32_t *bucket_of);
 
 /*
@@ -50,7 +50,7 @@ size_t gs__bplan_assign(const gs_bplan_tensor_t *t, size_t n, const uint32_t *or
  * offset_of[id] is the element offset of tensor id inside its bucket and
  * count_of[b] the elements of bucket b.
  */
-void gs__bplan_layout(const gs_bplan_tensor_t *t, size_t n, const uint32_t *bucket_of,
+void gs__bplan_layout(const gs__bplan_tensor_t *t, size_t n, const uint32_t *bucket_of,
                       size_t nbuckets, size_t *first, uint32_t *members, size_t *offset_of,
                       size_t *count_of);
 
@@ -60,7 +60,7 @@ void gs__bplan_layout(const gs_bplan_tensor_t *t, size_t n, const uint32_t *buck
  * then the first byte of the first non-empty one (0 when all are empty).
  * 0 otherwise (*base_out untouched).
  */
-int gs__bplan_contiguous(const gs_bplan_tensor_t *t, const uint32_t *members, size_t nmembers,
+int gs__bplan_contiguous(const gs__bplan_tensor_t *t, const uint32_t *members, size_t nmembers,
                          uintptr_t *base_out);
 
 /* 1 when @p order holds every value 0..n-1 exactly once; @p seen is n bytes of scratch. */

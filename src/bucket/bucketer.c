@@ -259,7 +259,7 @@ static gs_status_t bkt_check_dtype(const bkt_config_t *cfg, size_t id, gs_dtype_
 static gs_status_t bkt_registry_grow(bkt_registry_t *reg)
 {
     const size_t cap = (reg->cap == 0) ? 64 : reg->cap * 2;
-    gs_bplan_tensor_t *t;
+    gs__bplan_tensor_t *t;
     void **ptr;
 
     t = realloc(reg->t, cap * sizeof(*t));
@@ -333,8 +333,8 @@ gs_status_t gs_bucketer_add(gs_bucketer_t b, void *ptr, size_t count, gs_dtype_t
             return status;
         }
     }
-    reg->t[id] =
-        (gs_bplan_tensor_t){.addr = (uintptr_t)ptr, .count = count, .esize = esize, .dtype = dtype};
+    reg->t[id] = (gs__bplan_tensor_t){
+        .addr = (uintptr_t)ptr, .count = count, .esize = esize, .dtype = dtype};
     reg->ptr[id] = ptr;
     reg->n++;
     reg->bytes += (uint64_t)(count * esize);

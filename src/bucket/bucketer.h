@@ -36,15 +36,15 @@ typedef struct bkt_config {
 
 /* The registered tensors (grows during registration only). */
 typedef struct bkt_registry {
-    gs_bplan_tensor_t *t; /* [n] address, count, element size, dtype */
-    void **ptr;           /* [n] the caller's pointers */
-    size_t n;             /* tensors registered */
-    size_t cap;           /* allocated entries */
-    uint64_t bytes;       /* sum of the tensors' bytes */
-    int device;           /* 1: the tensors are device memory (all of them) */
-    int host;             /* 1: some non-empty tensor is host memory */
-    uintptr_t end;        /* one past the last non-empty tensor (the device rule) */
-    size_t last_nonempty; /* its id (valid when end != 0) */
+    gs__bplan_tensor_t *t; /* [n] address, count, element size, dtype */
+    void **ptr;            /* [n] the caller's pointers */
+    size_t n;              /* tensors registered */
+    size_t cap;            /* allocated entries */
+    uint64_t bytes;        /* sum of the tensors' bytes */
+    int device;            /* 1: the tensors are device memory (all of them) */
+    int host;              /* 1: some non-empty tensor is host memory */
+    uintptr_t end;         /* one past the last non-empty tensor (the device rule) */
+    size_t last_nonempty;  /* its id (valid when end != 0) */
 } bkt_registry_t;
 
 /* One bucket of a grouping, and its state in the current step. */

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Internal codec layer: the codec table type (one gs_codec_ops_t per codec,
+ * Internal codec layer: the codec table type (one gs__codec_ops_t per codec,
  * filled with designated initializers), the resolved parameters every codec
  * function takes, the payload header (codec_wire.c), the zstd stage
  * (zstd_wrap.c) and the error-feedback internals (ef.c).
  *
  * A codec's functions are pure: they work on f32 spans, never allocate,
- * never log, and see only a validated gs_codec_params_t. The public entry
+ * never log, and see only a validated gs__codec_params_t. The public entry
  * points in codec_api.c resolve the configuration, lay out the caller's
  * scratch, convert dtypes, run error feedback and the zstd stage.
  * Wire bodies are little-endian; only little-endian hosts are supported.
@@ -46,7 +46,7 @@
 /* Codec table                                                            */
 /* ---------------------------------------------------------------------- */
 
-/* Flags of a codec (gs_codec_ops_t.flags). */
+/* Flags of a codec (gs__codec_ops_t.flags). */
 #define GS_CODEC_F_LOSSY (1u << 0)      /* decode(encode(x)) != x in general */
 #define GS_CODEC_F_NEEDS_EF (1u << 1)   /* biased: run it with error feedback */
 #define GS_CODEC_F_BLOCKED (1u << 2)    /* uses params.block (one scale per block) */
@@ -55,34 +55,34 @@
 #define GS_CODEC_F_STOCHASTIC (1u << 5) /* draws from params.seed */
 
 /* Everything a codec function needs, validated by codec_api.c. */
-typedef struct gs_codec_params {
+typedef struct gs__codec_params {
     size_t count;   /* elements of the tensor */
     uint32_t block; /* elements per scale (BLOCKED codecs), else 0 */
     uint32_t param; /* levels (LEVELS) or k (SPARSE), else 0 */
     uint64_t seed;  /* effective seed (STOCHASTIC codecs; encode only) */
-} gs_codec_params_t;
+} gs__codec_params_t;
 
 /* How decode_accumulate writes its output. */
-typedef enum gs_codec_mode {
+typedef enum gs__codec_mode {
     GS_CODEC_MODE_SET = 0, /* dst[i] = decoded[i] (zero where nothing was sent) */
     GS_CODEC_MODE_ADD = 1  /* dst[i] += alpha * decoded[i] */
-} gs_codec_mode_t;
+} gs__codec_mode_t;
 
 /* Exact size in bytes of the body for @p p (no header, no zstd). */
-typedef size_t (*gs_codec_body_size_fn_t)(const gs_codec_params_t *p);
+typedef size_t (*gs__codec_body_size_fn_t)(const gs__codec_params_t *p);
 
 /* Encode src[0 .. p->count) into body (exactly body_size(p) bytes, any
  * alignment). src is finite in the normal case; non-finite values must not
  * cause undefined behaviour. Returns GS_OK (codecs cannot fail). */
-typedef gs_status_t (*gs_codec_encode_fn_t)(const gs_codec_params_t *p, const float *src,
-                                            uint8_t *body);
+typedef gs_status_t (*gs__codec_encode_fn_t)(const gs__codec_params_t *p, const float *src,
+                                             uint8_t *body);
 
 /* Decode body (exactly body_size(p) bytes, any alignment, HOSTILE: every
  * index is checked) into dst as @p mode says. Validates the whole body
  * before writing: on GS_ERR_PROTOCOL dst is untouched. Sets no error text;
  * codec_api.c does. */
-typedef gs_status_t (*gs_codec_decode_fn_t)(const gs_codec_params_t *p, const uint8_t *body,
-                                            float *dst, gs_codec_mode_t mode, float alpha);
+typedef gs_status_t (*gs__codec_decode_fn_t)(const gs__codec_params_t *p, const uint8_t *body,
+                                             float *dst, gs__codec_mode_t mode, float alpha);
 
 /* Error-feedback encode fused into one pass over memory: residual[i] +=
  * src[i]; body = encode(residual); residual -= decode(body). The body and
@@ -90,63 +90,64 @@ typedef gs_status_t (*gs_codec_decode_fn_t)(const gs_codec_params_t *p, const ui
  * after the other (codec_api.c's unfused sequence: gs__ef_add_f32, encode,
  * decode_accumulate with alpha -1). src and residual hold p->count f32.
  * Returns GS_OK. */
-typedef gs_status_t (*gs_codec_encode_ef_fn_t)(const gs_codec_params_t *p, const float *src,
-                                               float *residual, uint8_t *body);
+typedef gs_status_t (*gs__codec_encode_ef_fn_t)(const gs__codec_params_t *p, const float *src,
+                                                float *residual, uint8_t *body);
 
 /* One codec. Filled with designated initializers; every slot is required
  * except encode_ef (NULL: codec_api.c runs the unfused sequence). */
-typedef struct gs_codec_ops {
-    const char *name;                       /* short name, as in GS_CODEC_MAP */
-    gs_codec_kind_t wire_id;                /* stable id written into payloads */
-    unsigned flags;                         /* GS_CODEC_F_* */
-    gs_codec_body_size_fn_t encoded_size;   /* body bytes */
-    gs_codec_encode_fn_t encode;            /* f32 -> body */
-    gs_codec_decode_fn_t decode_accumulate; /* body -> f32 (set or add) */
-    gs_codec_encode_ef_fn_t encode_ef;      /* fused error-feedback encode, or NULL */
-} gs_codec_ops_t;
+typedef struct gs__codec_ops {
+    const char *name;                        /* short name, as in GS_CODEC_MAP */
+    gs_codec_kind_t wire_id;                 /* stable id written into payloads */
+    unsigned flags;                          /* GS_CODEC_F_* */
+    gs__codec_body_size_fn_t encoded_size;   /* body bytes */
+    gs__codec_encode_fn_t encode;            /* f32 -> body */
+    gs__codec_decode_fn_t decode_accumulate; /* body -> f32 (set or add) */
+    gs__codec_encode_ef_fn_t encode_ef;      /* fused error-feedback encode, or NULL */
+} gs__codec_ops_t;
 
-extern const gs_codec_ops_t gs__codec_none_ops;
-extern const gs_codec_ops_t gs__codec_fp16_ops;
-extern const gs_codec_ops_t gs__codec_bf16_ops;
-extern const gs_codec_ops_t gs__codec_int8_ops;
-extern const gs_codec_ops_t gs__codec_qsgd_ops;
-extern const gs_codec_ops_t gs__codec_sign_ops;
-extern const gs_codec_ops_t gs__codec_topk_ops;
-extern const gs_codec_ops_t gs__codec_randk_ops;
+extern const gs__codec_ops_t gs__codec_none_ops;
+extern const gs__codec_ops_t gs__codec_fp16_ops;
+extern const gs__codec_ops_t gs__codec_bf16_ops;
+extern const gs__codec_ops_t gs__codec_int8_ops;
+extern const gs__codec_ops_t gs__codec_qsgd_ops;
+extern const gs__codec_ops_t gs__codec_sign_ops;
+extern const gs__codec_ops_t gs__codec_topk_ops;
+extern const gs__codec_ops_t gs__codec_randk_ops;
 
 /* The codec of @p kind, or NULL for an unknown kind (codec_table.c). */
-const gs_codec_ops_t *gs__codec_lookup(gs_codec_kind_t kind);
+const gs__codec_ops_t *gs__codec_lookup(gs_codec_kind_t kind);
 
 /* ---------------------------------------------------------------------- */
 /* Resolved configuration (codec_api.c)                                   */
 /* ---------------------------------------------------------------------- */
 
-typedef struct gs_codec_resolved {
-    const gs_codec_ops_t *ops;
+typedef struct gs__codec_resolved {
+    const gs__codec_ops_t *ops;
     uint32_t block;
     int levels;
     double ratio;
     uint64_t seed;
     gs_codec_zstd_t zstd;
     int zstd_level;
-} gs_codec_resolved_t;
+} gs__codec_resolved_t;
 
 /* Apply defaults to @p cfg and validate it (GS_ERR_INVALID_ARG with text
  * naming the field). Reads only the fields inside cfg->size. */
-gs_status_t gs__codec_resolve(const gs_codec_config_t *cfg, gs_codec_resolved_t *out);
+gs_status_t gs__codec_resolve(const gs_codec_config_t *cfg, gs__codec_resolved_t *out);
 
 /* The parameters for @p count elements: block, levels or k (seed left 0).
  * GS_ERR_UNSUPPORTED (with text) for a sparse codec past UINT32_MAX. */
-gs_status_t gs__codec_params(const gs_codec_resolved_t *rc, size_t count, gs_codec_params_t *p_out);
+gs_status_t gs__codec_params(const gs__codec_resolved_t *rc, size_t count,
+                             gs__codec_params_t *p_out);
 
 /* Where a call's parts sit in the caller's scratch (codec_api.c's header
  * comment has the layout); total is what gs_codec_scratch_size reports. */
-typedef struct gs_codec_layout {
+typedef struct gs__codec_layout {
     size_t conv_off, conv_len;
     size_t zbuf_off, zbuf_len;
     size_t work_off, work_len;
     size_t total; /* bytes the caller must provide (0 when nothing is needed) */
-} gs_codec_layout_t;
+} gs__codec_layout_t;
 
 /*
  * A resolved configuration prepared for payloads of up to max_count
@@ -156,40 +157,40 @@ typedef struct gs_codec_layout {
  * caller that encodes or decodes many payloads with one configuration
  * (the compressed all-reduce's slices) makes it once and passes it down.
  */
-typedef struct gs_codec_plan {
-    gs_codec_resolved_t rc;
+typedef struct gs__codec_plan {
+    gs__codec_resolved_t rc;
     gs_dtype_t dtype;
     size_t max_count;
-    gs_codec_params_t p;   /* for max_count elements (seed 0) */
-    size_t payload_max;    /* gs_codec_encoded_size of max_count elements */
-    gs_codec_layout_t lay; /* lay.total: gs_codec_scratch_size of max_count elements */
-} gs_codec_plan_t;
+    gs__codec_params_t p;   /* for max_count elements (seed 0) */
+    size_t payload_max;     /* gs_codec_encoded_size of max_count elements */
+    gs__codec_layout_t lay; /* lay.total: gs_codec_scratch_size of max_count elements */
+} gs__codec_plan_t;
 
 /* Prepare @p rc for up to @p max_count elements of @p dtype. Local, pure.
  * GS_ERR_INVALID_ARG (not a float dtype, count too large) or
  * GS_ERR_UNSUPPORTED (a sparse codec past 2^32 - 1 elements), with text
  * starting "fn: ". */
-gs_status_t gs__codec_plan(const char *fn, const gs_codec_resolved_t *rc, size_t max_count,
-                           gs_dtype_t dtype, gs_codec_plan_t *out);
+gs_status_t gs__codec_plan(const char *fn, const gs__codec_resolved_t *rc, size_t max_count,
+                           gs_dtype_t dtype, gs__codec_plan_t *out);
 
 /* gs_codec_encode of @p count <= pl->max_count elements of pl->dtype;
  * scratch of pl->lay.total bytes serves every count. Same checks and
  * errors as gs_codec_encode, named after it. */
-gs_status_t gs__codec_plan_encode(const gs_codec_plan_t *pl, const void *src, size_t count,
+gs_status_t gs__codec_plan_encode(const gs__codec_plan_t *pl, const void *src, size_t count,
                                   gs_ef_t ef, void *scratch, size_t scratch_size, void *dst,
                                   size_t dst_capacity, size_t *len_out);
 
 /* gs_codec_decode (GS_CODEC_MODE_SET) or gs_codec_decode_accumulate
  * (GS_CODEC_MODE_ADD) of @p count <= pl->max_count elements, with their
  * checks and errors, named after them. */
-gs_status_t gs__codec_plan_decode(const gs_codec_plan_t *pl, const void *payload, size_t len,
+gs_status_t gs__codec_plan_decode(const gs__codec_plan_t *pl, const void *payload, size_t len,
                                   size_t count, void *scratch, size_t scratch_size, void *dst,
-                                  gs_codec_mode_t mode);
+                                  gs__codec_mode_t mode);
 
 /* The seed of a stochastic codec's draws at error-feedback step @p step:
  * every step draws differently (qsgd noise, random-k strata), alike on
  * every rank and on the host and device paths. */
-static inline uint64_t gs__codec_step_seed(const gs_codec_resolved_t *rc, uint64_t step)
+static inline uint64_t gs__codec_step_seed(const gs__codec_resolved_t *rc, uint64_t step)
 {
     return rc->seed + step * 0x9e3779b97f4a7c15ull;
 }
@@ -204,7 +205,7 @@ static inline uint64_t gs__codec_step_seed(const gs_codec_resolved_t *rc, uint64
 #define GS_CODEC_WIRE_FLAGS_KNOWN GS_CODEC_WIRE_FLAG_ZSTD
 
 /* The header fields (docs/compression.md has the byte layout). */
-typedef struct gs_codec_hdr {
+typedef struct gs__codec_hdr {
     uint8_t version;
     uint8_t codec;     /* wire id */
     uint8_t flags;     /* GS_CODEC_WIRE_FLAG_* */
@@ -212,19 +213,19 @@ typedef struct gs_codec_hdr {
     uint32_t param;    /* params.param */
     uint64_t count;    /* elements */
     uint64_t body_len; /* bytes after the header, as stored (after zstd) */
-} gs_codec_hdr_t;
+} gs__codec_hdr_t;
 
 _Static_assert(GS_CODEC_HEADER_BYTES == 32, "the header layout is 32 bytes");
 
 /* Write @p hdr (with magic) into out[0 .. GS_CODEC_HEADER_BYTES). */
-void gs__codec_hdr_encode(const gs_codec_hdr_t *hdr, uint8_t *out);
+void gs__codec_hdr_encode(const gs__codec_hdr_t *hdr, uint8_t *out);
 
 /* Parse and check a payload of @p len bytes against the expected codec and
  * params: magic, version, codec id, known flags, reserved byte, count,
  * block, param, and body_len == len - header. On success *hdr_out is set.
  * GS_ERR_PROTOCOL with a sentence in why[] otherwise. Pure. */
 gs_status_t gs__codec_hdr_check(const uint8_t *payload, size_t len, gs_codec_kind_t codec,
-                                const gs_codec_params_t *p, gs_codec_hdr_t *hdr_out, char *why,
+                                const gs__codec_params_t *p, gs__codec_hdr_t *hdr_out, char *why,
                                 size_t why_len);
 
 /* ---------------------------------------------------------------------- */
@@ -269,10 +270,10 @@ gs_status_t gs__zstd_decompress(const void *src, size_t src_len, void *dst, size
  * layer frees, zeroes and reads it back through these hooks and knows
  * nothing of CUDA.
  */
-typedef struct gs_ef_dev gs_ef_dev_t;
-struct gs_ef_dev {
-    void (*release)(gs_ef_dev_t *self);                         /* free it */
-    gs_status_t (*to_host)(gs_ef_dev_t *self, float *residual); /* copy it back (waits) */
+typedef struct gs__ef_dev gs__ef_dev_t;
+struct gs__ef_dev {
+    void (*release)(gs__ef_dev_t *self);                         /* free it */
+    gs_status_t (*to_host)(gs__ef_dev_t *self, float *residual); /* copy it back (waits) */
 };
 
 struct gs_ef {
@@ -281,7 +282,7 @@ struct gs_ef {
     uint64_t step;        /* encodes so far; varies the stochastic codecs' draws */
     float *residual;      /* count elements */
     struct gs_ef *server; /* compressed all-reduce: this rank's chunk of the sum, or NULL */
-    gs_ef_dev_t *dev;     /* device copy of the residual, or NULL */
+    gs__ef_dev_t *dev;    /* device copy of the residual, or NULL */
     int dev_current;      /* 1: the device copy is the residual (the host copy is stale) */
 };
 
@@ -404,7 +405,7 @@ size_t gs__codec_qsgd_dequant_simd(const uint8_t *codes, size_t start, size_t n,
  * is not NULL, written block by block in one pass over dst. cursor holds
  * nb entries of scratch.
  */
-gs_status_t gs__codec_topk_sum(const gs_codec_params_t *p, const uint8_t *const *payloads,
+gs_status_t gs__codec_topk_sum(const gs__codec_params_t *p, const uint8_t *const *payloads,
                                const size_t *lens, size_t nb, const float *scale, float *dst,
                                size_t *cursor, size_t *bad_out, char *why, size_t why_len);
 

@@ -3,7 +3,7 @@
  * The public codec entry points (gradsync/compress.h): configuration
  * resolution, size and scratch arithmetic, dtype conversion, the error
  * feedback step and the zstd stage around the pure codecs of the table.
- * The arithmetic a call does before it touches data is a gs_codec_plan_t
+ * The arithmetic a call does before it touches data is a gs__codec_plan_t
  * (codec.h): each public call makes one; the compressed all-reduce makes
  * one per call and encodes and decodes every slice through it.
  *
@@ -34,9 +34,9 @@ static size_t align_up(size_t v)
     return (v + SCRATCH_ALIGN - 1) & ~(size_t)(SCRATCH_ALIGN - 1);
 }
 
-gs_status_t gs__codec_resolve(const gs_codec_config_t *cfg, gs_codec_resolved_t *out)
+gs_status_t gs__codec_resolve(const gs_codec_config_t *cfg, gs__codec_resolved_t *out)
 {
-    gs_codec_resolved_t rc = {
+    gs__codec_resolved_t rc = {
         .ops = NULL,
         .block = GS_CODEC_DEFAULT_BLOCK,
         .levels = GS_CODEC_DEFAULT_LEVELS,
@@ -107,10 +107,11 @@ gs_status_t gs__codec_resolve(const gs_codec_config_t *cfg, gs_codec_resolved_t 
     return GS_OK;
 }
 
-gs_status_t gs__codec_params(const gs_codec_resolved_t *rc, size_t count, gs_codec_params_t *p_out)
+gs_status_t gs__codec_params(const gs__codec_resolved_t *rc, size_t count,
+                             gs__codec_params_t *p_out)
 {
     const unsigned flags = rc->ops->flags;
-    gs_codec_params_t p = {.count = count, .block = 0, .param = 0, .seed = 0};
+    gs__codec_params_t p = {.count = count, .block = 0, .param = 0, .seed = 0};
 
     if ((flags & GS_CODEC_F_BLOCKED) != 0) {
         p.block = rc->block;
@@ -138,7 +139,7 @@ gs_status_t gs__codec_params(const gs_codec_resolved_t *rc, size_t count, gs_cod
 
 /* The largest payload of a body of @p raw bytes: header, and zstd's bound
  * when zstd is on (auto keeps the raw body when zstd would not shrink it). */
-static size_t payload_max(const gs_codec_resolved_t *rc, size_t raw)
+static size_t payload_max(const gs__codec_resolved_t *rc, size_t raw)
 {
     if ((rc->zstd == GS_CODEC_ZSTD_ON) && (raw > 0)) {
         const size_t bound = gs__zstd_bound(raw);
@@ -148,10 +149,10 @@ static size_t payload_max(const gs_codec_resolved_t *rc, size_t raw)
     return GS_CODEC_HEADER_BYTES + raw;
 }
 
-gs_status_t gs__codec_plan(const char *fn, const gs_codec_resolved_t *rc, size_t max_count,
-                           gs_dtype_t dtype, gs_codec_plan_t *out)
+gs_status_t gs__codec_plan(const char *fn, const gs__codec_resolved_t *rc, size_t max_count,
+                           gs_dtype_t dtype, gs__codec_plan_t *out)
 {
-    gs_codec_layout_t *lay = &out->lay;
+    gs__codec_layout_t *lay = &out->lay;
     gs_status_t status;
     size_t raw, off = 0;
 
@@ -192,9 +193,9 @@ gs_status_t gs__codec_plan(const char *fn, const gs_codec_resolved_t *rc, size_t
 
 /* Resolve @p cfg and prepare it for @p count elements (the public calls). */
 static gs_status_t prepare(const char *fn, const gs_codec_config_t *cfg, size_t count,
-                           gs_dtype_t dtype, gs_codec_plan_t *pl)
+                           gs_dtype_t dtype, gs__codec_plan_t *pl)
 {
-    gs_codec_resolved_t rc;
+    gs__codec_resolved_t rc;
     gs_status_t status;
 
     status = gs__codec_resolve(cfg, &rc);
@@ -207,8 +208,8 @@ static gs_status_t prepare(const char *fn, const gs_codec_config_t *cfg, size_t 
 /* The parameters of a payload of @p count elements: the plan's own for
  * max_count (every whole slice), else worked out (count <= max_count
  * cannot fail where max_count did not). */
-static gs_status_t plan_params(const char *fn, const gs_codec_plan_t *pl, size_t count,
-                               gs_codec_params_t *p)
+static gs_status_t plan_params(const char *fn, const gs__codec_plan_t *pl, size_t count,
+                               gs__codec_params_t *p)
 {
     gs_status_t status;
 
@@ -228,7 +229,7 @@ static gs_status_t plan_params(const char *fn, const gs_codec_plan_t *pl, size_t
 }
 
 /* The 64-aligned base of the caller's scratch, after checking its size. */
-static gs_status_t scratch_base(const char *fn, const gs_codec_layout_t *lay, void *scratch,
+static gs_status_t scratch_base(const char *fn, const gs__codec_layout_t *lay, void *scratch,
                                 size_t scratch_size, uint8_t **base_out)
 {
     uintptr_t a;
@@ -260,7 +261,7 @@ static gs_status_t no_stage_room(const char *fn, const char *stage)
 gs_status_t gs_codec_encoded_size(const gs_codec_config_t *cfg, size_t count, gs_dtype_t dtype,
                                   size_t *bytes_out)
 {
-    gs_codec_plan_t pl;
+    gs__codec_plan_t pl;
     gs_status_t status;
 
     status = prepare("gs_codec_encoded_size", cfg, count, dtype, &pl);
@@ -277,7 +278,7 @@ gs_status_t gs_codec_encoded_size(const gs_codec_config_t *cfg, size_t count, gs
 gs_status_t gs_codec_scratch_size(const gs_codec_config_t *cfg, size_t count, gs_dtype_t dtype,
                                   size_t *bytes_out)
 {
-    gs_codec_plan_t pl;
+    gs__codec_plan_t pl;
     gs_status_t status;
 
     status = prepare("gs_codec_scratch_size", cfg, count, dtype, &pl);
@@ -315,7 +316,7 @@ static void to_f32(const void *src, gs_dtype_t dtype, size_t n, float *out)
 }
 
 /* dst = v (SET) or dst = dst + v rounded once (ADD), for non-f32 dst. */
-static void from_f32(const float *v, size_t n, gs_dtype_t dtype, gs_codec_mode_t mode, void *dst)
+static void from_f32(const float *v, size_t n, gs_dtype_t dtype, gs__codec_mode_t mode, void *dst)
 {
     const int add = (mode == GS_CODEC_MODE_ADD);
     size_t i;
@@ -348,16 +349,16 @@ static void from_f32(const float *v, size_t n, gs_dtype_t dtype, gs_codec_mode_t
 /* Encode                                                                 */
 /* ---------------------------------------------------------------------- */
 
-gs_status_t gs__codec_plan_encode(const gs_codec_plan_t *pl, const void *src, size_t count,
+gs_status_t gs__codec_plan_encode(const gs__codec_plan_t *pl, const void *src, size_t count,
                                   gs_ef_t ef, void *scratch, size_t scratch_size, void *dst,
                                   size_t dst_capacity, size_t *len_out)
 {
     static const char fn[] = "gs_codec_encode";
-    const gs_codec_resolved_t *rc = &pl->rc;
-    const gs_codec_layout_t *lay = &pl->lay;
+    const gs__codec_resolved_t *rc = &pl->rc;
+    const gs__codec_layout_t *lay = &pl->lay;
     const gs_dtype_t dtype = pl->dtype;
-    gs_codec_params_t p;
-    gs_codec_hdr_t hdr;
+    gs__codec_params_t p;
+    gs__codec_hdr_t hdr;
     uint8_t *base = NULL, *out = dst, *body;
     const float *x;
     size_t raw;
@@ -465,7 +466,7 @@ gs_status_t gs_codec_encode(const gs_codec_config_t *cfg, const void *src, size_
                             gs_dtype_t dtype, gs_ef_t ef, void *scratch, size_t scratch_size,
                             void *dst, size_t dst_capacity, size_t *len_out)
 {
-    gs_codec_plan_t pl;
+    gs__codec_plan_t pl;
     const gs_status_t status = prepare("gs_codec_encode", cfg, count, dtype, &pl);
 
     if (status != GS_OK) {
@@ -480,21 +481,21 @@ gs_status_t gs_codec_encode(const gs_codec_config_t *cfg, const void *src, size_
 /* ---------------------------------------------------------------------- */
 
 /* The public call a decode in @p mode is, for error text. */
-static const char *decode_fn(gs_codec_mode_t mode)
+static const char *decode_fn(gs__codec_mode_t mode)
 {
     return (mode == GS_CODEC_MODE_ADD) ? "gs_codec_decode_accumulate" : "gs_codec_decode";
 }
 
-gs_status_t gs__codec_plan_decode(const gs_codec_plan_t *pl, const void *payload, size_t len,
+gs_status_t gs__codec_plan_decode(const gs__codec_plan_t *pl, const void *payload, size_t len,
                                   size_t count, void *scratch, size_t scratch_size, void *dst,
-                                  gs_codec_mode_t mode)
+                                  gs__codec_mode_t mode)
 {
     const char *fn = decode_fn(mode);
-    const gs_codec_resolved_t *rc = &pl->rc;
-    const gs_codec_layout_t *lay = &pl->lay;
+    const gs__codec_resolved_t *rc = &pl->rc;
+    const gs__codec_layout_t *lay = &pl->lay;
     const gs_dtype_t dtype = pl->dtype;
-    gs_codec_params_t p;
-    gs_codec_hdr_t hdr;
+    gs__codec_params_t p;
+    gs__codec_hdr_t hdr;
     const uint8_t *body;
     uint8_t *base = NULL;
     size_t raw;
@@ -561,9 +562,9 @@ gs_status_t gs__codec_plan_decode(const gs_codec_plan_t *pl, const void *payload
 /* Resolve, prepare and decode: the two public decode calls. */
 static gs_status_t decode_common(const gs_codec_config_t *cfg, const void *payload, size_t len,
                                  size_t count, gs_dtype_t dtype, void *scratch, size_t scratch_size,
-                                 void *dst, gs_codec_mode_t mode)
+                                 void *dst, gs__codec_mode_t mode)
 {
-    gs_codec_plan_t pl;
+    gs__codec_plan_t pl;
     const gs_status_t status = prepare(decode_fn(mode), cfg, count, dtype, &pl);
 
     if (status != GS_OK) {

@@ -18,12 +18,12 @@
 /* none                                                                   */
 /* ---------------------------------------------------------------------- */
 
-static size_t none_body_size(const gs_codec_params_t *p)
+static size_t none_body_size(const gs__codec_params_t *p)
 {
     return p->count * sizeof(float);
 }
 
-static gs_status_t none_encode(const gs_codec_params_t *p, const float *src, uint8_t *body)
+static gs_status_t none_encode(const gs__codec_params_t *p, const float *src, uint8_t *body)
 {
     if (p->count > 0) {
         memcpy(body, src, p->count * sizeof(float));
@@ -32,8 +32,8 @@ static gs_status_t none_encode(const gs_codec_params_t *p, const float *src, uin
 }
 
 GS_CODEC_CLONES
-static gs_status_t none_decode(const gs_codec_params_t *p, const uint8_t *body, float *dst,
-                               gs_codec_mode_t mode, float alpha)
+static gs_status_t none_decode(const gs__codec_params_t *p, const uint8_t *body, float *dst,
+                               gs__codec_mode_t mode, float alpha)
 {
     size_t i;
 
@@ -49,7 +49,7 @@ static gs_status_t none_decode(const gs_codec_params_t *p, const uint8_t *body, 
     return GS_OK;
 }
 
-const gs_codec_ops_t gs__codec_none_ops = {
+const gs__codec_ops_t gs__codec_none_ops = {
     .name = "none",
     .wire_id = GS_CODEC_NONE,
     .flags = 0,
@@ -62,13 +62,13 @@ const gs_codec_ops_t gs__codec_none_ops = {
 /* fp16 and bf16                                                          */
 /* ---------------------------------------------------------------------- */
 
-static size_t half_body_size(const gs_codec_params_t *p)
+static size_t half_body_size(const gs__codec_params_t *p)
 {
     return p->count * sizeof(uint16_t);
 }
 
 GS_CODEC_CLONES
-static gs_status_t fp16_encode(const gs_codec_params_t *p, const float *src, uint8_t *body)
+static gs_status_t fp16_encode(const gs__codec_params_t *p, const float *src, uint8_t *body)
 {
     size_t i;
 
@@ -83,8 +83,8 @@ static gs_status_t fp16_encode(const gs_codec_params_t *p, const float *src, uin
 }
 
 GS_CODEC_CLONES
-static gs_status_t fp16_decode(const gs_codec_params_t *p, const uint8_t *body, float *dst,
-                               gs_codec_mode_t mode, float alpha)
+static gs_status_t fp16_decode(const gs__codec_params_t *p, const uint8_t *body, float *dst,
+                               gs__codec_mode_t mode, float alpha)
 {
     size_t i;
 
@@ -105,7 +105,7 @@ static gs_status_t fp16_decode(const gs_codec_params_t *p, const uint8_t *body, 
 }
 
 GS_CODEC_CLONES
-static gs_status_t bf16_encode(const gs_codec_params_t *p, const float *src, uint8_t *body)
+static gs_status_t bf16_encode(const gs__codec_params_t *p, const float *src, uint8_t *body)
 {
     size_t i;
 
@@ -120,8 +120,8 @@ static gs_status_t bf16_encode(const gs_codec_params_t *p, const float *src, uin
 }
 
 GS_CODEC_CLONES
-static gs_status_t bf16_decode(const gs_codec_params_t *p, const uint8_t *body, float *dst,
-                               gs_codec_mode_t mode, float alpha)
+static gs_status_t bf16_decode(const gs__codec_params_t *p, const uint8_t *body, float *dst,
+                               gs__codec_mode_t mode, float alpha)
 {
     size_t i;
 
@@ -137,7 +137,7 @@ static gs_status_t bf16_decode(const gs_codec_params_t *p, const uint8_t *body, 
     return GS_OK;
 }
 
-const gs_codec_ops_t gs__codec_fp16_ops = {
+const gs__codec_ops_t gs__codec_fp16_ops = {
     .name = "fp16",
     .wire_id = GS_CODEC_FP16,
     .flags = GS_CODEC_F_LOSSY,
@@ -146,7 +146,7 @@ const gs_codec_ops_t gs__codec_fp16_ops = {
     .decode_accumulate = fp16_decode,
 };
 
-const gs_codec_ops_t gs__codec_bf16_ops = {
+const gs__codec_ops_t gs__codec_bf16_ops = {
     .name = "bf16",
     .wire_id = GS_CODEC_BF16,
     .flags = GS_CODEC_F_LOSSY,

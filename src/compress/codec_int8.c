@@ -12,7 +12,7 @@
  */
 #include "compress/codec.h"
 
-static size_t int8_body_size(const gs_codec_params_t *p)
+static size_t int8_body_size(const gs__codec_params_t *p)
 {
     return gs__codec_nblocks(p->count, p->block) * sizeof(float) + p->count;
 }
@@ -55,7 +55,7 @@ static float int8_block(const float *x, size_t n, float m, int simd, uint8_t *sc
 }
 
 GS_CODEC_CLONES
-static void dequant_block(const int8_t *q, size_t n, float scale, float *dst, gs_codec_mode_t mode)
+static void dequant_block(const int8_t *q, size_t n, float scale, float *dst, gs__codec_mode_t mode)
 {
     size_t i;
 
@@ -70,8 +70,8 @@ static void dequant_block(const int8_t *q, size_t n, float scale, float *dst, gs
     }
 }
 
-static gs_status_t int8_decode(const gs_codec_params_t *p, const uint8_t *body, float *dst,
-                               gs_codec_mode_t mode, float alpha)
+static gs_status_t int8_decode(const gs__codec_params_t *p, const uint8_t *body, float *dst,
+                               gs__codec_mode_t mode, float alpha)
 {
     const size_t nb = gs__codec_nblocks(p->count, p->block);
     const int8_t *codes = (const int8_t *)(body + nb * sizeof(float));
@@ -92,7 +92,7 @@ static gs_status_t int8_decode(const gs_codec_params_t *p, const uint8_t *body, 
  * fused encode_ef), each block first does res += src and encodes res, then
  * res -= decoded while the block is still in L1: one pass over src and the
  * residual instead of four, with the steps of the unfused sequence. */
-static void int8_encode_blocks(const gs_codec_params_t *p, const float *src, float *res,
+static void int8_encode_blocks(const gs__codec_params_t *p, const float *src, float *res,
                                uint8_t *body)
 {
     const size_t nb = gs__codec_nblocks(p->count, p->block);
@@ -128,20 +128,20 @@ static void int8_encode_blocks(const gs_codec_params_t *p, const float *src, flo
     }
 }
 
-static gs_status_t int8_encode(const gs_codec_params_t *p, const float *src, uint8_t *body)
+static gs_status_t int8_encode(const gs__codec_params_t *p, const float *src, uint8_t *body)
 {
     int8_encode_blocks(p, src, NULL, body);
     return GS_OK;
 }
 
-static gs_status_t int8_encode_ef(const gs_codec_params_t *p, const float *src, float *res,
+static gs_status_t int8_encode_ef(const gs__codec_params_t *p, const float *src, float *res,
                                   uint8_t *body)
 {
     int8_encode_blocks(p, src, res, body);
     return GS_OK;
 }
 
-const gs_codec_ops_t gs__codec_int8_ops = {
+const gs__codec_ops_t gs__codec_int8_ops = {
     .name = "int8",
     .wire_id = GS_CODEC_INT8,
     .flags = GS_CODEC_F_LOSSY | GS_CODEC_F_BLOCKED,

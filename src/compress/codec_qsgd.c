@@ -29,12 +29,12 @@
 
 #define QSGD_CHUNK 512
 
-static int qsgd_nibbles(const gs_codec_params_t *p)
+static int qsgd_nibbles(const gs__codec_params_t *p)
 {
     return p->param <= 7;
 }
 
-static size_t qsgd_body_size(const gs_codec_params_t *p)
+static size_t qsgd_body_size(const gs__codec_params_t *p)
 {
     const size_t codes = qsgd_nibbles(p) ? (p->count + 1) / 2 : p->count;
 
@@ -93,7 +93,7 @@ static void qsgd_codes_plain(const float *x, size_t start, size_t n, uint32_t ke
 }
 
 GS_CODEC_CLONES
-static void qsgd_dequant8(const int8_t *q, size_t n, float step, float *dst, gs_codec_mode_t mode)
+static void qsgd_dequant8(const int8_t *q, size_t n, float step, float *dst, gs__codec_mode_t mode)
 {
     size_t i;
 
@@ -111,7 +111,7 @@ static void qsgd_dequant8(const int8_t *q, size_t n, float step, float *dst, gs_
 /* Elements start .. start + n from nibbles. */
 GS_CODEC_CLONES
 static void qsgd_dequant4(const uint8_t *codes, size_t start, size_t n, float step, float *dst,
-                          gs_codec_mode_t mode)
+                          gs__codec_mode_t mode)
 {
     size_t i;
 
@@ -123,7 +123,7 @@ static void qsgd_dequant4(const uint8_t *codes, size_t start, size_t n, float st
 }
 
 static void qsgd_dequant_plain(const uint8_t *codes, size_t start, size_t n, int nib, float s,
-                               float *dst, gs_codec_mode_t mode)
+                               float *dst, gs__codec_mode_t mode)
 {
     if (nib) {
         qsgd_dequant4(codes, start, n, s, dst, mode);
@@ -145,7 +145,7 @@ static size_t qsgd_head(size_t start, size_t n, int nib)
 /* dst[0 .. n) from the codes of global elements start .. start + n, as
  * @p mode says, s already scaled by alpha. */
 static void qsgd_dequant(const uint8_t *codes, size_t start, size_t n, int nib, float s, float *dst,
-                         gs_codec_mode_t mode, int simd)
+                         gs__codec_mode_t mode, int simd)
 {
     size_t c = 0;
 
@@ -162,7 +162,7 @@ static void qsgd_dequant(const uint8_t *codes, size_t start, size_t n, int nib, 
  * fused encode_ef), each block first does res += src and encodes res, then
  * res -= decoded while the block is still in L1, with the steps and bits
  * of the unfused sequence (add, encode, decode_accumulate with alpha -1). */
-static void qsgd_encode_blocks(const gs_codec_params_t *p, const float *src, float *res,
+static void qsgd_encode_blocks(const gs__codec_params_t *p, const float *src, float *res,
                                uint8_t *body)
 {
     const size_t nb = gs__codec_nblocks(p->count, p->block);
@@ -222,21 +222,21 @@ static void qsgd_encode_blocks(const gs_codec_params_t *p, const float *src, flo
     }
 }
 
-static gs_status_t qsgd_encode(const gs_codec_params_t *p, const float *src, uint8_t *body)
+static gs_status_t qsgd_encode(const gs__codec_params_t *p, const float *src, uint8_t *body)
 {
     qsgd_encode_blocks(p, src, NULL, body);
     return GS_OK;
 }
 
-static gs_status_t qsgd_encode_ef(const gs_codec_params_t *p, const float *src, float *res,
+static gs_status_t qsgd_encode_ef(const gs__codec_params_t *p, const float *src, float *res,
                                   uint8_t *body)
 {
     qsgd_encode_blocks(p, src, res, body);
     return GS_OK;
 }
 
-static gs_status_t qsgd_decode(const gs_codec_params_t *p, const uint8_t *body, float *dst,
-                               gs_codec_mode_t mode, float alpha)
+static gs_status_t qsgd_decode(const gs__codec_params_t *p, const uint8_t *body, float *dst,
+                               gs__codec_mode_t mode, float alpha)
 {
     const size_t nb = gs__codec_nblocks(p->count, p->block);
     const uint8_t *codes = body + nb * sizeof(float);
@@ -255,7 +255,7 @@ static gs_status_t qsgd_decode(const gs_codec_params_t *p, const uint8_t *body, 
     return GS_OK;
 }
 
-const gs_codec_ops_t gs__codec_qsgd_ops = {
+const gs__codec_ops_t gs__codec_qsgd_ops = {
     .name = "qsgd",
     .wire_id = GS_CODEC_QSGD,
     .flags = GS_CODEC_F_LOSSY | GS_CODEC_F_BLOCKED | GS_CODEC_F_LEVELS | GS_CODEC_F_STOCHASTIC,

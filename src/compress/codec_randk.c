@@ -16,12 +16,12 @@
 
 #include <string.h>
 
-static size_t randk_body_size(const gs_codec_params_t *p)
+static size_t randk_body_size(const gs__codec_params_t *p)
 {
     return sizeof(uint64_t) + (size_t)p->param * sizeof(float);
 }
 
-static gs_status_t randk_encode(const gs_codec_params_t *p, const float *src, uint8_t *body)
+static gs_status_t randk_encode(const gs__codec_params_t *p, const float *src, uint8_t *body)
 {
     const size_t k = p->param;
     const uint32_t key = gs__codec_seed32(p->seed);
@@ -35,8 +35,8 @@ static gs_status_t randk_encode(const gs_codec_params_t *p, const float *src, ui
     return GS_OK;
 }
 
-static gs_status_t randk_decode(const gs_codec_params_t *p, const uint8_t *body, float *dst,
-                                gs_codec_mode_t mode, float alpha)
+static gs_status_t randk_decode(const gs__codec_params_t *p, const uint8_t *body, float *dst,
+                                gs__codec_mode_t mode, float alpha)
 {
     const size_t k = p->param;
     uint64_t seed;
@@ -57,7 +57,7 @@ static gs_status_t randk_decode(const gs_codec_params_t *p, const uint8_t *body,
     return GS_OK;
 }
 
-const gs_codec_ops_t gs__codec_randk_ops = {
+const gs__codec_ops_t gs__codec_randk_ops = {
     .name = "randk",
     .wire_id = GS_CODEC_RANDK,
     .flags = GS_CODEC_F_LOSSY | GS_CODEC_F_NEEDS_EF | GS_CODEC_F_SPARSE | GS_CODEC_F_STOCHASTIC,

@@ -12,7 +12,7 @@
  */
 #include "compress/codec.h"
 
-static size_t sign_body_size(const gs_codec_params_t *p)
+static size_t sign_body_size(const gs__codec_params_t *p)
 {
     return gs__codec_nblocks(p->count, p->block) * sizeof(float) + (p->count + 7) / 8;
 }
@@ -54,7 +54,7 @@ static void sign_pack(const float *x, size_t nbytes, uint8_t *bits)
     }
 }
 
-static gs_status_t sign_encode(const gs_codec_params_t *p, const float *src, uint8_t *body)
+static gs_status_t sign_encode(const gs__codec_params_t *p, const float *src, uint8_t *body)
 {
     const size_t nb = gs__codec_nblocks(p->count, p->block);
     uint8_t *bits = body + nb * sizeof(float);
@@ -86,7 +86,7 @@ static gs_status_t sign_encode(const gs_codec_params_t *p, const float *src, uin
 /* Elements start .. start + n of one block, all with magnitude s. */
 GS_CODEC_CLONES
 static void sign_unpack(const uint8_t *bits, size_t start, size_t n, float s, float *dst,
-                        gs_codec_mode_t mode)
+                        gs__codec_mode_t mode)
 {
     size_t i;
 
@@ -98,8 +98,8 @@ static void sign_unpack(const uint8_t *bits, size_t start, size_t n, float s, fl
     }
 }
 
-static gs_status_t sign_decode(const gs_codec_params_t *p, const uint8_t *body, float *dst,
-                               gs_codec_mode_t mode, float alpha)
+static gs_status_t sign_decode(const gs__codec_params_t *p, const uint8_t *body, float *dst,
+                               gs__codec_mode_t mode, float alpha)
 {
     const size_t nb = gs__codec_nblocks(p->count, p->block);
     const uint8_t *bits = body + nb * sizeof(float);
@@ -134,7 +134,7 @@ static gs_status_t sign_decode(const gs_codec_params_t *p, const uint8_t *body, 
  * mean |r|, pack, and the residual update of decode_accumulate with
  * alpha -1. Blocks must start on a sign byte; other block sizes take the
  * unfused sequence. */
-static gs_status_t sign_encode_ef(const gs_codec_params_t *p, const float *src, float *res,
+static gs_status_t sign_encode_ef(const gs__codec_params_t *p, const float *src, float *res,
                                   uint8_t *body)
 {
     const size_t nb = gs__codec_nblocks(p->count, p->block);
@@ -185,7 +185,7 @@ static gs_status_t sign_encode_ef(const gs_codec_params_t *p, const float *src, 
     return GS_OK;
 }
 
-const gs_codec_ops_t gs__codec_sign_ops = {
+const gs__codec_ops_t gs__codec_sign_ops = {
     .name = "sign",
     .wire_id = GS_CODEC_SIGN,
     .flags = GS_CODEC_F_LOSSY | GS_CODEC_F_NEEDS_EF | GS_CODEC_F_BLOCKED,

@@ -9,7 +9,7 @@
 
 #include <string.h>
 
-static const gs_codec_ops_t *const codec_table[] = {
+static const gs__codec_ops_t *const codec_table[] = {
     [GS_CODEC_NONE] = &gs__codec_none_ops, [GS_CODEC_FP16] = &gs__codec_fp16_ops,
     [GS_CODEC_BF16] = &gs__codec_bf16_ops, [GS_CODEC_INT8] = &gs__codec_int8_ops,
     [GS_CODEC_QSGD] = &gs__codec_qsgd_ops, [GS_CODEC_SIGN] = &gs__codec_sign_ops,
@@ -19,7 +19,7 @@ static const gs_codec_ops_t *const codec_table[] = {
 _Static_assert(sizeof(codec_table) / sizeof(codec_table[0]) == GS_CODEC_KIND_COUNT,
                "one codec per GS_CODEC_MAP row");
 
-const gs_codec_ops_t *gs__codec_lookup(gs_codec_kind_t kind)
+const gs__codec_ops_t *gs__codec_lookup(gs_codec_kind_t kind)
 {
     if ((unsigned)kind >= (unsigned)GS_CODEC_KIND_COUNT) {
         return NULL;

@@ -43,7 +43,7 @@
 /* Output elements per block of the all-gather sum (16 KiB, stays in L1). */
 #define TOPK_SUM_BLOCK 4096
 
-static size_t topk_body_size(const gs_codec_params_t *p)
+static size_t topk_body_size(const gs__codec_params_t *p)
 {
     return (size_t)p->param * (sizeof(uint32_t) + sizeof(float));
 }
@@ -172,7 +172,7 @@ static int topk_bound(const float *a, const float *b, size_t n, size_t k, uint8_
  * (out or a): the adds are done; -1 when nothing was done (k too small for
  * the sample).
  */
-static int topk_candidates(const gs_codec_params_t *p, const float *a, const float *b, float *out,
+static int topk_candidates(const gs__codec_params_t *p, const float *a, const float *b, float *out,
                            float *res, uint8_t *body)
 {
     const size_t k = p->param, cap = 2 * k;
@@ -227,7 +227,7 @@ static int topk_candidates(const gs_codec_params_t *p, const float *a, const flo
 }
 
 /* The whole-tensor select: codec_simd.c's filtered passes, or plain C. */
-static void topk_select_all(const gs_codec_params_t *p, const float *src, uint8_t *body)
+static void topk_select_all(const gs__codec_params_t *p, const float *src, uint8_t *body)
 {
     const size_t k = p->param;
     uint8_t *vals = body + k * sizeof(uint32_t);
@@ -251,7 +251,7 @@ static void topk_select_all(const gs_codec_params_t *p, const float *src, uint8_
     }
 }
 
-static gs_status_t topk_encode(const gs_codec_params_t *p, const float *src, uint8_t *body)
+static gs_status_t topk_encode(const gs__codec_params_t *p, const float *src, uint8_t *body)
 {
     if (p->param == 0) {
         return GS_OK;
@@ -264,7 +264,7 @@ static gs_status_t topk_encode(const gs_codec_params_t *p, const float *src, uin
 }
 
 /* IMPORTANT: hostile bytes. Every index < count and strictly ascending. */
-static gs_status_t topk_check(const gs_codec_params_t *p, const uint8_t *body)
+static gs_status_t topk_check(const gs__codec_params_t *p, const uint8_t *body)
 {
     uint32_t idx, prev = 0;
 
@@ -302,8 +302,8 @@ TOPK_ONE_COPY static void topk_add_pairs(const uint8_t *body, size_t k, size_t l
     }
 }
 
-static gs_status_t topk_decode(const gs_codec_params_t *p, const uint8_t *body, float *dst,
-                               gs_codec_mode_t mode, float alpha)
+static gs_status_t topk_decode(const gs__codec_params_t *p, const uint8_t *body, float *dst,
+                               gs__codec_mode_t mode, float alpha)
 {
     const size_t k = p->param;
     const uint8_t *vals = body + k * sizeof(uint32_t);
@@ -328,7 +328,7 @@ static gs_status_t topk_decode(const gs_codec_params_t *p, const uint8_t *body, 
 /* Error feedback: with the kernels, the candidate path adds src into the
  * residual in its one pass; otherwise (or when it cannot finish) the
  * unfused sequence, which gives the same bits. */
-static gs_status_t topk_encode_ef(const gs_codec_params_t *p, const float *src, float *res,
+static gs_status_t topk_encode_ef(const gs__codec_params_t *p, const float *src, float *res,
                                   uint8_t *body)
 {
     int done = -1;
@@ -349,14 +349,14 @@ static gs_status_t topk_encode_ef(const gs_codec_params_t *p, const float *src, 
 }
 
 /* Header and indices of every payload; GS_ERR_PROTOCOL names the first bad one. */
-static gs_status_t topk_sum_check(const gs_codec_params_t *p, const uint8_t *const *payloads,
+static gs_status_t topk_sum_check(const gs__codec_params_t *p, const uint8_t *const *payloads,
                                   const size_t *lens, size_t nb, size_t *bad_out, char *why,
                                   size_t why_len)
 {
     const size_t raw = topk_body_size(p);
 
     for (size_t q = 0; q < nb; q++) {
-        gs_codec_hdr_t hdr;
+        gs__codec_hdr_t hdr;
 
         *bad_out = q;
         if (gs__codec_hdr_check(payloads[q], lens[q], GS_CODEC_TOPK, p, &hdr, why, why_len) !=
@@ -378,7 +378,7 @@ static gs_status_t topk_sum_check(const gs_codec_params_t *p, const uint8_t *con
     return GS_OK;
 }
 
-gs_status_t gs__codec_topk_sum(const gs_codec_params_t *p, const uint8_t *const *payloads,
+gs_status_t gs__codec_topk_sum(const gs__codec_params_t *p, const uint8_t *const *payloads,
                                const size_t *lens, size_t nb, const float *scale, float *dst,
                                size_t *cursor, size_t *bad_out, char *why, size_t why_len)
 {
@@ -415,7 +415,7 @@ gs_status_t gs__codec_topk_sum(const gs_codec_params_t *p, const uint8_t *const 
     return GS_OK;
 }
 
-const gs_codec_ops_t gs__codec_topk_ops = {
+const gs__codec_ops_t gs__codec_topk_ops = {
     .name = "topk",
     .wire_id = GS_CODEC_TOPK,
     .flags = GS_CODEC_F_LOSSY | GS_CODEC_F_NEEDS_EF | GS_CODEC_F_SPARSE,

@@ -23,7 +23,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-void gs__codec_hdr_encode(const gs_codec_hdr_t *hdr, uint8_t *out)
+void gs__codec_hdr_encode(const gs__codec_hdr_t *hdr, uint8_t *out)
 {
     gs__put_le32(out, GS_CODEC_WIRE_MAGIC);
     out[4] = hdr->version;
@@ -37,10 +37,10 @@ void gs__codec_hdr_encode(const gs_codec_hdr_t *hdr, uint8_t *out)
 }
 
 gs_status_t gs__codec_hdr_check(const uint8_t *payload, size_t len, gs_codec_kind_t codec,
-                                const gs_codec_params_t *p, gs_codec_hdr_t *hdr_out, char *why,
+                                const gs__codec_params_t *p, gs__codec_hdr_t *hdr_out, char *why,
                                 size_t why_len)
 {
-    gs_codec_hdr_t h;
+    gs__codec_hdr_t h;
 
     if ((payload == NULL) || (len < GS_CODEC_HEADER_BYTES)) {
         snprintf(why, why_len, "payload of %zu bytes is shorter than the %d-byte header", len,

@@ -409,7 +409,7 @@ static void boot_accept(boot_server_t *s)
         return;
     }
     boot_conn_t *c = &s->pending[s->npending++];
-    gs_sockaddr_t peer;
+    gs__sockaddr_t peer;
     memset(c, 0, sizeof(*c));
     c->fd = fd;
     c->since_ns = gs__now_ns();
@@ -451,7 +451,7 @@ static gs_status_t boot_send_table(boot_server_t *s, uint64_t nonce, uint64_t de
 }
 
 /* The wildcard address of @p family (AF_INET or AF_INET6) with @p port. */
-static void boot_wildcard(int family, int port, gs_sockaddr_t *out)
+static void boot_wildcard(int family, int port, gs__sockaddr_t *out)
 {
     memset(out, 0, sizeof(*out));
     if (family == AF_INET6) {
@@ -469,7 +469,7 @@ static void boot_wildcard(int family, int port, gs_sockaddr_t *out)
     }
 }
 
-static void boot_set_port(gs_sockaddr_t *a, int port)
+static void boot_set_port(gs__sockaddr_t *a, int port)
 {
     if (a->ss.ss_family == AF_INET6) {
         ((struct sockaddr_in6 *)&a->ss)->sin6_port = htons((uint16_t)port);
@@ -489,8 +489,8 @@ static void boot_set_port(gs_sockaddr_t *a, int port)
  */
 static gs_status_t boot_listen(const gs__cfg_t *cfg, int *fd_out)
 {
-    gs_sockaddr_t master;
-    gs_sockaddr_t bind_to;
+    gs__sockaddr_t master;
+    gs__sockaddr_t bind_to;
     gs_status_t status;
     struct addrinfo hints;
     struct addrinfo *res = NULL;
@@ -714,7 +714,7 @@ static gs_status_t boot_client(const gs__cfg_t *cfg, const gs__auth_t *auth, con
     uint8_t hdr[GS_BOOT_TABLE_HDR_BYTES];
     gs__boot_hello_t h;
     gs__boot_table_hdr_t t;
-    gs_sockaddr_t master;
+    gs__sockaddr_t master;
     gs_status_t status;
     int fd = -1;
     size_t alen = strlen(my_addr);

@@ -68,7 +68,7 @@ static const knob_t knobs[] = {GS_ENV_TABLE(KNOB_ROW) CFG_TEST_ROWS(KNOB_ROW)};
 #define NUM_KNOBS ((int)(sizeof(knobs) / sizeof(knobs[0])))
 
 _Static_assert(sizeof(knobs) / sizeof(knobs[0]) <=
-                   sizeof(((gs__cfg_t *)0)->source) / sizeof(gs_cfg_source_t),
+                   sizeof(((gs__cfg_t *)0)->source) / sizeof(gs__cfg_source_t),
                "gs__cfg_t.source has fewer slots than env_table.h has rows");
 
 /* Each row's kind must match the type of its gs__cfg_t field. */
@@ -232,7 +232,7 @@ static int parse_ll(const char *s, long long *out)
     return 0;
 }
 
-static const char *source_name(gs_cfg_source_t src)
+static const char *source_name(gs__cfg_source_t src)
 {
     switch (src) {
     case GS_CFG_SRC_ENV:
@@ -289,7 +289,7 @@ static void apply_defaults(resolve_ctx_t *ctx)
  * errors name the variable and the allowed range.
  */
 static gs_status_t parse_int_knob(const knob_t *k, const char *var, const char *value,
-                                  gs_cfg_source_t src, int *out)
+                                  gs__cfg_source_t src, int *out)
 {
     const char *via = (src == GS_CFG_SRC_LAUNCHER) ? " (launcher variable for " : "";
     const char *via_end = (src == GS_CFG_SRC_LAUNCHER) ? ")" : "";
@@ -315,7 +315,7 @@ static gs_status_t parse_int_knob(const knob_t *k, const char *var, const char *
  * launcher name); errors name the variable and the allowed range.
  */
 static gs_status_t set_from_text(resolve_ctx_t *ctx, int idx, const char *var, const char *value,
-                                 gs_cfg_source_t src)
+                                 gs__cfg_source_t src)
 {
     const knob_t *k = &knobs[idx];
     const char *via = (src == GS_CFG_SRC_LAUNCHER) ? " (launcher variable for " : "";
@@ -590,7 +590,7 @@ static void log_choices(const resolve_ctx_t *ctx)
     int i;
 
     for (i = 0; i < NUM_KNOBS; i++) {
-        const gs_cfg_source_t src = ctx->cfg.source[i];
+        const gs__cfg_source_t src = ctx->cfg.source[i];
         char by[96];
 
         if (src == GS_CFG_SRC_DEFAULT) {
@@ -739,7 +739,7 @@ const char *gs__cfg_knob_name(int idx)
     return ((idx >= 0) && (idx < NUM_KNOBS)) ? knobs[idx].env : NULL;
 }
 
-gs_cfg_source_t gs__cfg_source_of(const gs__cfg_t *cfg, const char *env)
+gs__cfg_source_t gs__cfg_source_of(const gs__cfg_t *cfg, const char *env)
 {
     for (int i = 0; i < NUM_KNOBS; i++) {
         if (strcmp(knobs[i].env, env) == 0) {

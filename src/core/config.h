@@ -11,12 +11,12 @@
 
 #define GS_CFG_STR_MAX 256
 
-typedef enum gs_cfg_source {
+typedef enum gs__cfg_source {
     GS_CFG_SRC_DEFAULT = 0,
     GS_CFG_SRC_ENV = 1,      /* a GS_* variable */
     GS_CFG_SRC_LAUNCHER = 2, /* torchrun, Open MPI, PMIx or Slurm variable (gs_comm_init_env) */
     GS_CFG_SRC_CALLER = 3
-} gs_cfg_source_t;
+} gs__cfg_source_t;
 
 
 /* One field per env_table.h row, plus the source of each. */
@@ -69,7 +69,7 @@ typedef struct gs__cfg {
     int stats_interval_ms;
     char max_message_bytes[GS_CFG_STR_MAX];
     int heartbeat_ms;
-    gs_cfg_source_t source[48]; /* indexed by env_table.h row */
+    gs__cfg_source_t source[48]; /* indexed by env_table.h row */
 } gs__cfg_t;
 
 /* Number of rows in env_table.h. */
@@ -107,7 +107,7 @@ const char *gs__cfg_knob_name(int idx);
 
 /* Where cfg's value of the knob named @p env came from (GS_CFG_SRC_DEFAULT
  * for a name the table does not have). Pure. */
-gs_cfg_source_t gs__cfg_source_of(const gs__cfg_t *cfg, const char *env);
+gs__cfg_source_t gs__cfg_source_of(const gs__cfg_t *cfg, const char *env);
 const char *gs__cfg_knob_doc(int idx);
 int gs__cfg_knob_scope(int idx);
 

@@ -35,7 +35,7 @@
 atomic_int gs__log_level = -1;
 atomic_uint gs__log_subsys_mask = LOG_DEFAULT_SUBSYS;
 
-/* Names of the bits of gs_log_subsys_t, by bit (GS_SUBSYS_MAP). */
+/* Names of the bits of gs__log_subsys_t, by bit (GS_SUBSYS_MAP). */
 #define GS_SUBSYS_NAME_ROW(_name, _bit, _str) [_bit] = _str,
 static const char *const gs__log_subsys_names[GS_SUBSYS_NUM] = {GS_SUBSYS_MAP(GS_SUBSYS_NAME_ROW)};
 #undef GS_SUBSYS_NAME_ROW
@@ -52,9 +52,9 @@ static atomic_int log_rank = -1;
 static int log_fd = STDERR_FILENO;
 static char log_host[LOG_HOST_MAX] = "unknown";
 
-static void log_emit_va(gs_log_level_t level, unsigned subsys, const char *file, int line,
+static void log_emit_va(gs__log_level_t level, unsigned subsys, const char *file, int line,
                         const char *fmt, va_list ap) __attribute__((format(printf, 5, 0)));
-static void log_emit(gs_log_level_t level, unsigned subsys, const char *fmt, ...)
+static void log_emit(gs__log_level_t level, unsigned subsys, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 static const char *subsys_name(unsigned subsys)
@@ -90,7 +90,7 @@ static void log_write_all(int fd, const char *buf, size_t len)
     }
 }
 
-static void log_emit_va(gs_log_level_t level, unsigned subsys, const char *file, int line,
+static void log_emit_va(gs__log_level_t level, unsigned subsys, const char *file, int line,
                         const char *fmt, va_list ap)
 {
     char buf[LOG_LINE_MAX];
@@ -140,7 +140,7 @@ static void log_emit_va(gs_log_level_t level, unsigned subsys, const char *file,
     pthread_mutex_unlock(&write_lock);
 }
 
-static void log_emit(gs_log_level_t level, unsigned subsys, const char *fmt, ...)
+static void log_emit(gs__log_level_t level, unsigned subsys, const char *fmt, ...)
 {
     va_list ap;
 
@@ -472,7 +472,7 @@ void gs__log_reset_for_test(void)
     pthread_mutex_unlock(&init_lock);
 }
 
-void gs__log(gs_log_level_t level, unsigned subsys, const char *file, int line, const char *fmt,
+void gs__log(gs__log_level_t level, unsigned subsys, const char *file, int line, const char *fmt,
              ...)
 {
     const int saved_errno = errno; /* callers log first and read errno after */

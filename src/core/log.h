@@ -12,13 +12,13 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
-typedef enum gs_log_level {
+typedef enum gs__log_level {
     GS_LOG_NONE = 0,
     GS_LOG_VERSION = 1,
     GS_LOG_WARN = 2,
     GS_LOG_INFO = 3,
     GS_LOG_TRACE = 4
-} gs_log_level_t;
+} gs__log_level_t;
 
 /* GS_SUBSYS_MAP(X): X(name, bit, GS_DEBUG_SUBSYS name), one row per log
  * subsystem: the enum (bit flags), the names log.c parses and prints, and
@@ -40,9 +40,9 @@ typedef enum gs_log_level {
 #define GS_SUBSYS_COUNT_ROW(_name, _bit, _str) +1
 
 /* Log subsystems (bit flags). */
-typedef enum gs_log_subsys {
+typedef enum gs__log_subsys {
     GS_SUBSYS_MAP(GS_SUBSYS_ENUM_ROW) GS_SUBSYS_ALL = 0xffffffffu
-} gs_log_subsys_t;
+} gs__log_subsys_t;
 
 #define GS_SUBSYS_NUM (0 GS_SUBSYS_MAP(GS_SUBSYS_COUNT_ROW))
 
@@ -75,10 +75,10 @@ int gs__log_expand_path(const char *tmpl, char *out, size_t out_len, int rank);
  * threads; unit tests only. */
 void gs__log_reset_for_test(void);
 
-void gs__log(gs_log_level_t level, unsigned subsys, const char *file, int line, const char *fmt,
+void gs__log(gs__log_level_t level, unsigned subsys, const char *file, int line, const char *fmt,
              ...) __attribute__((format(printf, 5, 6)));
 
-static inline int gs__log_enabled(gs_log_level_t level, unsigned subsys)
+static inline int gs__log_enabled(gs__log_level_t level, unsigned subsys)
 {
     int cur = atomic_load_explicit(&gs__log_level, memory_order_relaxed);
     if (cur < 0) {

@@ -6,7 +6,7 @@
  * read for it, so a hostile or broken peer cannot make this process
  * allocate without bound. config.c validates the knob with the parser
  * below (a bad value fails gs_comm_init); comm.c hands the value to the
- * transport (gs_tp_params_t.max_message_bytes).
+ * transport (gs__tp_params_t.max_message_bytes).
  */
 #ifndef GS_CORE_MSG_LIMIT_H
 #define GS_CORE_MSG_LIMIT_H

@@ -72,7 +72,7 @@ static int ms_until(uint64_t deadline_ns)
 /* Best-effort text of a socket's peer address, for messages. */
 static void peer_text(int fd, char *buf, size_t len)
 {
-    gs_sockaddr_t addr;
+    gs__sockaddr_t addr;
 
     addr.len = sizeof(addr.ss);
     if ((getpeername(fd, (struct sockaddr *)&addr.ss, &addr.len) != 0) ||
@@ -81,7 +81,7 @@ static void peer_text(int fd, char *buf, size_t len)
     }
 }
 
-gs_status_t gs__sock_resolve(const char *host, int port, const char *family, gs_sockaddr_t *out)
+gs_status_t gs__sock_resolve(const char *host, int port, const char *family, gs__sockaddr_t *out)
 {
     struct addrinfo hints;
     struct addrinfo *res = NULL;
@@ -130,7 +130,7 @@ gs_status_t gs__sock_resolve(const char *host, int port, const char *family, gs_
     return GS_OK;
 }
 
-gs_status_t gs__sock_parse(const char *text, const char *family, gs_sockaddr_t *out)
+gs_status_t gs__sock_parse(const char *text, const char *family, gs__sockaddr_t *out)
 {
     char host[GS_SOCK_ADDR_MAX];
     const char *colon;
@@ -177,7 +177,7 @@ gs_status_t gs__sock_parse(const char *text, const char *family, gs_sockaddr_t *
     return gs__sock_resolve(host, (int)port, family, out);
 }
 
-gs_status_t gs__sock_format(const gs_sockaddr_t *addr, char *buf, size_t len)
+gs_status_t gs__sock_format(const gs__sockaddr_t *addr, char *buf, size_t len)
 {
     char host[NI_MAXHOST];
     char serv[NI_MAXSERV];
@@ -220,7 +220,7 @@ static bool is_loopback(const struct sockaddr_storage *ss)
     return false;
 }
 
-static void set_port(gs_sockaddr_t *addr, int port)
+static void set_port(gs__sockaddr_t *addr, int port)
 {
     if (addr->ss.ss_family == AF_INET) {
         ((struct sockaddr_in *)&addr->ss)->sin_port = htons((uint16_t)port);
@@ -229,7 +229,7 @@ static void set_port(gs_sockaddr_t *addr, int port)
     }
 }
 
-static void copy_ifaddr(const struct sockaddr *sa, gs_sockaddr_t *out)
+static void copy_ifaddr(const struct sockaddr *sa, gs__sockaddr_t *out)
 {
     memset(out, 0, sizeof(*out));
     if (sa->sa_family == AF_INET) {
@@ -289,7 +289,7 @@ static void list_ifaddrs(const struct ifaddrs *ifs, int af, char *buf, size_t le
     }
 }
 
-static gs_status_t pick_from_ifaddrs(const char *ifname, int af, gs_sockaddr_t *out)
+static gs_status_t pick_from_ifaddrs(const char *ifname, int af, gs__sockaddr_t *out)
 {
     struct ifaddrs *ifs = NULL;
     const struct ifaddrs *best = NULL;
@@ -346,7 +346,7 @@ static gs_status_t pick_from_ifaddrs(const char *ifname, int af, gs_sockaddr_t *
     return GS_ERR_NO_RESOURCE; /* caller falls back to loopback */
 }
 
-static void loopback_of(int af, gs_sockaddr_t *out)
+static void loopback_of(int af, gs__sockaddr_t *out)
 {
     memset(out, 0, sizeof(*out));
     if (af == AF_INET6) {
@@ -365,10 +365,10 @@ static void loopback_of(int af, gs_sockaddr_t *out)
 }
 
 gs_status_t gs__sock_pick_local(const char *ifname, const char *family,
-                                const gs_sockaddr_t *route_to, gs_sockaddr_t *out)
+                                const gs__sockaddr_t *route_to, gs__sockaddr_t *out)
 {
-    gs_sockaddr_t dst;
-    gs_sockaddr_t local;
+    gs__sockaddr_t dst;
+    gs__sockaddr_t local;
     gs_status_t status;
     int af;
     int fd;
@@ -455,11 +455,11 @@ gs_status_t gs__sock_tune(int fd)
     return GS_OK;
 }
 
-gs_status_t gs__sock_listen(const gs_sockaddr_t *addr, int backlog, int *fd_out,
-                            gs_sockaddr_t *bound_out)
+gs_status_t gs__sock_listen(const gs__sockaddr_t *addr, int backlog, int *fd_out,
+                            gs__sockaddr_t *bound_out)
 {
     char text[GS_SOCK_ADDR_MAX];
-    gs_sockaddr_t bound;
+    gs__sockaddr_t bound;
     int one = 1;
     int fd;
     int err;
@@ -513,7 +513,7 @@ static bool connect_retryable(int err)
            (err == ENETUNREACH) || (err == EHOSTUNREACH);
 }
 
-gs_status_t gs__sock_connect(const gs_sockaddr_t *addr, uint64_t deadline_ns, int *fd_out)
+gs_status_t gs__sock_connect(const gs__sockaddr_t *addr, uint64_t deadline_ns, int *fd_out)
 {
     char text[GS_SOCK_ADDR_MAX];
     int backoff_ms = CONNECT_RETRY_MIN_MS;

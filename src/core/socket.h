@@ -18,19 +18,19 @@
 
 #define GS_SOCK_ADDR_MAX 128
 
-typedef struct gs_sockaddr {
+typedef struct gs__sockaddr {
     struct sockaddr_storage ss;
     socklen_t len;
-} gs_sockaddr_t;
+} gs__sockaddr_t;
 
 /* Parse "host:port" / "[v6]:port" (host may be a name; resolved with
  * getaddrinfo, preferring @p family "any"/"ipv4"/"ipv6").
  * Returns GS_OK or GS_ERR_INVALID_ARG. */
-gs_status_t gs__sock_parse(const char *text, const char *family, gs_sockaddr_t *out);
+gs_status_t gs__sock_parse(const char *text, const char *family, gs__sockaddr_t *out);
 /* Resolve host and port separately. Same returns. */
-gs_status_t gs__sock_resolve(const char *host, int port, const char *family, gs_sockaddr_t *out);
+gs_status_t gs__sock_resolve(const char *host, int port, const char *family, gs__sockaddr_t *out);
 /* Format as "ip:port" / "[ip6]:port". Returns GS_OK or GS_ERR_INVALID_ARG. */
-gs_status_t gs__sock_format(const gs_sockaddr_t *addr, char *buf, size_t len);
+gs_status_t gs__sock_format(const gs__sockaddr_t *addr, char *buf, size_t len);
 
 /*
  * Pick the local address to listen on: the address of @p ifname when given
@@ -40,13 +40,13 @@ gs_status_t gs__sock_format(const gs_sockaddr_t *addr, char *buf, size_t len);
  * loopback address. Port 0 in the result.
  */
 gs_status_t gs__sock_pick_local(const char *ifname, const char *family,
-                                const gs_sockaddr_t *route_to, gs_sockaddr_t *out);
+                                const gs__sockaddr_t *route_to, gs__sockaddr_t *out);
 
 /* Create a listening, non-blocking, close-on-exec socket bound to addr
  * (port 0 = any; SO_REUSEADDR set). *bound_out gets the real address.
  * Returns GS_OK, GS_ERR_SYSTEM. */
-gs_status_t gs__sock_listen(const gs_sockaddr_t *addr, int backlog, int *fd_out,
-                            gs_sockaddr_t *bound_out);
+gs_status_t gs__sock_listen(const gs__sockaddr_t *addr, int backlog, int *fd_out,
+                            gs__sockaddr_t *bound_out);
 
 /* Watch @p flag (NULL: none) on this thread: while it is set, the blocking
  * helpers below (connect, read_full, write_full) return GS_ERR_ABORTED
@@ -57,7 +57,7 @@ void gs__sock_watch_abort(const volatile int *flag);
 /* Connect with retries on ECONNREFUSED/ETIMEDOUT until deadline_ns (monotonic).
  * The returned socket is blocking=0 (non-blocking), close-on-exec, TCP_NODELAY.
  * Returns GS_OK, GS_ERR_TIMEOUT (naming the address), GS_ERR_SYSTEM. */
-gs_status_t gs__sock_connect(const gs_sockaddr_t *addr, uint64_t deadline_ns, int *fd_out);
+gs_status_t gs__sock_connect(const gs__sockaddr_t *addr, uint64_t deadline_ns, int *fd_out);
 
 /* Accept one connection if ready before deadline_ns (poll). Sets *fd_out to -1
  * when the deadline passed with none. Socket returned non-blocking, TCP_NODELAY.

@@ -117,7 +117,7 @@ static int dev_has_context(int device)
     return active != 0;
 }
 
-int gs__dev_guard_enter(gs_dev_guard_t *g, int device)
+int gs__dev_guard_enter(gs__dev_guard_t *g, int device)
 {
     cudaError_t err;
 
@@ -131,7 +131,7 @@ int gs__dev_guard_enter(gs_dev_guard_t *g, int device)
     return (int)err;
 }
 
-void gs__dev_guard_leave(gs_dev_guard_t *g)
+void gs__dev_guard_leave(gs__dev_guard_t *g)
 {
     cudaError_t err;
 
@@ -140,7 +140,7 @@ void gs__dev_guard_leave(gs_dev_guard_t *g)
     }
     g->changed = 0;
     if (!dev_has_context(g->prev)) {
-        return; /* going back would create a context there (gs_dev_guard_t) */
+        return; /* going back would create a context there (gs__dev_guard_t) */
     }
     err = cudaSetDevice(g->prev);
     if (err != cudaSuccess) {
@@ -154,11 +154,11 @@ void gs__dev_guard_leave(gs_dev_guard_t *g)
 /* The one device wait                                                 */
 /* ------------------------------------------------------------------ */
 
-gs_status_t gs__dev_poll_event(void *ev_in, const gs_dev_wait_t *w, const char *what)
+gs_status_t gs__dev_poll_event(void *ev_in, const gs__dev_wait_t *w, const char *what)
 {
     const cudaEvent_t ev = (cudaEvent_t)ev_in;
     const uint64_t deadline = gs__now_ns() + w->timeout_ns;
-    struct gs_nccl *nccl = w->nccl;
+    struct gs__nccl *nccl = w->nccl;
     gs_status_t status;
 
     for (unsigned polls = 0;; polls++) {

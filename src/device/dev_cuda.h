@@ -11,7 +11,7 @@
 
 #include "gradsync/status.h"
 
-struct gs_nccl;
+struct gs__nccl;
 
 /* Take back a cudaError_t this library met and does not report (a failed
  * free, a failed guard on a path that goes on): clear the thread's
@@ -43,22 +43,22 @@ int gs__dev_query_event(void *ev);
  * @p device current instead. leave never changes the error text and logs
  * a failed restore at WARN.
  */
-typedef struct gs_dev_guard {
+typedef struct gs__dev_guard {
     int prev;    /* the thread's current device at enter */
     int changed; /* enter made another device current */
-} gs_dev_guard_t;
+} gs__dev_guard_t;
 
-int gs__dev_guard_enter(gs_dev_guard_t *g, int device);
-void gs__dev_guard_leave(gs_dev_guard_t *g);
+int gs__dev_guard_enter(gs__dev_guard_t *g, int device);
+void gs__dev_guard_leave(gs__dev_guard_t *g);
 
 /* What a device wait needs of its caller: the no-progress timeout, the
  * NCCL communicator to poll (or NULL), and the words of its errors. */
-typedef struct gs_dev_wait {
+typedef struct gs__dev_wait {
     uint64_t timeout_ns;
-    struct gs_nccl *nccl;
+    struct gs__nccl *nccl;
     const char *opname;
     int rank;
-} gs_dev_wait_t;
+} gs__dev_wait_t;
 
 /*
  * The one device wait: poll @p ev (a cudaEvent_t) until it completes,
@@ -72,6 +72,6 @@ typedef struct gs_dev_wait {
  *         failed; NCCL aborted); NCCL's asynchronous error (NCCL aborted);
  *         GS_ERR_ABORTED when NCCL was aborted meanwhile.
  */
-gs_status_t gs__dev_poll_event(void *ev, const gs_dev_wait_t *w, const char *what);
+gs_status_t gs__dev_poll_event(void *ev, const gs__dev_wait_t *w, const char *what);
 
 #endif /* GS_DEVICE_DEV_CUDA_H */

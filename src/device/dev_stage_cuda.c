@@ -14,9 +14,9 @@
 #include "device/nccl_engine.h"
 #endif
 
-gs_status_t gs__dev_create(int device, const char *opname, gs_dev_t **out)
+gs_status_t gs__dev_create(int device, const char *opname, gs__dev_t **out)
 {
-    gs_dev_t *dev = calloc(1, sizeof(*dev));
+    gs__dev_t *dev = calloc(1, sizeof(*dev));
     gs_status_t status;
 
     if (dev == NULL) {
@@ -41,10 +41,10 @@ gs_status_t gs__dev_create(int device, const char *opname, gs_dev_t **out)
 }
 
 
-gs_status_t gs__dev_destroy(gs_dev_t *dev, int abort)
+gs_status_t gs__dev_destroy(gs__dev_t *dev, int abort)
 {
     gs_status_t first = GS_OK;
-    gs_dev_guard_t guard;
+    gs__dev_guard_t guard;
 
     if (dev == NULL) {
         return GS_OK;
@@ -91,7 +91,7 @@ gs_status_t gs__dev_destroy(gs_dev_t *dev, int abort)
 /* Completion events of non-blocking device calls                      */
 /* ------------------------------------------------------------------ */
 
-gs_status_t gs__dev_pool_get(gs_dev_t *dev, const char *opname, void **ev_out)
+gs_status_t gs__dev_pool_get(gs__dev_t *dev, const char *opname, void **ev_out)
 {
 
     if (dev->nevents > 0) {
@@ -103,7 +103,7 @@ gs_status_t gs__dev_pool_get(gs_dev_t *dev, const char *opname, void **ev_out)
         "cudaEventCreateWithFlags");
 }
 
-void gs__dev_pool_put(gs_dev_t *dev, void *ev)
+void gs__dev_pool_put(gs__dev_t *dev, void *ev)
 {
 
     if (ev == NULL) {
@@ -125,7 +125,7 @@ void gs__dev_pool_put(gs_dev_t *dev, void *ev)
 }
 
 
-gs_status_t gs__dev_stage_stream_wait(gs_dev_t *dev, void *stream, const gs_dev_wait_t *w,
+gs_status_t gs__dev_stage_stream_wait(gs__dev_t *dev, void *stream, const gs__dev_wait_t *w,
                                       const char *what)
 {
     const gs_status_t status =
@@ -136,7 +136,7 @@ gs_status_t gs__dev_stage_stream_wait(gs_dev_t *dev, void *stream, const gs_dev_
 }
 
 
-gs_status_t gs__dev_stage_pinned(gs_dev_t *dev, size_t bytes, const gs_dev_wait_t *w)
+gs_status_t gs__dev_stage_pinned(gs__dev_t *dev, size_t bytes, const gs__dev_wait_t *w)
 {
     void *p = NULL;
     gs_status_t status;
@@ -166,8 +166,8 @@ gs_status_t gs__dev_stage_pinned(gs_dev_t *dev, size_t bytes, const gs_dev_wait_
 }
 
 
-gs_status_t gs__dev_stage_workspace(gs_dev_t *dev, size_t bytes, void *stream,
-                                    const gs_dev_wait_t *w, void **out)
+gs_status_t gs__dev_stage_workspace(gs__dev_t *dev, size_t bytes, void *stream,
+                                    const gs__dev_wait_t *w, void **out)
 {
     void *p = NULL;
     gs_status_t status;

@@ -22,7 +22,7 @@
 
 #include <stdint.h>
 
-static gs_status_t check_handle(const gs_nccl_t *nccl, const char *call)
+static gs_status_t check_handle(const gs__nccl_t *nccl, const char *call)
 {
     if (nccl == NULL) {
         return gs__error_set(GS_ERR_INVALID_ARG, "nccl: %s: NULL handle", call);
@@ -31,7 +31,7 @@ static gs_status_t check_handle(const gs_nccl_t *nccl, const char *call)
 }
 
 /* The NCCL type (and op, when @p op_out is not NULL) of the call's dtype and op. */
-static gs_status_t check_types(const gs_nccl_t *nccl, const char *call, gs_dtype_t dtype,
+static gs_status_t check_types(const gs__nccl_t *nccl, const char *call, gs_dtype_t dtype,
                                gs_op_t op, int *type_out, int *op_out)
 {
     gs_status_t status = gs__nccl_dtype(dtype, type_out);
@@ -46,7 +46,7 @@ static gs_status_t check_types(const gs_nccl_t *nccl, const char *call, gs_dtype
     return GS_OK;
 }
 
-static gs_status_t check_buf(const gs_nccl_t *nccl, const char *call, const char *name,
+static gs_status_t check_buf(const gs__nccl_t *nccl, const char *call, const char *name,
                              const void *buf, size_t count)
 {
     if ((buf == NULL) && (count > 0)) {
@@ -56,7 +56,7 @@ static gs_status_t check_buf(const gs_nccl_t *nccl, const char *call, const char
     return GS_OK;
 }
 
-static gs_status_t check_rank(const gs_nccl_t *nccl, const char *call, const char *name, int r)
+static gs_status_t check_rank(const gs__nccl_t *nccl, const char *call, const char *name, int r)
 {
     if ((r < 0) || (r >= gs__nccl_size(nccl))) {
         return gs__error_set(GS_ERR_INVALID_ARG, "rank %d: %s: %s %d is out of range (%d ranks)",
@@ -66,7 +66,7 @@ static gs_status_t check_rank(const gs_nccl_t *nccl, const char *call, const cha
 }
 
 /* Bytes of @p nblocks blocks of @p count elements of @p dtype, refusing overflow. */
-static gs_status_t check_bytes(const gs_nccl_t *nccl, const char *call, size_t count,
+static gs_status_t check_bytes(const gs__nccl_t *nccl, const char *call, size_t count,
                                size_t nblocks, gs_dtype_t dtype, size_t *bytes_out)
 {
     const size_t elem = gs__dtype_size(dtype);
@@ -81,7 +81,7 @@ static gs_status_t check_bytes(const gs_nccl_t *nccl, const char *call, size_t c
 }
 
 /* count 0: nothing to enqueue on any rank, but an aborted handle says so. */
-static gs_status_t nothing_to_do(gs_nccl_t *nccl, const char *call)
+static gs_status_t nothing_to_do(gs__nccl_t *nccl, const char *call)
 {
     struct ncclComm *comm;
     gs_status_t status = gs__nccl_enter(nccl, call, &comm);
@@ -94,7 +94,7 @@ static gs_status_t nothing_to_do(gs_nccl_t *nccl, const char *call)
 
 /* The checks of a call with one buffer and one rank (broadcast's root, a
  * send's or receive's peer): handle, dtype, buffer, rank, byte count. */
-static gs_status_t check_one(gs_nccl_t *nccl, const char *call, gs_dtype_t dtype, const void *buf,
+static gs_status_t check_one(gs__nccl_t *nccl, const char *call, gs_dtype_t dtype, const void *buf,
                              size_t count, const char *rank_name, int r, int *type_out,
                              size_t *bytes_out)
 {
@@ -109,7 +109,7 @@ static gs_status_t check_one(gs_nccl_t *nccl, const char *call, gs_dtype_t dtype
  * elements each (@p op: GS_OP_SUM for the kinds that do not reduce), whose
  * receive side moves @p nblocks blocks: handle, dtype and op, buffers,
  * byte count. */
-static gs_status_t check_two(gs_nccl_t *nccl, const char *call, gs_dtype_t dtype, gs_op_t op,
+static gs_status_t check_two(gs__nccl_t *nccl, const char *call, gs_dtype_t dtype, gs_op_t op,
                              const void *sendbuf, const void *recvbuf, size_t count, size_t nblocks,
                              int *type_out, int *nop_out)
 {
@@ -125,7 +125,7 @@ static gs_status_t check_two(gs_nccl_t *nccl, const char *call, gs_dtype_t dtype
 /* Enter the handle for a call of @p count elements: *comm_out is the NCCL
  * communicator to enqueue on, or NULL when count is 0 and there is nothing
  * to enqueue (the status then says whether the handle is sound). */
-static gs_status_t enter_for(gs_nccl_t *nccl, const char *call, size_t count,
+static gs_status_t enter_for(gs__nccl_t *nccl, const char *call, size_t count,
                              struct ncclComm **comm_out)
 {
     *comm_out = NULL;
@@ -135,7 +135,7 @@ static gs_status_t enter_for(gs_nccl_t *nccl, const char *call, size_t count,
     return gs__nccl_enter(nccl, call, comm_out);
 }
 
-gs_status_t gs__nccl_allreduce(gs_nccl_t *nccl, const void *sendbuf, void *recvbuf, size_t count,
+gs_status_t gs__nccl_allreduce(gs__nccl_t *nccl, const void *sendbuf, void *recvbuf, size_t count,
                                gs_dtype_t dtype, gs_op_t op, void *stream)
 {
     static const char call[] = "ncclAllReduce";
@@ -155,8 +155,8 @@ gs_status_t gs__nccl_allreduce(gs_nccl_t *nccl, const void *sendbuf, void *recvb
                           call);
 }
 
-gs_status_t gs__nccl_broadcast(gs_nccl_t *nccl, void *buf, size_t count, gs_dtype_t dtype, int root,
-                               void *stream)
+gs_status_t gs__nccl_broadcast(gs__nccl_t *nccl, void *buf, size_t count, gs_dtype_t dtype,
+                               int root, void *stream)
 {
     static const char call[] = "ncclBroadcast";
     struct ncclComm *comm;
@@ -175,7 +175,7 @@ gs_status_t gs__nccl_broadcast(gs_nccl_t *nccl, void *buf, size_t count, gs_dtyp
         call);
 }
 
-gs_status_t gs__nccl_reduce(gs_nccl_t *nccl, const void *sendbuf, void *recvbuf, size_t count,
+gs_status_t gs__nccl_reduce(gs__nccl_t *nccl, const void *sendbuf, void *recvbuf, size_t count,
                             gs_dtype_t dtype, gs_op_t op, int root, void *stream)
 {
     static const char call[] = "ncclReduce";
@@ -203,7 +203,7 @@ gs_status_t gs__nccl_reduce(gs_nccl_t *nccl, const void *sendbuf, void *recvbuf,
                           call);
 }
 
-gs_status_t gs__nccl_allgather(gs_nccl_t *nccl, const void *sendbuf, void *recvbuf, size_t count,
+gs_status_t gs__nccl_allgather(gs__nccl_t *nccl, const void *sendbuf, void *recvbuf, size_t count,
                                gs_dtype_t dtype, void *stream)
 {
     static const char call[] = "ncclAllGather";
@@ -223,7 +223,7 @@ gs_status_t gs__nccl_allgather(gs_nccl_t *nccl, const void *sendbuf, void *recvb
         call);
 }
 
-gs_status_t gs__nccl_reduce_scatter(gs_nccl_t *nccl, const void *sendbuf, void *recvbuf,
+gs_status_t gs__nccl_reduce_scatter(gs__nccl_t *nccl, const void *sendbuf, void *recvbuf,
                                     size_t recvcount, gs_dtype_t dtype, gs_op_t op, void *stream)
 {
     static const char call[] = "ncclReduceScatter";
@@ -245,7 +245,7 @@ gs_status_t gs__nccl_reduce_scatter(gs_nccl_t *nccl, const void *sendbuf, void *
 }
 
 /* ncclSend or ncclRecv after the checks both share. */
-static gs_status_t p2p(gs_nccl_t *nccl, const char *call, int is_send, void *buf, size_t count,
+static gs_status_t p2p(gs__nccl_t *nccl, const char *call, int is_send, void *buf, size_t count,
                        gs_dtype_t dtype, int peer, void *stream)
 {
     struct ncclComm *comm;
@@ -274,28 +274,29 @@ static gs_status_t p2p(gs_nccl_t *nccl, const char *call, int is_send, void *buf
         nccl, ncclRecv(buf, count, (ncclDataType_t)type, peer, comm, (cudaStream_t)stream), call);
 }
 
-gs_status_t gs__nccl_send(gs_nccl_t *nccl, const void *buf, size_t count, gs_dtype_t dtype,
+gs_status_t gs__nccl_send(gs__nccl_t *nccl, const void *buf, size_t count, gs_dtype_t dtype,
                           int peer, void *stream)
 {
     /* ncclSend takes a const buffer; p2p() only passes it through. */
     return p2p(nccl, "ncclSend", 1, (void *)(uintptr_t)buf, count, dtype, peer, stream);
 }
 
-gs_status_t gs__nccl_recv(gs_nccl_t *nccl, void *buf, size_t count, gs_dtype_t dtype, int peer,
+gs_status_t gs__nccl_recv(gs__nccl_t *nccl, void *buf, size_t count, gs_dtype_t dtype, int peer,
                           void *stream)
 {
     return p2p(nccl, "ncclRecv", 0, buf, count, dtype, peer, stream);
 }
 
 /* cudaMemcpyAsync device to device on the handle's GPU. */
-static gs_status_t copy_d2d(gs_nccl_t *nccl, void *dst, const void *src, size_t bytes, void *stream)
+static gs_status_t copy_d2d(gs__nccl_t *nccl, void *dst, const void *src, size_t bytes,
+                            void *stream)
 {
     return gs__nccl_cuda_status(
         cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, (cudaStream_t)stream), nccl,
         "cudaMemcpyAsync (all-to-all own block)");
 }
 
-gs_status_t gs__nccl_alltoall(gs_nccl_t *nccl, const void *sendbuf, void *recvbuf, size_t count,
+gs_status_t gs__nccl_alltoall(gs__nccl_t *nccl, const void *sendbuf, void *recvbuf, size_t count,
                               gs_dtype_t dtype, void *stream)
 {
     static const char call[] = "all-to-all";

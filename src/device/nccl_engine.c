@@ -48,7 +48,7 @@
 #define GS_NCCL_MIN_VERSION 21800
 #define GS_NCCL_MIN_TIMEOUT_NS 1000000000ull
 
-struct gs_nccl {
+struct gs__nccl {
     /* Guards comm: every NCCL call on it, and ncclCommAbort from any thread. */
     pthread_mutex_t lock;
     ncclComm_t comm;    /* NULL once aborted or destroyed */
@@ -67,7 +67,7 @@ struct gs_nccl {
 /* The calling thread's open NCCL groups, and the handle whose lock the
  * outermost group holds (taken by its first operation). */
 static _Thread_local int tl_group_depth;
-static _Thread_local gs_nccl_t *tl_group_nccl;
+static _Thread_local gs__nccl_t *tl_group_nccl;
 
 /* ---------------------------------------------------------------------- */
 /* Small helpers                                                           */
@@ -78,7 +78,7 @@ static unsigned long long ns_to_ms(uint64_t ns)
     return (unsigned long long)(ns / 1000000ull);
 }
 
-static void nccl_lock(gs_nccl_t *nccl)
+static void nccl_lock(gs__nccl_t *nccl)
 {
     /* The thread whose group holds the lock already owns it. */
     if (tl_group_nccl != nccl) {
@@ -86,14 +86,14 @@ static void nccl_lock(gs_nccl_t *nccl)
     }
 }
 
-static void nccl_unlock(gs_nccl_t *nccl)
+static void nccl_unlock(gs__nccl_t *nccl)
 {
     if (tl_group_nccl != nccl) {
         pthread_mutex_unlock(&nccl->lock);
     }
 }
 
-static gs_status_t aborted_status(const gs_nccl_t *nccl)
+static gs_status_t aborted_status(const gs__nccl_t *nccl)
 {
     /* The abort was reported (and logged) when it happened. */
     return gs__error_wrap(GS_ERR_ABORTED, "rank %d: the NCCL communicator was aborted", nccl->rank);
@@ -101,7 +101,7 @@ static gs_status_t aborted_status(const gs_nccl_t *nccl)
 
 /* Abort under the lock if nobody did yet. Keeps this thread's error text:
  * callers abort because of an error they already reported. */
-static void abort_quietly(gs_nccl_t *nccl, const char *why)
+static void abort_quietly(gs__nccl_t *nccl, const char *why)
 {
     ncclResult_t ret = ncclSuccess;
     int did = 0;
@@ -125,7 +125,7 @@ static void abort_quietly(gs_nccl_t *nccl, const char *why)
     }
 }
 
-gs_status_t gs__nccl_cuda_status(int cuda_error, const gs_nccl_t *nccl, const char *call)
+gs_status_t gs__nccl_cuda_status(int cuda_error, const gs__nccl_t *nccl, const char *call)
 {
     const cudaError_t err = (cudaError_t)cuda_error;
     const int rank = (nccl != NULL) ? nccl->rank : -1;
@@ -188,9 +188,9 @@ static gs_status_t version_check(const char *who)
     return GS_OK;
 }
 
-static gs_nccl_t *nccl_alloc(int rank, int size, int device)
+static gs__nccl_t *nccl_alloc(int rank, int size, int device)
 {
-    gs_nccl_t *nccl = calloc(1, sizeof(*nccl));
+    gs__nccl_t *nccl = calloc(1, sizeof(*nccl));
 
     if (nccl == NULL) {
         return NULL;
@@ -207,14 +207,14 @@ static gs_nccl_t *nccl_alloc(int rank, int size, int device)
     return nccl;
 }
 
-static void nccl_free(gs_nccl_t *nccl)
+static void nccl_free(gs__nccl_t *nccl)
 {
     pthread_mutex_destroy(&nccl->lock);
     free(nccl);
 }
 
 /* Read NCCL's asynchronous state of @p nccl into *state_out (under the lock). */
-static gs_status_t read_state(gs_nccl_t *nccl, ncclResult_t *state_out)
+static gs_status_t read_state(gs__nccl_t *nccl, ncclResult_t *state_out)
 {
     ncclResult_t ret;
     char what[64];
@@ -236,7 +236,7 @@ static gs_status_t read_state(gs_nccl_t *nccl, ncclResult_t *state_out)
 /* Poll until NCCL is done with what it had in progress on @p nccl. On the
  * deadline the communicator is aborted and "<what> did not finish" names
  * the rank. */
-static gs_status_t settle(gs_nccl_t *nccl, uint64_t deadline_ns, const char *what)
+static gs_status_t settle(gs__nccl_t *nccl, uint64_t deadline_ns, const char *what)
 {
     const uint64_t start = gs__now_ns();
     ncclResult_t state;
@@ -305,13 +305,13 @@ gs_status_t gs__nccl_unique_id(uint8_t id_out[GS_NCCL_ID_BYTES])
 }
 
 gs_status_t gs__nccl_create(const uint8_t id[GS_NCCL_ID_BYTES], int rank, int size, int device,
-                            uint64_t deadline_ns, gs_nccl_t **out)
+                            uint64_t deadline_ns, gs__nccl_t **out)
 {
     const uint64_t start = gs__now_ns();
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     ncclUniqueId uid;
     ncclResult_t ret;
-    gs_nccl_t *nccl;
+    gs__nccl_t *nccl;
     gs_status_t status;
     char who[48];
 
@@ -371,13 +371,13 @@ err_abort:
     return status;
 }
 
-gs_status_t gs__nccl_split(gs_nccl_t *parent, int color, int key, uint64_t deadline_ns,
-                           gs_nccl_t **out)
+gs_status_t gs__nccl_split(gs__nccl_t *parent, int color, int key, uint64_t deadline_ns,
+                           gs__nccl_t **out)
 {
     const uint64_t start = gs__now_ns();
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     ncclResult_t ret;
-    gs_nccl_t *child;
+    gs__nccl_t *child;
     gs_status_t status;
     int rank = -1;
     int size = 0;
@@ -458,7 +458,7 @@ err_free:
     return status;
 }
 
-gs_status_t gs__nccl_set_timeout(gs_nccl_t *nccl, uint64_t timeout_ns)
+gs_status_t gs__nccl_set_timeout(gs__nccl_t *nccl, uint64_t timeout_ns)
 {
     if ((nccl == NULL) || (timeout_ns == 0)) {
         return gs__error_set(GS_ERR_INVALID_ARG, "nccl: set timeout: %s",
@@ -468,22 +468,22 @@ gs_status_t gs__nccl_set_timeout(gs_nccl_t *nccl, uint64_t timeout_ns)
     return GS_OK;
 }
 
-int gs__nccl_rank(const gs_nccl_t *nccl)
+int gs__nccl_rank(const gs__nccl_t *nccl)
 {
     return (nccl != NULL) ? nccl->rank : -1;
 }
 
-int gs__nccl_size(const gs_nccl_t *nccl)
+int gs__nccl_size(const gs__nccl_t *nccl)
 {
     return (nccl != NULL) ? nccl->size : 0;
 }
 
-int gs__nccl_device(const gs_nccl_t *nccl)
+int gs__nccl_device(const gs__nccl_t *nccl)
 {
     return (nccl != NULL) ? nccl->device : -1;
 }
 
-gs_status_t gs__nccl_abort(gs_nccl_t *nccl)
+gs_status_t gs__nccl_abort(gs__nccl_t *nccl)
 {
     ncclResult_t ret;
     char what[48];
@@ -512,7 +512,7 @@ gs_status_t gs__nccl_abort(gs_nccl_t *nccl)
 
 /* Free the scratch buffer once the work that uses it is over, without
  * blocking the host: a private stream waits for the last use, then frees. */
-static gs_status_t scratch_free(gs_nccl_t *nccl)
+static gs_status_t scratch_free(gs__nccl_t *nccl)
 {
     cudaStream_t stream = NULL;
     gs_status_t status = GS_OK;
@@ -541,7 +541,7 @@ static gs_status_t scratch_free(gs_nccl_t *nccl)
     return status;
 }
 
-gs_status_t gs__nccl_destroy(gs_nccl_t *nccl)
+gs_status_t gs__nccl_destroy(gs__nccl_t *nccl)
 {
     gs_status_t first = GS_OK;
     gs_status_t status;
@@ -594,7 +594,7 @@ gs_status_t gs__nccl_destroy(gs_nccl_t *nccl)
 /* Calls on the communicator, groups                                       */
 /* ---------------------------------------------------------------------- */
 
-gs_status_t gs__nccl_enter(gs_nccl_t *nccl, const char *call, struct ncclComm **comm_out)
+gs_status_t gs__nccl_enter(gs__nccl_t *nccl, const char *call, struct ncclComm **comm_out)
 {
     if (tl_group_depth > 0) {
         if (tl_group_nccl == NULL) {
@@ -620,7 +620,7 @@ gs_status_t gs__nccl_enter(gs_nccl_t *nccl, const char *call, struct ncclComm **
     return GS_OK;
 }
 
-gs_status_t gs__nccl_leave(gs_nccl_t *nccl, int nccl_result, const char *call)
+gs_status_t gs__nccl_leave(gs__nccl_t *nccl, int nccl_result, const char *call)
 {
     gs_status_t status;
     char what[96];
@@ -658,10 +658,10 @@ gs_status_t gs__nccl_group_start(void)
     return GS_OK;
 }
 
-gs_status_t gs__nccl_group_end(gs_nccl_t *nccl)
+gs_status_t gs__nccl_group_end(gs__nccl_t *nccl)
 {
-    gs_nccl_t *held;
-    gs_nccl_t *target;
+    gs__nccl_t *held;
+    gs__nccl_t *target;
     ncclResult_t ret;
     gs_status_t status;
     char what[64];
@@ -704,7 +704,7 @@ gs_status_t gs__nccl_group_end(gs_nccl_t *nccl)
 /* Progress and completion                                                 */
 /* ---------------------------------------------------------------------- */
 
-gs_status_t gs__nccl_poll(gs_nccl_t *nccl)
+gs_status_t gs__nccl_poll(gs__nccl_t *nccl)
 {
     ncclResult_t state;
     gs_status_t status;
@@ -721,7 +721,7 @@ gs_status_t gs__nccl_poll(gs_nccl_t *nccl)
     return gs__nccl_status_msg(state, 1, what, ncclGetLastError(NULL));
 }
 
-void gs__nccl_fail(gs_nccl_t *nccl, const char *why)
+void gs__nccl_fail(gs__nccl_t *nccl, const char *why)
 {
     if (nccl != NULL) {
         abort_quietly(nccl, why);
@@ -732,7 +732,7 @@ void gs__nccl_fail(gs_nccl_t *nccl, const char *why)
 /* Scratch buffer (all-to-all in place)                                    */
 /* ---------------------------------------------------------------------- */
 
-gs_status_t gs__nccl_scratch_get(gs_nccl_t *nccl, size_t bytes, void *stream, void **scratch_out)
+gs_status_t gs__nccl_scratch_get(gs__nccl_t *nccl, size_t bytes, void *stream, void **scratch_out)
 {
     const cudaStream_t cstream = (cudaStream_t)stream;
     void *ptr = NULL;
@@ -777,7 +777,7 @@ gs_status_t gs__nccl_scratch_get(gs_nccl_t *nccl, size_t bytes, void *stream, vo
     return GS_OK;
 }
 
-gs_status_t gs__nccl_scratch_release(gs_nccl_t *nccl, void *stream)
+gs_status_t gs__nccl_scratch_release(gs__nccl_t *nccl, void *stream)
 {
     gs_status_t status;
 

@@ -4,7 +4,7 @@
  * communicator, NCCL's own collectives for uncompressed work, grouped
  * ncclSend/ncclRecv for all-to-all and for the compressed device all-reduce,
  * and the polling that turns a dead peer into an error instead of a hung
- * stream. It is not a gs_transport_ops_t (NCCL has no tagged matching): it
+ * stream. It is not a gs__transport_ops_t (NCCL has no tagged matching): it
  * sits beside the host transport, which carries the unique id at bootstrap.
  *
  * Compiled only when the build has NCCL (GS_WITH_NCCL). This header includes
@@ -49,7 +49,7 @@
 #define GS_NCCL_ID_BYTES 128
 
 /** Handle to one rank's NCCL communicator and its cached state. */
-typedef struct gs_nccl gs_nccl_t;
+typedef struct gs__nccl gs__nccl_t;
 
 
 /* ===================================================================== */
@@ -105,7 +105,7 @@ gs_status_t gs__nccl_unique_id(uint8_t id_out[GS_NCCL_ID_BYTES]);
  *         GS_ERR_SYSTEM, GS_ERR_INTERNAL (NCCL's error, with its text).
  */
 gs_status_t gs__nccl_create(const uint8_t id[GS_NCCL_ID_BYTES], int rank, int size, int device,
-                            uint64_t deadline_ns, gs_nccl_t **out);
+                            uint64_t deadline_ns, gs__nccl_t **out);
 
 /**
  * @brief Split @p parent with ncclCommSplit (non-blocking config, polled as in
@@ -122,8 +122,8 @@ gs_status_t gs__nccl_create(const uint8_t id[GS_NCCL_ID_BYTES], int rank, int si
  *         to stop NCCL's split job, so later calls on it return
  *         GS_ERR_ABORTED); or NCCL's error mapped as for gs__nccl_poll().
  */
-gs_status_t gs__nccl_split(gs_nccl_t *parent, int color, int key, uint64_t deadline_ns,
-                           gs_nccl_t **out);
+gs_status_t gs__nccl_split(gs__nccl_t *parent, int color, int key, uint64_t deadline_ns,
+                           gs__nccl_t **out);
 
 /**
  * @brief Set how long one call may wait for NCCL on this handle where the call
@@ -133,16 +133,16 @@ gs_status_t gs__nccl_split(gs_nccl_t *parent, int color, int key, uint64_t deadl
  * Local, owner thread.
  * @return GS_OK, GS_ERR_INVALID_ARG (nccl NULL or timeout_ns 0).
  */
-gs_status_t gs__nccl_set_timeout(gs_nccl_t *nccl, uint64_t timeout_ns);
+gs_status_t gs__nccl_set_timeout(gs__nccl_t *nccl, uint64_t timeout_ns);
 
 /** @brief This rank in the NCCL communicator (-1 for NULL). Any thread. */
-int gs__nccl_rank(const gs_nccl_t *nccl);
+int gs__nccl_rank(const gs__nccl_t *nccl);
 
 /** @brief Number of ranks of the NCCL communicator (0 for NULL). Any thread. */
-int gs__nccl_size(const gs_nccl_t *nccl);
+int gs__nccl_size(const gs__nccl_t *nccl);
 
 /** @brief CUDA device of the NCCL communicator (-1 for NULL). Any thread. */
-int gs__nccl_device(const gs_nccl_t *nccl);
+int gs__nccl_device(const gs__nccl_t *nccl);
 
 /**
  * @brief Abort the NCCL communicator (ncclCommAbort): operations still on the
@@ -158,7 +158,7 @@ int gs__nccl_device(const gs_nccl_t *nccl);
  *         GS_ERR_INVALID_USAGE (called inside an open group on this handle);
  *         or ncclCommAbort's own error (the handle is aborted all the same).
  */
-gs_status_t gs__nccl_abort(gs_nccl_t *nccl);
+gs_status_t gs__nccl_abort(gs__nccl_t *nccl);
 
 /**
  * @brief Finalize and free. ncclCommFinalize (which flushes every operation
@@ -173,7 +173,7 @@ gs_status_t gs__nccl_abort(gs_nccl_t *nccl);
  *         communicator was aborted instead); GS_ERR_INVALID_USAGE (inside an
  *         open group; nothing freed); or the first NCCL or CUDA error.
  */
-gs_status_t gs__nccl_destroy(gs_nccl_t *nccl);
+gs_status_t gs__nccl_destroy(gs__nccl_t *nccl);
 
 
 /* ===================================================================== */
@@ -210,23 +210,23 @@ gs_status_t gs__nccl_destroy(gs_nccl_t *nccl);
  */
 
 /** @brief ncclAllReduce. */
-gs_status_t gs__nccl_allreduce(gs_nccl_t *nccl, const void *sendbuf, void *recvbuf, size_t count,
+gs_status_t gs__nccl_allreduce(gs__nccl_t *nccl, const void *sendbuf, void *recvbuf, size_t count,
                                gs_dtype_t dtype, gs_op_t op, void *stream);
 
 /** @brief ncclBroadcast of root's @p buf to every rank's @p buf (in place, like gs_broadcast). */
-gs_status_t gs__nccl_broadcast(gs_nccl_t *nccl, void *buf, size_t count, gs_dtype_t dtype, int root,
-                               void *stream);
+gs_status_t gs__nccl_broadcast(gs__nccl_t *nccl, void *buf, size_t count, gs_dtype_t dtype,
+                               int root, void *stream);
 
 /** @brief ncclReduce into root's @p recvbuf (ignored, may be NULL, on other ranks). */
-gs_status_t gs__nccl_reduce(gs_nccl_t *nccl, const void *sendbuf, void *recvbuf, size_t count,
+gs_status_t gs__nccl_reduce(gs__nccl_t *nccl, const void *sendbuf, void *recvbuf, size_t count,
                             gs_dtype_t dtype, gs_op_t op, int root, void *stream);
 
 /** @brief ncclAllGather: @p count elements from each rank, size * count in @p recvbuf. */
-gs_status_t gs__nccl_allgather(gs_nccl_t *nccl, const void *sendbuf, void *recvbuf, size_t count,
+gs_status_t gs__nccl_allgather(gs__nccl_t *nccl, const void *sendbuf, void *recvbuf, size_t count,
                                gs_dtype_t dtype, void *stream);
 
 /** @brief ncclReduceScatter: size * recvcount in @p sendbuf; this rank's block in @p recvbuf. */
-gs_status_t gs__nccl_reduce_scatter(gs_nccl_t *nccl, const void *sendbuf, void *recvbuf,
+gs_status_t gs__nccl_reduce_scatter(gs__nccl_t *nccl, const void *sendbuf, void *recvbuf,
                                     size_t recvcount, gs_dtype_t dtype, gs_op_t op, void *stream);
 
 /**
@@ -239,7 +239,7 @@ gs_status_t gs__nccl_reduce_scatter(gs_nccl_t *nccl, const void *sendbuf, void *
  * May be called inside a group, except in place (GS_ERR_INVALID_USAGE: the
  * scratch would be read only when the outer group launches).
  */
-gs_status_t gs__nccl_alltoall(gs_nccl_t *nccl, const void *sendbuf, void *recvbuf, size_t count,
+gs_status_t gs__nccl_alltoall(gs__nccl_t *nccl, const void *sendbuf, void *recvbuf, size_t count,
                               gs_dtype_t dtype, void *stream);
 
 /**
@@ -249,11 +249,11 @@ gs_status_t gs__nccl_alltoall(gs_nccl_t *nccl, const void *sendbuf, void *recvbu
  * outside a group it is an operation of its own, matched in order by the
  * peer's gs__nccl_recv().
  */
-gs_status_t gs__nccl_send(gs_nccl_t *nccl, const void *buf, size_t count, gs_dtype_t dtype,
+gs_status_t gs__nccl_send(gs__nccl_t *nccl, const void *buf, size_t count, gs_dtype_t dtype,
                           int peer, void *stream);
 
 /** @brief ncclRecv of @p count elements from @p peer; as gs__nccl_send(). */
-gs_status_t gs__nccl_recv(gs_nccl_t *nccl, void *buf, size_t count, gs_dtype_t dtype, int peer,
+gs_status_t gs__nccl_recv(gs__nccl_t *nccl, void *buf, size_t count, gs_dtype_t dtype, int peer,
                           void *stream);
 
 /**
@@ -277,7 +277,7 @@ gs_status_t gs__nccl_group_start(void);
  *         GS_ERR_ABORTED; GS_ERR_TIMEOUT; or NCCL's error mapped as by
  *         gs__nccl_poll().
  */
-gs_status_t gs__nccl_group_end(gs_nccl_t *nccl);
+gs_status_t gs__nccl_group_end(gs__nccl_t *nccl);
 
 
 /* ===================================================================== */
@@ -297,7 +297,7 @@ gs_status_t gs__nccl_group_end(gs_nccl_t *nccl);
  *         ncclInvalidUsage GS_ERR_INVALID_USAGE, ncclUnhandledCudaError
  *         GS_ERR_CUDA, ncclInternalError GS_ERR_INTERNAL.
  */
-gs_status_t gs__nccl_poll(gs_nccl_t *nccl);
+gs_status_t gs__nccl_poll(gs__nccl_t *nccl);
 
 /**
  * @brief Abort the NCCL communicator because of an error the caller has
@@ -308,7 +308,7 @@ gs_status_t gs__nccl_poll(gs_nccl_t *nccl);
  * group open on this handle.
  * @param[in] why a few words for the log ("timeout").
  */
-void gs__nccl_fail(gs_nccl_t *nccl, const char *why);
+void gs__nccl_fail(gs__nccl_t *nccl, const char *why);
 
 
 /* ===================================================================== */
@@ -372,14 +372,14 @@ struct ncclComm; /* nccl.h: typedef struct ncclComm *ncclComm_t */
  * when aborted, and give the NCCL communicator. On GS_OK the caller makes
  * its NCCL call and must pass the result to gs__nccl_leave().
  */
-gs_status_t gs__nccl_enter(gs_nccl_t *nccl, const char *call, struct ncclComm **comm_out);
+gs_status_t gs__nccl_enter(gs__nccl_t *nccl, const char *call, struct ncclComm **comm_out);
 
 /*
  * End the NCCL call begun by gs__nccl_enter(): release the lock (outside a
  * group), then map @p nccl_result. Outside a group an ncclInProgress result
  * is polled until NCCL has enqueued the work (up to the handle's timeout).
  */
-gs_status_t gs__nccl_leave(gs_nccl_t *nccl, int nccl_result, const char *call);
+gs_status_t gs__nccl_leave(gs__nccl_t *nccl, int nccl_result, const char *call);
 
 /* Nesting depth of the calling thread's open groups (0: none). */
 int gs__nccl_group_depth(void);
@@ -390,12 +390,12 @@ int gs__nccl_group_depth(void);
  * the same stream. Grown with cudaFreeAsync/cudaMallocAsync, ordered after
  * the previous use on any stream. GS_OK, GS_ERR_CUDA, GS_ERR_NO_MEMORY.
  */
-gs_status_t gs__nccl_scratch_get(gs_nccl_t *nccl, size_t bytes, void *stream, void **scratch_out);
+gs_status_t gs__nccl_scratch_get(gs__nccl_t *nccl, size_t bytes, void *stream, void **scratch_out);
 
 /* Record that the scratch buffer's use ends at this point of @p stream. */
-gs_status_t gs__nccl_scratch_release(gs_nccl_t *nccl, void *stream);
+gs_status_t gs__nccl_scratch_release(gs__nccl_t *nccl, void *stream);
 
 /* Map a cudaError_t (as int) of a CUDA call gradsync made itself. */
-gs_status_t gs__nccl_cuda_status(int cuda_error, const gs_nccl_t *nccl, const char *call);
+gs_status_t gs__nccl_cuda_status(int cuda_error, const gs__nccl_t *nccl, const char *call);
 
 #endif /* GS_DEVICE_NCCL_ENGINE_H */

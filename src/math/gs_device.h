@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The portability layer of the kernel sources: the same kernel body
- * compiles with nvcc (one CUDA thread per gs_kthread_t) and with the C
+ * compiles with nvcc (one CUDA thread per gs__kthread_t) and with the C
  * compiler (the CPU runs the grid as loops, block by block, thread by
  * thread), so the unit tests run the real kernel sources on machines
  * without a GPU. It holds no arithmetic: that lives in reduce_math.h and
  * codec_math.h, which the CPU library code includes too.
  *
  * Conventions for kernel bodies (kernels/ *_body.h):
- * - A body is a GS_KFN function whose first argument is a gs_kthread_t.
+ * - A body is a GS_KFN function whose first argument is a gs__kthread_t.
  *   It never reads blockIdx/threadIdx itself, so it means the same on
  *   both sides. The .cu file wraps it in a __global__ that passes
  *   gs_kthread_here(); the CPU runner is GS_CPU_GRID below.
@@ -39,16 +39,16 @@
 #endif
 
 /* One thread of a one-dimensional grid. */
-typedef struct gs_kthread {
+typedef struct gs__kthread {
     size_t block;      /* blockIdx.x */
     size_t nblocks;    /* gridDim.x */
     unsigned thread;   /* threadIdx.x */
     unsigned nthreads; /* blockDim.x */
-} gs_kthread_t;
+} gs__kthread_t;
 
-GS_KFN gs_kthread_t gs_kthread(size_t block, size_t nblocks, unsigned thread, unsigned nthreads)
+GS_KFN gs__kthread_t gs_kthread(size_t block, size_t nblocks, unsigned thread, unsigned nthreads)
 {
-    gs_kthread_t t;
+    gs__kthread_t t;
 
     t.block = block;
     t.nblocks = nblocks;
@@ -60,19 +60,19 @@ GS_KFN gs_kthread_t gs_kthread(size_t block, size_t nblocks, unsigned thread, un
 #if defined(__CUDACC__)
 /* The calling CUDA thread (device code only; declared in both nvcc passes
  * so that __global__ wrappers compile in the host pass too). */
-static __device__ __forceinline__ gs_kthread_t gs_kthread_here(void)
+static __device__ __forceinline__ gs__kthread_t gs_kthread_here(void)
 {
     return gs_kthread(blockIdx.x, gridDim.x, threadIdx.x, blockDim.x);
 }
 #endif
 
 /* Index of the thread in the whole grid, and the stride of a grid-stride loop. */
-GS_KFN size_t gs_kthread_gid(gs_kthread_t t)
+GS_KFN size_t gs_kthread_gid(gs__kthread_t t)
 {
     return t.block * (size_t)t.nthreads + t.thread;
 }
 
-GS_KFN size_t gs_kthread_gstride(gs_kthread_t t)
+GS_KFN size_t gs_kthread_gstride(gs__kthread_t t)
 {
     return t.nblocks * (size_t)t.nthreads;
 }

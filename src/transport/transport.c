@@ -16,7 +16,7 @@
 
 #include <string.h>
 
-static const gs_transport_ops_t *const builtin_transports[] = {
+static const gs__transport_ops_t *const builtin_transports[] = {
     &gs__tcp_ops,
 #ifdef GS_WITH_MPI
     &gs__mpi_ops,
@@ -32,7 +32,7 @@ static const gs_transport_ops_t *const builtin_transports[] = {
 #define BUILTIN_COUNT (sizeof(builtin_transports) / sizeof(builtin_transports[0]))
 
 /* Every slot a transport must fill (all of them, for now). */
-static const char *missing_slot(const gs_transport_ops_t *ops)
+static const char *missing_slot(const gs__transport_ops_t *ops)
 {
     if (ops->init == NULL) {
         return "init";
@@ -67,23 +67,23 @@ static const char *missing_slot(const gs_transport_ops_t *ops)
     return NULL;
 }
 
-gs_status_t gs__transport_lookup(const char *name, const gs_transport_ops_t **ops_out)
+gs_status_t gs__transport_lookup(const char *name, const gs__transport_ops_t **ops_out)
 {
     if ((name == NULL) || (ops_out == NULL)) {
         return gs__error_set(GS_ERR_INVALID_ARG, "transport: lookup needs a name and an output");
     }
     for (size_t i = 0; i < BUILTIN_COUNT; i++) {
-        const gs_transport_ops_t *ops = builtin_transports[i];
+        const gs__transport_ops_t *ops = builtin_transports[i];
         const char *slot;
 
         if ((ops->name == NULL) || (strcmp(ops->name, name) != 0)) {
             continue;
         }
-        if (ops->abi_size != sizeof(gs_transport_ops_t)) {
+        if (ops->abi_size != sizeof(gs__transport_ops_t)) {
             return gs__error_set(GS_ERR_INTERNAL,
                                  "transport: %s was built against an ops table of %zu bytes, "
                                  "this library has %zu",
-                                 name, ops->abi_size, sizeof(gs_transport_ops_t));
+                                 name, ops->abi_size, sizeof(gs__transport_ops_t));
         }
         slot = missing_slot(ops);
         if (slot != NULL) {

@@ -187,7 +187,7 @@ static void test_launch_counts_only_its_own_error(void **state)
 {
     float *buf = aligned_alloc(256, COUNT * sizeof(float));
     uint8_t *body = aligned_alloc(256, COUNT * sizeof(uint16_t));
-    gs_k_codec_params_t kp = {.count = COUNT, .block = 0, .param = 0, .seed = 0};
+    gs__k_codec_params_t kp = {.count = COUNT, .block = 0, .param = 0, .seed = 0};
 
     (void)state;
     assert_non_null(buf);

@@ -34,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static const gs_dtype_t dts[4] = {GS_DTYPE_F32, GS_DTYPE_F64, GS_DTYPE_F16, GS_DTYPE_BF16};
     static const size_t dt_bytes[4] = {4, 8, 2, 2};
     gs_codec_config_t cfg = GS_CODEC_CONFIG_INIT;
-    const gs_codec_ops_t *ops;
+    const gs__codec_ops_t *ops;
     const gs_dtype_t dt = dts[size & 3u];
     const size_t esize = dt_bytes[size & 3u];
     size_t count = 7, scratch_size = 0, ybytes;

@@ -117,7 +117,7 @@ static uint8_t *d_body(const st_t *s)
 
 static const char *kind_name(gs_codec_kind_t k)
 {
-    const gs_codec_ops_t *ops = gs__codec_lookup(k);
+    const gs__codec_ops_t *ops = gs__codec_lookup(k);
 
     return (ops != NULL) ? ops->name : "?";
 }
@@ -254,7 +254,7 @@ static void f32_guards_ok(const float *base, size_t n, size_t off, const char *w
  * pass, both must decode on the CPU to the same values, NaN for NaN (a
  * note); anywhere else it is a failure.
  */
-static bool same_body(st_t *s, const gs_codec_ops_t *ops, const gs_codec_params_t *p, size_t len,
+static bool same_body(st_t *s, const gs__codec_ops_t *ops, const gs__codec_params_t *p, size_t len,
                       bool special, const char *what)
 {
     size_t i;
@@ -314,8 +314,8 @@ static bool launched(int rc, st_t *s, const char *what, const char *call)
 }
 
 /* Decode @p body (host) on the GPU and on the CPU in @p mode, compare. */
-static void cross_decode(st_t *s, const gs_codec_ops_t *ops, const gs_codec_params_t *p,
-                         const gs_k_codec_params_t *kp, const uint8_t *body, size_t len, int mode,
+static void cross_decode(st_t *s, const gs__codec_ops_t *ops, const gs__codec_params_t *p,
+                         const gs__k_codec_params_t *kp, const uint8_t *body, size_t len, int mode,
                          float alpha, bool special, const char *what)
 {
     const size_t n = p->count;
@@ -332,7 +332,7 @@ static void cross_decode(st_t *s, const gs_codec_ops_t *ops, const gs_codec_para
     } else {
         memcpy(s->cpu_f, s->out0, n * sizeof(float));
     }
-    st = GT_LIB(ops->decode_accumulate(p, body, s->cpu_f, (gs_codec_mode_t)mode, alpha));
+    st = GT_LIB(ops->decode_accumulate(p, body, s->cpu_f, (gs__codec_mode_t)mode, alpha));
     if (!gt_check(st == GS_OK, "%s: the CPU decode failed: %s", w, gs_status_name(st))) {
         return;
     }
@@ -359,8 +359,8 @@ static void cross_decode(st_t *s, const gs_codec_ops_t *ops, const gs_codec_para
     f32_guards_ok(d_dst(s), n, s->off, w, "the output");
 }
 
-static void hostile_topk(st_t *s, const gs_codec_ops_t *ops, const gs_codec_params_t *p,
-                         const gs_k_codec_params_t *kp, size_t len, const char *what)
+static void hostile_topk(st_t *s, const gs__codec_ops_t *ops, const gs__codec_params_t *p,
+                         const gs__k_codec_params_t *kp, size_t len, const char *what)
 {
     const uint32_t k = p->param;
     const size_t n = p->count;
@@ -415,10 +415,10 @@ static void hostile_topk(st_t *s, const gs_codec_ops_t *ops, const gs_codec_para
 static void run_case(st_t *s, const conf_t *c, size_t n, bool special)
 {
     gs_codec_config_t cfg = GS_CODEC_CONFIG_INIT;
-    gs_codec_resolved_t rc;
-    gs_codec_params_t p;
-    gs_k_codec_params_t kp;
-    const gs_codec_ops_t *ops;
+    gs__codec_resolved_t rc;
+    gs__codec_params_t p;
+    gs__k_codec_params_t kp;
+    const gs__codec_ops_t *ops;
     size_t len, ws;
     char what[260], where[80] = "";
     gs_status_t st;

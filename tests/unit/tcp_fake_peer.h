@@ -29,7 +29,7 @@
 #define FAKE_WAIT_MS 10000
 
 typedef struct fake_peer {
-    gs_tp_t *tp; /* the real rank 0 */
+    gs__tp_t *tp; /* the real rank 0 */
     int size;
     int nsocks;
     int fds[FAKE_MAX_RANKS][4]; /* fds[r][i]: socket i of fake rank r >= 1 */
@@ -38,12 +38,12 @@ typedef struct fake_peer {
 /* A real rank 0 of @p size ranks whose peers 1..size-1 are all fakes. */
 static inline void fake_setup_n(fake_peer_t *f, int size, int nsocks)
 {
-    gs_tp_params_t params = {
+    gs__tp_params_t params = {
         .rank = 0, .size = size, .job_id = 0x1234, .comm_id = 0x99, .counters = NULL};
     gs__tcp_settings_t set = {
         .nsocks = nsocks, .ifname = "", .family = "any", .master_addr = "127.0.0.1"};
     char addrs[FAKE_MAX_RANKS][GS_TP_ADDR_MAX];
-    gs_sockaddr_t addr;
+    gs__sockaddr_t addr;
 
     f->size = size;
     f->nsocks = nsocks;
@@ -135,9 +135,9 @@ static inline void fake_frame(fake_peer_t *f, int sock, uint32_t type, uint64_t 
 }
 
 /* Run rank 0's progress until req finishes; returns its completion. */
-static inline gs_tp_completion_t fake_wait(fake_peer_t *f, gs_tp_req_t *req)
+static inline gs__tp_completion_t fake_wait(fake_peer_t *f, gs__tp_req_t *req)
 {
-    gs_tp_completion_t comp;
+    gs__tp_completion_t comp;
 
     memset(&comp, 0, sizeof(comp));
     comp.status = GS_INPROGRESS;
@@ -158,8 +158,8 @@ static inline gs_tp_completion_t fake_wait(fake_peer_t *f, gs_tp_req_t *req)
 
 static inline void expect_protocol_failure(fake_peer_t *f, const char *needle)
 {
-    gs_tp_completion_t comp;
-    gs_tp_req_t *req;
+    gs__tp_completion_t comp;
+    gs__tp_req_t *req;
     uint8_t b[8];
 
     assert_int_equal(gs__tcp_ops.irecv(f->tp, 1, 12345, b, sizeof(b), &req), GS_OK);

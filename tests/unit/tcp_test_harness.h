@@ -68,7 +68,8 @@ static inline int tcp_fails_end(tcp_fails_t *f, const char *what)
 
 /* Progress @p tp until @p req finishes or @p wait_ms pass. Returns 1 when it
  * finished (*comp filled in), 0 when it did not (it stays posted). */
-static inline int tcp_wait_req(gs_tp_t *tp, gs_tp_req_t *req, gs_tp_completion_t *comp, int wait_ms)
+static inline int tcp_wait_req(gs__tp_t *tp, gs__tp_req_t *req, gs__tp_completion_t *comp,
+                               int wait_ms)
 {
     const uint64_t deadline = gs__deadline_after_ms(wait_ms);
     int done = 0;

@@ -41,7 +41,7 @@ static uint64_t layout_id(int k, int n, int r)
 /* Check every invariant of the table that rank @p me builds. */
 static void check_table(const uint64_t *ids, int n, int me)
 {
-    gs_algo_hosts_t h;
+    gs__algo_hosts_t h;
     int crossings = 0;
 
     assert_int_equal(gs__algo_hosts_init(&h, ids, n, me), GS_OK);
@@ -110,7 +110,7 @@ static void test_algo_hosts_invariants_exhaustive(void **state)
 static void test_algo_hosts_interleaved_order(void **state)
 {
     const uint64_t ids[6] = {11, 22, 11, 33, 22, 33};
-    gs_algo_hosts_t h;
+    gs__algo_hosts_t h;
     const int expect[6] = {0, 2, 1, 4, 3, 5};
 
     (void)state;
@@ -129,7 +129,7 @@ static void test_algo_hosts_interleaved_order(void **state)
 static void test_algo_hosts_grouped_is_identity(void **state)
 {
     const uint64_t ids[7] = {5, 5, 5, 9, 9, 4, 4};
-    gs_algo_hosts_t h;
+    gs__algo_hosts_t h;
 
     (void)state;
     assert_int_equal(gs__algo_hosts_init(&h, ids, 7, 6), GS_OK);
@@ -147,7 +147,7 @@ static void test_algo_route_helpers(void **state)
 {
     const uint64_t ids[4] = {1, 2, 1, 2};
     const int sub[2] = {3, 1};
-    gs_algo_ctx_t ctx;
+    gs__algo_ctx_t ctx;
 
     (void)state;
     memset(&ctx, 0, sizeof(ctx));

@@ -29,7 +29,7 @@
 
 static void test_algo_model_init_converts_knobs(void **state)
 {
-    gs_algo_model_t m;
+    gs__algo_model_t m;
 
     (void)state;
     gs__algo_model_init(&m, 30, 1000, 4000);
@@ -46,13 +46,13 @@ static void test_algo_model_cost_only_for_offered(void **state)
     (void)state;
     for (int k = 0; k < GS_COLL_KIND_COUNT; k++) {
         for (int a = 0; a < GS_ALGO_COUNT; a++) {
-            const double c = gs__algo_cost(NULL, (gs_coll_kind_t)k, (gs_algo_t)a, 4, 4096, SLICE);
+            const double c = gs__algo_cost(NULL, (gs__coll_kind_t)k, (gs_algo_t)a, 4, 4096, SLICE);
             const int modelled = (a == GS_ALGO_RING) || (a == GS_ALGO_CHAIN) ||
                                  (a == GS_ALGO_DIRECT) || (a == GS_ALGO_TREE) ||
                                  (a == GS_ALGO_RECURSIVE_DOUBLING) || (a == GS_ALGO_RABENSEIFNER) ||
                                  (a == GS_ALGO_BINOMIAL);
             /* Algorithms outside the model (forced only) have no cost either. */
-            if (modelled && gs__algo_offers((gs_coll_kind_t)k, (gs_algo_t)a)) {
+            if (modelled && gs__algo_offers((gs__coll_kind_t)k, (gs_algo_t)a)) {
                 assert_true(c > 0.0);
             } else {
                 assert_true(c < 0.0);
@@ -77,7 +77,7 @@ static void test_algo_model_cost_grows_with_size(void **state)
                 double prev = -1.0;
                 for (size_t b = 0; b <= 256 * MIB; b = (b == 0) ? 1 : b * 4) {
                     const double c =
-                        gs__algo_cost(NULL, (gs_coll_kind_t)k, (gs_algo_t)a, n, b, SLICE);
+                        gs__algo_cost(NULL, (gs__coll_kind_t)k, (gs_algo_t)a, n, b, SLICE);
                     if (c < 0.0) {
                         break;
                     }
@@ -123,12 +123,12 @@ static void test_algo_model_choices_follow_size(void **state)
     assert_int_equal(gs__algo_choose(NULL, GS_COLL_ALLGATHER, 8, 64, SLICE), GS_ALGO_RING);
     assert_int_equal(gs__algo_choose(NULL, GS_COLL_ALLTOALL, 8, 64, SLICE), GS_ALGO_DIRECT);
     assert_int_equal(gs__algo_choose(NULL, GS_COLL_ALLREDUCE, 1, 64, SLICE), GS_ALGO_RING);
-    assert_int_equal(gs__algo_choose(NULL, (gs_coll_kind_t)99, 4, 64, SLICE), GS_ALGO_AUTO);
+    assert_int_equal(gs__algo_choose(NULL, (gs__coll_kind_t)99, 4, 64, SLICE), GS_ALGO_AUTO);
 }
 
 static void test_algo_model_crossover_follows_alpha(void **state)
 {
-    gs_algo_model_t fast, slow;
+    gs__algo_model_t fast, slow;
 
     (void)state;
     /* A 1 MiB all-reduce on 12 ranks: with cheap messages the ring's
@@ -155,7 +155,7 @@ static void test_algo_model_crossover_follows_alpha(void **state)
 
 static void test_algo_model_cache_favours_sliced_ring(void **state)
 {
-    gs_algo_model_t m;
+    gs__algo_model_t m;
 
     (void)state;
     gs__algo_model_init(&m, 0, 0, 0);
@@ -176,9 +176,9 @@ static void test_algo_model_cache_favours_sliced_ring(void **state)
  * unsliced Rabenseifner out of it at a quarter of the size one rank does. */
 static void test_algo_model_shared_cache_counts_local_ranks(void **state)
 {
-    gs_algo_model_t m;
-    const gs_algo_shape_t one_host = {.n = 4, .nhosts = 1, .min_local = 4, .max_local = 4};
-    const gs_algo_shape_t four_hosts = {.n = 4, .nhosts = 4, .min_local = 1, .max_local = 1};
+    gs__algo_model_t m;
+    const gs__algo_shape_t one_host = {.n = 4, .nhosts = 1, .min_local = 4, .max_local = 4};
+    const gs__algo_shape_t four_hosts = {.n = 4, .nhosts = 4, .min_local = 1, .max_local = 1};
 
     (void)state;
     gs__algo_model_init(&m, 0, 0, 0);
@@ -198,8 +198,8 @@ static void test_algo_model_shared_cache_counts_local_ranks(void **state)
  * the intra parameters do not touch the flat algorithms. */
 static void test_algo_model_flat_intra_uses_intra_parameters(void **state)
 {
-    gs_algo_model_t m;
-    const gs_algo_shape_t one_host = {.n = 4, .nhosts = 1, .min_local = 4, .max_local = 4};
+    gs__algo_model_t m;
+    const gs__algo_shape_t one_host = {.n = 4, .nhosts = 1, .min_local = 4, .max_local = 4};
     double net, intra;
 
     (void)state;
@@ -230,8 +230,8 @@ static void test_algo_model_flat_intra_uses_intra_parameters(void **state)
  * and gives 2 MiB to the ring; without the ring limit it keeps both. */
 static void test_algo_model_ring_limit_on_shared_memory(void **state)
 {
-    gs_algo_model_t m;
-    const gs_algo_shape_t one_host = {.n = 4, .nhosts = 1, .min_local = 4, .max_local = 4};
+    gs__algo_model_t m;
+    const gs__algo_shape_t one_host = {.n = 4, .nhosts = 1, .min_local = 4, .max_local = 4};
 
     (void)state;
     gs__algo_model_init(&m, 20, 2000, 800);
@@ -252,7 +252,7 @@ static void test_algo_model_ring_limit_on_shared_memory(void **state)
 
 static void test_algo_model_slow_link_hides_reduce_in_ring(void **state)
 {
-    gs_algo_model_t lan;
+    gs__algo_model_t lan;
 
     (void)state;
     /* 1 Gbit/s links (118 MB/s) and an 800 MB/s reduction: the ring's
@@ -268,7 +268,7 @@ static void test_algo_model_slow_link_hides_reduce_in_ring(void **state)
 
 static void test_algo_model_policy_names(void **state)
 {
-    gs_algo_policy_t p;
+    gs__algo_policy_t p;
 
     (void)state;
     assert_string_equal(gs__algo_name(GS_ALGO_RECURSIVE_DOUBLING), "rd");
@@ -310,11 +310,11 @@ static void test_algo_model_logs_once_per_size_class(void **state)
 {
     char path[] = "/tmp/gs_algo_model_XXXXXX";
     const int fd = mkstemp(path);
-    gs_algo_ctx_t ctx;
-    gs_algo_select_t sel;
+    gs__algo_ctx_t ctx;
+    gs__algo_select_t sel;
     float src[4096];
     float dst[4096];
-    gs_coll_desc_t d;
+    gs__coll_desc_t d;
 
     (void)state;
     assert_true(fd >= 0);
@@ -371,12 +371,12 @@ static void test_algo_model_logs_once_per_size_class(void **state)
  * every earlier choice). */
 static void test_algo_model_hier_follows_hosts(void **state)
 {
-    const gs_algo_shape_t h4x2 = {.n = 8, .nhosts = 4, .min_local = 2, .max_local = 2};
-    const gs_algo_shape_t one_host = {.n = 8, .nhosts = 1, .min_local = 8, .max_local = 8};
-    const gs_algo_shape_t each = {.n = 8, .nhosts = 8, .min_local = 1, .max_local = 1};
-    const gs_algo_shape_t uneven = {.n = 6, .nhosts = 3, .min_local = 1, .max_local = 3};
-    gs_algo_model_t lan;
-    gs_algo_model_t same;
+    const gs__algo_shape_t h4x2 = {.n = 8, .nhosts = 4, .min_local = 2, .max_local = 2};
+    const gs__algo_shape_t one_host = {.n = 8, .nhosts = 1, .min_local = 8, .max_local = 8};
+    const gs__algo_shape_t each = {.n = 8, .nhosts = 8, .min_local = 1, .max_local = 1};
+    const gs__algo_shape_t uneven = {.n = 6, .nhosts = 3, .min_local = 1, .max_local = 3};
+    gs__algo_model_t lan;
+    gs__algo_model_t same;
 
     (void)state;
     gs__algo_model_init(&lan, 50, 119, 0); /* 1 Gbit/s between hosts */
@@ -407,7 +407,7 @@ static void test_algo_model_hier_follows_hosts(void **state)
     }
     /* A slower inside of the host makes hier dearer. */
     {
-        gs_algo_model_t slow_intra = lan;
+        gs__algo_model_t slow_intra = lan;
         gs__algo_model_set_intra(&slow_intra, 20, 200);
         assert_true(gs__algo_cost_shape(&slow_intra, GS_COLL_ALLREDUCE, GS_ALGO_HIERARCHICAL, &h4x2,
                                         64 * MIB, SLICE) >
@@ -417,8 +417,8 @@ static void test_algo_model_hier_follows_hosts(void **state)
     /* The flat shape is exactly the old model for every collective and size. */
     for (int k = 0; k < GS_COLL_KIND_COUNT; k++) {
         for (size_t b = 1; b <= 256 * MIB; b *= 8) {
-            assert_int_equal(gs__algo_choose_shape(&lan, (gs_coll_kind_t)k, &each, b, SLICE),
-                             gs__algo_choose(&lan, (gs_coll_kind_t)k, 8, b, SLICE));
+            assert_int_equal(gs__algo_choose_shape(&lan, (gs__coll_kind_t)k, &each, b, SLICE),
+                             gs__algo_choose(&lan, (gs__coll_kind_t)k, 8, b, SLICE));
         }
     }
 }

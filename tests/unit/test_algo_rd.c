@@ -22,7 +22,7 @@
 
 #define COUNT 37
 
-static void ctx_init(gs_algo_ctx_t *ctx, int rank, int size)
+static void ctx_init(gs__algo_ctx_t *ctx, int rank, int size)
 {
     memset(ctx, 0, sizeof(*ctx));
     ctx->rank = rank;
@@ -30,14 +30,14 @@ static void ctx_init(gs_algo_ctx_t *ctx, int rank, int size)
     ctx->opname = "gs_allreduce";
 }
 
-static gs_coll_desc_t desc(const void *sendbuf, void *recvbuf, size_t count)
+static gs__coll_desc_t desc(const void *sendbuf, void *recvbuf, size_t count)
 {
-    const gs_coll_desc_t d = {.kind = GS_COLL_ALLREDUCE,
-                              .sendbuf = sendbuf,
-                              .recvbuf = recvbuf,
-                              .count = count,
-                              .dtype = GS_DTYPE_F32,
-                              .op = GS_OP_SUM};
+    const gs__coll_desc_t d = {.kind = GS_COLL_ALLREDUCE,
+                               .sendbuf = sendbuf,
+                               .recvbuf = recvbuf,
+                               .count = count,
+                               .dtype = GS_DTYPE_F32,
+                               .op = GS_OP_SUM};
 
     return d;
 }
@@ -52,8 +52,8 @@ static void fill(float *buf, size_t n, float base)
 static void test_rd_start_one_rank_copies(void **state)
 {
     float in[COUNT], out[COUNT], want[COUNT];
-    gs_algo_ctx_t ctx;
-    gs_coll_desc_t d;
+    gs__algo_ctx_t ctx;
+    gs__coll_desc_t d;
     void *tmp = &ctx; /* must be reset */
     const void *src = &ctx;
     int done = 0;
@@ -84,8 +84,8 @@ static void test_rd_start_count_zero_is_done(void **state)
 {
     float in[1] = {3.0f};
     float out[1] = {-1.0f};
-    gs_algo_ctx_t ctx;
-    gs_coll_desc_t d = desc(in, out, 0);
+    gs__algo_ctx_t ctx;
+    gs__coll_desc_t d = desc(in, out, 0);
     void *tmp = NULL;
     const void *src = NULL;
     int done = 0;
@@ -107,8 +107,8 @@ static void test_rd_start_unfolded_rank_reads_sendbuf(void **state)
 
     (void)state;
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-        gs_algo_ctx_t ctx;
-        gs_coll_desc_t d;
+        gs__algo_ctx_t ctx;
+        gs__coll_desc_t d;
         void *tmp = NULL;
         const void *src = NULL;
         int done = 1;

@@ -14,7 +14,7 @@
 
 static void test_algo_policy_bare_name(void **state)
 {
-    gs_algo_policy_t p;
+    gs__algo_policy_t p;
 
     (void)state;
     assert_int_equal(gs__algo_policy_parse("ring", &p), GS_OK);
@@ -29,7 +29,7 @@ static void test_algo_policy_bare_name(void **state)
 
 static void test_algo_policy_per_collective(void **state)
 {
-    gs_algo_policy_t p;
+    gs__algo_policy_t p;
 
     (void)state;
     assert_int_equal(gs__algo_policy_parse("allreduce:ring,broadcast:chain", &p), GS_OK);
@@ -46,7 +46,7 @@ static void test_algo_policy_per_collective(void **state)
 
 static void test_algo_policy_rejects(void **state)
 {
-    gs_algo_policy_t p;
+    gs__algo_policy_t p;
 
     (void)state;
     assert_int_equal(gs__algo_policy_parse("bogus", &p), GS_ERR_INVALID_ARG);
@@ -58,7 +58,7 @@ static void test_algo_policy_rejects(void **state)
 
 static void test_algo_policy_hier(void **state)
 {
-    gs_algo_policy_t p;
+    gs__algo_policy_t p;
 
     (void)state;
     assert_int_equal(gs__algo_policy_parse("allreduce:hier", &p), GS_OK);
@@ -118,9 +118,9 @@ static void test_algo_split_covers_exactly(void **state)
 
 static void test_algo_tag_layout(void **state)
 {
-    gs_algo_ctx_t ctx;
-    gs_coll_desc_t a = {.kind = GS_COLL_ALLREDUCE, .count = 10, .dtype = GS_DTYPE_F32};
-    gs_coll_desc_t b = a;
+    gs__algo_ctx_t ctx;
+    gs__coll_desc_t a = {.kind = GS_COLL_ALLREDUCE, .count = 10, .dtype = GS_DTYPE_F32};
+    gs__coll_desc_t b = a;
     uint64_t ta, tb;
 
     (void)state;
@@ -142,11 +142,11 @@ static void test_algo_tag_layout(void **state)
 }
 
 /* What selection keeps per communicator, for the plans below. */
-static gs_algo_select_t sel;
+static gs__algo_select_t sel;
 
 /* A one-rank context the planner can price (no transport needed), and a
  * fresh selection state with the built-in model. */
-static void plan_ctx(gs_algo_ctx_t *ctx, int size)
+static void plan_ctx(gs__algo_ctx_t *ctx, int size)
 {
     memset(ctx, 0, sizeof(*ctx));
     ctx->size = size;
@@ -157,8 +157,8 @@ static void plan_ctx(gs_algo_ctx_t *ctx, int size)
 }
 
 /* gs__algo_plan under @p policy (NULL: none), the model and log bits kept. */
-static gs_status_t plan_with(const gs_algo_policy_t *policy, const gs_algo_ctx_t *ctx,
-                             const gs_coll_desc_t *d, gs_algo_plan_t *plan)
+static gs_status_t plan_with(const gs__algo_policy_t *policy, const gs__algo_ctx_t *ctx,
+                             const gs__coll_desc_t *d, gs__algo_plan_t *plan)
 {
     if (policy != NULL) {
         sel.policy = *policy;
@@ -168,9 +168,9 @@ static gs_status_t plan_with(const gs_algo_policy_t *policy, const gs_algo_ctx_t
     return gs__algo_plan(&sel, ctx, d, plan);
 }
 
-static gs_coll_desc_t plan_desc(gs_coll_kind_t kind, size_t count)
+static gs__coll_desc_t plan_desc(gs__coll_kind_t kind, size_t count)
 {
-    gs_coll_desc_t d;
+    gs__coll_desc_t d;
 
     memset(&d, 0, sizeof(d));
     d.kind = kind;
@@ -187,10 +187,10 @@ static gs_coll_desc_t plan_desc(gs_coll_kind_t kind, size_t count)
 static void test_algo_plan_host_schemes(void **state)
 {
     gs_codec_config_t cfg = GS_CODEC_CONFIG_INIT;
-    gs_algo_policy_t policy;
-    gs_algo_ctx_t ctx;
-    gs_coll_desc_t d = plan_desc(GS_COLL_ALLREDUCE, 1 << 20);
-    gs_algo_plan_t plan;
+    gs__algo_policy_t policy;
+    gs__algo_ctx_t ctx;
+    gs__coll_desc_t d = plan_desc(GS_COLL_ALLREDUCE, 1 << 20);
+    gs__algo_plan_t plan;
 
     (void)state;
     plan_ctx(&ctx, 4);
@@ -243,10 +243,10 @@ static void test_algo_plan_host_schemes(void **state)
 static void test_algo_plan_device_paths(void **state)
 {
     gs_codec_config_t cfg = GS_CODEC_CONFIG_INIT;
-    gs_algo_policy_t policy;
-    gs_algo_ctx_t ctx;
-    gs_coll_desc_t d = plan_desc(GS_COLL_ALLREDUCE, 1 << 20);
-    gs_algo_plan_t plan;
+    gs__algo_policy_t policy;
+    gs__algo_ctx_t ctx;
+    gs__coll_desc_t d = plan_desc(GS_COLL_ALLREDUCE, 1 << 20);
+    gs__algo_plan_t plan;
     gs_status_t status;
 
     (void)state;
@@ -366,7 +366,7 @@ static void test_algo_plan_device_paths(void **state)
     assert_int_equal(plan.path, GS_PATH_HOST);
     assert_string_equal(gs__path_name(GS_PATH_NCCL), "nccl");
     assert_string_equal(gs__scheme_name(GS_SCHEME_SPARSE_GATHER), "sparse gather");
-    assert_string_equal(gs__path_name((gs_path_t)99), "unknown");
+    assert_string_equal(gs__path_name((gs__path_t)99), "unknown");
 }
 
 int main(void)

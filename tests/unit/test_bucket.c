@@ -47,17 +47,17 @@ static gs_comm_t comm;
 /* Pure grouping                                                         */
 /* ===================================================================== */
 
-static gs_bplan_tensor_t tensor(uintptr_t addr, size_t count, gs_dtype_t dtype)
+static gs__bplan_tensor_t tensor(uintptr_t addr, size_t count, gs_dtype_t dtype)
 {
     const size_t esize = (dtype == GS_DTYPE_F64 || dtype == GS_DTYPE_I64)    ? 8
                          : (dtype == GS_DTYPE_F16 || dtype == GS_DTYPE_BF16) ? 2
                          : (dtype == GS_DTYPE_I8 || dtype == GS_DTYPE_U8)    ? 1
                                                                              : 4;
 
-    return (gs_bplan_tensor_t){.addr = addr, .count = count, .esize = esize, .dtype = dtype};
+    return (gs__bplan_tensor_t){.addr = addr, .count = count, .esize = esize, .dtype = dtype};
 }
 
-static size_t assign_reverse(const gs_bplan_tensor_t *t, size_t n, uint64_t first, uint64_t bytes,
+static size_t assign_reverse(const gs__bplan_tensor_t *t, size_t n, uint64_t first, uint64_t bytes,
                              uint32_t *bucket_of)
 {
     uint32_t order[256];
@@ -69,7 +69,7 @@ static size_t assign_reverse(const gs_bplan_tensor_t *t, size_t n, uint64_t firs
 
 static void test_bucket_plan_reverse_order(void **state)
 {
-    gs_bplan_tensor_t t[10];
+    gs__bplan_tensor_t t[10];
     uint32_t bucket_of[10];
 
     (void)state;
@@ -90,7 +90,7 @@ static void test_bucket_plan_reverse_order(void **state)
 
 static void test_bucket_plan_first_bucket_size(void **state)
 {
-    gs_bplan_tensor_t t[104];
+    gs__bplan_tensor_t t[104];
     uint32_t bucket_of[104];
     size_t nb;
 
@@ -112,8 +112,8 @@ static void test_bucket_plan_first_bucket_size(void **state)
 static void test_bucket_plan_crossing_tensor_stays(void **state)
 {
     /* DDP: the tensor that crosses the limit stays in the bucket that it closes. */
-    gs_bplan_tensor_t t[3] = {tensor(0, 10, GS_DTYPE_F32), tensor(0, 3 * MIB, GS_DTYPE_F32),
-                              tensor(0, 10, GS_DTYPE_F32)};
+    gs__bplan_tensor_t t[3] = {tensor(0, 10, GS_DTYPE_F32), tensor(0, 3 * MIB, GS_DTYPE_F32),
+                               tensor(0, 10, GS_DTYPE_F32)};
     uint32_t bucket_of[3];
 
     (void)state;
@@ -125,9 +125,9 @@ static void test_bucket_plan_crossing_tensor_stays(void **state)
 
 static void test_bucket_plan_dtype_splits(void **state)
 {
-    gs_bplan_tensor_t t[6] = {tensor(0, 8, GS_DTYPE_F32), tensor(0, 8, GS_DTYPE_F32),
-                              tensor(0, 8, GS_DTYPE_F16), tensor(0, 8, GS_DTYPE_F32),
-                              tensor(0, 8, GS_DTYPE_I64), tensor(0, 8, GS_DTYPE_I64)};
+    gs__bplan_tensor_t t[6] = {tensor(0, 8, GS_DTYPE_F32), tensor(0, 8, GS_DTYPE_F32),
+                               tensor(0, 8, GS_DTYPE_F16), tensor(0, 8, GS_DTYPE_F32),
+                               tensor(0, 8, GS_DTYPE_I64), tensor(0, 8, GS_DTYPE_I64)};
     uint32_t bucket_of[6];
 
     (void)state;
@@ -143,7 +143,7 @@ static void test_bucket_plan_dtype_splits(void **state)
 
 static void test_bucket_plan_zero_bytes_one_per_bucket(void **state)
 {
-    gs_bplan_tensor_t t[5];
+    gs__bplan_tensor_t t[5];
     uint32_t bucket_of[5];
 
     (void)state;
@@ -159,7 +159,7 @@ static void test_bucket_plan_zero_bytes_one_per_bucket(void **state)
 
 static void test_bucket_plan_layout_ascending(void **state)
 {
-    gs_bplan_tensor_t t[5];
+    gs__bplan_tensor_t t[5];
     const uint32_t order[5] = {3, 0, 4, 1, 2};
     uint32_t bucket_of[5], members[5];
     size_t first[6], offset_of[5], count_of[5], nb;
@@ -195,13 +195,13 @@ static void test_bucket_plan_layout_ascending(void **state)
 static void test_bucket_plan_contiguity(void **state)
 {
     const uintptr_t base = 0x10000;
-    gs_bplan_tensor_t flat[4] = {tensor(base, 3, GS_DTYPE_F32), tensor(base + 12, 0, GS_DTYPE_F32),
-                                 tensor(base + 12, 5, GS_DTYPE_F32),
-                                 tensor(base + 32, 1, GS_DTYPE_F32)};
-    gs_bplan_tensor_t gap[2] = {tensor(base, 3, GS_DTYPE_F32), tensor(base + 16, 1, GS_DTYPE_F32)};
+    gs__bplan_tensor_t flat[4] = {tensor(base, 3, GS_DTYPE_F32), tensor(base + 12, 0, GS_DTYPE_F32),
+                                  tensor(base + 12, 5, GS_DTYPE_F32),
+                                  tensor(base + 32, 1, GS_DTYPE_F32)};
+    gs__bplan_tensor_t gap[2] = {tensor(base, 3, GS_DTYPE_F32), tensor(base + 16, 1, GS_DTYPE_F32)};
     /* Back to back, but the higher id lies first in memory. */
-    gs_bplan_tensor_t rev[2] = {tensor(base + 12, 3, GS_DTYPE_F32), tensor(base, 3, GS_DTYPE_F32)};
-    gs_bplan_tensor_t empty[2] = {tensor(0, 0, GS_DTYPE_F32), tensor(0x777, 0, GS_DTYPE_F32)};
+    gs__bplan_tensor_t rev[2] = {tensor(base + 12, 3, GS_DTYPE_F32), tensor(base, 3, GS_DTYPE_F32)};
+    gs__bplan_tensor_t empty[2] = {tensor(0, 0, GS_DTYPE_F32), tensor(0x777, 0, GS_DTYPE_F32)};
     const uint32_t all[4] = {0, 1, 2, 3}, tail[2] = {2, 3};
     uintptr_t got = 1;
 
@@ -253,7 +253,7 @@ static void test_bucket_plan_random_invariants(void **state)
 
     (void)state;
     for (int iter = 0; iter < 3000; iter++) {
-        gs_bplan_tensor_t t[64];
+        gs__bplan_tensor_t t[64];
         uint32_t order[64], bucket_of[64], members[64];
         size_t first[65], offset_of[64], count_of[64];
         const size_t n = rng_next(&s) % 64;

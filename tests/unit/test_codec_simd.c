@@ -242,8 +242,8 @@ static void fused_ef_case(gs_codec_kind_t kind, int block, size_t n, uint64_t se
 {
     const gs_codec_config_t cfg = codec_cfg(kind);
     gs_codec_config_t c = cfg;
-    gs_codec_resolved_t rc;
-    gs_codec_params_t p;
+    gs__codec_resolved_t rc;
+    gs__codec_params_t p;
     float *x = mixed_input(seed, n), *r[2], *ref[2];
     uint8_t *body[2], *body_ref[2];
     size_t bytes;

@@ -237,10 +237,10 @@ static void sparse_shared_case(gs_dtype_t dtype)
     float *xf = codec_normal_vec(21, n, 1.0);
     uint8_t *x = malloc(n * esize), *y = malloc(n * esize), *want = malloc(n * esize);
     gs_codec_config_t cfg = codec_cfg(GS_CODEC_RANDK);
-    gs_algo_ctx_t ctx;
-    gs_algo_select_t sel;
+    gs__algo_ctx_t ctx;
+    gs__algo_select_t sel;
     gs_ef_t ef, ref_ef;
-    gs_coll_desc_t d;
+    gs__coll_desc_t d;
     codec_buf_t b;
 
     assert_true((x != NULL) && (y != NULL) && (want != NULL));
@@ -276,7 +276,7 @@ static void sparse_shared_case(gs_dtype_t dtype)
     d.codec = &cfg;
     d.ef = ef;
     {
-        gs_algo_plan_t plan;
+        gs__algo_plan_t plan;
 
         assert_int_equal(gs__algo_plan(&sel, &ctx, &d, &plan), GS_OK);
         assert_int_equal(plan.scheme, GS_SCHEME_SPARSE_SHARED);

@@ -150,8 +150,8 @@ static void test_codec_topk_collect_kernel(void **state)
 static void ef_case(int kind, size_t n, double ratio, uint64_t seed)
 {
     gs_codec_config_t cfg = codec_cfg(GS_CODEC_TOPK);
-    gs_codec_resolved_t rc;
-    gs_codec_params_t p;
+    gs__codec_resolved_t rc;
+    gs__codec_params_t p;
     float *x = make_input(kind, seed, n);
     float *r = calloc(n + 1, sizeof(float)), *ref = calloc(n + 1, sizeof(float));
     uint8_t *body, *body_ref, *body_plain;
@@ -219,7 +219,7 @@ static void test_codec_topk_fused_ef(void **state)
 
 typedef struct sum_fixture {
     gs_codec_config_t cfg;
-    gs_codec_params_t p;
+    gs__codec_params_t p;
     size_t nb;
     codec_buf_t b[5];
     const uint8_t *payloads[5];
@@ -230,7 +230,7 @@ typedef struct sum_fixture {
  * large values at shared positions), NaN and -0 values included. */
 static void sum_setup(sum_fixture_t *f, size_t n, size_t nb, double ratio)
 {
-    gs_codec_resolved_t rc;
+    gs__codec_resolved_t rc;
 
     f->cfg = codec_cfg(GS_CODEC_TOPK);
     f->cfg.ratio = ratio;

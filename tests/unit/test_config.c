@@ -65,9 +65,9 @@ static int knob_index(const char *env)
 
 /* The source of a knob, read from the table and through gs__cfg_source_of,
  * which must agree (an unknown name: the default). */
-static gs_cfg_source_t src_of(const gs__cfg_t *cfg, const char *env)
+static gs__cfg_source_t src_of(const gs__cfg_t *cfg, const char *env)
 {
-    const gs_cfg_source_t src = cfg->source[knob_index(env)];
+    const gs__cfg_source_t src = cfg->source[knob_index(env)];
 
     assert_int_equal(gs__cfg_source_of(cfg, env), src);
     assert_int_equal(gs__cfg_source_of(cfg, "GS_NO_SUCH_KNOB"), GS_CFG_SRC_DEFAULT);

@@ -61,7 +61,7 @@ static const grid_shape_t shapes[] = {{256, 1024}, {32, 3}, {8, 1}};
 
 /* One phase of one thread; the shared memory is poisoned when a block
  * starts, so that a body reading what it did not write differs. */
-static void cpu_phase(gs_kthread_t t, int ph, int body, gs_kc_args_t a, gs_kc_smem_t *sm)
+static void cpu_phase(gs__kthread_t t, int ph, int body, gs__kc_args_t a, gs__kc_smem_t *sm)
 {
     if ((ph == 0) && (t.thread == 0)) {
         memset(sm, 0xA5, sizeof(*sm));
@@ -69,13 +69,13 @@ static void cpu_phase(gs_kthread_t t, int ph, int body, gs_kc_args_t a, gs_kc_sm
     gs_kb_step(t, ph, body, a, sm);
 }
 
-static void run_plan(const gs_kc_plan_t *pl)
+static void run_plan(const gs__kc_plan_t *pl)
 {
-    gs_kc_smem_t *sm = malloc(sizeof(*sm));
+    gs__kc_smem_t *sm = malloc(sizeof(*sm));
 
     assert_non_null(sm);
     for (int i = 0; i < pl->nsteps; i++) {
-        const gs_kc_step_t *st = &pl->step[i];
+        const gs__kc_step_t *st = &pl->step[i];
 
         assert_true(st->grid >= 1);
         GS_CPU_GRID_PHASES(st->grid, pl->nthreads, st->nphases, cpu_phase, st->body, st->a, sm);
@@ -162,7 +162,7 @@ static void assert_same_bytes(const uint8_t *a, const uint8_t *b, size_t n, cons
 
 typedef struct kcase {
     gs_codec_kind_t kind;
-    gs_codec_params_t p;
+    gs__codec_params_t p;
     grid_shape_t shape;
     int misalign; /* 1: every buffer off 16-byte alignment */
     int specials;
@@ -184,9 +184,9 @@ static void *kbuf_alloc(kbuf_t *b, size_t n, int misalign, size_t off)
     return b->p;
 }
 
-static gs_k_codec_params_t kparams(const gs_codec_params_t *p)
+static gs__k_codec_params_t kparams(const gs__codec_params_t *p)
 {
-    gs_k_codec_params_t k = {
+    gs__k_codec_params_t k = {
         .count = p->count, .block = p->block, .param = p->param, .seed = p->seed};
 
     return k;
@@ -194,10 +194,10 @@ static gs_k_codec_params_t kparams(const gs_codec_params_t *p)
 
 static void kernel_encode(const kcase_t *c, const float *src, float *res, uint8_t *body)
 {
-    const gs_k_codec_params_t kp = kparams(&c->p);
+    const gs__k_codec_params_t kp = kparams(&c->p);
     const size_t ws = gs_kc_work_size((int)c->kind, &kp, c->shape.threads);
     void *work = malloc(ws + 4);
-    gs_kc_plan_t pl;
+    gs__kc_plan_t pl;
 
     assert_non_null(work);
     memset(work, 0xA5, ws + 4);
@@ -212,8 +212,8 @@ static void kernel_encode(const kcase_t *c, const float *src, float *res, uint8_
 /* Decode a valid body (top-k: its flag must stay 0). */
 static void kernel_decode(const kcase_t *c, const uint8_t *body, float *dst, int mode, float alpha)
 {
-    const gs_k_codec_params_t kp = kparams(&c->p);
-    gs_kc_plan_t pl;
+    const gs__k_codec_params_t kp = kparams(&c->p);
+    gs__kc_plan_t pl;
     int bad = 0;
 
     assert_int_equal(gs_kc_plan_decode(&pl, (int)c->kind, &kp, body, dst, mode, alpha, &bad,
@@ -225,7 +225,7 @@ static void kernel_decode(const kcase_t *c, const uint8_t *body, float *dst, int
 
 /* The CPU's error-feedback encode: encode_ef, or codec_api.c's unfused
  * sequence when the codec has none. */
-static void cpu_encode_ef(const gs_codec_ops_t *ops, const gs_codec_params_t *p, const float *src,
+static void cpu_encode_ef(const gs__codec_ops_t *ops, const gs__codec_params_t *p, const float *src,
                           float *res, uint8_t *body)
 {
     if (ops->encode_ef != NULL) {
@@ -239,7 +239,7 @@ static void cpu_encode_ef(const gs_codec_ops_t *ops, const gs_codec_params_t *p,
 
 static void check_case(const kcase_t *c)
 {
-    const gs_codec_ops_t *ops = gs__codec_lookup(c->kind);
+    const gs__codec_ops_t *ops = gs__codec_lookup(c->kind);
     const size_t n = c->p.count, blen = ops->encoded_size(&c->p);
     const size_t fl = (n + GUARD) * sizeof(float);
     const int mis = c->misalign;
@@ -454,7 +454,7 @@ static void test_kernel_codec_more_blocks(void **state)
  * dropped key; and the CPU decoder accepts it and rebuilds exactly that. */
 static void assert_topk_selection(const float *x, size_t n, size_t k, const uint8_t *body)
 {
-    gs_codec_params_t p = {.count = n, .block = 0, .param = (uint32_t)k, .seed = 0};
+    gs__codec_params_t p = {.count = n, .block = 0, .param = (uint32_t)k, .seed = 0};
     uint8_t *kept = calloc(n + 1, 1);
     float *y = malloc((n + 1) * sizeof(float));
     uint32_t min_kept = 0xffffffffu, max_dropped = 0;
@@ -498,12 +498,12 @@ static void assert_topk_selection(const float *x, size_t n, size_t k, const uint
  * CPU codec; return the workspace's rerun flag. */
 static uint32_t topk_run(const float *x, size_t n, size_t k, unsigned threads, size_t maxgrid)
 {
-    const gs_codec_params_t p = {.count = n, .block = 0, .param = (uint32_t)k, .seed = 0};
-    const gs_k_codec_params_t kp = kparams(&p);
+    const gs__codec_params_t p = {.count = n, .block = 0, .param = (uint32_t)k, .seed = 0};
+    const gs__k_codec_params_t kp = kparams(&p);
     const size_t ws = gs_kc_work_size(GS_CODEC_TOPK, &kp, threads);
     uint32_t *work = malloc(ws);
     uint8_t *bk = malloc(8 * k + 1), *bc = malloc(8 * k + 1);
-    gs_kc_plan_t pl;
+    gs__kc_plan_t pl;
     uint32_t redo;
 
     assert_non_null(work);
@@ -558,8 +558,8 @@ static void test_kernel_codec_topk_selection(void **state)
 static void test_kernel_codec_topk_hostile(void **state)
 {
     const size_t n = 1000, k = 10;
-    const gs_codec_params_t p = {.count = n, .block = 0, .param = k, .seed = 0};
-    const gs_k_codec_params_t kp = kparams(&p);
+    const gs__codec_params_t p = {.count = n, .block = 0, .param = k, .seed = 0};
+    const gs__k_codec_params_t kp = kparams(&p);
     float *x = make_data(5, n, 1.0, 0);
     float *dst = malloc((n + GUARD) * sizeof(float)), *want = malloc((n + GUARD) * sizeof(float));
     uint8_t good[80], body[80];
@@ -568,7 +568,7 @@ static void test_kernel_codec_topk_hostile(void **state)
         size_t j;
         uint32_t idx;
     } bad_edits[] = {{9, 1000}, {9, 0xffffffffu}, {0, 1000}, {5, 0}, {3, 0}, {4, 4}};
-    gs_kc_plan_t pl;
+    gs__kc_plan_t pl;
 
     (void)state;
     assert_non_null(dst);
@@ -645,10 +645,10 @@ static void test_kernel_codec_topk_hostile(void **state)
 /* Arguments out of the plans' contract are refused before any step. */
 static void test_kernel_codec_plan_contract(void **state)
 {
-    gs_k_codec_params_t kp = {.count = 100, .block = 8, .param = 10, .seed = 1};
+    gs__k_codec_params_t kp = {.count = 100, .block = 8, .param = 10, .seed = 1};
     float x[100] = {1.0f};
     uint8_t body[1024];
-    gs_kc_plan_t pl;
+    gs__kc_plan_t pl;
     int bad = 0;
 
     (void)state;

@@ -674,7 +674,7 @@ static void test_kernel_reduce_span_split(void **state)
 {
     bufs_t *bufs = *state;
     const unsigned char *p = bufs->a; /* 64-byte aligned */
-    gs_kred_span_t s;
+    gs__kred_span_t s;
 
     /* Aligned f32: vectors from element 0, the tail after them. */
     s = gs_kred_span(p, p, p, 17, 4);

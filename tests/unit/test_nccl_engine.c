@@ -241,8 +241,8 @@ static void test_nccl_version_is_known(void **state)
 static void test_nccl_create_checks_arguments_first(void **state)
 {
     uint8_t id[GS_NCCL_ID_BYTES];
-    gs_nccl_t *const sentinel = (gs_nccl_t *)(uintptr_t)0x5a5a;
-    gs_nccl_t *out = sentinel;
+    gs__nccl_t *const sentinel = (gs__nccl_t *)(uintptr_t)0x5a5a;
+    gs__nccl_t *out = sentinel;
     const uint64_t deadline = gs__now_ns() + 1000000000ull;
 
     (void)state;
@@ -314,8 +314,8 @@ static void assert_no_gpu_error(gs_status_t status, uint64_t start)
 static void test_nccl_without_gpu_fails_cleanly(void **state)
 {
     uint8_t id[GS_NCCL_ID_BYTES];
-    gs_nccl_t *const sentinel = (gs_nccl_t *)(uintptr_t)0x5a5a;
-    gs_nccl_t *out = sentinel;
+    gs__nccl_t *const sentinel = (gs__nccl_t *)(uintptr_t)0x5a5a;
+    gs__nccl_t *out = sentinel;
     uint64_t start;
 
     (void)state;

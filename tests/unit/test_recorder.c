@@ -121,8 +121,8 @@ static void test_recorder_dump(void **state)
 
 static void test_fingerprint(void **state)
 {
-    gs_coll_desc_t a;
-    gs_coll_desc_t b;
+    gs__coll_desc_t a;
+    gs__coll_desc_t b;
 
     (void)state;
     memset(&a, 0, sizeof(a));

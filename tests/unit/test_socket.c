@@ -26,7 +26,7 @@
 
 static void roundtrip(const char *text, const char *family, const char *expect)
 {
-    gs_sockaddr_t addr;
+    gs__sockaddr_t addr;
     char out[GS_SOCK_ADDR_MAX];
 
     assert_int_equal(gs__sock_parse(text, family, &addr), GS_OK);
@@ -36,7 +36,7 @@ static void roundtrip(const char *text, const char *family, const char *expect)
 
 static void test_socket_parse_format_v4(void **state)
 {
-    gs_sockaddr_t addr;
+    gs__sockaddr_t addr;
 
     (void)state;
     roundtrip("127.0.0.1:80", "any", "127.0.0.1:80");
@@ -49,7 +49,7 @@ static void test_socket_parse_format_v4(void **state)
 
 static void test_socket_parse_format_v6(void **state)
 {
-    gs_sockaddr_t addr;
+    gs__sockaddr_t addr;
 
     (void)state;
     roundtrip("[::1]:5000", "any", "[::1]:5000");
@@ -79,7 +79,7 @@ static void test_socket_parse_rejects_bad_text(void **state)
         "1.2.3.4:99999999999999999999",
         "[::1]:",
     };
-    gs_sockaddr_t addr;
+    gs__sockaddr_t addr;
 
     (void)state;
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -98,7 +98,7 @@ static void test_socket_parse_rejects_bad_text(void **state)
 
 static void test_socket_format_small_buffer(void **state)
 {
-    gs_sockaddr_t addr;
+    gs__sockaddr_t addr;
     char out[8];
 
     (void)state;
@@ -109,8 +109,8 @@ static void test_socket_format_small_buffer(void **state)
 
 static void test_socket_pick_local(void **state)
 {
-    gs_sockaddr_t route;
-    gs_sockaddr_t local;
+    gs__sockaddr_t route;
+    gs__sockaddr_t local;
     char out[GS_SOCK_ADDR_MAX];
 
     (void)state;
@@ -131,8 +131,8 @@ static void test_socket_pick_local(void **state)
 /* Listen on text, connect, accept, move bytes both ways. */
 static void loopback_pair(const char *text, int *cfd, int *afd)
 {
-    gs_sockaddr_t addr;
-    gs_sockaddr_t bound;
+    gs__sockaddr_t addr;
+    gs__sockaddr_t bound;
     char out[GS_SOCK_ADDR_MAX];
     int lfd = -1;
 
@@ -179,7 +179,7 @@ static void test_socket_loopback_v4(void **state)
 
 static void test_socket_loopback_v6(void **state)
 {
-    gs_sockaddr_t addr;
+    gs__sockaddr_t addr;
     int probe;
     int cfd = -1;
     int afd = -1;
@@ -255,8 +255,8 @@ static void test_socket_eof_is_peer_failed(void **state)
 
 static void test_socket_connect_refused_times_out(void **state)
 {
-    gs_sockaddr_t addr;
-    gs_sockaddr_t bound;
+    gs__sockaddr_t addr;
+    gs__sockaddr_t bound;
     int lfd = -1;
     int fd = -1;
 

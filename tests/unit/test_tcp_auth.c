@@ -35,9 +35,9 @@
 #define SHORT_MS 1500
 
 typedef struct acceptor {
-    gs_tp_t *tp;
+    gs__tp_t *tp;
     char addrs[2][GS_TP_ADDR_MAX];
-    gs_sockaddr_t addr;
+    gs__sockaddr_t addr;
     pthread_t thread;
     int wait_ms;
     gs_status_t status; /* of connect */
@@ -64,7 +64,8 @@ static void *acceptor_connect(void *arg)
 /* A real rank 0 of 2 with @p auth (may be off), connecting in a thread. */
 static void acceptor_start(acceptor_t *a, const gs__auth_t *auth, int wait_ms)
 {
-    gs_tp_params_t params = {.rank = 0, .size = 2, .job_id = 0x1234, .comm_id = 0x99, .auth = auth};
+    gs__tp_params_t params = {
+        .rank = 0, .size = 2, .job_id = 0x1234, .comm_id = 0x99, .auth = auth};
     gs__tcp_settings_t set = {
         .nsocks = 1, .ifname = "", .family = "any", .master_addr = "127.0.0.1"};
 
@@ -293,15 +294,16 @@ static void test_connector_refuses_wrong_acceptor(void **state)
 {
     gs__auth_t tok = auth_of("job-7 secret");
     gs__auth_t wrong = auth_of("job-7 guess");
-    gs_tp_params_t params = {.rank = 1, .size = 2, .job_id = 0x1234, .comm_id = 0x99, .auth = &tok};
+    gs__tp_params_t params = {
+        .rank = 1, .size = 2, .job_id = 0x1234, .comm_id = 0x99, .auth = &tok};
     gs__tcp_settings_t set = {
         .nsocks = 1, .ifname = "", .family = "any", .master_addr = "127.0.0.1"};
     char addrs[2][GS_TP_ADDR_MAX];
-    gs_sockaddr_t any;
-    gs_sockaddr_t bound;
+    gs__sockaddr_t any;
+    gs__sockaddr_t bound;
     gs__tcp_hs_t hello;
     gs__tcp_hs_t ack;
-    gs_tp_t *tp = NULL;
+    gs__tp_t *tp = NULL;
     uint8_t raw[GS_TCP_HS_LEN];
     int lfd = -1;
     int fd = -1;

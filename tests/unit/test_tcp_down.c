@@ -21,7 +21,7 @@
 #include "tcp_fake_peer.h"
 #include "transport/tcp/tcp_conn.h"
 
-static const gs_transport_ops_t *ops = &gs__tcp_ops;
+static const gs__transport_ops_t *ops = &gs__tcp_ops;
 
 static uint8_t pattern(int src, int dst, size_t i, int salt)
 {
@@ -60,9 +60,9 @@ static void test_tcp_down_down_frame_fails_receives_and_drains(void **state)
     uint8_t hdr[GS_TCP_FRAME_HDR_LEN];
     gs__tcp_frame_hdr_t h = {
         .type = GS_TCP_FRAME_DATA, .tag = 10, .total_len = 2000, .chunk_len = 2000};
-    gs_tp_completion_t comp;
-    gs_tp_req_t *r1;
-    gs_tp_req_t *r2;
+    gs__tp_completion_t comp;
+    gs__tp_req_t *r1;
+    gs__tp_req_t *r2;
     int done = 0;
     fake_peer_t f;
 
@@ -124,8 +124,8 @@ static void test_tcp_down_down_frame_fails_receives_and_drains(void **state)
 static void test_tcp_down_close_is_reported_with_down(void **state)
 {
     gs__tcp_frame_hdr_t h;
-    gs_tp_completion_t comp;
-    gs_tp_req_t *req;
+    gs__tp_completion_t comp;
+    gs__tp_req_t *req;
     uint8_t b[8];
     fake_peer_t f;
 
@@ -163,8 +163,8 @@ static void test_tcp_down_bye_is_not_reported(void **state)
 {
     uint8_t payload[4] = {4, 3, 2, 1};
     uint8_t got[4] = {0};
-    gs_tp_completion_t comp;
-    gs_tp_req_t *req;
+    gs__tp_completion_t comp;
+    gs__tp_req_t *req;
     int done = 0;
     fake_peer_t f;
 
@@ -218,8 +218,8 @@ static void test_tcp_down_release_mid_wire_while_down_finishes(void **state)
     uint8_t *buf = malloc(big);
     uint8_t *got = malloc(big);
     gs__tcp_frame_hdr_t h;
-    gs_tp_completion_t comp;
-    gs_tp_req_t *req;
+    gs__tp_completion_t comp;
+    gs__tp_req_t *req;
     uint64_t deadline;
     size_t have = 0;
     int done = 0;
@@ -275,9 +275,9 @@ static void test_tcp_down_reads_down_before_blaming_a_reset(void **state)
 {
     struct linger lg = {.l_onoff = 1, .l_linger = 0};
     uint8_t b[8] = {0};
-    gs_tp_completion_t comp;
-    gs_tp_req_t *rr;
-    gs_tp_req_t *rs;
+    gs__tp_completion_t comp;
+    gs__tp_req_t *rr;
+    gs__tp_req_t *rs;
     int done = 0;
     fake_peer_t f;
 
@@ -312,8 +312,8 @@ static void test_tcp_down_later_failures_keep_the_first_reason(void **state)
 {
     const size_t big = 32u << 20;
     uint8_t *buf = calloc(1, big);
-    gs_tp_completion_t comp;
-    gs_tp_req_t *req;
+    gs__tp_completion_t comp;
+    gs__tp_req_t *req;
     uint64_t deadline;
     fake_peer_t f;
 

@@ -71,7 +71,7 @@ static void flood(fake_peer_t *f, int from, uint64_t seq0, int n, uint64_t tag)
 
 static void probe(fake_peer_t *f, int peer, uint64_t tag, int want_found, int want_peer)
 {
-    gs_tp_completion_t comp;
+    gs__tp_completion_t comp;
     int found = -1;
 
     assert_int_equal(gs__tcp_ops.probe(f->tp, peer, tag, &found, &comp), GS_OK);
@@ -110,8 +110,8 @@ static void test_tcp_held_flood_lookups_are_constant(void **state)
     assert_true(f.tp->unexp.steps - before <= 3000u * 2);
     before = f.tp->unexp.steps;
     for (int i = 0; i < n; i++) {
-        gs_tp_completion_t comp;
-        gs_tp_req_t *req;
+        gs__tp_completion_t comp;
+        gs__tp_req_t *req;
         uint8_t dummy;
         int done = 0;
 
@@ -174,8 +174,8 @@ static void test_tcp_held_striped_chunks_find_their_message(void **state)
     }
     assert_null(f.tp->peers[1].active);
     for (int i = 0; i < n; i++) {
-        gs_tp_completion_t comp;
-        gs_tp_req_t *req;
+        gs__tp_completion_t comp;
+        gs__tp_req_t *req;
 
         memset(got, 0, total);
         assert_int_equal(gs__tcp_ops.irecv(f.tp, 1, FLOOD_TAG, got, total, &req), GS_OK);
@@ -230,8 +230,8 @@ static void test_tcp_held_order_two_peers(void **state)
                      {2, b, 21}};
 
         for (size_t i = 0; i < sizeof(takes) / sizeof(takes[0]); i++) {
-            gs_tp_completion_t comp;
-            gs_tp_req_t *req;
+            gs__tp_completion_t comp;
+            gs__tp_req_t *req;
             uint8_t got = 0;
             int done = 0;
 

@@ -47,7 +47,7 @@ struct job {
     int test_free;
     body_fn_t body;
     char addrs[2][GS_TP_ADDR_MAX];
-    gs_tp_t *tps[2];
+    gs__tp_t *tps[2];
     pthread_barrier_t barrier;
     tcp_fails_t fails;
     int nshm[2];
@@ -59,13 +59,13 @@ typedef struct rank_arg {
     int rank;
 } rank_arg_t;
 
-static const gs_transport_ops_t *ops = &gs__tcp_ops;
+static const gs__transport_ops_t *ops = &gs__tcp_ops;
 
 /* Progress until req finishes, then release it; returns its status (GS_ERR_TIMEOUT if it
  * never did). */
-static gs_status_t wait_req(gs_tp_t *tp, gs_tp_req_t *req, size_t *nbytes)
+static gs_status_t wait_req(gs__tp_t *tp, gs__tp_req_t *req, size_t *nbytes)
 {
-    gs_tp_completion_t comp;
+    gs__tp_completion_t comp;
     gs_status_t status = GS_ERR_TIMEOUT;
 
     memset(&comp, 0, sizeof(comp));
@@ -84,7 +84,7 @@ static void *rank_main(void *p)
     rank_arg_t *arg = (rank_arg_t *)p;
     job_t *job = arg->job;
     int rank = arg->rank;
-    gs_tp_params_t params = {.rank = rank, .size = 2, .job_id = 0x5151, .comm_id = 0x77};
+    gs__tp_params_t params = {.rank = rank, .size = 2, .job_id = 0x5151, .comm_id = 0x77};
     gs__tcp_settings_t set = {.nsocks = 2,
                               .spin_us = job->spin_us[rank],
                               .ifname = "",
@@ -173,16 +173,16 @@ static int my_segments(void)
 /* Both ranks send BIG bytes and a small message to each other at once. */
 static void body_both_ways(job_t *job, int rank)
 {
-    gs_tp_t *tp = job->tps[rank];
+    gs__tp_t *tp = job->tps[rank];
     int peer = 1 - rank;
     uint8_t *sbuf = malloc(BIG);
     uint8_t *rbuf = calloc(1, BIG);
     uint8_t small_in[40] = {0};
     uint8_t small_out[40];
-    gs_tp_req_t *rr = NULL;
-    gs_tp_req_t *rs = NULL;
-    gs_tp_req_t *sr = NULL;
-    gs_tp_req_t *ss = NULL;
+    gs__tp_req_t *rr = NULL;
+    gs__tp_req_t *rs = NULL;
+    gs__tp_req_t *sr = NULL;
+    gs__tp_req_t *ss = NULL;
     size_t n = 0;
 
     for (size_t i = 0; i < BIG; i++) {
@@ -251,9 +251,9 @@ static int hostile_mode;
 
 static void body_hostile(job_t *job, int rank)
 {
-    gs_tp_t *tp = job->tps[rank];
+    gs__tp_t *tp = job->tps[rank];
     uint8_t buf[64];
-    gs_tp_req_t *req = NULL;
+    gs__tp_req_t *req = NULL;
 
     if (rank == 0) {
         gs__tcp_conn_t *c = &tp->peers[1].conns[0];
@@ -303,9 +303,9 @@ static _Atomic uint64_t spin_act_ns;
 
 static void body_spin_interrupted(job_t *job, int rank)
 {
-    gs_tp_t *tp = job->tps[rank];
+    gs__tp_t *tp = job->tps[rank];
     uint8_t buf[64];
-    gs_tp_req_t *req = NULL;
+    gs__tp_req_t *req = NULL;
     gs_status_t status;
     uint64_t t0;
     uint64_t t1;

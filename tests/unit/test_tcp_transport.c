@@ -54,7 +54,7 @@ struct job {
     body_fn_t body;
     body_fn_t pre_connect; /* runs on rank 0 after addresses are known */
     char addrs[MAX_RANKS][GS_TP_ADDR_MAX];
-    gs_tp_t *tps[MAX_RANKS];
+    gs__tp_t *tps[MAX_RANKS];
     gs__counters_t counters[MAX_RANKS];
     pthread_barrier_t barrier;
     tcp_fails_t fails;
@@ -66,12 +66,12 @@ typedef struct rank_arg {
     int rank;
 } rank_arg_t;
 
-static const gs_transport_ops_t *ops = &gs__tcp_ops;
+static const gs__transport_ops_t *ops = &gs__tcp_ops;
 
 /* Wait for a request that must succeed, then release it. */
-static void wait_ok(job_t *job, gs_tp_t *tp, gs_tp_req_t *req, size_t nbytes, int line)
+static void wait_ok(job_t *job, gs__tp_t *tp, gs__tp_req_t *req, size_t nbytes, int line)
 {
-    gs_tp_completion_t comp;
+    gs__tp_completion_t comp;
 
     memset(&comp, 0, sizeof(comp));
     if (!tcp_wait_req(tp, req, &comp, WAIT_MS)) {
@@ -111,11 +111,11 @@ static void *rank_main(void *p)
     rank_arg_t *arg = (rank_arg_t *)p;
     job_t *job = arg->job;
     int rank = arg->rank;
-    gs_tp_params_t params = {.rank = rank,
-                             .size = job->size,
-                             .job_id = 0x1234,
-                             .comm_id = 0x99,
-                             .counters = &job->counters[rank]};
+    gs__tp_params_t params = {.rank = rank,
+                              .size = job->size,
+                              .job_id = 0x1234,
+                              .comm_id = 0x99,
+                              .counters = &job->counters[rank]};
     gs__tcp_settings_t set = {
         .nsocks = job->nsocks, .ifname = "", .family = "any", .master_addr = "127.0.0.1"};
     gs_status_t status;
@@ -204,13 +204,13 @@ static const size_t exchange_sizes[] = {0,
 /* Every rank sends every size to every other rank; receives are posted first. */
 static void body_exchange(job_t *job, int rank)
 {
-    gs_tp_t *tp = job->tps[rank];
+    gs__tp_t *tp = job->tps[rank];
     const size_t nsizes = sizeof(exchange_sizes) / sizeof(exchange_sizes[0]);
 
     for (size_t s = 0; s < nsizes; s++) {
         size_t len = exchange_sizes[s];
-        gs_tp_req_t *rreq[MAX_RANKS] = {0};
-        gs_tp_req_t *sreq[MAX_RANKS] = {0};
+        gs__tp_req_t *rreq[MAX_RANKS] = {0};
+        gs__tp_req_t *sreq[MAX_RANKS] = {0};
         uint8_t *rbuf[MAX_RANKS] = {0};
         uint8_t *sbuf = malloc(len + 1);
 
@@ -280,12 +280,12 @@ static void test_tcp_transport_exchange_3ranks_1sock(void **state)
 static void body_unexpected(job_t *job, int rank)
 {
     static const size_t lens[] = {0, 10, 100 * 1024, 1024 * 1024};
-    gs_tp_t *tp = job->tps[rank];
-    gs_tp_req_t *req;
+    gs__tp_t *tp = job->tps[rank];
+    gs__tp_req_t *req;
     uint8_t go = 0;
 
     if (rank == 1) {
-        gs_tp_req_t *sreq[4];
+        gs__tp_req_t *sreq[4];
         uint8_t *bufs[4];
 
         for (int i = 0; i < 4; i++) {
@@ -326,9 +326,9 @@ static void test_tcp_transport_unexpected(void **state)
 
 static void body_any_source(job_t *job, int rank)
 {
-    gs_tp_t *tp = job->tps[rank];
-    gs_tp_completion_t comp;
-    gs_tp_req_t *req;
+    gs__tp_t *tp = job->tps[rank];
+    gs__tp_completion_t comp;
+    gs__tp_req_t *req;
 
     if (rank != 0) {
         uint32_t v = 1000u + (uint32_t)rank;
@@ -376,8 +376,8 @@ static size_t order_len(int i)
 /* Same tag, many messages: each must land in the receive posted in order. */
 static void body_order(job_t *job, int rank)
 {
-    gs_tp_t *tp = job->tps[rank];
-    gs_tp_req_t *reqs[ORDER_N];
+    gs__tp_t *tp = job->tps[rank];
+    gs__tp_req_t *reqs[ORDER_N];
     uint8_t *bufs[ORDER_N];
 
     for (int i = 0; i < ORDER_N; i++) {
@@ -425,15 +425,15 @@ static void test_tcp_transport_same_tag_order_4socks(void **state)
 /* A message longer than the receive, then a tag mismatch; the stream stays usable. */
 static void body_trunc_mismatch(job_t *job, int rank)
 {
-    gs_tp_t *tp = job->tps[rank];
+    gs__tp_t *tp = job->tps[rank];
     const size_t big = 512 * 1024;
     uint8_t *sbuf = malloc(big);
     uint8_t *rbuf = malloc(big);
-    gs_tp_completion_t comp;
-    gs_tp_req_t *req;
+    gs__tp_completion_t comp;
+    gs__tp_req_t *req;
 
     if (rank == 1) {
-        gs_tp_req_t *r[5];
+        gs__tp_req_t *r[5];
 
         fill(sbuf, big, 1, 0, 5);
         CHECK_EQ(job, ops->isend(tp, 0, 500, sbuf, 100, &r[0]), GS_OK);
@@ -494,12 +494,12 @@ static void test_tcp_transport_truncation_and_mismatch(void **state)
 /* Cancel a send that is queued behind a large one and a posted receive. */
 static void body_cancel(job_t *job, int rank)
 {
-    gs_tp_t *tp = job->tps[rank];
+    gs__tp_t *tp = job->tps[rank];
     const size_t big = 16 * 1024 * 1024;
     uint8_t *buf = malloc(big);
     uint8_t small[64];
-    gs_tp_req_t *req;
-    gs_tp_req_t *r2;
+    gs__tp_req_t *req;
+    gs__tp_req_t *r2;
 
     if (rank == 1) {
         fill(buf, big, 1, 0, 9);
@@ -514,7 +514,7 @@ static void body_cancel(job_t *job, int rank)
         pthread_barrier_wait(&job->barrier);
     } else {
         uint8_t got[64];
-        gs_tp_completion_t comp;
+        gs__tp_completion_t comp;
         int done = 0;
 
         /* A receive that is cancelled before anything matches it. */
@@ -526,7 +526,7 @@ static void body_cancel(job_t *job, int rank)
         CHECK(job, verify(buf, big, 1, 0, 9));
         /* The cancelled message never arrives; the next one does. */
         {
-            gs_tp_req_t *r3;
+            gs__tp_req_t *r3;
 
             CHECK_EQ(job, ops->irecv(tp, 1, 602, got, sizeof(got), &r3), GS_OK);
             wait_ok(job, tp, r3, 8, __LINE__);
@@ -554,14 +554,14 @@ static void test_tcp_transport_cancel(void **state)
 static void body_probe(job_t *job, int rank)
 {
     static const size_t lens[2] = {300, 3 * 1024 * 1024};
-    gs_tp_t *tp = job->tps[rank];
-    gs_tp_completion_t comp;
-    gs_tp_req_t *req;
+    gs__tp_t *tp = job->tps[rank];
+    gs__tp_completion_t comp;
+    gs__tp_req_t *req;
     int found = -1;
 
     if (rank == 1) {
         uint8_t *bufs[2];
-        gs_tp_req_t *sreq[2];
+        gs__tp_req_t *sreq[2];
 
         pthread_barrier_wait(&job->barrier); /* rank 0 probed an empty queue */
         for (int i = 0; i < 2; i++) {
@@ -624,9 +624,9 @@ static void test_tcp_transport_probe(void **state)
 /* Rank 1 finalizes; rank 0's pending receive fails within 2 s, naming it. */
 static void body_peer_left(job_t *job, int rank)
 {
-    gs_tp_t *tp = job->tps[rank];
-    gs_tp_completion_t comp;
-    gs_tp_req_t *req;
+    gs__tp_t *tp = job->tps[rank];
+    gs__tp_completion_t comp;
+    gs__tp_req_t *req;
     uint8_t b[8];
 
     if (rank == 1) {
@@ -672,15 +672,15 @@ static void test_tcp_transport_peer_finalized(void **state)
 
 static void *aborter(void *p)
 {
-    ops->abort((gs_tp_t *)p);
+    ops->abort((gs__tp_t *)p);
     return NULL;
 }
 
 static void body_abort(job_t *job, int rank)
 {
-    gs_tp_t *tp = job->tps[rank];
-    gs_tp_completion_t comp;
-    gs_tp_req_t *req;
+    gs__tp_t *tp = job->tps[rank];
+    gs__tp_completion_t comp;
+    gs__tp_req_t *req;
     pthread_t th;
     uint8_t b[8];
 
@@ -729,7 +729,7 @@ static void pre_connect_garbage(job_t *job, int rank)
                        .index = 0,
                        .nsocks = (uint32_t)job->nsocks};
     uint8_t buf[GS_TCP_HS_LEN];
-    gs_sockaddr_t addr;
+    gs__sockaddr_t addr;
     int *keep = (int *)job->shared;
     int fd;
 
@@ -762,8 +762,8 @@ static void pre_connect_garbage(job_t *job, int rank)
 
 static void body_after_garbage(job_t *job, int rank)
 {
-    gs_tp_t *tp = job->tps[rank];
-    gs_tp_req_t *req;
+    gs__tp_t *tp = job->tps[rank];
+    gs__tp_req_t *req;
     uint32_t v = 77;
 
     if (rank == 1) {
@@ -804,9 +804,9 @@ static void test_tcp_transport_garbage_on_listen_port(void **state)
 
 static void body_counters(job_t *job, int rank)
 {
-    gs_tp_t *tp = job->tps[rank];
+    gs__tp_t *tp = job->tps[rank];
     uint8_t buf[1000];
-    gs_tp_req_t *req;
+    gs__tp_req_t *req;
 
     memset(buf, 1, sizeof(buf));
     if (rank == 1) {
@@ -849,10 +849,10 @@ typedef struct kill_job {
 static void body_kill(job_t *job, int rank)
 {
     kill_job_t *k = (kill_job_t *)job->shared;
-    gs_tp_t *tp = job->tps[rank];
+    gs__tp_t *tp = job->tps[rank];
     const int from = (rank + 1) % 3;
-    gs_tp_completion_t comp;
-    gs_tp_req_t *req;
+    gs__tp_completion_t comp;
+    gs__tp_req_t *req;
     uint8_t b[8] = {0};
     double ms;
     int done;
@@ -935,8 +935,8 @@ static void test_tcp_transport_two_sockets_parked_on_one_message(void **state)
     uint8_t got0[16] = {0};
     uint8_t *msg1 = malloc(len1);
     uint8_t *got1 = calloc(1, len1);
-    gs_tp_req_t *r0;
-    gs_tp_req_t *r1;
+    gs__tp_req_t *r0;
+    gs__tp_req_t *r1;
     fake_peer_t f;
 
     (void)state;
@@ -1010,8 +1010,8 @@ static void test_tcp_transport_all_sockets_parked_fails_peer(void **state)
 
 static void test_tcp_transport_close_without_bye_fails_peer(void **state)
 {
-    gs_tp_completion_t comp;
-    gs_tp_req_t *req;
+    gs__tp_completion_t comp;
+    gs__tp_req_t *req;
     uint8_t b[8];
     fake_peer_t f;
 
@@ -1031,7 +1031,7 @@ static void test_tcp_transport_skip_frame_skips_sequence(void **state)
 {
     uint8_t payload[4] = {1, 2, 3, 4};
     uint8_t got[4] = {0};
-    gs_tp_req_t *req;
+    gs__tp_req_t *req;
     fake_peer_t f;
 
     (void)state;
@@ -1128,7 +1128,7 @@ static void test_tcp_transport_held_charges_released(void **state)
     uint8_t small[8] = {1, 2, 3, 4, 5, 6, 7, 8};
     uint8_t *big = calloc(1, 2 * half);
     uint64_t seq = 0;
-    gs_tp_req_t *req;
+    gs__tp_req_t *req;
     fake_peer_t f;
 
     (void)state;
@@ -1183,8 +1183,8 @@ static void test_tcp_transport_held_charges_released(void **state)
  * @p tag; returns the completion status. */
 static gs_status_t fake_recv_late(fake_peer_t *f, uint64_t tag, uint8_t *buf, size_t len)
 {
-    gs_tp_completion_t comp;
-    gs_tp_req_t *req;
+    gs__tp_completion_t comp;
+    gs__tp_req_t *req;
 
     (void)ops->progress(f->tp, gs__deadline_after_ms(50));
     assert_int_equal(ops->irecv(f->tp, 1, tag, buf, len, &req), GS_OK);
@@ -1220,7 +1220,7 @@ static void test_tcp_transport_overlapping_chunks_fail_receive(void **state)
         memset(got, '.', 2 * half);
         fake_setup(&f, 2);
         if (posted) {
-            gs_tp_req_t *req;
+            gs__tp_req_t *req;
 
             assert_int_equal(ops->irecv(f.tp, 1, 5, got, 64, &req), GS_OK);
             fake_frame(&f, 0, GS_TCP_FRAME_DATA, 0, 5, 64, 0, a, 32);
@@ -1239,7 +1239,7 @@ static void test_tcp_transport_overlapping_chunks_fail_receive(void **state)
 
         fake_setup(&f, 2);
         if (posted) {
-            gs_tp_req_t *req;
+            gs__tp_req_t *req;
 
             assert_int_equal(ops->irecv(f.tp, 1, 6, got, 2 * half, &req), GS_OK);
             fake_frame(&f, 0, GS_TCP_FRAME_DATA, 0, 6, 2 * half, 0, a, half);
@@ -1327,7 +1327,7 @@ static void test_tcp_transport_striped_chunks_any_order(void **state)
         assert_non_null(got);
         fill(msg, total, 1, 0, (int)i);
         for (int posted = 0; posted < 2; posted++) {
-            gs_tp_req_t *req = NULL;
+            gs__tp_req_t *req = NULL;
             fake_peer_t f;
 
             memset(got, 0, total);
@@ -1412,11 +1412,11 @@ static void test_tcp_transport_chunk_plan(void **state)
 
 static void test_tcp_transport_connect_timeout_names_rank(void **state)
 {
-    gs_tp_params_t params = {.rank = 0, .size = 2, .job_id = 1, .comm_id = 2, .counters = NULL};
+    gs__tp_params_t params = {.rank = 0, .size = 2, .job_id = 1, .comm_id = 2, .counters = NULL};
     gs__tcp_settings_t set = {
         .nsocks = 1, .ifname = "", .family = "ipv4", .master_addr = "127.0.0.1"};
     char addrs[2][GS_TP_ADDR_MAX];
-    gs_tp_t *tp = NULL;
+    gs__tp_t *tp = NULL;
 
     (void)state;
     assert_int_equal(gs__tcp_init_with(&params, &set, &tp), GS_OK);
@@ -1434,8 +1434,8 @@ static void test_tcp_transport_init_reads_cfg(void **state)
 {
     gs__cfg_t cfg;
     gs__tcp_settings_t set;
-    gs_tp_params_t params = {.rank = 0, .size = 1};
-    gs_tp_t *tp = NULL;
+    gs__tp_params_t params = {.rank = 0, .size = 1};
+    gs__tp_t *tp = NULL;
 
     (void)state;
     /* Without a configuration there is nothing to read. */
@@ -1484,11 +1484,11 @@ static void test_tcp_transport_init_reads_cfg(void **state)
 
 static void test_tcp_transport_bad_args(void **state)
 {
-    gs_tp_params_t params = {.rank = 0, .size = 1};
+    gs__tp_params_t params = {.rank = 0, .size = 1};
     gs__tcp_settings_t set = {.nsocks = 1, .family = "any"};
     char small[4];
-    gs_tp_t *tp = NULL;
-    gs_tp_req_t *req = NULL;
+    gs__tp_t *tp = NULL;
+    gs__tp_req_t *req = NULL;
     uint8_t b[4];
 
     (void)state;
@@ -1517,12 +1517,12 @@ static void test_tcp_transport_bad_args(void **state)
 
 static void test_tcp_transport_lookup(void **state)
 {
-    const gs_transport_ops_t *found = NULL;
+    const gs__transport_ops_t *found = NULL;
 
     (void)state;
     assert_int_equal(gs__transport_lookup("tcp", &found), GS_OK);
     assert_ptr_equal(found, &gs__tcp_ops);
-    assert_int_equal(found->abi_size, sizeof(gs_transport_ops_t));
+    assert_int_equal(found->abi_size, sizeof(gs__transport_ops_t));
     assert_int_equal(gs__transport_lookup("carrier-pigeon", &found), GS_ERR_INVALID_ARG);
     assert_non_null(strstr(gs__error_get(), "carrier-pigeon"));
     assert_int_equal(gs__transport_lookup(NULL, &found), GS_ERR_INVALID_ARG);

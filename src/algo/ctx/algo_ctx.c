@@ -17,7 +17,7 @@
 #include "core/socket.h"
 #include "core/recorder.h"
 
-uint64_t gs__algo_tag(const gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint32_t idx)
+uint64_t gs__algo_tag(const gs__algo_ctx_t *ctx, const gs__coll_desc_t *d, uint32_t idx)
 {
     /* Inside an operation its fingerprint, computed once (gs__algo_op_begin). */
     const uint64_t sig = (ctx->cur != NULL) ? ctx->fp : gs__algo_fingerprint(d);
@@ -25,7 +25,7 @@ uint64_t gs__algo_tag(const gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint32_
     return (sig << 48) | ((uint64_t)(ctx->seq & 0xffffffu) << 24) | (uint64_t)(idx & 0xffffffu);
 }
 
-gs_status_t gs__algo_grow(const gs_algo_ctx_t *ctx, void **buf, size_t *cap, size_t bytes,
+gs_status_t gs__algo_grow(const gs__algo_ctx_t *ctx, void **buf, size_t *cap, size_t bytes,
                           void **out)
 {
     if (bytes > *cap) {
@@ -42,7 +42,7 @@ gs_status_t gs__algo_grow(const gs_algo_ctx_t *ctx, void **buf, size_t *cap, siz
     return GS_OK;
 }
 
-gs_status_t gs__algo_ctx_init(gs_algo_ctx_t *ctx, const gs_algo_ctx_params_t *p)
+gs_status_t gs__algo_ctx_init(gs__algo_ctx_t *ctx, const gs__algo_ctx_params_t *p)
 {
     const gs_status_t status = gs__algo_hosts_init(&ctx->hosts, p->host_ids, p->size, p->rank);
 
@@ -61,7 +61,7 @@ gs_status_t gs__algo_ctx_init(gs_algo_ctx_t *ctx, const gs_algo_ctx_params_t *p)
     return GS_OK;
 }
 
-void gs__algo_ctx_fini(gs_algo_ctx_t *ctx)
+void gs__algo_ctx_fini(gs__algo_ctx_t *ctx)
 {
     free(ctx->scratch);
     ctx->scratch = NULL;
@@ -73,7 +73,7 @@ void gs__algo_ctx_fini(gs_algo_ctx_t *ctx)
     ctx->route.order = NULL;
 }
 
-gs_status_t gs__algo_scratch(gs_algo_ctx_t *ctx, size_t bytes, void **out)
+gs_status_t gs__algo_scratch(gs__algo_ctx_t *ctx, size_t bytes, void **out)
 {
     return gs__algo_grow(ctx, &ctx->scratch, &ctx->scratch_cap, bytes, out);
 }
@@ -84,7 +84,7 @@ gs_status_t gs__algo_scratch(gs_algo_ctx_t *ctx, size_t bytes, void **out)
  * what ended the wait (a request that finished earlier was not the one being
  * waited for). Bytes count only on success. One relaxed add per counter.
  */
-static void algo_stats_complete(gs_algo_ctx_t *ctx, const gs_algo_req_t *r, size_t nbytes, int ok)
+static void algo_stats_complete(gs__algo_ctx_t *ctx, const gs__algo_req_t *r, size_t nbytes, int ok)
 {
     gs__peer_counters_t *pc;
     const uint64_t wait = ctx->wait_pending_ns;
@@ -113,8 +113,8 @@ static void algo_stats_complete(gs_algo_ctx_t *ctx, const gs_algo_req_t *r, size
     }
 }
 
-gs_status_t gs__algo_isend(gs_algo_ctx_t *ctx, int peer, uint64_t tag, const void *buf, size_t len,
-                           gs_algo_req_t *r)
+gs_status_t gs__algo_isend(gs__algo_ctx_t *ctx, int peer, uint64_t tag, const void *buf, size_t len,
+                           gs__algo_req_t *r)
 {
     gs_status_t status;
 
@@ -127,8 +127,8 @@ gs_status_t gs__algo_isend(gs_algo_ctx_t *ctx, int peer, uint64_t tag, const voi
     return status;
 }
 
-gs_status_t gs__algo_irecv(gs_algo_ctx_t *ctx, int peer, uint64_t tag, void *buf, size_t len,
-                           gs_algo_req_t *r)
+gs_status_t gs__algo_irecv(gs__algo_ctx_t *ctx, int peer, uint64_t tag, void *buf, size_t len,
+                           gs__algo_req_t *r)
 {
     gs_status_t status;
 
@@ -141,10 +141,10 @@ gs_status_t gs__algo_irecv(gs_algo_ctx_t *ctx, int peer, uint64_t tag, void *buf
     return status;
 }
 
-gs_status_t gs__algo_check_len(gs_algo_ctx_t *ctx, gs_algo_req_t *r, int *done_out,
+gs_status_t gs__algo_check_len(gs__algo_ctx_t *ctx, gs__algo_req_t *r, int *done_out,
                                size_t *nbytes_out)
 {
-    gs_tp_completion_t comp;
+    gs__tp_completion_t comp;
     int done = 0;
 
     *done_out = 0;
@@ -186,7 +186,7 @@ gs_status_t gs__algo_check_len(gs_algo_ctx_t *ctx, gs_algo_req_t *r, int *done_o
 }
 
 /* A finished receive of @p nbytes where @p expect were due ((size_t)-1: any). */
-static gs_status_t algo_check_nbytes(const gs_algo_ctx_t *ctx, const gs_algo_req_t *r,
+static gs_status_t algo_check_nbytes(const gs__algo_ctx_t *ctx, const gs__algo_req_t *r,
                                      size_t nbytes, size_t expect)
 {
     if ((expect != (size_t)-1) && (nbytes != expect)) {
@@ -198,7 +198,7 @@ static gs_status_t algo_check_nbytes(const gs_algo_ctx_t *ctx, const gs_algo_req
     return GS_OK;
 }
 
-gs_status_t gs__algo_check(gs_algo_ctx_t *ctx, gs_algo_req_t *r, size_t expect, int *done_out)
+gs_status_t gs__algo_check(gs__algo_ctx_t *ctx, gs__algo_req_t *r, size_t expect, int *done_out)
 {
     size_t nbytes = 0;
     gs_status_t status = gs__algo_check_len(ctx, r, done_out, &nbytes);
@@ -209,14 +209,14 @@ gs_status_t gs__algo_check(gs_algo_ctx_t *ctx, gs_algo_req_t *r, size_t expect, 
     return status;
 }
 
-void gs__algo_renew(const gs_algo_ctx_t *ctx, uint64_t *deadline)
+void gs__algo_renew(const gs__algo_ctx_t *ctx, uint64_t *deadline)
 {
     *deadline = gs__now_ns() + ctx->timeout_ns;
 }
 
 /* GS_ERR_TIMEOUT: inside an operation diagnosis names it and every peer it
  * waits on; outside one (or without diagnosis) the peer waited on. */
-static gs_status_t algo_timeout(gs_algo_ctx_t *ctx, const gs_algo_req_t *waiting_on)
+static gs_status_t algo_timeout(gs__algo_ctx_t *ctx, const gs__algo_req_t *waiting_on)
 {
     const unsigned long long ms = (unsigned long long)(ctx->timeout_ns / 1000000ull);
 
@@ -238,8 +238,8 @@ static gs_status_t algo_timeout(gs_algo_ctx_t *ctx, const gs_algo_req_t *waiting
 #define ALGO_DIAG_POLL_NS 1000000ull
 #define ALGO_DIAG_SLICE_NS 50000000ull
 
-gs_status_t gs__algo_progress(gs_algo_ctx_t *ctx, uint64_t *deadline,
-                              const gs_algo_req_t *waiting_on)
+gs_status_t gs__algo_progress(gs__algo_ctx_t *ctx, uint64_t *deadline,
+                              const gs__algo_req_t *waiting_on)
 {
     const uint64_t t0 = gs__now_ns();
     uint64_t until = *deadline;
@@ -276,7 +276,7 @@ gs_status_t gs__algo_progress(gs_algo_ctx_t *ctx, uint64_t *deadline,
     return GS_OK;
 }
 
-void gs__algo_release_all(gs_algo_ctx_t *ctx, gs_algo_req_t *reqs, size_t n)
+void gs__algo_release_all(gs__algo_ctx_t *ctx, gs__algo_req_t *reqs, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         if (reqs[i].req != NULL) {
@@ -287,8 +287,8 @@ void gs__algo_release_all(gs_algo_ctx_t *ctx, gs_algo_req_t *reqs, size_t n)
     }
 }
 
-gs_status_t gs__algo_wait_each(gs_algo_ctx_t *ctx, gs_algo_req_t *reqs, size_t n,
-                               gs_algo_recv_done_fn_t on_recv, const void *arg)
+gs_status_t gs__algo_wait_each(gs__algo_ctx_t *ctx, gs__algo_req_t *reqs, size_t n,
+                               gs__algo_recv_done_fn_t on_recv, const void *arg)
 {
     uint64_t deadline;
     size_t left = 0;
@@ -299,7 +299,7 @@ gs_status_t gs__algo_wait_each(gs_algo_ctx_t *ctx, gs_algo_req_t *reqs, size_t n
     }
     gs__algo_renew(ctx, &deadline);
     while (left > 0) {
-        const gs_algo_req_t *blame = NULL;
+        const gs__algo_req_t *blame = NULL;
 
         for (size_t i = 0; (i < n) && (status == GS_OK); i++) {
             size_t nbytes = 0;
@@ -333,7 +333,7 @@ gs_status_t gs__algo_wait_each(gs_algo_ctx_t *ctx, gs_algo_req_t *reqs, size_t n
 }
 
 /* gs__algo_wait_all's check of a finished receive: gs__algo_check's. */
-static gs_status_t algo_recv_expect(gs_algo_ctx_t *ctx, const gs_algo_req_t *r, size_t i,
+static gs_status_t algo_recv_expect(gs__algo_ctx_t *ctx, const gs__algo_req_t *r, size_t i,
                                     gs_status_t status, size_t nbytes, const void *arg)
 {
     const size_t *expect = arg;
@@ -344,7 +344,7 @@ static gs_status_t algo_recv_expect(gs_algo_ctx_t *ctx, const gs_algo_req_t *r, 
     return algo_check_nbytes(ctx, r, nbytes, expect[i]);
 }
 
-gs_status_t gs__algo_wait_all(gs_algo_ctx_t *ctx, gs_algo_req_t *reqs, const size_t *expect,
+gs_status_t gs__algo_wait_all(gs__algo_ctx_t *ctx, gs__algo_req_t *reqs, const size_t *expect,
                               size_t n)
 {
     return gs__algo_wait_each(ctx, reqs, n, algo_recv_expect, expect);

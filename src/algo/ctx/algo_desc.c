@@ -26,17 +26,17 @@ const char *gs__algo_name(gs_algo_t algo)
     return ((unsigned)algo < GS_ALGO_COUNT) ? algo_names[algo] : "unknown";
 }
 
-const char *gs__coll_name(gs_coll_kind_t kind)
+const char *gs__coll_name(gs__coll_kind_t kind)
 {
     return ((unsigned)kind < GS_COLL_KIND_COUNT) ? coll_names[kind] : "unknown";
 }
 
-const char *gs__coll_api_name(gs_coll_kind_t kind)
+const char *gs__coll_api_name(gs__coll_kind_t kind)
 {
     return ((unsigned)kind < GS_COLL_KIND_COUNT) ? coll_api_names[kind] : "unknown";
 }
 
-void gs__algo_call_of(const gs_coll_desc_t *d, gs_algo_call_t *c)
+void gs__algo_call_of(const gs__coll_desc_t *d, gs__algo_call_t *c)
 {
     c->known = 1;
     c->kind = (int)d->kind;
@@ -49,7 +49,7 @@ void gs__algo_call_of(const gs_coll_desc_t *d, gs_algo_call_t *c)
 }
 
 /* A few multiplies (splitmix64's finalizer), not a byte loop: it runs once per call. */
-static uint16_t call_hash(const gs_algo_call_t *c)
+static uint16_t call_hash(const gs__algo_call_t *c)
 {
     uint64_t h = (uint64_t)(uint8_t)c->kind | ((uint64_t)(uint8_t)c->dtype << 8) |
                  ((uint64_t)(uint8_t)c->op << 16) | ((uint64_t)(uint8_t)c->codec << 24) |
@@ -59,9 +59,9 @@ static uint16_t call_hash(const gs_algo_call_t *c)
     return (uint16_t)(gs__mix64(h) & 0x7fffu);
 }
 
-uint16_t gs__algo_fingerprint(const gs_coll_desc_t *d)
+uint16_t gs__algo_fingerprint(const gs__coll_desc_t *d)
 {
-    gs_algo_call_t c;
+    gs__algo_call_t c;
 
     gs__algo_call_of(d, &c);
     return call_hash(&c);

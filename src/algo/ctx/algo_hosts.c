@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The host table of a communicator (gs_algo_hosts_t in algo.h): from the
+ * The host table of a communicator (gs__algo_hosts_t in algo.h): from the
  * 64-bit host id of every rank (exchanged at bootstrap, see core/host.h),
  * the number of hosts, this rank's local rank and size, and the
  * host-grouped order the ring, chain and tree follow.
@@ -42,14 +42,14 @@ static int hosts_group_cmp(const void *a, const void *b)
     return (x->rank > y->rank) - (x->rank < y->rank);
 }
 
-gs_status_t gs__algo_hosts_init(gs_algo_hosts_t *h, const uint64_t *ids, int n, int rank)
+gs_status_t gs__algo_hosts_init(gs__algo_hosts_t *h, const uint64_t *ids, int n, int rank)
 {
     const size_t un = (size_t)n;
     hosts_key_t *keys = malloc(un * sizeof(*keys));
     hosts_key_t **groups = malloc(un * sizeof(*groups));
     uint64_t *id_copy = malloc(un * sizeof(*id_copy));
     int *ints = malloc((4 * un + 1) * sizeof(int));
-    gs_algo_hosts_t t;
+    gs__algo_hosts_t t;
     int ngroups = 0;
     int p = 0;
 
@@ -111,21 +111,21 @@ gs_status_t gs__algo_hosts_init(gs_algo_hosts_t *h, const uint64_t *ids, int n, 
     return GS_OK;
 }
 
-void gs__algo_hosts_free(gs_algo_hosts_t *h)
+void gs__algo_hosts_free(gs__algo_hosts_t *h)
 {
     free(h->ids);
     free(h->host_of); /* one allocation holds every int array */
     memset(h, 0, sizeof(*h));
 }
 
-void gs__algo_route_hosts(gs_algo_ctx_t *ctx)
+void gs__algo_route_hosts(gs__algo_ctx_t *ctx)
 {
     ctx->route.order = ctx->hosts.order;
     ctx->route.n = ctx->size;
     ctx->route.pos = (ctx->hosts.pos != NULL) ? ctx->hosts.pos[ctx->rank] : ctx->rank;
 }
 
-int gs__route_pos_of(const gs_algo_ctx_t *ctx, int rank)
+int gs__route_pos_of(const gs__algo_ctx_t *ctx, int rank)
 {
     if (ctx->route.order == NULL) {
         return ((rank >= 0) && (rank < ctx->size)) ? rank : -1;

@@ -39,27 +39,27 @@
 
 #define GS_COLL_KIND_ENUM_ROW(_kind, _public, _name, _api) _kind = (int)(_public),
 
-typedef enum gs_coll_kind {
+typedef enum gs__coll_kind {
     GS_COLL_KIND_MAP(GS_COLL_KIND_ENUM_ROW) GS_COLL_KIND_COUNT = GS_COLL_TYPE_COUNT
-} gs_coll_kind_t;
+} gs__coll_kind_t;
 
 #undef GS_COLL_KIND_ENUM_ROW
 
 /* 1 for the kinds whose per-rank counts come from arrays (the "v" calls):
  * their count differs between ranks, so it is no part of the tag signature. */
-static inline int gs__coll_is_v(gs_coll_kind_t kind)
+static inline int gs__coll_is_v(gs__coll_kind_t kind)
 {
     return (kind == GS_COLL_ALLGATHERV) || (kind == GS_COLL_ALLTOALLV) ||
            (kind == GS_COLL_REDUCE_SCATTERV);
 }
 
 /* Where a call's buffers live (set when the call is validated). */
-typedef enum gs_mem_kind {
+typedef enum gs__mem_kind {
     GS_MEM_HOST = 0,  /* host memory: pageable, pinned or anything the CPU can read */
     GS_MEM_DEVICE = 1 /* CUDA device (or managed) memory */
-} gs_mem_kind_t;
+} gs__mem_kind_t;
 
-/* Internal flags of a descriptor (gs_coll_desc_t.flags), beside the public
+/* Internal flags of a descriptor (gs__coll_desc_t.flags), beside the public
  * GS_COLL_F_* bits of gradsync.h (which use the low 16 bits). */
 #define GS_DESC_F_BLOCKING (1u << 16)  /* a blocking call: its caller waits for the result */
 #define GS_DESC_F_RECV_UPTO (1u << 17) /* recv: at most count elements (gs_recv_status) */
@@ -75,8 +75,8 @@ typedef enum gs_mem_kind {
  * buffer); NULL displacements mean blocks packed in rank order (reduce_scatterv
  * is always packed). A non-blocking call's arrays are copies that live in
  * its request's allocation (freed with it). */
-typedef struct gs_coll_desc {
-    gs_coll_kind_t kind;
+typedef struct gs__coll_desc {
+    gs__coll_kind_t kind;
     const void *sendbuf;
     void *recvbuf;
     size_t count;
@@ -87,7 +87,7 @@ typedef struct gs_coll_desc {
     gs_algo_t algo;                      /* resolved by gs__algo_select before running */
     const struct gs_codec_config *codec; /* all-reduce: compress with this codec, or NULL */
     struct gs_ef *ef;                    /* all-reduce: error feedback state, or NULL */
-    gs_mem_kind_t mem;                   /* where the buffers live (all alike) */
+    gs__mem_kind_t mem;                  /* where the buffers live (all alike) */
     int device;                          /* GS_MEM_DEVICE: the CUDA device they are on */
     void *stream;                        /* cudaStream_t the call is ordered on (NULL: legacy) */
     unsigned flags;                      /* GS_COLL_F_* | GS_DESC_F_* */
@@ -99,12 +99,12 @@ typedef struct gs_coll_desc {
     const size_t *rdispls; /* allgatherv, alltoallv: where rank j's block starts in recvbuf */
     size_t scap;           /* alltoallv: sendbuf_count (elements; checked by the API) */
     size_t rcap;           /* allgatherv, alltoallv: recvbuf_count */
-} gs_coll_desc_t;
+} gs__coll_desc_t;
 
 /* Name of a collective kind ("allreduce") and of its API call ("gs_allreduce"),
  * from GS_COLL_KIND_MAP; "unknown" when out of range. */
-const char *gs__coll_name(gs_coll_kind_t kind);
-const char *gs__coll_api_name(gs_coll_kind_t kind);
+const char *gs__coll_name(gs__coll_kind_t kind);
+const char *gs__coll_api_name(gs__coll_kind_t kind);
 
 /* Name of an algorithm ("ring"), from the public GS_ALGO_MAP; "unknown" when
  * out of range. */
@@ -125,7 +125,7 @@ static inline int gs__coll_rooted(int kind)
 }
 
 /* A call in numbers, as a REPORT or DESCRIBE carries it. */
-typedef struct gs_algo_call {
+typedef struct gs__algo_call {
     int known; /* 0: the sender has no record of that operation */
     int kind;
     int dtype;
@@ -134,15 +134,15 @@ typedef struct gs_algo_call {
     int codec;
     uint64_t count;
     uint16_t fp;
-} gs_algo_call_t;
+} gs__algo_call_t;
 
 /* *c = what every rank must agree on of @p d (fp left 0). Pure. */
-void gs__algo_call_of(const gs_coll_desc_t *d, gs_algo_call_t *c);
+void gs__algo_call_of(const gs__coll_desc_t *d, gs__algo_call_t *c);
 
 /* A 15-bit hash of what every rank must agree on for @p d (kind, dtype, the
  * op of reducing kinds, the count of the non-v kinds, the root of rooted
  * kinds, the codec): the check bits of every tag of the operation
  * (docs/design.md, "Diagnosis"). Pure. */
-uint16_t gs__algo_fingerprint(const gs_coll_desc_t *d);
+uint16_t gs__algo_fingerprint(const gs__coll_desc_t *d);
 
 #endif /* GS_ALGO_CTX_CTX_DESC_H */

@@ -47,8 +47,8 @@ typedef struct diag_msg {
     int from;
     int blamed; /* REPORT: the rank whose message did not match; else -1 */
     uint32_t seq;
-    uint16_t their_fp;   /* REPORT: the check bits of the blamed rank's message */
-    gs_algo_call_t call; /* the sender's operation number seq */
+    uint16_t their_fp;    /* REPORT: the check bits of the blamed rank's message */
+    gs__algo_call_t call; /* the sender's operation number seq */
 } diag_msg_t;
 
 static const char *const diag_codec_names[GS_CODEC_KIND_COUNT] = {
@@ -58,9 +58,9 @@ static const char *const diag_codec_names[GS_CODEC_KIND_COUNT] = {
 };
 
 /* "allreduce(count=1000, f32, sum)"; the count of a v call is this rank's part. */
-static void diag_words(const gs_algo_call_t *c, size_t vcount, char *buf, size_t len)
+static void diag_words(const gs__algo_call_t *c, size_t vcount, char *buf, size_t len)
 {
-    const int v = gs__coll_is_v((gs_coll_kind_t)c->kind);
+    const int v = gs__coll_is_v((gs__coll_kind_t)c->kind);
     int used;
 
     if (!c->known) {
@@ -71,7 +71,7 @@ static void diag_words(const gs_algo_call_t *c, size_t vcount, char *buf, size_t
         snprintf(buf, len, "barrier()");
         return;
     }
-    used = snprintf(buf, len, "%s(count=%llu%s, %s", gs__coll_name((gs_coll_kind_t)c->kind),
+    used = snprintf(buf, len, "%s(count=%llu%s, %s", gs__coll_name((gs__coll_kind_t)c->kind),
                     (unsigned long long)(v ? vcount : c->count), v ? " here" : "",
                     gs__dtype_name((gs_dtype_t)c->dtype));
     if ((used > 0) && ((size_t)used < len) && gs__coll_reduces(c->kind)) {
@@ -92,7 +92,7 @@ static void diag_words(const gs_algo_call_t *c, size_t vcount, char *buf, size_t
 
 void gs__algo_recorder_describe(const struct gs__recorder_op *op, char *buf, size_t len)
 {
-    gs_algo_call_t c;
+    gs__algo_call_t c;
 
     c.known = 1;
     c.kind = op->kind;
@@ -110,7 +110,7 @@ const char *gs__algo_recorder_algo_name(int algo)
     return gs__algo_name((gs_algo_t)algo);
 }
 
-void gs__algo_op_begin(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint64_t t0_ns)
+void gs__algo_op_begin(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d, uint64_t t0_ns)
 {
     ctx->cur = d;
     ctx->fp = gs__algo_fingerprint(d);
@@ -132,7 +132,7 @@ void gs__algo_op_begin(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint64_t t0_
     }
 }
 
-void gs__algo_op_end(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, gs_status_t status,
+void gs__algo_op_end(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d, gs_status_t status,
                      uint64_t t1_ns)
 {
     ctx->cur = NULL;
@@ -142,7 +142,7 @@ void gs__algo_op_end(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, gs_status_t st
 }
 
 /* This rank's operation number @p seq, from the call in flight or the recorder. */
-static void diag_mine(const gs_algo_ctx_t *ctx, uint32_t seq, gs_algo_call_t *c, size_t *vcount)
+static void diag_mine(const gs__algo_ctx_t *ctx, uint32_t seq, gs__algo_call_t *c, size_t *vcount)
 {
     gs__recorder_op_t e;
 
@@ -161,7 +161,7 @@ static void diag_mine(const gs_algo_ctx_t *ctx, uint32_t seq, gs_algo_call_t *c,
         c->op = e.op;
         c->root = e.root;
         c->codec = e.codec;
-        c->count = gs__coll_is_v((gs_coll_kind_t)e.kind) ? 0 : e.count;
+        c->count = gs__coll_is_v((gs__coll_kind_t)e.kind) ? 0 : e.count;
         c->fp = e.fp;
         *vcount = e.count;
     }
@@ -251,7 +251,7 @@ gs_status_t gs__algo_diag_decode(const uint8_t *buf, size_t n, int size, char *w
 }
 
 /* Send @p m to @p peer; *req_out is NULL when the send could not start. */
-static void diag_send(gs_algo_ctx_t *ctx, int peer, const uint8_t *buf, gs_tp_req_t **req_out)
+static void diag_send(gs__algo_ctx_t *ctx, int peer, const uint8_t *buf, gs__tp_req_t **req_out)
 {
     *req_out = NULL;
     if (gs__tp_isend(ctx->tr, peer, DIAG_TAG, buf, DIAG_BYTES, req_out) != GS_OK) {
@@ -260,7 +260,7 @@ static void diag_send(gs_algo_ctx_t *ctx, int peer, const uint8_t *buf, gs_tp_re
 }
 
 /* 1 when *req finished (and released) or was never started. */
-static int diag_send_done(gs_algo_ctx_t *ctx, gs_tp_req_t **req)
+static int diag_send_done(gs__algo_ctx_t *ctx, gs__tp_req_t **req)
 {
     int done = 0;
 
@@ -280,12 +280,12 @@ static int diag_send_done(gs_algo_ctx_t *ctx, gs_tp_req_t **req)
  * none is there (or the transport cannot probe), -1 when one was dropped
  * (malformed, or not whole by @p deadline).
  */
-static int diag_take(gs_algo_ctx_t *ctx, diag_msg_t *m, uint64_t deadline)
+static int diag_take(gs__algo_ctx_t *ctx, diag_msg_t *m, uint64_t deadline)
 {
     uint8_t buf[DIAG_BYTES];
     char why[128];
-    gs_tp_completion_t comp;
-    gs_tp_req_t *req = NULL;
+    gs__tp_completion_t comp;
+    gs__tp_req_t *req = NULL;
     int found = 0;
     int done = 0;
 
@@ -333,7 +333,7 @@ static const char diag_advice[] =
  * rank's own words (score 2) win over another rank's call that differs from
  * this rank's (score 1), which names the other side when the blamed rank is
  * silent (it may have failed on another rank's REPORT already). */
-static void diag_consider(const gs_algo_ctx_t *ctx, int peer, const diag_msg_t *in,
+static void diag_consider(const gs__algo_ctx_t *ctx, int peer, const diag_msg_t *in,
                           diag_msg_t *best, int *score)
 {
     int s = 0;
@@ -347,13 +347,13 @@ static void diag_consider(const gs_algo_ctx_t *ctx, int peer, const diag_msg_t *
     }
 }
 
-gs_status_t gs__algo_diag_mismatch(gs_algo_ctx_t *ctx, int peer, uint64_t their_tag)
+gs_status_t gs__algo_diag_mismatch(gs__algo_ctx_t *ctx, int peer, uint64_t their_tag)
 {
     const uint16_t their_fp = (uint16_t)((their_tag >> 48) & 0x7fffu);
     const uint64_t start = gs__now_ns();
     const uint64_t deadline = start + DIAG_ANSWER_NS;
     uint8_t buf[DIAG_BYTES];
-    gs_tp_req_t *sends[64];
+    gs__tp_req_t *sends[64];
     char mine_words[192];
     char their_words[192];
     diag_msg_t out;
@@ -450,19 +450,19 @@ gs_status_t gs__algo_diag_mismatch(gs_algo_ctx_t *ctx, int peer, uint64_t their_
 }
 
 /* Another rank's REPORT: describe this rank's call to it when blamed, then fail. */
-static gs_status_t diag_reported(gs_algo_ctx_t *ctx, const diag_msg_t *m)
+static gs_status_t diag_reported(gs__algo_ctx_t *ctx, const diag_msg_t *m)
 {
     char mine_words[192];
     char their_words[192];
     char also[96];
-    gs_algo_call_t mine;
+    gs__algo_call_t mine;
     size_t vcount;
 
     diag_mine(ctx, m->seq, &mine, &vcount);
     if (m->blamed == ctx->rank) {
         const uint64_t deadline = gs__now_ns() + DIAG_ANSWER_NS;
         uint8_t buf[DIAG_BYTES];
-        gs_tp_req_t *req = NULL;
+        gs__tp_req_t *req = NULL;
         diag_msg_t out;
 
         memset(&out, 0, sizeof(out));
@@ -492,7 +492,7 @@ static gs_status_t diag_reported(gs_algo_ctx_t *ctx, const diag_msg_t *m)
     diag_words(&mine, vcount, mine_words, sizeof(mine_words));
     if (!mine.known && (ctx->cur != NULL)) {
         char cur[160];
-        gs_algo_call_t c;
+        gs__algo_call_t c;
 
         /* Another number: this rank is at an earlier or later operation. */
         gs__algo_call_of(ctx->cur, &c);
@@ -509,7 +509,7 @@ static gs_status_t diag_reported(gs_algo_ctx_t *ctx, const diag_msg_t *m)
                          diag_advice);
 }
 
-gs_status_t gs__algo_diag_poll(gs_algo_ctx_t *ctx, uint64_t stalled_ns)
+gs_status_t gs__algo_diag_poll(gs__algo_ctx_t *ctx, uint64_t stalled_ns)
 {
     const uint64_t now = gs__now_ns();
     diag_msg_t m;
@@ -538,7 +538,7 @@ gs_status_t gs__algo_diag_poll(gs_algo_ctx_t *ctx, uint64_t stalled_ns)
         }
         for (uint32_t idx = 0; idx < DIAG_SCAN_IDX; idx++) {
             const uint64_t tag = ((uint64_t)(ctx->seq & 0xffffffu) << 24) | idx;
-            gs_tp_completion_t comp;
+            gs__tp_completion_t comp;
             int found = 0;
 
             if (gs__tp_probe(ctx->tr, p, tag, &found, &comp) != GS_OK) {
@@ -553,7 +553,7 @@ gs_status_t gs__algo_diag_poll(gs_algo_ctx_t *ctx, uint64_t stalled_ns)
     return GS_OK;
 }
 
-gs_status_t gs__algo_diag_explain(gs_algo_ctx_t *ctx)
+gs_status_t gs__algo_diag_explain(gs__algo_ctx_t *ctx)
 {
     const uint64_t deadline = gs__now_ns() + DIAG_EXPLAIN_NS;
     char saved[GS_ERROR_MSG_MAX];
@@ -583,11 +583,11 @@ gs_status_t gs__algo_diag_explain(gs_algo_ctx_t *ctx)
     return GS_OK;
 }
 
-gs_status_t gs__algo_diag_timeout(gs_algo_ctx_t *ctx, const gs_algo_req_t *waiting_on)
+gs_status_t gs__algo_diag_timeout(gs__algo_ctx_t *ctx, const gs__algo_req_t *waiting_on)
 {
     char waits[256];
     char words[192];
-    gs_algo_call_t c;
+    gs__algo_call_t c;
     const unsigned long long ms = (unsigned long long)(ctx->timeout_ns / 1000000ull);
 
     GS_ASSERT(ctx->cur != NULL); /* the context times out calls outside an operation itself */
@@ -609,7 +609,7 @@ gs_status_t gs__algo_diag_timeout(gs_algo_ctx_t *ctx, const gs_algo_req_t *waiti
                          ctx->opname, ctx->rank, ms, ctx->seq, words, waits);
 }
 
-const gs_algo_diag_ops_t gs__algo_diag_ops = {
+const gs__algo_diag_ops_t gs__algo_diag_ops = {
     .mismatch = gs__algo_diag_mismatch,
     .explain = gs__algo_diag_explain,
     .poll = gs__algo_diag_poll,

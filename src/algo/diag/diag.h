@@ -16,13 +16,13 @@
 
 
 /* The hooks the context's waits call (ctx->diag = &gs__algo_diag_ops). */
-extern const gs_algo_diag_ops_t gs__algo_diag_ops;
+extern const gs__algo_diag_ops_t gs__algo_diag_ops;
 
 /* gs__algo_op_begin and _end bracket one collective on the worker: they set
  * ctx->cur and ctx->fp (gs__algo_fingerprint) and record it in ctx->recorder
  * (when set). Pure but for the recorder. */
-void gs__algo_op_begin(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint64_t t0_ns);
-void gs__algo_op_end(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, gs_status_t status,
+void gs__algo_op_begin(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d, uint64_t t0_ns);
+void gs__algo_op_end(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d, gs_status_t status,
                      uint64_t t1_ns);
 
 /* The flight recorder's callbacks: an operation in words
@@ -35,7 +35,7 @@ const char *gs__algo_recorder_algo_name(int algo);
  * @p their_tag has other check bits: tell every rank (a REPORT message),
  * wait up to 1 s for @p peer's own description, and return GS_ERR_MISMATCH
  * with both calls in words. */
-gs_status_t gs__algo_diag_mismatch(gs_algo_ctx_t *ctx, int peer, uint64_t their_tag);
+gs_status_t gs__algo_diag_mismatch(gs__algo_ctx_t *ctx, int peer, uint64_t their_tag);
 
 /* Called while the collective in flight is blocked for @p stalled_ns: take a
  * REPORT of another rank (GS_ERR_MISMATCH in words, after describing this
@@ -43,13 +43,13 @@ gs_status_t gs__algo_diag_mismatch(gs_algo_ctx_t *ctx, int peer, uint64_t their_
  * look for early messages of this operation number from the peers waited on
  * whose fingerprint differs (then as gs__algo_diag_mismatch). Returns GS_OK
  * when there is nothing to report. */
-gs_status_t gs__algo_diag_poll(gs_algo_ctx_t *ctx, uint64_t stalled_ns);
+gs_status_t gs__algo_diag_poll(gs__algo_ctx_t *ctx, uint64_t stalled_ns);
 
 /* After a peer failure in the collective in flight: a REPORT that arrived
  * before it (or within 100 ms) explains it better. Returns GS_ERR_MISMATCH
  * in words when one is there (the last error set), else GS_OK (the caller
  * reports the failure as it is; the last error is restored). */
-gs_status_t gs__algo_diag_explain(gs_algo_ctx_t *ctx);
+gs_status_t gs__algo_diag_explain(gs__algo_ctx_t *ctx);
 
 /* Decode a diagnosis message of @p n bytes in a job of @p size ranks and
  * write the sender's call in words into @p words. Returns GS_OK, or
@@ -59,6 +59,6 @@ gs_status_t gs__algo_diag_decode(const uint8_t *buf, size_t n, int size, char *w
 
 /* GS_ERR_TIMEOUT for the collective in flight, naming it (number and words) and
  * every peer it still waits on (the recorder's counters; else @p waiting_on). */
-gs_status_t gs__algo_diag_timeout(gs_algo_ctx_t *ctx, const gs_algo_req_t *waiting_on);
+gs_status_t gs__algo_diag_timeout(gs__algo_ctx_t *ctx, const gs__algo_req_t *waiting_on);
 
 #endif /* GS_ALGO_DIAG_DIAG_H */

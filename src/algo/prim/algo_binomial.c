@@ -38,13 +38,13 @@
 
 #define BINOM_MAX_CHILDREN 32
 
-gs_status_t gs__binomial_broadcast(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
+gs_status_t gs__binomial_broadcast(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
 {
     const int n = ctx->size;
     const int v = gs__binom_vrank(n, d->root, ctx->rank);
     const int parent = gs__binom_parent(v);
     const size_t bytes = d->count * gs__dtype_size(d->dtype);
-    gs_algo_req_t sends[BINOM_MAX_CHILDREN];
+    gs__algo_req_t sends[BINOM_MAX_CHILDREN];
     size_t nsend = 0;
     gs_status_t status = GS_OK;
 
@@ -70,7 +70,7 @@ gs_status_t gs__binomial_broadcast(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
     return gs__algo_wait_all(ctx, sends, NULL, nsend);
 }
 
-gs_status_t gs__binomial_reduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
+gs_status_t gs__binomial_reduce(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
 {
     const int n = ctx->size;
     const int v = gs__binom_vrank(n, d->root, ctx->rank);

@@ -38,17 +38,17 @@
 #define CHAIN_WINDOW 8
 
 typedef struct chain {
-    gs_algo_ctx_t *ctx;
-    const gs_coll_desc_t *d;
+    gs__algo_ctx_t *ctx;
+    const gs__coll_desc_t *d;
     int dist; /* distance from the root */
     int from; /* rank we receive from, -1 for none */
     int to;   /* rank we send to, -1 for none */
     size_t esize;
     size_t nslices;
-    gs_algo_req_t *send; /* one per slice */
-    gs_algo_req_t *recv; /* one per slice */
-    uint8_t *rbuf;       /* reduce: where incoming partial sums land */
-    uint8_t *acc;        /* reduce: where this rank's partial sum is built */
+    gs__algo_req_t *send; /* one per slice */
+    gs__algo_req_t *recv; /* one per slice */
+    uint8_t *rbuf;        /* reduce: where incoming partial sums land */
+    uint8_t *acc;         /* reduce: where this rank's partial sum is built */
 } chain_t;
 
 static void chain_slice(const chain_t *c, size_t j, size_t *off, size_t *len)
@@ -61,7 +61,7 @@ static void chain_slice(const chain_t *c, size_t j, size_t *off, size_t *len)
     *len = hi - lo;
 }
 
-static gs_status_t chain_setup(chain_t *c, gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
+static gs_status_t chain_setup(chain_t *c, gs__algo_ctx_t *ctx, const gs__coll_desc_t *d,
                                int toward_root)
 {
     const int n = gs__route_n(ctx);
@@ -92,8 +92,8 @@ static gs_status_t chain_setup(chain_t *c, gs_algo_ctx_t *ctx, const gs_coll_des
     if (c->nslices > CHAIN_MAX_SLICES) {
         c->nslices = CHAIN_MAX_SLICES;
     }
-    c->send = calloc(c->nslices, sizeof(gs_algo_req_t));
-    c->recv = calloc(c->nslices, sizeof(gs_algo_req_t));
+    c->send = calloc(c->nslices, sizeof(gs__algo_req_t));
+    c->recv = calloc(c->nslices, sizeof(gs__algo_req_t));
     if ((c->send == NULL) || (c->recv == NULL)) {
         free(c->send);
         free(c->recv);
@@ -124,7 +124,7 @@ typedef void (*chain_step_fn_t)(chain_t *c, size_t j);
 static gs_status_t chain_pipeline(chain_t *c, chain_addr_fn_t recv_dst, chain_step_fn_t on_recv,
                                   chain_addr_fn_t send_src)
 {
-    gs_algo_ctx_t *ctx = c->ctx;
+    gs__algo_ctx_t *ctx = c->ctx;
     size_t recv_posted = 0, recv_done = 0, send_posted = 0, send_done = 0;
     const size_t ns = c->nslices;
     const size_t need_recv = (c->from >= 0) ? ns : 0;
@@ -183,7 +183,7 @@ static gs_status_t chain_pipeline(chain_t *c, chain_addr_fn_t recv_dst, chain_st
         if (progressed) {
             gs__algo_renew(ctx, &deadline);
         } else if ((recv_done < need_recv) || (send_done < need_send)) {
-            const gs_algo_req_t *blame =
+            const gs__algo_req_t *blame =
                 (recv_done < recv_posted) ? &c->recv[recv_done] : &c->send[send_done];
             status = gs__algo_progress(ctx, &deadline, blame);
         }
@@ -205,7 +205,7 @@ static void bcast_on_recv(chain_t *c, size_t j)
     (void)j;
 }
 
-gs_status_t gs__chain_broadcast(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
+gs_status_t gs__chain_broadcast(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
 {
     chain_t c;
     gs_status_t status;
@@ -235,7 +235,7 @@ static uint8_t *reduce_recv_dst(chain_t *c, size_t j)
 
 static void reduce_on_recv(chain_t *c, size_t j)
 {
-    const gs_coll_desc_t *d = c->d;
+    const gs__coll_desc_t *d = c->d;
     size_t off, len;
     uint8_t *acc;
 
@@ -258,7 +258,7 @@ static uint8_t *reduce_send_src(chain_t *c, size_t j)
     return c->acc + off * c->esize;
 }
 
-gs_status_t gs__chain_reduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
+gs_status_t gs__chain_reduce(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
 {
     const size_t bytes = d->count * gs__dtype_size(d->dtype);
     chain_t c;

@@ -26,14 +26,14 @@
 #include "core/error.h"
 
 
-gs_status_t gs__direct_alltoall(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
+gs_status_t gs__direct_alltoall(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
 {
     const int n = ctx->size;
     const int r = ctx->rank;
     const size_t block = d->count * gs__dtype_size(d->dtype);
     const uint8_t *src = (const uint8_t *)d->sendbuf;
     uint8_t *dst = (uint8_t *)d->recvbuf;
-    gs_algo_req_t *reqs;
+    gs__algo_req_t *reqs;
     size_t *expect;
     void *scratch = NULL;
     gs_status_t status;
@@ -45,24 +45,24 @@ gs_status_t gs__direct_alltoall(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
         /* In place: keep the outgoing blocks, since receives overwrite them. */
         const size_t roff = (block * (size_t)n + 15) & ~(size_t)15;
         status = gs__algo_scratch(
-            ctx, roff + (size_t)n * 2 * (sizeof(gs_algo_req_t) + sizeof(size_t)), &scratch);
+            ctx, roff + (size_t)n * 2 * (sizeof(gs__algo_req_t) + sizeof(size_t)), &scratch);
         if (status != GS_OK) {
             return status;
         }
         memcpy(scratch, src, block * (size_t)n);
         src = (const uint8_t *)scratch;
-        reqs = (gs_algo_req_t *)((uint8_t *)scratch + roff);
+        reqs = (gs__algo_req_t *)((uint8_t *)scratch + roff);
     } else {
         memcpy(dst + (size_t)r * block, src + (size_t)r * block, block);
-        status = gs__algo_scratch(ctx, (size_t)n * 2 * (sizeof(gs_algo_req_t) + sizeof(size_t)),
+        status = gs__algo_scratch(ctx, (size_t)n * 2 * (sizeof(gs__algo_req_t) + sizeof(size_t)),
                                   &scratch);
         if (status != GS_OK) {
             return status;
         }
-        reqs = (gs_algo_req_t *)scratch;
+        reqs = (gs__algo_req_t *)scratch;
     }
     expect = (size_t *)(reqs + 2 * n);
-    memset(reqs, 0, sizeof(gs_algo_req_t) * 2 * (size_t)n);
+    memset(reqs, 0, sizeof(gs__algo_req_t) * 2 * (size_t)n);
     for (int i = 1; (i < n) && (status == GS_OK); i++) {
         const int from = (r - i + n) % n;
         expect[2 * i] = block;
@@ -82,7 +82,7 @@ gs_status_t gs__direct_alltoall(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
     return gs__algo_wait_all(ctx, reqs, expect, 2 * (size_t)n);
 }
 
-gs_status_t gs__direct_barrier(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
+gs_status_t gs__direct_barrier(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
 {
     const int n = ctx->size;
     const int r = ctx->rank;
@@ -90,7 +90,7 @@ gs_status_t gs__direct_barrier(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
     uint32_t round = 0;
 
     for (int dist = 1; dist < n; dist *= 2, round++) {
-        gs_algo_req_t reqs[2];
+        gs__algo_req_t reqs[2];
         gs_status_t status;
 
         memset(reqs, 0, sizeof(reqs));
@@ -112,7 +112,7 @@ gs_status_t gs__direct_barrier(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
     return GS_OK;
 }
 
-gs_status_t gs__p2p_post(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, gs_algo_req_t *r)
+gs_status_t gs__p2p_post(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d, gs__algo_req_t *r)
 {
     const size_t bytes = d->count * gs__dtype_size(d->dtype);
 
@@ -122,9 +122,9 @@ gs_status_t gs__p2p_post(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, gs_algo_re
     return gs__algo_irecv(ctx, d->root, GS_TP_TAG_P2P | d->tag, d->recvbuf, bytes, r);
 }
 
-gs_status_t gs__p2p_send(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
+gs_status_t gs__p2p_send(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
 {
-    gs_algo_req_t req = {0};
+    gs__algo_req_t req = {0};
     gs_status_t status = gs__p2p_post(ctx, d, &req);
 
     if (status != GS_OK) {
@@ -133,10 +133,10 @@ gs_status_t gs__p2p_send(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
     return gs__algo_wait_all(ctx, &req, NULL, 1);
 }
 
-gs_status_t gs__p2p_recv(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
+gs_status_t gs__p2p_recv(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
 {
     const size_t bytes = d->count * gs__dtype_size(d->dtype);
-    gs_algo_req_t req = {0};
+    gs__algo_req_t req = {0};
     gs_status_t status = gs__p2p_post(ctx, d, &req);
 
     if (status != GS_OK) {

@@ -18,7 +18,7 @@
 #include "core/error.h"
 #include "core/log.h"
 
-static gs_status_t native_missing(const gs_algo_ctx_t *ctx, const char *what)
+static gs_status_t native_missing(const gs__algo_ctx_t *ctx, const char *what)
 {
     return gs__error_set(GS_ERR_UNSUPPORTED,
                          "%s: algorithm 'native' needs a transport with a native %s; transport "
@@ -26,12 +26,12 @@ static gs_status_t native_missing(const gs_algo_ctx_t *ctx, const char *what)
                          ctx->opname, what, gs__tp_name(ctx->tr));
 }
 
-static uint64_t native_deadline(const gs_algo_ctx_t *ctx)
+static uint64_t native_deadline(const gs__algo_ctx_t *ctx)
 {
     return gs__now_ns() + ctx->timeout_ns;
 }
 
-static int native_declined(const gs_algo_ctx_t *ctx, gs_status_t status)
+static int native_declined(const gs__algo_ctx_t *ctx, gs_status_t status)
 {
     (void)ctx; /* used only when TRACE is compiled in */
     if (status != GS_ERR_UNSUPPORTED) {
@@ -43,7 +43,7 @@ static int native_declined(const gs_algo_ctx_t *ctx, gs_status_t status)
     return 1;
 }
 
-gs_status_t gs__native_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
+gs_status_t gs__native_allreduce(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
 {
     gs_status_t status;
 
@@ -55,7 +55,7 @@ gs_status_t gs__native_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
     return native_declined(ctx, status) ? gs__ring_allreduce(ctx, d) : status;
 }
 
-gs_status_t gs__native_broadcast(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
+gs_status_t gs__native_broadcast(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
 {
     gs_status_t status;
     void *buf = (ctx->rank == d->root) ? (void *)d->sendbuf : d->recvbuf;
@@ -76,7 +76,7 @@ gs_status_t gs__native_broadcast(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
     return status;
 }
 
-gs_status_t gs__native_allgather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
+gs_status_t gs__native_allgather(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
 {
     gs_status_t status;
 
@@ -88,7 +88,7 @@ gs_status_t gs__native_allgather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
     return native_declined(ctx, status) ? gs__ring_allgather(ctx, d) : status;
 }
 
-gs_status_t gs__native_reduce_scatter(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
+gs_status_t gs__native_reduce_scatter(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
 {
     gs_status_t status;
 

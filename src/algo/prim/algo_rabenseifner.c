@@ -57,7 +57,7 @@ static void rab_window(size_t count, int p, int v, int m, size_t *off, size_t *l
     *len = gs__rd_block_off(count, p, hi) - *off;
 }
 
-gs_status_t gs__rabenseifner_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
+gs_status_t gs__rabenseifner_allreduce(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
 {
     const int n = ctx->size;
     const int p = gs__rd_pof2(n);

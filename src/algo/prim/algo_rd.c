@@ -48,10 +48,10 @@
 #include "core/error.h"
 #include "core/reduce_cpu.h"
 
-gs_status_t gs__algo_sendrecv(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, int peer, uint32_t idx,
+gs_status_t gs__algo_sendrecv(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d, int peer, uint32_t idx,
                               const void *sbuf, size_t sbytes, void *rbuf, size_t rbytes)
 {
-    gs_algo_req_t reqs[2];
+    gs__algo_req_t reqs[2];
     size_t expect[2] = {rbytes, 0};
     gs_status_t status = GS_OK;
     const uint64_t tag = gs__algo_tag(ctx, d, idx);
@@ -72,7 +72,7 @@ gs_status_t gs__algo_sendrecv(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, int p
     return gs__algo_wait_all(ctx, reqs, expect, 2);
 }
 
-gs_status_t gs__rd_fold_in(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint32_t idx, void *tmp,
+gs_status_t gs__rd_fold_in(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d, uint32_t idx, void *tmp,
                            const void **src_out)
 {
     const int r = ctx->rank;
@@ -98,7 +98,7 @@ gs_status_t gs__rd_fold_in(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint32_t
     return GS_OK;
 }
 
-gs_status_t gs__rd_fold_out(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint32_t idx)
+gs_status_t gs__rd_fold_out(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d, uint32_t idx)
 {
     const int r = ctx->rank;
     const int peer = gs__rd_fold_peer(ctx->size, r);
@@ -113,7 +113,7 @@ gs_status_t gs__rd_fold_out(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint32_
     return gs__algo_sendrecv(ctx, d, peer, idx, d->recvbuf, bytes, NULL, 0);
 }
 
-gs_status_t gs__rd_start(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, void **tmp_out,
+gs_status_t gs__rd_start(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d, void **tmp_out,
                          const void **src_out, int *done_out)
 {
     const size_t bytes = d->count * gs__dtype_size(d->dtype);
@@ -136,7 +136,7 @@ gs_status_t gs__rd_start(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, void **tmp
     return gs__rd_fold_in(ctx, d, 0, *tmp_out, src_out);
 }
 
-gs_status_t gs__rd_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
+gs_status_t gs__rd_allreduce(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
 {
     const int n = ctx->size;
     const int r = ctx->rank;

@@ -63,8 +63,8 @@ typedef enum ring_mode {
 } ring_mode_t;
 
 typedef struct ring_slot {
-    gs_algo_req_t send;
-    gs_algo_req_t recv;
+    gs__algo_req_t send;
+    gs__algo_req_t recv;
 } ring_slot_t;
 
 typedef struct ring_slice {
@@ -75,8 +75,8 @@ typedef struct ring_slice {
 } ring_slice_t;
 
 typedef struct ring {
-    gs_algo_ctx_t *ctx;
-    const gs_coll_desc_t *d;
+    gs__algo_ctx_t *ctx;
+    const gs__coll_desc_t *d;
     ring_mode_t mode;
     int n;    /* positions on the route */
     int q;    /* this rank's position; chunk ids below are positions */
@@ -227,7 +227,7 @@ static gs_status_t ring_post_recv(ring_t *g, int k, size_t j)
 /* A receive of step k, slice j completed: reduce it (RS) or nothing (AG). */
 static void ring_process(ring_t *g, int k, size_t j)
 {
-    const gs_coll_desc_t *d = g->d;
+    const gs__coll_desc_t *d = g->d;
     int c;
     size_t off, len, soff, slen, bytes;
     uint8_t *staged;
@@ -249,14 +249,14 @@ static void ring_process(ring_t *g, int k, size_t j)
 
 static gs_status_t ring_run(ring_t *g)
 {
-    gs_algo_ctx_t *ctx = g->ctx;
+    gs__algo_ctx_t *ctx = g->ctx;
     gs_status_t status = GS_OK;
     uint64_t deadline;
     size_t finished = 0;
 
     gs__algo_renew(ctx, &deadline);
     while (finished < g->nslices) {
-        const gs_algo_req_t *blame = NULL;
+        const gs__algo_req_t *blame = NULL;
         int progressed = 0;
 
         for (size_t j = 0; (j < g->nslices) && (status == GS_OK); j++) {
@@ -335,8 +335,8 @@ static gs_status_t ring_run(ring_t *g)
     return status;
 }
 
-static gs_status_t ring_setup_and_run(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, ring_mode_t mode,
-                                      const size_t *bounds)
+static gs_status_t ring_setup_and_run(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d,
+                                      ring_mode_t mode, const size_t *bounds)
 {
     ring_t g;
     gs_status_t status;
@@ -447,7 +447,7 @@ static gs_status_t ring_setup_and_run(gs_algo_ctx_t *ctx, const gs_coll_desc_t *
 }
 
 /* All-reduce and its reduce-scatter half: one rank (or nothing to move) is a copy. */
-static gs_status_t ring_reduce_or_copy(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
+static gs_status_t ring_reduce_or_copy(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d,
                                        ring_mode_t mode, const size_t *bounds)
 {
     const size_t bytes = d->count * gs__dtype_size(d->dtype);
@@ -461,12 +461,12 @@ static gs_status_t ring_reduce_or_copy(gs_algo_ctx_t *ctx, const gs_coll_desc_t 
     return ring_setup_and_run(ctx, d, mode, bounds);
 }
 
-gs_status_t gs__ring_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
+gs_status_t gs__ring_allreduce(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
 {
     return ring_reduce_or_copy(ctx, d, RING_ALLREDUCE, NULL);
 }
 
-gs_status_t gs__ring_reduce_scatter(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
+gs_status_t gs__ring_reduce_scatter(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
 {
     const size_t esize = gs__dtype_size(d->dtype);
     const uint8_t *own = (const uint8_t *)d->sendbuf + (size_t)ctx->rank * d->count * esize;
@@ -480,7 +480,7 @@ gs_status_t gs__ring_reduce_scatter(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
     return ring_setup_and_run(ctx, d, RING_REDUCE_SCATTER, NULL);
 }
 
-gs_status_t gs__ring_allgather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
+gs_status_t gs__ring_allgather(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
 {
     const size_t esize = gs__dtype_size(d->dtype);
     uint8_t *own = (uint8_t *)d->recvbuf + (size_t)ctx->rank * d->count * esize;
@@ -494,12 +494,12 @@ gs_status_t gs__ring_allgather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
     return ring_setup_and_run(ctx, d, RING_ALLGATHER, NULL);
 }
 
-gs_status_t gs__ring_rs_chunks(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, const size_t *bounds)
+gs_status_t gs__ring_rs_chunks(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d, const size_t *bounds)
 {
     return ring_reduce_or_copy(ctx, d, RING_RS_CHUNKS, bounds);
 }
 
-gs_status_t gs__ring_ag_chunks(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, const size_t *bounds)
+gs_status_t gs__ring_ag_chunks(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d, const size_t *bounds)
 {
     if ((gs__route_n(ctx) == 1) || (d->count == 0)) {
         return GS_OK;

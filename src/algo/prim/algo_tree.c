@@ -67,10 +67,10 @@ typedef struct tree_half {
     size_t nchunks;    /* 0 when the half is empty */
     size_t chunk_max;  /* elements in the longest chunk */
     uint8_t *stage[2]; /* TREE_WINDOW chunk slots per child */
-    gs_algo_req_t *up_recv[2];
-    gs_algo_req_t *up_send;
-    gs_algo_req_t *down_recv;
-    gs_algo_req_t *down_send[2];
+    gs__algo_req_t *up_recv[2];
+    gs__algo_req_t *up_send;
+    gs__algo_req_t *down_recv;
+    gs__algo_req_t *down_send[2];
     size_t up_recv_posted[2], up_recv_done[2];
     size_t reduced; /* chunks whose partial sum (or result, at the root) is ready */
     size_t up_send_posted, up_send_done;
@@ -79,11 +79,11 @@ typedef struct tree_half {
 } tree_half_t;
 
 typedef struct tree {
-    gs_algo_ctx_t *ctx;
-    const gs_coll_desc_t *d;
+    gs__algo_ctx_t *ctx;
+    const gs__coll_desc_t *d;
     size_t esize;
     tree_half_t half[2];
-    gs_algo_req_t *reqs; /* every request array, for release on error */
+    gs__algo_req_t *reqs; /* every request array, for release on error */
     size_t nreqs;
 } tree_t;
 
@@ -121,7 +121,7 @@ static const uint8_t *tree_user_c(const tree_t *g, const void *buf, size_t off)
 /* Reduce chunk j: own contribution plus every child's, into recvbuf. */
 static void tree_reduce_chunk(tree_t *g, tree_half_t *h, size_t j)
 {
-    const gs_coll_desc_t *d = g->d;
+    const gs__coll_desc_t *d = g->d;
     size_t off, len;
     uint8_t *dst;
 
@@ -158,10 +158,10 @@ static int tree_half_done(const tree_half_t *h)
 /* One pass over a half: complete what finished, post what became possible.
  * Sets *progressed when anything changed and *blame to a pending request. */
 static gs_status_t tree_step(tree_t *g, tree_half_t *h, int *progressed,
-                             const gs_algo_req_t **blame)
+                             const gs__algo_req_t **blame)
 {
-    gs_algo_ctx_t *ctx = g->ctx;
-    const gs_coll_desc_t *d = g->d;
+    gs__algo_ctx_t *ctx = g->ctx;
+    const gs__coll_desc_t *d = g->d;
     const size_t ns = h->nchunks;
     gs_status_t status = GS_OK;
     size_t off, len;
@@ -272,13 +272,13 @@ static gs_status_t tree_step(tree_t *g, tree_half_t *h, int *progressed,
 
 static gs_status_t tree_run(tree_t *g)
 {
-    gs_algo_ctx_t *ctx = g->ctx;
+    gs__algo_ctx_t *ctx = g->ctx;
     gs_status_t status = GS_OK;
     uint64_t deadline;
 
     gs__algo_renew(ctx, &deadline);
     for (;;) {
-        const gs_algo_req_t *blame = NULL;
+        const gs__algo_req_t *blame = NULL;
         int progressed = 0;
         int finished = 0;
 
@@ -310,7 +310,7 @@ static gs_status_t tree_run(tree_t *g)
 /* Shape, chunking and request arrays of half t; returns the request slots it needs. */
 static size_t tree_half_setup(tree_t *g, int t, size_t slice_elems)
 {
-    const gs_algo_ctx_t *ctx = g->ctx;
+    const gs__algo_ctx_t *ctx = g->ctx;
     tree_half_t *h = &g->half[t];
     int c0, c1;
 
@@ -341,7 +341,7 @@ static size_t tree_half_setup(tree_t *g, int t, size_t slice_elems)
     return h->nchunks * (size_t)(2 * h->nchild + 2);
 }
 
-gs_status_t gs__tree_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
+gs_status_t gs__tree_allreduce(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
 {
     const size_t esize = gs__dtype_size(d->dtype);
     const size_t bytes = d->count * esize;
@@ -373,14 +373,14 @@ gs_status_t gs__tree_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
     if (status != GS_OK) {
         return status;
     }
-    g.reqs = calloc(nreqs, sizeof(gs_algo_req_t));
+    g.reqs = calloc(nreqs, sizeof(gs__algo_req_t));
     if ((g.reqs == NULL) && (nreqs > 0)) {
         return gs__error_set(GS_ERR_NO_MEMORY, "%s: out of memory for %zu tree requests",
                              ctx->opname, nreqs);
     }
     g.nreqs = nreqs;
     {
-        gs_algo_req_t *next = g.reqs;
+        gs__algo_req_t *next = g.reqs;
         uint8_t *stage = (uint8_t *)scratch;
 
         for (int t = 0; t < 2; t++) {

@@ -97,7 +97,7 @@ static void vcoll_layout(const size_t *counts, const size_t *displs, int n, size
 }
 
 /* Turn a receive that got the wrong length into GS_ERR_MISMATCH naming both ranks. */
-static gs_status_t vcoll_disagree(const gs_algo_ctx_t *ctx, const gs_algo_req_t *r, int block,
+static gs_status_t vcoll_disagree(const gs__algo_ctx_t *ctx, const gs__algo_req_t *r, int block,
                                   gs_status_t status, size_t got, size_t expect)
 {
     if (status == GS_ERR_TRUNCATED) {
@@ -126,7 +126,7 @@ typedef struct vcoll_expect {
 
 /* gs__algo_wait_each's check of a finished receive: the wrong length, or a
  * message of another call, becomes GS_ERR_MISMATCH naming both ranks. */
-static gs_status_t vcoll_recv_done(gs_algo_ctx_t *ctx, const gs_algo_req_t *r, size_t i,
+static gs_status_t vcoll_recv_done(gs__algo_ctx_t *ctx, const gs__algo_req_t *r, size_t i,
                                    gs_status_t status, size_t got, const void *arg)
 {
     const vcoll_expect_t *e = arg;
@@ -146,7 +146,7 @@ static gs_status_t vcoll_recv_done(gs_algo_ctx_t *ctx, const gs_algo_req_t *r, s
  * request is released. Returns GS_OK, GS_ERR_MISMATCH (both ranks named),
  * or the transport's failure.
  */
-static gs_status_t vcoll_finish(gs_algo_ctx_t *ctx, gs_status_t status, gs_algo_req_t *reqs,
+static gs_status_t vcoll_finish(gs__algo_ctx_t *ctx, gs_status_t status, gs__algo_req_t *reqs,
                                 const size_t *expect, const int *block, size_t nreq)
 {
     const vcoll_expect_t e = {.bytes = expect, .block = block};
@@ -161,14 +161,14 @@ static gs_status_t vcoll_finish(gs_algo_ctx_t *ctx, gs_status_t status, gs_algo_
 /* Send sbytes to @p to and receive exactly rbytes from @p from as message
  * @p idx, both posted even when empty, and wait for both. A negative peer
  * skips that half. */
-static gs_status_t vcoll_sendrecv(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint32_t idx, int to,
-                                  const void *sbuf, size_t sbytes, int from, void *rbuf,
+static gs_status_t vcoll_sendrecv(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d, uint32_t idx,
+                                  int to, const void *sbuf, size_t sbytes, int from, void *rbuf,
                                   size_t rbytes, int rblock)
 {
     const uint64_t tag = gs__algo_tag(ctx, d, idx);
     const size_t expect[2] = {rbytes, 0};
     const int block[2] = {rblock, -1};
-    gs_algo_req_t reqs[2];
+    gs__algo_req_t reqs[2];
     gs_status_t status;
 
     memset(reqs, 0, sizeof(reqs));
@@ -200,7 +200,7 @@ typedef struct vcoll_tree {
     size_t block;
 } vcoll_tree_t;
 
-static vcoll_tree_t vcoll_tree(const gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
+static vcoll_tree_t vcoll_tree(const gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
 {
     vcoll_tree_t t;
 
@@ -215,7 +215,7 @@ static vcoll_tree_t vcoll_tree(const gs_algo_ctx_t *ctx, const gs_coll_desc_t *d
 
 /* recvbuf = sendbuf for this rank's own block (@p own_dst, @p own_src),
  * unless the call is in place. */
-static void vcoll_own(const gs_coll_desc_t *d, void *own_dst, const void *own_src, size_t block)
+static void vcoll_own(const gs__coll_desc_t *d, void *own_dst, const void *own_src, size_t block)
 {
     if ((d->recvbuf != d->sendbuf) && (block > 0) && (own_dst != own_src)) {
         vcoll_copy(own_dst, own_src, block);
@@ -224,7 +224,7 @@ static void vcoll_own(const gs_coll_desc_t *d, void *own_dst, const void *own_sr
 
 /* A subtree of one block (a leaf, or n = 1): the root keeps its own block,
  * a leaf sends it to its parent (gather) or receives it (scatter). */
-static gs_status_t vcoll_leaf(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, const vcoll_tree_t *t,
+static gs_status_t vcoll_leaf(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d, const vcoll_tree_t *t,
                               int gather)
 {
     if (t->parent < 0) {
@@ -257,7 +257,7 @@ static void vcoll_rotate(uint8_t *dst, const uint8_t *src, const vcoll_tree_t *t
 /* The messages to or from v's children: requests, the bytes each receive
  * must get, and the blocks they carry (for error text). */
 typedef struct vcoll_kids {
-    gs_algo_req_t reqs[VCOLL_MAX_CHILDREN];
+    gs__algo_req_t reqs[VCOLL_MAX_CHILDREN];
     size_t expect[VCOLL_MAX_CHILDREN];
     int ids[VCOLL_MAX_CHILDREN];
     size_t n;
@@ -270,7 +270,7 @@ typedef struct vcoll_kids {
  * into @p k. Returns GS_OK or the first posting failure (the caller ends
  * with vcoll_finish either way).
  */
-static gs_status_t vcoll_children(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
+static gs_status_t vcoll_children(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d,
                                   const vcoll_tree_t *t, const uint8_t *sbuf, uint8_t *rbuf,
                                   vcoll_kids_t *k)
 {
@@ -290,7 +290,7 @@ static gs_status_t vcoll_children(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
         const uint64_t tag = gs__algo_tag(ctx, d, (uint32_t)(t->v + m));
         const size_t bytes = (size_t)vcoll_subtree(t->n, t->v + m) * t->block;
         const size_t off = (size_t)m * t->block;
-        gs_algo_req_t *q = &k->reqs[k->n];
+        gs__algo_req_t *q = &k->reqs[k->n];
 
         k->expect[k->n] = gather ? bytes : 0;
         k->ids[k->n] = gather ? peer : -1;
@@ -305,7 +305,7 @@ static gs_status_t vcoll_children(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
     return status;
 }
 
-gs_status_t gs__binomial_gather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
+gs_status_t gs__binomial_gather(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
 {
     const vcoll_tree_t t = vcoll_tree(ctx, d);
     vcoll_kids_t k;
@@ -343,7 +343,7 @@ gs_status_t gs__binomial_gather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
     return GS_OK;
 }
 
-gs_status_t gs__binomial_scatter(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
+gs_status_t gs__binomial_scatter(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
 {
     const vcoll_tree_t t = vcoll_tree(ctx, d);
     vcoll_kids_t k;
@@ -385,13 +385,13 @@ gs_status_t gs__binomial_scatter(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
  * block, and copies its own block (the gather first, the scatter once its
  * sends are out); every other rank sends (receives) one.
  */
-static gs_status_t vcoll_direct(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, int gather)
+static gs_status_t vcoll_direct(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d, int gather)
 {
     const int n = ctx->size;
     const int r = ctx->rank;
     const size_t block = d->count * gs__dtype_size(d->dtype);
     const uint64_t tag = gs__algo_tag(ctx, d, 0);
-    gs_algo_req_t *reqs;
+    gs__algo_req_t *reqs;
     size_t *expect;
     int *ids;
     void *scratch = NULL;
@@ -412,7 +412,7 @@ static gs_status_t vcoll_direct(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, int
     if (status != GS_OK) {
         return status;
     }
-    reqs = (gs_algo_req_t *)scratch;
+    reqs = (gs__algo_req_t *)scratch;
     expect = (size_t *)(reqs + n);
     ids = (int *)(expect + n);
     memset(reqs, 0, sizeof(*reqs) * (size_t)n);
@@ -434,12 +434,12 @@ static gs_status_t vcoll_direct(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, int
     return vcoll_finish(ctx, status, reqs, expect, ids, nreq);
 }
 
-gs_status_t gs__direct_gather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
+gs_status_t gs__direct_gather(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
 {
     return vcoll_direct(ctx, d, 1);
 }
 
-gs_status_t gs__direct_scatter(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
+gs_status_t gs__direct_scatter(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
 {
     return vcoll_direct(ctx, d, 0);
 }
@@ -448,7 +448,7 @@ gs_status_t gs__direct_scatter(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
 /* All-gather-v and reduce-scatter-v (ring)                            */
 /* ------------------------------------------------------------------ */
 
-gs_status_t gs__ring_allgatherv(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
+gs_status_t gs__ring_allgatherv(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
 {
     const int n = ctx->size;
     const int r = ctx->rank;
@@ -480,7 +480,7 @@ gs_status_t gs__ring_allgatherv(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
     return status;
 }
 
-gs_status_t gs__ring_reduce_scatterv(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
+gs_status_t gs__ring_reduce_scatterv(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
 {
     const int n = ctx->size;
     const int r = ctx->rank;
@@ -546,14 +546,14 @@ gs_status_t gs__ring_reduce_scatterv(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d
 /* All-to-all-v (direct)                                               */
 /* ------------------------------------------------------------------ */
 
-gs_status_t gs__direct_alltoallv(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
+gs_status_t gs__direct_alltoallv(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
 {
     const int n = ctx->size;
     const int r = ctx->rank;
     const size_t esize = gs__dtype_size(d->dtype);
     const uint8_t *src = (const uint8_t *)d->sendbuf;
     uint8_t *dst = (uint8_t *)d->recvbuf;
-    gs_algo_req_t *reqs;
+    gs__algo_req_t *reqs;
     size_t *expect;
     size_t *soff;
     size_t *roff;
@@ -566,7 +566,7 @@ gs_status_t gs__direct_alltoallv(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
     if (status != GS_OK) {
         return status;
     }
-    reqs = (gs_algo_req_t *)scratch;
+    reqs = (gs__algo_req_t *)scratch;
     expect = (size_t *)(reqs + 2 * n);
     soff = expect + 2 * n;
     roff = soff + n;

@@ -17,9 +17,9 @@
 
 
 /* Primitives (each file's header comment states its costs and step tables). */
-gs_status_t gs__ring_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
-gs_status_t gs__ring_reduce_scatter(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
-gs_status_t gs__ring_allgather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
+gs_status_t gs__ring_allreduce(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d);
+gs_status_t gs__ring_reduce_scatter(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d);
+gs_status_t gs__ring_allgather(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d);
 /* The two phases of the ring all-reduce on their own, over ctx->route, for
  * the hierarchical all-reduce. Chunk c is elements [bounds[c], bounds[c+1])
  * of the d->count-element vector (route n + 1 entries; NULL: the balanced
@@ -27,28 +27,28 @@ gs_status_t gs__ring_allgather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
  * route (op as given; AVG is not scaled) in recvbuf; other chunks of
  * recvbuf hold partial sums. ag_chunks: position p holds chunk (p+1) mod n
  * in recvbuf; every position ends with every chunk. */
-gs_status_t gs__ring_rs_chunks(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, const size_t *bounds);
-gs_status_t gs__ring_ag_chunks(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, const size_t *bounds);
-gs_status_t gs__chain_broadcast(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
-gs_status_t gs__chain_reduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
-gs_status_t gs__direct_alltoall(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
-gs_status_t gs__direct_barrier(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
-gs_status_t gs__p2p_post(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, gs_algo_req_t *r);
-gs_status_t gs__rd_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
-gs_status_t gs__rabenseifner_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
-gs_status_t gs__tree_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
-gs_status_t gs__binomial_broadcast(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
-gs_status_t gs__binomial_reduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
-gs_status_t gs__p2p_send(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
+gs_status_t gs__ring_rs_chunks(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d, const size_t *bounds);
+gs_status_t gs__ring_ag_chunks(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d, const size_t *bounds);
+gs_status_t gs__chain_broadcast(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d);
+gs_status_t gs__chain_reduce(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d);
+gs_status_t gs__direct_alltoall(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d);
+gs_status_t gs__direct_barrier(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d);
+gs_status_t gs__p2p_post(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d, gs__algo_req_t *r);
+gs_status_t gs__rd_allreduce(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d);
+gs_status_t gs__rabenseifner_allreduce(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d);
+gs_status_t gs__tree_allreduce(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d);
+gs_status_t gs__binomial_broadcast(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d);
+gs_status_t gs__binomial_reduce(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d);
+gs_status_t gs__p2p_send(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d);
 /* The rooted and variable-size collectives (algo_vcoll.c). */
-gs_status_t gs__binomial_gather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
-gs_status_t gs__direct_gather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
-gs_status_t gs__binomial_scatter(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
-gs_status_t gs__direct_scatter(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
-gs_status_t gs__direct_alltoallv(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
-gs_status_t gs__ring_allgatherv(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
-gs_status_t gs__ring_reduce_scatterv(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
-gs_status_t gs__p2p_recv(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
+gs_status_t gs__binomial_gather(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d);
+gs_status_t gs__direct_gather(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d);
+gs_status_t gs__binomial_scatter(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d);
+gs_status_t gs__direct_scatter(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d);
+gs_status_t gs__direct_alltoallv(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d);
+gs_status_t gs__ring_allgatherv(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d);
+gs_status_t gs__ring_reduce_scatterv(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d);
+gs_status_t gs__p2p_recv(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d);
 
 /*
  * The fold of recursive doubling and Rabenseifner (pattern_rd.h), shared by
@@ -58,9 +58,9 @@ gs_status_t gs__p2p_recv(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
  * *src_out = sendbuf. @p tmp holds count elements. fold_out: the odd ranks
  * send the finished recvbuf back to the even ones as message @p idx.
  */
-gs_status_t gs__rd_fold_in(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint32_t idx, void *tmp,
+gs_status_t gs__rd_fold_in(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d, uint32_t idx, void *tmp,
                            const void **src_out);
-gs_status_t gs__rd_fold_out(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint32_t idx);
+gs_status_t gs__rd_fold_out(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d, uint32_t idx);
 
 /*
  * The start of recursive doubling and Rabenseifner (algo_rd.c). One rank or
@@ -71,7 +71,7 @@ gs_status_t gs__rd_fold_out(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint32_
  * GS_OK, GS_ERR_NO_MEMORY, or the fold's failure; on a failure the caller
  * returns it at once.
  */
-gs_status_t gs__rd_start(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, void **tmp_out,
+gs_status_t gs__rd_start(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d, void **tmp_out,
                          const void **src_out, int *done_out);
 
 
@@ -82,9 +82,9 @@ gs_status_t gs__rd_start(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, void **tmp
  * when the transport has no native version; when the transport declines
  * this dtype/op/count it runs gradsync's own primitive instead (ring or
  * chain). Otherwise returns the transport's status. */
-gs_status_t gs__native_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
-gs_status_t gs__native_broadcast(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
-gs_status_t gs__native_allgather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
-gs_status_t gs__native_reduce_scatter(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
+gs_status_t gs__native_allreduce(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d);
+gs_status_t gs__native_broadcast(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d);
+gs_status_t gs__native_allgather(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d);
+gs_status_t gs__native_reduce_scatter(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d);
 
 #endif /* GS_ALGO_PRIM_PRIM_H */

@@ -55,9 +55,9 @@
 
 #define DCOMP_ALIGN 256
 
-/* A residual's device copy (gs_ef_dev_t first: the gs_ef_t sees only that). */
+/* A residual's device copy (gs__ef_dev_t first: the gs_ef_t sees only that). */
 typedef struct dcomp_res {
-    gs_ef_dev_t base;
+    gs__ef_dev_t base;
     float *res; /* count f32 on device */
     size_t count;
     int device;
@@ -68,10 +68,10 @@ typedef struct dcomp_res {
  * for them and the caller's restored after. gs_ef_reset zeroes only the
  * host copy and marks the device copy stale, so that the next device call
  * uploads it on its own stream. */
-static void dcomp_res_release(gs_ef_dev_t *self)
+static void dcomp_res_release(gs__ef_dev_t *self)
 {
     dcomp_res_t *r = (dcomp_res_t *)self;
-    gs_dev_guard_t guard;
+    gs__dev_guard_t guard;
 
     gs__dev_take_back(gs__dev_guard_enter(&guard, r->device));
     gs__dev_take_back(cudaFree(r->res));
@@ -79,10 +79,10 @@ static void dcomp_res_release(gs_ef_dev_t *self)
     free(r);
 }
 
-static gs_status_t dcomp_res_to_host(gs_ef_dev_t *self, float *residual)
+static gs_status_t dcomp_res_to_host(gs__ef_dev_t *self, float *residual)
 {
     dcomp_res_t *r = (dcomp_res_t *)self;
-    gs_dev_guard_t guard;
+    gs__dev_guard_t guard;
     cudaError_t err = (cudaError_t)gs__dev_guard_enter(&guard, r->device);
 
     if (err == cudaSuccess) {
@@ -101,7 +101,7 @@ static gs_status_t dcomp_res_to_host(gs_ef_dev_t *self, float *residual)
 /* The device residual of @p ef (NULL when ef is), made current: created
  * on first use, refreshed from the host copy when a host call used it
  * since. */
-static gs_status_t dcomp_residual(gs_algo_ctx_t *ctx, gs_ef_t ef, void *stream, float **out)
+static gs_status_t dcomp_residual(gs__algo_ctx_t *ctx, gs_ef_t ef, void *stream, float **out)
 {
     dcomp_res_t *r;
     gs_status_t status;
@@ -151,9 +151,9 @@ static gs_status_t dcomp_residual(gs_algo_ctx_t *ctx, gs_ef_t ef, void *stream, 
 
 /* Everything one call needs. */
 typedef struct dcomp {
-    gs_algo_ctx_t *ctx;
-    const gs_coll_desc_t *d;
-    gs_codec_resolved_t rc;
+    gs__algo_ctx_t *ctx;
+    const gs__coll_desc_t *d;
+    gs__codec_resolved_t rc;
     gs_codec_kind_t kind;
     cudaStream_t st;
     int n, r, over_nccl;
@@ -171,10 +171,10 @@ typedef struct dcomp {
     /* Host bookkeeping, in the context's scratch (no allocation per call):
      * body lengths of the two exchanges, the host exchange's lengths and
      * requests, the checks' flags read back. */
-    size_t *lens;        /* 2n */
-    size_t *hlens;       /* 2n */
-    gs_algo_req_t *reqs; /* 2n */
-    int *flags;          /* n */
+    size_t *lens;         /* 2n */
+    size_t *hlens;        /* 2n */
+    gs__algo_req_t *reqs; /* 2n */
+    int *flags;           /* n */
 } dcomp_t;
 
 static size_t dcomp_align(size_t x)
@@ -190,9 +190,9 @@ static void dcomp_chunk(const dcomp_t *x, int c, size_t *off, size_t *len)
 
 /* The kernels' parameters for @p len elements with @p seed, and the body size. */
 static gs_status_t dcomp_params(const dcomp_t *x, size_t len, uint64_t seed,
-                                gs_k_codec_params_t *kp, size_t *body_out)
+                                gs__k_codec_params_t *kp, size_t *body_out)
 {
-    gs_codec_params_t p;
+    gs__codec_params_t p;
     gs_status_t status = gs__codec_params(&x->rc, len, &p);
 
     if (status != GS_OK) {
@@ -210,7 +210,7 @@ static gs_status_t dcomp_params(const dcomp_t *x, size_t len, uint64_t seed,
 /* Slots, workspace and residuals; every size from the plan, alike on every rank. */
 static gs_status_t dcomp_layout(dcomp_t *x)
 {
-    gs_algo_ctx_t *ctx = x->ctx;
+    gs__algo_ctx_t *ctx = x->ctx;
     size_t own_off, own_len, max_body = 0, work = 0, total, o = 0;
     gs_status_t status = GS_OK;
     uint8_t *base = NULL;
@@ -219,7 +219,7 @@ static gs_status_t dcomp_layout(dcomp_t *x)
     dcomp_chunk(x, x->r, &own_off, &own_len);
     for (int c = 0; (c < x->n) && (status == GS_OK); c++) {
         size_t off, len, body;
-        gs_k_codec_params_t kp;
+        gs__k_codec_params_t kp;
 
         dcomp_chunk(x, c, &off, &len);
         status = dcomp_params(x, len, x->wseed, &kp, &body);
@@ -231,7 +231,7 @@ static gs_status_t dcomp_layout(dcomp_t *x)
         }
     }
     if (status == GS_OK) {
-        gs_k_codec_params_t kp;
+        gs__k_codec_params_t kp;
         size_t body, w;
 
         status = dcomp_params(x, own_len, x->sseed, &kp, &body);
@@ -293,7 +293,7 @@ static gs_status_t dcomp_k(const dcomp_t *x, int err, const char *what)
 static gs_status_t dcomp_exchange(dcomp_t *x, uint32_t phase, uint8_t *send, uint8_t *recv,
                                   const size_t *send_len, const size_t *recv_len, int gather)
 {
-    gs_algo_ctx_t *ctx = x->ctx;
+    gs__algo_ctx_t *ctx = x->ctx;
     const size_t n = (size_t)x->n;
     gs_status_t status = GS_OK;
 
@@ -302,7 +302,7 @@ static gs_status_t dcomp_exchange(dcomp_t *x, uint32_t phase, uint8_t *send, uin
     }
 #ifdef GS_WITH_NCCL
     if (x->over_nccl) {
-        struct gs_nccl *nc = ctx->dev->nccl;
+        struct gs__nccl *nc = ctx->dev->nccl;
         gs_status_t end;
 
         status = gs__nccl_group_start();
@@ -326,8 +326,8 @@ static gs_status_t dcomp_exchange(dcomp_t *x, uint32_t phase, uint8_t *send, uin
          * host path sends them, checked on arrival. */
         uint8_t *hsend, *hrecv;
         size_t *hs_len = x->hlens, *hr_len = x->hlens + n;
-        gs_comp_xchg_t xc;
-        gs_codec_params_t p;
+        gs__comp_xchg_t xc;
+        gs__codec_params_t p;
 
         status = gs__dev_pinned(ctx, 2 * n * x->cap);
         if (status != GS_OK) {
@@ -350,7 +350,7 @@ static gs_status_t dcomp_exchange(dcomp_t *x, uint32_t phase, uint8_t *send, uin
         }
         memset(hs_len, 0, 2 * n * sizeof(size_t));
         for (size_t q = 0; (q < n) && (status == GS_OK); q++) {
-            gs_codec_hdr_t hdr;
+            gs__codec_hdr_t hdr;
             size_t off, len;
 
             if (gather ? (q != (size_t)x->r) : (q == (size_t)x->r)) {
@@ -379,7 +379,7 @@ static gs_status_t dcomp_exchange(dcomp_t *x, uint32_t phase, uint8_t *send, uin
             status = gs__comp_exchange(ctx, x->d, phase, &xc);
         }
         for (size_t q = 0; (q < n) && (status == GS_OK); q++) {
-            gs_codec_hdr_t hdr;
+            gs__codec_hdr_t hdr;
             char why[160];
             size_t off, len;
 
@@ -449,14 +449,14 @@ static gs_status_t dcomp_check_bad(dcomp_t *x, const char *what)
     return status;
 }
 
-gs_status_t gs__dev_comp_allreduce(gs_algo_ctx_t *ctx, gs_coll_desc_t *d,
-                                   const gs_algo_plan_t *plan, int over_nccl)
+gs_status_t gs__dev_comp_allreduce(gs__algo_ctx_t *ctx, gs__coll_desc_t *d,
+                                   const gs__algo_plan_t *plan, int over_nccl)
 {
     dcomp_t x;
     gs_ef_t ef = (gs_ef_t)d->ef;
     size_t *lens = NULL;
     size_t own_off, own_len;
-    gs_k_codec_params_t own_kp, sum_kp;
+    gs__k_codec_params_t own_kp, sum_kp;
     size_t own_body = 0, sum_body = 0;
     gs_status_t status;
 
@@ -489,12 +489,12 @@ gs_status_t gs__dev_comp_allreduce(gs_algo_ctx_t *ctx, gs_coll_desc_t *d,
         const size_t n2 = 2 * (size_t)x.n;
 
         status = gs__algo_scratch(
-            ctx, 2 * n2 * sizeof(size_t) + n2 * sizeof(gs_algo_req_t) + (size_t)x.n * sizeof(int),
+            ctx, 2 * n2 * sizeof(size_t) + n2 * sizeof(gs__algo_req_t) + (size_t)x.n * sizeof(int),
             &mem);
         if (status == GS_OK) {
             x.lens = (size_t *)mem;
             x.hlens = x.lens + n2;
-            x.reqs = (gs_algo_req_t *)(void *)(x.hlens + n2);
+            x.reqs = (gs__algo_req_t *)(void *)(x.hlens + n2);
             x.flags = (int *)(void *)(x.reqs + n2);
             lens = x.lens;
         }
@@ -511,7 +511,7 @@ gs_status_t gs__dev_comp_allreduce(gs_algo_ctx_t *ctx, gs_coll_desc_t *d,
     for (int c = 0; (c < x.n) && (status == GS_OK); c++) {
         const int own = (c == x.r);
         uint8_t *body = dcomp_body(&x, own ? x.recv : x.send, c);
-        gs_k_codec_params_t kp;
+        gs__k_codec_params_t kp;
         size_t off, len;
 
         dcomp_chunk(&x, c, &off, &len);
@@ -558,7 +558,7 @@ gs_status_t gs__dev_comp_allreduce(gs_algo_ctx_t *ctx, gs_coll_desc_t *d,
         status = dcomp_k(&x, err, "the codec's encode kernel (sum)");
     }
     for (int c = 0; (c < x.n) && (status == GS_OK); c++) {
-        gs_k_codec_params_t kp;
+        gs__k_codec_params_t kp;
         size_t off, len;
 
         dcomp_chunk(&x, c, &off, &len);
@@ -569,7 +569,7 @@ gs_status_t gs__dev_comp_allreduce(gs_algo_ctx_t *ctx, gs_coll_desc_t *d,
         status = dcomp_exchange(&x, 1, x.sums, x.sums, lens, lens + x.n, 1);
     }
     for (int c = 0; (c < x.n) && (status == GS_OK); c++) {
-        gs_k_codec_params_t kp;
+        gs__k_codec_params_t kp;
         size_t off, len, body;
 
         dcomp_chunk(&x, c, &off, &len);

@@ -19,14 +19,14 @@
  * Compiled in only in the test variant of the library (gradsync_testhooks,
  * GS_TEST_HOOKS): the library users get has no way to corrupt what it sends. */
 #ifdef GS_TEST_HOOKS
-void gs__comp_test_corrupt(const gs_algo_ctx_t *ctx, uint8_t *buf, size_t bytes)
+void gs__comp_test_corrupt(const gs__algo_ctx_t *ctx, uint8_t *buf, size_t bytes)
 {
     if ((ctx->comp_corrupt > 0) && (bytes > 0)) {
         buf[(size_t)(ctx->comp_corrupt - 1) % bytes] ^= 0xffu;
     }
 }
 #else
-void gs__comp_test_corrupt(const gs_algo_ctx_t *ctx, uint8_t *buf, size_t bytes)
+void gs__comp_test_corrupt(const gs__algo_ctx_t *ctx, uint8_t *buf, size_t bytes)
 {
     (void)ctx;
     (void)buf;
@@ -36,10 +36,10 @@ void gs__comp_test_corrupt(const gs_algo_ctx_t *ctx, uint8_t *buf, size_t bytes)
 
 /* gs__algo_wait_each's hook: a payload arrived; its length is what the
  * transport delivered (received payloads vary in length). */
-static gs_status_t comp_xchg_recv_done(gs_algo_ctx_t *ctx, const gs_algo_req_t *r, size_t i,
+static gs_status_t comp_xchg_recv_done(gs__algo_ctx_t *ctx, const gs__algo_req_t *r, size_t i,
                                        gs_status_t status, size_t nbytes, const void *arg)
 {
-    const gs_comp_xchg_t *x = arg;
+    const gs__comp_xchg_t *x = arg;
 
     (void)ctx;
     (void)i;
@@ -47,8 +47,8 @@ static gs_status_t comp_xchg_recv_done(gs_algo_ctx_t *ctx, const gs_algo_req_t *
     return status;
 }
 
-gs_status_t gs__comp_exchange(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint32_t phase,
-                              const gs_comp_xchg_t *x)
+gs_status_t gs__comp_exchange(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d, uint32_t phase,
+                              const gs__comp_xchg_t *x)
 {
     const int n = ctx->size;
     const int r = ctx->rank;
@@ -72,7 +72,7 @@ gs_status_t gs__comp_exchange(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, uint3
     }
 #endif
 
-    memset(x->reqs, 0, sizeof(gs_algo_req_t) * 2 * (size_t)n);
+    memset(x->reqs, 0, sizeof(gs__algo_req_t) * 2 * (size_t)n);
     for (int i = 1; (i < n) && (status == GS_OK); i++) {
         const int from = (r - i + n) % n;
         status = gs__algo_irecv(ctx, from, gs__algo_tag(ctx, d, phase),

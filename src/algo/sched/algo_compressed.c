@@ -52,7 +52,7 @@
  * whose output depends on the whole payload (top-k's selection, qsgd's
  * noise drawn by index) keep one slice per chunk. The codec's configuration
  * is resolved, checked and laid out once per call for the largest slice
- * (gs_comp_plan_t), not per slice. In-place is safe: the
+ * (gs__comp_plan_t), not per slice. In-place is safe: the
  * sum of slice s of chunk c can only arrive after rank c got our encoding
  * of it, i.e. after we read that part of the input.
  */
@@ -73,12 +73,12 @@
 enum { COMP_P1_RECV = 0, COMP_P1_SEND = 1, COMP_P2_RECV = 2, COMP_P2_SEND = 3, COMP_KINDS = 4 };
 
 typedef struct comp_state {
-    gs_algo_ctx_t *ctx;
-    const gs_coll_desc_t *d;
-    gs_ef_t ef;          /* worker residual, or NULL */
-    gs_ef_t server;      /* server residual of our chunk, or NULL */
-    gs_comp_plan_t plan; /* the codec, prepared once for the largest slice */
-    size_t esize;        /* bytes per element of d->dtype */
+    gs__algo_ctx_t *ctx;
+    const gs__coll_desc_t *d;
+    gs_ef_t ef;           /* worker residual, or NULL */
+    gs_ef_t server;       /* server residual of our chunk, or NULL */
+    gs__comp_plan_t plan; /* the codec, prepared once for the largest slice */
+    size_t esize;         /* bytes per element of d->dtype */
     int n, r;
     size_t slice;  /* elements per slice: a multiple of the codec block */
     size_t max_ns; /* slices of the largest chunk */
@@ -91,8 +91,8 @@ typedef struct comp_state {
     uint32_t *next_q; /* [s]: ranks summed into slice s of acc so far (n + 1: sent) */
     float *acc;       /* our chunk, f32 */
     uint8_t *codec_scratch;
-    gs_algo_req_t *reqs; /* [kind][peer][s] */
-    size_t left;         /* requests posted and not finished */
+    gs__algo_req_t *reqs; /* [kind][peer][s] */
+    size_t left;          /* requests posted and not finished */
 } comp_state_t;
 
 static size_t comp_align(size_t x)
@@ -109,8 +109,8 @@ static size_t comp_align(size_t x)
  * not depend on the slice size. Codecs whose output depends on the whole
  * payload (top-k's selection, the noise of qsgd and random-k, drawn by
  * index in the payload) keep one slice per chunk. */
-static size_t comp_slice_elems(const gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
-                               const gs_codec_resolved_t *rc, size_t max_chunk)
+static size_t comp_slice_elems(const gs__algo_ctx_t *ctx, const gs__coll_desc_t *d,
+                               const gs__codec_resolved_t *rc, size_t max_chunk)
 {
     const size_t whole = (max_chunk > 0) ? max_chunk : 1;
     size_t unit = 64, e;
@@ -165,8 +165,8 @@ static uint8_t *comp_slot(const comp_state_t *st, uint8_t *base, int peer, size_
     return base + ((size_t)peer * st->max_ns + s) * st->plan.cap;
 }
 
-gs_status_t gs__comp_plan(const gs_algo_ctx_t *ctx, const gs_codec_resolved_t *rc, size_t max_count,
-                          gs_dtype_t dtype, gs_comp_plan_t *out)
+gs_status_t gs__comp_plan(const gs__algo_ctx_t *ctx, const gs__codec_resolved_t *rc,
+                          size_t max_count, gs_dtype_t dtype, gs__comp_plan_t *out)
 {
     gs_status_t status = gs__codec_plan(ctx->opname, rc, max_count, dtype, &out->in);
 
@@ -184,7 +184,7 @@ gs_status_t gs__comp_plan(const gs_algo_ctx_t *ctx, const gs_codec_resolved_t *r
 }
 
 /* Slices, the codec plan for the largest, and every buffer in ctx's scratch. */
-static gs_status_t comp_layout(comp_state_t *st, const gs_codec_resolved_t *rc)
+static gs_status_t comp_layout(comp_state_t *st, const gs__codec_resolved_t *rc)
 {
     const size_t n = (size_t)st->n;
     const size_t max_chunk = (st->d->count + n - 1) / n;
@@ -204,7 +204,7 @@ static gs_status_t comp_layout(comp_state_t *st, const gs_codec_resolved_t *rc)
     total = 3 * slots * st->plan.cap + comp_align(COMP_KINDS * slots * sizeof(size_t)) +
             comp_align(slots) + comp_align(st->max_ns * sizeof(uint32_t)) +
             comp_align(st->own_len * sizeof(float) + 1) + comp_align(st->plan.scratch + 1) +
-            comp_align(COMP_KINDS * slots * sizeof(gs_algo_req_t));
+            comp_align(COMP_KINDS * slots * sizeof(gs__algo_req_t));
     status = gs__algo_scratch(st->ctx, total + COMP_ALIGN, &mem);
     if (status != GS_OK) {
         return status;
@@ -228,8 +228,8 @@ static gs_status_t comp_layout(comp_state_t *st, const gs_codec_resolved_t *rc)
     base += comp_align(st->own_len * sizeof(float) + 1);
     st->codec_scratch = base;
     base += comp_align(st->plan.scratch + 1);
-    st->reqs = (gs_algo_req_t *)(void *)base;
-    memset(st->reqs, 0, COMP_KINDS * slots * sizeof(gs_algo_req_t));
+    st->reqs = (gs__algo_req_t *)(void *)base;
+    memset(st->reqs, 0, COMP_KINDS * slots * sizeof(gs__algo_req_t));
     return GS_OK;
 }
 
@@ -281,7 +281,7 @@ static gs_status_t comp_post(comp_state_t *st, int kind, int peer, size_t s, uin
                              size_t bytes)
 {
     const uint64_t tag = gs__algo_tag(st->ctx, st->d, (uint32_t)(2 * s + (kind >= COMP_P2_RECV)));
-    gs_algo_req_t *q = &st->reqs[comp_ix(st, kind, peer, s)];
+    gs__algo_req_t *q = &st->reqs[comp_ix(st, kind, peer, s)];
     gs_status_t status;
 
     if ((kind == COMP_P1_SEND) || (kind == COMP_P2_SEND)) {
@@ -296,7 +296,7 @@ static gs_status_t comp_post(comp_state_t *st, int kind, int peer, size_t s, uin
 /* Decode slice s of chunk c's sum (phase 2) into the output. */
 static gs_status_t comp_decode_sum(comp_state_t *st, int c, size_t s)
 {
-    const gs_coll_desc_t *d = st->d;
+    const gs__coll_desc_t *d = st->d;
     size_t off, len;
     gs_status_t status;
 
@@ -317,7 +317,7 @@ static gs_status_t comp_decode_sum(comp_state_t *st, int c, size_t s)
  * send to every peer and decode our own. */
 static gs_status_t comp_reduce(comp_state_t *st, size_t s)
 {
-    const gs_coll_desc_t *d = st->d;
+    const gs__coll_desc_t *d = st->d;
     const size_t ir = comp_ix(st, COMP_P2_RECV, st->r, s);
     size_t off, len, loff;
     struct gs_ef view;
@@ -371,7 +371,7 @@ static gs_status_t comp_reduce(comp_state_t *st, size_t s)
  * rank c, or (our own chunk) sum it in. */
 static gs_status_t comp_encode(comp_state_t *st, int c, size_t s)
 {
-    const gs_coll_desc_t *d = st->d;
+    const gs__coll_desc_t *d = st->d;
     const int own = (c == st->r);
     uint8_t *slot = comp_slot(st, own ? st->p1_recv : st->p1_send, c, s);
     size_t *len_out = &st->len[comp_ix(st, own ? COMP_P1_RECV : COMP_P1_SEND, c, s)];
@@ -397,14 +397,14 @@ static gs_status_t comp_encode(comp_state_t *st, int c, size_t s)
 /* Act on every finished request. *progressed_out: one finished; *blame_out:
  * the first still pending (for a timeout message). */
 static gs_status_t comp_drain(comp_state_t *st, int *progressed_out,
-                              const gs_algo_req_t **blame_out)
+                              const gs__algo_req_t **blame_out)
 {
     const size_t row = (size_t)st->n * st->max_ns;
     gs_status_t status = GS_OK;
 
     *blame_out = NULL;
     for (size_t i = 0; (i < COMP_KINDS * row) && (status == GS_OK); i++) {
-        gs_algo_req_t *q = &st->reqs[i];
+        gs__algo_req_t *q = &st->reqs[i];
         const int kind = (int)(i / row);
         const int peer = (int)((i % row) / st->max_ns);
         const size_t s = i % st->max_ns;
@@ -436,7 +436,7 @@ static gs_status_t comp_drain(comp_state_t *st, int *progressed_out,
 /* Let the transport move bytes without blocking, then act on what finished. */
 static gs_status_t comp_poke(comp_state_t *st)
 {
-    const gs_algo_req_t *blame;
+    const gs__algo_req_t *blame;
     int progressed = 0;
     gs_status_t status = gs__tp_progress(st->ctx->tr, 0);
 
@@ -454,7 +454,7 @@ static gs_status_t comp_wait(comp_state_t *st)
 
     gs__algo_renew(st->ctx, &deadline);
     while ((status == GS_OK) && (st->left > 0)) {
-        const gs_algo_req_t *blame = NULL;
+        const gs__algo_req_t *blame = NULL;
         int progressed = 0;
 
         status = comp_drain(st, &progressed, &blame);
@@ -490,9 +490,9 @@ static gs_status_t comp_post_receives(comp_state_t *st)
     return status;
 }
 
-gs_status_t gs__compressed_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
+gs_status_t gs__compressed_allreduce(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
 {
-    gs_codec_resolved_t rc;
+    gs__codec_resolved_t rc;
     comp_state_t st;
     gs_status_t status;
 

@@ -59,7 +59,7 @@ static size_t dev_align(size_t x)
     return (x + DEV_ALIGN - 1) & ~(size_t)(DEV_ALIGN - 1);
 }
 
-gs_status_t gs__dev_enter(const gs_algo_ctx_t *ctx, gs_dev_guard_t *g)
+gs_status_t gs__dev_enter(const gs__algo_ctx_t *ctx, gs__dev_guard_t *g)
 {
     g->changed = 0;
     if (ctx->dev == NULL) {
@@ -73,7 +73,7 @@ gs_status_t gs__dev_enter(const gs_algo_ctx_t *ctx, gs_dev_guard_t *g)
 /* Every rank's record for the agreement: host id, GPU UUID, NCCL wish. */
 /* The context's resources on @p device (ctx->dev, freed by gs__dev_free, also
  * after a failure here). */
-static gs_status_t dev_create_for(gs_algo_ctx_t *ctx, int device, gs_dev_t **out)
+static gs_status_t dev_create_for(gs__algo_ctx_t *ctx, int device, gs__dev_t **out)
 {
     const gs_status_t status = gs__dev_create(device, ctx->opname, out);
 
@@ -81,7 +81,7 @@ static gs_status_t dev_create_for(gs_algo_ctx_t *ctx, int device, gs_dev_t **out
     return status;
 }
 
-static gs_status_t dev_record(const gs_algo_ctx_t *ctx, int device, uint64_t host_id, int want,
+static gs_status_t dev_record(const gs__algo_ctx_t *ctx, int device, uint64_t host_id, int want,
                               int mpi_cuda, uint8_t rec[DEV_AGREE_BYTES])
 {
     struct cudaDeviceProp prop;
@@ -106,15 +106,15 @@ static gs_status_t dev_record(const gs_algo_ctx_t *ctx, int device, uint64_t hos
  * order, so they match). These are setup messages of a few dozen bytes:
  * the ring all-gather and the binomial broadcast serve them, chosen here
  * once rather than planned (a schedule never calls the planner). */
-static gs_status_t dev_host_coll(gs_algo_ctx_t *ctx, gs_coll_kind_t kind, void *sendbuf,
+static gs_status_t dev_host_coll(gs__algo_ctx_t *ctx, gs__coll_kind_t kind, void *sendbuf,
                                  void *recvbuf, size_t count, int root)
 {
-    const gs_algo_plan_t plan = {.path = GS_PATH_HOST,
-                                 .scheme = GS_SCHEME_PLAIN,
-                                 .algo =
-                                     (kind == GS_COLL_ALLGATHER) ? GS_ALGO_RING : GS_ALGO_BINOMIAL,
-                                 .why = "device setup"};
-    gs_coll_desc_t sub;
+    const gs__algo_plan_t plan = {.path = GS_PATH_HOST,
+                                  .scheme = GS_SCHEME_PLAIN,
+                                  .algo =
+                                      (kind == GS_COLL_ALLGATHER) ? GS_ALGO_RING : GS_ALGO_BINOMIAL,
+                                  .why = "device setup"};
+    gs__coll_desc_t sub;
 
     memset(&sub, 0, sizeof(sub));
     sub.kind = kind;
@@ -130,10 +130,10 @@ static gs_status_t dev_host_coll(gs_algo_ctx_t *ctx, gs_coll_kind_t kind, void *
 }
 
 /* gs__dev_setup's first call, with d->device current. */
-static gs_status_t dev_setup(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
-                             const gs_algo_dev_params_t *params)
+static gs_status_t dev_setup(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d,
+                             const gs__algo_dev_params_t *params)
 {
-    gs_dev_t *dev = ctx->dev;
+    gs__dev_t *dev = ctx->dev;
     uint8_t mine[DEV_AGREE_BYTES];
     uint8_t *all = NULL;
     int share = 0, want_all = 1, required = 0, mpi_all = 1;
@@ -252,11 +252,11 @@ static gs_status_t dev_setup(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
     return GS_OK;
 }
 
-gs_status_t gs__dev_setup(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
-                          const gs_algo_dev_params_t *params)
+gs_status_t gs__dev_setup(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d,
+                          const gs__algo_dev_params_t *params)
 {
-    const gs_dev_t *dev = ctx->dev;
-    gs_dev_guard_t guard;
+    const gs__dev_t *dev = ctx->dev;
+    gs__dev_guard_t guard;
     gs_status_t status;
 
     if ((dev != NULL) && dev->ready) {
@@ -277,10 +277,11 @@ gs_status_t gs__dev_setup(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
     return status;
 }
 
-gs_status_t gs__dev_adopt(gs_algo_ctx_t *ctx, int device, struct gs_nccl *nccl, size_t stage_bytes)
+gs_status_t gs__dev_adopt(gs__algo_ctx_t *ctx, int device, struct gs__nccl *nccl,
+                          size_t stage_bytes)
 {
-    gs_dev_t *dev = NULL;
-    gs_dev_guard_t guard;
+    gs__dev_t *dev = NULL;
+    gs__dev_guard_t guard;
     gs_status_t status = gs__dev_cuda(ctx, gs__dev_guard_enter(&guard, device), "cudaSetDevice");
 
     if (status == GS_OK) {
@@ -306,10 +307,10 @@ gs_status_t gs__dev_adopt(gs_algo_ctx_t *ctx, int device, struct gs_nccl *nccl, 
     return status;
 }
 
-void gs__dev_abort(gs_algo_ctx_t *ctx)
+void gs__dev_abort(gs__algo_ctx_t *ctx)
 {
 #ifdef GS_WITH_NCCL
-    gs_dev_t *dev = ctx->dev;
+    gs__dev_t *dev = ctx->dev;
 
     if ((dev != NULL) && (dev->nccl != NULL)) {
         (void)gs__nccl_abort(dev->nccl);
@@ -319,11 +320,12 @@ void gs__dev_abort(gs_algo_ctx_t *ctx)
 #endif
 }
 
-gs_status_t gs__dev_run_guarded(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo_plan_t *plan,
-                                gs_status_t (*run)(gs_algo_ctx_t *ctx, gs_coll_desc_t *d,
-                                                   const gs_algo_plan_t *plan))
+gs_status_t gs__dev_run_guarded(gs__algo_ctx_t *ctx, gs__coll_desc_t *d,
+                                const gs__algo_plan_t *plan,
+                                gs_status_t (*run)(gs__algo_ctx_t *ctx, gs__coll_desc_t *d,
+                                                   const gs__algo_plan_t *plan))
 {
-    gs_dev_guard_t guard;
+    gs__dev_guard_t guard;
     gs_status_t status = gs__dev_enter(ctx, &guard);
 
     if (status == GS_OK) {
@@ -333,7 +335,7 @@ gs_status_t gs__dev_run_guarded(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_
     return status;
 }
 
-gs_status_t gs__dev_free(gs_algo_ctx_t *ctx, int abort)
+gs_status_t gs__dev_free(gs__algo_ctx_t *ctx, int abort)
 {
     const gs_status_t status = gs__dev_destroy(ctx->dev, abort);
 
@@ -343,7 +345,7 @@ gs_status_t gs__dev_free(gs_algo_ctx_t *ctx, int abort)
 }
 
 /* gs__dev_test with the context's device current. */
-static gs_status_t dev_test(gs_algo_ctx_t *ctx, gs_coll_desc_t *d)
+static gs_status_t dev_test(gs__algo_ctx_t *ctx, gs__coll_desc_t *d)
 {
     const cudaError_t err = (cudaError_t)gs__dev_query_event(d->event);
 
@@ -372,9 +374,9 @@ static gs_status_t dev_test(gs_algo_ctx_t *ctx, gs_coll_desc_t *d)
     return GS_INPROGRESS;
 }
 
-gs_status_t gs__dev_test(gs_algo_ctx_t *ctx, gs_coll_desc_t *d)
+gs_status_t gs__dev_test(gs__algo_ctx_t *ctx, gs__coll_desc_t *d)
 {
-    gs_dev_guard_t guard;
+    gs__dev_guard_t guard;
     gs_status_t status = gs__dev_enter(ctx, &guard);
 
     if (status == GS_OK) {
@@ -386,7 +388,7 @@ gs_status_t gs__dev_test(gs_algo_ctx_t *ctx, gs_coll_desc_t *d)
     return status;
 }
 
-void gs__dev_forget(gs_algo_ctx_t *ctx, gs_coll_desc_t *d)
+void gs__dev_forget(gs__algo_ctx_t *ctx, gs__coll_desc_t *d)
 {
     (void)ctx;
     if (d->event != NULL) {
@@ -402,7 +404,7 @@ void gs__dev_forget(gs_algo_ctx_t *ctx, gs_coll_desc_t *d)
 /* ------------------------------------------------------------------ */
 
 /* Bytes the call reads from sendbuf and writes to recvbuf on this rank. */
-static void staged_extent(const gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, size_t *send_out,
+static void staged_extent(const gs__algo_ctx_t *ctx, const gs__coll_desc_t *d, size_t *send_out,
                           size_t *recv_out)
 {
     const size_t b = d->count * gs__dtype_size(d->dtype);
@@ -437,7 +439,7 @@ static void staged_extent(const gs_algo_ctx_t *ctx, const gs_coll_desc_t *d, siz
 }
 
 /* gs__dev_run_mpi with the context's device current. */
-static gs_status_t dev_run_mpi(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo_plan_t *plan)
+static gs_status_t dev_run_mpi(gs__algo_ctx_t *ctx, gs__coll_desc_t *d, const gs__algo_plan_t *plan)
 {
     gs_status_t status;
 
@@ -457,15 +459,16 @@ static gs_status_t dev_run_mpi(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_a
     return (status == GS_OK) ? gs__algo_run_host(ctx, d, plan) : status;
 }
 
-gs_status_t gs__dev_run_mpi(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo_plan_t *plan)
+gs_status_t gs__dev_run_mpi(gs__algo_ctx_t *ctx, gs__coll_desc_t *d, const gs__algo_plan_t *plan)
 {
     return gs__dev_run_guarded(ctx, d, plan, dev_run_mpi);
 }
 
 /* gs__dev_run_staged with the context's device current. */
-static gs_status_t dev_run_staged(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo_plan_t *plan)
+static gs_status_t dev_run_staged(gs__algo_ctx_t *ctx, gs__coll_desc_t *d,
+                                  const gs__algo_plan_t *plan)
 {
-    gs_dev_t *dev = ctx->dev;
+    gs__dev_t *dev = ctx->dev;
     const size_t esize = gs__dtype_size(d->dtype);
     const int in_place = (d->sendbuf == d->recvbuf);
     const int elementwise = (plan->scheme == GS_SCHEME_PLAIN) &&
@@ -562,7 +565,7 @@ static gs_status_t dev_run_staged(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const g
             uint8_t *slot = dev->pinned + (j % GS_DEV_STAGE_SLOTS) * slot_bytes;
             uint8_t *hrecv = slot + slot_send; /* == slot in place */
             const size_t rbytes = elementwise ? cnt * esize : recv_b;
-            gs_coll_desc_t sub = *d;
+            gs__coll_desc_t sub = *d;
 
             status = gs__dev_wait_event(ctx, (cudaEvent_t)dev->slot_event[j % GS_DEV_STAGE_SLOTS],
                                         "the staging copy to the host");
@@ -598,7 +601,7 @@ static gs_status_t dev_run_staged(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const g
     return status;
 }
 
-gs_status_t gs__dev_run_staged(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo_plan_t *plan)
+gs_status_t gs__dev_run_staged(gs__algo_ctx_t *ctx, gs__coll_desc_t *d, const gs__algo_plan_t *plan)
 {
     return gs__dev_run_guarded(ctx, d, plan, dev_run_staged);
 }

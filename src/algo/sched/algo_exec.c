@@ -12,8 +12,9 @@
 #include "core/error.h"
 #include "core/log.h"
 
-typedef gs_status_t (*algo_fn_t)(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d);
-typedef gs_status_t (*path_fn_t)(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo_plan_t *plan);
+typedef gs_status_t (*algo_fn_t)(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d);
+typedef gs_status_t (*path_fn_t)(gs__algo_ctx_t *ctx, gs__coll_desc_t *d,
+                                 const gs__algo_plan_t *plan);
 
 static const char *const path_names[GS_PATH_COUNT] = {
     [GS_PATH_HOST] = "host",
@@ -71,17 +72,17 @@ static const algo_fn_t algo_table[GS_COLL_KIND_COUNT][GS_ALGO_COUNT] = {
     [GS_COLL_REDUCE_SCATTERV] = {[GS_ALGO_RING] = gs__ring_reduce_scatterv},
 };
 
-const char *gs__path_name(gs_path_t path)
+const char *gs__path_name(gs__path_t path)
 {
     return ((unsigned)path < GS_PATH_COUNT) ? path_names[path] : "unknown";
 }
 
-const char *gs__scheme_name(gs_scheme_t scheme)
+const char *gs__scheme_name(gs__scheme_t scheme)
 {
     return ((unsigned)scheme < GS_SCHEME_COUNT) ? scheme_names[scheme] : "unknown";
 }
 
-int gs__algo_offers(gs_coll_kind_t kind, gs_algo_t algo)
+int gs__algo_offers(gs__coll_kind_t kind, gs_algo_t algo)
 {
     if (((unsigned)kind >= GS_COLL_KIND_COUNT) || ((unsigned)algo >= GS_ALGO_COUNT)) {
         return 0;
@@ -89,12 +90,12 @@ int gs__algo_offers(gs_coll_kind_t kind, gs_algo_t algo)
     return (algo == GS_ALGO_AUTO) || (algo_table[kind][algo] != NULL);
 }
 
-int gs__algo_path_built(gs_path_t path)
+int gs__algo_path_built(gs__path_t path)
 {
     return ((unsigned)path < GS_PATH_COUNT) && (path_table[path] != NULL);
 }
 
-gs_status_t gs__algo_run_host(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo_plan_t *plan)
+gs_status_t gs__algo_run_host(gs__algo_ctx_t *ctx, gs__coll_desc_t *d, const gs__algo_plan_t *plan)
 {
     switch (plan->scheme) {
     case GS_SCHEME_PLAIN:
@@ -116,7 +117,7 @@ gs_status_t gs__algo_run_host(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_al
     }
 }
 
-gs_status_t gs__algo_exec(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo_plan_t *plan)
+gs_status_t gs__algo_exec(gs__algo_ctx_t *ctx, gs__coll_desc_t *d, const gs__algo_plan_t *plan)
 {
     if (!gs__algo_path_built(plan->path)) {
         return gs__error_set(GS_ERR_INTERNAL, "%s: path %d is not built in", ctx->opname,

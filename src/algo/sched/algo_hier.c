@@ -59,8 +59,8 @@
 #include "core/reduce_cpu.h"
 
 typedef struct hier {
-    gs_algo_ctx_t *ctx;
-    const gs_algo_hosts_t *hosts;
+    gs__algo_ctx_t *ctx;
+    const gs__algo_hosts_t *hosts;
     size_t count;
     int nparts; /* M */
     int host;   /* this rank's host */
@@ -118,12 +118,12 @@ static int hier_same_group(const hier_t *hr, int j, int k)
 }
 
 /* Phase 2 for the chunk this rank owns: one ring per run of parts. */
-static gs_status_t hier_inter(hier_t *hr, const gs_coll_desc_t *sub, int chunk, int *group)
+static gs_status_t hier_inter(hier_t *hr, const gs__coll_desc_t *sub, int chunk, int *group)
 {
-    gs_algo_ctx_t *ctx = hr->ctx;
+    gs__algo_ctx_t *ctx = hr->ctx;
     const int m = hier_local_size(hr, hr->host);
     const size_t esize = gs__dtype_size(sub->dtype);
-    const gs_algo_route_t saved = ctx->route;
+    const gs__algo_route_t saved = ctx->route;
     gs_status_t status = GS_OK;
     size_t plo, nparts;
     int j;
@@ -131,7 +131,7 @@ static gs_status_t hier_inter(hier_t *hr, const gs_coll_desc_t *sub, int chunk, 
     gs__algo_split((size_t)hr->nparts, m, chunk, &plo, &nparts);
     j = (int)plo;
     while ((status == GS_OK) && (j < (int)(plo + nparts))) {
-        gs_coll_desc_t run = *sub;
+        gs__coll_desc_t run = *sub;
         int end = j + 1;
 
         while ((end < (int)(plo + nparts)) && hier_same_group(hr, j, end)) {
@@ -153,12 +153,12 @@ static gs_status_t hier_inter(hier_t *hr, const gs_coll_desc_t *sub, int chunk, 
     return status;
 }
 
-gs_status_t gs__hier_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
+gs_status_t gs__hier_allreduce(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
 {
-    const gs_algo_hosts_t *hosts = &ctx->hosts;
-    const gs_algo_route_t saved = ctx->route;
+    const gs__algo_hosts_t *hosts = &ctx->hosts;
+    const gs__algo_route_t saved = ctx->route;
     const size_t esize = gs__dtype_size(d->dtype);
-    gs_coll_desc_t sub = *d;
+    gs__coll_desc_t sub = *d;
     size_t *bounds = NULL;
     int *group = NULL;
     gs_status_t status;

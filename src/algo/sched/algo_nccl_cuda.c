@@ -22,9 +22,9 @@
 #include "core/error.h"
 #include "device/nccl_engine.h"
 
-static gs_status_t nccl_enqueue(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
+static gs_status_t nccl_enqueue(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
 {
-    struct gs_nccl *nc = ctx->dev->nccl;
+    struct gs__nccl *nc = ctx->dev->nccl;
 
     switch (d->kind) {
     case GS_COLL_ALLREDUCE:
@@ -58,9 +58,10 @@ static gs_status_t nccl_enqueue(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d)
 }
 
 /* gs__dev_run_nccl with the context's device current. */
-static gs_status_t dev_run_nccl(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo_plan_t *plan)
+static gs_status_t dev_run_nccl(gs__algo_ctx_t *ctx, gs__coll_desc_t *d,
+                                const gs__algo_plan_t *plan)
 {
-    struct gs_nccl *nc = ctx->dev->nccl;
+    struct gs__nccl *nc = ctx->dev->nccl;
     void *ev = NULL;
     gs_status_t status;
     cudaError_t err;
@@ -102,7 +103,7 @@ static gs_status_t dev_run_nccl(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_
     return GS_INPROGRESS;
 }
 
-gs_status_t gs__dev_run_nccl(gs_algo_ctx_t *ctx, gs_coll_desc_t *d, const gs_algo_plan_t *plan)
+gs_status_t gs__dev_run_nccl(gs__algo_ctx_t *ctx, gs__coll_desc_t *d, const gs__algo_plan_t *plan)
 {
     return gs__dev_run_guarded(ctx, d, plan, dev_run_nccl);
 }

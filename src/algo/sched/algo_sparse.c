@@ -91,8 +91,8 @@ static void sparse_scale(float *v, size_t n, float s)
  * for AVG. Without zstd, codec_topk.c checks every payload and then sums
  * them in one blocked pass over acc; with the zstd stage, each payload is
  * decoded into acc in turn. Both give the same bits. */
-static gs_status_t sparse_sum(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
-                              const gs_comp_plan_t *plan, uint8_t *recv, const size_t *lens,
+static gs_status_t sparse_sum(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d,
+                              const gs__comp_plan_t *plan, uint8_t *recv, const size_t *lens,
                               const uint8_t **slots, size_t *cursor, uint8_t *codec_scratch,
                               float *acc)
 {
@@ -137,19 +137,19 @@ static gs_status_t sparse_sum(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
 }
 
 /* top-k: all-gather of the payloads, sum in rank order. */
-static gs_status_t sparse_gather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
-                                 const gs_codec_resolved_t *rc)
+static gs_status_t sparse_gather(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d,
+                                 const gs__codec_resolved_t *rc)
 {
     const size_t n = (size_t)ctx->size;
     const int r = ctx->rank;
     const int f32 = (d->dtype == GS_DTYPE_F32);
-    gs_comp_plan_t plan;
+    gs__comp_plan_t plan;
     size_t cap, sc, total;
     uint8_t *base, *recv, *codec_scratch;
     size_t *lens, *cursor;
     const uint8_t **slots;
     float *acc;
-    gs_algo_req_t *reqs;
+    gs__algo_req_t *reqs;
     void *mem = NULL;
     gs_status_t status;
 
@@ -161,7 +161,7 @@ static gs_status_t sparse_gather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
     sc = plan.scratch;
     total = n * cap + sparse_align(2 * n * sizeof(size_t)) + sparse_align(n * sizeof(void *)) +
             (f32 ? 0 : sparse_align(d->count * sizeof(float))) + sparse_align(sc + 1) +
-            sparse_align(2 * n * sizeof(gs_algo_req_t));
+            sparse_align(2 * n * sizeof(gs__algo_req_t));
     status = gs__algo_scratch(ctx, total + SPARSE_ALIGN, &mem);
     if (status != GS_OK) {
         return status;
@@ -178,14 +178,14 @@ static gs_status_t sparse_gather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
     base += f32 ? 0 : sparse_align(d->count * sizeof(float));
     codec_scratch = base;
     base += sparse_align(sc + 1);
-    reqs = (gs_algo_req_t *)(void *)base;
+    reqs = (gs__algo_req_t *)(void *)base;
 
     /* Our payload sits in our own receive slot and goes to every peer. The
      * input is read only here, so recvbuf may alias sendbuf. */
     status = gs__codec_plan_encode(&plan.in, d->sendbuf, d->count, d->ef, codec_scratch, sc,
                                    recv + (size_t)r * cap, cap, &lens[r]);
     if (status == GS_OK) {
-        const gs_comp_xchg_t x = {
+        const gs__comp_xchg_t x = {
             .send = recv,
             .recv = recv,
             .cap = cap,
@@ -207,16 +207,16 @@ static gs_status_t sparse_gather(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
 }
 
 /* random-k: same draw on every rank, dense all-reduce of the k values. */
-static gs_status_t sparse_shared(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
-                                 const gs_codec_resolved_t *rc_call, gs_algo_t inner)
+static gs_status_t sparse_shared(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d,
+                                 const gs__codec_resolved_t *rc_call, gs_algo_t inner)
 {
     /* The dense all-reduce of the k values runs as the planner chose for its size. */
-    const gs_algo_plan_t sum_plan = {
+    const gs__algo_plan_t sum_plan = {
         .path = GS_PATH_HOST, .scheme = GS_SCHEME_PLAIN, .algo = inner, .why = "sparse"};
-    gs_codec_resolved_t rc = *rc_call;
+    gs__codec_resolved_t rc = *rc_call;
     const float n = (float)ctx->size;
-    gs_comp_plan_t plan;
-    gs_coll_desc_t sum;
+    gs__comp_plan_t plan;
+    gs__coll_desc_t sum;
     size_t cap, len = 0, sc = 0, k;
     uint8_t *payload;
     float *vals, digest;
@@ -287,10 +287,10 @@ static gs_status_t sparse_shared(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
     return status;
 }
 
-gs_status_t gs__sparse_allreduce(gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
-                                 const gs_algo_plan_t *plan)
+gs_status_t gs__sparse_allreduce(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d,
+                                 const gs__algo_plan_t *plan)
 {
-    gs_codec_resolved_t rc;
+    gs__codec_resolved_t rc;
     gs_status_t status = gs__ef_sync_host((gs_ef_t)d->ef);
 
     if (status == GS_OK) {

@@ -64,7 +64,7 @@ static double algo_llc_bytes(void)
     return 32.0 * 1048576.0;
 }
 
-void gs__algo_model_init(gs_algo_model_t *m, int alpha_us, int beta_mbps, int gamma_mbps)
+void gs__algo_model_init(gs__algo_model_t *m, int alpha_us, int beta_mbps, int gamma_mbps)
 {
     m->alpha = (alpha_us > 0 ? alpha_us : GS_ALGO_ALPHA_US_DEFAULT) * 1e-6;
     m->beta = 1.0 / ((beta_mbps > 0 ? beta_mbps : GS_ALGO_BETA_MBPS_DEFAULT) * 1e6);
@@ -75,7 +75,7 @@ void gs__algo_model_init(gs_algo_model_t *m, int alpha_us, int beta_mbps, int ga
     gs__algo_model_set_intra(m, 0, 0);
 }
 
-void gs__algo_model_set_intra(gs_algo_model_t *m, int alpha_us, int beta_mbps)
+void gs__algo_model_set_intra(gs__algo_model_t *m, int alpha_us, int beta_mbps)
 {
     m->intra_alpha = (alpha_us > 0 ? alpha_us : GS_ALGO_INTRA_ALPHA_US_DEFAULT) * 1e-6;
     m->intra_beta = 1.0 / ((beta_mbps > 0 ? beta_mbps : GS_ALGO_INTRA_BETA_MBPS_DEFAULT) * 1e6);
@@ -98,12 +98,12 @@ static double cost_slices(double b, size_t slice_bytes)
  * 1.2 ms at 1 MiB and 2.2-3.3 ms at 2 MiB against the ring's 1.3 and 2.0-2.5;
  * with 4 MiB rings it stayed ahead at 2 MiB.
  */
-static int cost_spills(const gs_algo_model_t *m, double ws, double msg)
+static int cost_spills(const gs__algo_model_t *m, double ws, double msg)
 {
     return (ws >= m->cache_bytes) || ((m->ring_bytes > 0.0) && (msg >= m->ring_bytes));
 }
 
-static double cost_allreduce(const gs_algo_model_t *m, gs_algo_t algo, int n, double b,
+static double cost_allreduce(const gs__algo_model_t *m, gs_algo_t algo, int n, double b,
                              size_t slice_bytes, int sharing)
 {
     const double a = m->alpha, be = m->beta, g = m->gamma;
@@ -154,7 +154,7 @@ static double cost_allreduce(const gs_algo_model_t *m, gs_algo_t algo, int n, do
     }
 }
 
-static double cost_rooted(const gs_algo_model_t *m, gs_algo_t algo, int n, double b,
+static double cost_rooted(const gs__algo_model_t *m, gs_algo_t algo, int n, double b,
                           size_t slice_bytes, int reduces)
 {
     const double per_byte = m->beta + (reduces ? m->gamma : 0.0);
@@ -179,7 +179,7 @@ static double cost_rooted(const gs_algo_model_t *m, gs_algo_t algo, int n, doubl
  * at the reduction rate gamma (a memory pass). So binomial for small
  * blocks, direct for large, as MPI implementations choose.
  */
-static double cost_gather(const gs_algo_model_t *m, gs_algo_t algo, int n, double b)
+static double cost_gather(const gs__algo_model_t *m, gs_algo_t algo, int n, double b)
 {
     const double fn = (double)n;
 
@@ -200,7 +200,7 @@ static double cost_gather(const gs_algo_model_t *m, gs_algo_t algo, int n, doubl
  * hosts: m is the largest host, and the busiest rank runs up to
  * ceil(max/min) rings between hosts one after the other.
  */
-static double cost_hier(const gs_algo_model_t *m, const gs_algo_shape_t *sh, double b,
+static double cost_hier(const gs__algo_model_t *m, const gs__algo_shape_t *sh, double b,
                         size_t slice_bytes)
 {
     const double fm = (double)sh->max_local;
@@ -218,20 +218,20 @@ static double cost_hier(const gs_algo_model_t *m, const gs_algo_shape_t *sh, dou
     return intra + inter;
 }
 
-double gs__algo_cost(const gs_algo_model_t *model, gs_coll_kind_t kind, gs_algo_t algo, int n,
+double gs__algo_cost(const gs__algo_model_t *model, gs__coll_kind_t kind, gs_algo_t algo, int n,
                      size_t bytes, size_t slice_bytes)
 {
-    const gs_algo_shape_t flat = {.n = n, .nhosts = n, .min_local = 1, .max_local = 1};
+    const gs__algo_shape_t flat = {.n = n, .nhosts = n, .min_local = 1, .max_local = 1};
 
     return gs__algo_cost_shape(model, kind, algo, &flat, bytes, slice_bytes);
 }
 
-double gs__algo_cost_shape(const gs_algo_model_t *model, gs_coll_kind_t kind, gs_algo_t algo,
-                           const gs_algo_shape_t *shape, size_t bytes, size_t slice_bytes)
+double gs__algo_cost_shape(const gs__algo_model_t *model, gs__coll_kind_t kind, gs_algo_t algo,
+                           const gs__algo_shape_t *shape, size_t bytes, size_t slice_bytes)
 {
-    gs_algo_model_t def;
-    gs_algo_model_t local;
-    const gs_algo_model_t *m = model;
+    gs__algo_model_t def;
+    gs__algo_model_t local;
+    const gs__algo_model_t *m = model;
     const double b = (double)bytes;
     const int n = shape->n;
     const double fn = (double)n;
@@ -295,16 +295,16 @@ double gs__algo_cost_shape(const gs_algo_model_t *model, gs_coll_kind_t kind, gs
     }
 }
 
-gs_algo_t gs__algo_choose(const gs_algo_model_t *m, gs_coll_kind_t kind, int n, size_t bytes,
+gs_algo_t gs__algo_choose(const gs__algo_model_t *m, gs__coll_kind_t kind, int n, size_t bytes,
                           size_t slice_bytes)
 {
-    const gs_algo_shape_t flat = {.n = n, .nhosts = n, .min_local = 1, .max_local = 1};
+    const gs__algo_shape_t flat = {.n = n, .nhosts = n, .min_local = 1, .max_local = 1};
 
     return gs__algo_choose_shape(m, kind, &flat, bytes, slice_bytes);
 }
 
-gs_algo_t gs__algo_choose_shape(const gs_algo_model_t *m, gs_coll_kind_t kind,
-                                const gs_algo_shape_t *shape, size_t bytes, size_t slice_bytes)
+gs_algo_t gs__algo_choose_shape(const gs__algo_model_t *m, gs__coll_kind_t kind,
+                                const gs__algo_shape_t *shape, size_t bytes, size_t slice_bytes)
 {
     const int n = shape->n;
     gs_algo_t best = GS_ALGO_AUTO;

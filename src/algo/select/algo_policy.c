@@ -21,21 +21,21 @@ static int algo_lookup(const char *name, size_t len, gs_algo_t *out)
     return -1;
 }
 
-static int coll_lookup(const char *name, size_t len, gs_coll_kind_t *out)
+static int coll_lookup(const char *name, size_t len, gs__coll_kind_t *out)
 {
     for (int k = 0; k < GS_COLL_KIND_COUNT; k++) {
-        const char *cn = gs__coll_name((gs_coll_kind_t)k);
+        const char *cn = gs__coll_name((gs__coll_kind_t)k);
         if ((strlen(cn) == len) && (strncmp(cn, name, len) == 0)) {
-            *out = (gs_coll_kind_t)k;
+            *out = (gs__coll_kind_t)k;
             return 0;
         }
     }
     return -1;
 }
 
-gs_status_t gs__algo_policy_parse(const char *text, gs_algo_policy_t *out)
+gs_status_t gs__algo_policy_parse(const char *text, gs__algo_policy_t *out)
 {
-    gs_algo_policy_t p;
+    gs__algo_policy_t p;
     const char *s = text;
 
     memset(&p, 0, sizeof(p));
@@ -53,7 +53,7 @@ gs_status_t gs__algo_policy_parse(const char *text, gs_algo_policy_t *out)
                                      (int)len, s);
             }
             for (int k = 0; k < GS_COLL_KIND_COUNT; k++) {
-                if (gs__algo_offers((gs_coll_kind_t)k, algo)) {
+                if (gs__algo_offers((gs__coll_kind_t)k, algo)) {
                     p.forced[k] = algo;
                     used = 1;
                 }
@@ -63,7 +63,7 @@ gs_status_t gs__algo_policy_parse(const char *text, gs_algo_policy_t *out)
                                      (int)len, s);
             }
         } else {
-            gs_coll_kind_t kind;
+            gs__coll_kind_t kind;
             const size_t clen = (size_t)(colon - s);
             if (coll_lookup(s, clen, &kind) != 0) {
                 return gs__error_set(GS_ERR_INVALID_ARG, "GS_ALGO: unknown collective '%.*s'",

@@ -34,8 +34,8 @@
 enum { P_ALPHA, P_BETA, P_INTRA_ALPHA, P_INTRA_BETA, P_GAMMA, P_COUNT };
 
 typedef struct probe {
-    gs_algo_ctx_t *ctx;
-    gs_coll_desc_t desc; /* signature of the probe's tags */
+    gs__algo_ctx_t *ctx;
+    gs__coll_desc_t desc; /* signature of the probe's tags */
     int left;
     int right;
     uint32_t idx; /* next message number */
@@ -44,7 +44,7 @@ typedef struct probe {
 /* Send sbytes to the right neighbour and receive rbytes from the left one. */
 static gs_status_t probe_shift(probe_t *p, const void *sbuf, void *rbuf, size_t bytes)
 {
-    gs_algo_req_t reqs[2];
+    gs__algo_req_t reqs[2];
     size_t expect[2] = {bytes, 0};
     const uint64_t tag = gs__algo_tag(p->ctx, &p->desc, p->idx++);
     gs_status_t status;
@@ -132,7 +132,7 @@ static gs_status_t probe_agree(probe_t *p, double v[P_COUNT])
 }
 
 /* The probe's ring neighbours and the signature of its tags. */
-static void probe_setup(gs_algo_ctx_t *ctx, probe_t *p)
+static void probe_setup(gs__algo_ctx_t *ctx, probe_t *p)
 {
     const int n = gs__route_n(ctx);
     const int pos = gs__route_pos(ctx);
@@ -147,7 +147,7 @@ static void probe_setup(gs_algo_ctx_t *ctx, probe_t *p)
     p->left = gs__route_rank(ctx, (pos + n - 1) % n);
 }
 
-gs_status_t gs__algo_model_agree_local(gs_algo_ctx_t *ctx, gs_algo_model_t *model, int local,
+gs_status_t gs__algo_model_agree_local(gs__algo_ctx_t *ctx, gs__algo_model_t *model, int local,
                                        double ring_bytes)
 {
     const uint32_t saved_seq = ctx->seq;
@@ -196,7 +196,7 @@ static void probe_apply(double *dst, double v, int keep)
     }
 }
 
-gs_status_t gs__algo_probe(gs_algo_ctx_t *ctx, gs_algo_model_t *model, unsigned keep)
+gs_status_t gs__algo_probe(gs__algo_ctx_t *ctx, gs__algo_model_t *model, unsigned keep)
 {
     const int n = gs__route_n(ctx);
     const uint32_t saved_seq = ctx->seq;

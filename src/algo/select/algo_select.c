@@ -12,7 +12,7 @@
  *   evaluates alike, without a message);
  * - the algorithm (plain scheme): the caller's explicit choice
  *   (opts.algo), then GS_ALGO, then the cost model.
- * Its state is the communicator's gs_algo_select_t: the policy, the cost
+ * Its state is the communicator's gs__algo_select_t: the policy, the cost
  * model, and the "already logged" bits (each collective, path and scheme,
  * size class is logged once at INFO).
  */
@@ -26,9 +26,9 @@
 #include "core/log.h"
 
 /* The host layout of the context as the model sees it (unknown: one rank per host). */
-static gs_algo_shape_t algo_shape(const gs_algo_ctx_t *ctx)
+static gs__algo_shape_t algo_shape(const gs__algo_ctx_t *ctx)
 {
-    gs_algo_shape_t sh = {.n = ctx->size, .nhosts = ctx->size, .min_local = 1, .max_local = 1};
+    gs__algo_shape_t sh = {.n = ctx->size, .nhosts = ctx->size, .min_local = 1, .max_local = 1};
 
     if (ctx->hosts.nhosts > 0) {
         sh.nhosts = ctx->hosts.nhosts;
@@ -39,7 +39,7 @@ static gs_algo_shape_t algo_shape(const gs_algo_ctx_t *ctx)
 }
 
 /* Bytes the model is asked about: the whole vector, or one rank's block. */
-static size_t algo_bytes(const gs_coll_desc_t *d)
+static size_t algo_bytes(const gs__coll_desc_t *d)
 {
     return d->count * gs__dtype_size(d->dtype);
 }
@@ -58,13 +58,13 @@ static int algo_size_class(size_t bytes)
 
 /* INFO line, once per (collective, path and scheme, size class) per
  * communicator. The host path's plain line reads as it always has. */
-static void algo_log_choice(gs_algo_select_t *sel, const gs_algo_ctx_t *ctx,
-                            const gs_coll_desc_t *d, const gs_algo_plan_t *plan)
+static void algo_log_choice(gs__algo_select_t *sel, const gs__algo_ctx_t *ctx,
+                            const gs__coll_desc_t *d, const gs__algo_plan_t *plan)
 {
     const size_t bytes = algo_bytes(d);
     const int cls = algo_size_class(bytes);
     const uint64_t bit = 1ull << cls;
-    const gs_algo_shape_t shape = algo_shape(ctx);
+    const gs__algo_shape_t shape = algo_shape(ctx);
     const int row = (int)plan->path * GS_SCHEME_COUNT + (int)plan->scheme;
     char costs[320];
     char what[96];
@@ -110,10 +110,10 @@ static void algo_log_choice(gs_algo_select_t *sel, const gs_algo_ctx_t *ctx,
  * union of n * k (index, value) pairs is. Anything the two-phase scheme
  * would reject goes there, to be reported.
  */
-static gs_scheme_t algo_scheme(const gs_coll_desc_t *d, int n, size_t *k_out)
+static gs__scheme_t algo_scheme(const gs__coll_desc_t *d, int n, size_t *k_out)
 {
-    gs_codec_resolved_t rc;
-    gs_codec_params_t p;
+    gs__codec_resolved_t rc;
+    gs__codec_params_t p;
     size_t dense, pair_bytes;
 
     if (d->codec == NULL) {
@@ -147,10 +147,10 @@ static gs_scheme_t algo_scheme(const gs_coll_desc_t *d, int n, size_t *k_out)
  * types are staged and converted on the CPU) and no zstd stage (zstd runs
  * on the CPU only).
  */
-static int algo_device_codec(const gs_coll_desc_t *d)
+static int algo_device_codec(const gs__coll_desc_t *d)
 {
 #ifdef GS_WITH_CUDA
-    gs_codec_resolved_t rc;
+    gs__codec_resolved_t rc;
 
     if ((d->dtype != GS_DTYPE_F32) || (gs__codec_resolve(d->codec, &rc) != GS_OK)) {
         gs__error_clear();
@@ -169,7 +169,7 @@ static int algo_device_codec(const gs_coll_desc_t *d)
  * above INT_MAX are declined, and a declined call would fall back to
  * gradsync's algorithms, which cannot read device memory).
  */
-static int algo_mpi_cuda_ok(const gs_coll_desc_t *d)
+static int algo_mpi_cuda_ok(const gs__coll_desc_t *d)
 {
     const int kind_ok = (d->kind == GS_COLL_ALLREDUCE) || (d->kind == GS_COLL_BROADCAST) ||
                         (d->kind == GS_COLL_ALLGATHER) || (d->kind == GS_COLL_REDUCE_SCATTER);
@@ -189,8 +189,8 @@ static int algo_mpi_cuda_ok(const gs_coll_desc_t *d)
  * through host memory, where every gradsync algorithm runs as on host
  * buffers (and the codec kernels still run on the device when they can).
  */
-static gs_path_t algo_path(const gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
-                           const gs_algo_plan_t *plan)
+static gs__path_t algo_path(const gs__algo_ctx_t *ctx, const gs__coll_desc_t *d,
+                            const gs__algo_plan_t *plan)
 {
     /* A capability whose runner is not built in (no NCCL in this build) is none. */
     const int nccl = ((ctx->dev_caps & GS_DEV_CAP_NCCL) != 0) && gs__algo_path_built(GS_PATH_NCCL);
@@ -213,14 +213,14 @@ static gs_path_t algo_path(const gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
     return GS_PATH_STAGED;
 }
 
-gs_status_t gs__algo_plan(gs_algo_select_t *sel, const gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
-                          gs_algo_plan_t *plan_out)
+gs_status_t gs__algo_plan(gs__algo_select_t *sel, const gs__algo_ctx_t *ctx,
+                          const gs__coll_desc_t *d, gs__algo_plan_t *plan_out)
 {
-    gs_algo_plan_t plan = {.path = GS_PATH_HOST,
-                           .scheme = GS_SCHEME_PLAIN,
-                           .algo = d->algo,
-                           .inner = GS_ALGO_AUTO,
-                           .why = "caller"};
+    gs__algo_plan_t plan = {.path = GS_PATH_HOST,
+                            .scheme = GS_SCHEME_PLAIN,
+                            .algo = d->algo,
+                            .inner = GS_ALGO_AUTO,
+                            .why = "caller"};
 
     if ((unsigned)d->kind >= GS_COLL_KIND_COUNT) {
         return gs__error_set(GS_ERR_INTERNAL, "%s: unknown collective %d", ctx->opname,
@@ -236,7 +236,7 @@ gs_status_t gs__algo_plan(gs_algo_select_t *sel, const gs_algo_ctx_t *ctx, const
         plan.scheme = algo_scheme(d, ctx->size, &k);
         if (plan.scheme == GS_SCHEME_SPARSE_SHARED) {
             /* Its dense all-reduce of the k values and the seed digest, on the host. */
-            const gs_algo_shape_t shape = algo_shape(ctx);
+            const gs__algo_shape_t shape = algo_shape(ctx);
             plan.inner = gs__algo_choose_shape(&sel->model, GS_COLL_ALLREDUCE, &shape,
                                                (k + 1) * sizeof(float), ctx->slice_bytes);
         }
@@ -258,7 +258,7 @@ gs_status_t gs__algo_plan(gs_algo_select_t *sel, const gs_algo_ctx_t *ctx, const
         plan.why = "device buffers";
     } else {
         if (plan.algo == GS_ALGO_AUTO) {
-            const gs_algo_shape_t shape = algo_shape(ctx);
+            const gs__algo_shape_t shape = algo_shape(ctx);
             plan.algo = gs__algo_choose_shape(&sel->model, d->kind, &shape, algo_bytes(d),
                                               ctx->slice_bytes);
             plan.why = "cost model";
@@ -273,9 +273,9 @@ gs_status_t gs__algo_plan(gs_algo_select_t *sel, const gs_algo_ctx_t *ctx, const
     return GS_OK;
 }
 
-gs_status_t gs__algo_run(gs_algo_select_t *sel, gs_algo_ctx_t *ctx, gs_coll_desc_t *d)
+gs_status_t gs__algo_run(gs__algo_select_t *sel, gs__algo_ctx_t *ctx, gs__coll_desc_t *d)
 {
-    gs_algo_plan_t plan;
+    gs__algo_plan_t plan;
     gs_status_t status = gs__algo_plan(sel, ctx, d, &plan);
 
     if (status != GS_OK) {

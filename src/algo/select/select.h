@@ -16,7 +16,7 @@
 
 /* The cost model's machine parameters (see algo_select.c): seconds per
  * message (alpha), per byte sent on one link (beta), per byte reduced (gamma). */
-typedef struct gs_algo_model {
+typedef struct gs__algo_model {
     double alpha;
     double beta;
     double gamma;
@@ -28,7 +28,7 @@ typedef struct gs_algo_model {
                          * every rank at init: gs__algo_model_agree_local) */
     double ring_bytes; /* flat_intra: one shared-memory ring (GS_SHM_BYTES); an unsliced
                          * message that does not fit stalls its sender; 0: no such limit */
-} gs_algo_model_t;
+} gs__algo_model_t;
 
 
 /* Model parameters GS_TUNE=probe must leave alone (set explicitly by the user). */
@@ -47,7 +47,7 @@ typedef struct gs_algo_model {
  * Returns GS_OK or the exchange's failure (GS_ERR_TIMEOUT, GS_ERR_PEER_FAILED,
  * GS_ERR_NO_MEMORY).
  */
-gs_status_t gs__algo_probe(gs_algo_ctx_t *ctx, gs_algo_model_t *model, unsigned keep);
+gs_status_t gs__algo_probe(gs__algo_ctx_t *ctx, gs__algo_model_t *model, unsigned keep);
 
 /*
  * Set model->flat_intra when every rank says that all its peers are on
@@ -59,17 +59,17 @@ gs_status_t gs__algo_probe(gs_algo_ctx_t *ctx, gs_algo_model_t *model, unsigned 
  * ctx's ranks, before any collective; a few small messages. Returns GS_OK
  * or the exchange's failure.
  */
-gs_status_t gs__algo_model_agree_local(gs_algo_ctx_t *ctx, gs_algo_model_t *model, int local,
+gs_status_t gs__algo_model_agree_local(gs__algo_ctx_t *ctx, gs__algo_model_t *model, int local,
                                        double ring_bytes);
 
 /* Parsed GS_ALGO: the forced algorithm per collective (GS_ALGO_AUTO = none). */
-typedef struct gs_algo_policy {
+typedef struct gs__algo_policy {
     gs_algo_t forced[GS_COLL_KIND_COUNT];
-} gs_algo_policy_t;
+} gs__algo_policy_t;
 
 /* Parse "ring" (every collective that has it) or "allreduce:ring,broadcast:chain".
  * Returns GS_OK or GS_ERR_INVALID_ARG naming the bad entry. */
-gs_status_t gs__algo_policy_parse(const char *text, gs_algo_policy_t *out);
+gs_status_t gs__algo_policy_parse(const char *text, gs__algo_policy_t *out);
 
 /*
  * What selection keeps per communicator: GS_ALGO's forced algorithms, the
@@ -79,11 +79,11 @@ gs_status_t gs__algo_policy_parse(const char *text, gs_algo_policy_t *out);
  * built-in model, nothing logged. Owned by the communicator, used on its
  * worker thread only; nothing below selection sees it.
  */
-typedef struct gs_algo_select {
-    gs_algo_policy_t policy;
-    gs_algo_model_t model;
+typedef struct gs__algo_select {
+    gs__algo_policy_t policy;
+    gs__algo_model_t model;
     uint64_t logged[GS_COLL_KIND_COUNT][GS_PATH_COUNT * GS_SCHEME_COUNT];
-} gs_algo_select_t;
+} gs__algo_select_t;
 
 /*
  * Decide how *d runs (pure but for the INFO line, logged once per
@@ -94,45 +94,45 @@ typedef struct gs_algo_select {
  * text) when a forced algorithm cannot run this collective or no path
  * serves these buffers.
  */
-gs_status_t gs__algo_plan(gs_algo_select_t *sel, const gs_algo_ctx_t *ctx, const gs_coll_desc_t *d,
-                          gs_algo_plan_t *plan_out);
+gs_status_t gs__algo_plan(gs__algo_select_t *sel, const gs__algo_ctx_t *ctx,
+                          const gs__coll_desc_t *d, gs__algo_plan_t *plan_out);
 
 /* Plan *d (gs__algo_plan), set d->algo to the plan's algorithm and run it.
  * Returns the run's status or the plan's error. */
-gs_status_t gs__algo_run(gs_algo_select_t *sel, gs_algo_ctx_t *ctx, gs_coll_desc_t *d);
+gs_status_t gs__algo_run(gs__algo_select_t *sel, gs__algo_ctx_t *ctx, gs__coll_desc_t *d);
 
-void gs__algo_model_init(gs_algo_model_t *m, int alpha_us, int beta_mbps, int gamma_mbps);
+void gs__algo_model_init(gs__algo_model_t *m, int alpha_us, int beta_mbps, int gamma_mbps);
 
 /* Predicted seconds of @p algo running @p kind on @p n ranks with @p bytes
  * (the whole vector for allreduce/broadcast/reduce; per rank otherwise) and
  * pipeline slices of @p slice_bytes; a negative value when @p algo does not
  * implement @p kind. A zero model means the built-in defaults. Pure. */
-double gs__algo_cost(const gs_algo_model_t *m, gs_coll_kind_t kind, gs_algo_t algo, int n,
+double gs__algo_cost(const gs__algo_model_t *m, gs__coll_kind_t kind, gs_algo_t algo, int n,
                      size_t bytes, size_t slice_bytes);
 
 /* How the ranks sit on hosts, as the cost model sees it. */
-typedef struct gs_algo_shape {
+typedef struct gs__algo_shape {
     int n;         /* ranks */
     int nhosts;    /* hosts */
     int min_local; /* fewest ranks on a host */
     int max_local; /* most ranks on a host */
-} gs_algo_shape_t;
+} gs__algo_shape_t;
 
 /* Intra-host link parameters (microseconds, MB/s; <= 0: the built-in defaults). */
-void gs__algo_model_set_intra(gs_algo_model_t *m, int alpha_us, int beta_mbps);
+void gs__algo_model_set_intra(gs__algo_model_t *m, int alpha_us, int beta_mbps);
 
 /* gs__algo_cost and gs__algo_choose for ranks spread over hosts: the flat
  * algorithms pay the model's alpha and beta (the links between hosts), the
  * hierarchical all-reduce pays intra_alpha and intra_beta inside a host and
  * is offered only when some host has several ranks and there are several
  * hosts. gs__algo_cost(n) is the shape {n, n, 1, 1}. Pure. */
-double gs__algo_cost_shape(const gs_algo_model_t *m, gs_coll_kind_t kind, gs_algo_t algo,
-                           const gs_algo_shape_t *shape, size_t bytes, size_t slice_bytes);
-gs_algo_t gs__algo_choose_shape(const gs_algo_model_t *m, gs_coll_kind_t kind,
-                                const gs_algo_shape_t *shape, size_t bytes, size_t slice_bytes);
+double gs__algo_cost_shape(const gs__algo_model_t *m, gs__coll_kind_t kind, gs_algo_t algo,
+                           const gs__algo_shape_t *shape, size_t bytes, size_t slice_bytes);
+gs_algo_t gs__algo_choose_shape(const gs__algo_model_t *m, gs__coll_kind_t kind,
+                                const gs__algo_shape_t *shape, size_t bytes, size_t slice_bytes);
 
 /* The model's choice: the cheapest algorithm that implements @p kind. Pure. */
-gs_algo_t gs__algo_choose(const gs_algo_model_t *m, gs_coll_kind_t kind, int n, size_t bytes,
+gs_algo_t gs__algo_choose(const gs__algo_model_t *m, gs__coll_kind_t kind, int n, size_t bytes,
                           size_t slice_bytes);
 
 #endif /* GS_ALGO_SELECT_SELECT_H */

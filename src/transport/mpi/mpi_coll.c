@@ -75,7 +75,7 @@ static gs_status_t start_failed(const char *what, int ret)
                          gs__mpi_errstr(ret));
 }
 
-gs_status_t gs__mpi_coll_allreduce(gs_tp_t *tp, const void *sendbuf, void *recvbuf, size_t count,
+gs_status_t gs__mpi_coll_allreduce(gs__tp_t *tp, const void *sendbuf, void *recvbuf, size_t count,
                                    gs_dtype_t dtype, gs_op_t op, uint64_t deadline_ns)
 {
     const MPI_Datatype mdt = mpi_dtype(dtype);
@@ -101,7 +101,7 @@ gs_status_t gs__mpi_coll_allreduce(gs_tp_t *tp, const void *sendbuf, void *recvb
     return status;
 }
 
-gs_status_t gs__mpi_coll_bcast(gs_tp_t *tp, void *buf, size_t count, gs_dtype_t dtype, int root,
+gs_status_t gs__mpi_coll_bcast(gs__tp_t *tp, void *buf, size_t count, gs_dtype_t dtype, int root,
                                uint64_t deadline_ns)
 {
     const MPI_Datatype mdt = mpi_dtype(dtype);
@@ -127,7 +127,7 @@ gs_status_t gs__mpi_coll_bcast(gs_tp_t *tp, void *buf, size_t count, gs_dtype_t 
     return gs__mpi_tp_wait(tp, &mreq, deadline_ns, "MPI_Ibcast");
 }
 
-gs_status_t gs__mpi_coll_allgather(gs_tp_t *tp, const void *sendbuf, void *recvbuf, size_t count,
+gs_status_t gs__mpi_coll_allgather(gs__tp_t *tp, const void *sendbuf, void *recvbuf, size_t count,
                                    gs_dtype_t dtype, uint64_t deadline_ns)
 {
     MPI_Datatype mdt = mpi_dtype(dtype);
@@ -154,7 +154,7 @@ gs_status_t gs__mpi_coll_allgather(gs_tp_t *tp, const void *sendbuf, void *recvb
     return gs__mpi_tp_wait(tp, &mreq, deadline_ns, "MPI_Iallgather");
 }
 
-gs_status_t gs__mpi_coll_reduce_scatter(gs_tp_t *tp, const void *sendbuf, void *recvbuf,
+gs_status_t gs__mpi_coll_reduce_scatter(gs__tp_t *tp, const void *sendbuf, void *recvbuf,
                                         size_t count, gs_dtype_t dtype, gs_op_t op,
                                         uint64_t deadline_ns)
 {

@@ -92,8 +92,8 @@ typedef enum mpi_req_state {
     REQ_DONE
 } mpi_req_state_t;
 
-struct gs_tp_req {
-    struct gs_tp_req *next; /* posted list or active list */
+struct gs__tp_req {
+    struct gs__tp_req *next; /* posted list or active list */
     int is_send;
     int peer;
     uint64_t tag;
@@ -103,7 +103,7 @@ struct gs_tp_req {
     mpi_reqset_t rs;
     unsigned char *sbuf; /* send: header (+ inline payload) */
     mpi_msg_t *msg;      /* REQ_MSG */
-    gs_tp_completion_t comp;
+    gs__tp_completion_t comp;
     char why[MPI_WHY_MAX];
 };
 
@@ -123,7 +123,7 @@ typedef struct mpi_orphan {
     void *to_free;
 } mpi_orphan_t;
 
-struct gs_tp {
+struct gs__tp {
     int rank;
     int size;
     uint64_t comm_id;
@@ -135,8 +135,8 @@ struct gs_tp {
     uint32_t *send_seq;      /* next chunk seq to each peer */
     uint32_t *recv_seq;      /* next chunk seq from each peer */
     gs_status_t *peer_err;   /* GS_OK, or why every request with that peer fails */
-    gs_tp_req_t *posted;     /* receives waiting for a header, in post order */
-    gs_tp_req_t *active;     /* requests with MPI requests in flight */
+    gs__tp_req_t *posted;    /* receives waiting for a header, in post order */
+    gs__tp_req_t *active;    /* requests with MPI requests in flight */
     gs__match_index_t unexp; /* unexpected messages, by arrival and by match key */
     mpi_msg_t *filling;      /* the held ones whose chunks are still arriving */
     mpi_hdrq_t *hdrq;        /* header receives, in probe order */
@@ -181,68 +181,68 @@ void gs__mpi_reqset_free(mpi_reqset_t *rs);
 int gs__mpi_reqset_test(mpi_reqset_t *rs, int drain, int *err_out);
 
 /* Unlink r from the singly linked list at *head (no-op when absent). */
-void gs__mpi_list_remove(gs_tp_req_t **head, gs_tp_req_t *r);
+void gs__mpi_list_remove(gs__tp_req_t **head, gs__tp_req_t *r);
 
 /* Append r to the list at *head. */
-void gs__mpi_list_append(gs_tp_req_t **head, gs_tp_req_t *r);
+void gs__mpi_list_append(gs__tp_req_t **head, gs__tp_req_t *r);
 
 /* Mark r done with status (why formatted from fmt when status != GS_OK),
  * count it in the counters on success, and bump tp->completions. */
-void gs__mpi_req_complete(gs_tp_t *tp, gs_tp_req_t *r, gs_status_t status, const char *fmt, ...)
+void gs__mpi_req_complete(gs__tp_t *tp, gs__tp_req_t *r, gs_status_t status, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
 /* Hand rs (moved out; rs is left empty) to the orphan list, to be tested
  * until done and then freed with to_free. */
-void gs__mpi_orphan_add(gs_tp_t *tp, mpi_reqset_t *rs, void *to_free);
+void gs__mpi_orphan_add(gs__tp_t *tp, mpi_reqset_t *rs, void *to_free);
 
 /* Apply the mismatch and truncation rules to receive r and a message with
  * header h from src. Returns 1 when r was completed with an error. */
-int gs__mpi_refuse(gs_tp_t *tp, gs_tp_req_t *r, int src, const mpi_hdr_t *h);
+int gs__mpi_refuse(gs__tp_t *tp, gs__tp_req_t *r, int src, const mpi_hdr_t *h);
 
 /* A valid header from src arrived (payload inline at data, or chunks to
  * follow): match it with the oldest posted receive, or queue it as
  * unexpected. */
-void gs__mpi_deliver_header(gs_tp_t *tp, int src, const mpi_hdr_t *h, const unsigned char *data);
+void gs__mpi_deliver_header(gs__tp_t *tp, int src, const mpi_hdr_t *h, const unsigned char *data);
 
 /* Take a held message whose chunks all landed off tp->filling (no-op when
  * it is not on it). */
-void gs__mpi_msg_filled(gs_tp_t *tp, mpi_msg_t *m);
+void gs__mpi_msg_filled(gs__tp_t *tp, mpi_msg_t *m);
 
 /* Take an unexpected message out of the index and off tp->filling (a
  * receive takes it, or it is freed); no-op for what it is not on. */
-void gs__mpi_msg_unhold(gs_tp_t *tp, mpi_msg_t *m);
+void gs__mpi_msg_unhold(gs__tp_t *tp, mpi_msg_t *m);
 
 /* Free an unexpected message (its MPI requests must be done or handed on),
  * taking it out of what holds it, and release what it was charged. */
-void gs__mpi_msg_free(gs_tp_t *tp, mpi_msg_t *m);
+void gs__mpi_msg_free(gs__tp_t *tp, mpi_msg_t *m);
 
 /* Fail a peer: every posted or later request involving it fails. */
-void gs__mpi_peer_fail(gs_tp_t *tp, int src, gs_status_t status, const char *why);
+void gs__mpi_peer_fail(gs__tp_t *tp, int src, gs_status_t status, const char *why);
 
 /* ---------------------------------------------------------------------- */
 /* Progress (mpi_progress.c)                                              */
 /* ---------------------------------------------------------------------- */
 
 /* One pass over headers, active requests, unexpected payloads and orphans. */
-void gs__mpi_poll_once(gs_tp_t *tp);
+void gs__mpi_poll_once(gs__tp_t *tp);
 
 /* Unexpected payloads, receives bound to them, and orphans only. */
-void gs__mpi_poll_messages(gs_tp_t *tp);
+void gs__mpi_poll_messages(gs__tp_t *tp);
 
 /* Back off after idle_ns of polling without progress: yield, then sleep
  * 20 us, then 200 us. */
 void gs__mpi_nap(uint64_t idle_ns);
 
 /* Ops slots of mpi_request.c and mpi_progress.c (contracts: transport.h). */
-gs_status_t gs__mpi_tp_progress(gs_tp_t *tp, uint64_t deadline_ns);
-gs_status_t gs__mpi_tp_isend(gs_tp_t *tp, int peer, uint64_t tag, const void *buf, size_t len,
-                             gs_tp_req_t **req_out);
-gs_status_t gs__mpi_tp_irecv(gs_tp_t *tp, int peer, uint64_t tag, void *buf, size_t len,
-                             gs_tp_req_t **req_out);
-gs_status_t gs__mpi_tp_probe(gs_tp_t *tp, int peer, uint64_t tag, int *found_out,
-                             gs_tp_completion_t *comp_out);
-gs_status_t gs__mpi_tp_test(gs_tp_t *tp, gs_tp_req_t *req, int *done_out,
-                            gs_tp_completion_t *comp_out);
-gs_status_t gs__mpi_tp_req_release(gs_tp_t *tp, gs_tp_req_t *req);
+gs_status_t gs__mpi_tp_progress(gs__tp_t *tp, uint64_t deadline_ns);
+gs_status_t gs__mpi_tp_isend(gs__tp_t *tp, int peer, uint64_t tag, const void *buf, size_t len,
+                             gs__tp_req_t **req_out);
+gs_status_t gs__mpi_tp_irecv(gs__tp_t *tp, int peer, uint64_t tag, void *buf, size_t len,
+                             gs__tp_req_t **req_out);
+gs_status_t gs__mpi_tp_probe(gs__tp_t *tp, int peer, uint64_t tag, int *found_out,
+                             gs__tp_completion_t *comp_out);
+gs_status_t gs__mpi_tp_test(gs__tp_t *tp, gs__tp_req_t *req, int *done_out,
+                            gs__tp_completion_t *comp_out);
+gs_status_t gs__mpi_tp_req_release(gs__tp_t *tp, gs__tp_req_t *req);
 
 #endif /* GS_TRANSPORT_MPI_MPI_INTERNAL_H */

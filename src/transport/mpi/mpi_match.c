@@ -86,9 +86,9 @@ int gs__mpi_reqset_test(mpi_reqset_t *rs, int drain, int *err_out)
     return all;
 }
 
-void gs__mpi_list_remove(gs_tp_req_t **head, gs_tp_req_t *r)
+void gs__mpi_list_remove(gs__tp_req_t **head, gs__tp_req_t *r)
 {
-    for (gs_tp_req_t **p = head; *p != NULL; p = &(*p)->next) {
+    for (gs__tp_req_t **p = head; *p != NULL; p = &(*p)->next) {
         if (*p == r) {
             *p = r->next;
             r->next = NULL;
@@ -97,9 +97,9 @@ void gs__mpi_list_remove(gs_tp_req_t **head, gs_tp_req_t *r)
     }
 }
 
-void gs__mpi_list_append(gs_tp_req_t **head, gs_tp_req_t *r)
+void gs__mpi_list_append(gs__tp_req_t **head, gs__tp_req_t *r)
 {
-    gs_tp_req_t **p = head;
+    gs__tp_req_t **p = head;
 
     while (*p != NULL) {
         p = &(*p)->next;
@@ -108,7 +108,7 @@ void gs__mpi_list_append(gs_tp_req_t **head, gs_tp_req_t *r)
     *p = r;
 }
 
-void gs__mpi_req_complete(gs_tp_t *tp, gs_tp_req_t *r, gs_status_t status, const char *fmt, ...)
+void gs__mpi_req_complete(gs__tp_t *tp, gs__tp_req_t *r, gs_status_t status, const char *fmt, ...)
 {
     r->state = REQ_DONE;
     r->comp.status = status;
@@ -131,7 +131,7 @@ void gs__mpi_req_complete(gs_tp_t *tp, gs_tp_req_t *r, gs_status_t status, const
     tp->completions++;
 }
 
-void gs__mpi_orphan_add(gs_tp_t *tp, mpi_reqset_t *rs, void *to_free)
+void gs__mpi_orphan_add(gs__tp_t *tp, mpi_reqset_t *rs, void *to_free)
 {
     mpi_orphan_t *o = calloc(1, sizeof(*o));
 
@@ -160,7 +160,7 @@ void gs__mpi_orphan_add(gs_tp_t *tp, mpi_reqset_t *rs, void *to_free)
 /* Post zero-length receives for the n chunks that follow a refused header:
  * MPI drops their bytes (MPI_ERR_TRUNCATE, ignored) and the order of the
  * sender's later chunks is kept. */
-static void drain_chunks(gs_tp_t *tp, int src, uint32_t n)
+static void drain_chunks(gs__tp_t *tp, int src, uint32_t n)
 {
     mpi_reqset_t rs;
 
@@ -179,7 +179,7 @@ static void drain_chunks(gs_tp_t *tp, int src, uint32_t n)
 }
 
 /* Post the chunk receives of a len-byte payload from src into dst. */
-static int post_chunks(gs_tp_t *tp, int src, void *dst, size_t len, mpi_reqset_t *rs)
+static int post_chunks(gs__tp_t *tp, int src, void *dst, size_t len, mpi_reqset_t *rs)
 {
     const size_t n = gs__mpi_chunk_count(len);
 
@@ -206,7 +206,7 @@ static int post_chunks(gs_tp_t *tp, int src, void *dst, size_t len, mpi_reqset_t
 /* Apply the mismatch and truncation rules (gs__match_bind) to receive r
  * and a message with header h from src. Returns 1 when r was completed
  * with an error. */
-int gs__mpi_refuse(gs_tp_t *tp, gs_tp_req_t *r, int src, const mpi_hdr_t *h)
+int gs__mpi_refuse(gs__tp_t *tp, gs__tp_req_t *r, int src, const mpi_hdr_t *h)
 {
     char why[GS_MATCH_WHY_MAX];
     const gs_status_t st = gs__match_bind(r->tag, r->len, src, h->tag, h->len, why, sizeof(why));
@@ -225,10 +225,10 @@ _Static_assert(sizeof(mpi_msg_t) + 2 * sizeof(size_t) + GS_MATCH_ENTRY_OVERHEAD 
                "MPI_MSG_COST covers a message, its allocator overhead and its match keys");
 
 /* A header from src arrived (payload inline at data, or chunks to follow). */
-void gs__mpi_deliver_header(gs_tp_t *tp, int src, const mpi_hdr_t *h, const unsigned char *data)
+void gs__mpi_deliver_header(gs__tp_t *tp, int src, const mpi_hdr_t *h, const unsigned char *data)
 {
     const uint32_t nchunks = (h->flags & MPI_FLAG_INLINE) ? 0 : h->nchunks;
-    gs_tp_req_t *r = tp->posted;
+    gs__tp_req_t *r = tp->posted;
     char why[GS_MATCH_WHY_MAX];
     mpi_msg_t *m;
     int ret;
@@ -334,7 +334,7 @@ void gs__mpi_deliver_header(gs_tp_t *tp, int src, const mpi_hdr_t *h, const unsi
     tp->completions++; /* progress returns: a probe may be waiting for it */
 }
 
-void gs__mpi_msg_filled(gs_tp_t *tp, mpi_msg_t *m)
+void gs__mpi_msg_filled(gs__tp_t *tp, mpi_msg_t *m)
 {
     if (m->filling) {
         if (m->fprev != NULL) {
@@ -351,13 +351,13 @@ void gs__mpi_msg_filled(gs_tp_t *tp, mpi_msg_t *m)
     }
 }
 
-void gs__mpi_msg_unhold(gs_tp_t *tp, mpi_msg_t *m)
+void gs__mpi_msg_unhold(gs__tp_t *tp, mpi_msg_t *m)
 {
     gs__match_remove(&tp->unexp, &m->ue);
     gs__mpi_msg_filled(tp, m);
 }
 
-void gs__mpi_msg_free(gs_tp_t *tp, mpi_msg_t *m)
+void gs__mpi_msg_free(gs__tp_t *tp, mpi_msg_t *m)
 {
     gs__mpi_msg_unhold(tp, m);
     gs__match_budget_release(&tp->held, m->charged, 1);
@@ -367,14 +367,14 @@ void gs__mpi_msg_free(gs_tp_t *tp, mpi_msg_t *m)
 }
 
 /* Fail a peer: every posted or later request involving it fails. */
-void gs__mpi_peer_fail(gs_tp_t *tp, int src, gs_status_t status, const char *why)
+void gs__mpi_peer_fail(gs__tp_t *tp, int src, gs_status_t status, const char *why)
 {
     if (tp->peer_err[src] == GS_OK) {
         tp->peer_err[src] = status;
         GS_WARN("mpi: rank %d failed: %s", src, why);
     }
-    for (gs_tp_req_t *r = tp->posted; r != NULL;) {
-        gs_tp_req_t *next = r->next;
+    for (gs__tp_req_t *r = tp->posted; r != NULL;) {
+        gs__tp_req_t *next = r->next;
         if (r->peer == src) {
             gs__mpi_list_remove(&tp->posted, r);
             r->comp.peer = src;

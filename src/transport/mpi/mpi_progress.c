@@ -17,7 +17,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 
-static void poll_headers(gs_tp_t *tp)
+static void poll_headers(gs__tp_t *tp)
 {
     /* Probe new headers (bounded, so one busy sender cannot starve the rest). */
     for (int i = 0; i < 64; i++) {
@@ -89,10 +89,10 @@ static void poll_headers(gs_tp_t *tp)
     }
 }
 
-static void poll_active(gs_tp_t *tp)
+static void poll_active(gs__tp_t *tp)
 {
-    for (gs_tp_req_t *r = tp->active; r != NULL;) {
-        gs_tp_req_t *next = r->next;
+    for (gs__tp_req_t *r = tp->active; r != NULL;) {
+        gs__tp_req_t *next = r->next;
         int err = MPI_SUCCESS;
 
         /* Receives bound to an unexpected message are polled with it. */
@@ -111,7 +111,7 @@ static void poll_active(gs_tp_t *tp)
     }
 }
 
-void gs__mpi_poll_messages(gs_tp_t *tp)
+void gs__mpi_poll_messages(gs__tp_t *tp)
 {
     /* Unexpected payloads still arriving (only those: the held ones that
      * are whole cost nothing here), and receives bound to them. */
@@ -127,8 +127,8 @@ void gs__mpi_poll_messages(gs_tp_t *tp)
         }
         m = next;
     }
-    for (gs_tp_req_t *r = tp->active; r != NULL;) {
-        gs_tp_req_t *next = r->next;
+    for (gs__tp_req_t *r = tp->active; r != NULL;) {
+        gs__tp_req_t *next = r->next;
         if (r->state == REQ_MSG) {
             mpi_msg_t *m = r->msg;
             int err = MPI_SUCCESS;
@@ -164,7 +164,7 @@ void gs__mpi_poll_messages(gs_tp_t *tp)
     }
 }
 
-void gs__mpi_poll_once(gs_tp_t *tp)
+void gs__mpi_poll_once(gs__tp_t *tp)
 {
     poll_headers(tp);
     poll_active(tp);
@@ -184,7 +184,7 @@ void gs__mpi_nap(uint64_t idle_ns)
     nanosleep(&ts, NULL);
 }
 
-gs_status_t gs__mpi_tp_progress(gs_tp_t *tp, uint64_t deadline_ns)
+gs_status_t gs__mpi_tp_progress(gs__tp_t *tp, uint64_t deadline_ns)
 {
     const uint64_t start = gs__now_ns();
     const int before = tp->completions;
@@ -212,7 +212,7 @@ gs_status_t gs__mpi_tp_progress(gs_tp_t *tp, uint64_t deadline_ns)
     }
 }
 
-gs_status_t gs__mpi_tp_wait(gs_tp_t *tp, MPI_Request *mreq, uint64_t deadline_ns, const char *what)
+gs_status_t gs__mpi_tp_wait(gs__tp_t *tp, MPI_Request *mreq, uint64_t deadline_ns, const char *what)
 {
     const uint64_t start = gs__now_ns();
 

@@ -13,10 +13,10 @@
 
 #include "core/error.h"
 
-static gs_status_t req_new(gs_tp_t *tp, int is_send, int peer, uint64_t tag, void *buf, size_t len,
-                           gs_tp_req_t **req_out)
+static gs_status_t req_new(gs__tp_t *tp, int is_send, int peer, uint64_t tag, void *buf, size_t len,
+                           gs__tp_req_t **req_out)
 {
-    gs_tp_req_t *r = NULL;
+    gs__tp_req_t *r = NULL;
 
     if ((peer >= tp->size) || (peer < (is_send ? 0 : GS_ANY_SOURCE)) ||
         ((buf == NULL) && (len > 0))) {
@@ -40,7 +40,7 @@ static gs_status_t req_new(gs_tp_t *tp, int is_send, int peer, uint64_t tag, voi
 }
 
 /* Fail r at once when the transport or its peer already failed. */
-static int req_precheck(gs_tp_t *tp, gs_tp_req_t *r)
+static int req_precheck(gs__tp_t *tp, gs__tp_req_t *r)
 {
     if (atomic_load(&tp->aborted)) {
         gs__mpi_req_complete(tp, r, GS_ERR_ABORTED, "the transport was aborted");
@@ -57,11 +57,11 @@ static int req_precheck(gs_tp_t *tp, gs_tp_req_t *r)
     return 0;
 }
 
-gs_status_t gs__mpi_tp_isend(gs_tp_t *tp, int peer, uint64_t tag, const void *buf, size_t len,
-                             gs_tp_req_t **req_out)
+gs_status_t gs__mpi_tp_isend(gs__tp_t *tp, int peer, uint64_t tag, const void *buf, size_t len,
+                             gs__tp_req_t **req_out)
 {
     mpi_hdr_t h;
-    gs_tp_req_t *r = NULL;
+    gs__tp_req_t *r = NULL;
     gs_status_t status;
     const int inl = (len <= MPI_INLINE_MAX);
     int ret;
@@ -112,8 +112,8 @@ gs_status_t gs__mpi_tp_isend(gs_tp_t *tp, int peer, uint64_t tag, const void *bu
     return GS_OK;
 }
 
-gs_status_t gs__mpi_tp_probe(gs_tp_t *tp, int peer, uint64_t tag, int *found_out,
-                             gs_tp_completion_t *comp_out)
+gs_status_t gs__mpi_tp_probe(gs__tp_t *tp, int peer, uint64_t tag, int *found_out,
+                             gs__tp_completion_t *comp_out)
 {
     int alive = 0;
 
@@ -158,10 +158,10 @@ gs_status_t gs__mpi_tp_probe(gs_tp_t *tp, int peer, uint64_t tag, int *found_out
     return GS_OK;
 }
 
-gs_status_t gs__mpi_tp_irecv(gs_tp_t *tp, int peer, uint64_t tag, void *buf, size_t len,
-                             gs_tp_req_t **req_out)
+gs_status_t gs__mpi_tp_irecv(gs__tp_t *tp, int peer, uint64_t tag, void *buf, size_t len,
+                             gs__tp_req_t **req_out)
 {
-    gs_tp_req_t *r = NULL;
+    gs__tp_req_t *r = NULL;
     gs_status_t status;
 
     status = req_new(tp, 0, peer, tag, buf, len, &r);
@@ -220,8 +220,8 @@ post:
     return GS_OK;
 }
 
-gs_status_t gs__mpi_tp_test(gs_tp_t *tp, gs_tp_req_t *req, int *done_out,
-                            gs_tp_completion_t *comp_out)
+gs_status_t gs__mpi_tp_test(gs__tp_t *tp, gs__tp_req_t *req, int *done_out,
+                            gs__tp_completion_t *comp_out)
 {
     if ((req->state != REQ_DONE) && atomic_load(&tp->aborted)) {
         /* Leave the MPI requests to MPI; the buffers are the caller's. */
@@ -255,14 +255,14 @@ gs_status_t gs__mpi_tp_test(gs_tp_t *tp, gs_tp_req_t *req, int *done_out,
     return GS_OK;
 }
 
-static void req_free(gs_tp_req_t *r)
+static void req_free(gs__tp_req_t *r)
 {
     gs__mpi_reqset_free(&r->rs);
     free(r->sbuf);
     free(r);
 }
 
-gs_status_t gs__mpi_tp_req_release(gs_tp_t *tp, gs_tp_req_t *req)
+gs_status_t gs__mpi_tp_req_release(gs__tp_t *tp, gs__tp_req_t *req)
 {
     if (req == NULL) {
         return GS_OK;

@@ -29,9 +29,9 @@
 #include "core/log.h"
 #include "core/msg_limit.h"
 
-static gs_status_t mpi_tp_init(const gs_tp_params_t *params, gs_tp_t **tp_out)
+static gs_status_t mpi_tp_init(const gs__tp_params_t *params, gs__tp_t **tp_out)
 {
-    gs_tp_t *tp;
+    gs__tp_t *tp;
     gs_status_t status;
 
     if ((params == NULL) || (tp_out == NULL) || (params->size < 1) || (params->rank < 0) ||
@@ -74,7 +74,7 @@ static gs_status_t mpi_tp_init(const gs_tp_params_t *params, gs_tp_t **tp_out)
     return GS_OK;
 }
 
-static gs_status_t mpi_tp_get_address(gs_tp_t *tp, char *buf, size_t len)
+static gs_status_t mpi_tp_get_address(gs__tp_t *tp, char *buf, size_t len)
 {
     int wrank = 0;
     int n;
@@ -89,7 +89,7 @@ static gs_status_t mpi_tp_get_address(gs_tp_t *tp, char *buf, size_t len)
     return GS_OK;
 }
 
-gs_status_t gs__mpi_tp_adopt_comm(gs_tp_t *tp, MPI_Comm comm)
+gs_status_t gs__mpi_tp_adopt_comm(gs__tp_t *tp, MPI_Comm comm)
 {
     int rank = -1;
     int size = 0;
@@ -105,14 +105,14 @@ gs_status_t gs__mpi_tp_adopt_comm(gs_tp_t *tp, MPI_Comm comm)
     return GS_OK;
 }
 
-MPI_Comm gs__mpi_tp_comm(const gs_tp_t *tp)
+MPI_Comm gs__mpi_tp_comm(const gs__tp_t *tp)
 {
     return tp->comm;
 }
 
 /* Build the communicator from the members' MPI_COMM_WORLD ranks. Collective
  * over the members only (MPI_Comm_create_group), blocking. */
-static gs_status_t create_comm(gs_tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX])
+static gs_status_t create_comm(gs__tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX])
 {
     MPI_Group world_group;
     MPI_Group group;
@@ -160,7 +160,7 @@ static gs_status_t create_comm(gs_tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX])
     return gs__mpi_tp_adopt_comm(tp, comm);
 }
 
-static gs_status_t mpi_tp_connect(gs_tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX], uint64_t deadline_ns)
+static gs_status_t mpi_tp_connect(gs__tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX], uint64_t deadline_ns)
 {
     gs_status_t status;
 
@@ -177,19 +177,19 @@ static gs_status_t mpi_tp_connect(gs_tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX], ui
     return GS_OK;
 }
 
-static gs_status_t mpi_tp_abort(gs_tp_t *tp)
+static gs_status_t mpi_tp_abort(gs__tp_t *tp)
 {
     atomic_store(&tp->aborted, 1);
     return GS_OK;
 }
 
-static gs_status_t mpi_tp_wake(gs_tp_t *tp)
+static gs_status_t mpi_tp_wake(gs__tp_t *tp)
 {
     atomic_store(&tp->woken, 1);
     return GS_OK;
 }
 
-static gs_status_t mpi_tp_finalize(gs_tp_t *tp)
+static gs_status_t mpi_tp_finalize(gs__tp_t *tp)
 {
     const uint64_t deadline = gs__now_ns() + 2000000000ull;
 
@@ -255,9 +255,9 @@ static gs_status_t mpi_tp_finalize(gs_tp_t *tp)
     return GS_OK;
 }
 
-const gs_transport_ops_t gs__mpi_ops = {
+const gs__transport_ops_t gs__mpi_ops = {
     .name = "mpi",
-    .abi_size = sizeof(gs_transport_ops_t),
+    .abi_size = sizeof(gs__transport_ops_t),
     .caps = GS_TP_CAP_HOST_MEM | GS_TP_CAP_ANY_SOURCE | GS_TP_CAP_NATIVE_COLL | GS_TP_CAP_ORDERED |
             GS_TP_CAP_NATIVE_DEVICE,
     .init = mpi_tp_init,

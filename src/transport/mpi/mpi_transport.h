@@ -14,7 +14,7 @@
 
 #include "transport/transport.h"
 
-extern const gs_transport_ops_t gs__mpi_ops;
+extern const gs__transport_ops_t gs__mpi_ops;
 
 /*
  * Make sure MPI is initialised with MPI_THREAD_MULTIPLE (the worker thread
@@ -42,25 +42,26 @@ const char *gs__mpi_errstr(int code);
  * with MPI_Comm_create_group over MPI_COMM_WORLD (the path of gs_comm_split).
  * Returns GS_OK or GS_ERR_INVALID_ARG (size or rank differ from the comm's).
  */
-gs_status_t gs__mpi_tp_adopt_comm(gs_tp_t *tp, MPI_Comm comm);
+gs_status_t gs__mpi_tp_adopt_comm(gs__tp_t *tp, MPI_Comm comm);
 
 /* The communicator of a connected instance (for the native collectives). */
-MPI_Comm gs__mpi_tp_comm(const gs_tp_t *tp);
+MPI_Comm gs__mpi_tp_comm(const gs__tp_t *tp);
 
 /* Native collectives (mpi_coll.c): the optional slots of gs__mpi_ops. */
-gs_status_t gs__mpi_coll_allreduce(gs_tp_t *tp, const void *sendbuf, void *recvbuf, size_t count,
+gs_status_t gs__mpi_coll_allreduce(gs__tp_t *tp, const void *sendbuf, void *recvbuf, size_t count,
                                    gs_dtype_t dtype, gs_op_t op, uint64_t deadline_ns);
-gs_status_t gs__mpi_coll_bcast(gs_tp_t *tp, void *buf, size_t count, gs_dtype_t dtype, int root,
+gs_status_t gs__mpi_coll_bcast(gs__tp_t *tp, void *buf, size_t count, gs_dtype_t dtype, int root,
                                uint64_t deadline_ns);
-gs_status_t gs__mpi_coll_allgather(gs_tp_t *tp, const void *sendbuf, void *recvbuf, size_t count,
+gs_status_t gs__mpi_coll_allgather(gs__tp_t *tp, const void *sendbuf, void *recvbuf, size_t count,
                                    gs_dtype_t dtype, uint64_t deadline_ns);
-gs_status_t gs__mpi_coll_reduce_scatter(gs_tp_t *tp, const void *sendbuf, void *recvbuf,
+gs_status_t gs__mpi_coll_reduce_scatter(gs__tp_t *tp, const void *sendbuf, void *recvbuf,
                                         size_t count, gs_dtype_t dtype, gs_op_t op,
                                         uint64_t deadline_ns);
 
 /* Wait for an MPI request with a deadline, polling politely; on timeout or
  * abort the request is left to MPI (MPI_Request_free). Worker thread only.
  * Returns GS_OK, GS_ERR_TIMEOUT, GS_ERR_ABORTED, GS_ERR_PEER_FAILED. */
-gs_status_t gs__mpi_tp_wait(gs_tp_t *tp, MPI_Request *mreq, uint64_t deadline_ns, const char *what);
+gs_status_t gs__mpi_tp_wait(gs__tp_t *tp, MPI_Request *mreq, uint64_t deadline_ns,
+                            const char *what);
 
 #endif /* GS_TRANSPORT_MPI_MPI_TRANSPORT_H */

@@ -24,7 +24,7 @@
 /* Requests                                                               */
 /* ---------------------------------------------------------------------- */
 
-static void finish(gs_tp_t *tp, struct gs_tp_req *req, gs_status_t status)
+static void finish(gs__tp_t *tp, struct gs__tp_req *req, gs_status_t status)
 {
     req->state = GS_TCP_REQ_DONE;
     req->comp.status = status;
@@ -40,7 +40,7 @@ static void finish(gs_tp_t *tp, struct gs_tp_req *req, gs_status_t status)
     }
 }
 
-void gs__tcp_req_complete(gs_tp_t *tp, struct gs_tp_req *req, gs_status_t status,
+void gs__tcp_req_complete(gs__tp_t *tp, struct gs__tp_req *req, gs_status_t status,
                           const char *reason)
 {
     if (req->state == GS_TCP_REQ_DONE) {
@@ -53,7 +53,7 @@ void gs__tcp_req_complete(gs_tp_t *tp, struct gs_tp_req *req, gs_status_t status
     finish(tp, req, status);
 }
 
-void gs__tcp_req_fail_ref(gs_tp_t *tp, struct gs_tp_req *req, gs_status_t status,
+void gs__tcp_req_fail_ref(gs__tp_t *tp, struct gs__tp_req *req, gs_status_t status,
                           const char *reason)
 {
     if (req->state == GS_TCP_REQ_DONE) {
@@ -63,7 +63,7 @@ void gs__tcp_req_fail_ref(gs_tp_t *tp, struct gs_tp_req *req, gs_status_t status
     finish(tp, req, status);
 }
 
-void gs__tcp_posted_unlink(gs_tp_t *tp, struct gs_tp_req *r)
+void gs__tcp_posted_unlink(gs__tp_t *tp, struct gs__tp_req *r)
 {
     if (r->prev != NULL) {
         r->prev->next = r->next;
@@ -79,17 +79,17 @@ void gs__tcp_posted_unlink(gs_tp_t *tp, struct gs_tp_req *r)
     r->prev = NULL;
 }
 
-void gs__tcp_unexp_unlink(gs_tp_t *tp, gs__tcp_inmsg_t *m)
+void gs__tcp_unexp_unlink(gs__tp_t *tp, gs__tcp_inmsg_t *m)
 {
     gs__match_remove(&tp->unexp, &m->ue);
 }
 
-static uint64_t active_hash(const gs_tp_t *tp, int peer, uint64_t seq)
+static uint64_t active_hash(const gs__tp_t *tp, int peer, uint64_t seq)
 {
     return gs__htab_hash(&tp->active, seq, (uint64_t)peer);
 }
 
-gs_status_t gs__tcp_active_add(gs_tp_t *tp, gs__tcp_inmsg_t *m)
+gs_status_t gs__tcp_active_add(gs__tp_t *tp, gs__tcp_inmsg_t *m)
 {
     gs__tcp_peer_t *p = &tp->peers[m->peer];
 
@@ -106,7 +106,7 @@ gs_status_t gs__tcp_active_add(gs_tp_t *tp, gs__tcp_inmsg_t *m)
     return GS_OK;
 }
 
-void gs__tcp_active_unlink(gs_tp_t *tp, gs__tcp_inmsg_t *m)
+void gs__tcp_active_unlink(gs__tp_t *tp, gs__tcp_inmsg_t *m)
 {
     gs__tcp_peer_t *p = &tp->peers[m->peer];
 
@@ -127,7 +127,7 @@ void gs__tcp_active_unlink(gs_tp_t *tp, gs__tcp_inmsg_t *m)
     m->in_active = false;
 }
 
-gs__tcp_inmsg_t *gs__tcp_active_find(gs_tp_t *tp, int peer, uint64_t seq)
+gs__tcp_inmsg_t *gs__tcp_active_find(gs__tp_t *tp, int peer, uint64_t seq)
 {
     const uint64_t h = active_hash(tp, peer, seq);
 
@@ -141,7 +141,7 @@ gs__tcp_inmsg_t *gs__tcp_active_find(gs_tp_t *tp, int peer, uint64_t seq)
     return NULL;
 }
 
-void gs__tcp_msg_free_buf(gs_tp_t *tp, gs__tcp_inmsg_t *m)
+void gs__tcp_msg_free_buf(gs__tp_t *tp, gs__tcp_inmsg_t *m)
 {
     if (m->dest == GS_TCP_DEST_UNEXP) {
         free(m->buf);
@@ -152,7 +152,7 @@ void gs__tcp_msg_free_buf(gs_tp_t *tp, gs__tcp_inmsg_t *m)
     }
 }
 
-void gs__tcp_msg_free(gs_tp_t *tp, gs__tcp_inmsg_t *m)
+void gs__tcp_msg_free(gs__tp_t *tp, gs__tcp_inmsg_t *m)
 {
     gs__tcp_unexp_unlink(tp, m);
     gs__tcp_active_unlink(tp, m);
@@ -165,7 +165,7 @@ void gs__tcp_msg_free(gs_tp_t *tp, gs__tcp_inmsg_t *m)
 /* Connections                                                            */
 /* ---------------------------------------------------------------------- */
 
-void gs__tcp_conn_close(gs_tp_t *tp, gs__tcp_conn_t *c)
+void gs__tcp_conn_close(gs__tp_t *tp, gs__tcp_conn_t *c)
 {
     if (c->fd < 0) {
         return;
@@ -183,7 +183,7 @@ void gs__tcp_conn_close(gs_tp_t *tp, gs__tcp_conn_t *c)
     }
 }
 
-void gs__tcp_conn_update_events(gs_tp_t *tp, gs__tcp_conn_t *c)
+void gs__tcp_conn_update_events(gs__tp_t *tp, gs__tcp_conn_t *c)
 {
     struct epoll_event ev;
     unsigned want = 0;

@@ -56,13 +56,13 @@
  * GS_ERR_PROTOCOL. Every message held, whatever its destination (bound to a
  * receive, unexpected, or being drained), costs GS_TCP_MSG_COST bytes (its
  * gs__tcp_inmsg_t and allocator overhead, rounded up), and an unexpected
- * one its payload too, against the byte budget (gs_tp_t.held.max_bytes,
+ * one its payload too, against the byte budget (gs__tp_t.held.max_bytes,
  * default GS_TCP_UNEXP_MAX; transport/match.h's gs__match_budget_t): so zero-length and never-finished messages are not
  * free. No work per frame grows with what is held: a probe and an irecv
  * find the first matching message through the match index
  * (transport/match.h), a further chunk finds its message by (peer, seq) in
  * tp->active, and a finished message leaves its peer's doubly linked list
- * of started ones in O(1). The count bound (gs_tp_t.held.max_msgs,
+ * of started ones in O(1). The count bound (gs__tp_t.held.max_msgs,
  * default GS_TCP_UNEXP_MAX_MSGS) is a second, simpler bound on memory
  * (2^20 x GS_TCP_MSG_COST = 512 MiB) below what the byte budget alone
  * would allow (2^24 empty messages). Collectives hold a few messages per
@@ -109,7 +109,7 @@ typedef enum gs__tcp_rstate {
 /* One frame on a socket's send queue. */
 typedef struct gs__tcp_frame {
     struct gs__tcp_frame *next;
-    struct gs_tp_req *req;  /* owning send; NULL for a control frame */
+    struct gs__tp_req *req; /* owning send; NULL for a control frame */
     const uint8_t *payload; /* chunk bytes in the user's buffer */
     uint64_t payload_len;
     uint64_t sent; /* bytes of header + payload already written */
@@ -122,9 +122,9 @@ typedef struct gs__tcp_inmsg {
     gs__match_entry_t ue;       /* first: held unexpected (tp->unexp, transport/match.h) */
     struct gs__tcp_inmsg *next; /* the peer's list of started messages */
     struct gs__tcp_inmsg *prev;
-    gs__hnode_t anode;     /* started messages by (peer, seq): tp->active */
-    struct gs_tp_req *req; /* bound receive, or NULL */
-    uint8_t *buf;          /* malloc'd copy for DEST_UNEXP (NULL when total is 0) */
+    gs__hnode_t anode;      /* started messages by (peer, seq): tp->active */
+    struct gs__tp_req *req; /* bound receive, or NULL */
+    uint8_t *buf;           /* malloc'd copy for DEST_UNEXP (NULL when total is 0) */
     uint64_t seq;
     uint64_t tag;
     uint64_t total;
@@ -202,11 +202,11 @@ typedef struct gs__tcp_peer {
     char reason[GS_TCP_REASON_MAX];
 } gs__tcp_peer_t;
 
-struct gs_tp_req {
-    struct gs_tp_req *next; /* posted receives, in post order */
-    struct gs_tp_req *prev;
-    struct gs_tp_req *all_next; /* every live request of the instance */
-    struct gs_tp_req *all_prev;
+struct gs__tp_req {
+    struct gs__tp_req *next; /* posted receives, in post order */
+    struct gs__tp_req *prev;
+    struct gs__tp_req *all_next; /* every live request of the instance */
+    struct gs__tp_req *all_prev;
     gs__tcp_inmsg_t *msg; /* recv bound to an arriving message */
     void *buf;
     size_t len;
@@ -218,13 +218,13 @@ struct gs_tp_req {
     bool on_wire; /* send: at least one byte written */
     int nframes;
     int frames_left;
-    gs_tp_completion_t comp;
+    gs__tp_completion_t comp;
     const char *reason; /* failure sentence (points at reason_buf or a peer's reason) */
     char *reason_buf;
     gs__tcp_frame_t frames[]; /* sends only */
 };
 
-struct gs_tp {
+struct gs__tp {
     int rank;
     int size;
     int nsocks;
@@ -232,16 +232,16 @@ struct gs_tp {
     uint64_t comm_id;
     gs__counters_t *counters;
     int listen_fd;
-    gs_sockaddr_t listen_addr;
+    gs__sockaddr_t listen_addr;
     int epfd;
     int evfd;
     atomic_int aborted;
     bool abort_done;
     bool connected;
     gs__tcp_peer_t *peers;
-    struct gs_tp_req *posted_head;
-    struct gs_tp_req *posted_tail;
-    struct gs_tp_req *all;
+    struct gs__tp_req *posted_head;
+    struct gs__tp_req *posted_tail;
+    struct gs__tp_req *all;
     gs__match_index_t unexp; /* held unexpected messages, by arrival and by match key */
     gs__htab_t active;       /* every peer's started messages, by (peer, seq) */
     /* What peers make this rank hold (tcp_rx.c msg_start): held.bytes
@@ -281,7 +281,7 @@ struct gs_tp {
 /* The sentence a request involving failed peer p fails with: once the
  * instance is down, the failure that took it down (later peer failures are
  * most likely its echoes), else the peer's own reason. */
-static inline const char *gs__tcp_peer_why(const gs_tp_t *tp, const gs__tcp_peer_t *p)
+static inline const char *gs__tcp_peer_why(const gs__tp_t *tp, const gs__tcp_peer_t *p)
 {
     return ((tp->down_status != GS_OK) && (p->fail_status != GS_ERR_ABORTED)) ? tp->down_reason
                                                                               : p->reason;
@@ -290,41 +290,41 @@ static inline const char *gs__tcp_peer_why(const gs_tp_t *tp, const gs__tcp_peer
 /* --- tcp_conn.c ------------------------------------------------------- */
 
 /* Close one socket and take it out of the poller. */
-void gs__tcp_conn_close(gs_tp_t *tp, gs__tcp_conn_t *c);
+void gs__tcp_conn_close(gs__tp_t *tp, gs__tcp_conn_t *c);
 /* Register the socket's interest (EPOLLIN unless parked, EPOLLOUT while queued). */
-void gs__tcp_conn_update_events(gs_tp_t *tp, gs__tcp_conn_t *c);
+void gs__tcp_conn_update_events(gs__tp_t *tp, gs__tcp_conn_t *c);
 /* Unlink a receive from the posted list. */
-void gs__tcp_posted_unlink(gs_tp_t *tp, struct gs_tp_req *r);
+void gs__tcp_posted_unlink(gs__tp_t *tp, struct gs__tp_req *r);
 /* Unlink a message from the unexpected index (no-op when not in it). */
-void gs__tcp_unexp_unlink(gs_tp_t *tp, gs__tcp_inmsg_t *m);
+void gs__tcp_unexp_unlink(gs__tp_t *tp, gs__tcp_inmsg_t *m);
 /* Put a started message on its peer's list of started messages and in
  * tp->active. @return GS_OK; GS_ERR_NO_MEMORY (nothing changed). */
-gs_status_t gs__tcp_active_add(gs_tp_t *tp, gs__tcp_inmsg_t *m);
+gs_status_t gs__tcp_active_add(gs__tp_t *tp, gs__tcp_inmsg_t *m);
 /* Take a message off them (no-op when it is not on them), in O(1). */
-void gs__tcp_active_unlink(gs_tp_t *tp, gs__tcp_inmsg_t *m);
+void gs__tcp_active_unlink(gs__tp_t *tp, gs__tcp_inmsg_t *m);
 /* The started message @p seq of @p peer, or NULL. */
-gs__tcp_inmsg_t *gs__tcp_active_find(gs_tp_t *tp, int peer, uint64_t seq);
+gs__tcp_inmsg_t *gs__tcp_active_find(gs__tp_t *tp, int peer, uint64_t seq);
 /* Free a held message's payload copy and release its charge (the message
  * itself stays, charged GS_TCP_MSG_COST; no-op without a copy). */
-void gs__tcp_msg_free_buf(gs_tp_t *tp, gs__tcp_inmsg_t *m);
+void gs__tcp_msg_free_buf(gs__tp_t *tp, gs__tcp_inmsg_t *m);
 /* Unlink a message from everything it is on and free it and its held bytes,
  * releasing all it was charged. */
-void gs__tcp_msg_free(gs_tp_t *tp, gs__tcp_inmsg_t *m);
+void gs__tcp_msg_free(gs__tp_t *tp, gs__tcp_inmsg_t *m);
 /* Finish a request with a status; reason (copied) may be NULL for GS_OK. */
-void gs__tcp_req_complete(gs_tp_t *tp, struct gs_tp_req *req, gs_status_t status,
+void gs__tcp_req_complete(gs__tp_t *tp, struct gs__tp_req *req, gs_status_t status,
                           const char *reason);
 /* Like gs__tcp_req_complete, pointing at a reason that outlives the request. */
-void gs__tcp_req_fail_ref(gs_tp_t *tp, struct gs_tp_req *req, gs_status_t status,
+void gs__tcp_req_fail_ref(gs__tp_t *tp, struct gs__tp_req *req, gs_status_t status,
                           const char *reason);
 
 /* --- tcp_tx.c --------------------------------------------------------- */
 
 /* Append a frame to a socket's queue and write at once if it was empty. */
-void gs__tcp_conn_queue(gs_tp_t *tp, gs__tcp_conn_t *c, gs__tcp_frame_t *f);
+void gs__tcp_conn_queue(gs__tp_t *tp, gs__tcp_conn_t *c, gs__tcp_frame_t *f);
 /* Write queued frames until EAGAIN or the budget; fails the peer on error. */
-void gs__tcp_conn_flush(gs_tp_t *tp, gs__tcp_conn_t *c);
+void gs__tcp_conn_flush(gs__tp_t *tp, gs__tcp_conn_t *c);
 /* Take an unfinished send's frames off the queues (cancel). */
-void gs__tcp_send_cancel(gs_tp_t *tp, struct gs_tp_req *req);
+void gs__tcp_send_cancel(gs__tp_t *tp, struct gs__tp_req *req);
 
 /* --- tcp_fail.c ------------------------------------------------------- */
 
@@ -333,24 +333,24 @@ void gs__tcp_send_cancel(gs_tp_t *tp, struct gs_tp_req *req);
  * cause (status GS_ERR_PEER_FAILED or GS_ERR_PROTOCOL, once connected and
  * before finalize) also report the peer to every other healthy peer with a
  * DOWN frame and take the instance down (gs__tcp_go_down). */
-void gs__tcp_peer_fail(gs_tp_t *tp, int peer, gs_status_t status, const char *fmt, ...)
+void gs__tcp_peer_fail(gs__tp_t *tp, int peer, gs_status_t status, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* Like gs__tcp_peer_fail for a local cause (a cancelled send cut a stream,
  * epoll_ctl failed, or a DOWN frame reported the peer): never reports the
  * peer and never takes the instance down. Idempotent. */
-void gs__tcp_peer_drop(gs_tp_t *tp, int peer, gs_status_t status, const char *fmt, ...)
+void gs__tcp_peer_drop(gs__tp_t *tp, int peer, gs_status_t status, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* Take the instance down: rank @p failed has failed, for @p reason
  * (copied; the first call wins): every posted, bound and later receive
  * fails with GS_ERR_PEER_FAILED, held unexpected messages are freed, and
  * messages still arriving are drained. Sends are not touched. */
-void gs__tcp_go_down(gs_tp_t *tp, int failed, const char *reason);
+void gs__tcp_go_down(gs__tp_t *tp, int failed, const char *reason);
 /* The receive half of gs__tcp_go_down (down_status and down_reason are set). */
-void gs__tcp_recv_go_down(gs_tp_t *tp);
+void gs__tcp_recv_go_down(gs__tp_t *tp);
 /* Queue a DOWN(failed) frame on socket c (owned; dropped when out of memory). */
-void gs__tcp_queue_down(gs_tp_t *tp, gs__tcp_conn_t *c, int failed);
+void gs__tcp_queue_down(gs__tp_t *tp, gs__tcp_conn_t *c, int failed);
 /* The peer said goodbye on every socket: fail it quietly (INFO, not WARN). */
-void gs__tcp_peer_left(gs_tp_t *tp, int peer);
+void gs__tcp_peer_left(gs__tp_t *tp, int peer);
 /* The heartbeat (docs/design.md, "Heartbeats"), called by progress once
  * now >= tp->hb_next_ns: queue a HEARTBEAT frame on socket 0 of every
  * healthy peer to which nothing was queued for an interval, and fail with
@@ -358,27 +358,27 @@ void gs__tcp_peer_left(gs_tp_t *tp, int peer);
  * GS_TCP_HEARTBEAT_MISSES intervals of watching (a gap between ticks longer
  * than an interval means this side was not looking: the silence is not
  * counted). */
-void gs__tcp_heartbeat_tick(gs_tp_t *tp, uint64_t now);
+void gs__tcp_heartbeat_tick(gs__tp_t *tp, uint64_t now);
 
 /* --- tcp_rx.c --------------------------------------------------------- */
 
 /* Read and dispatch frames until EAGAIN or the budget; fails the peer on error.
  * The pipe first takes what the socket carries for itself (shm: doorbells). */
-void gs__tcp_conn_read(gs_tp_t *tp, gs__tcp_conn_t *c);
+void gs__tcp_conn_read(gs__tp_t *tp, gs__tcp_conn_t *c);
 /* The frames only, leaving the socket alone (the shared-memory sweep: no
  * recv that would find nothing), then the pipe's read_done. */
-void gs__tcp_conn_read_ring(gs_tp_t *tp, gs__tcp_conn_t *c);
+void gs__tcp_conn_read_ring(gs__tp_t *tp, gs__tcp_conn_t *c);
 /* Match a new receive against held unexpected messages, else post it. */
-void gs__tcp_recv_post(gs_tp_t *tp, struct gs_tp_req *req);
+void gs__tcp_recv_post(gs__tp_t *tp, struct gs__tp_req *req);
 /* The probe slot (transport.h): the held message an irecv from @p peer (or
  * GS_ANY_SOURCE) with @p tag would match now, else the failure it would
  * complete with. */
-gs_status_t gs__tcp_recv_probe(gs_tp_t *tp, int peer, uint64_t tag, int *found_out,
-                               gs_tp_completion_t *comp_out);
+gs_status_t gs__tcp_recv_probe(gs__tp_t *tp, int peer, uint64_t tag, int *found_out,
+                               gs__tp_completion_t *comp_out);
 /* Detach an unfinished receive from whatever it is bound to (cancel). */
-void gs__tcp_recv_cancel(gs_tp_t *tp, struct gs_tp_req *req);
+void gs__tcp_recv_cancel(gs__tp_t *tp, struct gs__tp_req *req);
 /* Free every held message (finalize). */
-void gs__tcp_free_messages(gs_tp_t *tp);
+void gs__tcp_free_messages(gs__tp_t *tp);
 
 /* --- tcp_handshake.c ------------------------------------------------- */
 
@@ -387,7 +387,8 @@ void gs__tcp_free_messages(gs_tp_t *tp);
  * GS_OK, GS_ERR_TIMEOUT (naming missing ranks), GS_ERR_SYSTEM,
  * GS_ERR_VERSION_MISMATCH, GS_ERR_MISMATCH, GS_ERR_PROTOCOL, GS_ERR_ABORTED,
  * GS_ERR_NO_MEMORY, GS_ERR_INVALID_ARG. */
-gs_status_t gs__tcp_handshake_all(gs_tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX], uint64_t deadline_ns);
+gs_status_t gs__tcp_handshake_all(gs__tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX],
+                                  uint64_t deadline_ns);
 
 /* --- tcp_pipe_shm.c ------------------------------------------------- */
 
@@ -399,21 +400,21 @@ gs_status_t gs__tcp_handshake_all(gs_tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX], ui
  * Returns GS_OK, GS_ERR_TIMEOUT, GS_ERR_PEER_FAILED (a peer closed its
  * socket), GS_ERR_PROTOCOL (a bad setup record), GS_ERR_ABORTED,
  * GS_ERR_NO_MEMORY. */
-gs_status_t gs__tcp_shm_setup(gs_tp_t *tp, uint64_t deadline_ns);
+gs_status_t gs__tcp_shm_setup(gs__tp_t *tp, uint64_t deadline_ns);
 /* Ring the peer's doorbell if it sleeps on bytes we wrote. */
-void gs__tcp_shm_wake_reader(gs_tp_t *tp, gs__tcp_conn_t *c);
+void gs__tcp_shm_wake_reader(gs__tp_t *tp, gs__tcp_conn_t *c);
 /* Ring the peer's doorbell if it waits for space we freed. */
-void gs__tcp_shm_wake_writer(gs_tp_t *tp, gs__tcp_conn_t *c);
+void gs__tcp_shm_wake_writer(gs__tp_t *tp, gs__tcp_conn_t *c);
 /* Consume doorbell bytes on c's socket; notes EOF/errors in c->shm. */
-void gs__tcp_shm_drain_doorbell(gs_tp_t *tp, gs__tcp_conn_t *c);
+void gs__tcp_shm_drain_doorbell(gs__tp_t *tp, gs__tcp_conn_t *c);
 /* Before sleeping in epoll: arm every link's sleep flags; true when one of
  * them has work already (do not sleep). */
-bool gs__tcp_shm_arm(gs_tp_t *tp);
+bool gs__tcp_shm_arm(gs__tp_t *tp);
 /* After epoll: clear the flags. */
-void gs__tcp_shm_disarm(gs_tp_t *tp);
+void gs__tcp_shm_disarm(gs__tp_t *tp);
 /* Read every link with bytes waiting and flush every one with room. */
-void gs__tcp_shm_sweep(gs_tp_t *tp);
+void gs__tcp_shm_sweep(gs__tp_t *tp);
 /* Unmap and unlink every segment (finalize, error paths). */
-void gs__tcp_shm_free(gs_tp_t *tp);
+void gs__tcp_shm_free(gs__tp_t *tp);
 
 #endif /* GS_TRANSPORT_TCP_TCP_CONN_H */

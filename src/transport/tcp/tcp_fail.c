@@ -24,7 +24,7 @@
 /* Peer failure                                                           */
 /* ---------------------------------------------------------------------- */
 
-static void peer_fail_quiet(gs_tp_t *tp, int peer, gs_status_t status, const char *fmt, ...)
+static void peer_fail_quiet(gs__tp_t *tp, int peer, gs_status_t status, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
 /*
@@ -33,7 +33,7 @@ static void peer_fail_quiet(gs_tp_t *tp, int peer, gs_status_t status, const cha
  * reading until an earlier message starts elsewhere), and it must meet a
  * DOWN before the BYE or close that follows on any socket it does read.
  */
-static void report_down(gs_tp_t *tp, int x)
+static void report_down(gs__tp_t *tp, int x)
 {
     for (int q = 0; q < tp->size; q++) {
         /* A failed send below may fail q or others: re-check every time. */
@@ -47,7 +47,7 @@ static void report_down(gs_tp_t *tp, int x)
     }
 }
 
-void gs__tcp_queue_down(gs_tp_t *tp, gs__tcp_conn_t *c, int failed)
+void gs__tcp_queue_down(gs__tp_t *tp, gs__tcp_conn_t *c, int failed)
 {
     gs__tcp_frame_t *f = calloc(1, sizeof(*f));
     gs__tcp_frame_hdr_t hdr;
@@ -65,11 +65,11 @@ void gs__tcp_queue_down(gs_tp_t *tp, gs__tcp_conn_t *c, int failed)
     gs__tcp_conn_queue(tp, c, f);
 }
 
-static void peer_fail_va(gs_tp_t *tp, int peer, gs_status_t status, bool remote, const char *fmt,
+static void peer_fail_va(gs__tp_t *tp, int peer, gs_status_t status, bool remote, const char *fmt,
                          va_list ap) __attribute__((format(printf, 5, 0)));
 
 /* One HEARTBEAT frame on socket 0 of peer p (owned; skipped when out of memory). */
-static void queue_heartbeat(gs_tp_t *tp, gs__tcp_conn_t *c)
+static void queue_heartbeat(gs__tp_t *tp, gs__tcp_conn_t *c)
 {
     gs__tcp_frame_t *f = calloc(1, sizeof(*f));
     gs__tcp_frame_hdr_t hdr;
@@ -84,7 +84,7 @@ static void queue_heartbeat(gs_tp_t *tp, gs__tcp_conn_t *c)
     gs__tcp_conn_queue(tp, c, f);
 }
 
-void gs__tcp_heartbeat_tick(gs_tp_t *tp, uint64_t now)
+void gs__tcp_heartbeat_tick(gs__tp_t *tp, uint64_t now)
 {
     const uint64_t silence = tp->hb_ns * GS_TCP_HEARTBEAT_MISSES;
     bool blind;
@@ -137,7 +137,7 @@ void gs__tcp_heartbeat_tick(gs_tp_t *tp, uint64_t now)
     }
 }
 
-static void peer_fail_va(gs_tp_t *tp, int peer, gs_status_t status, bool remote, const char *fmt,
+static void peer_fail_va(gs__tp_t *tp, int peer, gs_status_t status, bool remote, const char *fmt,
                          va_list ap)
 {
     gs__tcp_peer_t *p = &tp->peers[peer];
@@ -184,7 +184,7 @@ static void peer_fail_va(gs_tp_t *tp, int peer, gs_status_t status, bool remote,
     report_down(tp, peer);
 }
 
-void gs__tcp_peer_fail(gs_tp_t *tp, int peer, gs_status_t status, const char *fmt, ...)
+void gs__tcp_peer_fail(gs__tp_t *tp, int peer, gs_status_t status, const char *fmt, ...)
 {
     va_list ap;
 
@@ -193,7 +193,7 @@ void gs__tcp_peer_fail(gs_tp_t *tp, int peer, gs_status_t status, const char *fm
     va_end(ap);
 }
 
-void gs__tcp_peer_drop(gs_tp_t *tp, int peer, gs_status_t status, const char *fmt, ...)
+void gs__tcp_peer_drop(gs__tp_t *tp, int peer, gs_status_t status, const char *fmt, ...)
 {
     va_list ap;
 
@@ -202,7 +202,7 @@ void gs__tcp_peer_drop(gs_tp_t *tp, int peer, gs_status_t status, const char *fm
     va_end(ap);
 }
 
-void gs__tcp_go_down(gs_tp_t *tp, int failed, const char *reason)
+void gs__tcp_go_down(gs__tp_t *tp, int failed, const char *reason)
 {
     size_t n = strnlen(reason, sizeof(tp->down_reason) - 1);
 
@@ -219,7 +219,7 @@ void gs__tcp_go_down(gs_tp_t *tp, int failed, const char *reason)
 }
 
 /* A peer that said goodbye is normal at shutdown: INFO, not WARN. */
-void gs__tcp_peer_left(gs_tp_t *tp, int peer)
+void gs__tcp_peer_left(gs__tp_t *tp, int peer)
 {
     if (tp->peers[peer].fail_status == GS_OK) {
         GS_INFO(NET, "tcp: rank %d: peer %d left the communicator", tp->rank, peer);
@@ -227,12 +227,12 @@ void gs__tcp_peer_left(gs_tp_t *tp, int peer)
     peer_fail_quiet(tp, peer, GS_ERR_PEER_FAILED, "peer %d left the communicator", peer);
 }
 
-static void peer_fail_quiet(gs_tp_t *tp, int peer, gs_status_t status, const char *fmt, ...)
+static void peer_fail_quiet(gs__tp_t *tp, int peer, gs_status_t status, const char *fmt, ...)
 {
     gs__tcp_peer_t *p = &tp->peers[peer];
     char reason[GS_TCP_REASON_MAX];
-    struct gs_tp_req *r;
-    struct gs_tp_req *rnext;
+    struct gs__tp_req *r;
+    struct gs__tp_req *rnext;
     const char *why;
     va_list ap;
 
@@ -290,9 +290,9 @@ static void peer_fail_quiet(gs_tp_t *tp, int peer, gs_status_t status, const cha
     }
 }
 
-void gs__tcp_recv_go_down(gs_tp_t *tp)
+void gs__tcp_recv_go_down(gs__tp_t *tp)
 {
-    struct gs_tp_req *r;
+    struct gs__tp_req *r;
 
     /* Messages still arriving: detach and fail their receives, drain the rest. */
     for (int q = 0; q < tp->size; q++) {
@@ -335,7 +335,7 @@ void gs__tcp_recv_go_down(gs_tp_t *tp)
         m = next;
     }
     for (r = tp->posted_head; r != NULL;) {
-        struct gs_tp_req *next = r->next;
+        struct gs__tp_req *next = r->next;
 
         if (!gs__tp_tag_is_recovery(r->tag)) {
             gs__tcp_posted_unlink(tp, r);

@@ -77,9 +77,9 @@ typedef struct hs_slot {
 } hs_slot_t;
 
 typedef struct hs_ctx {
-    gs_tp_t *tp;
-    gs_sockaddr_t *addrs; /* parsed endpoints of the lower ranks */
-    hs_slot_t *out;       /* rank * nsocks outgoing slots */
+    gs__tp_t *tp;
+    gs__sockaddr_t *addrs; /* parsed endpoints of the lower ranks */
+    hs_slot_t *out;        /* rank * nsocks outgoing slots */
     int nout;
     hs_slot_t in[HS_MAX_INCOMING];
     int nin;
@@ -99,7 +99,7 @@ static void slot_close(hs_slot_t *s)
 }
 
 /* The slot's socket (and TLS session) become connection (peer, index). */
-static void slot_hand_over(gs_tp_t *tp, hs_slot_t *s)
+static void slot_hand_over(gs__tp_t *tp, hs_slot_t *s)
 {
     gs__tcp_conn_t *c = &tp->peers[s->peer].conns[s->index];
 
@@ -111,7 +111,8 @@ static void slot_hand_over(gs_tp_t *tp, hs_slot_t *s)
     s->state = HS_DONE;
 }
 
-static void fill_hs(const gs_tp_t *tp, gs__tcp_hs_t *hs, uint32_t kind, uint32_t verdict, int index)
+static void fill_hs(const gs__tp_t *tp, gs__tcp_hs_t *hs, uint32_t kind, uint32_t verdict,
+                    int index)
 {
     hs->version = GS_TCP_PROTO_VERSION;
     hs->kind = kind;
@@ -148,7 +149,7 @@ static void out_schedule_retry(hs_slot_t *s, uint64_t now, const char *why)
 /* Start (or restart) an outgoing connect. */
 static gs_status_t out_start(hs_ctx_t *ctx, hs_slot_t *s, uint64_t now)
 {
-    const gs_sockaddr_t *a = &ctx->addrs[s->peer];
+    const gs__sockaddr_t *a = &ctx->addrs[s->peer];
     gs__tcp_hs_t hs;
     int ret;
 
@@ -226,7 +227,7 @@ static int hs_io(hs_slot_t *s, bool writing)
 
 static gs_status_t out_got_ack(hs_ctx_t *ctx, hs_slot_t *s)
 {
-    gs_tp_t *tp = ctx->tp;
+    gs__tp_t *tp = ctx->tp;
     gs__tcp_hs_expect_t exp = {.job_id = tp->job_id,
                                .comm_id = tp->comm_id,
                                .size = tp->size,
@@ -461,7 +462,7 @@ static int in_plain_hello(hs_slot_t *s, bool *wait)
 
 static void in_step(hs_ctx_t *ctx, hs_slot_t *s)
 {
-    gs_tp_t *tp = ctx->tp;
+    gs__tp_t *tp = ctx->tp;
     char why[GS_TCP_REASON_MAX];
     gs__tcp_hs_t hello;
     gs_status_t status;
@@ -624,7 +625,7 @@ static void in_step(hs_ctx_t *ctx, hs_slot_t *s)
 static void in_accept(hs_ctx_t *ctx)
 {
     for (;;) {
-        gs_sockaddr_t from;
+        gs__sockaddr_t from;
         hs_slot_t *s;
         int fd;
 
@@ -683,7 +684,7 @@ static void in_accept(hs_ctx_t *ctx)
 /* Text listing the ranks that still lack a socket, for the timeout error. */
 static void missing_ranks(const hs_ctx_t *ctx, char *buf, size_t len)
 {
-    const gs_tp_t *tp = ctx->tp;
+    const gs__tp_t *tp = ctx->tp;
     size_t off = 0;
     int count = 0;
 
@@ -717,7 +718,7 @@ static void missing_ranks(const hs_ctx_t *ctx, char *buf, size_t len)
     }
 }
 
-static bool all_connected(const gs_tp_t *tp)
+static bool all_connected(const gs__tp_t *tp)
 {
     for (int p = 0; p < tp->size; p++) {
         for (int i = 0; (p != tp->rank) && (i < tp->nsocks); i++) {
@@ -731,7 +732,7 @@ static bool all_connected(const gs_tp_t *tp)
 
 static gs_status_t hs_loop(hs_ctx_t *ctx, uint64_t deadline_ns)
 {
-    gs_tp_t *tp = ctx->tp;
+    gs__tp_t *tp = ctx->tp;
     uint64_t start = gs__now_ns();
     gs_status_t status;
 
@@ -823,7 +824,7 @@ static gs_status_t hs_loop(hs_ctx_t *ctx, uint64_t deadline_ns)
     return GS_OK;
 }
 
-gs_status_t gs__tcp_handshake_all(gs_tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX], uint64_t deadline_ns)
+gs_status_t gs__tcp_handshake_all(gs__tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX], uint64_t deadline_ns)
 {
     size_t maxfds = 2 + (size_t)tp->rank * (size_t)tp->nsocks + HS_MAX_INCOMING;
     gs_status_t status = GS_OK;

@@ -33,7 +33,7 @@
 /* The reason for GS_TCP_PIPE_PROTO, and room for it. */
 #define GS_TCP_PIPE_WHY_MAX 200
 
-struct gs_tp;
+struct gs__tp;
 struct gs__tcp_conn;
 
 /* What a call reports besides its return value. */
@@ -48,19 +48,19 @@ typedef struct gs__tcp_pipe_ops {
     const char *name;
     /* Write a prefix of the iovecs. Returns the bytes written (> 0, may be
      * short) or a GS_TCP_PIPE_* code. */
-    ssize_t (*writev)(struct gs_tp *tp, struct gs__tcp_conn *c, const struct iovec *iov,
+    ssize_t (*writev)(struct gs__tp *tp, struct gs__tcp_conn *c, const struct iovec *iov,
                       size_t niov, gs__tcp_pipe_res_t *res);
     /* Read at most len bytes into dst. Returns the bytes read (> 0) or a
      * GS_TCP_PIPE_* code. */
-    ssize_t (*read)(struct gs_tp *tp, struct gs__tcp_conn *c, void *dst, size_t len,
+    ssize_t (*read)(struct gs__tp *tp, struct gs__tcp_conn *c, void *dst, size_t len,
                     gs__tcp_pipe_res_t *res);
     /* Optional: the socket is readable; take what it carries for the pipe
      * itself (shm: doorbells, the EOF) before the frames are read. */
-    void (*on_readable)(struct gs_tp *tp, struct gs__tcp_conn *c);
+    void (*on_readable)(struct gs__tp *tp, struct gs__tcp_conn *c);
     /* Optional: after reads (room was freed) and after writes (bytes were
      * added): tell the other side if it sleeps (shm: a doorbell). */
-    void (*read_done)(struct gs_tp *tp, struct gs__tcp_conn *c);
-    void (*wrote)(struct gs_tp *tp, struct gs__tcp_conn *c);
+    void (*read_done)(struct gs__tp *tp, struct gs__tcp_conn *c);
+    void (*wrote)(struct gs__tp *tp, struct gs__tcp_conn *c);
     /* Optional: the pipe holds read bytes epoll cannot see (TLS records
      * decrypted ahead). */
     bool (*pending)(const struct gs__tcp_conn *c);

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-static ssize_t plain_writev(gs_tp_t *tp, gs__tcp_conn_t *c, const struct iovec *iov, size_t niov,
+static ssize_t plain_writev(gs__tp_t *tp, gs__tcp_conn_t *c, const struct iovec *iov, size_t niov,
                             gs__tcp_pipe_res_t *res)
 {
     struct msghdr mh;
@@ -19,7 +19,7 @@ static ssize_t plain_writev(gs_tp_t *tp, gs__tcp_conn_t *c, const struct iovec *
     return (n >= 0) ? n : gs__tcp_pipe_errno(res);
 }
 
-static ssize_t plain_read(gs_tp_t *tp, gs__tcp_conn_t *c, void *dst, size_t len,
+static ssize_t plain_read(gs__tp_t *tp, gs__tcp_conn_t *c, void *dst, size_t len,
                           gs__tcp_pipe_res_t *res)
 {
     ssize_t n;

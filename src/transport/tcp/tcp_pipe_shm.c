@@ -56,7 +56,7 @@ _Static_assert(GS_TCP_SHM_NAME_LEN == GS_SHM_NAME_MAX, "segment names fit the re
 /* ---------------------------------------------------------------------- */
 
 /* Move len bytes on peer's socket 0, blocking until the deadline. */
-static gs_status_t setup_io(gs_tp_t *tp, int peer, uint8_t *buf, size_t len, bool writing,
+static gs_status_t setup_io(gs__tp_t *tp, int peer, uint8_t *buf, size_t len, bool writing,
                             uint64_t deadline_ns)
 {
     int fd = tp->peers[peer].conns[0].fd;
@@ -104,7 +104,8 @@ static gs_status_t setup_io(gs_tp_t *tp, int peer, uint8_t *buf, size_t len, boo
     return GS_OK;
 }
 
-static gs_status_t send_rec(gs_tp_t *tp, int peer, const gs__tcp_shm_msg_t *m, uint64_t deadline_ns)
+static gs_status_t send_rec(gs__tp_t *tp, int peer, const gs__tcp_shm_msg_t *m,
+                            uint64_t deadline_ns)
 {
     uint8_t buf[GS_TCP_SHM_LEN];
 
@@ -112,7 +113,7 @@ static gs_status_t send_rec(gs_tp_t *tp, int peer, const gs__tcp_shm_msg_t *m, u
     return setup_io(tp, peer, buf, sizeof(buf), true, deadline_ns);
 }
 
-static gs_status_t recv_rec(gs_tp_t *tp, int peer, uint32_t kind, gs__tcp_shm_msg_t *m,
+static gs_status_t recv_rec(gs__tp_t *tp, int peer, uint32_t kind, gs__tcp_shm_msg_t *m,
                             uint64_t deadline_ns)
 {
     uint8_t buf[GS_TCP_SHM_LEN];
@@ -135,7 +136,7 @@ static gs_status_t recv_rec(gs_tp_t *tp, int peer, uint32_t kind, gs__tcp_shm_ms
     return GS_OK;
 }
 
-static void seg_id(const gs_tp_t *tp, int lo, int hi, uint64_t ring, gs__shm_seg_id_t *id)
+static void seg_id(const gs__tp_t *tp, int lo, int hi, uint64_t ring, gs__shm_seg_id_t *id)
 {
     memset(id, 0, sizeof(*id));
     id->job_id = tp->job_id;
@@ -146,7 +147,7 @@ static void seg_id(const gs_tp_t *tp, int lo, int hi, uint64_t ring, gs__shm_seg
 }
 
 /* Lower rank: make the segment and tell the peer. */
-static gs_status_t setup_create(gs_tp_t *tp, int peer, uint64_t ring, uint64_t deadline_ns)
+static gs_status_t setup_create(gs__tp_t *tp, int peer, uint64_t ring, uint64_t deadline_ns)
 {
     gs__tcp_peer_t *p = &tp->peers[peer];
     gs__tcp_shm_msg_t m = {.kind = GS_TCP_SHM_CREATE};
@@ -178,7 +179,7 @@ static gs_status_t setup_create(gs_tp_t *tp, int peer, uint64_t ring, uint64_t d
 }
 
 /* Higher rank: map what the peer made and confirm. */
-static gs_status_t setup_map(gs_tp_t *tp, int peer, uint64_t ring, uint64_t deadline_ns)
+static gs_status_t setup_map(gs__tp_t *tp, int peer, uint64_t ring, uint64_t deadline_ns)
 {
     gs__tcp_peer_t *p = &tp->peers[peer];
     gs__tcp_shm_msg_t m;
@@ -221,7 +222,7 @@ static gs_status_t setup_map(gs_tp_t *tp, int peer, uint64_t ring, uint64_t dead
     return send_rec(tp, peer, &ack, deadline_ns);
 }
 
-static gs_status_t link_activate(gs_tp_t *tp, int peer, bool creator)
+static gs_status_t link_activate(gs__tp_t *tp, int peer, bool creator)
 {
     gs__tcp_peer_t *p = &tp->peers[peer];
     gs__tcp_conn_t *c = &p->conns[0];
@@ -235,7 +236,7 @@ static gs_status_t link_activate(gs_tp_t *tp, int peer, bool creator)
     return GS_OK;
 }
 
-gs_status_t gs__tcp_shm_setup(gs_tp_t *tp, uint64_t deadline_ns)
+gs_status_t gs__tcp_shm_setup(gs__tp_t *tp, uint64_t deadline_ns)
 {
     gs__tcp_shm_msg_t offer = {.kind = GS_TCP_SHM_OFFER, .ok = true};
     uint64_t *ring = NULL; /* agreed ring size per peer, 0 when not local */
@@ -316,7 +317,7 @@ gs_status_t gs__tcp_shm_setup(gs_tp_t *tp, uint64_t deadline_ns)
     return status;
 }
 
-void gs__tcp_shm_free(gs_tp_t *tp)
+void gs__tcp_shm_free(gs__tp_t *tp)
 {
     for (int q = 0; (tp->peers != NULL) && (q < tp->size); q++) {
         gs__tcp_peer_t *p = &tp->peers[q];
@@ -340,7 +341,7 @@ void gs__tcp_shm_free(gs_tp_t *tp)
 /* Data path                                                              */
 /* ---------------------------------------------------------------------- */
 
-static void ring_corrupt(gs_tp_t *tp, gs__tcp_conn_t *c, const char *which)
+static void ring_corrupt(gs__tp_t *tp, gs__tcp_conn_t *c, const char *which)
 {
     gs__tcp_peer_fail(tp, c->peer, GS_ERR_PROTOCOL,
                       "peer %d corrupted the shared-memory ring (%s position out of range)",
@@ -348,8 +349,8 @@ static void ring_corrupt(gs_tp_t *tp, gs__tcp_conn_t *c, const char *which)
 }
 
 /* The shm pipe's writev: gathered bytes into c's tx ring (0: full). */
-static ssize_t shm_pipe_writev(gs_tp_t *tp, gs__tcp_conn_t *c, const struct iovec *iov, size_t niov,
-                               gs__tcp_pipe_res_t *res)
+static ssize_t shm_pipe_writev(gs__tp_t *tp, gs__tcp_conn_t *c, const struct iovec *iov,
+                               size_t niov, gs__tcp_pipe_res_t *res)
 {
     size_t n = 0;
 
@@ -364,7 +365,7 @@ static ssize_t shm_pipe_writev(gs_tp_t *tp, gs__tcp_conn_t *c, const struct iove
 /* The shm pipe's read: from c's rx ring (dst NULL discards). An empty ring
  * after the socket closed is the EOF (or error) the socket reported, acted
  * on only now, so a BYE or DOWN written before it is still read first. */
-static ssize_t shm_pipe_read(gs_tp_t *tp, gs__tcp_conn_t *c, void *dst, size_t len,
+static ssize_t shm_pipe_read(gs__tp_t *tp, gs__tcp_conn_t *c, void *dst, size_t len,
                              gs__tcp_pipe_res_t *res)
 {
     size_t n = 0;
@@ -383,7 +384,7 @@ static ssize_t shm_pipe_read(gs_tp_t *tp, gs__tcp_conn_t *c, void *dst, size_t l
     return (c->shm->sock_err != 0) ? GS_TCP_PIPE_ERR : GS_TCP_PIPE_EOF;
 }
 
-static void ring_doorbell(gs_tp_t *tp, gs__tcp_conn_t *c)
+static void ring_doorbell(gs__tp_t *tp, gs__tcp_conn_t *c)
 {
     uint8_t b = GS_TCP_SHM_DOORBELL;
     ssize_t n;
@@ -400,21 +401,21 @@ static void ring_doorbell(gs_tp_t *tp, gs__tcp_conn_t *c)
     }
 }
 
-void gs__tcp_shm_wake_reader(gs_tp_t *tp, gs__tcp_conn_t *c)
+void gs__tcp_shm_wake_reader(gs__tp_t *tp, gs__tcp_conn_t *c)
 {
     if ((c->fd >= 0) && gs__shm_ring_wake_reader(&c->shm->tx)) {
         ring_doorbell(tp, c);
     }
 }
 
-void gs__tcp_shm_wake_writer(gs_tp_t *tp, gs__tcp_conn_t *c)
+void gs__tcp_shm_wake_writer(gs__tp_t *tp, gs__tcp_conn_t *c)
 {
     if ((c->fd >= 0) && gs__shm_ring_wake_writer(&c->shm->rx)) {
         ring_doorbell(tp, c);
     }
 }
 
-void gs__tcp_shm_drain_doorbell(gs_tp_t *tp, gs__tcp_conn_t *c)
+void gs__tcp_shm_drain_doorbell(gs__tp_t *tp, gs__tcp_conn_t *c)
 {
     uint8_t buf[64];
 
@@ -447,7 +448,7 @@ void gs__tcp_shm_drain_doorbell(gs_tp_t *tp, gs__tcp_conn_t *c)
     }
 }
 
-bool gs__tcp_shm_arm(gs_tp_t *tp)
+bool gs__tcp_shm_arm(gs__tp_t *tp)
 {
     bool ready = false;
 
@@ -465,7 +466,7 @@ bool gs__tcp_shm_arm(gs_tp_t *tp)
     return ready;
 }
 
-void gs__tcp_shm_disarm(gs_tp_t *tp)
+void gs__tcp_shm_disarm(gs__tp_t *tp)
 {
     for (int i = 0; i < tp->nshm; i++) {
         if (tp->shm_conns[i]->fd >= 0) {
@@ -475,7 +476,7 @@ void gs__tcp_shm_disarm(gs_tp_t *tp)
     }
 }
 
-void gs__tcp_shm_sweep(gs_tp_t *tp)
+void gs__tcp_shm_sweep(gs__tp_t *tp)
 {
     for (int i = 0; i < tp->nshm; i++) {
         gs__tcp_conn_t *c = tp->shm_conns[i];
@@ -493,7 +494,7 @@ void gs__tcp_shm_sweep(gs_tp_t *tp)
 }
 
 /* On a shared-memory link the socket carries only doorbells and the EOF. */
-static void shm_pipe_on_readable(gs_tp_t *tp, gs__tcp_conn_t *c)
+static void shm_pipe_on_readable(gs__tp_t *tp, gs__tcp_conn_t *c)
 {
     gs__tcp_shm_drain_doorbell(tp, c);
 }

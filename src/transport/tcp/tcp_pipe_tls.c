@@ -383,8 +383,8 @@ bool gs__tcp_tls_pending(struct ssl_st *ssl)
 /* The TLS byte pipe (tcp_pipe.h)                                         */
 /* ---------------------------------------------------------------------- */
 
-static ssize_t tls_pipe_writev(gs_tp_t *tp, gs__tcp_conn_t *c, const struct iovec *iov, size_t niov,
-                               gs__tcp_pipe_res_t *res)
+static ssize_t tls_pipe_writev(gs__tp_t *tp, gs__tcp_conn_t *c, const struct iovec *iov,
+                               size_t niov, gs__tcp_pipe_res_t *res)
 {
     const ssize_t n = gs__tcp_tls_writev(c->ssl, iov, niov, tp->tls_stage, &res->committed,
                                          res->why, sizeof(res->why));
@@ -398,7 +398,7 @@ static ssize_t tls_pipe_writev(gs_tp_t *tp, gs__tcp_conn_t *c, const struct iove
 /* One SSL_read: a short read says nothing about what the socket or OpenSSL
  * still hold (a read returns one record at most), so only "would block"
  * means drained (short_read_drains is false). */
-static ssize_t tls_pipe_read(gs_tp_t *tp, gs__tcp_conn_t *c, void *dst, size_t len,
+static ssize_t tls_pipe_read(gs__tp_t *tp, gs__tcp_conn_t *c, void *dst, size_t len,
                              gs__tcp_pipe_res_t *res)
 {
     ssize_t n;

@@ -38,7 +38,7 @@
  * gs__match_accepts). On refusal (gs__match_bind), completes r with
  * GS_ERR_MISMATCH or GS_ERR_TRUNCATED.
  */
-static bool bind_ok(gs_tp_t *tp, struct gs_tp_req *r, int peer, uint64_t tag, uint64_t total)
+static bool bind_ok(gs__tp_t *tp, struct gs__tp_req *r, int peer, uint64_t tag, uint64_t total)
 {
     char why[GS_MATCH_WHY_MAX];
     const gs_status_t st = gs__match_bind(r->tag, r->len, peer, tag, total, why, sizeof(why));
@@ -57,7 +57,7 @@ static bool bind_ok(gs_tp_t *tp, struct gs_tp_req *r, int peer, uint64_t tag, ui
     return false;
 }
 
-void gs__tcp_recv_post(gs_tp_t *tp, struct gs_tp_req *req)
+void gs__tcp_recv_post(gs__tp_t *tp, struct gs__tp_req *req)
 {
     gs__tcp_inmsg_t *m;
 
@@ -114,8 +114,8 @@ void gs__tcp_recv_post(gs_tp_t *tp, struct gs_tp_req *req)
     tp->posted_tail = req;
 }
 
-gs_status_t gs__tcp_recv_probe(gs_tp_t *tp, int peer, uint64_t tag, int *found_out,
-                               gs_tp_completion_t *comp_out)
+gs_status_t gs__tcp_recv_probe(gs__tp_t *tp, int peer, uint64_t tag, int *found_out,
+                               gs__tp_completion_t *comp_out)
 {
     const gs__tcp_inmsg_t *m;
 
@@ -149,7 +149,7 @@ gs_status_t gs__tcp_recv_probe(gs_tp_t *tp, int peer, uint64_t tag, int *found_o
     return GS_OK;
 }
 
-void gs__tcp_recv_cancel(gs_tp_t *tp, struct gs_tp_req *req)
+void gs__tcp_recv_cancel(gs__tp_t *tp, struct gs__tp_req *req)
 {
     gs__tcp_inmsg_t *m = req->msg;
 
@@ -179,7 +179,7 @@ void gs__tcp_recv_cancel(gs_tp_t *tp, struct gs_tp_req *req)
 /* Receive side                                                           */
 /* ---------------------------------------------------------------------- */
 
-static void kick(gs_tp_t *tp, gs__tcp_conn_t *c)
+static void kick(gs__tp_t *tp, gs__tcp_conn_t *c)
 {
     if (!c->kicked) {
         c->kicked = true;
@@ -193,7 +193,7 @@ static void kick(gs_tp_t *tp, gs__tcp_conn_t *c)
  * count and whether the pair has a shared-memory link (set up the same on
  * both sides before the first frame). Fails the peer when it is none.
  */
-static bool chunk_part(gs_tp_t *tp, int peer, const gs__tcp_frame_hdr_t *h, unsigned *part_out)
+static bool chunk_part(gs__tp_t *tp, int peer, const gs__tcp_frame_hdr_t *h, unsigned *part_out)
 {
     const unsigned n = gs__tcp_chunk_count(h->total_len, tp->nsocks, tp->peers[peer].shm == NULL);
 
@@ -217,12 +217,12 @@ _Static_assert(sizeof(gs__tcp_inmsg_t) + 2 * sizeof(size_t) + GS_MATCH_ENTRY_OVE
 _Static_assert(GS_TCP_MAX_SOCKS <= 32, "gs__tcp_inmsg_t.parts has a bit per chunk");
 
 /* A new message (seq == recv_seq) from peer: bind it to a receive or hold it. */
-static gs__tcp_inmsg_t *msg_start(gs_tp_t *tp, int peer, const gs__tcp_frame_hdr_t *h)
+static gs__tcp_inmsg_t *msg_start(gs__tp_t *tp, int peer, const gs__tcp_frame_hdr_t *h)
 {
     gs__tcp_dest_t dest = GS_TCP_DEST_UNEXP;
     uint64_t held = 0; /* payload bytes this rank holds for it */
     char why[GS_MATCH_WHY_MAX];
-    struct gs_tp_req *r = NULL;
+    struct gs__tp_req *r = NULL;
     gs__tcp_inmsg_t *m;
     unsigned part;
 
@@ -317,9 +317,9 @@ static gs__tcp_inmsg_t *msg_start(gs_tp_t *tp, int peer, const gs__tcp_frame_hdr
     return m;
 }
 
-static void msg_done(gs_tp_t *tp, gs__tcp_inmsg_t *m)
+static void msg_done(gs__tp_t *tp, gs__tcp_inmsg_t *m)
 {
-    struct gs_tp_req *r = m->req;
+    struct gs__tp_req *r = m->req;
     /* Bound to a receive: in its buffer already (DEST_USER), or in ours
      * (DEST_UNEXP, a receive that came after the first chunk). A drained
      * message never has one. */
@@ -345,7 +345,7 @@ static void msg_done(gs_tp_t *tp, gs__tcp_inmsg_t *m)
 }
 
 /* Point the socket at a chunk of message m. */
-static void chunk_start(gs_tp_t *tp, gs__tcp_conn_t *c, gs__tcp_inmsg_t *m)
+static void chunk_start(gs__tp_t *tp, gs__tcp_conn_t *c, gs__tcp_inmsg_t *m)
 {
     uint8_t *base = NULL;
 
@@ -368,7 +368,7 @@ static void chunk_start(gs_tp_t *tp, gs__tcp_conn_t *c, gs__tcp_inmsg_t *m)
     }
 }
 
-static void chunk_done(gs_tp_t *tp, gs__tcp_conn_t *c)
+static void chunk_done(gs__tp_t *tp, gs__tcp_conn_t *c)
 {
     gs__tcp_inmsg_t *m = c->rmsg;
 
@@ -381,12 +381,12 @@ static void chunk_done(gs_tp_t *tp, gs__tcp_conn_t *c)
     }
 }
 
-static void on_header(gs_tp_t *tp, gs__tcp_conn_t *c);
+static void on_header(gs__tp_t *tp, gs__tcp_conn_t *c);
 
 /* After recv_seq moved on, let every socket whose header is now usable go on:
  * a further chunk of the message that just started (seq < recv_seq) or the
  * start of the next one (seq == recv_seq). */
-static void unpark(gs_tp_t *tp, gs__tcp_peer_t *p)
+static void unpark(gs__tp_t *tp, gs__tcp_peer_t *p)
 {
     for (int i = 0; (i < tp->nsocks) && (p->nparked > 0); i++) {
         gs__tcp_conn_t *c = &p->conns[i];
@@ -409,7 +409,7 @@ static void unpark(gs_tp_t *tp, gs__tcp_peer_t *p)
  * DOWN(x) from a live peer: x failed. Fail x here too (closing its sockets,
  * without reporting it again: the reporter told everyone) and go down.
  */
-static void on_down(gs_tp_t *tp, gs__tcp_conn_t *c)
+static void on_down(gs__tp_t *tp, gs__tcp_conn_t *c)
 {
     uint64_t x = c->rhdr.tag; /* <= INT32_MAX, checked by the decoder */
     char reason[GS_TCP_REASON_MAX];
@@ -426,7 +426,7 @@ static void on_down(gs_tp_t *tp, gs__tcp_conn_t *c)
     gs__tcp_go_down(tp, (int)x, reason);
 }
 
-static void on_header(gs_tp_t *tp, gs__tcp_conn_t *c)
+static void on_header(gs__tp_t *tp, gs__tcp_conn_t *c)
 {
     gs__tcp_peer_t *p = &tp->peers[c->peer];
     const gs__tcp_frame_hdr_t *h = &c->rhdr;
@@ -509,7 +509,7 @@ static void on_header(gs_tp_t *tp, gs__tcp_conn_t *c)
     }
 }
 
-static void recv_error(gs_tp_t *tp, gs__tcp_conn_t *c, ssize_t n, int err)
+static void recv_error(gs__tp_t *tp, gs__tcp_conn_t *c, ssize_t n, int err)
 {
     gs__tcp_peer_t *p = &tp->peers[c->peer];
 
@@ -536,7 +536,7 @@ static void recv_error(gs_tp_t *tp, gs__tcp_conn_t *c, ssize_t n, int err)
  * nothing more now (or failed). Until "drained", the read loop goes on, or
  * kicks: a pipe whose short reads say nothing (TLS: one record per read)
  * is drained only when it would block. */
-static bool do_recv(gs_tp_t *tp, gs__tcp_conn_t *c, void *dst, size_t len, ssize_t *n_out)
+static bool do_recv(gs__tp_t *tp, gs__tcp_conn_t *c, void *dst, size_t len, ssize_t *n_out)
 {
     gs__tcp_pipe_res_t res;
     ssize_t n;
@@ -565,9 +565,9 @@ static bool do_recv(gs_tp_t *tp, gs__tcp_conn_t *c, void *dst, size_t len, ssize
     return false;
 }
 
-static void conn_read_frames(gs_tp_t *tp, gs__tcp_conn_t *c);
+static void conn_read_frames(gs__tp_t *tp, gs__tcp_conn_t *c);
 
-void gs__tcp_conn_read(gs_tp_t *tp, gs__tcp_conn_t *c)
+void gs__tcp_conn_read(gs__tp_t *tp, gs__tcp_conn_t *c)
 {
     if (c->pipe->on_readable != NULL) {
         c->pipe->on_readable(tp, c); /* what the socket carries for the pipe itself */
@@ -575,7 +575,7 @@ void gs__tcp_conn_read(gs_tp_t *tp, gs__tcp_conn_t *c)
     gs__tcp_conn_read_ring(tp, c);
 }
 
-void gs__tcp_conn_read_ring(gs_tp_t *tp, gs__tcp_conn_t *c)
+void gs__tcp_conn_read_ring(gs__tp_t *tp, gs__tcp_conn_t *c)
 {
     conn_read_frames(tp, c);
     if ((c->fd >= 0) && (c->pipe->read_done != NULL)) {
@@ -583,7 +583,7 @@ void gs__tcp_conn_read_ring(gs_tp_t *tp, gs__tcp_conn_t *c)
     }
 }
 
-static void conn_read_frames(gs_tp_t *tp, gs__tcp_conn_t *c)
+static void conn_read_frames(gs__tp_t *tp, gs__tcp_conn_t *c)
 {
     gs__tcp_peer_t *p = &tp->peers[c->peer];
     int budget = GS_TCP_IO_BUDGET;
@@ -685,7 +685,7 @@ static void conn_read_frames(gs_tp_t *tp, gs__tcp_conn_t *c)
     }
 }
 
-void gs__tcp_free_messages(gs_tp_t *tp)
+void gs__tcp_free_messages(gs__tp_t *tp)
 {
     for (int p = 0; p < tp->size; p++) {
         if (p == tp->rank) {

@@ -41,7 +41,7 @@
 static const char tcp_abort_reason[] = "the communicator was aborted";
 
 /* master_addr is "host", "host:port" or "[v6]:port"; only the host matters. */
-static gs_status_t resolve_route(const char *text, const char *family, gs_sockaddr_t *out)
+static gs_status_t resolve_route(const char *text, const char *family, gs__sockaddr_t *out)
 {
     const char *first = strchr(text, ':');
 
@@ -51,7 +51,7 @@ static gs_status_t resolve_route(const char *text, const char *family, gs_sockad
     return gs__sock_resolve(text, 0, family, out);
 }
 
-static void free_instance(gs_tp_t *tp)
+static void free_instance(gs__tp_t *tp)
 {
     gs__tcp_shm_free(tp);
     if (tp->peers != NULL) {
@@ -82,7 +82,7 @@ static void free_instance(gs_tp_t *tp)
         gs__tcp_free_messages(tp);
     }
     while (tp->all != NULL) {
-        struct gs_tp_req *r = tp->all;
+        struct gs__tp_req *r = tp->all;
 
         tp->all = r->all_next;
         free(r->reason_buf);
@@ -124,7 +124,7 @@ void gs__tcp_settings_read(const gs__cfg_t *cfg, gs__tcp_settings_t *out)
     out->tls.ca = cfg->tls_ca;
 }
 
-static gs_status_t tcp_init(const gs_tp_params_t *params, gs_tp_t **tp_out)
+static gs_status_t tcp_init(const gs__tp_params_t *params, gs__tp_t **tp_out)
 {
     gs__tcp_settings_t set;
 
@@ -135,15 +135,15 @@ static gs_status_t tcp_init(const gs_tp_params_t *params, gs_tp_t **tp_out)
     return gs__tcp_init_with(params, &set, tp_out);
 }
 
-gs_status_t gs__tcp_init_with(const gs_tp_params_t *params, const gs__tcp_settings_t *set,
-                              gs_tp_t **tp_out)
+gs_status_t gs__tcp_init_with(const gs__tp_params_t *params, const gs__tcp_settings_t *set,
+                              gs__tp_t **tp_out)
 {
-    gs_sockaddr_t route;
-    gs_sockaddr_t local;
+    gs__sockaddr_t route;
+    gs__sockaddr_t local;
     char text[GS_SOCK_ADDR_MAX];
     struct epoll_event ev;
     gs_status_t status;
-    gs_tp_t *tp;
+    gs__tp_t *tp;
 
     if ((params == NULL) || (set == NULL) || (tp_out == NULL) || (params->size < 1) ||
         (params->rank < 0) || (params->rank >= params->size)) {
@@ -279,7 +279,7 @@ err_free:
     return status;
 }
 
-static gs_status_t tcp_get_address(gs_tp_t *tp, char *buf, size_t len)
+static gs_status_t tcp_get_address(gs__tp_t *tp, char *buf, size_t len)
 {
     char text[GS_SOCK_ADDR_MAX];
     gs_status_t status;
@@ -299,7 +299,7 @@ static gs_status_t tcp_get_address(gs_tp_t *tp, char *buf, size_t len)
     return GS_OK;
 }
 
-static gs_status_t tcp_connect(gs_tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX], uint64_t deadline_ns)
+static gs_status_t tcp_connect(gs__tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX], uint64_t deadline_ns)
 {
     gs_status_t status;
 
@@ -359,10 +359,10 @@ static gs_status_t tcp_connect(gs_tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX], uint6
     return GS_OK;
 }
 
-static gs_status_t req_alloc(gs_tp_t *tp, gs__tcp_req_kind_t kind, int nframes, int peer,
-                             uint64_t tag, void *buf, size_t len, struct gs_tp_req **req_out)
+static gs_status_t req_alloc(gs__tp_t *tp, gs__tcp_req_kind_t kind, int nframes, int peer,
+                             uint64_t tag, void *buf, size_t len, struct gs__tp_req **req_out)
 {
-    struct gs_tp_req *req = calloc(1, sizeof(*req) + (size_t)nframes * sizeof(gs__tcp_frame_t));
+    struct gs__tp_req *req = calloc(1, sizeof(*req) + (size_t)nframes * sizeof(gs__tcp_frame_t));
 
     if (req == NULL) {
         return gs__error_set(GS_ERR_NO_MEMORY, "tcp: out of memory for a request");
@@ -386,7 +386,7 @@ static gs_status_t req_alloc(gs_tp_t *tp, gs__tcp_req_kind_t kind, int nframes, 
     return GS_OK;
 }
 
-static gs_status_t check_peer(const gs_tp_t *tp, int peer, bool any_ok, const char *what)
+static gs_status_t check_peer(const gs__tp_t *tp, int peer, bool any_ok, const char *what)
 {
     if ((any_ok && (peer == GS_ANY_SOURCE)) ||
         ((peer >= 0) && (peer < tp->size) && (peer != tp->rank))) {
@@ -396,10 +396,10 @@ static gs_status_t check_peer(const gs_tp_t *tp, int peer, bool any_ok, const ch
                          peer, tp->size - 1);
 }
 
-static gs_status_t tcp_isend(gs_tp_t *tp, int peer, uint64_t tag, const void *buf, size_t len,
-                             gs_tp_req_t **req_out)
+static gs_status_t tcp_isend(gs__tp_t *tp, int peer, uint64_t tag, const void *buf, size_t len,
+                             gs__tp_req_t **req_out)
 {
-    struct gs_tp_req *req = NULL;
+    struct gs__tp_req *req = NULL;
     gs__tcp_peer_t *p;
     gs_status_t status;
     int nframes;
@@ -477,10 +477,10 @@ static gs_status_t tcp_isend(gs_tp_t *tp, int peer, uint64_t tag, const void *bu
     return GS_OK;
 }
 
-static gs_status_t tcp_irecv(gs_tp_t *tp, int peer, uint64_t tag, void *buf, size_t len,
-                             gs_tp_req_t **req_out)
+static gs_status_t tcp_irecv(gs__tp_t *tp, int peer, uint64_t tag, void *buf, size_t len,
+                             gs__tp_req_t **req_out)
 {
-    struct gs_tp_req *req = NULL;
+    struct gs__tp_req *req = NULL;
     gs_status_t status;
 
     if ((tp == NULL) || (req_out == NULL) || ((buf == NULL) && (len > 0))) {
@@ -507,8 +507,8 @@ static gs_status_t tcp_irecv(gs_tp_t *tp, int peer, uint64_t tag, void *buf, siz
     return GS_OK;
 }
 
-static gs_status_t tcp_test(gs_tp_t *tp, gs_tp_req_t *req, int *done_out,
-                            gs_tp_completion_t *comp_out)
+static gs_status_t tcp_test(gs__tp_t *tp, gs__tp_req_t *req, int *done_out,
+                            gs__tp_completion_t *comp_out)
 {
     (void)tp;
     if ((req == NULL) || (done_out == NULL)) {
@@ -528,8 +528,8 @@ static gs_status_t tcp_test(gs_tp_t *tp, gs_tp_req_t *req, int *done_out,
     return GS_OK;
 }
 
-static gs_status_t tcp_probe(gs_tp_t *tp, int peer, uint64_t tag, int *found_out,
-                             gs_tp_completion_t *comp_out)
+static gs_status_t tcp_probe(gs__tp_t *tp, int peer, uint64_t tag, int *found_out,
+                             gs__tp_completion_t *comp_out)
 {
     gs_status_t status;
 
@@ -553,9 +553,9 @@ static gs_status_t tcp_probe(gs_tp_t *tp, int peer, uint64_t tag, int *found_out
 }
 
 /* Fail everything once after abort. */
-static void do_abort(gs_tp_t *tp)
+static void do_abort(gs__tp_t *tp)
 {
-    struct gs_tp_req *r;
+    struct gs__tp_req *r;
 
     if (tp->abort_done) {
         return;
@@ -576,7 +576,7 @@ static void do_abort(gs_tp_t *tp)
 }
 
 /* One epoll pass. Returns GS_OK or GS_ERR_SYSTEM. */
-static gs_status_t poll_once(gs_tp_t *tp, int timeout_ms)
+static gs_status_t poll_once(gs__tp_t *tp, int timeout_ms)
 {
     struct epoll_event evs[TCP_EPOLL_EVENTS];
     int n;
@@ -642,7 +642,7 @@ static gs_status_t poll_once(gs_tp_t *tp, int timeout_ms)
     return GS_OK;
 }
 
-static gs_status_t tcp_progress(gs_tp_t *tp, uint64_t deadline_ns)
+static gs_status_t tcp_progress(gs__tp_t *tp, uint64_t deadline_ns)
 {
     uint64_t start;
     uint64_t spin_until;
@@ -702,7 +702,7 @@ static gs_status_t tcp_progress(gs_tp_t *tp, uint64_t deadline_ns)
     }
 }
 
-static gs_status_t tcp_req_release(gs_tp_t *tp, gs_tp_req_t *req)
+static gs_status_t tcp_req_release(gs__tp_t *tp, gs__tp_req_t *req)
 {
     if ((tp == NULL) || (req == NULL)) {
         return GS_OK;
@@ -727,7 +727,7 @@ static gs_status_t tcp_req_release(gs_tp_t *tp, gs_tp_req_t *req)
     return GS_OK;
 }
 
-static gs_status_t tcp_abort(gs_tp_t *tp)
+static gs_status_t tcp_abort(gs__tp_t *tp)
 {
     uint64_t one = 1;
 
@@ -742,12 +742,12 @@ static gs_status_t tcp_abort(gs_tp_t *tp)
     return GS_OK;
 }
 
-static int tcp_shm_peers(gs_tp_t *tp)
+static int tcp_shm_peers(gs__tp_t *tp)
 {
     return tp->nshm;
 }
 
-static int tcp_peer_failed(gs_tp_t *tp, int peer)
+static int tcp_peer_failed(gs__tp_t *tp, int peer)
 {
     if ((tp == NULL) || (peer < 0) || (peer >= tp->size) || (peer == tp->rank)) {
         return 0;
@@ -755,7 +755,7 @@ static int tcp_peer_failed(gs_tp_t *tp, int peer)
     return tp->peers[peer].fail_status != GS_OK;
 }
 
-static gs_status_t tcp_wake(gs_tp_t *tp)
+static gs_status_t tcp_wake(gs__tp_t *tp)
 {
     uint64_t one = 1;
 
@@ -775,7 +775,7 @@ static gs_status_t tcp_wake(gs_tp_t *tp)
  * that rank, not us for leaving mid-operation. Never answered, so this
  * cannot storm.
  */
-static void say_goodbye(gs_tp_t *tp)
+static void say_goodbye(gs__tp_t *tp)
 {
     uint64_t deadline = gs__deadline_after_ms(GS_TCP_BYE_TIMEOUT_MS);
 
@@ -839,7 +839,7 @@ static void say_goodbye(gs_tp_t *tp)
     }
 }
 
-static gs_status_t tcp_finalize(gs_tp_t *tp)
+static gs_status_t tcp_finalize(gs__tp_t *tp)
 {
     if (tp == NULL) {
         return GS_OK;
@@ -851,9 +851,9 @@ static gs_status_t tcp_finalize(gs_tp_t *tp)
     return GS_OK;
 }
 
-const gs_transport_ops_t gs__tcp_ops = {
+const gs__transport_ops_t gs__tcp_ops = {
     .name = "tcp",
-    .abi_size = sizeof(gs_transport_ops_t),
+    .abi_size = sizeof(gs__transport_ops_t),
     .caps = GS_TP_CAP_HOST_MEM | GS_TP_CAP_ANY_SOURCE | GS_TP_CAP_ORDERED | GS_TP_CAP_MULTI_STREAM |
             GS_TP_CAP_TLS | GS_TP_CAP_HEARTBEAT,
     .init = tcp_init,

@@ -12,7 +12,7 @@
 #include "transport/tcp/tcp_pipe_tls.h"
 #include "transport/transport.h"
 
-extern const gs_transport_ops_t gs__tcp_ops;
+extern const gs__transport_ops_t gs__tcp_ops;
 
 /* The TCP transport's own settings. Its init reads them from the
  * configuration (gs__tcp_settings_read); in-process tests give their own
@@ -38,7 +38,7 @@ void gs__tcp_settings_read(const gs__cfg_t *cfg, gs__tcp_settings_t *out);
 
 /* The init slot with explicit settings (the slot itself reads them from
  * params->cfg). Returns as the init slot. */
-gs_status_t gs__tcp_init_with(const gs_tp_params_t *params, const gs__tcp_settings_t *set,
-                              gs_tp_t **tp_out);
+gs_status_t gs__tcp_init_with(const gs__tp_params_t *params, const gs__tcp_settings_t *set,
+                              gs__tp_t **tp_out);
 
 #endif /* GS_TRANSPORT_TCP_TCP_TRANSPORT_H */

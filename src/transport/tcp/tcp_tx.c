@@ -23,9 +23,9 @@
 /* Send side                                                              */
 /* ---------------------------------------------------------------------- */
 
-static void frame_written(gs_tp_t *tp, gs__tcp_frame_t *f)
+static void frame_written(gs__tp_t *tp, gs__tcp_frame_t *f)
 {
-    struct gs_tp_req *req = f->req;
+    struct gs__tp_req *req = f->req;
 
     if (f->owned) {
         free(f);
@@ -36,7 +36,7 @@ static void frame_written(gs_tp_t *tp, gs__tcp_frame_t *f)
     }
 }
 
-static void send_error(gs_tp_t *tp, gs__tcp_conn_t *c, int err)
+static void send_error(gs__tp_t *tp, gs__tcp_conn_t *c, int err)
 {
     if ((err == ECONNRESET) || (err == EPIPE)) {
         gs__tcp_peer_fail(tp, c->peer, GS_ERR_PEER_FAILED, "connection reset by peer %d", c->peer);
@@ -60,7 +60,7 @@ static void pipe_commit(gs__tcp_conn_t *c, size_t bytes)
     }
 }
 
-void gs__tcp_conn_flush(gs_tp_t *tp, gs__tcp_conn_t *c)
+void gs__tcp_conn_flush(gs__tp_t *tp, gs__tcp_conn_t *c)
 {
     int budget = GS_TCP_IO_BUDGET;
     bool wrote = false;
@@ -151,7 +151,7 @@ void gs__tcp_conn_flush(gs_tp_t *tp, gs__tcp_conn_t *c)
     gs__tcp_conn_update_events(tp, c);
 }
 
-void gs__tcp_conn_queue(gs_tp_t *tp, gs__tcp_conn_t *c, gs__tcp_frame_t *f)
+void gs__tcp_conn_queue(gs__tp_t *tp, gs__tcp_conn_t *c, gs__tcp_frame_t *f)
 {
     bool was_empty = (c->sq_head == NULL);
 
@@ -178,7 +178,7 @@ void gs__tcp_conn_queue(gs_tp_t *tp, gs__tcp_conn_t *c, gs__tcp_frame_t *f)
  * before release returns, so the receiver gets exactly what was sent.
  * Returns false when out of memory (the caller cuts the stream).
  */
-static bool send_detach(gs_tp_t *tp, struct gs_tp_req *req)
+static bool send_detach(gs__tp_t *tp, struct gs__tp_req *req)
 {
     gs__tcp_peer_t *p = &tp->peers[req->peer];
 
@@ -214,7 +214,7 @@ static bool send_detach(gs_tp_t *tp, struct gs_tp_req *req)
     return true;
 }
 
-void gs__tcp_send_cancel(gs_tp_t *tp, struct gs_tp_req *req)
+void gs__tcp_send_cancel(gs__tp_t *tp, struct gs__tp_req *req)
 {
     gs__tcp_peer_t *p = &tp->peers[req->peer];
     gs__tcp_frame_t *skip;
