@@ -191,6 +191,7 @@ typedef struct gs__tcp_peer {
     unsigned rot; /* first socket of the next striped message */
     int nparked;
     int nbye;
+    bool reading_last;       /* reading what it sent before blaming it (tcp_fail.c) */
     bool shm_offered;        /* its handshake on socket 0 offered shared memory */
     bool rx_seen;            /* bytes arrived since the last heartbeat tick */
     bool tx_seen;            /* a frame was queued to it since the last heartbeat tick */
@@ -258,7 +259,6 @@ struct gs__tp {
     int nkicked;
     int nfailed;
     bool leaving;            /* finalize queued BYE: nothing may follow it */
-    bool reading_last;       /* reading what peers sent before blaming one (tcp_fail.c) */
     gs_status_t down_status; /* GS_OK until a peer failure makes every receive fail */
     int down_rank;           /* the failed rank named in down_reason */
     char down_reason[GS_TCP_REASON_MAX];

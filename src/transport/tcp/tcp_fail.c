@@ -148,34 +148,21 @@ static void peer_fail_va(gs__tp_t *tp, int peer, gs_status_t status, bool remote
     }
     vsnprintf(p->reason, sizeof(p->reason), fmt, ap);
     if (remote && (status == GS_ERR_PEER_FAILED) && tp->connected && (tp->down_status == GS_OK) &&
-        !tp->reading_last) {
-        /* Before blaming the peer for a broken connection, read what the
-         * other peers sent: the peer may be a survivor that left after
-         * learning of another rank's death, and the news of that death (a
-         * DOWN from a third rank, or the dead rank's own closed connection)
-         * may have arrived in the same pass, unread. Then what the peer
-         * itself sent before that: a DOWN naming the rank that really
-         * failed (or a BYE) may still sit unread on one of its sockets (the
-         * broken one, read again, fails it). The one failure reported is
-         * then the first, not its echo. A read that fails a peer lands here
-         * again and goes straight on. */
+        !p->reading_last) {
+        /* Before blaming the peer for a broken connection, read what it sent
+         * before that: a DOWN naming the rank that really failed (or a BYE)
+         * may still sit unread on one of its sockets. A read that fails the
+         * peer itself lands here again and goes straight on. */
         char saved[GS_TCP_REASON_MAX];
 
         memcpy(saved, p->reason, sizeof(saved));
-        tp->reading_last = true;
-        for (int k = 0; (k < tp->size) && (p->fail_status == GS_OK); k++) {
-            const int q = (peer + 1 + k) % tp->size; /* the peer itself last */
-            gs__tcp_peer_t *pq = &tp->peers[q];
-
-            for (int i = 0; (q != tp->rank) && (i < tp->nsocks) && (p->fail_status == GS_OK) &&
-                            (pq->fail_status == GS_OK);
-                 i++) {
-                if ((pq->conns[i].fd >= 0) && (pq->conns[i].rstate != GS_TCP_RS_PARKED)) {
-                    gs__tcp_conn_read(tp, &pq->conns[i]);
-                }
+        p->reading_last = true;
+        for (int i = 0; (i < tp->nsocks) && (p->fail_status == GS_OK); i++) {
+            if ((p->conns[i].fd >= 0) && (p->conns[i].rstate != GS_TCP_RS_PARKED)) {
+                gs__tcp_conn_read(tp, &p->conns[i]);
             }
         }
-        tp->reading_last = false;
+        p->reading_last = false;
         if (p->fail_status != GS_OK) {
             return;
         }
