@@ -19,9 +19,6 @@
 #include "core/dtype.h"
 #include "core/error.h"
 
-#define API_NAME_ROW(_kind, _public, _name, _api) [_kind] = _api,
-static const char *const api_names[GS_COLL_KIND_COUNT] = {GS_COLL_KIND_MAP(API_NAME_ROW)};
-#undef API_NAME_ROW
 
 void gs__comm_fail(gs_comm_t comm, gs_status_t status, const char *msg)
 {
@@ -82,7 +79,7 @@ gs_status_t gs__comm_run_task(gs__task_t *task, void *ctx)
         gs__comm_stats_op_done(comm, d, sticky, 0);
         return sticky;
     }
-    comm->actx.opname = api_names[d->kind];
+    comm->actx.opname = gs__coll_api_name(d->kind);
     if (((d->kind == GS_COLL_SEND) || (d->kind == GS_COLL_RECV)) && (d->mem == GS_MEM_HOST)) {
         /* Post and leave in flight: the worker tests it from now on. */
         status = gs__p2p_post(&comm->actx, d, &req->p2p);
@@ -154,7 +151,7 @@ static gs_status_t comm_dev_test(gs_comm_t comm, struct gs_request *req)
         status = gs__error_set(GS_ERR_ABORTED,
                                "%s: the communicator was destroyed while this device operation "
                                "was pending",
-                               api_names[d->kind]);
+                               gs__coll_api_name(d->kind));
     }
     now = gs__now_ns();
     if ((status == GS_INPROGRESS) && (now >= req->p2p_deadline)) {
@@ -163,7 +160,7 @@ static gs_status_t comm_dev_test(gs_comm_t comm, struct gs_request *req)
         status = gs__error_set(GS_ERR_TIMEOUT,
                                "%s: rank %d: the device operation did not finish within %d ms "
                                "(NCCL aborted; destroy the communicator)",
-                               api_names[d->kind], comm->rank, comm->cfg.timeout_ms);
+                               gs__coll_api_name(d->kind), comm->rank, comm->cfg.timeout_ms);
     }
     if (status == GS_INPROGRESS) {
         return status;
@@ -192,7 +189,7 @@ gs_status_t gs__comm_test_task(gs__task_t *task, void *ctx)
     uint64_t now;
     int done = 0;
 
-    comm->actx.opname = upto ? "gs_recv_status" : api_names[d->kind];
+    comm->actx.opname = upto ? "gs_recv_status" : gs__coll_api_name(d->kind);
 #ifdef GS_WITH_CUDA
     if (d->mem == GS_MEM_DEVICE) {
         return comm_dev_test(comm, req);
@@ -217,7 +214,7 @@ gs_status_t gs__comm_test_task(gs__task_t *task, void *ctx)
         status = gs__error_set(GS_ERR_ABORTED,
                                "%s: the communicator was destroyed while this operation (peer "
                                "%d, tag %u) was pending",
-                               api_names[d->kind], d->root, d->tag);
+                               gs__coll_api_name(d->kind), d->root, d->tag);
     }
     if (!done) {
         char who[32];
