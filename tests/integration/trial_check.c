@@ -11,7 +11,8 @@
  *       runs the collective NAME in a loop (allreduce, broadcast, allgather,
  *       reduce_scatter, alltoall, allgatherv, alltoallv, reduce_scatterv,
  *       p2p: an isend/irecv ring, compressed: int8 all-reduce through
- *       gs_allreduce_ex). The victim starts a thread that, once iteration K
+ *       gs_allreduce_ex) after one barrier (so that every rank is past its
+ *       init before the victim can die). The victim starts a thread that, once iteration K
  *       has begun, waits D microseconds, prints "KILL t_ms=" and raises
  *       SIGKILL: the kill lands at a random point of the collective.
  *       Survivors print "RESULT status= t_ms= named= err=" (named=1 when
@@ -163,10 +164,15 @@ static int run_loop(void)
             return 1;
         }
     }
+    /* Every rank is past gs_comm_init_env before the victim can die: rank 0's init returns
+     * while the last ranks still finish its final exchange, and a broadcast rooted at rank 0
+     * can complete without them, so a kill at iteration 1 could otherwise land inside a
+     * survivor's init, which these trials do not judge. The barrier is part of the trial: a
+     * failure in it is the RESULT. */
     double start = tc_now_ms();
-    long it;
-    st = GS_OK;
-    for (it = 0; tc_now_ms() - start < g_opt.max_seconds * 1e3; it++) {
+    long it = 0;
+    st = gs_barrier(comm);
+    for (; st == GS_OK && tc_now_ms() - start < g_opt.max_seconds * 1e3; it++) {
         atomic_store(&g_iter, it);
         st = run_one(comm, &b, it);
         if (st != GS_OK)
