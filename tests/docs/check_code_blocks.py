@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Compile, run and check every code block of README.md and docs/**/*.md.
+"""Compile, run and check every code block, code span and flag table of
+README.md, CONTRIBUTING.md, python/README.md and docs/**/*.md.
 
 So that the documentation cannot rot: an API change that breaks an example,
 or a tool option that is renamed, fails this test (ctest docs_code_blocks).
@@ -56,8 +57,49 @@ appear in it, and every short option -x as a whole word. Placeholders in
 ("..." or "…" as a word) ends the check of that command, since what
 follows belongs to an elided program. gsrun's
 program, and the program's arguments, are checked in turn when the program
-is a gradsync tool. Nothing is run. A tool this build does not have
+is a gradsync tool. Nothing is run (but see "Sample output" below). A tool
+this build does not have
 (gs-bench with GS_BUILD_BENCH=OFF) is reported and its lines skipped.
+
+Every command (in a shell block or a code span of prose) is also checked
+for what it names besides a tool's options: a GS_* variable it sets
+(VAR=value, export, mpirun -x) must be a row of src/core/env_table.h or a
+name the Makefile, scripts or tests read; `make TARGET` a target of the
+Makefile; `-DGS_*` an option() or CACHE variable of the CMake files. An
+option's placeholder must be the one --help gives it (`-o FILE` fails when
+--help says `-o, --op NAME`).
+
+README.md and python/README.md run as written from the repository root:
+a tool is named by its path in the build tree (build/tools/gsrun, never a
+bare gsrun, which is not on PATH there); every build/ path and every .py,
+.c, .sh or .so file a command names exists (build/ is the build directory
+given), unless the page says to save or write it (`save it as demo.py`);
+a ```python block's imports other than gradsync and the standard library
+are named in the page's prose (so the page says what the example needs).
+Every ```python block must parse (a signature written as a call, with
+`*, key=...`, is accepted).
+
+Prose: every code span that starts with an option (`--out FILE`, `-b`),
+in paragraphs, list items and table cells, is checked against the --help
+of the program it belongs to: the program named before it in its sentence
+(gsrun, gs-bench, gs-bench bucket/ps, gs_info, or another program such as
+mpirun, cmake, compare.sh, whose options are not checked), else the one
+the page named last before the sentence (a possessive "gsrun's" counts in
+its own sentence only), else one named after it in the sentence. A table
+column whose header names a program holds that program's options.
+Compiler-style flags (`-O3`, `-Werror`, `-ffp-contract=off`) and mpirun's
+`-x VAR` belong to no tool. A code span that is a command is checked as
+a command.
+
+Flag tables: a table whose first column holds options of a tool and names
+at least half of the options its --help lists (the reference table) must
+name all of them, so an option added to the tool cannot go undocumented.
+
+Sample output: a ```sh block that is one `build/tools/gsrun ... gs-bench`
+command, directly followed by a plain block of `[0]` lines, is run (on
+loopback, under gsrun --timeout 120) and what does not depend on timing is
+compared: the header lines, and in each sample row the size, type, op,
+root, whether #wrong is a count or N/A, and the algorithm asked for.
 
 Links: every relative markdown link [text](path) of those pages must name a
 file or folder that exists in the repository.
@@ -97,9 +139,212 @@ void compute_gradient(const float *w_, float *g_);
 }
 
 TOOLS = ("gsrun", "gs-bench", "gs_info")
+GSRUN_VALUE_OPTS = ("-n", "--nranks", "--nproc-per-node", "--nnodes", "--node-rank", "--port",
+                    "--master-port", "--addr", "--master-addr", "--timeout")
+SHELL_LANGS = ("sh", "bash", "shell", "console", "")
+# Pages whose commands run as written from the repository root.
+ROOT_PAGES = ("README.md", "python/README.md")
 C_FENCE = re.compile(r"^(\s*)```\s*c(\s+.*)?$")
 FENCE = re.compile(r"^(\s*)```\s*([A-Za-z0-9_+-]*)(.*)$")
 CONTEXT_COMMENT = re.compile(r"^\s*<!--\s*context:(.*?)-->\s*$")
+
+
+# ------------------------------------------------------------------ help texts
+HELP_OPT = re.compile(r"^(--?[A-Za-z][\w-]*)(\[=([^\]]*)\]|=(\S+))?$")
+METAVAR = re.compile(r"^[A-Z][A-Z0-9_]*$")
+ALTERNATIVES = re.compile(r"^[0-9A-Za-z]+(\|[0-9A-Za-z]+)+$")
+
+# Programs named in prose that are not gradsync's tools: a flag next to one
+# of them is theirs, not a gradsync tool's.
+OTHER_PROGRAMS = ("mpirun", "mpiexec", "srun", "cmake", "make", "torchrun", "nccl-tests",
+                  "ctest", "pytest", "pip", "pip3", "python", "python3", "nvcc", "gcc", "clang",
+                  "cc", "valgrind", "docker", "ssh", "perf", "mpi-bench", "gloo-bench",
+                  "reduce-bench", "plot-bench", "compare.sh", "table.py", "bench-plots.sh",
+                  "clang-tidy", "clang-format", "doxygen", "pkg-config", "ncu", "nsys", "git",
+                  "apt", "apt-get", "ip", "tc", "sudo")
+TOOL_IN_TEXT = re.compile(r"(?<![\w/.-])(gsrun|gs-bench|gs_info)(?:'s)?(?:\s+(bucket|ps)\b)?"
+                          r"(?![\w-])")
+OTHER_IN_TEXT = re.compile(r"(?<![\w/.-])(%s)(?:'s)?(?![\w-])" % "|".join(
+    re.escape(p) for p in OTHER_PROGRAMS if p not in ("cc", "ip", "tc", "git", "apt", "pip",
+                                                      "python", "perf", "make", "sudo")))
+# `-O3 -g`, `-Werror`, `-ffp-contract=off`, `-DNAME`, `-std=c11`: a compiler's
+# flags (gradsync's tools have no upper-case or multi-letter short options).
+COMPILER_FLAG = re.compile(r"^-([A-Z]\S*|[fm][a-z][\w=,-]+|g\d?|std=\S+)(\s|$)")
+MPIRUN_EXPORT = re.compile(r"^-x\s+[A-Za-z_]\w*(=|$)")
+SENTENCE_END = re.compile(r"[.;!?](?=\s|$)|:\s")
+
+
+def parse_help(text):
+    """A tool's --help as {option: set of metavars} and the options that
+    start a line of its option list (the ones a reference table must list)."""
+    opts, listed = {}, set()
+    for line in text.split("\n"):
+        words = []
+        for w in line.replace(",", " ").split():
+            w = w.strip("()")
+            w = w[1:] if w.startswith("[") else w
+            words.append(w[:-1] if w.endswith("]") and "[=" not in w else w)
+        leading = line[:1].isspace() and line.lstrip().startswith("-")
+        group = []
+        for w in words:
+            m = HELP_OPT.match(w)
+            if m:
+                opt = m.group(1)
+                opts.setdefault(opt, set())
+                if m.group(3) or m.group(4):
+                    opts[opt].add(m.group(3) or m.group(4))
+                group.append(opt)
+                if leading:
+                    listed.add(opt)
+                continue
+            if w == "|":
+                continue
+            if group and (METAVAR.match(w) or ALTERNATIVES.match(w)):
+                for opt in group:
+                    opts[opt].add(w)
+            else:
+                leading = False
+            group = []
+    return opts, listed
+
+
+def program_of(word):
+    """('tool', name) for a gradsync tool, ('other', name) for another
+    program, None for a word that names no program."""
+    if not word:
+        return None
+    base = os.path.basename(word)
+    if base in TOOLS:
+        return ("tool", base, None)
+    if base in OTHER_PROGRAMS or "/" in word or re.search(r"\.(sh|py)$", word):
+        if re.match(r"^[\w./$+-]+$", word):
+            return ("other", base, None)
+    return None
+
+
+def innermost_program(words):
+    """What a command runs: gsrun's program when that is a gradsync tool
+    (with gs-bench's subcommand), else the command itself."""
+    prog = program_of(words[0]) if words else None
+    if prog and prog[1] == "gsrun":
+        k = 1
+        while k < len(words) and words[k].startswith("-") and words[k] != "--":
+            k += 2 if words[k] in GSRUN_VALUE_OPTS else 1
+        k += 1 if (k < len(words) and words[k] == "--") else 0
+        if k < len(words) and words[k] != "ELIDED":
+            words = words[k:]
+            prog = program_of(words[0]) or ("other", os.path.basename(words[0]), None)
+    if prog and prog[1] == "gs-bench" and len(words) > 1 and words[1] in ("bucket", "ps"):
+        prog = (prog[0], prog[1], words[1])
+    return prog
+
+
+def unescape_cell(text):
+    return text.replace("\\|", "|")
+
+
+def split_table_row(line):
+    cells, cur, i, code = [], "", 0, False
+    body = line.strip()
+    if body.startswith("|"):
+        body = body[1:]
+    if body.endswith("|") and not body.endswith("\\|"):
+        body = body[:-1]
+    while i < len(body):
+        c = body[i]
+        if c == "\\" and i + 1 < len(body) and body[i + 1] == "|":
+            cur += "\\|"
+            i += 2
+            continue
+        if c == "`":
+            code = not code
+        if c == "|" and not code:
+            cells.append(cur.strip())
+            cur = ""
+        else:
+            cur += c
+        i += 1
+    cells.append(cur.strip())
+    return cells
+
+
+def prose_units(lines):
+    """The prose of a page outside fenced blocks, as units: ('text', line
+    number, text) for a paragraph or heading, ('table', line number, header
+    cells, [(line number, cells)]) for a table, ('block', line number, Block
+    index) where a fenced block stands."""
+    units, i, para, para_line, nblock = [], 0, [], 0, 0
+
+    def flush():
+        if para:
+            units.append(("text", para_line, " ".join(para)))
+        del para[:]
+
+    while i < len(lines):
+        line = lines[i]
+        if FENCE.match(line):
+            flush()
+            units.append(("block", i + 1, nblock))
+            nblock += 1
+            i += 1
+            while i < len(lines) and not re.match(r"^\s*```\s*$", lines[i]):
+                i += 1
+            i += 1
+            continue
+        s = line.strip()
+        if s.startswith("|") and i + 1 < len(lines) and \
+                re.match(r"^\s*\|?\s*:?-{3,}", lines[i + 1]):
+            flush()
+            header, start = split_table_row(s), i + 1
+            rows, i = [], i + 2
+            while i < len(lines) and lines[i].strip().startswith("|"):
+                rows.append((i + 1, split_table_row(lines[i])))
+                i += 1
+            units.append(("table", start, header, rows))
+            continue
+        if not s or s.startswith("#") or s.startswith("<!--"):
+            flush()
+            if s.startswith("#"):
+                units.append(("text", i + 1, s))
+            i += 1
+            continue
+        if not para:
+            para_line = i + 1
+        if re.match(r"^\s*([-*]|\d+\.)\s", line):
+            flush()
+            para_line = i + 1
+        para.append(s)
+        i += 1
+    flush()
+    return units
+
+
+def text_events(text):
+    """Program mentions, code spans and sentence ends of one piece of prose,
+    in order: (pos, 'span', text), (pos, 'prog', (kind, name, subcmd)),
+    (pos, 'end', None)."""
+    events, plain = [], []
+    for m in re.finditer(r"`([^`]+)`", text):
+        events.append((m.start(), "span", unescape_cell(m.group(1))))
+    spans = [(m.start(), m.end()) for m in re.finditer(r"`[^`]+`", text)]
+
+    def in_span(pos):
+        return any(a <= pos < b for a, b in spans)
+
+    for rx, kind in ((TOOL_IN_TEXT, "tool"), (OTHER_IN_TEXT, "other")):
+        for m in rx.finditer(text):
+            if not in_span(m.start()):
+                # "gsrun's [rank] prefix" names a thing of gsrun, not the program
+                # the text is about: it counts in its own sentence only.
+                possessive = "'s" in m.group(0)
+                events.append((m.start(), "poss" if possessive else "prog",
+                               (kind, m.group(1), m.group(2) if kind == "tool" else None)))
+    for m in SENTENCE_END.finditer(text):
+        if not in_span(m.start()):
+            events.append((m.start(), "end", None))
+    del plain
+    events.sort(key=lambda e: (e[0], e[1] != "end"))
+    return events
 
 
 class Block:
@@ -112,7 +357,7 @@ class Block:
 
 
 def find_markdown(src):
-    files = ["README.md"]
+    files = ["README.md", "CONTRIBUTING.md", "python/README.md"]
     for root, dirs, names in os.walk(os.path.join(src, "docs")):
         dirs.sort()
         for name in sorted(names):
@@ -171,6 +416,9 @@ class Checker:
         self.help_cache = {}
         self.missing_tools = set()
         self.n = 0
+        self._env = self._cmake = self._make = None
+        self.nspans = 0  # option spans of prose and tables checked
+        self.last_program = {}  # (page, line) of a shell block -> the program it names last
         self.mpi_flags, self.mpi_libs = [], []
         self.has_mpi = self._probe_header("mpi.h")
         self.has_cuda = self._probe_header("cuda_runtime_api.h")
@@ -309,6 +557,21 @@ class Checker:
             self.help_cache[key] = out if rc == 0 else None
         return self.help_cache[key]
 
+    @staticmethod
+    def check_metavar(tool, opts, arg, nxt, problems):
+        """`-o FILE` where --help says `-o, --op NAME`: the placeholder must be
+        the one --help gives the option (when it gives one)."""
+        m = re.match(r"^(--?[A-Za-z][\w-]*)(?:=(.*))?$", arg)
+        if not m or (arg.startswith("-") and not arg.startswith("--") and len(arg) > 2):
+            return
+        opt, value = m.group(1), m.group(2) if m.group(2) is not None else nxt
+        if value is None or not METAVAR.match(value) or value in ("X", "ELIDED"):
+            return
+        names = {v for v in opts.get(opt, ()) if METAVAR.match(v)}
+        if names and value not in names:
+            problems.append("%s %s takes %s (its --help), not %s" %
+                            (tool, opt, "|".join(sorted(names)), value))
+
     def check_tool(self, b, words, problems):
         """words[0] is a tool; check its options; recurse into gsrun's program."""
         tool = os.path.basename(words[0])
@@ -326,11 +589,14 @@ class Checker:
             problems.append("%s --help failed (is %s built?)" % (tool, self.tool_path(tool)))
             return True
         text = "\n".join(helps)
+        opts, _ = parse_help(text)
         i = 0
         while i < len(args):
             a = args[i]
             if a == "ELIDED":
                 return True
+            self.check_metavar(tool, opts, a, args[i + 1] if i + 1 < len(args) else None,
+                               problems)
             if a == "--":
                 i += 1
                 break
@@ -348,9 +614,7 @@ class Checker:
                     i += 1  # its value
             elif tool == "gsrun":
                 break
-            if tool == "gsrun" and a in ("--nranks", "--nproc-per-node", "--nnodes",
-                                         "--node-rank", "--port", "--master-port", "--addr",
-                                         "--master-addr", "--timeout"):
+            if tool == "gsrun" and a in GSRUN_VALUE_OPTS[1:]:
                 i += 1  # its value
             i += 1
         if tool == "gsrun" and i < len(args):
@@ -377,7 +641,7 @@ class Checker:
     def check_shell(self, b):
         strict = b.lang in ("sh", "bash", "shell")
         text = re.sub(r"\\\n\s*", " ", b.text)
-        problems, seen = [], 0
+        problems, seen, last = [], 0, None
         for line in text.split("\n"):
             raw = line.strip()
             if raw.startswith("$ "):
@@ -389,12 +653,17 @@ class Checker:
             if not raw or raw.startswith("#"):
                 continue
             for cmd in re.split(r"\|\||&&|[|;]", raw):
-                words = self.command_words(cmd)
-                if words and os.path.basename(words[0]) in TOOLS:
-                    if self.check_tool(b, words, problems):
-                        seen += 1
+                before = len(problems)
+                prog = self.check_command(b, cmd, problems)
+                if prog:
+                    last = prog
+                    seen += 1
+                elif len(problems) > before:
+                    seen += 1
+        if last:
+            self.last_program[(b.path, b.line)] = last
         if seen:
-            self.report(b, not problems, "%d tool command(s) checked" % seen if not problems
+            self.report(b, not problems, "%d command(s) checked" % seen if not problems
                         else "; ".join(problems))
 
     def check_status_rows(self):
@@ -424,16 +693,368 @@ class Checker:
             self.report(Block(rel, 1, "", [], "", None), False,
                         "links to missing files: %s" % ", ".join(bad))
 
+    # ------------------------------------------------- names the build knows
+    def env_names(self):
+        """GS_* variables that exist: the env table's rows, and those the
+        Makefile, scripts and tests read."""
+        if self._env is None:
+            names = set(re.findall(r'X\("(GS_[A-Z0-9_]+)"',
+                                   open(os.path.join(self.src, "src/core/env_table.h")).read()))
+            for root in ("Makefile", "scripts", "tools", "bench", "tests", "python", ".ci"):
+                path = os.path.join(self.src, root)
+                paths = [path] if os.path.isfile(path) else \
+                    [os.path.join(r, n) for r, _, ns in os.walk(path) for n in ns
+                     if re.search(r"(\.sh|\.py|\.txt|\.cmake|Makefile|run|plot-bench)$", n)]
+                for f in paths:
+                    try:
+                        names |= set(re.findall(r"\bGS_[A-Z0-9_]+\b", open(f, errors="replace")
+                                                .read()))
+                    except OSError:
+                        pass
+            self._env = names
+        return self._env
+
+    def cmake_names(self):
+        """The cache variables the build defines (option() and CACHE sets)."""
+        if self._cmake is None:
+            names = set()
+            for r, _, ns in os.walk(self.src):
+                if "/." in r or r.startswith(os.path.join(self.src, "build")):
+                    continue
+                for n in ns:
+                    if n == "CMakeLists.txt" or n.endswith(".cmake"):
+                        text = open(os.path.join(r, n), errors="replace").read()
+                        names |= set(re.findall(r"\b\w*option\(\s*(\w+)", text))
+                        names |= set(re.findall(r"\bset\(\s*(\w+)[^)]*\bCACHE\b", text))
+            self._cmake = names
+        return self._cmake
+
+    def make_targets(self):
+        if self._make is None:
+            text = open(os.path.join(self.src, "Makefile")).read()
+            self._make = set(re.findall(r"^([A-Za-z][\w.-]*)\s*:(?!=)", text, re.M))
+        return self._make
+
+    def help_opts(self, tool, subcmd=None):
+        texts = [self.help_text(tool)] + ([self.help_text(tool, subcmd)] if subcmd else [])
+        if any(t is None for t in texts):
+            return None, None
+        return parse_help("\n".join(texts))
+
+    # ------------------------------------------------ commands of any kind
+    def check_env_assignments(self, cmd, problems):
+        """GS_ variables a command sets (VAR=, export VAR=, env VAR=, mpirun -x VAR)."""
+        for name in re.findall(r"(?:^|[\s(])(?:export\s+|-x\s+)?(GS_[A-Z0-9_]+)=", cmd) + \
+                re.findall(r"-x\s+(GS_[A-Z0-9_]+)\b", cmd):
+            if name not in self.env_names():
+                problems.append("%s is not a gradsync variable (src/core/env_table.h)" % name)
+
+    def check_make(self, words, problems):
+        if "-C" in words or "-f" in words:
+            return
+        for w in words[1:]:
+            if w.startswith("-") or "=" in w or w == "ELIDED" or w == "X":
+                continue
+            if w not in self.make_targets():
+                problems.append("the Makefile has no target %s" % w)
+
+    def check_cmake_defs(self, text, problems):
+        for name in re.findall(r"(?<![\w-])-D(GS_[A-Z0-9_]+)", text):
+            if name not in self.cmake_names():
+                problems.append("-D%s is not a CMake option of gradsync" % name)
+
+    def check_root_words(self, page, words, problems):
+        """README commands run from the repository root: a tool by its path in
+        the build tree, every file they name present."""
+        if page not in ROOT_PAGES or not words:
+            return
+        if words[0] in TOOLS:
+            problems.append("%s is not on PATH in the repository root: write build/%s" %
+                            (words[0], os.path.relpath(self.tool_path(words[0]), self.build)))
+        for w in words:
+            w = re.sub(r"^\$PWD/|^\$\(pwd\)/|^\./", "", w.split("=", 1)[-1])
+            if w.startswith("-") or w.startswith("/") or "$" in w or "*" in w:
+                continue
+            if not (w.startswith("build/") or re.search(r"\.(py|c|sh|so)$", w)):
+                continue
+            if w.startswith("build/"):
+                path = os.path.join(self.build, w[len("build/"):])
+            else:
+                path = os.path.join(self.src, w)
+            if os.path.exists(path):
+                continue
+            text = self.page_text(page)
+            if not w.startswith("build/") and re.search(
+                    r"(?i)\b(save|saved|write|written|put)\b[^.]*`%s`" % re.escape(w), text):
+                continue  # the page says to create it
+            problems.append("%s does not exist (run from the repository root)" % w)
+
+    def page_text(self, page):
+        return open(os.path.join(self.src, page), encoding="utf-8").read()
+
+    def check_command(self, b, cmd, problems):
+        """One command (no | && ; left): tool options, variables, make
+        targets, CMake options, README paths. Returns what it names."""
+        self.check_env_assignments(cmd, problems)
+        self.check_cmake_defs(cmd, problems)
+        words = self.command_words(cmd)
+        if not words:
+            return None
+        prog = innermost_program(words)
+        self.check_root_words(b.path, words, problems)
+        if prog and prog[0] == "tool":
+            self.check_tool(b, words, problems)
+        elif words[0] == "make":
+            self.check_make(words, problems)
+            prog = ("other", "make")
+        elif words[0] in ("cmake", "mpirun", "srun", "sudo") and prog is None:
+            prog = ("other", words[0])
+        return prog
+
+    # -------------------------------------------------------------- prose
+    def check_flag_span(self, b, prog, span, problems):
+        """A code span of options (`-o FILE`, `--algo LIST --rounds N`) of
+        the program the prose attributes it to."""
+        if not prog or prog[0] != "tool":
+            return
+        words = span.split()
+        if any(w.startswith("-D") for w in words):
+            return
+        self.nspans += 1
+        self.check_tool(b, [prog[1]] + ([prog[2]] if prog[2] else []) + words, problems)
+
+    def check_text(self, b, text, current, problems, fixed=None):
+        """Code spans of one piece of prose. A span of options belongs to the
+        program named in its sentence (the nearest one before it, else the
+        first after it), else to the one named last before the sentence
+        (`current`); `fixed` overrides (a table column named after a tool).
+        Returns the program named last."""
+        events = text_events(text)
+        sentences, cur = [], []
+        for e in events:
+            if e[1] == "end":
+                sentences.append(cur)
+                cur = []
+            else:
+                cur.append(e)
+        sentences.append(cur)
+        for sent in sentences:
+            progs, poss = [], []
+            for pos, kind, val in sent:
+                if kind == "prog":
+                    progs.append((pos, val))
+                elif kind == "poss":
+                    poss.append((pos, val))
+                elif kind == "span":
+                    sp = self.span_program(b, val, problems)
+                    if sp:
+                        progs.append((pos, sp))
+            for pos, kind, val in sent:
+                if kind != "span" or not re.match(r"^--?[A-Za-z]", val):
+                    continue
+                self.check_cmake_defs(val, problems)
+                if COMPILER_FLAG.match(val) or MPIRUN_EXPORT.match(val):
+                    continue  # a compiler's or mpirun's, whatever the sentence names
+                if fixed:
+                    owner = fixed
+                else:
+                    named = sorted(progs + poss)
+                    before = [p for (q, p) in named if q < pos]
+                    after = [p for (q, p) in named if q > pos]
+                    owner = before[-1] if before else (current or (after[0] if after else None))
+                self.check_flag_span(b, owner, val, problems)
+            if progs:
+                current = progs[-1][1]
+        return current
+
+    def span_program(self, b, span, problems):
+        """The program a code span names (a command, or a program alone);
+        a command is checked as one."""
+        if re.match(r"^--?[A-Za-z]", span):
+            return None
+        words = self.command_words(span)
+        if not words:
+            self.check_env_assignments(span, problems)
+            return None
+        prog = innermost_program(words)
+        if prog and prog[0] == "tool":
+            if len(words) > 1 or "=" in span:
+                self.check_command(b, span, problems)
+            return prog
+        if prog or words[0] in ("make", "cmake", "mpirun", "srun"):
+            if len(words) > 1 or "=" in span:
+                self.check_command(b, span, problems)
+            return ("other", prog[1] if prog else words[0], None)
+        return None
+
+    def check_prose(self, rel, blocks):
+        """Every code span of a page's prose and tables, and every flag table
+        (a table whose first column holds options), against the --help of
+        the tool they belong to."""
+        lines = self.page_text(rel).split("\n")
+        current = None
+        for unit in prose_units(lines):
+            if unit[0] == "block":
+                b = blocks[unit[2]] if unit[2] < len(blocks) else None
+                if b is not None and b.lang in SHELL_LANGS:
+                    current = self.last_program.get((b.path, b.line), current)
+                continue
+            problems = []
+            if unit[0] == "text":
+                b = Block(rel, unit[1], "", [], "", None)
+                current = self.check_text(b, unit[2], current, problems)
+                if problems:
+                    self.report(b, False, "; ".join(problems))
+                continue
+            _, line, header, rows = unit
+            cols = []
+            for cell in header:
+                named = [e[2] for e in text_events(cell) if e[1] == "prog"] + \
+                    [p for p in (self.span_program(Block(rel, line, "", [], "", None), s, [])
+                                 for s in re.findall(r"`([^`]+)`", cell)) if p]
+                cols.append(named[0] if named else None)
+            owner = cols[0] if cols and cols[0] else current
+            first_col = set()
+            for row_line, cells in rows:
+                b = Block(rel, row_line, "", [], "", None)
+                problems = []
+                for j, cell in enumerate(cells):
+                    fixed = cols[j] if j < len(cols) else None
+                    self.check_text(b, cell, owner, problems, fixed=fixed)
+                    if j == 0:
+                        for span in re.findall(r"`([^`]+)`", unescape_cell(cell)):
+                            for w in span.split():
+                                if re.match(r"^--?[A-Za-z]", w):
+                                    first_col.add(re.split(r"[=\[]", w)[0])
+                if problems:
+                    self.report(b, False, "; ".join(problems))
+            if owner and owner[0] == "tool" and len(first_col) >= 4:
+                self.check_table_complete(rel, line, owner, first_col)
+
+    def check_table_complete(self, rel, line, owner, first_col):
+        """A table that lists most of a tool's options must list them all."""
+        opts, listed = self.help_opts(owner[1], owner[2])
+        if not listed:
+            return
+        shorts = {o[:2] for o in first_col if re.match(r"^-[A-Za-z]", o) and
+                  not o.startswith("--")}
+        have = set(first_col) | shorts
+        if len(have & listed) * 2 < len(listed):
+            return  # a table of some options, not the reference
+        missing = sorted(listed - have)
+        b = Block(rel, line, "", [], "", None)
+        self.report(b, not missing, "flag table lists every option of %s --help" % owner[1]
+                    if not missing else "flag table of %s lacks %s (its --help lists them)"
+                    % (owner[1], ", ".join(missing)))
+
+    # ---------------------------------------------------- output samples
+    def check_samples(self, rel, blocks):
+        """A gs-bench command followed by the output it prints: run it (gsrun
+        on loopback, small sizes) and compare what does not depend on timing:
+        the header lines, and in every row the type, op, root, the #wrong
+        column's kind (a count or N/A) and the forced algorithm."""
+        lines = self.page_text(rel).split("\n")
+        for k in range(len(blocks) - 1):
+            cmd, out = blocks[k], blocks[k + 1]
+            if cmd.lang not in ("sh", "bash") or out.lang != "":
+                continue
+            between = lines[cmd.line + cmd.text.count("\n") + 1:out.line - 1]
+            if any(x.strip() for x in between):
+                continue
+            text = cmd.text.strip()
+            if "\n" in text or "gs-bench" not in text or not text.startswith("build/tools/gsrun"):
+                continue
+            if not out.text.lstrip().startswith("[0]"):
+                continue
+            self.run_sample(cmd, out, text)
+
+    def run_sample(self, cmd, out, text):
+        words = shlex.split(text)
+        words = [os.path.join(self.build, w[len("build/"):]) if w.startswith("build/") else w
+                 for w in words]
+        if not os.access(words[0], os.X_OK) or not any(os.access(w, os.X_OK) for w in words[1:]
+                                                       if "gs-bench" in w):
+            self.skip.append(cmd.where() + " (sample output: a tool is not built)")
+            return
+        words = words[:1] + ["--timeout", "120"] + words[1:]
+        env = dict(os.environ)
+        env.setdefault("GS_TIMEOUT_MS", "30000")
+        rc, real = run(words, timeout=180, env=env, cwd=self.work)
+        if rc != 0:
+            self.report(out, False, "the command above exits %d:\n%s" % (rc, real))
+            return
+
+        def rows(text_):
+            heads, data = [], []
+            for line in text_.split("\n"):
+                line = re.sub(r"^\[0\]\s?", "", line).rstrip()
+                if line.startswith("#") and re.search(r"(place|size|\(B\))", line) and \
+                        "bytes:" not in line:
+                    heads.append(" ".join(line.split()))
+                elif re.match(r"^\s*\d+\s+\d+\s", line):
+                    t = line.split()
+                    algo = t[9] if len(t) > 9 else ""
+                    forced = algo if "->" not in algo else algo.split("->")[0] + "->"
+                    data.append((t[0], t[2], t[3], t[4],
+                                 "N/A" if t[8] == "N/A" else "a count", forced))
+            return heads, data
+
+        want_h, want_d = rows(out.text)
+        got_h, got_d = rows(real)
+        problems = ["the header line '%s' is now '%s'" % (h, g) for h, g in zip(want_h, got_h)
+                    if h.split(" gradsync ")[0] != g.split(" gradsync ")[0]]
+        for w in want_d:
+            if w not in got_d:
+                problems.append("no row like size %s, %s, op %s, root %s, #wrong %s, algo %s "
+                                "(got: %s)" % (w + (", ".join(" ".join(d) for d in got_d
+                                                              if d[0] == w[0]),)))
+        self.report(out, not problems, "sample output matches a run of the command above"
+                    if not problems else "; ".join(problems))
+
+    # --------------------------------------------------------------- python
+    def check_python(self, b):
+        try:
+            compile(b.text, b.where(), "exec")
+        except SyntaxError as e:
+            # A signature written as a call (`comm = Communicator(rank=None, *, ...)`).
+            sig = re.sub(r"^\s*(?:\w+\s*=\s*)?[\w.]+\(", "def signature(", b.text, count=1)
+            try:
+                compile(sig.rstrip() + ": pass\n", b.where(), "exec")
+            except SyntaxError:
+                self.report(b, False, "Python does not parse: %s" % e)
+                return
+        if b.path not in ROOT_PAGES:
+            self.report(b, True, "Python parses")
+            return
+        mods = set(re.findall(r"^\s*import\s+([\w, ]+?)(?:\s+as\s+\w+)?\s*$", b.text, re.M))
+        names = set()
+        for m in mods:
+            for part in m.split(","):
+                names.add(part.split()[0].split(".")[0] if part.split() else "")
+        names |= set(re.findall(r"^\s*from\s+(\w+)", b.text, re.M))
+        prose = re.sub(r"```.*?```", "", self.page_text(b.path), flags=re.S)
+        stdlib = getattr(sys, "stdlib_module_names", ())
+        unsaid = sorted(n for n in names if n and n not in stdlib and n != "gradsync" and
+                        not re.search(r"\b%s\b" % re.escape(n), prose))
+        self.report(b, not unsaid, "Python parses; its modules are named in the prose"
+                    if not unsaid else "the example imports %s, which the page never says it "
+                    "needs" % ", ".join(unsaid))
+
     def check(self, files):
         self.check_status_rows()
         for rel in files:
             self.check_links(rel)
         for rel in files:
-            for b in extract_blocks(self.src, rel):
+            blocks = extract_blocks(self.src, rel)
+            for b in blocks:
                 if b.lang == "c":
                     self.check_c(b)
-                elif b.lang in ("sh", "bash", "shell", "console", ""):
+                elif b.lang in SHELL_LANGS:
                     self.check_shell(b)
+                elif b.lang == "python":
+                    self.check_python(b)
+            self.check_prose(rel, blocks)
+            self.check_samples(rel, blocks)
 
 
 def main(argv):
@@ -452,8 +1073,8 @@ def main(argv):
         print("skip %s" % s)
     for t in sorted(chk.missing_tools):
         print("skip the command lines of %s: not built in %s" % (t, build))
-    print("docs_code_blocks: %d passed, %d failed, %d skipped"
-          % (chk.ok, len(chk.fail), len(chk.skip)))
+    print("docs_code_blocks: %d passed, %d failed, %d skipped; %d option spans of prose "
+          "checked" % (chk.ok, len(chk.fail), len(chk.skip), chk.nspans))
     if keep is None:
         shutil.rmtree(chk.work, ignore_errors=True)
     return 1 if chk.fail else 0
