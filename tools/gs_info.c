@@ -3,13 +3,15 @@
  * gs_info: what this gradsync build is and how it is configured, in the
  * manner of ucc_info and ompi_info. With no argument it prints the version,
  * the CPU reduction code path, the device support, whether the zstd stage
- * is built in and whether test hooks are; --env prints every knob with the value it
+ * is built in, whether test hooks are, the transports and every optional
+ * part (core/build_info.h) with how to build in one that is off; --env prints every knob with the value it
  * resolves to here and where that value came from; --env-md prints the
  * markdown table that is checked in as docs/env.md (tools/gen_env_doc.sh).
  * It reads internal headers and links the static library; it does not open
  * sockets or create a communicator.
  */
 #include "compress/codec.h"
+#include "core/build_info.h"
 #include "core/config.h"
 #include "core/env_table.h"
 #include "device/memkind.h"
@@ -22,9 +24,35 @@
 static void usage(FILE *out)
 {
     fprintf(out, "usage: gs_info [--env | --env-md | --help]\n"
-                 "  (no option)  print the gradsync version and the CPU reduction code path\n"
+                 "  (no option)  print the gradsync version, the CPU reduction code path, the\n"
+                 "               transports and the optional parts built in\n"
                  "  --env        print every GS_* knob, its resolved value and its source\n"
                  "  --env-md     print the knob table as markdown (docs/env.md)\n");
+}
+
+/* The transports built in, on one line, then every part (core/build_info.h): on or off,
+ * what it is, and for one that is off how to build it in. */
+static void print_parts(void)
+{
+    size_t n = 0;
+    const gs__build_part_t *parts = gs__build_parts(&n);
+    const char *sep = "";
+
+    printf("transports:");
+    for (size_t i = 0; i < n; i++) {
+        if (parts[i].transport && parts[i].on) {
+            printf("%s %s", sep, parts[i].name);
+            sep = ",";
+        }
+    }
+    printf("\nbuilt in:\n");
+    for (size_t i = 0; i < n; i++) {
+        printf("  %-8s %-4s %s", parts[i].name, parts[i].on ? "on" : "off", parts[i].what);
+        if (!parts[i].on && (parts[i].rebuild[0] != '\0')) {
+            printf(" (not built: %s)", parts[i].rebuild);
+        }
+        printf("\n");
+    }
 }
 
 static int print_version(void)
@@ -42,6 +70,7 @@ static int print_version(void)
      * (gradsync_testhooks: env_table.h's GS_ENV_TEST_ROWS compiled in); the
      * gs_info that is built and installed always says "no". */
     printf("test hooks: %s\n", gs__cfg_test_hooks() ? "yes" : "no");
+    print_parts();
     return 0;
 }
 

@@ -107,19 +107,23 @@ static void usage(FILE *fp)
         "Across hosts, run one gsrun per node with the same --nnodes, --master-addr and\n"
         "--master-port and its own --node-rank, as with torchrun.\n"
         "\n"
-        "Options:\n"
-        "  -n, --nranks, --nproc-per-node N\n"
+        "Options (a multi-word option may be spelt with '_' as torchrun does:\n"
+        "--nproc_per_node, --node_rank, --master_addr, --master_port, --no_tag_output):\n"
+        "  -n, --nranks, --nproc-per-node, --nproc_per_node N\n"
         "                     ranks on this node, 1..%d (required)\n"
         "  --nnodes M         nodes of the job (default 1); WORLD_SIZE = M * N\n"
-        "  --node-rank K      this node, 0..M-1 (default 0); its ranks are K*N .. K*N+N-1\n"
-        "  --port, --master-port P\n"
+        "  --node-rank, --node_rank K\n"
+        "                     this node, 0..M-1 (default 0); its ranks are K*N .. K*N+N-1\n"
+        "  --port, --master-port, --master_port P\n"
         "                     master port, 1..65535 (default: $GS_MASTER_PORT, else a free\n"
         "                     port on 127.0.0.1; required with --nnodes > 1)\n"
-        "  --addr, --master-addr A\n"
+        "  --addr, --master-addr, --master_addr A\n"
         "                     master address: rank 0's host (default 127.0.0.1)\n"
         "  --timeout SEC      stop every rank after SEC seconds and exit 124\n"
-        "  --tag-output       prefix each output line with \"[rank] \" (default)\n"
-        "  --no-tag-output    let ranks write to gsrun's stdout and stderr directly\n"
+        "  --tag-output, --tag_output\n"
+        "                     prefix each output line with \"[rank] \" (default)\n"
+        "  --no-tag-output, --no_tag_output\n"
+        "                     let ranks write to gsrun's stdout and stderr directly\n"
         "  -v, --verbose      print the port and each rank's pid on stderr\n"
         "  -h, --help         print this help and exit\n"
         "  --version          print gsrun's version and exit\n"
@@ -240,12 +244,37 @@ static bool parse_long(const char *s, long lo, long hi, long *out)
  * Match a long option with a value, given as "--name V" or "--name=V". On a match, sets *val
  * and advances *i past what was consumed.
  */
+/*
+ * Whether the first @p len characters of @p arg spell the option @p name, reading '_' as
+ * '-' past the leading "--": torchrun's spellings (--nproc_per_node, --node_rank,
+ * --master_addr, --master_port) are accepted beside gsrun's, for every multi-word option.
+ */
+static bool opt_name_eq(const char *arg, const char *name, size_t len)
+{
+    for (size_t k = 0; k < len; k++) {
+        const char a = ((k >= 2) && (arg[k] == '_')) ? '-' : arg[k];
+
+        if (a != name[k]) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* A flag (no value), in either spelling (opt_name_eq). */
+static bool match_flag(const char *arg, const char *name)
+{
+    const size_t len = strlen(name);
+
+    return (strlen(arg) == len) && opt_name_eq(arg, name, len);
+}
+
 static bool match_value_opt(int argc, char **argv, int *i, const char *name, const char **val)
 {
     const char *arg = argv[*i];
     size_t len = strlen(name);
 
-    if (strncmp(arg, name, len) != 0) {
+    if ((strlen(arg) < len) || !opt_name_eq(arg, name, len)) {
         return false;
     }
     if (arg[len] == '=') {
@@ -297,9 +326,9 @@ static void parse_args(int argc, char **argv, gsrun_opts_t *opts)
             exit(0);
         } else if ((strcmp(arg, "-v") == 0) || (strcmp(arg, "--verbose") == 0)) {
             opts->verbose = true;
-        } else if (strcmp(arg, "--tag-output") == 0) {
+        } else if (match_flag(arg, "--tag-output")) {
             opts->tag_output = true;
-        } else if (strcmp(arg, "--no-tag-output") == 0) {
+        } else if (match_flag(arg, "--no-tag-output")) {
             opts->tag_output = false;
         } else if ((strncmp(arg, "-n", 2) == 0) && (arg[2] != '\0') && (arg[2] != '-')) {
             val = (arg[2] == '=') ? arg + 3 : arg + 2;

@@ -158,6 +158,27 @@ static const launcher_map_t launcher_maps[] = {
     {"master_port", {"MASTER_PORT", NULL}},
 };
 
+/*
+ * The launchers whose variables say "started by an MPI-style launcher", by the
+ * prefix of the variable that gave the rank or world size: such a job has no
+ * master address of its own and bootstraps through MPI, which a build without
+ * the MPI transport cannot do (check_launcher_without_mpi). torchrun's
+ * variables (RANK, WORLD_SIZE) come with MASTER_ADDR and are not here.
+ */
+#ifndef GS_WITH_MPI
+typedef struct mpi_launcher {
+    const char *prefix;
+    const char *name;
+} mpi_launcher_t;
+
+static const mpi_launcher_t mpi_launchers[] = {
+    {"OMPI_", "Open MPI's mpirun"},
+    {"PMIX_", "a PMIx launcher (mpirun, prterun or srun)"},
+    {"SLURM_", "Slurm's srun"},
+};
+
+#endif
+
 static const char *const known_transports[] = {"tcp", "mpi", "nccl"};
 static const char *const known_cuda_paths[] = {"auto", "nccl", "staged", ""};
 static const char *const known_families[] = {"any", "ipv4", "ipv6"};
@@ -478,6 +499,86 @@ static int normalise_choice(char *value, const char *const *names, size_t n)
     return -1;
 }
 
+#ifndef GS_WITH_MPI
+/* The MPI-style launcher that gave knob @p idx, or NULL (not set by a launcher variable,
+ * or by torchrun's). */
+static const mpi_launcher_t *mpi_launcher_of(const resolve_ctx_t *ctx, int idx)
+{
+    if ((ctx->cfg.source[idx] != GS_CFG_SRC_LAUNCHER) || (ctx->origin[idx] == NULL)) {
+        return NULL;
+    }
+    for (size_t i = 0; i < sizeof(mpi_launchers) / sizeof(mpi_launchers[0]); i++) {
+        if (strncmp(ctx->origin[idx], mpi_launchers[i].prefix, strlen(mpi_launchers[i].prefix)) ==
+            0) {
+            return &mpi_launchers[i];
+        }
+    }
+    return NULL;
+}
+
+#endif
+
+/*
+ * A job started by mpirun or srun with no master address bootstraps through MPI
+ * (api/comm_mpi.c). A build without the MPI transport would instead have every rank
+ * meet at the default master address, 127.0.0.1 on each host: across hosts that
+ * waits until the deadline. Refuse it at once, saying why and what to do. An explicit
+ * master address (GS_MASTER_ADDR, MASTER_ADDR, cfg->master_addr) is used as given.
+ */
+static gs_status_t check_launcher_without_mpi(const resolve_ctx_t *ctx, int i_rank, int i_world,
+                                              int i_addr)
+{
+#ifdef GS_WITH_MPI
+    (void)ctx;
+    (void)i_rank;
+    (void)i_world;
+    (void)i_addr;
+    return GS_OK;
+#else
+    const mpi_launcher_t *l = mpi_launcher_of(ctx, i_rank);
+    const int idx = (l != NULL) ? i_rank : i_world;
+
+    if (l == NULL) {
+        l = mpi_launcher_of(ctx, i_world);
+    }
+    if ((l == NULL) || (ctx->cfg.source[i_addr] != GS_CFG_SRC_DEFAULT)) {
+        return GS_OK;
+    }
+    return gs__error_set(GS_ERR_UNSUPPORTED,
+                         "this process was started by %s (%s=%d is set) with no master address, "
+                         "but this build of gradsync has no MPI transport, so it cannot "
+                         "bootstrap through MPI, and every rank would wait for rank 0 at the "
+                         "default %s:%d on its own host: rebuild gradsync with MPI (install the "
+                         "Open MPI development package, Debian: libopenmpi-dev, and configure "
+                         "with GS_WITH_MPI=AUTO or ON), or set GS_MASTER_ADDR and GS_MASTER_PORT "
+                         "to an address and port on rank 0's host that every rank can reach",
+                         l->name, ctx->origin[idx], *knob_int_c(&ctx->cfg, idx),
+                         ctx->cfg.master_addr, ctx->cfg.master_port);
+#endif
+}
+
+/*
+ * GS_SOCKET_IFNAME names one interface, exactly. NCCL's NCCL_SOCKET_IFNAME syntax
+ * (a prefix, "^" to exclude, "=" for an exact name, comma-separated lists) is refused
+ * here, at once, rather than read as a name no host has.
+ */
+static gs_status_t check_ifname(const resolve_ctx_t *ctx, int i_if)
+{
+    const char *v = ctx->cfg.socket_ifname;
+    char o1[96];
+
+    if ((v[0] != '^') && (v[0] != '=') && (strpbrk(v, ", \t") == NULL)) {
+        return GS_OK;
+    }
+    origin_text(ctx, i_if, o1, sizeof(o1));
+    return gs__error_set(GS_ERR_INVALID_ARG,
+                         "socket interface \"%.64s\" (from %s) is not one interface name: "
+                         "GS_SOCKET_IFNAME takes exactly one name as `ip link` shows it (eth0, "
+                         "ens5, ib0); NCCL-style values (a prefix such as eth, ^lo to exclude, "
+                         "=eth0, a comma-separated list) are not supported yet",
+                         v, o1);
+}
+
 static gs_status_t validate(resolve_ctx_t *ctx, int use_launcher_env)
 {
     const int i_rank = find_knob("rank");
@@ -486,14 +587,16 @@ static gs_status_t validate(resolve_ctx_t *ctx, int use_launcher_env)
     const int i_addr = find_knob("master_addr");
     const int i_tp = find_knob("transport");
     const int i_fam = find_knob("socket_family");
+    const int i_if = find_knob("socket_ifname");
     gs__cfg_t *cfg = &ctx->cfg;
+    gs_status_t status;
     int single = 0;
     uint64_t max_msg = 0;
     char o1[96];
     char o2[96];
 
     if ((i_rank < 0) || (i_world < 0) || (i_local < 0) || (i_addr < 0) || (i_tp < 0) ||
-        (i_fam < 0)) {
+        (i_fam < 0) || (i_if < 0)) {
         return gs__error_set(GS_ERR_INTERNAL, "env_table.h lacks a knob the resolver needs");
     }
 
@@ -581,6 +684,16 @@ static gs_status_t validate(resolve_ctx_t *ctx, int use_launcher_env)
                              "socket family \"%.64s\" (from %s) is not known; use any, ipv4 or "
                              "ipv6",
                              cfg->socket_family, o1);
+    }
+    status = check_ifname(ctx, i_if);
+    if (status != GS_OK) {
+        return status;
+    }
+    if (use_launcher_env) {
+        status = check_launcher_without_mpi(ctx, i_rank, i_world, i_addr);
+        if (status != GS_OK) {
+            return status;
+        }
     }
     return GS_OK;
 }

@@ -337,8 +337,9 @@ static gs_status_t pick_from_ifaddrs(const char *ifname, int af, gs__sockaddr_t 
         freeifaddrs(ifs);
         return gs__error_set(GS_ERR_INVALID_ARG,
                              "socket: interface %s does not exist or has no %s address; "
-                             "interfaces here: %s (set GS_SOCKET_IFNAME to one of them, or "
-                             "leave it empty to pick the one that routes to the master)",
+                             "interfaces here: %s (set GS_SOCKET_IFNAME to exactly one of them, "
+                             "or leave it empty to pick the one that routes to the master; "
+                             "NCCL-style prefixes, exclusions and lists are not supported yet)",
                              ifname, (af == AF_INET) ? "IPv4" : ((af == AF_INET6) ? "IPv6" : "IP"),
                              names);
     }

@@ -372,7 +372,14 @@ static void test_config_launcher_ompi(void **state)
     setenv("OMPI_COMM_WORLD_LOCAL_RANK", "0", 1);
     setenv("PMIX_RANK", "6", 1);    /* Open MPI comes before PMIx */
     setenv("SLURM_PROCID", "3", 1); /* and before Slurm */
+#ifdef GS_WITH_MPI
     assert_int_equal(gs__cfg_resolve(NULL, 1, &cfg), GS_OK);
+#else
+    /* Without the MPI transport a master address is needed (test_config_launcher_no_mpi). */
+    assert_int_equal(gs__cfg_resolve(NULL, 1, &cfg), GS_ERR_UNSUPPORTED);
+    setenv("GS_MASTER_ADDR", "127.0.0.1", 1);
+    assert_int_equal(gs__cfg_resolve(NULL, 1, &cfg), GS_OK);
+#endif
     assert_int_equal(cfg.rank, 2);
     assert_int_equal(cfg.world_size, 4);
     assert_int_equal(cfg.local_rank, 0);
@@ -388,6 +395,7 @@ static void test_config_launcher_pmix(void **state)
     setenv("PMIX_RANK", "5", 1);
     setenv("SLURM_PROCID", "3", 1);
     setenv("SLURM_NTASKS", "8", 1);
+    setenv("MASTER_ADDR", "10.0.0.1", 1); /* a build without MPI needs one */
     assert_int_equal(gs__cfg_resolve(NULL, 1, &cfg), GS_OK);
     assert_int_equal(cfg.rank, 5);
     assert_int_equal(cfg.world_size, 8);
@@ -401,6 +409,7 @@ static void test_config_launcher_slurm(void **state)
     setenv("SLURM_PROCID", "5", 1);
     setenv("SLURM_NTASKS", "8", 1);
     setenv("SLURM_LOCALID", "1", 1);
+    setenv("GS_MASTER_ADDR", "10.0.0.1", 1); /* a build without MPI needs one */
     assert_int_equal(gs__cfg_resolve(NULL, 1, &cfg), GS_OK);
     assert_int_equal(cfg.rank, 5);
     assert_int_equal(cfg.world_size, 8);
@@ -410,6 +419,78 @@ static void test_config_launcher_slurm(void **state)
     unsetenv("SLURM_NTASKS");
     assert_int_equal(gs__cfg_resolve(NULL, 1, &cfg), GS_ERR_INVALID_ARG);
     assert_non_null(strstr(gs_last_error(), "world size not set"));
+}
+
+/* Under mpirun/srun with no master address, a build without the MPI transport fails at
+ * once in resolution, naming the launcher and the two ways out (issue 25); a build with
+ * it resolves (comm_mpi.c bootstraps through MPI). An explicit master address works in
+ * both. */
+static void test_config_launcher_no_mpi(void **state)
+{
+    static const char *const launchers[][3] = {
+        {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "Open MPI's mpirun"},
+        {"PMIX_RANK", "SLURM_NTASKS", "PMIx"},
+        {"SLURM_PROCID", "SLURM_NTASKS", "Slurm's srun"},
+    };
+    gs_config_t user;
+    gs__cfg_t cfg;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(launchers) / sizeof(launchers[0]); i++) {
+        clean_env(NULL);
+        setenv(launchers[i][0], "1", 1);
+        setenv(launchers[i][1], "2", 1);
+#ifdef GS_WITH_MPI
+        assert_int_equal(gs__cfg_resolve(NULL, 1, &cfg), GS_OK);
+#else
+        assert_int_equal(gs__cfg_resolve(NULL, 1, &cfg), GS_ERR_UNSUPPORTED);
+        assert_non_null(strstr(gs_last_error(), launchers[i][2]));
+        assert_non_null(strstr(gs_last_error(), launchers[i][0]));
+        assert_non_null(strstr(gs_last_error(), "no MPI transport"));
+        assert_non_null(strstr(gs_last_error(), "GS_WITH_MPI"));
+        assert_non_null(strstr(gs_last_error(), "GS_MASTER_ADDR and GS_MASTER_PORT"));
+#endif
+        /* Not a launcher check when the caller gave rank and size (gs_comm_init). */
+        assert_int_equal(gs__cfg_resolve(NULL, 0, &cfg), GS_ERR_INVALID_ARG);
+        /* An explicit master address, by any of its three ways, is used as given. */
+        setenv("GS_MASTER_ADDR", "127.0.0.1", 1);
+        assert_int_equal(gs__cfg_resolve(NULL, 1, &cfg), GS_OK);
+        assert_int_equal(cfg.rank, 1);
+        unsetenv("GS_MASTER_ADDR");
+        setenv("MASTER_ADDR", "127.0.0.1", 1);
+        assert_int_equal(gs__cfg_resolve(NULL, 1, &cfg), GS_OK);
+        unsetenv("MASTER_ADDR");
+        gs_config_init(&user);
+        user.master_addr = "127.0.0.1";
+        assert_int_equal(gs__cfg_resolve(&user, 1, &cfg), GS_OK);
+    }
+    /* torchrun's variables are not an MPI launcher's. */
+    clean_env(NULL);
+    setenv("RANK", "1", 1);
+    setenv("WORLD_SIZE", "2", 1);
+    setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
+    assert_int_equal(gs__cfg_resolve(NULL, 1, &cfg), GS_OK);
+}
+
+/* GS_SOCKET_IFNAME is one exact name: NCCL-style values are refused at once, saying what
+ * gradsync accepts (issue 25). */
+static void test_config_ifname_nccl_style_refused(void **state)
+{
+    static const char *const bad[] = {"^lo", "=eth0", "eth0,eth1", "^docker,lo", "eth0 "};
+    gs__cfg_t cfg;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        setenv("GS_SOCKET_IFNAME", bad[i], 1);
+        assert_int_equal(gs__cfg_resolve(NULL, 1, &cfg), GS_ERR_INVALID_ARG);
+        assert_non_null(strstr(gs_last_error(), bad[i]));
+        assert_non_null(strstr(gs_last_error(), "GS_SOCKET_IFNAME"));
+        assert_non_null(strstr(gs_last_error(), "exactly one name"));
+        assert_non_null(strstr(gs_last_error(), "not supported yet"));
+    }
+    setenv("GS_SOCKET_IFNAME", "eth0", 1);
+    assert_int_equal(gs__cfg_resolve(NULL, 1, &cfg), GS_OK);
+    assert_string_equal(cfg.socket_ifname, "eth0");
 }
 
 static void test_config_rank_not_below_world_rejected(void **state)
@@ -604,6 +685,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_config_defaults, clean_env),
+        cmocka_unit_test_setup(test_config_launcher_no_mpi, clean_env),
+        cmocka_unit_test_setup(test_config_ifname_nccl_style_refused, clean_env),
         cmocka_unit_test_setup(test_config_rank_required_without_launcher, clean_env),
         cmocka_unit_test_setup(test_config_launcher_default_single_rank, clean_env),
         cmocka_unit_test_setup(test_config_env_override, clean_env),
