@@ -176,9 +176,19 @@ gs_status_t gs__boot_table_hdr_decode(const uint8_t *in, size_t len, gs__boot_ta
     return GS_OK;
 }
 
-static uint64_t boot_job_hash(const gs__cfg_t *cfg)
+uint64_t gs__boot_job_hash(const gs__cfg_t *cfg)
 {
     return gs__hash64(cfg->job_id, strlen(cfg->job_id), 0x67726164ull);
+}
+
+uint64_t gs__boot_job_nonce(void)
+{
+    uint64_t nonce = 0;
+
+    if (getrandom(&nonce, sizeof(nonce), 0) != (ssize_t)sizeof(nonce)) {
+        nonce = gs__now_ns() ^ ((uint64_t)getpid() << 32);
+    }
+    return nonce;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -240,7 +250,7 @@ static void boot_register(boot_server_t *s, int i, const gs__boot_hello_t *h)
     uint64_t short_deadline = gs__deadline_after_ms(1000);
     char msg[GS_BOOT_MSG_MAX];
 
-    if (h->job_hash != boot_job_hash(cfg)) {
+    if (h->job_hash != gs__boot_job_hash(cfg)) {
         snprintf(msg, sizeof(msg), "rank %u from %s belongs to another job (GS_JOB_ID differs)",
                  h->rank, c->peer);
         GS_WARN("rendezvous: refused %s", msg);
@@ -627,9 +637,7 @@ static gs_status_t boot_serve(const gs__cfg_t *cfg, const gs__auth_t *auth,
     }
 
     if (s.fail_status == GS_OK) {
-        if (getrandom(&nonce, sizeof(nonce), 0) != (ssize_t)sizeof(nonce)) {
-            nonce = gs__now_ns() ^ ((uint64_t)getpid() << 32);
-        }
+        nonce = gs__boot_job_nonce();
         status = boot_send_table(&s, nonce, deadline + 5000000000ull);
     } else {
         for (int r = 1; r < cfg->world_size; r++) {
@@ -746,7 +754,7 @@ static gs_status_t boot_client(const gs__cfg_t *cfg, const gs__auth_t *auth, con
 
     memset(&h, 0, sizeof(h));
     h.version = GS_BOOT_VERSION;
-    h.job_hash = boot_job_hash(cfg);
+    h.job_hash = gs__boot_job_hash(cfg);
     h.rank = (uint32_t)cfg->rank;
     h.world = (uint32_t)cfg->world_size;
     h.host_id = gs__host_id(cfg->host_id);

@@ -93,6 +93,10 @@ typedef gs_status_t (*gs__boot_exchange_fn_t)(const gs__cfg_t *cfg, const gs__au
                                               char (*addrs_out)[GS_SOCK_ADDR_MAX],
                                               uint64_t *hosts_out, uint64_t *nonce_out);
 
+/* The hash of cfg's job id that hellos carry, and a fresh random job nonce. */
+uint64_t gs__boot_job_hash(const gs__cfg_t *cfg);
+uint64_t gs__boot_job_nonce(void);
+
 /*
  * Exchange transport addresses with every rank. cfg gives rank, world size,
  * master address/port, timeout and job id. my_addr is this rank's transport
@@ -109,5 +113,22 @@ gs_status_t gs__bootstrap_exchange(const gs__cfg_t *cfg, const gs__auth_t *auth,
                                    const volatile int *abort_flag, const char *my_addr,
                                    char (*addrs_out)[GS_SOCK_ADDR_MAX], uint64_t *hosts_out,
                                    uint64_t *nonce_out);
+
+/*
+ * The same exchange through torchrun's store (bootstrap_store.c): under
+ * torchrun (TORCHELASTIC_USE_AGENT_STORE=True) MASTER_ADDR:MASTER_PORT is
+ * the TCPStore of torchrun's agent, so rank 0 cannot listen there; every
+ * rank sets its hello in the store and rank 0 sets the table (the
+ * rendezvous's encodings, docs/wire.md). The same checks, contract and
+ * returns as gs__bootstrap_exchange, with GS_ERR_TIMEOUT naming the ranks
+ * that did not publish. gs__boot_store_applies says whether it is the one
+ * to use: torchrun's agent hosts the store and no GS_MASTER_PORT (or
+ * caller's port) names a rendezvous port of gradsync's own.
+ */
+int gs__boot_store_applies(const gs__cfg_t *rcfg);
+gs_status_t gs__bootstrap_store_exchange(const gs__cfg_t *cfg, const gs__auth_t *auth,
+                                         const volatile int *abort_flag, const char *my_addr,
+                                         char (*addrs_out)[GS_SOCK_ADDR_MAX], uint64_t *hosts_out,
+                                         uint64_t *nonce_out);
 
 #endif /* GS_CORE_BOOTSTRAP_H */
