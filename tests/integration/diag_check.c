@@ -4,9 +4,12 @@
  * gsrun, one mode per run:
  *   kind    rank 1 calls broadcast(root 0) where the others call allreduce:
  *           every rank gets GS_ERR_MISMATCH within 2 s, naming both calls in
- *           words (with GS_TIMEOUT_MS=30000, so a timeout cannot pass)
+ *           words and which ranks made them (with GS_TIMEOUT_MS=30000, so a
+ *           timeout cannot pass)
  *   count   the same all-reduce, rank 1 with count 1001 instead of 1000
  *   dtype   the same all-reduce, rank 1 with f64 instead of f32
+ *   mismatch WHAT ODD  as kind, count and dtype (WHAT, or op: max instead of
+ *           sum) with rank ODD (a number or "last") the odd one
  *   timeout rank 1 sleeps 3 s before its all-reduce (GS_TIMEOUT_MS=1500): rank 0
  *           gets GS_ERR_TIMEOUT naming rank 1 and the operation, and its log
  *           (GS_DEBUG_FILE, %r expanded here) has the WARN with the waits
@@ -64,71 +67,6 @@ static int warm_up(gs_comm_t comm)
     return 0;
 }
 
-static void run_mismatch(gs_comm_t comm, const char *mode, int size)
-{
-    static double buf_in[COUNT + 1];
-    static double buf_out[COUNT + 1];
-    const char *me;
-    const char *other;
-    gs_status_t status;
-    double t0;
-    double ms;
-
-    if (warm_up(comm) != 0) {
-        return;
-    }
-    t0 = tc_now_ms();
-    if (strcmp(mode, "kind") == 0) {
-        me = (g_rank == 1) ? "broadcast(count=1000, f32, root 0)"
-                           : "allreduce(count=1000, f32, sum)";
-        other = (g_rank == 1) ? "allreduce(count=1000, f32, sum)"
-                              : "broadcast(count=1000, f32, root 0)";
-        if (g_rank == 1) {
-            status = gs_broadcast(comm, buf_in, COUNT, GS_DTYPE_F32, 0);
-        } else {
-            status = gs_allreduce(comm, buf_in, buf_out, COUNT, GS_DTYPE_F32, GS_OP_SUM);
-        }
-    } else if (strcmp(mode, "count") == 0) {
-        me = (g_rank == 1) ? "allreduce(count=1001, f32, sum)" : "allreduce(count=1000, f32, sum)";
-        other =
-            (g_rank == 1) ? "allreduce(count=1000, f32, sum)" : "allreduce(count=1001, f32, sum)";
-        status = gs_allreduce(comm, buf_in, buf_out, (g_rank == 1) ? COUNT + 1 : COUNT,
-                              GS_DTYPE_F32, GS_OP_SUM);
-    } else {
-        me = (g_rank == 1) ? "allreduce(count=1000, f64, sum)" : "allreduce(count=1000, f32, sum)";
-        other =
-            (g_rank == 1) ? "allreduce(count=1000, f32, sum)" : "allreduce(count=1000, f64, sum)";
-        status = gs_allreduce(comm, buf_in, buf_out, COUNT,
-                              (g_rank == 1) ? GS_DTYPE_F64 : GS_DTYPE_F32, GS_OP_SUM);
-    }
-    ms = tc_now_ms() - t0;
-    printf("rank %d: %s after %.0f ms: %s\n", g_rank, gs_status_name(status), ms, gs_last_error());
-    if (status != GS_ERR_MISMATCH) {
-        fail("status", "%s, expected GS_ERR_MISMATCH: %s", gs_status_name(status), gs_last_error());
-        return;
-    }
-    pass("status");
-    if (ms > 2000.0) {
-        fail("within 2 s", "took %.0f ms", ms);
-    } else {
-        pass("within 2 s");
-    }
-    expect_has("own call in words", gs_last_error(), me);
-    /* In a job of 3 or more, a rank whose call matches the reporter's hears the
-     * reporter's side and its own, which are then the same words. */
-    if ((size == 2) || (g_rank == 1) || (strcmp(mode, "kind") == 0)) {
-        expect_has("other call in words", gs_last_error(), other);
-    }
-    expect_has("operation number", gs_last_error(), "as operation #3");
-    /* The communicator is failed: the next call says so at once. */
-    status = gs_barrier(comm);
-    if (status == GS_ERR_MISMATCH) {
-        pass("sticky");
-    } else {
-        fail("sticky", "the next barrier returned %s", gs_status_name(status));
-    }
-}
-
 /* GS_DEBUG_FILE with %r expanded for this rank (the only pattern used here). */
 static int log_path(char *out, size_t len)
 {
@@ -161,6 +99,170 @@ static int file_has(const char *path, const char *const *needles)
         }
     }
     return 1;
+}
+
+/*
+ * A mismatch at operation #3: rank @p odd makes the odd call of @p what, every
+ * other rank the usual one (see mm_call). Every rank must fail with
+ * GS_ERR_MISMATCH within 2 s, its error naming both calls in words and which
+ * ranks made which ("rank 2 called X ... while this rank (0) called Y, as did
+ * rank 1"; on the odd rank "ranks 0, 1 called Y ... while this rank (2) called
+ * X"), and no WARN line of its log (GS_DEBUG_FILE, when set) may show a raw
+ * tag or fingerprint ("0x").
+ */
+typedef struct mm_case {
+    char usual[96];
+    char odd[96];
+} mm_case_t;
+
+/* count, dtype, op: all-reduce of 1000 f32 with sum, the odd rank with 1001,
+ * f64 or max; kind: the odd rank calls broadcast from the lowest other rank. */
+static gs_status_t mm_call(gs_comm_t comm, const char *what, int odd, mm_case_t *c)
+{
+    static double in[COUNT + 1];
+    static double out[COUNT + 1];
+    const int me_odd = (g_rank == odd);
+    const int r0 = (odd == 0) ? 1 : 0;
+
+    snprintf(c->usual, sizeof(c->usual), "allreduce(count=1000, f32, sum)");
+    if (strcmp(what, "count") == 0) {
+        snprintf(c->odd, sizeof(c->odd), "allreduce(count=1001, f32, sum)");
+        return gs_allreduce(comm, in, out, me_odd ? COUNT + 1 : COUNT, GS_DTYPE_F32, GS_OP_SUM);
+    }
+    if (strcmp(what, "dtype") == 0) {
+        snprintf(c->odd, sizeof(c->odd), "allreduce(count=1000, f64, sum)");
+        return gs_allreduce(comm, in, out, COUNT, me_odd ? GS_DTYPE_F64 : GS_DTYPE_F32, GS_OP_SUM);
+    }
+    if (strcmp(what, "op") == 0) {
+        snprintf(c->odd, sizeof(c->odd), "allreduce(count=1000, f32, max)");
+        return gs_allreduce(comm, in, out, COUNT, GS_DTYPE_F32, me_odd ? GS_OP_MAX : GS_OP_SUM);
+    }
+    snprintf(c->odd, sizeof(c->odd), "broadcast(count=1000, f32, root %d)", r0);
+    if (me_odd) {
+        return gs_broadcast(comm, in, COUNT, GS_DTYPE_F32, r0);
+    }
+    return gs_allreduce(comm, in, out, COUNT, GS_DTYPE_F32, GS_OP_SUM);
+}
+
+/* "rank 2", "ranks 0, 1", "ranks 0-2, 4": the ranks below @p size that are not
+ * @p skip1 or @p skip2 (or only @p only when it is >= 0); runs of three or more
+ * as a range. */
+static void mm_ranks(int size, int only, int skip1, int skip2, char *buf, size_t len)
+{
+    int in[64];
+    int n = 0;
+    size_t used;
+
+    for (int p = 0; (p < size) && (p < 64); p++) {
+        in[p] = (only >= 0) ? (p == only) : ((p != skip1) && (p != skip2));
+        n += in[p];
+    }
+    used = (size_t)snprintf(buf, len, "%s", (n == 1) ? "rank " : "ranks ");
+    for (int p = 0, sep = 0; (p < size) && (p < 64) && (used < len); p++) {
+        int e = p;
+
+        if (!in[p]) {
+            continue;
+        }
+        while ((e + 1 < size) && in[e + 1]) {
+            e++;
+        }
+        if (e - p >= 2) {
+            used += (size_t)snprintf(buf + used, len - used, "%s%d-%d", sep ? ", " : "", p, e);
+            p = e;
+        } else {
+            used += (size_t)snprintf(buf + used, len - used, "%s%d", sep ? ", " : "", p);
+        }
+        sep = 1;
+    }
+}
+
+static void run_mm(gs_comm_t comm, const char *what, const char *odd_arg, int size)
+{
+    char want[256];
+    char ranks[96];
+    char path[512];
+    mm_case_t c;
+    gs_status_t status;
+    const int odd = (strcmp(odd_arg, "last") == 0) ? size - 1 : atoi(odd_arg);
+    const char *err;
+    double t0;
+    double ms;
+
+    if ((odd < 0) || (odd >= size) || (size > 64)) {
+        fail("usage", "odd rank %s outside 0..%d", odd_arg, size - 1);
+        return;
+    }
+    if (warm_up(comm) != 0) {
+        return;
+    }
+    t0 = tc_now_ms();
+    status = mm_call(comm, what, odd, &c);
+    ms = tc_now_ms() - t0;
+    err = gs_last_error();
+    printf("rank %d: %s after %.0f ms: %s\n", g_rank, gs_status_name(status), ms, err);
+    if (status != GS_ERR_MISMATCH) {
+        fail("status", "%s, expected GS_ERR_MISMATCH: %s", gs_status_name(status), err);
+        return;
+    }
+    pass("status");
+    if (ms > 2000.0) {
+        fail("within 2 s", "took %.0f ms", ms);
+    } else {
+        pass("within 2 s");
+    }
+    snprintf(want, sizeof(want), "this rank (%d) called %s", g_rank,
+             (g_rank == odd) ? c.odd : c.usual);
+    expect_has("own call in words", err, want);
+    if (g_rank == odd) {
+        mm_ranks(size, -1, odd, -1, ranks, sizeof(ranks));
+        snprintf(want, sizeof(want), "%s called %s as operation #3", ranks, c.usual);
+        expect_has("the others' call in words, with their ranks", err, want);
+    } else {
+        snprintf(want, sizeof(want), "rank %d called %s as operation #3", odd, c.odd);
+        expect_has("the odd call in words, with its rank", err, want);
+        if (size > 2) {
+            mm_ranks(size, -1, odd, g_rank, ranks, sizeof(ranks));
+            snprintf(want, sizeof(want), ", as did %s;", ranks);
+            expect_has("the ranks that called as this one did", err, want);
+        }
+    }
+    if (strstr(err, "0x") != NULL) {
+        fail("no hex", "the error shows a raw number: %s", err);
+    } else {
+        pass("no hex");
+    }
+    /* The communicator is failed: the next call says so at once. */
+    status = gs_barrier(comm);
+    if (status == GS_ERR_MISMATCH) {
+        pass("sticky");
+    } else {
+        fail("sticky", "the next barrier returned %s", gs_status_name(status));
+    }
+    if (log_path(path, sizeof(path)) == 0) {
+        FILE *f = fopen(path, "r");
+        char line[1024];
+        int warns = 0;
+        int hex = 0;
+
+        while ((f != NULL) && (fgets(line, sizeof(line), f) != NULL)) {
+            if (strstr(line, " WARN ") != NULL) {
+                warns++;
+                if (strstr(line, "0x") != NULL) {
+                    hex++;
+                    fail("log", "a WARN line shows a raw number: %s", line);
+                }
+            }
+        }
+        if (f != NULL) {
+            fclose(f);
+        }
+        if ((f != NULL) && (warns > 0) && (hex == 0)) {
+            pass("log: WARN lines in words");
+        } else if (hex == 0) {
+            fail("log", "%s has no WARN line", path);
+        }
+    }
 }
 
 static void run_timeout(gs_comm_t comm)
@@ -384,7 +486,9 @@ int main(int argc, char **argv)
     gs_comm_size(comm, &size);
     if ((strcmp(mode, "kind") == 0) || (strcmp(mode, "count") == 0) ||
         (strcmp(mode, "dtype") == 0)) {
-        run_mismatch(comm, mode, size);
+        run_mm(comm, mode, "1", size);
+    } else if ((strcmp(mode, "mismatch") == 0) && (argc > 3)) {
+        run_mm(comm, argv[2], argv[3], size);
     } else if (strcmp(mode, "timeout") == 0) {
         run_timeout(comm);
     } else if (strcmp(mode, "dump") == 0) {
@@ -393,8 +497,8 @@ int main(int argc, char **argv)
         run_signal(comm);
     } else {
         fail("usage",
-             "unknown mode \"%s\" (kind, count, dtype, timeout, dump, signal, ifname, "
-             "refused)",
+             "unknown mode \"%s\" (kind, count, dtype, mismatch WHAT ODD, timeout, dump, "
+             "signal, ifname, refused)",
              mode);
     }
     gs_comm_destroy(comm);

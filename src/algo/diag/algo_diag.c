@@ -2,21 +2,28 @@
 /*
  * Diagnosis of collectives that cannot finish (docs/design.md, "Diagnosis"):
  * (the fingerprint every tag of an operation carries in its check bits is
- * the context's, algo/ctx/algo_desc.c), the flight-recorder hooks around each collective, the words for a call
- * ("allreduce(count=1000, f32, sum)"), the timeout text naming the peers
- * still waited on, and the mismatch protocol: a rank whose receive meets a
- * message with another fingerprint sends a REPORT (its own call, in
- * numbers) to every rank and waits up to 1 s for the blamed rank's
- * description, so that every rank fails with GS_ERR_MISMATCH naming both
- * calls instead of waiting for its timeout. It never runs on the fast path:
- * only a failed receive or an operation blocked for 1 ms or more gets here.
+ * the context's, algo/ctx/algo_desc.c), the flight-recorder hooks around
+ * each collective, the words for a call ("allreduce(count=1000, f32, sum)"),
+ * the timeout text naming the peers still waited on, and the mismatch
+ * protocol: a rank whose receive meets a message with another fingerprint
+ * sends a REPORT (its own call, in numbers) to every rank; every rank a
+ * REPORT or DESCRIBE reaches sends a DESCRIBE of its own call to every rank
+ * in turn; each waits until it has every rank's call (or knows the rank
+ * failed), at most 10 s or the operation's timeout, so that every rank fails
+ * with GS_ERR_MISMATCH naming all the calls in words and which ranks made
+ * them, whichever side it is on and whoever found the mismatch first,
+ * instead of waiting for its timeout. It never runs on the fast path: only a
+ * failed receive or an operation blocked for 1 ms or more gets here.
  *
  * NOTE: a diagnosis message comes from the network: it is decoded field by
  * field and checked (diag_decode) before any value is used.
  */
 #include "algo/diag/diag.h"
 
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/check.h"
@@ -37,9 +44,9 @@
 #define DIAG_DESCRIBE 2u
 #define DIAG_SCAN_AFTER_NS 200000000ull /* stalled this long: look for early messages */
 #define DIAG_SCAN_IDX 64u               /* message numbers looked at per peer */
-#define DIAG_ANSWER_NS 1000000000ull    /* a detector waits this long for the other side */
+#define DIAG_ANSWER_NS 10000000000ull   /* a round waits at most this long (or the op's timeout) */
+#define DIAG_TAKE_NS 250000000ull       /* for the rest of a diagnosis message that has begun */
 #define DIAG_STEP_NS 10000000ull
-#define DIAG_OTHER_NS 200000000ull   /* then another rank's differing call will do */
 #define DIAG_EXPLAIN_NS 100000000ull /* a peer failure waits this long for a REPORT */
 
 typedef struct diag_msg {
@@ -57,11 +64,24 @@ static const char *const diag_codec_names[GS_CODEC_KIND_COUNT] = {
 #undef DIAG_CODEC_NAME_ROW
 };
 
-/* "allreduce(count=1000, f32, sum)"; the count of a v call is this rank's part. */
+/* "allreduce(count=1000, f32, sum)"; the count of a v call is this rank's
+ * part, left out when @p vcount is SIZE_MAX (another rank's call). */
 static void diag_words(const gs__algo_call_t *c, size_t vcount, char *buf, size_t len)
 {
     const int v = gs__coll_is_v((gs__coll_kind_t)c->kind);
     int used;
+
+    if (c->known && v && (vcount == SIZE_MAX)) {
+        used = snprintf(buf, len, "%s(%s", gs__coll_name((gs__coll_kind_t)c->kind),
+                        gs__dtype_name((gs_dtype_t)c->dtype));
+        if ((used > 0) && ((size_t)used < len) && gs__coll_reduces(c->kind)) {
+            used += snprintf(buf + used, len - (size_t)used, ", %s", gs__op_name((gs_op_t)c->op));
+        }
+        if ((used > 0) && ((size_t)used < len)) {
+            snprintf(buf + used, len - (size_t)used, ")");
+        }
+        return;
+    }
 
     if (!c->known) {
         snprintf(buf, len, "(no record of it)");
@@ -329,168 +349,371 @@ static const char diag_advice[] =
     "every rank must call the same collectives in the same order with the same count, dtype, "
     "op, root and codec; the communicator is failed, destroy it";
 
-/* Keep @p in in *best when it says more about operation ctx->seq: the blamed
- * rank's own words (score 2) win over another rank's call that differs from
- * this rank's (score 1), which names the other side when the blamed rank is
- * silent (it may have failed on another rank's REPORT already). */
-static void diag_consider(const gs__algo_ctx_t *ctx, int peer, const diag_msg_t *in,
-                          diag_msg_t *best, int *score)
-{
-    int s = 0;
+/*
+ * One diagnosis round about operation number seq. Every rank that takes part
+ * (the ones that found a mismatch and the ones a diagnosis message reached)
+ * sends its own call to every other rank once, then waits until it has heard
+ * every rank (or knows it failed) or until the deadline, so that each of them
+ * can name every call in words whichever side it is on and whoever spoke
+ * first.
+ */
+enum { DIAG_UNHEARD = 0, DIAG_HEARD, DIAG_OTHER_SEQ, DIAG_GONE };
 
-    if ((in->seq == ctx->seq) && in->call.known) {
-        s = (in->from == peer) ? 2 : ((in->call.fp != ctx->fp) ? 1 : 0);
-    }
-    if (s > *score) {
-        *best = *in;
-        *score = s;
+typedef struct diag_round {
+    uint32_t seq;
+    int left;               /* ranks neither heard nor known to have failed */
+    uint8_t *state;         /* per rank: DIAG_UNHEARD ... DIAG_GONE */
+    int *group;             /* per rank, while the sentence is built */
+    gs__algo_call_t *calls; /* per rank: its call as operation seq (DIAG_HEARD) */
+    uint64_t deadline;
+    uint64_t deadline_ms; /* how long the round waits, for the text */
+} diag_round_t;
+
+/* Wait (until @p deadline) for the one send *req. */
+static void diag_send_wait(gs__algo_ctx_t *ctx, gs__tp_req_t **req, uint64_t deadline)
+{
+    while (!diag_send_done(ctx, req)) {
+        const uint64_t now = gs__now_ns();
+
+        if ((now >= deadline) ||
+            (gs__tp_progress(ctx->tr, (now + DIAG_STEP_NS < deadline) ? now + DIAG_STEP_NS
+                                                                      : deadline) != GS_OK)) {
+            gs__tp_req_release(ctx->tr, *req);
+            *req = NULL;
+            return;
+        }
     }
 }
 
-gs_status_t gs__algo_diag_mismatch(gs__algo_ctx_t *ctx, int peer, uint64_t their_tag)
+/* Describe this rank's operation @p seq to @p peer (a round about another number). */
+static void diag_answer(gs__algo_ctx_t *ctx, int peer, uint32_t seq, uint64_t deadline)
 {
-    const uint16_t their_fp = (uint16_t)((their_tag >> 48) & 0x7fffu);
-    const uint64_t start = gs__now_ns();
-    const uint64_t deadline = start + DIAG_ANSWER_NS;
     uint8_t buf[DIAG_BYTES];
-    gs__tp_req_t *sends[64];
-    char mine_words[192];
-    char their_words[192];
+    gs__tp_req_t *req = NULL;
     diag_msg_t out;
-    diag_msg_t in;
-    diag_msg_t best;
     size_t vcount;
-    int score = 0;
-    int left = 0;
-    int first = 0;
 
     memset(&out, 0, sizeof(out));
-    memset(&best, 0, sizeof(best));
-    out.type = DIAG_REPORT;
+    out.type = DIAG_DESCRIBE;
     out.from = ctx->rank;
-    out.blamed = peer;
-    out.seq = ctx->seq;
-    out.their_fp = their_fp;
-    diag_mine(ctx, ctx->seq, &out.call, &vcount);
-    diag_words(&out.call, vcount, mine_words, sizeof(mine_words));
+    out.blamed = -1;
+    out.seq = seq;
+    diag_mine(ctx, seq, &out.call, &vcount);
     diag_encode(&out, buf);
-    /* Tell every rank, in batches of 64 sends in flight (buf outlives them all). */
-    while ((first < ctx->size) || (left > 0)) {
+    diag_send(ctx, peer, buf, &req);
+    diag_send_wait(ctx, &req, deadline);
+}
+
+static void diag_mark(diag_round_t *r, int peer, uint8_t state)
+{
+    if ((r->state != NULL) && (r->state[peer] == DIAG_UNHEARD)) {
+        r->state[peer] = state;
+        r->left--;
+    }
+}
+
+/* A diagnosis message of another rank: its call, or (another operation
+ * number: its own round) this rank's call of that number in answer. */
+static void diag_record(gs__algo_ctx_t *ctx, diag_round_t *r, const diag_msg_t *m)
+{
+    if ((r->state == NULL) || (r->state[m->from] != DIAG_UNHEARD)) {
+        return;
+    }
+    if (m->seq == r->seq) {
+        r->calls[m->from] = m->call;
+        diag_mark(r, m->from, DIAG_HEARD);
+        return;
+    }
+    diag_mark(r, m->from, DIAG_OTHER_SEQ);
+    diag_answer(ctx, m->from, m->seq, r->deadline);
+}
+
+/* Take every diagnosis message that has arrived; mark the peers that failed. */
+static void diag_gather(gs__algo_ctx_t *ctx, diag_round_t *r)
+{
+    diag_msg_t in;
+    int got;
+
+    while ((got = diag_take(ctx, &in, r->deadline)) != 0) {
+        if (got > 0) {
+            diag_record(ctx, r, &in);
+        }
+    }
+    if ((r->state != NULL) && gs__tp_has_peer_failed(ctx->tr)) {
+        for (int p = 0; p < ctx->size; p++) {
+            if ((r->state[p] == DIAG_UNHEARD) && gs__tp_peer_failed(ctx->tr, p)) {
+                diag_mark(r, p, DIAG_GONE);
+            }
+        }
+    }
+}
+
+/* Send @p out to every other rank, 64 sends in flight at a time (buf
+ * outlives them), taking what arrives meanwhile. */
+static void diag_tell_all(gs__algo_ctx_t *ctx, diag_round_t *r, const uint8_t *buf)
+{
+    gs__tp_req_t *sends[64];
+    int first = 0;
+
+    while (first < ctx->size) {
         int n = 0;
 
-        for (int p = first; (p < ctx->size) && (n < 64); p++, first++) {
-            if (p != ctx->rank) {
-                diag_send(ctx, p, buf, &sends[n++]);
+        for (; (first < ctx->size) && (n < 64); first++) {
+            if (first != ctx->rank) {
+                diag_send(ctx, first, buf, &sends[n]);
+                if (sends[n] == NULL) {
+                    diag_mark(r, first, DIAG_GONE); /* it cannot be reached */
+                }
+                n++;
             }
         }
         for (;;) {
             const uint64_t now = gs__now_ns();
+            int left = 0;
 
-            left = 0;
             for (int i = 0; i < n; i++) {
                 left += !diag_send_done(ctx, &sends[i]);
             }
-            while ((score < 2) && (diag_take(ctx, &in, deadline) > 0)) {
-                diag_consider(ctx, peer, &in, &best, &score);
-            }
-            if ((left == 0) || (now >= deadline)) {
+            diag_gather(ctx, r);
+            if ((left == 0) || (now >= r->deadline) ||
+                (gs__tp_progress(ctx->tr, (now + DIAG_STEP_NS < r->deadline)
+                                              ? now + DIAG_STEP_NS
+                                              : r->deadline) != GS_OK)) {
                 break;
             }
-            (void)gs__tp_progress(ctx->tr,
-                                  (now + DIAG_STEP_NS < deadline) ? now + DIAG_STEP_NS : deadline);
         }
         for (int i = 0; i < n; i++) {
             if (sends[i] != NULL) {
                 gs__tp_req_release(ctx->tr, sends[i]);
             }
         }
-        left = 0;
-        if (gs__now_ns() >= deadline) {
-            break;
+        if (gs__now_ns() >= r->deadline) {
+            return;
         }
     }
-    /* Then the blamed rank's own words (a REPORT of its own, or a DESCRIBE);
-     * another rank's differing call will do after DIAG_OTHER_NS. */
-    while (score < 2) {
-        const uint64_t now = gs__now_ns();
-
-        if (diag_take(ctx, &in, deadline) > 0) {
-            diag_consider(ctx, peer, &in, &best, &score);
-            continue;
-        }
-        if ((now >= deadline) || ((score == 1) && (now >= start + DIAG_OTHER_NS)) ||
-            (gs__tp_progress(ctx->tr, (now + DIAG_STEP_NS < deadline) ? now + DIAG_STEP_NS
-                                                                      : deadline) != GS_OK)) {
-            break;
-        }
-    }
-    if (score > 0) {
-        char note[96] = "";
-
-        if (best.from != peer) {
-            snprintf(note, sizeof(note),
-                     " (rank %d's message did not match either; it did not describe its call)",
-                     peer);
-        }
-        diag_words(&best.call, best.call.count, their_words, sizeof(their_words));
-        return gs__error_set(GS_ERR_MISMATCH,
-                             "%s: rank %d called %s as operation #%u while this rank (%d) called "
-                             "%s%s; %s",
-                             ctx->opname, best.from, their_words, ctx->seq, ctx->rank, mine_words,
-                             note, diag_advice);
-    }
-    return gs__error_set(GS_ERR_MISMATCH,
-                         "%s: rank %d sent a message of operation #%u with fingerprint 0x%04x "
-                         "while this rank (%d) called %s (fingerprint 0x%04x): rank %d called "
-                         "another collective or passed other arguments (it did not describe its "
-                         "call within %llu ms); %s",
-                         ctx->opname, peer, ctx->seq, (unsigned)their_fp, ctx->rank, mine_words,
-                         (unsigned)ctx->fp, peer, (unsigned long long)(DIAG_ANSWER_NS / 1000000ull),
-                         diag_advice);
 }
 
-/* Another rank's REPORT: describe this rank's call to it when blamed, then fail. */
-static gs_status_t diag_reported(gs__algo_ctx_t *ctx, const diag_msg_t *m)
+static int diag_same_call(const gs__algo_call_t *a, const gs__algo_call_t *b)
 {
-    char mine_words[192];
-    char their_words[192];
-    char also[96];
-    gs__algo_call_t mine;
-    size_t vcount;
+    return (a->known == b->known) && (a->kind == b->kind) && (a->dtype == b->dtype) &&
+           (a->op == b->op) && (a->root == b->root) && (a->codec == b->codec) &&
+           (a->count == b->count);
+}
 
-    diag_mine(ctx, m->seq, &mine, &vcount);
-    if (m->blamed == ctx->rank) {
-        const uint64_t deadline = gs__now_ns() + DIAG_ANSWER_NS;
-        uint8_t buf[DIAG_BYTES];
-        gs__tp_req_t *req = NULL;
-        diag_msg_t out;
+/* "rank 2", "ranks 0, 1", "ranks 0-3, 5": the ranks whose r->group is @p g
+ * (runs of three or more as a range), cut with "..." when @p len is short. */
+static void diag_ranks(const diag_round_t *r, int size, int g, char *buf, size_t len)
+{
+    size_t used;
+    int n = 0;
+    int sep = 0;
 
-        memset(&out, 0, sizeof(out));
-        out.type = DIAG_DESCRIBE;
-        out.from = ctx->rank;
-        out.blamed = -1;
-        out.seq = m->seq;
-        out.call = mine;
-        diag_encode(&out, buf);
-        diag_send(ctx, m->from, buf, &req);
-        while (!diag_send_done(ctx, &req)) {
-            const uint64_t now = gs__now_ns();
+    for (int p = 0; p < size; p++) {
+        n += (r->group[p] == g);
+    }
+    used = (size_t)snprintf(buf, len, "%s", (n == 1) ? "rank " : "ranks ");
+    for (int p = 0; (p < size) && (used < len); p++) {
+        int e = p;
 
-            if ((now >= deadline) ||
-                (gs__tp_progress(ctx->tr, (now + DIAG_STEP_NS < deadline) ? now + DIAG_STEP_NS
-                                                                          : deadline) != GS_OK)) {
-                gs__tp_req_release(ctx->tr, req);
+        if (r->group[p] != g) {
+            continue;
+        }
+        while ((e + 1 < size) && (r->group[e + 1] == g)) {
+            e++;
+        }
+        if (used + 32 >= len) {
+            snprintf(buf + used, len - used, "%s...", sep ? ", " : "");
+            return;
+        }
+        if (e - p >= 2) {
+            used += (size_t)snprintf(buf + used, len - used, "%s%d-%d", sep ? ", " : "", p, e);
+            p = e;
+        } else {
+            used += (size_t)snprintf(buf + used, len - used, "%s%d", sep ? ", " : "", p);
+        }
+        sep = 1;
+    }
+}
+
+/* Append to @p buf (holding *used of @p len bytes). */
+__attribute__((format(printf, 4, 5))) static void diag_cat(char *buf, size_t len, size_t *used,
+                                                           const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    if (*used >= len) {
+        return;
+    }
+    va_start(ap, fmt);
+    n = vsnprintf(buf + *used, len - *used, fmt, ap);
+    va_end(ap);
+    if (n > 0) {
+        *used = ((size_t)n < len - *used) ? *used + (size_t)n : len;
+    }
+}
+
+#define DIAG_GROUPS 4 /* distinct calls named one by one; the rest together */
+
+/* Group the ranks of round @p r by their call (group 0: this rank's; 1..:
+ * another call each; DIAG_GROUPS + 1: yet other calls; + 2: no record of the
+ * operation or at another one; + 3: not heard). Returns the groups of other
+ * calls named one by one. */
+static int diag_group(const gs__algo_ctx_t *ctx, diag_round_t *r, gs__algo_call_t *rep)
+{
+    int ngroups = 0;
+
+    for (int p = 0; p < ctx->size; p++) {
+        const gs__algo_call_t *c = &r->calls[p];
+        int g;
+
+        if (p == ctx->rank) {
+            r->group[p] = -1; /* this rank: named on its own */
+            continue;
+        }
+        if ((r->state[p] == DIAG_UNHEARD) || (r->state[p] == DIAG_GONE)) {
+            r->group[p] = DIAG_GROUPS + 3;
+            continue;
+        }
+        if ((r->state[p] == DIAG_OTHER_SEQ) || !c->known) {
+            r->group[p] = DIAG_GROUPS + 2;
+            continue;
+        }
+        if (diag_same_call(c, &r->calls[ctx->rank])) {
+            r->group[p] = 0;
+            continue;
+        }
+        for (g = 1; g <= ngroups; g++) {
+            if (diag_same_call(c, &rep[g])) {
                 break;
             }
         }
-        also[0] = '\0';
-    } else {
-        snprintf(also, sizeof(also), " (rank %d found that rank %d's call does not match its own)",
-                 m->from, m->blamed);
+        if (g > ngroups) {
+            if (ngroups == DIAG_GROUPS) {
+                g = DIAG_GROUPS + 1;
+            } else {
+                rep[++ngroups] = *c;
+            }
+        }
+        r->group[p] = g;
     }
-    diag_words(&m->call, m->call.count, their_words, sizeof(their_words));
-    diag_words(&mine, vcount, mine_words, sizeof(mine_words));
-    if (!mine.known && (ctx->cur != NULL)) {
+    return ngroups;
+}
+
+static int diag_any(const diag_round_t *r, int size, int g)
+{
+    for (int p = 0; p < size; p++) {
+        if (r->group[p] == g) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * GS_ERR_MISMATCH naming every call heard in words and which ranks made it:
+ * "rank 2 called allreduce(count=1001, f32, sum) as operation #3 while this
+ * rank (0) called allreduce(count=1000, f32, sum), as did rank 1; ...".
+ * @p blamed and @p first say who was found out when no other call was heard.
+ */
+static gs_status_t diag_fail(gs__algo_ctx_t *ctx, diag_round_t *r, const char *mine_words,
+                             int blamed, const diag_msg_t *first)
+{
+    gs__algo_call_t rep[DIAG_GROUPS + 1];
+    char text[GS_ERROR_MSG_MAX];
+    char ranks[96];
+    char words[160];
+    const unsigned long long ms = (unsigned long long)r->deadline_ms;
+    size_t used = 0;
+    int ngroups;
+
+    ngroups = diag_group(ctx, r, rep);
+    for (int g = 1; g <= ngroups; g++) {
+        diag_ranks(r, ctx->size, g, ranks, sizeof(ranks));
+        diag_words(&rep[g], SIZE_MAX, words, sizeof(words));
+        diag_cat(text, sizeof(text), &used, "%s%s called %s", (g > 1) ? " and " : "", ranks, words);
+    }
+    if (diag_any(r, ctx->size, DIAG_GROUPS + 1)) {
+        diag_ranks(r, ctx->size, DIAG_GROUPS + 1, ranks, sizeof(ranks));
+        diag_cat(text, sizeof(text), &used, " and %s yet other collectives", ranks);
+    }
+    if (ngroups > 0) {
+        diag_cat(text, sizeof(text), &used, " as operation #%u while this rank (%d) called %s",
+                 r->seq, ctx->rank, mine_words);
+    } else if ((blamed >= 0) && (blamed != ctx->rank)) {
+        diag_cat(text, sizeof(text), &used,
+                 "rank %d sent a message of operation #%u for another call than this rank's "
+                 "(%d), %s",
+                 blamed, r->seq, ctx->rank, mine_words);
+    } else if ((first != NULL) && (first->blamed >= 0) && (first->blamed != ctx->rank)) {
+        diag_cat(text, sizeof(text), &used,
+                 "rank %d found that rank %d's call as operation #%u differs from its own, "
+                 "which this rank (%d) shares: %s",
+                 first->from, first->blamed, r->seq, ctx->rank, mine_words);
+    } else {
+        diag_cat(text, sizeof(text), &used,
+                 "rank %d found that this rank's (%d) call as operation #%u, %s, differs from "
+                 "its own",
+                 (first != NULL) ? first->from : -1, ctx->rank, r->seq, mine_words);
+    }
+    if (diag_any(r, ctx->size, 0)) {
+        diag_ranks(r, ctx->size, 0, ranks, sizeof(ranks));
+        diag_cat(text, sizeof(text), &used, ", as did %s", ranks);
+    }
+    if (diag_any(r, ctx->size, DIAG_GROUPS + 2)) {
+        diag_ranks(r, ctx->size, DIAG_GROUPS + 2, ranks, sizeof(ranks));
+        diag_cat(text, sizeof(text), &used, "; %s had no operation #%u or were at another one",
+                 ranks, r->seq);
+    }
+    if (diag_any(r, ctx->size, DIAG_GROUPS + 3)) {
+        diag_ranks(r, ctx->size, DIAG_GROUPS + 3, ranks, sizeof(ranks));
+        diag_cat(text, sizeof(text), &used, "; %s did not describe their call within %llu ms",
+                 ranks, ms);
+    }
+    return gs__error_set(GS_ERR_MISMATCH, "%s: %s; %s", ctx->opname, text, diag_advice);
+}
+
+/*
+ * The round about operation @p seq: this rank's call to every rank (a REPORT
+ * blaming @p blamed when this rank found the mismatch, else a DESCRIBE), then
+ * every rank's, then GS_ERR_MISMATCH in words. @p first: the message that
+ * brought this rank in, or NULL.
+ */
+static gs_status_t diag_round(gs__algo_ctx_t *ctx, uint32_t seq, const diag_msg_t *first,
+                              int blamed, uint16_t their_fp)
+{
+    const uint64_t wait_ns = (ctx->timeout_ns < DIAG_ANSWER_NS) ? ctx->timeout_ns : DIAG_ANSWER_NS;
+    const size_t n = (size_t)ctx->size;
+    uint8_t buf[DIAG_BYTES];
+    char mine_words[192];
+    diag_round_t r;
+    diag_msg_t out;
+    size_t vcount;
+    gs_status_t status;
+    void *mem;
+
+    memset(&r, 0, sizeof(r));
+    memset(&out, 0, sizeof(out));
+    r.seq = seq;
+    r.deadline = gs__now_ns() + wait_ns;
+    r.deadline_ms = wait_ns / 1000000ull;
+    r.left = ctx->size - 1;
+    /* Without memory for the round this rank still tells the others. */
+    mem = calloc(n, sizeof(gs__algo_call_t) + sizeof(int) + 1);
+    if (mem != NULL) {
+        r.calls = (gs__algo_call_t *)mem;
+        r.group = (int *)(void *)(r.calls + n);
+        r.state = (uint8_t *)(r.group + n);
+        r.state[ctx->rank] = DIAG_HEARD;
+    }
+    out.type = (blamed >= 0) ? DIAG_REPORT : DIAG_DESCRIBE;
+    out.from = ctx->rank;
+    out.blamed = blamed;
+    out.seq = seq;
+    out.their_fp = their_fp;
+    diag_mine(ctx, seq, &out.call, &vcount);
+    diag_words(&out.call, vcount, mine_words, sizeof(mine_words));
+    if (!out.call.known && (ctx->cur != NULL)) {
         char cur[160];
         gs__algo_call_t c;
 
@@ -498,15 +721,54 @@ static gs_status_t diag_reported(gs__algo_ctx_t *ctx, const diag_msg_t *m)
         gs__algo_call_of(ctx->cur, &c);
         diag_words(&c, ctx->cur->count, cur, sizeof(cur));
         snprintf(mine_words, sizeof(mine_words), "%s as operation #%u", cur, ctx->seq);
-    } else if (!mine.known) {
+    } else if (!out.call.known) {
         snprintf(mine_words, sizeof(mine_words),
-                 "nothing its flight recorder still holds as operation #%u", m->seq);
+                 "nothing its flight recorder still holds as operation #%u", seq);
     }
-    return gs__error_set(GS_ERR_MISMATCH,
-                         "%s: rank %d called %s as operation #%u while this rank (%d) called %s%s; "
-                         "%s",
-                         ctx->opname, m->from, their_words, m->seq, ctx->rank, mine_words, also,
-                         diag_advice);
+    diag_encode(&out, buf);
+    if (first != NULL) {
+        diag_record(ctx, &r, first);
+    }
+    diag_tell_all(ctx, &r, buf);
+    while ((r.state != NULL) && (r.left > 0)) {
+        const uint64_t now = gs__now_ns();
+
+        diag_gather(ctx, &r);
+        if ((r.left == 0) || (now >= r.deadline) ||
+            (gs__tp_progress(ctx->tr, (now + DIAG_STEP_NS < r.deadline) ? now + DIAG_STEP_NS
+                                                                        : r.deadline) != GS_OK)) {
+            break;
+        }
+    }
+    if (r.state == NULL) {
+        return gs__error_set(GS_ERR_MISMATCH,
+                             "%s: the ranks called different collectives as operation #%u (this "
+                             "rank, %d, called %s; out of memory to hear the others' calls); %s",
+                             ctx->opname, seq, ctx->rank, mine_words, diag_advice);
+    }
+    r.calls[ctx->rank] = out.call;
+    status = diag_fail(ctx, &r, mine_words, blamed, first);
+    free(mem);
+    return status;
+}
+
+gs_status_t gs__algo_diag_mismatch(gs__algo_ctx_t *ctx, int peer, uint64_t their_tag)
+{
+    const uint16_t their_fp = (uint16_t)((their_tag >> 48) & 0x7fffu);
+
+    /* The raw check bits are detail; the error names both calls in words. */
+    GS_INFO(COLL,
+            "%s: rank %d's message of operation #%u has tag 0x%016llx (check bits 0x%04x) where "
+            "this rank's call has check bits 0x%04x",
+            ctx->opname, peer, ctx->seq, (unsigned long long)their_tag, (unsigned)their_fp,
+            (unsigned)ctx->fp);
+    return diag_round(ctx, ctx->seq, NULL, peer, their_fp);
+}
+
+/* Another rank's diagnosis message: take part in its round, then fail. */
+static gs_status_t diag_reported(gs__algo_ctx_t *ctx, const diag_msg_t *m)
+{
+    return diag_round(ctx, m->seq, m, -1, 0);
 }
 
 gs_status_t gs__algo_diag_poll(gs__algo_ctx_t *ctx, uint64_t stalled_ns)
@@ -518,11 +780,10 @@ gs_status_t gs__algo_diag_poll(gs__algo_ctx_t *ctx, uint64_t stalled_ns)
     if ((ctx->cur == NULL) || !gs__tp_has_probe(ctx->tr)) {
         return GS_OK;
     }
-    while ((r = diag_take(ctx, &m, now + DIAG_ANSWER_NS / 4)) != 0) {
-        if ((r > 0) && (m.type == DIAG_REPORT)) {
-            return diag_reported(ctx, &m);
+    while ((r = diag_take(ctx, &m, now + DIAG_TAKE_NS)) != 0) {
+        if (r > 0) {
+            return diag_reported(ctx, &m); /* a REPORT, or a DESCRIBE of a round under way */
         }
-        /* A DESCRIBE that nobody waits for any more: dropped. */
     }
     if ((stalled_ns < DIAG_SCAN_AFTER_NS) || (now < ctx->diag_scan_ns) || (ctx->recorder == NULL)) {
         return GS_OK;
@@ -531,9 +792,14 @@ gs_status_t gs__algo_diag_poll(gs__algo_ctx_t *ctx, uint64_t stalled_ns)
     /* A peer waited on may have sent messages of this operation number that
      * no receive here takes, because their index differs: then they belong
      * to another call, and their check bits say so. */
-    for (int p = 0; p < ctx->size; p++) {
+    for (int p = 0; p <= ctx->size; p++) {
+        /* ... and so may any other peer (p == size: any source): a rank in
+         * another collective may send to one this rank does not wait on. */
+        const int src = (p == ctx->size) ? GS_ANY_SOURCE : p;
+
         if ((p == ctx->rank) ||
-            (atomic_load_explicit(&ctx->recorder->pend_recv[p], memory_order_relaxed) <= 0)) {
+            ((p < ctx->size) &&
+             (atomic_load_explicit(&ctx->recorder->pend_recv[p], memory_order_relaxed) <= 0))) {
             continue;
         }
         for (uint32_t idx = 0; idx < DIAG_SCAN_IDX; idx++) {
@@ -541,12 +807,12 @@ gs_status_t gs__algo_diag_poll(gs__algo_ctx_t *ctx, uint64_t stalled_ns)
             gs__tp_completion_t comp;
             int found = 0;
 
-            if (gs__tp_probe(ctx->tr, p, tag, &found, &comp) != GS_OK) {
+            if (gs__tp_probe(ctx->tr, src, tag, &found, &comp) != GS_OK) {
                 break;
             }
             if (found && ((comp.tag & GS_TP_TAG_P2P) == 0) &&
                 ((uint16_t)((comp.tag >> 48) & 0x7fffu) != ctx->fp)) {
-                return gs__algo_diag_mismatch(ctx, p, comp.tag);
+                return gs__algo_diag_mismatch(ctx, comp.peer, comp.tag);
             }
         }
     }
@@ -567,7 +833,7 @@ gs_status_t gs__algo_diag_explain(gs__algo_ctx_t *ctx)
         const uint64_t now = gs__now_ns();
         const int r = diag_take(ctx, &m, deadline);
 
-        if ((r > 0) && (m.type == DIAG_REPORT)) {
+        if (r > 0) {
             return diag_reported(ctx, &m);
         }
         if (r != 0) {

@@ -32,21 +32,24 @@ void gs__algo_recorder_describe(const struct gs__recorder_op *op, char *buf, siz
 const char *gs__algo_recorder_algo_name(int algo);
 
 /* A receive of the collective in flight from @p peer met a message whose tag
- * @p their_tag has other check bits: tell every rank (a REPORT message),
- * wait up to 1 s for @p peer's own description, and return GS_ERR_MISMATCH
- * with both calls in words. */
+ * @p their_tag has other check bits: tell every rank this rank's call (a
+ * REPORT message), take every rank's description of its own call until all
+ * have answered or failed (at most 10 s, or the operation's timeout when
+ * shorter), and return GS_ERR_MISMATCH naming every call in words and which
+ * ranks made it (the raw tag is INFO detail only). */
 gs_status_t gs__algo_diag_mismatch(gs__algo_ctx_t *ctx, int peer, uint64_t their_tag);
 
-/* Called while the collective in flight is blocked for @p stalled_ns: take a
- * REPORT of another rank (GS_ERR_MISMATCH in words, after describing this
- * rank's call to the reporter when it blames this rank) and, after 200 ms,
- * look for early messages of this operation number from the peers waited on
- * whose fingerprint differs (then as gs__algo_diag_mismatch). Returns GS_OK
- * when there is nothing to report. */
+/* Called while the collective in flight is blocked for @p stalled_ns: take
+ * another rank's REPORT or DESCRIBE and join its round (this rank's call to
+ * every rank, every rank's taken as in gs__algo_diag_mismatch, then
+ * GS_ERR_MISMATCH in words) and, after 200 ms, look for early messages of
+ * this operation number (message numbers 0..63, from the peers waited on and
+ * from any source) whose fingerprint differs (then as gs__algo_diag_mismatch).
+ * Returns GS_OK when there is nothing to report. */
 gs_status_t gs__algo_diag_poll(gs__algo_ctx_t *ctx, uint64_t stalled_ns);
 
-/* After a peer failure in the collective in flight: a REPORT that arrived
- * before it (or within 100 ms) explains it better. Returns GS_ERR_MISMATCH
+/* After a peer failure in the collective in flight: a REPORT or DESCRIBE that
+ * arrived before it (or within 100 ms) explains it better (its round joined). Returns GS_ERR_MISMATCH
  * in words when one is there (the last error set), else GS_OK (the caller
  * reports the failure as it is; the last error is restored). */
 gs_status_t gs__algo_diag_explain(gs__algo_ctx_t *ctx);
