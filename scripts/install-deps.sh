@@ -4,12 +4,20 @@
 #   install-deps.sh build   what building the library and its tools needs
 #   install-deps.sh test    that, plus what the test suite needs
 #   install-deps.sh all     that, plus the comparison peers of the benchmarks (default)
+#   install-deps.sh --torch-venv-path   where the test set's torch 2.x venv is (or goes)
 # Idempotent: it asks the package manager only for what is missing, says what
 # and why first, and needs root (or sudo) only then; with everything present
 # it changes nothing and needs no privileges. Runs without a terminal.
 set -euo pipefail
 
 WHAT=${1:-all}
+# Where the test set's torch 2.x virtual environment is (below); the tests ask this.
+torch_venv_path() {
+  if [ -n "${GS_TORCH_VENV:-}" ]; then echo "$GS_TORCH_VENV"
+  elif [ "$(id -u)" = 0 ]; then echo /var/cache/gradsync/torch-venv
+  else echo "${XDG_CACHE_HOME:-$HOME/.cache}/gradsync/torch-venv"; fi
+}
+if [ "$WHAT" = --torch-venv-path ]; then torch_venv_path; exit 0; fi
 # The library: compiler and CMake, zstd (codecs), OpenSSL's libcrypto and
 # libssl (connection authentication, TLS), pkg-config (finding them).
 BUILD_PKGS="cmake make gcc g++ pkg-config libzstd-dev libssl-dev"
@@ -19,10 +27,11 @@ BUILD_PKGS="cmake make gcc g++ pkg-config libzstd-dev libssl-dev"
 # matplotlib (scripts/plot-bench), doxygen (the API reference), binutils (the
 # exported-symbol check), clang and its runtime (libFuzzer: make fuzz),
 # clang-format, clang-tidy and cppcheck (make lint), the openssl command (the
-# TLS test's certificates) and strace (the TLS test's look at the wire).
+# TLS test's certificates), strace (the TLS test's look at the wire) and python3-venv
+# (the virtual environments of torch 2.x and of the pip test).
 TEST_PKGS="libcmocka-dev libopenmpi-dev openmpi-bin iproute2 python3 python3-pytest
            python3-numpy python3-torch libtorch-dev python3-matplotlib doxygen binutils
-           clang libclang-rt-14-dev clang-format clang-tidy cppcheck openssl strace"
+           clang libclang-rt-14-dev clang-format clang-tidy cppcheck openssl strace python3-venv"
 # The benchmarks' comparison peers (bench/compare): Gloo.
 BENCH_PKGS="libgloo-dev"
 case "$WHAT" in
@@ -58,9 +67,7 @@ for p in $PKGS; do
     missing="$missing $p"
   fi
 done
-if [ -z "$missing" ]; then
-  exit 0
-fi
+install_packages() {
 echo "install-deps: the '$WHAT' set needs these Debian packages, missing here:$missing"
 SUDO=""
 if [ "$(id -u)" != 0 ]; then
@@ -77,3 +84,32 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 # shellcheck disable=SC2086
 $SUDO apt-get install -y -qq --no-install-recommends $missing
+}
+if [ -n "$missing" ]; then
+  install_packages
+fi
+
+# The test set's PyTorch as users run it today: torch 2.15 from PyPI in a virtual
+# environment made from Debian's Python (python3-venv), kept outside the checkout in
+# GS_TORCH_VENV (default /var/cache/gradsync/torch-venv, or ~/.cache/gradsync/torch-venv
+# without root) and reused while it holds that torch. torchrun's tests run in it
+# (tests/torch: torch_torchrun*); Debian's torch 1.13 stays for the Python backend's tests.
+# About 5.4 GB with its CUDA wheels, a minute or two from PyPI. Without the network it
+# says so and goes on: those tests then report a skip naming GS_TORCH_VENV.
+TORCH_VERSION=2.15.0
+if [ "$WHAT" != build ]; then
+  GS_TORCH_VENV=$(torch_venv_path)
+  if "$GS_TORCH_VENV/bin/python" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" 2>/dev/null; then
+    :
+  else
+    echo "install-deps: torch $TORCH_VERSION from PyPI into $GS_TORCH_VENV (torchrun's tests)"
+    mkdir -p "$(dirname "$GS_TORCH_VENV")"
+    if /usr/bin/python3 -m venv --clear "$GS_TORCH_VENV" &&
+       "$GS_TORCH_VENV/bin/pip" install -q --disable-pip-version-check "torch==$TORCH_VERSION" numpy pytest </dev/null; then
+      echo "install-deps: torch $TORCH_VERSION is in $GS_TORCH_VENV"
+    else
+      echo "install-deps: could not install torch $TORCH_VERSION from PyPI into $GS_TORCH_VENV;" \
+           "the tests that need it will report a skip" >&2
+    fi
+  fi
+fi

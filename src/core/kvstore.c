@@ -60,6 +60,12 @@ static gs_status_t kv_fail(gs__kv_t *kv, gs_status_t st, const char *what)
     if (st == GS_ERR_ABORTED) {
         return st;
     }
+    if (st == GS_ERR_PEER_FAILED) {
+        return gs__error_wrap(st,
+                              "the store at %s closed the connection during %s (%s): is it "
+                              "torch 2.x's TCPStore (torchrun's agent), and still running?",
+                              kv->where, what, gs__error_get());
+    }
     return gs__error_wrap(st, "the store at %s: %s: %s", kv->where, what, gs__error_get());
 }
 
