@@ -12,13 +12,13 @@
  * ncclAvg) and does not choose NCCL over the host transports.
  */
 #include "device/nccl_engine.h"
+#include "device/nccl_lib.h"
 
 #include "core/check.h"
 #include "core/dtype.h"
 #include "core/error.h"
 
 #include <cuda_runtime.h>
-#include <nccl.h>
 
 #include <stdint.h>
 
@@ -150,8 +150,8 @@ gs_status_t gs__nccl_allreduce(gs__nccl_t *nccl, const void *sendbuf, void *recv
         return status;
     }
     return gs__nccl_leave(nccl,
-                          ncclAllReduce(sendbuf, recvbuf, count, (ncclDataType_t)type,
-                                        (ncclRedOp_t)nop, comm, (cudaStream_t)stream),
+                          GS_NCCL(ncclAllReduce)(sendbuf, recvbuf, count, (ncclDataType_t)type,
+                                                 (ncclRedOp_t)nop, comm, (cudaStream_t)stream),
                           call);
 }
 
@@ -169,10 +169,10 @@ gs_status_t gs__nccl_broadcast(gs__nccl_t *nccl, void *buf, size_t count, gs_dty
     if ((status != GS_OK) || (comm == NULL)) {
         return status;
     }
-    return gs__nccl_leave(
-        nccl,
-        ncclBroadcast(buf, buf, count, (ncclDataType_t)type, root, comm, (cudaStream_t)stream),
-        call);
+    return gs__nccl_leave(nccl,
+                          GS_NCCL(ncclBroadcast)(buf, buf, count, (ncclDataType_t)type, root, comm,
+                                                 (cudaStream_t)stream),
+                          call);
 }
 
 gs_status_t gs__nccl_reduce(gs__nccl_t *nccl, const void *sendbuf, void *recvbuf, size_t count,
@@ -198,8 +198,8 @@ gs_status_t gs__nccl_reduce(gs__nccl_t *nccl, const void *sendbuf, void *recvbuf
         return status;
     }
     return gs__nccl_leave(nccl,
-                          ncclReduce(sendbuf, recvbuf, count, (ncclDataType_t)type,
-                                     (ncclRedOp_t)nop, root, comm, (cudaStream_t)stream),
+                          GS_NCCL(ncclReduce)(sendbuf, recvbuf, count, (ncclDataType_t)type,
+                                              (ncclRedOp_t)nop, root, comm, (cudaStream_t)stream),
                           call);
 }
 
@@ -217,10 +217,10 @@ gs_status_t gs__nccl_allgather(gs__nccl_t *nccl, const void *sendbuf, void *recv
     if ((status != GS_OK) || (comm == NULL)) {
         return status;
     }
-    return gs__nccl_leave(
-        nccl,
-        ncclAllGather(sendbuf, recvbuf, count, (ncclDataType_t)type, comm, (cudaStream_t)stream),
-        call);
+    return gs__nccl_leave(nccl,
+                          GS_NCCL(ncclAllGather)(sendbuf, recvbuf, count, (ncclDataType_t)type,
+                                                 comm, (cudaStream_t)stream),
+                          call);
 }
 
 gs_status_t gs__nccl_reduce_scatter(gs__nccl_t *nccl, const void *sendbuf, void *recvbuf,
@@ -239,8 +239,9 @@ gs_status_t gs__nccl_reduce_scatter(gs__nccl_t *nccl, const void *sendbuf, void 
         return status;
     }
     return gs__nccl_leave(nccl,
-                          ncclReduceScatter(sendbuf, recvbuf, recvcount, (ncclDataType_t)type,
-                                            (ncclRedOp_t)nop, comm, (cudaStream_t)stream),
+                          GS_NCCL(ncclReduceScatter)(sendbuf, recvbuf, recvcount,
+                                                     (ncclDataType_t)type, (ncclRedOp_t)nop, comm,
+                                                     (cudaStream_t)stream),
                           call);
 }
 
@@ -267,11 +268,13 @@ static gs_status_t p2p(gs__nccl_t *nccl, const char *call, int is_send, void *bu
     }
     if (is_send) {
         return gs__nccl_leave(
-            nccl, ncclSend(buf, count, (ncclDataType_t)type, peer, comm, (cudaStream_t)stream),
+            nccl,
+            GS_NCCL(ncclSend)(buf, count, (ncclDataType_t)type, peer, comm, (cudaStream_t)stream),
             call);
     }
     return gs__nccl_leave(
-        nccl, ncclRecv(buf, count, (ncclDataType_t)type, peer, comm, (cudaStream_t)stream), call);
+        nccl, GS_NCCL(ncclRecv)(buf, count, (ncclDataType_t)type, peer, comm, (cudaStream_t)stream),
+        call);
 }
 
 gs_status_t gs__nccl_send(gs__nccl_t *nccl, const void *buf, size_t count, gs_dtype_t dtype,

@@ -28,13 +28,13 @@
  * selector does) and never synchronises a stream.
  */
 #include "device/nccl_engine.h"
+#include "device/nccl_lib.h"
 
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
 
 #include <cuda_runtime.h>
-#include <nccl.h>
 
 #include <pthread.h>
 #include <sched.h>
@@ -110,7 +110,7 @@ static void abort_quietly(gs__nccl_t *nccl, const char *why)
     if (!atomic_load(&nccl->aborted)) {
         atomic_store(&nccl->aborted, 1);
         if (nccl->comm != NULL) {
-            ret = ncclCommAbort(nccl->comm);
+            ret = GS_NCCL(ncclCommAbort)(nccl->comm);
             nccl->comm = NULL;
             did = 1;
         }
@@ -121,7 +121,7 @@ static void abort_quietly(gs__nccl_t *nccl, const char *why)
     }
     if (ret != ncclSuccess) {
         GS_WARN("rank %d: ncclCommAbort: %s (%s)", nccl->rank, gs__nccl_result_name(ret),
-                ncclGetErrorString(ret));
+                GS_NCCL(ncclGetErrorString)(ret));
     }
 }
 
@@ -175,9 +175,17 @@ static gs_status_t device_check(const char *who, int device)
     return GS_OK;
 }
 
+/* NCCL loaded (nccl_lib.c) and new enough: the first step of every call that
+ * makes a handle-free start (unique id, create). */
 static gs_status_t version_check(const char *who)
 {
-    const int version = gs__nccl_version();
+    const gs_status_t status = gs__nccl_load(who);
+    int version;
+
+    if (status != GS_OK) {
+        return status;
+    }
+    version = gs__nccl_version();
 
     if (version < GS_NCCL_MIN_VERSION) {
         return gs__error_set(GS_ERR_UNSUPPORTED,
@@ -224,7 +232,7 @@ static gs_status_t read_state(gs__nccl_t *nccl, ncclResult_t *state_out)
         nccl_unlock(nccl);
         return aborted_status(nccl);
     }
-    ret = ncclCommGetAsyncError(nccl->comm, state_out);
+    ret = GS_NCCL(ncclCommGetAsyncError)(nccl->comm, state_out);
     nccl_unlock(nccl);
     if (ret != ncclSuccess) {
         (void)snprintf(what, sizeof(what), "rank %d: ncclCommGetAsyncError", nccl->rank);
@@ -250,7 +258,7 @@ static gs_status_t settle(gs__nccl_t *nccl, uint64_t deadline_ns, const char *wh
         }
         if (state != ncclInProgress) {
             (void)snprintf(text, sizeof(text), "rank %d: %s", nccl->rank, what);
-            return gs__nccl_status_msg(state, 1, text, ncclGetLastError(NULL));
+            return gs__nccl_status_msg(state, 1, text, GS_NCCL(ncclGetLastError)(NULL));
         }
         if (gs__now_ns() >= deadline_ns) {
             status = gs__error_set(GS_ERR_TIMEOUT,
@@ -273,7 +281,7 @@ int gs__nccl_version(void)
 {
     int version = 0;
 
-    if (ncclGetVersion(&version) != ncclSuccess) {
+    if (!gs__nccl_loadable(NULL, 0) || (GS_NCCL(ncclGetVersion)(&version) != ncclSuccess)) {
         return 0;
     }
     return version;
@@ -296,7 +304,7 @@ gs_status_t gs__nccl_unique_id(uint8_t id_out[GS_NCCL_ID_BYTES])
     if (status != GS_OK) {
         return status;
     }
-    ret = ncclGetUniqueId(&uid);
+    ret = GS_NCCL(ncclGetUniqueId)(&uid);
     if (ret != ncclSuccess) {
         return gs__nccl_status(ret, "nccl: ncclGetUniqueId");
     }
@@ -350,7 +358,7 @@ gs_status_t gs__nccl_create(const uint8_t id[GS_NCCL_ID_BYTES], int rank, int si
 
     memcpy(&uid, id, GS_NCCL_ID_BYTES);
     config.blocking = 0;
-    ret = ncclCommInitRankConfig(&nccl->comm, size, uid, rank, &config);
+    ret = GS_NCCL(ncclCommInitRankConfig)(&nccl->comm, size, uid, rank, &config);
     if ((ret != ncclSuccess) && (ret != ncclInProgress)) {
         (void)snprintf(who, sizeof(who), "rank %d of %d: NCCL init", rank, size);
         status = gs__nccl_status(ret, who);
@@ -407,8 +415,8 @@ gs_status_t gs__nccl_split(gs__nccl_t *parent, int color, int key, uint64_t dead
         status = aborted_status(parent);
         goto err_free;
     }
-    ret = ncclCommSplit(parent->comm, (color < 0) ? NCCL_SPLIT_NOCOLOR : color, key, &child->comm,
-                        &config);
+    ret = GS_NCCL(ncclCommSplit)(parent->comm, (color < 0) ? NCCL_SPLIT_NOCOLOR : color, key,
+                                 &child->comm, &config);
     nccl_unlock(parent);
     (void)snprintf(what, sizeof(what), "rank %d: ncclCommSplit", parent->rank);
     status = gs__nccl_status(ret, what);
@@ -437,8 +445,9 @@ gs_status_t gs__nccl_split(gs__nccl_t *parent, int color, int key, uint64_t dead
     if (status != GS_OK) {
         goto err_abort_child;
     }
-    if ((ncclCommUserRank(child->comm, &rank) != ncclSuccess) ||
-        (ncclCommCount(child->comm, &size) != ncclSuccess) || (rank < 0) || (rank >= size)) {
+    if ((GS_NCCL(ncclCommUserRank)(child->comm, &rank) != ncclSuccess) ||
+        (GS_NCCL(ncclCommCount)(child->comm, &size) != ncclSuccess) || (rank < 0) ||
+        (rank >= size)) {
         status = gs__error_set(GS_ERR_INTERNAL,
                                "rank %d: NCCL split gave a communicator without a valid rank",
                                parent->rank);
@@ -502,7 +511,7 @@ gs_status_t gs__nccl_abort(gs__nccl_t *nccl)
         return aborted_status(nccl);
     }
     atomic_store(&nccl->aborted, 1);
-    ret = ncclCommAbort(nccl->comm);
+    ret = GS_NCCL(ncclCommAbort)(nccl->comm);
     nccl->comm = NULL;
     pthread_mutex_unlock(&nccl->lock);
     GS_INFO(NET, "rank %d: NCCL communicator aborted", nccl->rank);
@@ -560,7 +569,7 @@ gs_status_t gs__nccl_destroy(gs__nccl_t *nccl)
     (void)cudaSetDevice(nccl->device);
     (void)snprintf(what, sizeof(what), "rank %d: ncclCommFinalize", nccl->rank);
     nccl_lock(nccl);
-    ret = atomic_load(&nccl->aborted) ? ncclSuccess : ncclCommFinalize(nccl->comm);
+    ret = atomic_load(&nccl->aborted) ? ncclSuccess : GS_NCCL(ncclCommFinalize)(nccl->comm);
     nccl_unlock(nccl);
     if (!atomic_load(&nccl->aborted)) {
         first = gs__nccl_status(ret, what);
@@ -571,7 +580,7 @@ gs_status_t gs__nccl_destroy(gs__nccl_t *nccl)
             nccl_lock(nccl);
             if (!atomic_load(&nccl->aborted)) {
                 atomic_store(&nccl->aborted, 1); /* no abort after this point */
-                ret = ncclCommDestroy(nccl->comm);
+                ret = GS_NCCL(ncclCommDestroy)(nccl->comm);
                 nccl->comm = NULL;
             }
             nccl_unlock(nccl);
@@ -649,8 +658,14 @@ int gs__nccl_group_depth(void)
 
 gs_status_t gs__nccl_group_start(void)
 {
-    const ncclResult_t ret = ncclGroupStart();
+    ncclResult_t ret;
+    /* Takes no handle, so it may come first: NCCL must be loaded. */
+    const gs_status_t status = gs__nccl_load("nccl: ncclGroupStart");
 
+    if (status != GS_OK) {
+        return status;
+    }
+    ret = GS_NCCL(ncclGroupStart)();
     if (ret != ncclSuccess) {
         return gs__nccl_status(ret, "nccl: ncclGroupStart");
     }
@@ -671,7 +686,7 @@ gs_status_t gs__nccl_group_end(gs__nccl_t *nccl)
     }
     /* Launch while the lock is still held: an abort must not free the
      * communicator under ncclGroupEnd. */
-    ret = ncclGroupEnd();
+    ret = GS_NCCL(ncclGroupEnd)();
     tl_group_depth--;
     held = tl_group_nccl;
     target = (held != NULL) ? held : nccl;
@@ -718,7 +733,7 @@ gs_status_t gs__nccl_poll(gs__nccl_t *nccl)
         return status;
     }
     (void)snprintf(what, sizeof(what), "rank %d: NCCL", nccl->rank);
-    return gs__nccl_status_msg(state, 1, what, ncclGetLastError(NULL));
+    return gs__nccl_status_msg(state, 1, what, GS_NCCL(ncclGetLastError)(NULL));
 }
 
 void gs__nccl_fail(gs__nccl_t *nccl, const char *why)

@@ -57,9 +57,21 @@ typedef struct gs__nccl gs__nccl_t;
 /* ===================================================================== */
 
 /**
- * @brief Version of the NCCL library linked at run time, encoded as
- * NCCL_VERSION_CODE (e.g. 22809 for 2.28.9), for logs. 0 when NCCL cannot
- * say. Local, thread-safe, needs no GPU.
+ * @brief Load NCCL (libnccl.so.2, with dlopen: libgradsync does not link it;
+ * nccl_lib.h) if not loaded yet, setting no error. Every other call here
+ * that needs NCCL loads it too, and fails with GS_ERR_NO_RESOURCE and a
+ * sentence ("NCCL was not found: ...") when it cannot. Thread-safe.
+ * @param[out] why on failure that sentence (may be NULL).
+ * @return 1 when NCCL is loaded (now or before), else 0. For
+ * GS_CUDA_PATH=auto, which stages device buffers when NCCL is not installed.
+ */
+int gs__nccl_loadable(char *why, size_t whylen);
+
+/**
+ * @brief Version of the NCCL library loaded at run time (loading it if
+ * needed), encoded as NCCL_VERSION_CODE (e.g. 22809 for 2.28.9), for logs.
+ * 0 when NCCL cannot say or is not installed. Local, thread-safe, needs no
+ * GPU.
  */
 int gs__nccl_version(void);
 

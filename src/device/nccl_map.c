@@ -7,10 +7,9 @@
  * only read NCCL's static strings).
  */
 #include "device/nccl_engine.h"
+#include "device/nccl_lib.h"
 
 #include "core/error.h"
-
-#include <nccl.h>
 
 #include <string.h>
 
@@ -182,7 +181,10 @@ gs_status_t gs__nccl_status_msg(int nccl_result, int async, const char *what, co
         status = GS_ERR_PEER_FAILED;
     }
     return gs__error_set(status, "%s: %s (%s)%s%s", what, name,
-                         ncclGetErrorString((ncclResult_t)nccl_result), sep, nccl_text);
+                         gs__nccl_loadable(NULL, 0)
+                             ? GS_NCCL(ncclGetErrorString)((ncclResult_t)nccl_result)
+                             : "NCCL not loaded",
+                         sep, nccl_text);
 }
 
 gs_status_t gs__nccl_status(int nccl_result, const char *what)
@@ -190,5 +192,6 @@ gs_status_t gs__nccl_status(int nccl_result, const char *what)
     if ((nccl_result == ncclSuccess) || (nccl_result == ncclInProgress)) {
         return (nccl_result == ncclSuccess) ? GS_OK : GS_INPROGRESS;
     }
-    return gs__nccl_status_msg(nccl_result, 0, what, ncclGetLastError(NULL));
+    return gs__nccl_status_msg(nccl_result, 0, what,
+                               gs__nccl_loadable(NULL, 0) ? GS_NCCL(ncclGetLastError)(NULL) : NULL);
 }

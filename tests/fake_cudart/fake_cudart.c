@@ -48,6 +48,7 @@ static pthread_mutex_t fake_mu = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int fake_counts[GS_FAKE_COUNTERS];
 static atomic_int fake_hang;
 static atomic_int fake_launch_error;
+static atomic_int fake_nccl_async; /* fake_nccl.c's answer, kept here with the other state */
 static atomic_int fake_context[FAKE_DEVICES];
 
 static _Thread_local cudaError_t tl_last_error;
@@ -72,9 +73,17 @@ void gs_fake_rt_reset(void)
     }
     atomic_store(&fake_hang, 0);
     atomic_store(&fake_launch_error, 0);
-#ifdef GS_WITH_NCCL
-    gs_fake_nccl_set_async_error(0); /* fake_nccl.c, built with NCCL only */
-#endif
+    atomic_store(&fake_nccl_async, 0);
+}
+
+void gs_fake_nccl_set_async_error(int result)
+{
+    atomic_store(&fake_nccl_async, result);
+}
+
+int gs_fake_nccl_async_error(void)
+{
+    return atomic_load(&fake_nccl_async);
 }
 
 void gs_fake_rt_set_hang(int on)

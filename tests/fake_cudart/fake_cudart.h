@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The control side of the interposed CUDA runtime and NCCL that the device
- * path's CPU tests link ahead of libcudart and libnccl (fake_cudart.c,
- * fake_nccl.c; built with the tests only, never installed). What the fake
+ * The control side of the interposed CUDA runtime and the fake NCCL of the
+ * device path's CPU tests (fake_cudart.c, linked ahead of libcudart;
+ * fake_nccl.c, a libnccl.so.2 of its own that the library's dlopen finds;
+ * built with the tests only, never installed). What the fake
  * runtime does, and the real one's behaviour it stands for:
  *
  * - a last-error slot per host thread: every failing call writes it,
@@ -64,7 +65,8 @@ void gs_fake_rt_bump(gs_fake_rt_counter_t which);
 int gs_fake_rt_has_context(int device);
 
 /* What ncclCommGetAsyncError answers from now on (an ncclResult_t; 0 by
- * default). */
+ * default). The state lives in fake_cudart.c; fake_nccl.c reads it. */
 void gs_fake_nccl_set_async_error(int result);
+int gs_fake_nccl_async_error(void);
 
 #endif /* GS_TESTS_FAKE_CUDART_H */

@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * An interposed NCCL of one rank for the device path's CPU tests (see
- * fake_cudart.h): linked ahead of libnccl, it answers the calls the NCCL
- * engine (src/device) makes. A communicator is healthy unless
+ * A fake NCCL of one rank for the device path's CPU tests (see
+ * fake_cudart.h): built as a libnccl.so.2 of its own (tests/fake_nccl/),
+ * which test_dev_cuda links, so that the engine's dlopen of libnccl.so.2
+ * (src/device/nccl_lib.c) finds this one, already loaded, under that name.
+ * It answers the calls the NCCL engine (src/device) makes. A communicator is healthy unless
  * gs_fake_nccl_set_async_error() says otherwise; collectives copy sendbuf
  * to recvbuf (the result of every collective on one rank); sends and
  * receives move nothing (one rank never sends).
  */
 #include "fake_cudart.h"
 
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,13 +25,7 @@ struct ncclComm {
     int size;
 };
 
-static atomic_int fake_async;
 static _Thread_local int tl_groups;
-
-void gs_fake_nccl_set_async_error(int result)
-{
-    atomic_store(&fake_async, result);
-}
 
 static size_t fake_size(ncclDataType_t type)
 {
@@ -116,7 +111,7 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newc
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *state)
 {
     (void)comm;
-    *state = (ncclResult_t)atomic_load(&fake_async);
+    *state = (ncclResult_t)gs_fake_nccl_async_error();
     return ncclSuccess;
 }
 

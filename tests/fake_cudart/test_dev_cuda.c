@@ -38,6 +38,8 @@
 #include <cuda_runtime_api.h>
 #ifdef GS_WITH_NCCL
 #include <nccl.h>
+
+#include "device/nccl_lib.h"
 #endif
 
 #include "codec_kernels.h"
@@ -394,6 +396,52 @@ static void test_async_error_ends_compressed_wait(void **state)
     free(send);
     free(recv);
 }
+
+/* NCCL is loaded on first use (src/device/nccl_lib.c): a file that is not
+ * there, or is not NCCL, is refused with a sentence that names it and the
+ * fix, and nothing is loaded from it. */
+static void test_nccl_missing_is_explained(void **state)
+{
+    static const char missing[] = "/nonexistent/gradsync-test/libnccl.so.2";
+    gs__nccl_api_t api;
+    char why[512];
+
+    (void)state;
+    memset(&api, 0x5a, sizeof(api));
+    why[0] = '\0';
+    assert_int_equal(gs__nccl_lib_open(missing, &api, why, sizeof(why)), GS_ERR_NO_RESOURCE);
+    assert_non_null(strstr(why, "NCCL was not found"));
+    assert_non_null(strstr(why, missing));
+    assert_non_null(strstr(why, "LD_LIBRARY_PATH"));
+    assert_non_null(strstr(why, "GS_CUDA_PATH=staged"));
+    for (size_t i = 0; i < sizeof(api); i++) {
+        assert_int_equal(((const unsigned char *)&api)[i], 0x5a); /* written only on success */
+    }
+    /* A library without NCCL's functions: the fake runtime's. */
+    why[0] = '\0';
+    assert_int_equal(gs__nccl_lib_open(GS_FAKE_CUDART_FILE, &api, why, sizeof(why)),
+                     GS_ERR_NO_RESOURCE);
+    assert_non_null(strstr(why, "has no function ncclGetVersion"));
+    assert_int_equal(gs__nccl_lib_open(NULL, &api, NULL, 0), GS_ERR_INVALID_ARG);
+}
+
+/* The engine's NCCL is the one the loader found under libnccl.so.2: this
+ * test's fake (linked, so already loaded under that name), not a second
+ * copy, and every function of the table is there. */
+static void test_nccl_loaded_by_name(void **state)
+{
+    gs__nccl_api_t api;
+    int version = 0;
+
+    (void)state;
+    assert_int_equal(gs__nccl_load("test"), GS_OK);
+    assert_non_null(gs__nccl_api());
+    assert_int_equal(gs__nccl_api()->ncclGetVersion(&version), ncclSuccess);
+    assert_int_equal(version, 22809); /* fake_nccl.c's */
+    assert_ptr_equal((void *)gs__nccl_api()->ncclAllReduce, (void *)&ncclAllReduce);
+    assert_int_equal(gs__nccl_lib_open(GS_NCCL_LIB_FILE, &api, NULL, 0), GS_OK);
+    assert_ptr_equal((void *)api.ncclCommAbort, (void *)&ncclCommAbort);
+}
 #endif /* GS_WITH_NCCL */
 
 /* ---------------------------------------------------------------------- */
@@ -516,6 +564,8 @@ int main(void)
         T(test_plain_wait_times_out_nccl),
         T(test_async_error_ends_compressed_wait),
         T(test_device_kept_nccl),
+        T(test_nccl_missing_is_explained),
+        T(test_nccl_loaded_by_name),
 #endif
     };
 #undef T

@@ -137,6 +137,10 @@ static gs_status_t dev_setup(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d,
     uint8_t mine[DEV_AGREE_BYTES];
     uint8_t *all = NULL;
     int share = 0, want_all = 1, required = 0, mpi_all = 1;
+    int want = params->want_nccl;
+#ifdef GS_WITH_NCCL
+    int no_nccl = 0;
+#endif
     gs_status_t status = GS_OK;
 
     if (dev == NULL) {
@@ -146,9 +150,21 @@ static gs_status_t dev_setup(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d,
         }
     }
     dev->stage_bytes = (params->stage_bytes > 0) ? params->stage_bytes : ((size_t)4 << 20);
+#ifdef GS_WITH_NCCL
+    /* NCCL is loaded on first use (src/device/nccl_lib.c): without it, "when
+     * possible" is staged; "required" fails below with the loader's sentence. */
+    if ((status == GS_OK) && (want == 1)) {
+        char why[GS_ERROR_MSG_MAX];
+
+        if (!gs__nccl_loadable(why, sizeof(why))) {
+            GS_INFO(CUDA, "%s: %s", ctx->opname, why);
+            want = 0;
+            no_nccl = 1;
+        }
+    }
+#endif
     if (status == GS_OK) {
-        status =
-            dev_record(ctx, d->device, params->host_id, params->want_nccl, params->mpi_cuda, mine);
+        status = dev_record(ctx, d->device, params->host_id, want, params->mpi_cuda, mine);
     }
     if (status == GS_OK) {
         all = malloc((size_t)ctx->size * DEV_AGREE_BYTES);
@@ -245,7 +261,9 @@ static gs_status_t dev_setup(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d,
     } else {
         GS_INFO(CUDA, "device buffers on CUDA device %d: staged through host memory (%s)",
                 dev->device,
-                share ? "ranks share a GPU, which NCCL refuses" : "GS_CUDA_PATH=staged");
+                share     ? "ranks share a GPU, which NCCL refuses"
+                : no_nccl ? "NCCL is not installed here"
+                          : "GS_CUDA_PATH=staged, or no NCCL, on some rank");
     }
 #endif
     dev->ready = 1;
