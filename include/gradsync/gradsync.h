@@ -50,8 +50,10 @@ GS_API gs_status_scope_t gs_status_scope(gs_status_t status);
 /**
  * @brief The calling thread's description of its most recent error, e.g.
  * "gs_allreduce: peer 3 failed (connection reset by peer) during ring step 2".
- * @note Thread-local; valid until the thread's next failing gradsync call.
- * Empty string when no error has happened on this thread. Never NULL.
+ * @note Thread-local; valid until the thread's next failing gradsync call:
+ * successful calls leave it as it is (as errno), so it may describe an
+ * earlier failure; read it when a call has returned an error. Empty string
+ * when no error has happened on this thread. Never NULL.
  */
 GS_API const char *gs_last_error(void);
 
@@ -347,6 +349,15 @@ typedef enum gs_coll_type {
     GS_COLL_TYPE_REDUCE_SCATTERV = 13,
     GS_COLL_TYPE_COUNT = 14 /**< kinds known to this header (at most GS_STATS_COLL_MAX) */
 } gs_coll_type_t;
+
+/**
+ * @brief 1 when algorithm @p algo implements collective @p coll, else 0 (also
+ * for values out of range). GS_ALGO_AUTO implements every one. Forcing an
+ * algorithm that does not (opts->algo, GS_ALGO) fails with GS_ERR_UNSUPPORTED;
+ * GS_ALGO_NATIVE also needs, when it runs, a transport with the call
+ * (docs/guide/algorithms.md). The same table decides both.
+ */
+GS_API int gs_algo_implements(gs_coll_type_t coll, gs_algo_t algo);
 
 /** @brief Slots of gs_comm_stats_t.coll[]; fixed, so kinds can be added without an ABI break. */
 #define GS_STATS_COLL_MAX 16

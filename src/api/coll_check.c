@@ -440,6 +440,22 @@ static gs_status_t coll_check_mem(const char *fn, gs_comm_t comm, gs__coll_desc_
 #endif
 }
 
+/* The algorithms that implement @p kind, by name ("chain, binomial, native"),
+ * from the execution table (GS_ALGO_AUTO left out). */
+static void coll_check_offered(gs__coll_kind_t kind, char *out, size_t len)
+{
+    size_t used = 0;
+
+    out[0] = '\0';
+    for (int a = 0; a < GS_ALGO_COUNT; a++) {
+        if ((a != GS_ALGO_AUTO) && gs__algo_offers(kind, (gs_algo_t)a) && (used < len)) {
+            int n = snprintf(out + used, len - used, "%s%s", (used > 0) ? ", " : "",
+                             gs__algo_name((gs_algo_t)a));
+            used += (n > 0) ? (size_t)n : 0;
+        }
+    }
+}
+
 /* Validate a descriptor completely; returns GS_OK or the first problem. */
 gs_status_t gs__coll_validate(const char *fn, gs_comm_t comm, gs__coll_desc_t *d)
 {
@@ -559,11 +575,20 @@ gs_status_t gs__coll_validate(const char *fn, gs_comm_t comm, gs__coll_desc_t *d
                                fn, (int)d->algo, GS_ALGO_COUNT - 1);
     }
     if ((status == GS_OK) && !gs__algo_offers(d->kind, d->algo)) {
-        status = gs__error_set(GS_ERR_UNSUPPORTED, "%s: opts->algo %d does not implement %s", fn,
-                               (int)d->algo, gs__coll_name(d->kind));
+        char offered[160];
+        coll_check_offered(d->kind, offered, sizeof(offered));
+        status = gs__error_set(GS_ERR_UNSUPPORTED,
+                               "%s: opts->algo '%s' does not implement %s; leave it GS_ALGO_AUTO "
+                               "or force one that does: %s",
+                               fn, gs__algo_name(d->algo), gs__coll_name(d->kind), offered);
     }
     if (status == GS_OK) {
         status = coll_check_mem(fn, comm, d);
     }
     return status;
+}
+
+GS_API int gs_algo_implements(gs_coll_type_t coll, gs_algo_t algo)
+{
+    return gs__algo_offers((gs__coll_kind_t)coll, algo); /* 0 out of range */
 }

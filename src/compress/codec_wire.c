@@ -64,8 +64,11 @@ gs_status_t gs__codec_hdr_check(const uint8_t *payload, size_t len, gs_codec_kin
         return GS_ERR_PROTOCOL;
     }
     if (h.codec != (uint8_t)codec) {
-        snprintf(why, why_len, "payload of codec id %u, expected %u", (unsigned)h.codec,
-                 (unsigned)codec);
+        const gs__codec_ops_t *got = gs__codec_lookup((gs_codec_kind_t)h.codec);
+        const gs__codec_ops_t *want = gs__codec_lookup(codec);
+        snprintf(why, why_len, "payload of codec %s (id %u), expected %s (id %u)",
+                 (got != NULL) ? got->name : "unknown", (unsigned)h.codec,
+                 (want != NULL) ? want->name : "unknown", (unsigned)codec);
         return GS_ERR_PROTOCOL;
     }
     if (((h.flags & ~GS_CODEC_WIRE_FLAGS_KNOWN) != 0) || (payload[7] != 0)) {

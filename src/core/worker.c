@@ -238,6 +238,7 @@ gs_status_t gs__worker_submit(gs__worker_t *w, gs__task_t *task)
 
 gs_status_t gs__worker_run_blocking(gs__worker_t *w, gs__task_t *task)
 {
+    char saved[GS_ERROR_MSG_MAX];
     gs_status_t status;
 
     pthread_mutex_lock(&w->mu);
@@ -260,10 +261,18 @@ gs_status_t gs__worker_run_blocking(gs__worker_t *w, gs__task_t *task)
 
     task->next = NULL;
     task->errmsg[0] = '\0';
+    /* The task runs on the caller's thread: its own probes (a declined
+     * native path, a codec the planner tried) write this thread's last
+     * error, and the caller's sentence must survive a success
+     * (gs_last_error: valid until the thread's next failing call). */
+    snprintf(saved, sizeof(saved), "%s", gs__error_get());
     gs__error_clear();
     status = task->run(task, w->ctx);
     if (status == GS_INPROGRESS) {
         status = gs__error_set(GS_ERR_INTERNAL, "a blocking task stayed in flight");
+    }
+    if (status == GS_OK) {
+        gs__error_copy_in(saved);
     }
     task->status = status;
     atomic_store_explicit(&task->done, 1, memory_order_release);

@@ -129,6 +129,16 @@ static void r_last_error(void)
 {
     TRUE_(gs_last_error() != NULL);
 }
+static void r_algo_implements(void)
+{
+    TRUE_(gs_algo_implements((gs_coll_type_t)-1, GS_ALGO_RING) == 0);
+    TRUE_(gs_algo_implements(GS_COLL_TYPE_COUNT, GS_ALGO_AUTO) == 0);
+    TRUE_(gs_algo_implements(GS_COLL_TYPE_ALLREDUCE, (gs_algo_t)999) == 0);
+    TRUE_(gs_algo_implements(GS_COLL_TYPE_ALLREDUCE, (gs_algo_t)-1) == 0);
+    TRUE_(gs_algo_implements(GS_COLL_TYPE_BROADCAST, GS_ALGO_AUTO) == 1);
+    TRUE_(gs_algo_implements(GS_COLL_TYPE_ALLREDUCE, GS_ALGO_RING) == 1);
+    TRUE_(gs_algo_implements(GS_COLL_TYPE_ALLREDUCE, GS_ALGO_CHAIN) == 0);
+}
 static void r_config_init_v(void)
 {
     gs_config_t cfg;
@@ -825,6 +835,7 @@ static const row_t ROWS[] = {
     {"gs_status_name", r_status_name, NULL},
     {"gs_status_scope", r_status_scope, NULL},
     {"gs_last_error", r_last_error, NULL},
+    {"gs_algo_implements", r_algo_implements, NULL},
     {"gs_config_init_v", r_config_init_v, NULL},
     {"gs_comm_init", r_comm_init, NULL},
     {"gs_comm_init_env", r_comm_init_env, NULL},

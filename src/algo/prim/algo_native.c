@@ -13,17 +13,38 @@
 
 #include <string.h>
 
+#include "core/build_info.h"
 #include "core/clock.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/log.h"
 
+/* The forced 'native' algorithm on a transport without the call. The way
+ * out names the MPI transport only when this build has it (build_info.h). */
 static gs_status_t native_missing(const gs__algo_ctx_t *ctx, const char *what)
 {
+    size_t n = 0;
+    const gs__build_part_t *parts = gs__build_parts(&n);
+    const gs__build_part_t *mpi = NULL;
+
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(parts[i].name, "mpi") == 0) {
+            mpi = &parts[i];
+        }
+    }
+    if ((mpi != NULL) && mpi->on) {
+        return gs__error_set(GS_ERR_UNSUPPORTED,
+                             "%s: algorithm 'native' needs a transport with a native %s; "
+                             "transport '%s' has none (use GS_TRANSPORT=mpi, or leave the "
+                             "algorithm to GS_ALGO_AUTO)",
+                             ctx->opname, what, gs__tp_name(ctx->tr));
+    }
     return gs__error_set(GS_ERR_UNSUPPORTED,
                          "%s: algorithm 'native' needs a transport with a native %s; transport "
-                         "'%s' has none (use GS_TRANSPORT=mpi)",
-                         ctx->opname, what, gs__tp_name(ctx->tr));
+                         "'%s' has none, nor has any other transport of this build: leave the "
+                         "algorithm to GS_ALGO_AUTO (the MPI transport has one: %s)",
+                         ctx->opname, what, gs__tp_name(ctx->tr),
+                         (mpi != NULL) ? mpi->rebuild : "a build with MPI");
 }
 
 static uint64_t native_deadline(const gs__algo_ctx_t *ctx)

@@ -102,8 +102,8 @@ gs_status_t gs__algo_run_host(gs__algo_ctx_t *ctx, gs__coll_desc_t *d, const gs_
         GS_TRACE(ALGO, "%s: %s count %zu with %s", ctx->opname, gs__coll_name(d->kind), d->count,
                  gs__algo_name(plan->algo));
         if (!gs__algo_offers(d->kind, plan->algo) || (plan->algo == GS_ALGO_AUTO)) {
-            return gs__error_set(GS_ERR_INTERNAL, "%s: no plan for %s with algorithm %d",
-                                 ctx->opname, gs__coll_name(d->kind), (int)plan->algo);
+            return gs__error_set(GS_ERR_INTERNAL, "%s: no plan for %s with algorithm '%s'",
+                                 ctx->opname, gs__coll_name(d->kind), gs__algo_name(plan->algo));
         }
         return algo_table[d->kind][plan->algo](ctx, d);
     case GS_SCHEME_TWO_PHASE:
