@@ -81,31 +81,6 @@ static _Noreturn void die_gs(const bench_t *b, const char *what, gs_status_t sta
 /* The check's data: tests/common/tc_coll_data.h's integer-exact patterns  */
 /* ===================================================================== */
 
-/* The statistics row (gs_coll_type_t) of a benchmarked collective: also the
- * collective as tc_coll_data.h names it. */
-static gs_coll_type_t coll_type_of(coll_kind_t kind)
-{
-    switch (kind) {
-    case COLL_ALLREDUCE:
-        return GS_COLL_TYPE_ALLREDUCE;
-    case COLL_BROADCAST:
-        return GS_COLL_TYPE_BROADCAST;
-    case COLL_REDUCE:
-        return GS_COLL_TYPE_REDUCE;
-    case COLL_ALLGATHER:
-        return GS_COLL_TYPE_ALLGATHER;
-    case COLL_REDUCE_SCATTER:
-        return GS_COLL_TYPE_REDUCE_SCATTER;
-    case COLL_ALLTOALL:
-        return GS_COLL_TYPE_ALLTOALL;
-    case COLL_SENDRECV:
-        return GS_COLL_TYPE_SEND;
-    case COLL_BARRIER:
-        return GS_COLL_TYPE_BARRIER;
-    }
-    return GS_COLL_TYPE_ALLREDUCE;
-}
-
 /* Exact for every op but avg, which is a sum then a scale in the element type. */
 static bool value_ok(const bench_t *b, gs_op_t op, double got, double want)
 {
@@ -253,7 +228,7 @@ static unsigned char *check_input(const bench_t *b, size_t count)
  */
 static void fill_for_check(bench_t *b, size_t count)
 {
-    const gs_coll_type_t coll = coll_type_of(b->coll->kind);
+    const gs_coll_type_t coll = b->coll->type;
     const gs_op_t op = b->coll->reduces ? b->op : GS_OP_SUM;
 
     memset(b->recvbuf, 0xA5, bytes_for(b, count) + b->dt->size);
@@ -269,7 +244,7 @@ static void fill_for_check(bench_t *b, size_t count)
 /* Number of wrong output elements on this rank after the check run. */
 static int64_t count_wrong(const bench_t *b, size_t count)
 {
-    const gs_coll_type_t coll = coll_type_of(b->coll->kind);
+    const gs_coll_type_t coll = b->coll->type;
     const gs_dtype_t dt = b->dt->dtype;
     const gs_op_t op = b->coll->reduces ? b->op : GS_OP_SUM;
     const unsigned char *out = ((b->coll->kind == COLL_REDUCE_SCATTER) && b->inplace)
@@ -582,7 +557,7 @@ static int last_algo(const bench_t *b)
     gs_comm_stats_t st = GS_COMM_STATS_INIT;
 
     BENCH_CHECK(b, gs_comm_stats(b->comm, &st));
-    return (int)st.coll[coll_type_of(b->coll->kind)].last_algo;
+    return (int)st.coll[b->coll->type].last_algo;
 }
 
 /* @p algo if every rank reports it, ALGO_MIXED otherwise (collective). */

@@ -64,6 +64,8 @@ typedef enum coll_kind {
 
 typedef struct coll_info {
     coll_kind_t kind;
+    gs_coll_type_t type; /* its statistics row (also how tc_coll_data.h names it), the
+                          * kind gs_algo_implements() takes */
     const char *name;
     bool blocked; /* size = count * nranks elements */
     bool reduces; /* uses --op */

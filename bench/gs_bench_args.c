@@ -26,6 +26,16 @@ const name_info_t gs_bench_algos[GS_ALGO_COUNT] = {GS_ALGO_MAP(BENCH_NAME_ROW)};
 const char *const gs_bench_agg_names[4] = {"rank 0's time", "the average over ranks",
                                            "the fastest rank's time", "the slowest rank's time"};
 
+/* The transports --transport offers: only those this gradsync has (bench/CMakeLists.txt
+ * passes GS_WITH_MPI as the library's build does). */
+#ifdef GS_WITH_MPI
+#define BENCH_HAS_MPI 1
+#define BENCH_TRANSPORTS "tcp|mpi (mpi: launch with mpirun)"
+#else
+#define BENCH_HAS_MPI 0
+#define BENCH_TRANSPORTS "tcp (this gradsync is built without the MPI transport)"
+#endif
+
 /* nccl-tests' -d names beside gradsync's own. */
 static const struct {
     const char *nccl;
@@ -36,19 +46,29 @@ static const struct {
 };
 
 static const coll_info_t coll_table[] = {
-    {COLL_ALLREDUCE, "allreduce", false, true, false},
-    {COLL_BROADCAST, "broadcast", false, false, true},
-    {COLL_REDUCE, "reduce", false, true, true},
-    {COLL_ALLGATHER, "allgather", true, false, false},
-    {COLL_REDUCE_SCATTER, "reduce_scatter", true, true, false},
-    {COLL_ALLTOALL, "alltoall", true, false, false},
-    {COLL_SENDRECV, "sendrecv", false, false, false},
-    {COLL_BARRIER, "barrier", false, false, false},
+    {COLL_ALLREDUCE, GS_COLL_TYPE_ALLREDUCE, "allreduce", false, true, false},
+    {COLL_BROADCAST, GS_COLL_TYPE_BROADCAST, "broadcast", false, false, true},
+    {COLL_REDUCE, GS_COLL_TYPE_REDUCE, "reduce", false, true, true},
+    {COLL_ALLGATHER, GS_COLL_TYPE_ALLGATHER, "allgather", true, false, false},
+    {COLL_REDUCE_SCATTER, GS_COLL_TYPE_REDUCE_SCATTER, "reduce_scatter", true, true, false},
+    {COLL_ALLTOALL, GS_COLL_TYPE_ALLTOALL, "alltoall", true, false, false},
+    {COLL_SENDRECV, GS_COLL_TYPE_SEND, "sendrecv", false, false, false},
+    {COLL_BARRIER, GS_COLL_TYPE_BARRIER, "barrier", false, false, false},
 };
 
 /* ===================================================================== */
 /* Errors and usage                                                      */
 /* ===================================================================== */
+
+/* The algorithms that implement @p coll (the library's table), auto first. */
+static void usage_algos(FILE *f, gs_coll_type_t coll)
+{
+    for (size_t i = 0; i < BENCH_COUNTOF(gs_bench_algos); i++) {
+        if (gs_algo_implements(coll, (gs_algo_t)gs_bench_algos[i].value)) {
+            fprintf(f, " %s", gs_bench_algos[i].name);
+        }
+    }
+}
 
 static void usage(FILE *f)
 {
@@ -79,9 +99,16 @@ static void usage(FILE *f)
         "  -a, --average N       combine each iteration's time over the ranks: 0 rank 0,\n"
         "                        1 average, 2 fastest, 3 slowest (default; nccl-tests' is 1)\n"
         "      --algo LIST       allreduce algorithm, or a comma list measured in turn at\n"
-        "                        every size (with auto: auto/best per size):");
-    for (size_t i = 0; i < BENCH_COUNTOF(gs_bench_algos); i++) {
-        fprintf(f, " %s", gs_bench_algos[i].name);
+        "                        every size (with auto: auto/best per size), of:\n"
+        "                          %-15s",
+        "allreduce");
+    usage_algos(f, GS_COLL_TYPE_ALLREDUCE);
+    fprintf(f, "\n                        the others take GS_ALGO (GS_ALGO=broadcast:binomial):");
+    for (size_t c = 0; c < BENCH_COUNTOF(coll_table); c++) {
+        if (coll_table[c].kind != COLL_ALLREDUCE) {
+            fprintf(f, "\n                          %-15s", coll_table[c].name);
+            usage_algos(f, coll_table[c].type);
+        }
     }
     fprintf(f, "\n      dtypes:           ");
     for (size_t i = 0; i < BENCH_COUNTOF(gs_bench_dtypes); i++) {
@@ -95,7 +122,7 @@ static void usage(FILE *f)
             "\n"
             "      --rounds N        passes over the --algo list per size, interleaved;\n"
             "                        rows show the median of the passes, default 1\n"
-            "      --transport NAME  tcp|mpi (mpi: launch with mpirun), default GS_TRANSPORT\n"
+            "      --transport NAME  " BENCH_TRANSPORTS ", default GS_TRANSPORT\n"
             "      --device KIND     host (default) or cuda (alias gpu: cudaMalloc'd buffers,\n"
             "                        GPU = local rank %% device count; CUDA builds only)\n"
             "      --tls-compare     every size over two communicators in turn, plain TCP and\n"
@@ -225,7 +252,8 @@ static const dtype_info_t *parse_dtype(const char *name)
     return NULL;
 }
 
-/* --algo NAME[,NAME...]: each a known algorithm, at most BENCH_MAX_ALGOS, no repeats. */
+/* --algo NAME[,NAME...]: each a known algorithm that implements allreduce, at most
+ * BENCH_MAX_ALGOS, no repeats. */
 static void parse_algo_list(bench_t *b, const char *text)
 {
     char name[64];
@@ -245,6 +273,11 @@ static void parse_algo_list(bench_t *b, const char *text)
         v = lookup_name(gs_bench_algos, BENCH_COUNTOF(gs_bench_algos), name);
         if (v < 0) {
             usage_error("unknown --algo", name);
+        }
+        if ((b->coll->kind == COLL_ALLREDUCE) && !gs_algo_implements(b->coll->type, (gs_algo_t)v)) {
+            usage_error("--algo names an algorithm that does not implement allreduce (gs-bench "
+                        "--help lists those that do)",
+                        name);
         }
         for (int i = 0; i < b->nalgos; i++) {
             if (b->algos[i] == (gs_algo_t)v) {
@@ -415,8 +448,8 @@ void gs_bench_parse_args(bench_t *b, int argc, char **argv)
             break;
         }
         case OPT_TRANSPORT:
-            if ((strcmp(optarg, "tcp") != 0) && (strcmp(optarg, "mpi") != 0)) {
-                usage_error("unknown --transport (tcp or mpi)", optarg);
+            if ((strcmp(optarg, "tcp") != 0) && (!BENCH_HAS_MPI || (strcmp(optarg, "mpi") != 0))) {
+                usage_error("unknown --transport (" BENCH_TRANSPORTS ")", optarg);
             }
             b->transport = optarg;
             break;
