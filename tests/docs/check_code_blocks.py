@@ -79,6 +79,11 @@ are named in the page's prose (so the page says what the example needs).
 Every ```python block must parse (a signature written as a call, with
 `*, key=...`, is accepted).
 
+Names: every GS_* name in a code span or a non-C block must exist in the
+tree (a variable of the env table, a macro or enum value of the headers or
+sources, a CMake option), so a renamed or removed name cannot linger in
+the documentation.
+
 Prose: every code span that starts with an option (`--out FILE`, `-b`),
 in paragraphs, list items and table cells, is checked against the --help
 of the program it belongs to: the program named before it in its sentence
@@ -323,7 +328,7 @@ def text_events(text):
     """Program mentions, code spans and sentence ends of one piece of prose,
     in order: (pos, 'span', text), (pos, 'prog', (kind, name, subcmd)),
     (pos, 'end', None)."""
-    events, plain = [], []
+    events = []
     for m in re.finditer(r"`([^`]+)`", text):
         events.append((m.start(), "span", unescape_cell(m.group(1))))
     spans = [(m.start(), m.end()) for m in re.finditer(r"`[^`]+`", text)]
@@ -342,7 +347,6 @@ def text_events(text):
     for m in SENTENCE_END.finditer(text):
         if not in_span(m.start()):
             events.append((m.start(), "end", None))
-    del plain
     events.sort(key=lambda e: (e[0], e[1] != "end"))
     return events
 
@@ -416,7 +420,7 @@ class Checker:
         self.help_cache = {}
         self.missing_tools = set()
         self.n = 0
-        self._env = self._cmake = self._make = None
+        self._env = self._cmake = self._make = self._tree = None
         self.nspans = 0  # option spans of prose and tables checked
         self.last_program = {}  # (page, line) of a shell block -> the program it names last
         self.mpi_flags, self.mpi_libs = [], []
@@ -729,6 +733,50 @@ class Checker:
             self._cmake = names
         return self._cmake
 
+    def tree_names(self):
+        """Every GS_* name of the tree: the public headers (also the generated
+        version.h), the sources, kernels, tests, tools, the CMake files, and
+        the variables env_names() knows."""
+        if self._tree is None:
+            names = set(self.env_names()) | set(self.cmake_names())
+            roots = [os.path.join(self.src, d) for d in ("include", "src", "kernels", "tests",
+                                                         "tools", "bench", "cmake", "python")]
+            roots.append(os.path.join(self.build, "include"))
+            files = [os.path.join(self.src, "CMakeLists.txt")]
+            for root in roots:
+                for r, _, ns in os.walk(root):
+                    files += [os.path.join(r, n) for n in ns
+                              if re.search(r"\.(h|c|cu|cuh|txt|cmake|in|sh|py)$", n)]
+            for f in files:
+                try:
+                    names |= set(re.findall(r"\bGS_[A-Z0-9_]+\b", open(f, errors="replace").read()))
+                except OSError:
+                    pass
+            self._tree = names
+        return self._tree
+
+    def check_names(self, rel):
+        """Every GS_* name in a code span or a non-C block of the page names
+        something that exists: a variable, a macro, an enum value, a CMake
+        option (a C block is compiled instead)."""
+        text = self.page_text(rel)
+        spans = []
+        for m in re.finditer(r"```([^\n]*)\n(.*?)```", text, flags=re.S):
+            if not re.match(r"^\s*c\b", m.group(1)):
+                spans.append((text.count("\n", 0, m.start()) + 1, m.group(2)))
+        prose = re.sub(r"```.*?```", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
+        for m in re.finditer(r"`([^`]+)`", prose):
+            spans.append((prose.count("\n", 0, m.start()) + 1, m.group(1)))
+        bad = {}
+        for line, span in spans:
+            for name in re.findall(r"(?<![\w$])(GS_[A-Z0-9_]*[A-Z0-9])\b", span):
+                if name not in self.tree_names():
+                    bad.setdefault(name, line)
+        for name, line in sorted(bad.items(), key=lambda kv: kv[1]):
+            self.report(Block(rel, line, "", [], "", None), False,
+                        "%s names nothing in the tree (no variable, macro, enum value or CMake "
+                        "option has that name)" % name)
+
     def make_targets(self):
         if self._make is None:
             text = open(os.path.join(self.src, "Makefile")).read()
@@ -933,7 +981,7 @@ class Checker:
 
     def check_table_complete(self, rel, line, owner, first_col):
         """A table that lists most of a tool's options must list them all."""
-        opts, listed = self.help_opts(owner[1], owner[2])
+        _, listed = self.help_opts(owner[1], owner[2])
         if not listed:
             return
         shorts = {o[:2] for o in first_col if re.match(r"^-[A-Za-z]", o) and
@@ -1054,6 +1102,7 @@ class Checker:
                 elif b.lang == "python":
                     self.check_python(b)
             self.check_prose(rel, blocks)
+            self.check_names(rel)
             self.check_samples(rel, blocks)
 
 
