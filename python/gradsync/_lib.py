@@ -194,6 +194,8 @@ SIGNATURES: Dict[str, Tuple[Any, List[Any]]] = {
     "gs_status_name": (c_char_p, [_I]),
     "gs_status_scope": (_I, [_I]),
     "gs_last_error": (c_char_p, []),
+    # which algorithms implement which collective (gs-bench --help's lists)
+    "gs_algo_implements": (_I, [_I, _I]),
     # configuration and communicators
     "gs_config_init_v": (_I, [POINTER(T.Config), c_uint, _Z]),
     "gs_comm_init": (_I, [_PP, POINTER(T.Config)]),
@@ -318,7 +320,8 @@ def _load() -> Tuple[ctypes.CDLL, str]:
         except OSError as e:
             tried.append("%s: %s" % (desc, e))
     hint = ("unset GRADSYNC_LIBRARY to search next to the package and on the loader path"
-            if from_env else "set GRADSYNC_LIBRARY to the path of libgradsync.so "
+            if from_env else "pip install ./python (from the gradsync source tree) builds "
+            "one into the package; or set GRADSYNC_LIBRARY to the path of libgradsync.so "
             "(build/libgradsync.so after a CMake build)")
     raise LibraryNotFound(-22, "GS_ERR_SYSTEM", "cannot load libgradsync; tried: "
                           + "; ".join(tried) + ". " + hint)
