@@ -218,7 +218,7 @@ typedef struct boot_server {
     uint64_t *hosts;                 /* world entries */
     int joined;
     gs_status_t fail_status;
-    char fail_msg[GS_BOOT_MSG_MAX];
+    char fail_msg[GS_ERROR_MSG_MAX]; /* sent to the others cut to GS_BOOT_MSG_MAX - 1 */
 } boot_server_t;
 
 static void boot_reply_error(int fd, gs_status_t status, const char *msg, uint64_t deadline)
@@ -488,6 +488,20 @@ static void boot_set_port(gs__sockaddr_t *a, int port)
     }
 }
 
+/* 1 when @p a (any port) is an address of this host: a socket can bind to it. */
+static int boot_is_local(const gs__sockaddr_t *a)
+{
+    gs__sockaddr_t probe = *a;
+    int fd = -1;
+
+    boot_set_port(&probe, 0);
+    if (gs__sock_listen(&probe, 1, &fd, NULL) != GS_OK) {
+        return 0;
+    }
+    close(fd);
+    return 1;
+}
+
 /*
  * Rank 0's rendezvous socket binds to one address, not every one, where it
  * can tell which: the address of GS_SOCKET_IFNAME when set; else the master
@@ -495,15 +509,18 @@ static void boot_set_port(gs__sockaddr_t *a, int port)
  * resolve here to an address others do not use (127.0.1.1 for the host's
  * own name on Debian), and a numeric master address may not be on this host
  * (a NAT or a service address): then it listens on every address, and says
- * so at INFO.
+ * so at INFO. With GS_SOCKET_IFNAME, a master address that is another
+ * address of this host fails at once: the others would connect where rank 0
+ * does not listen. @p where gets what it listens on, for messages.
  */
-static gs_status_t boot_listen(const gs__cfg_t *cfg, int *fd_out)
+static gs_status_t boot_listen(const gs__cfg_t *cfg, int *fd_out, char *where, size_t cap)
 {
     gs__sockaddr_t master;
     gs__sockaddr_t bind_to;
     gs_status_t status;
     struct addrinfo hints;
     struct addrinfo *res = NULL;
+    char ifaddr[GS_SOCK_ADDR_MAX] = "";
 
     status = gs__sock_resolve(cfg->master_addr, cfg->master_port, cfg->socket_family, &master);
     if (status != GS_OK) {
@@ -515,6 +532,24 @@ static gs_status_t boot_listen(const gs__cfg_t *cfg, int *fd_out)
             return status; /* names the interface */
         }
         boot_set_port(&bind_to, cfg->master_port);
+        (void)gs__sock_format(&bind_to, ifaddr, sizeof(ifaddr));
+        (void)snprintf(where, cap, "%s (GS_SOCKET_IFNAME=%s)", ifaddr, cfg->socket_ifname);
+        if (!gs__sock_same_ip(&master, &bind_to)) {
+            if (boot_is_local(&master)) {
+                return gs__error_set(
+                    GS_ERR_INVALID_ARG,
+                    "rank 0 would listen on %s, the address of GS_SOCKET_IFNAME=%s, "
+                    "but the master address %s is another address of this host, "
+                    "where the other ranks would connect: set GS_MASTER_ADDR to "
+                    "the interface's address, or GS_SOCKET_IFNAME to the "
+                    "interface that carries %s",
+                    ifaddr, cfg->socket_ifname, cfg->master_addr, cfg->master_addr);
+            }
+            GS_INFO(BOOT,
+                    "rendezvous: listening on %s; the other ranks connect to the master address "
+                    "%s, which must lead there",
+                    where, cfg->master_addr);
+        }
         return gs__sock_listen(&bind_to, 128, fd_out, NULL);
     }
     memset(&hints, 0, sizeof(hints));
@@ -522,6 +557,7 @@ static gs_status_t boot_listen(const gs__cfg_t *cfg, int *fd_out)
     if (getaddrinfo(cfg->master_addr, NULL, &hints, &res) == 0) {
         freeaddrinfo(res);
         if (gs__sock_listen(&master, 128, fd_out, NULL) == GS_OK) {
+            (void)gs__sock_format(&master, where, cap);
             return GS_OK;
         }
         GS_INFO(BOOT,
@@ -535,6 +571,7 @@ static gs_status_t boot_listen(const gs__cfg_t *cfg, int *fd_out)
                 cfg->master_addr);
     }
     boot_wildcard(master.ss.ss_family, cfg->master_port, &bind_to);
+    (void)snprintf(where, cap, "every address, port %d", cfg->master_port);
     return gs__sock_listen(&bind_to, 128, fd_out, NULL);
 }
 
@@ -546,6 +583,7 @@ static gs_status_t boot_serve(const gs__cfg_t *cfg, const gs__auth_t *auth,
     boot_server_t s;
     gs_status_t status;
     uint64_t nonce = 0;
+    char where[GS_SOCK_ADDR_MAX + GS_CFG_STR_MAX + 32] = "";
 
     memset(&s, 0, sizeof(s));
     s.cfg = cfg;
@@ -564,14 +602,17 @@ static gs_status_t boot_serve(const gs__cfg_t *cfg, const gs__auth_t *auth,
     hosts[0] = gs__host_id(cfg->host_id);
     s.joined = 1;
 
-    status = boot_listen(cfg, &s.listen_fd);
+    status = boot_listen(cfg, &s.listen_fd, where, sizeof(where));
+    if (status == GS_ERR_INVALID_ARG) {
+        free(s.rank_fd);
+        return status; /* the configuration's fault, said in full */
+    }
     if (status != GS_OK) {
         free(s.rank_fd);
         return gs__error_wrap(status, "rendezvous: rank 0 cannot listen on port %d: %s",
                               cfg->master_port, gs__error_get());
     }
-    GS_INFO(BOOT, "rendezvous: rank 0 waiting for %d ranks on port %d", cfg->world_size - 1,
-            cfg->master_port);
+    GS_INFO(BOOT, "rendezvous: rank 0 waiting for %d ranks on %s", cfg->world_size - 1, where);
 
     while ((s.joined < cfg->world_size) && (s.fail_status == GS_OK)) {
         struct pollfd pfd[BOOT_MAX_PENDING + 1];
@@ -596,8 +637,9 @@ static gs_status_t boot_serve(const gs__cfg_t *cfg, const gs__auth_t *auth,
             }
             s.fail_status = GS_ERR_TIMEOUT;
             snprintf(s.fail_msg, sizeof(s.fail_msg),
-                     "rank(s) %s did not join the rendezvous at %.64s:%d within %d ms", missing,
-                     cfg->master_addr, cfg->master_port, cfg->timeout_ms);
+                     "rank(s) %s did not join the rendezvous at %.64s:%d within %d ms (rank 0 "
+                     "listened on %.100s)",
+                     missing, cfg->master_addr, cfg->master_port, cfg->timeout_ms, where);
             break;
         }
         timeout_ms = (int)((deadline - now) / 1000000ull) + 1;
@@ -745,7 +787,9 @@ static gs_status_t boot_client(const gs__cfg_t *cfg, const gs__auth_t *auth, con
             return gs__error_set(status,
                                  "rank %d could not reach rank 0's rendezvous at %s:%d within %d "
                                  "ms (%s): is rank 0 running, with the same GS_MASTER_ADDR and "
-                                 "GS_MASTER_PORT?",
+                                 "GS_MASTER_PORT? (Where rank 0 sets GS_SOCKET_IFNAME, the "
+                                 "master address must be that interface's: rank 0's log says "
+                                 "where it listens.)",
                                  cfg->rank, cfg->master_addr, cfg->master_port, cfg->timeout_ms,
                                  why);
         }

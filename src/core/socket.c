@@ -724,3 +724,17 @@ gs_status_t gs__sock_write_full(int fd, const void *buf, size_t len, uint64_t de
     }
     return GS_OK;
 }
+
+int gs__sock_same_ip(const gs__sockaddr_t *a, const gs__sockaddr_t *b)
+{
+    if (a->ss.ss_family != b->ss.ss_family) {
+        return 0;
+    }
+    if (a->ss.ss_family == AF_INET6) {
+        return memcmp(&((const struct sockaddr_in6 *)&a->ss)->sin6_addr,
+                      &((const struct sockaddr_in6 *)&b->ss)->sin6_addr,
+                      sizeof(struct in6_addr)) == 0;
+    }
+    return ((const struct sockaddr_in *)&a->ss)->sin_addr.s_addr ==
+           ((const struct sockaddr_in *)&b->ss)->sin_addr.s_addr;
+}

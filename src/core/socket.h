@@ -42,6 +42,9 @@ gs_status_t gs__sock_format(const gs__sockaddr_t *addr, char *buf, size_t len);
 gs_status_t gs__sock_pick_local(const char *ifname, const char *family,
                                 const gs__sockaddr_t *route_to, gs__sockaddr_t *out);
 
+/* 1 when @p a and @p b are the same IP address (of the same family), ports aside. */
+int gs__sock_same_ip(const gs__sockaddr_t *a, const gs__sockaddr_t *b);
+
 /* Create a listening, non-blocking, close-on-exec socket bound to addr
  * (port 0 = any; SO_REUSEADDR set). *bound_out gets the real address.
  * Returns GS_OK, GS_ERR_SYSTEM. */
