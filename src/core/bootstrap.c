@@ -509,9 +509,9 @@ static int boot_is_local(const gs__sockaddr_t *a)
  * resolve here to an address others do not use (127.0.1.1 for the host's
  * own name on Debian), and a numeric master address may not be on this host
  * (a NAT or a service address): then it listens on every address, and says
- * so at INFO. With GS_SOCKET_IFNAME, a master address that is another
- * address of this host fails at once: the others would connect where rank 0
- * does not listen. @p where gets what it listens on, for messages.
+ * so at INFO. With GS_SOCKET_IFNAME, a numeric master address that is
+ * another address of this host fails at once: the others would connect where
+ * rank 0 does not listen. @p where gets what it listens on, for messages.
  */
 static gs_status_t boot_listen(const gs__cfg_t *cfg, int *fd_out, char *where, size_t cap)
 {
@@ -535,7 +535,16 @@ static gs_status_t boot_listen(const gs__cfg_t *cfg, int *fd_out, char *where, s
         (void)gs__sock_format(&bind_to, ifaddr, sizeof(ifaddr));
         (void)snprintf(where, cap, "%s (GS_SOCKET_IFNAME=%s)", ifaddr, cfg->socket_ifname);
         if (!gs__sock_same_ip(&master, &bind_to)) {
-            if (boot_is_local(&master)) {
+            /* Only a numeric address is known to be what the others use: a host name may
+             * resolve here to another address of this host (127.0.1.1 on Debian). */
+            memset(&hints, 0, sizeof(hints));
+            hints.ai_flags = AI_NUMERICHOST;
+            int numeric = getaddrinfo(cfg->master_addr, NULL, &hints, &res) == 0;
+            if (numeric) {
+                freeaddrinfo(res);
+                res = NULL;
+            }
+            if (numeric && boot_is_local(&master)) {
                 return gs__error_set(
                     GS_ERR_INVALID_ARG,
                     "rank 0 would listen on %s, the address of GS_SOCKET_IFNAME=%s, "
