@@ -8,12 +8,14 @@
  */
 #include "transport/transport.h"
 
+#include "core/build_info.h"
 #include "core/error.h"
 #include "transport/tcp/tcp_transport.h"
 #ifdef GS_WITH_MPI
 #include "transport/mpi/mpi_transport.h"
 #endif
 
+#include <stdio.h>
 #include <string.h>
 
 static const gs__transport_ops_t *const builtin_transports[] = {
@@ -23,13 +25,40 @@ static const gs__transport_ops_t *const builtin_transports[] = {
 #endif
 };
 
-#ifdef GS_WITH_MPI
-#define GS_TRANSPORTS_BUILT_IN "tcp, mpi"
-#else
-#define GS_TRANSPORTS_BUILT_IN "tcp (mpi: rebuild with GS_WITH_MPI)"
-#endif
-
 #define BUILTIN_COUNT (sizeof(builtin_transports) / sizeof(builtin_transports[0]))
+
+/* The transports of this build and those left out, from the one list of parts
+ * (core/build_info.h): "tcp, mpi" or "tcp; not built: mpi (install ...)". */
+static void transports_named(char *out, size_t cap)
+{
+    size_t n = 0;
+    size_t len = 0;
+    const gs__build_part_t *parts = gs__build_parts(&n);
+    const char *sep = "";
+
+    out[0] = '\0';
+    for (int on = 1; on >= 0; on--) {
+        for (size_t i = 0; (i < n) && (len < cap); i++) {
+            int w;
+
+            if (!parts[i].transport || (parts[i].on != on)) {
+                continue;
+            }
+            if (on) {
+                w = snprintf(out + len, cap - len, "%s%s", sep, parts[i].name);
+            } else {
+                w = snprintf(out + len, cap - len, "%s%s (%s)", sep, parts[i].name,
+                             parts[i].rebuild);
+            }
+            if (w < 0) {
+                return;
+            }
+            len += (size_t)w;
+            sep = ", ";
+        }
+        sep = "; not built: ";
+    }
+}
 
 /* Every slot a transport must fill (all of them, for now). */
 static const char *missing_slot(const gs__transport_ops_t *ops)
@@ -69,6 +98,8 @@ static const char *missing_slot(const gs__transport_ops_t *ops)
 
 gs_status_t gs__transport_lookup(const char *name, const gs__transport_ops_t **ops_out)
 {
+    char named[512];
+
     if ((name == NULL) || (ops_out == NULL)) {
         return gs__error_set(GS_ERR_INVALID_ARG, "transport: lookup needs a name and an output");
     }
@@ -93,6 +124,7 @@ gs_status_t gs__transport_lookup(const char *name, const gs__transport_ops_t **o
         *ops_out = ops;
         return GS_OK;
     }
+    transports_named(named, sizeof(named));
     return gs__error_set(GS_ERR_INVALID_ARG, "transport: unknown transport \"%s\" (built in: %s)",
-                         name, GS_TRANSPORTS_BUILT_IN);
+                         name, named);
 }

@@ -30,6 +30,7 @@
 
 #include <cmocka.h>
 
+#include "core/build_info.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/socket.h"
@@ -1528,10 +1529,41 @@ static void test_tcp_transport_lookup(void **state)
     assert_int_equal(gs__transport_lookup(NULL, &found), GS_ERR_INVALID_ARG);
 }
 
+/* The registry and the one list of parts (core/build_info.h) agree: every
+ * transport row built in is found, one left out is not, and the sentence for
+ * an unknown name lists each row, with how to build in one that is off. */
+static void test_transport_lookup_matches_build_info(void **state)
+{
+    size_t n = 0;
+    const gs__build_part_t *parts = gs__build_parts(&n);
+    char unknown[1024];
+    const gs__transport_ops_t *found = NULL;
+
+    (void)state;
+    assert_int_equal(gs__transport_lookup("carrier-pigeon", &found), GS_ERR_INVALID_ARG);
+    snprintf(unknown, sizeof(unknown), "%s", gs__error_get());
+    for (size_t i = 0; i < n; i++) {
+        if (!parts[i].transport) {
+            assert_int_not_equal(gs__transport_lookup(parts[i].name, &found), GS_OK);
+            continue;
+        }
+        assert_non_null(strstr(unknown, parts[i].name));
+        if (parts[i].on) {
+            found = NULL;
+            assert_int_equal(gs__transport_lookup(parts[i].name, &found), GS_OK);
+            assert_string_equal(found->name, parts[i].name);
+        } else {
+            assert_int_equal(gs__transport_lookup(parts[i].name, &found), GS_ERR_INVALID_ARG);
+            assert_non_null(strstr(unknown, parts[i].rebuild));
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tcp_transport_lookup),
+        cmocka_unit_test(test_transport_lookup_matches_build_info),
         cmocka_unit_test(test_tcp_transport_init_reads_cfg),
         cmocka_unit_test(test_tcp_transport_bad_args),
         cmocka_unit_test(test_tcp_transport_exchange_2ranks_1sock),
