@@ -168,8 +168,10 @@ GS_API gs_status_t gs_comm_init(gs_comm_t *comm_out, const gs_config_t *cfg);
  * @brief As gs_comm_init(), but also reads the launcher conventions people
  * already use when cfg and GS_* leave rank and size unset: torchrun's RANK,
  * WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT; Open MPI's
- * OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK; Slurm's SLURM_PROCID, SLURM_NTASKS,
- * SLURM_LOCALID. With none of them set, runs as a single rank.
+ * OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK; PMIx's PMIX_RANK; Slurm's
+ * SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID; MPICH's and Intel MPI's (Hydra)
+ * PMI_RANK, PMI_SIZE, MPI_LOCALRANKID. With none of them set, runs as a single
+ * rank.
  * @return as gs_comm_init().
  */
 GS_API gs_status_t gs_comm_init_env(gs_comm_t *comm_out, const gs_config_t *cfg);

@@ -2,7 +2,7 @@
 /*
  * Configuration resolver: built-in default < GS_* environment < explicit
  * gs_config_t field, with launcher variables (torchrun, Open MPI, PMIx,
- * Slurm) filling rank, world size, local rank and master address/port for
+ * Slurm, MPICH/Intel MPI) filling rank, world size, local rank and master address/port for
  * gs_comm_init_env(). Every knob comes from the X-macro in env_table.h; the
  * only other list here is the set of gs_config_t fields, which is checked
  * against the table at compile time. Parsing is strict: a value that does
@@ -147,13 +147,15 @@ _Static_assert((0 GS_ENV_TABLE(COUNT_COMM_ROW)) == (0 GS_CFG_USER_COMM_FIELDS(CO
 /* Launcher variables, in the order they are consulted for each knob. */
 typedef struct launcher_map {
     const char *field;
-    const char *vars[5];
+    const char *vars[6];
 } launcher_map_t;
 
+/* MPICH's and Intel MPI's mpiexec (Hydra) set PMI_RANK, PMI_SIZE and MPI_LOCALRANKID. */
 static const launcher_map_t launcher_maps[] = {
-    {"rank", {"RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID", NULL}},
-    {"world_size", {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", NULL}},
-    {"local_rank", {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", NULL}},
+    {"rank", {"RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID", "PMI_RANK", NULL}},
+    {"world_size", {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", "PMI_SIZE", NULL}},
+    {"local_rank",
+     {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID", NULL}},
     {"master_addr", {"MASTER_ADDR", NULL}},
     {"master_port", {"MASTER_PORT", NULL}},
 };
@@ -175,6 +177,7 @@ static const mpi_launcher_t mpi_launchers[] = {
     {"OMPI_", "Open MPI's mpirun"},
     {"PMIX_", "a PMIx launcher (mpirun, prterun or srun)"},
     {"SLURM_", "Slurm's srun"},
+    {"PMI_", "MPICH's or Intel MPI's mpiexec (Hydra)"},
 };
 
 #endif
@@ -456,6 +459,28 @@ static gs_status_t apply_user(resolve_ctx_t *ctx, const gs_config_t *user)
     return GS_OK;
 }
 
+/* The launcher variables for @p field, comma-separated, into @p buf (for messages). */
+static void launcher_vars_text(const char *field, char *buf, size_t len)
+{
+    size_t used = 0;
+
+    buf[0] = '\0';
+    for (size_t m = 0; m < sizeof(launcher_maps) / sizeof(launcher_maps[0]); m++) {
+        if (strcmp(launcher_maps[m].field, field) != 0) {
+            continue;
+        }
+        for (int v = 0; (launcher_maps[m].vars[v] != NULL) && (used < len); v++) {
+            const int w = snprintf(buf + used, len - used, "%s%s", (v > 0) ? ", " : "",
+                                   launcher_maps[m].vars[v]);
+
+            if (w < 0) {
+                return;
+            }
+            used += (size_t)w;
+        }
+    }
+}
+
 static gs_status_t apply_launcher(resolve_ctx_t *ctx)
 {
     size_t m;
@@ -549,8 +574,9 @@ static gs_status_t check_launcher_without_mpi(const resolve_ctx_t *ctx, int i_ra
                          "but this build of gradsync has no MPI transport, so it cannot "
                          "bootstrap through MPI, and every rank would wait for rank 0 at the "
                          "default %s:%d on its own host: rebuild gradsync with MPI (install the "
-                         "Open MPI development package, Debian: libopenmpi-dev, and configure "
-                         "with GS_WITH_MPI=AUTO or ON), or set GS_MASTER_ADDR and GS_MASTER_PORT "
+                         "development package of the MPI that launches it, Debian: "
+                         "libopenmpi-dev or libmpich-dev, and configure with GS_WITH_MPI=AUTO "
+                         "or ON), or set GS_MASTER_ADDR and GS_MASTER_PORT "
                          "to an address and port on rank 0's host that every rank can reach",
                          l->name, ctx->origin[idx], *knob_int_c(&ctx->cfg, idx),
                          ctx->cfg.master_addr, ctx->cfg.master_port);
@@ -609,21 +635,25 @@ static gs_status_t validate(resolve_ctx_t *ctx, int use_launcher_env)
                      "single rank");
     }
     if (!single && (cfg->source[i_rank] == GS_CFG_SRC_DEFAULT)) {
+        if (!use_launcher_env) {
+            return gs__error_set(GS_ERR_INVALID_ARG, "rank not set: set cfg->rank or GS_RANK (or "
+                                                     "use gs_comm_init_env)");
+        }
+        launcher_vars_text("rank", o1, sizeof(o1));
         return gs__error_set(GS_ERR_INVALID_ARG,
-                             use_launcher_env
-                                 ? "rank not set: set cfg->rank, GS_RANK or a launcher variable "
-                                   "(RANK, OMPI_COMM_WORLD_RANK, PMIX_RANK, SLURM_PROCID)"
-                                 : "rank not set: set cfg->rank or GS_RANK (or use "
-                                   "gs_comm_init_env)");
+                             "rank not set: set cfg->rank, GS_RANK or a launcher variable (%s)",
+                             o1);
     }
     if (!single && (cfg->source[i_world] == GS_CFG_SRC_DEFAULT)) {
+        if (!use_launcher_env) {
+            return gs__error_set(GS_ERR_INVALID_ARG, "world size not set: set cfg->world_size or "
+                                                     "GS_WORLD_SIZE (or use gs_comm_init_env)");
+        }
+        launcher_vars_text("world_size", o1, sizeof(o1));
         return gs__error_set(GS_ERR_INVALID_ARG,
-                             use_launcher_env
-                                 ? "world size not set: set cfg->world_size, GS_WORLD_SIZE or a "
-                                   "launcher variable (WORLD_SIZE, OMPI_COMM_WORLD_SIZE, "
-                                   "SLURM_NTASKS)"
-                                 : "world size not set: set cfg->world_size or GS_WORLD_SIZE (or "
-                                   "use gs_comm_init_env)");
+                             "world size not set: set cfg->world_size, GS_WORLD_SIZE or a "
+                             "launcher variable (%s)",
+                             o1);
     }
     if (cfg->rank >= cfg->world_size) {
         origin_text(ctx, i_rank, o1, sizeof(o1));

@@ -21,7 +21,7 @@ trap 'rm -rf "$TMP"' EXIT
 # The launcher variables of the environment this runs in are not the test's.
 unset RANK WORLD_SIZE LOCAL_RANK MASTER_ADDR MASTER_PORT OMPI_COMM_WORLD_RANK \
   OMPI_COMM_WORLD_SIZE OMPI_COMM_WORLD_LOCAL_RANK PMIX_RANK SLURM_PROCID SLURM_NTASKS \
-  SLURM_LOCALID GS_RANK GS_WORLD_SIZE GS_MASTER_ADDR GS_MASTER_PORT GS_SOCKET_IFNAME
+  SLURM_LOCALID PMI_RANK PMI_SIZE MPI_LOCALRANKID GS_RANK GS_WORLD_SIZE GS_MASTER_ADDR GS_MASTER_PORT GS_SOCKET_IFNAME
 
 case "${1:-}" in
 spellings)
@@ -59,7 +59,7 @@ nompi)
   }
   # GS_TIMEOUT_MS=60000: a rank that waited for the rendezvous would take a minute.
   for vars in "OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=2" "PMIX_RANK=1 SLURM_NTASKS=2" \
-    "SLURM_PROCID=1 SLURM_NTASKS=2"; do
+    "SLURM_PROCID=1 SLURM_NTASKS=2" "PMI_RANK=1 PMI_SIZE=2"; do
     t0=$(date +%s)
     # shellcheck disable=SC2086
     if env $vars GS_TIMEOUT_MS=60000 timeout 50 "$PROG" 16 > "$TMP/log" 2>&1; then

@@ -24,9 +24,21 @@
 #include <cmocka.h>
 
 static const char *const launcher_vars[] = {
-    "RANK",         "WORLD_SIZE",           "LOCAL_RANK",           "MASTER_ADDR",
-    "MASTER_PORT",  "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-    "PMIX_RANK",    "SLURM_PROCID",         "SLURM_NTASKS",         "SLURM_LOCALID",
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "OMPI_COMM_WORLD_RANK",
+    "OMPI_COMM_WORLD_SIZE",
+    "OMPI_COMM_WORLD_LOCAL_RANK",
+    "PMIX_RANK",
+    "SLURM_PROCID",
+    "SLURM_NTASKS",
+    "SLURM_LOCALID",
+    "PMI_RANK",
+    "PMI_SIZE",
+    "MPI_LOCALRANKID",
     "GS_TCP_NSOCK",
 };
 
@@ -401,6 +413,35 @@ static void test_config_launcher_pmix(void **state)
     assert_int_equal(cfg.world_size, 8);
 }
 
+/* MPICH's and Intel MPI's mpiexec (Hydra): PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, consulted
+ * after every other launcher's. */
+static void test_config_launcher_hydra(void **state)
+{
+    gs__cfg_t cfg;
+
+    (void)state;
+    setenv("PMI_RANK", "5", 1);
+    setenv("PMI_SIZE", "8", 1);
+    setenv("MPI_LOCALRANKID", "1", 1);
+    setenv("GS_MASTER_ADDR", "10.0.0.1", 1); /* a build without MPI needs one */
+    assert_int_equal(gs__cfg_resolve(NULL, 1, &cfg), GS_OK);
+    assert_int_equal(cfg.rank, 5);
+    assert_int_equal(cfg.world_size, 8);
+    assert_int_equal(cfg.local_rank, 1);
+    assert_int_equal(src_of(&cfg, "GS_RANK"), GS_CFG_SRC_LAUNCHER);
+    assert_int_equal(src_of(&cfg, "GS_LOCAL_RANK"), GS_CFG_SRC_LAUNCHER);
+    setenv("SLURM_PROCID", "3", 1);
+    assert_int_equal(gs__cfg_resolve(NULL, 1, &cfg), GS_OK);
+    assert_int_equal(cfg.rank, 3);
+
+    /* A rank without a world size names every launcher variable that gives one. */
+    unsetenv("PMI_SIZE");
+    assert_int_equal(gs__cfg_resolve(NULL, 1, &cfg), GS_ERR_INVALID_ARG);
+    assert_non_null(strstr(gs_last_error(), "world size not set"));
+    assert_non_null(strstr(gs_last_error(), "PMI_SIZE"));
+    assert_non_null(strstr(gs_last_error(), "SLURM_NTASKS"));
+}
+
 static void test_config_launcher_slurm(void **state)
 {
     gs__cfg_t cfg;
@@ -431,6 +472,7 @@ static void test_config_launcher_no_mpi(void **state)
         {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "Open MPI's mpirun"},
         {"PMIX_RANK", "SLURM_NTASKS", "PMIx"},
         {"SLURM_PROCID", "SLURM_NTASKS", "Slurm's srun"},
+        {"PMI_RANK", "PMI_SIZE", "MPICH's or Intel MPI's mpiexec (Hydra)"},
     };
     gs_config_t user;
     gs__cfg_t cfg;
@@ -697,6 +739,7 @@ int main(void)
         cmocka_unit_test_setup(test_config_launcher_torchrun, clean_env),
         cmocka_unit_test_setup(test_config_launcher_ompi, clean_env),
         cmocka_unit_test_setup(test_config_launcher_pmix, clean_env),
+        cmocka_unit_test_setup(test_config_launcher_hydra, clean_env),
         cmocka_unit_test_setup(test_config_launcher_slurm, clean_env),
         cmocka_unit_test_setup(test_config_rank_not_below_world_rejected, clean_env),
         cmocka_unit_test_setup(test_config_transport_and_family_checked, clean_env),
