@@ -856,6 +856,38 @@ gs_status_t gs__cfg_env_int(const char *env, int *value_out, int *set_out)
     return GS_OK;
 }
 
+gs_status_t gs__cfg_env_str(const char *env, char *buf, size_t len, int *set_out)
+{
+    const char *value;
+    size_t vlen;
+    int idx = -1;
+
+    for (int i = 0; i < NUM_KNOBS; i++) {
+        if (strcmp(knobs[i].env, env) == 0) {
+            idx = i;
+            break;
+        }
+    }
+    *set_out = 0;
+    if ((idx < 0) || (knobs[idx].kind != GS_ENV_STR) || (buf == NULL) || (len == 0)) {
+        return gs__error_set(GS_ERR_INTERNAL, "gs__cfg_env_str: %s is not a string knob", env);
+    }
+    value = getenv(env);
+    if ((value == NULL) || (value[0] == '\0')) {
+        (void)snprintf(buf, len, "%s", knobs[idx].str_def);
+        return GS_OK;
+    }
+    vlen = strlen(value);
+    if ((vlen >= GS_CFG_STR_MAX) || (vlen >= len)) {
+        return gs__error_set(GS_ERR_INVALID_ARG,
+                             "%s is %zu bytes long; at most %zu bytes are allowed", env, vlen,
+                             ((len < GS_CFG_STR_MAX) ? len : GS_CFG_STR_MAX) - 1);
+    }
+    memcpy(buf, value, vlen + 1);
+    *set_out = 1;
+    return GS_OK;
+}
+
 gs_status_t gs__cfg_describe(const gs__cfg_t *cfg, int idx, char *buf, size_t len)
 {
     if ((cfg == NULL) || (buf == NULL) || (len == 0)) {

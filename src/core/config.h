@@ -14,7 +14,7 @@
 typedef enum gs__cfg_source {
     GS_CFG_SRC_DEFAULT = 0,
     GS_CFG_SRC_ENV = 1,      /* a GS_* variable */
-    GS_CFG_SRC_LAUNCHER = 2, /* torchrun, Open MPI, PMIx or Slurm variable (gs_comm_init_env) */
+    GS_CFG_SRC_LAUNCHER = 2, /* a launcher's variable (gs_comm_init_env) */
     GS_CFG_SRC_CALLER = 3
 } gs__cfg_source_t;
 
@@ -30,6 +30,7 @@ typedef struct gs__cfg {
     char transport[GS_CFG_STR_MAX];
     char cuda_path[GS_CFG_STR_MAX];
     int cuda_stage_bytes;
+    char nccl_library[GS_CFG_STR_MAX];
     int mpi_cuda_aware;
     int ps_servers;
     int tcp_nsocks;
@@ -95,6 +96,17 @@ gs_status_t gs__cfg_resolve(const gs_config_t *user, int use_launcher_env, gs__c
  * integer row of the table.
  */
 gs_status_t gs__cfg_env_int(const char *env, int *value_out, int *set_out);
+
+/*
+ * One string knob of env_table.h (@p env, e.g. "GS_NCCL_LIBRARY") from the
+ * environment alone, as gs__cfg_env_int reads an integer one: empty counts
+ * as unset. Writes the value (the table's default when unset) into @p buf
+ * of @p len bytes and *set_out (1 when the variable gave it). Returns
+ * GS_OK, GS_ERR_INVALID_ARG naming the variable when the value does not
+ * fit (GS_CFG_STR_MAX - 1 bytes, or @p len - 1), or GS_ERR_INTERNAL when
+ * @p env is no string row of the table.
+ */
+gs_status_t gs__cfg_env_str(const char *env, char *buf, size_t len, int *set_out);
 
 /*
  * Write "NAME=value (source)" for knob @p idx of @p cfg into buf.

@@ -79,6 +79,9 @@
       GS_ENV_PROC,                                                                                 \
       "device buffers staged through host memory move in slices of this many bytes, the copy of "  \
       "one slice overlapping the collective of the previous one")                                  \
+    X("GS_NCCL_LIBRARY", nccl_library, GS_ENV_STR, 0, "", 0, 0, GS_ENV_PROC,                       \
+      "NCCL to load for device buffers (builds with GS_WITH_NCCL), loaded on first use: a path, "  \
+      "or a file name the loader looks for on its path; unset: libnccl.so.2")                      \
     X("GS_MPI_CUDA_AWARE", mpi_cuda_aware, GS_ENV_INT, 0, "", 0, 1, GS_ENV_PROC,                   \
       "1: the MPI library is CUDA-aware, so with GS_TRANSPORT=mpi and no NCCL, plain "             \
       "all-reduce, broadcast, all-gather and reduce-scatter of device buffers go to MPI directly " \

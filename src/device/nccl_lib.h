@@ -19,7 +19,7 @@
 
 #include "gradsync/status.h"
 
-/** The file gs__nccl_load() opens: NCCL 2's SONAME. */
+/** The file gs__nccl_load() opens when GS_NCCL_LIBRARY is unset: NCCL 2's SONAME. */
 #define GS_NCCL_LIB_FILE "libnccl.so.2"
 
 /*
@@ -72,7 +72,8 @@ typedef struct gs__nccl_api {
 gs_status_t gs__nccl_lib_open(const char *file, gs__nccl_api_t *api_out, char *why, size_t whylen);
 
 /**
- * @brief Load NCCL (GS_NCCL_LIB_FILE) once for the process. Thread-safe;
+ * @brief Load NCCL (GS_NCCL_LIBRARY, or GS_NCCL_LIB_FILE when it is
+ * unset) once for the process. Thread-safe;
  * after a success it costs one atomic load. A failure is not remembered:
  * the next call tries again (NCCL may have been installed meanwhile).
  * @param[in] who the caller's name, the sentence's first words.

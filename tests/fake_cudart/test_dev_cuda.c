@@ -425,6 +425,49 @@ static void test_nccl_missing_is_explained(void **state)
     assert_int_equal(gs__nccl_lib_open(NULL, &api, NULL, 0), GS_ERR_INVALID_ARG);
 }
 
+/* GS_NCCL_LIBRARY names the NCCL to load instead of libnccl.so.2. Pointed
+ * at a file that is not there: GS_CUDA_PATH=auto stages (no NCCL call, and
+ * nothing loaded), GS_CUDA_PATH=nccl fails the first device call with a
+ * sentence naming the file and the variable. Runs before any case that
+ * loads NCCL (a load is kept for the process). */
+static void test_nccl_library_missing(void **state)
+{
+    static const char missing[] = "/nonexistent/gradsync-test/libnccl-elsewhere.so.2";
+    gs_comm_t comm;
+    float *send = dev_buf(1);
+    float *recv = dev_buf(1);
+
+    (void)state;
+    assert_null(gs__nccl_api()); /* nothing loaded NCCL before this case */
+    setenv("GS_NCCL_LIBRARY", missing, 1);
+    watch("GS_NCCL_LIBRARY missing");
+    comm = comm_open("auto", 60000);
+    assert_int_equal(plain(comm, send, recv), GS_OK);
+    assert_int_equal(plain(comm, send, recv), GS_OK);
+    assert_int_equal(gs_fake_rt_count(GS_FAKE_NCCL_COLL), 0); /* staged */
+    assert_null(gs__nccl_api());
+    assert_int_equal(gs_comm_destroy(comm), GS_OK);
+
+    comm = comm_open("nccl", 60000);
+    assert_int_equal(plain(comm, send, recv), GS_ERR_NO_RESOURCE);
+    assert_non_null(strstr(gs_last_error(), "NCCL was not found"));
+    assert_non_null(strstr(gs_last_error(), missing));
+    assert_non_null(strstr(gs_last_error(), "(GS_NCCL_LIBRARY)"));
+    assert_int_equal(gs_fake_rt_count(GS_FAKE_NCCL_COLL), 0);
+    assert_null(gs__nccl_api());
+    (void)gs_comm_destroy(comm);
+    unwatch();
+
+    /* The variable is read at each try until one succeeds: unset, the
+     * loader finds libnccl.so.2 (this test's fake). */
+    assert_int_equal(gs__nccl_load("test"), GS_ERR_NO_RESOURCE);
+    unsetenv("GS_NCCL_LIBRARY");
+    assert_int_equal(gs__nccl_load("test"), GS_OK);
+    assert_non_null(gs__nccl_api());
+    free(send);
+    free(recv);
+}
+
 /* The engine's NCCL is the one the loader found under libnccl.so.2: this
  * test's fake (linked, so already loaded under that name), not a second
  * copy, and every function of the table is there. */
@@ -550,6 +593,9 @@ int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, each_setup, each_teardown)
     const struct CMUnitTest tests[] = {
+#ifdef GS_WITH_NCCL
+        T(test_nccl_library_missing), /* first: before any case loads NCCL */
+#endif
         T(test_launch_counts_only_its_own_error),
         T(test_compressed_after_plain_staged),
         T(test_launch_failure_reported),

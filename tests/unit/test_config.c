@@ -442,6 +442,35 @@ static void test_config_launcher_hydra(void **state)
     assert_non_null(strstr(gs_last_error(), "SLURM_NTASKS"));
 }
 
+/* A string knob from the environment alone (gs__cfg_env_str, what the NCCL
+ * loader reads GS_NCCL_LIBRARY with). */
+static void test_config_env_str(void **state)
+{
+    char buf[GS_CFG_STR_MAX];
+    char big[GS_CFG_STR_MAX + 8];
+    int set = -1;
+
+    (void)state;
+    unsetenv("GS_NCCL_LIBRARY");
+    assert_int_equal(gs__cfg_env_str("GS_NCCL_LIBRARY", buf, sizeof(buf), &set), GS_OK);
+    assert_int_equal(set, 0);
+    assert_string_equal(buf, "");
+    setenv("GS_NCCL_LIBRARY", "/opt/nccl/lib/libnccl.so.2", 1);
+    assert_int_equal(gs__cfg_env_str("GS_NCCL_LIBRARY", buf, sizeof(buf), &set), GS_OK);
+    assert_int_equal(set, 1);
+    assert_string_equal(buf, "/opt/nccl/lib/libnccl.so.2");
+    assert_int_equal(gs__cfg_env_str("GS_NCCL_LIBRARY", buf, 8, &set), GS_ERR_INVALID_ARG);
+    assert_non_null(strstr(gs_last_error(), "GS_NCCL_LIBRARY"));
+    memset(big, 'a', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    setenv("GS_NCCL_LIBRARY", big, 1);
+    assert_int_equal(gs__cfg_env_str("GS_NCCL_LIBRARY", buf, sizeof(buf), &set),
+                     GS_ERR_INVALID_ARG);
+    assert_int_equal(set, 0);
+    unsetenv("GS_NCCL_LIBRARY");
+    assert_int_equal(gs__cfg_env_str("GS_TCP_NSOCKS", buf, sizeof(buf), &set), GS_ERR_INTERNAL);
+}
+
 static void test_config_launcher_slurm(void **state)
 {
     gs__cfg_t cfg;
@@ -740,6 +769,7 @@ int main(void)
         cmocka_unit_test_setup(test_config_launcher_ompi, clean_env),
         cmocka_unit_test_setup(test_config_launcher_pmix, clean_env),
         cmocka_unit_test_setup(test_config_launcher_hydra, clean_env),
+        cmocka_unit_test_setup(test_config_env_str, clean_env),
         cmocka_unit_test_setup(test_config_launcher_slurm, clean_env),
         cmocka_unit_test_setup(test_config_rank_not_below_world_rejected, clean_env),
         cmocka_unit_test_setup(test_config_transport_and_family_checked, clean_env),

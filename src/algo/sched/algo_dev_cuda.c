@@ -262,7 +262,7 @@ static gs_status_t dev_setup(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d,
         GS_INFO(CUDA, "device buffers on CUDA device %d: staged through host memory (%s)",
                 dev->device,
                 share     ? "ranks share a GPU, which NCCL refuses"
-                : no_nccl ? "NCCL is not installed here"
+                : no_nccl ? "libnccl.so.2 (or GS_NCCL_LIBRARY) could not be loaded"
                           : "GS_CUDA_PATH=staged, or no NCCL, on some rank");
     }
 #endif
