@@ -27,16 +27,7 @@
 
 static int launched_by_mpi(void)
 {
-    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK",
-                                       "SLURM_PROCID"};
-
-    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-        const char *v = getenv(vars[i]);
-        if ((v != NULL) && (v[0] != '\0')) {
-            return 1;
-        }
-    }
-    return 0;
+    return gs__cfg_mpi_launcher() != NULL;
 }
 
 /*

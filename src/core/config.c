@@ -167,7 +167,6 @@ static const launcher_map_t launcher_maps[] = {
  * the MPI transport cannot do (check_launcher_without_mpi). torchrun's
  * variables (RANK, WORLD_SIZE) come with MASTER_ADDR and are not here.
  */
-#ifndef GS_WITH_MPI
 typedef struct mpi_launcher {
     const char *prefix;
     const char *name;
@@ -180,7 +179,30 @@ static const mpi_launcher_t mpi_launchers[] = {
     {"PMI_", "MPICH's or Intel MPI's mpiexec (Hydra)"},
 };
 
-#endif
+static const mpi_launcher_t *mpi_launcher_named(const char *var)
+{
+    for (size_t i = 0; i < sizeof(mpi_launchers) / sizeof(mpi_launchers[0]); i++) {
+        if (strncmp(var, mpi_launchers[i].prefix, strlen(mpi_launchers[i].prefix)) == 0) {
+            return &mpi_launchers[i];
+        }
+    }
+    return NULL;
+}
+
+const char *gs__cfg_mpi_launcher(void)
+{
+    const launcher_map_t *m = &launcher_maps[0]; /* the rank's row */
+
+    for (int i = 0; m->vars[i] != NULL; i++) {
+        const char *v = getenv(m->vars[i]);
+        const mpi_launcher_t *l = mpi_launcher_named(m->vars[i]);
+
+        if ((l != NULL) && (v != NULL) && (v[0] != '\0')) {
+            return l->name;
+        }
+    }
+    return NULL;
+}
 
 static const char *const known_transports[] = {"tcp", "mpi", "nccl"};
 static const char *const known_cuda_paths[] = {"auto", "nccl", "staged", ""};
@@ -532,13 +554,7 @@ static const mpi_launcher_t *mpi_launcher_of(const resolve_ctx_t *ctx, int idx)
     if ((ctx->cfg.source[idx] != GS_CFG_SRC_LAUNCHER) || (ctx->origin[idx] == NULL)) {
         return NULL;
     }
-    for (size_t i = 0; i < sizeof(mpi_launchers) / sizeof(mpi_launchers[0]); i++) {
-        if (strncmp(ctx->origin[idx], mpi_launchers[i].prefix, strlen(mpi_launchers[i].prefix)) ==
-            0) {
-            return &mpi_launchers[i];
-        }
-    }
-    return NULL;
+    return mpi_launcher_named(ctx->origin[idx]);
 }
 
 #endif

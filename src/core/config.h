@@ -120,6 +120,10 @@ const char *gs__cfg_knob_name(int idx);
 /* Where cfg's value of the knob named @p env came from (GS_CFG_SRC_DEFAULT
  * for a name the table does not have). Pure. */
 gs__cfg_source_t gs__cfg_source_of(const gs__cfg_t *cfg, const char *env);
+/* The MPI-style launcher (Open MPI's mpirun, PMIx, Slurm's srun, Hydra's mpiexec) whose
+ * rank variable is set in this process's environment, in words, or NULL (none, or
+ * torchrun's RANK). One table (config.c) for this and the launcher variables. */
+const char *gs__cfg_mpi_launcher(void);
 const char *gs__cfg_knob_doc(int idx);
 int gs__cfg_knob_scope(int idx);
 
