@@ -181,6 +181,17 @@ uint64_t gs__boot_job_hash(const gs__cfg_t *cfg)
     return gs__hash64(cfg->job_id, strlen(cfg->job_id), 0x67726164ull);
 }
 
+void gs__boot_hello_init(gs__boot_hello_t *h, const gs__cfg_t *cfg, size_t addr_len)
+{
+    memset(h, 0, sizeof(*h));
+    h->version = GS_BOOT_VERSION;
+    h->job_hash = gs__boot_job_hash(cfg);
+    h->rank = (uint32_t)cfg->rank;
+    h->world = (uint32_t)cfg->world_size;
+    h->host_id = gs__host_id(cfg->host_id);
+    h->addr_len = (uint32_t)addr_len;
+}
+
 uint64_t gs__boot_job_nonce(void)
 {
     uint64_t nonce = 0;
@@ -805,13 +816,7 @@ static gs_status_t boot_client(const gs__cfg_t *cfg, const gs__auth_t *auth, con
         return status;
     }
 
-    memset(&h, 0, sizeof(h));
-    h.version = GS_BOOT_VERSION;
-    h.job_hash = gs__boot_job_hash(cfg);
-    h.rank = (uint32_t)cfg->rank;
-    h.world = (uint32_t)cfg->world_size;
-    h.host_id = gs__host_id(cfg->host_id);
-    h.addr_len = (uint32_t)alen;
+    gs__boot_hello_init(&h, cfg, alen);
     if (auth->on) {
         h.flags = GS_BOOT_F_AUTH;
         status = gs__auth_nonce(h.nonce);

@@ -95,6 +95,9 @@ typedef gs_status_t (*gs__boot_exchange_fn_t)(const gs__cfg_t *cfg, const gs__au
 
 /* The hash of cfg's job id that hellos carry, and a fresh random job nonce. */
 uint64_t gs__boot_job_hash(const gs__cfg_t *cfg);
+/* A hello of this protocol version for cfg's rank, world size, host and job, with an
+ * address of @p addr_len bytes, no flags. */
+void gs__boot_hello_init(gs__boot_hello_t *h, const gs__cfg_t *cfg, size_t addr_len);
 uint64_t gs__boot_job_nonce(void);
 
 /*

@@ -87,13 +87,7 @@ static gs_status_t store_publish(store_ex_t *x, const char *my_addr)
                              "store at %s (key %s): does every process have its own RANK?",
                              cfg->rank, x->kv.where, key);
     }
-    memset(&h, 0, sizeof(h));
-    h.version = GS_BOOT_VERSION;
-    h.job_hash = gs__boot_job_hash(cfg);
-    h.rank = (uint32_t)cfg->rank;
-    h.world = (uint32_t)cfg->world_size;
-    h.host_id = gs__host_id(cfg->host_id);
-    h.addr_len = (uint32_t)alen;
+    gs__boot_hello_init(&h, cfg, alen);
     gs__boot_hello_encode(&h, hello);
     /* NOLINTNEXTLINE(bugprone-not-null-terminated-result): counted (addr_len), not a C string. */
     memcpy(hello + GS_BOOT_HELLO_BYTES, my_addr, alen);
