@@ -4,7 +4,8 @@
 #   install-deps.sh build   what building the library and its tools needs
 #   install-deps.sh test    that, plus what the test suite needs
 #   install-deps.sh all     that, plus the comparison peers of the benchmarks (default)
-#   install-deps.sh --torch-venv-path   where the test set's torch 2.x venv is (or goes)
+#   install-deps.sh torch-venv          only the test set's torch 2.x virtual environment
+#   install-deps.sh --torch-venv-path   where that is (waiting for an install in progress)
 # Idempotent: it asks the package manager only for what is missing, says what
 # and why first, and needs root (or sudo) only then; with everything present
 # it changes nothing and needs no privileges. Runs without a terminal.
@@ -17,7 +18,13 @@ torch_venv_path() {
   elif [ "$(id -u)" = 0 ]; then echo /var/cache/gradsync/torch-venv
   else echo "${XDG_CACHE_HOME:-$HOME/.cache}/gradsync/torch-venv"; fi
 }
-if [ "$WHAT" = --torch-venv-path ]; then torch_venv_path; exit 0; fi
+if [ "$WHAT" = --torch-venv-path ]; then
+  # An install in progress (torch-venv, below) holds the lock: wait for it, then answer.
+  venv=$(torch_venv_path)
+  if [ -e "$venv.lock" ]; then flock -s -w 900 "$venv.lock" true 2>/dev/null || true; fi
+  echo "$venv"
+  exit 0
+fi
 # The library: compiler and CMake, zstd (codecs), OpenSSL's libcrypto and
 # libssl (connection authentication, TLS), pkg-config (finding them).
 BUILD_PKGS="cmake make gcc g++ pkg-config libzstd-dev libssl-dev"
@@ -37,8 +44,9 @@ BENCH_PKGS="libgloo-dev"
 case "$WHAT" in
   build) PKGS="$BUILD_PKGS" ;;
   test) PKGS="$BUILD_PKGS $TEST_PKGS" ;;
+  torch-venv) PKGS="" ;;
   all) PKGS="$BUILD_PKGS $TEST_PKGS $BENCH_PKGS" ;;
-  *) echo "usage: install-deps.sh [build|test|all]" >&2; exit 2 ;;
+  *) echo "usage: install-deps.sh [build|test|all|torch-venv|--torch-venv-path]" >&2; exit 2 ;;
 esac
 
 # CUDA and NCCL are not Debian packages here: they come with the CUDA toolkit
@@ -93,23 +101,34 @@ fi
 # environment made from Debian's Python (python3-venv), kept outside the checkout in
 # GS_TORCH_VENV (default /var/cache/gradsync/torch-venv, or ~/.cache/gradsync/torch-venv
 # without root) and reused while it holds that torch. torchrun's tests run in it
-# (tests/torch: torch_torchrun*); Debian's torch 1.13 stays for the Python backend's tests.
-# About 5.4 GB with its CUDA wheels, a minute or two from PyPI. Without the network it
-# says so and goes on: those tests then report a skip naming GS_TORCH_VENV.
+# (torch_torchrun, net_torchrun_nodes); Debian's torch 1.13 stays for the Python
+# backend's tests. About 5.4 GB with its CUDA wheels, a minute or two from PyPI. Without
+# the network it says so and goes on: those tests then report a skip naming it.
+# The install holds the lock file <venv>.lock; --torch-venv-path waits (up to 15 min)
+# for an install in progress, so `install-deps.sh torch-venv &` may run beside a build
+# (.ci/run does, with GS_TORCH_VENV_LATER=1 telling the other calls to leave it).
 TORCH_VERSION=2.15.0
-if [ "$WHAT" != build ]; then
-  GS_TORCH_VENV=$(torch_venv_path)
-  if "$GS_TORCH_VENV/bin/python" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" 2>/dev/null; then
-    :
-  else
-    echo "install-deps: torch $TORCH_VERSION from PyPI into $GS_TORCH_VENV (torchrun's tests)"
-    mkdir -p "$(dirname "$GS_TORCH_VENV")"
-    if /usr/bin/python3 -m venv --clear "$GS_TORCH_VENV" &&
-       "$GS_TORCH_VENV/bin/pip" install -q --disable-pip-version-check "torch==$TORCH_VERSION" numpy pytest </dev/null; then
-      echo "install-deps: torch $TORCH_VERSION is in $GS_TORCH_VENV"
+torch_venv() {
+  local venv
+  venv=$(torch_venv_path)
+  mkdir -p "$(dirname "$venv")"
+  (
+    flock -w 900 9 || { echo "install-deps: $venv.lock is held past 15 min; not installing" >&2; exit 0; }
+    if "$venv/bin/python" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" 2>/dev/null; then
+      exit 0
+    fi
+    echo "install-deps: torch $TORCH_VERSION from PyPI into $venv (torchrun's tests)"
+    if /usr/bin/python3 -m venv --clear "$venv" &&
+       "$venv/bin/pip" install -q --disable-pip-version-check "torch==$TORCH_VERSION" numpy pytest </dev/null; then
+      echo "install-deps: torch $TORCH_VERSION is in $venv"
     else
-      echo "install-deps: could not install torch $TORCH_VERSION from PyPI into $GS_TORCH_VENV;" \
+      echo "install-deps: could not install torch $TORCH_VERSION from PyPI into $venv;" \
            "the tests that need it will report a skip" >&2
     fi
-  fi
+  ) 9>"$venv.lock"
+}
+if [ "$WHAT" = torch-venv ]; then
+  torch_venv
+elif [ "$WHAT" != build ] && [ -z "${GS_TORCH_VENV_LATER:-}" ]; then
+  torch_venv
 fi
