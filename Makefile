@@ -54,8 +54,9 @@ help:
 	@echo "                     once they are there)"
 	@echo "  make install       build, then cmake --install (PREFIX=/path to choose; docs/install.md)"
 	@echo "  make docs          the API reference with Doxygen, warnings as errors ($(BUILD)/docs/api/html)"
-	@echo "  make deps          install every Debian package: build, test and bench (scripts/install-deps.sh;"
-	@echo "                     'make deps-build' only the build ones)"
+	@echo "  make deps          install every Debian package: build, test and bench, and the test set's"
+	@echo "                     torch 2.15 virtual environment from PyPI (scripts/install-deps.sh;"
+	@echo "                     'make deps-build' only the build packages)"
 	@echo "  make clean         remove $(BUILD)/, $(ASAN_BUILD)/, $(TSAN_BUILD)/, $(FUZZ_BUILD)/ and $(LINT_BUILD)/"
 
 deps:
