@@ -14,7 +14,7 @@ set -euo pipefail
 WHAT=${1:-all}
 # Where the test set's torch 2.x virtual environment is (below); the tests ask this.
 torch_venv_path() {
-  if [ -n "${GS_TORCH_VENV:-}" ]; then echo "$GS_TORCH_VENV"
+  if [ -n "${GRADSYNC_TORCH_VENV:-}" ]; then echo "$GRADSYNC_TORCH_VENV"
   elif [ "$(id -u)" = 0 ]; then echo /var/cache/gradsync/torch-venv
   else echo "${XDG_CACHE_HOME:-$HOME/.cache}/gradsync/torch-venv"; fi
 }
@@ -99,14 +99,15 @@ fi
 
 # The test set's PyTorch as users run it today: torch 2.15 from PyPI in a virtual
 # environment made from Debian's Python (python3-venv), kept outside the checkout in
-# GS_TORCH_VENV (default /var/cache/gradsync/torch-venv, or ~/.cache/gradsync/torch-venv
+# GRADSYNC_TORCH_VENV (default /var/cache/gradsync/torch-venv, or ~/.cache/gradsync/torch-venv
 # without root) and reused while it holds that torch. torchrun's tests run in it
 # (torch_torchrun, net_torchrun_nodes); Debian's torch 1.13 stays for the Python
 # backend's tests. About 5.4 GB with its CUDA wheels, a minute or two from PyPI. Without
 # the network it says so and goes on: those tests then report a skip naming it.
 # The install holds the lock file <venv>.lock; --torch-venv-path waits (up to 15 min)
 # for an install in progress, so `install-deps.sh torch-venv &` may run beside a build
-# (.ci/run does, with GS_TORCH_VENV_LATER=1 telling the other calls to leave it).
+# (.ci/run does, with GRADSYNC_TORCH_VENV_LATER=1 telling the other calls to leave it).
+# (GRADSYNC_, not GS_: the library warns about every GS_ variable it does not know.)
 TORCH_VERSION=2.15.0
 torch_venv() {
   local venv
@@ -129,6 +130,6 @@ torch_venv() {
 }
 if [ "$WHAT" = torch-venv ]; then
   torch_venv
-elif [ "$WHAT" != build ] && [ -z "${GS_TORCH_VENV_LATER:-}" ]; then
+elif [ "$WHAT" != build ] && [ -z "${GRADSYNC_TORCH_VENV_LATER:-}" ]; then
   torch_venv
 fi

@@ -82,6 +82,8 @@ else
 fi
 
 cat >"$LAB_TMP/demo.py" <<'EOF'
+import sys
+
 import gradsync
 import numpy as np
 
@@ -90,7 +92,8 @@ with gradsync.Communicator() as comm:
     comm.allreduce(grad, op="avg")
     total = np.zeros(comm.size, dtype=np.int64)
     comm.allgather(np.array([comm.rank], dtype=np.int64), total)
-    print("DEMO", comm.rank, comm.size, grad[0], total.tolist())
+    # one write per line: torchrun's ranks share its stdout, and print writes each argument
+    sys.stdout.write("DEMO %d %d %s %s\n" % (comm.rank, comm.size, grad[0], total.tolist()))
 EOF
 job python static "$LAB_TMP/demo.py"
 n=$(cat "$LAB_TMP"/python.*.log | grep -c "DEMO [0-3] 4 1.5 \[0, 1, 2, 3\]")

@@ -33,7 +33,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 if ! "$PY" -c 'import sys, torch; sys.exit(int(torch.__version__.split(".")[0]) < 2)' \
     2>/dev/null; then
     echo "SKIPPED: no torch 2.x at $PY (scripts/install-deps.sh test installs it into" \
-        "GS_TORCH_VENV, default /var/cache/gradsync/torch-venv)"
+        "GRADSYNC_TORCH_VENV, default /var/cache/gradsync/torch-venv)"
     exit 77
 fi
 TORCHRUN=$(dirname "$PY")/torchrun
@@ -65,6 +65,8 @@ fi
 
 # python
 cat >"$TMP/demo.py" <<'EOF'
+import sys
+
 import gradsync
 import numpy as np
 
@@ -73,7 +75,8 @@ with gradsync.Communicator() as comm:
     comm.allreduce(grad, op="avg")
     total = np.zeros(comm.size, dtype=np.int64)
     comm.allgather(np.array([comm.rank], dtype=np.int64), total)
-    print("DEMO", comm.rank, comm.size, grad[0], total.tolist())
+    # one write per line: torchrun's ranks share its stdout, and print writes each argument
+    sys.stdout.write("DEMO %d %d %s %s\n" % (comm.rank, comm.size, grad[0], total.tolist()))
 EOF
 trun python --nproc-per-node 4 "$TMP/demo.py"
 n=$(grep -c "DEMO [0-3] 4 1.5 \[0, 1, 2, 3\]" "$TMP/python.log")
