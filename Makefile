@@ -26,7 +26,7 @@ help:
 	@echo "  make test-loaded   make test with two CPU-burning processes beside it (scripts/test-loaded.sh),"
 	@echo "                     then each test's time over its deadline, the least margin first"
 	@echo "  make test-asan     build without CUDA, with AddressSanitizer+UBSan, in $(ASAN_BUILD)/ and run"
-	@echo "                     the tests but the 'large' and 'exhaustive' ones (make test runs those)"
+	@echo "                     the tests but the 'large', 'exhaustive' and lab ('net') ones (make test runs those)"
 	@echo "  make test-tsan     build without CUDA, with ThreadSanitizer, in $(TSAN_BUILD)/ and run the unit and"
 	@echo "                     integration tests that run threads, then the MPI ones (tests/tsan.supp)"
 	@echo "  make fuzz          build the libFuzzer targets with clang in $(FUZZ_BUILD)/ and fuzz each for"
@@ -108,9 +108,10 @@ lint: deps
 test-python: build-test
 	cd $(BUILD) && ctest --output-on-failure -L python
 
-# The sanitizer pass skips the 'large' runs (gigabytes) and the 'exhaustive' ones: more world
+# The sanitizer pass skips the 'large' runs (gigabytes), the 'exhaustive' ones (more world
 # sizes, host layouts and lab repeats of code that a smaller test of the same family already
-# runs under the sanitizers (the labels are set in tests/*/CMakeLists.txt).
+# runs under the sanitizers) and the network lab's ('net': the same TCP code over veth links
+# that the loopback tests run; the labels are set in tests/*/CMakeLists.txt).
 test-asan: deps
 	@# -O1, as the sanitizers' docs advise: the same findings, the suite in 60% of -O0's time.
 	@# Without CUDA: the sanitizers and the CUDA runtime do not mix, and this pass is
@@ -121,7 +122,7 @@ test-asan: deps
 	      $(CMAKE_FLAGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 GSTEST_TIMEOUT_MULT=3 \
-	    ctest --output-on-failure --timeout 900 -LE 'large|mpi|exhaustive'
+	    ctest --output-on-failure --timeout 900 -LE 'large|mpi|exhaustive|net'
 	@# Open MPI leaks its own allocations at exit (op tables, MCA components it
 	@# unloads), so the MPI tests run with ASan's memory checks but not LSan.
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 GSTEST_TIMEOUT_MULT=3 \
