@@ -81,21 +81,7 @@ else
     exit 1
 fi
 
-cat >"$LAB_TMP/demo.py" <<'EOF'
-import sys
-
-import gradsync
-import numpy as np
-
-with gradsync.Communicator() as comm:
-    grad = np.full(1000, comm.rank, dtype=np.float32)
-    comm.allreduce(grad, op="avg")
-    total = np.zeros(comm.size, dtype=np.int64)
-    comm.allgather(np.array([comm.rank], dtype=np.int64), total)
-    # one write per line: torchrun's ranks share its stdout, and print writes each argument
-    sys.stdout.write("DEMO %d %d %s %s\n" % (comm.rank, comm.size, grad[0], total.tolist()))
-EOF
-job python static "$LAB_TMP/demo.py"
+job python static "$HERE/../torch/torchrun_demo.py"
 n=$(cat "$LAB_TMP"/python.*.log | grep -c "DEMO [0-3] 4 1.5 \[0, 1, 2, 3\]")
 [ "$n" -eq 4 ] || fail "python: $n of 4 ranks printed the right result"
 if [ "$FAILED" -eq 0 ]; then

@@ -64,21 +64,7 @@ else
 fi
 
 # python
-cat >"$TMP/demo.py" <<'EOF'
-import sys
-
-import gradsync
-import numpy as np
-
-with gradsync.Communicator() as comm:
-    grad = np.full(1000, comm.rank, dtype=np.float32)
-    comm.allreduce(grad, op="avg")
-    total = np.zeros(comm.size, dtype=np.int64)
-    comm.allgather(np.array([comm.rank], dtype=np.int64), total)
-    # one write per line: torchrun's ranks share its stdout, and print writes each argument
-    sys.stdout.write("DEMO %d %d %s %s\n" % (comm.rank, comm.size, grad[0], total.tolist()))
-EOF
-trun python --nproc-per-node 4 "$TMP/demo.py"
+trun python --nproc-per-node 4 "$HERE/torchrun_demo.py"
 n=$(grep -c "DEMO [0-3] 4 1.5 \[0, 1, 2, 3\]" "$TMP/python.log")
 if [ "$RC" -eq 0 ] && [ "$n" -eq 4 ]; then
     pass "python: torchrun --standalone, 4 ranks of the Communicator demo"
