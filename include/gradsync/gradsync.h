@@ -229,6 +229,32 @@ GS_API gs_status_t gs_comm_size(gs_comm_t comm, int *size_out);
 GS_API gs_status_t gs_comm_split(gs_comm_t comm, int color, int key, gs_comm_t *newcomm_out);
 
 /**
+ * @brief Create a communicator of some ranks of @p comm, with only those
+ * ranks taking part (MPI_Comm_create_group's contract): the others never
+ * call. Frameworks whose non-members do not call (torch.distributed's
+ * new_group, a DeviceMesh's subgroups) get every group from the parent's
+ * connections, with no second rendezvous.
+ * @param comm the parent.
+ * @param nranks how many ranks @p ranks lists (1 to the size of @p comm).
+ * @param ranks parent ranks in strictly increasing order, this rank among
+ *        them; new rank i is ranks[i]. Every member passes the same list.
+ * @param tag tells apart creations in flight at once among the same
+ *        ranks; members of one group pass the same tag. Independent of
+ *        point-to-point tags.
+ * @param[out] newcomm_out the new communicator (written only on GS_OK):
+ *        the configuration of @p comm, connections of its own.
+ * @return GS_OK; GS_ERR_INVALID_ARG (a NULL argument, a list that is
+ * unsorted, repeats a rank, names one out of range or leaves this rank
+ * out), with nothing sent; the sticky error of a failed @p comm;
+ * GS_ERR_TIMEOUT when a member did not take part within GS_TIMEOUT_MS;
+ * GS_ERR_PEER_FAILED; GS_ERR_NO_MEMORY.
+ * @note Collective over the listed ranks. Blocking; it runs between the
+ * operations of @p comm, in the order calls reach it.
+ */
+GS_API gs_status_t gs_comm_create_group(gs_comm_t comm, int nranks, const int *ranks,
+                                        uint32_t tag, gs_comm_t *newcomm_out);
+
+/**
  * @brief Recover from a failure: the surviving ranks of @p comm agree on
  * which ranks are gone and form a new communicator without them (as NCCL's
  * ncclCommShrink and MPI ULFM's MPI_Comm_shrink do).

@@ -219,6 +219,17 @@ class Communicator(Resource):
         check(LIB.gs_comm_split(*args))
         return Communicator._wrap(h.value) if h.value else None
 
+    def create_group(self, ranks: Sequence[int], tag: int = 0) -> Communicator:
+        """A communicator of the listed ranks (increasing, this rank among them), created by
+        those ranks alone: the others do not call (MPI_Comm_create_group). Groups created at
+        the same time by overlapping ranks need different tags."""
+        members = [_int(r, "create_group: ranks") for r in ranks]
+        arr = (c_int * max(1, len(members)))(*members)
+        h = c_void_p()
+        check(LIB.gs_comm_create_group(self._handle(), len(members), arr,
+                                       _int(tag, "create_group: tag") & 0xFFFFFFFF, byref(h)))
+        return Communicator._wrap(h.value)
+
     def async_error(self) -> Optional[Error]:
         """The sticky error of the communicator as a gradsync.Error, or None while healthy."""
         st = c_int()

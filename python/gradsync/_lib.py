@@ -206,6 +206,7 @@ SIGNATURES: Dict[str, Tuple[Any, List[Any]]] = {
     "gs_comm_size": (_I, [_P, _IP]),
     "gs_comm_split": (_I, [_P, _I, _I, _PP]),
     "gs_comm_dup": (_I, [_P, _PP]),
+    "gs_comm_create_group": (_I, [_P, _I, _IP, _U32, _PP]),
     "gs_comm_get_async_error": (_I, [_P, _IP]),
     "gs_comm_counters": (_I, [_P, POINTER(T.Counters)]),
     "gs_comm_stats": (_I, [_P, POINTER(T.CommStats)]),

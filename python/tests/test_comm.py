@@ -95,6 +95,25 @@ def test_split(comm, colors):
         assert x[0] == sum(members)
 
 
+def test_create_group(comm):
+    """Only the members call: the evens make a group while the odd ranks go on; a bad list
+    is refused before anything is sent."""
+    me, n = comm.rank, comm.size
+    evens = list(range(0, n, 2))
+    if me % 2 == 0:
+        with comm.create_group(evens, tag=7) as sub:
+            assert (sub.rank, sub.size) == (evens.index(me), len(evens))
+            x = array.array("i", [me])
+            sub.allreduce(x)
+            assert x[0] == sum(evens)
+    if n > 1:
+        with pytest.raises(gradsync.InvalidArgument, match="increase strictly"):
+            comm.create_group([me, me])
+    x = array.array("i", [1])
+    comm.allreduce(x)
+    assert x[0] == n
+
+
 def test_counters_and_stats(comm):
     comm.allreduce(array.array("f", [1.0] * 1024))
     c = comm.counters()

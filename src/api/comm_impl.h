@@ -68,6 +68,36 @@ void gs__comm_free(gs_comm_t comm);
 gs_status_t gs__comm_transport_init(gs_comm_t comm);
 gs_status_t gs__comm_start(gs_comm_t comm, char (*addrs)[GS_SOCK_ADDR_MAX], const uint64_t *hosts);
 
+/* Children made by some of the parent's ranks only (comm_members.c): what
+ * gs_comm_shrink and gs_comm_create_group share. Run on the parent's worker
+ * thread (a gs__task_t), never beside the parent's own operations. */
+typedef struct gs__members {
+    const char *fn;                  /* the public call, for errors */
+    gs_comm_t comm;                  /* the parent */
+    gs_comm_t child;                 /* cfg, rank and size set; its transport is created here */
+    const uint8_t *out;              /* parent-size flags: 1 = not a member */
+    int coord;                       /* the parent rank that gathers and hands out */
+    uint64_t tag_addr;               /* a member's endpoint, to the coordinator */
+    uint64_t tag_table;              /* the table, from the coordinator */
+    uint64_t deadline;               /* of the whole exchange */
+    char (*addrs)[GS_SOCK_ADDR_MAX]; /* out: child-size endpoints */
+    uint64_t *hosts;                 /* out: child-size host ids */
+} gs__members_t;
+
+/* Wait for n requests (NULL ones skipped) until all finished or @p
+ * deadline, each with its own outcome: st[i] (GS_ERR_TIMEOUT when it did
+ * not finish) and nbytes[i]; releases every request. GS_ERR_ABORTED when the
+ * transport was aborted, else GS_OK. */
+gs_status_t gs__comm_wait_each(gs_comm_t comm, const char *fn, gs__algo_req_t *reqs, size_t *nbytes,
+                               gs_status_t *st, int n, uint64_t deadline);
+
+/* Create the child's transport and exchange endpoints among the members:
+ * the coordinator gathers them in new-rank (parent-rank) order and hands
+ * the table out. reqs, nbytes and st have parent-size entries. Fills
+ * m->addrs and m->hosts; returns GS_OK or why a member has none. */
+gs_status_t gs__comm_members_exchange(const gs__members_t *m, gs__algo_req_t *reqs, size_t *nbytes,
+                                      gs_status_t *st);
+
 #ifdef GS_WITH_CUDA
 /* Before a call with device buffers runs (comm_cuda.c): the device context
  * of @p comm is set up (collective, on the first such call) and the call's

@@ -37,7 +37,6 @@
 #define SHRINK_FINAL_MAGIC 0x46525347u /* "GSRF" */
 #define SHRINK_HDR_LEN 8u
 #define SHRINK_ID_SALT 0x736872696e6bull /* "shrink" */
-#define SHRINK_POLL_NS 50000000ull
 
 /* Phases in tag bits 32..33; epoch and coordinator in the low 32 bits. */
 enum { PH_VIEW = 0, PH_FINAL = 1, PH_ADDR = 2, PH_TABLE = 3 };
@@ -93,66 +92,6 @@ static gs_status_t view_check(const uint8_t *buf, size_t nbytes, uint32_t magic,
     return GS_OK;
 }
 
-/*
- * Wait for n requests (entries with no request skipped) until all finished
- * or the deadline. Posting, testing and releasing are the algorithm
- * context's (gs__algo_isend/_irecv, gs__algo_check_len, which releases a
- * finished request, and gs__algo_release_all); the wait is not
- * gs__algo_wait_all's, whose first failure ends it and whose deadline is
- * renewed by each completion: the agreement needs every request's own
- * outcome by one fixed deadline, over a transport that may be down. Fills
- * st[i] with each one's status (GS_ERR_TIMEOUT when it did not finish) and
- * nbytes[i] with what a finished one carried; releases every request.
- * Returns GS_ERR_ABORTED when the transport was aborted, else GS_OK.
- */
-static gs_status_t wait_all(gs_comm_t comm, gs__algo_req_t *reqs, size_t *nbytes, gs_status_t *st,
-                            int n, uint64_t deadline)
-{
-    gs_status_t status = GS_OK;
-
-    for (int i = 0; i < n; i++) {
-        st[i] = GS_INPROGRESS;
-        nbytes[i] = 0;
-    }
-    for (;;) {
-        int pending = 0;
-        uint64_t now;
-
-        for (int i = 0; i < n; i++) {
-            int done = 0;
-
-            if (reqs[i].req == NULL) {
-                continue;
-            }
-            st[i] = gs__algo_check_len(&comm->actx, &reqs[i], &done, &nbytes[i]);
-            if (!done) {
-                st[i] = GS_INPROGRESS;
-                pending++;
-            }
-        }
-        if (pending == 0) {
-            break;
-        }
-        now = gs__now_ns();
-        if (now >= deadline) {
-            for (int i = 0; i < n; i++) {
-                if (reqs[i].req != NULL) {
-                    st[i] = GS_ERR_TIMEOUT;
-                }
-            }
-            break;
-        }
-        if (gs__tp_progress(&comm->tr,
-                            (deadline - now > SHRINK_POLL_NS) ? now + SHRINK_POLL_NS : deadline) ==
-            GS_ERR_ABORTED) {
-            status = gs__error_set(GS_ERR_ABORTED, "gs_comm_shrink: the communicator was aborted");
-            break;
-        }
-    }
-    gs__algo_release_all(&comm->actx, reqs, (size_t)n);
-    return status;
-}
-
 static void note_local_failures(gs_comm_t comm, uint8_t *dead)
 {
     for (int p = 0; p < comm->size; p++) {
@@ -184,7 +123,7 @@ static gs_status_t agree_coordinate(shrink_task_t *s, gs__algo_req_t *reqs, size
     }
     /* Half the time: the members, who wait the whole of it for the final
      * set, then still get it when a rank never answers. */
-    status = wait_all(comm, reqs, nbytes, st, n, s->collect);
+    status = gs__comm_wait_each(comm, "gs_comm_shrink", reqs, nbytes, st, n, s->collect);
     if (status != GS_OK) {
         return status;
     }
@@ -218,7 +157,7 @@ static gs_status_t agree_coordinate(shrink_task_t *s, gs__algo_req_t *reqs, size
                                  len, &reqs[p]);
         }
     }
-    return wait_all(comm, reqs, nbytes, st, n, s->deadline);
+    return gs__comm_wait_each(comm, "gs_comm_shrink", reqs, nbytes, st, n, s->deadline);
 }
 
 /* A member's side: send our view to the coordinator, wait for the final set. */
@@ -242,7 +181,7 @@ static gs_status_t agree_member(shrink_task_t *s, int coord, int *retry_out)
                                 len, &reqs[1]);
     }
     if (status == GS_OK) {
-        status = wait_all(comm, reqs, nbytes, st, 2, s->deadline);
+        status = gs__comm_wait_each(comm, "gs_comm_shrink", reqs, nbytes, st, 2, s->deadline);
     } else {
         gs__algo_release_all(&comm->actx, reqs, 2);
     }
@@ -277,112 +216,24 @@ static gs_status_t agree_member(shrink_task_t *s, int coord, int *retry_out)
     return GS_OK;
 }
 
-/* Phase 2: create the child's transport and exchange endpoints. */
+/* Phase 2: create the child's transport and exchange endpoints among the
+ * survivors (comm_members.c). */
 static gs_status_t exchange_endpoints(shrink_task_t *s, gs__algo_req_t *reqs, size_t *nbytes,
                                       gs_status_t *st)
 {
-    gs_comm_t comm = s->comm;
-    gs_comm_t child = s->child;
-    const int n = comm->size;
-    const uint64_t tag_addr = shrink_tag(PH_ADDR, s->epoch, s->coord);
-    const uint64_t tag_table = shrink_tag(PH_TABLE, s->epoch, s->coord);
-    const size_t table_len = (size_t)child->size * GS_SOCK_ADDR_MAX;
-    char my_addr[GS_SOCK_ADDR_MAX];
-    gs_status_t local;
-    gs_status_t status;
-    int i = 0;
+    gs__members_t m;
 
-    memset(my_addr, 0, sizeof(my_addr));
-    local = gs__comm_transport_init(child);
-    if (local == GS_OK) {
-        local = gs__tp_get_address(&child->tr, my_addr, sizeof(my_addr));
-    }
-    if (local != GS_OK) {
-        my_addr[0] = '\0'; /* the others fail fast instead of at their deadline */
-    }
-    for (int p = 0; p < n; p++) {
-        reqs[p].req = NULL;
-    }
-    if (comm->rank == s->coord) {
-        /* Gather every member's endpoint in new-rank order, then hand out. */
-        for (int p = 0; p < n; p++) {
-            if (s->dead[p]) {
-                continue;
-            }
-            if (p == comm->rank) {
-                memcpy(s->addrs[i], my_addr, GS_SOCK_ADDR_MAX);
-            } else {
-                status = gs__algo_irecv(&comm->actx, p, tag_addr, s->addrs[i], GS_SOCK_ADDR_MAX,
-                                        &reqs[p]);
-                if (status != GS_OK) {
-                    gs__algo_release_all(&comm->actx, reqs, (size_t)n);
-                    return status;
-                }
-            }
-            i++;
-        }
-        status = wait_all(comm, reqs, nbytes, st, n, s->deadline);
-        if (status != GS_OK) {
-            return status;
-        }
-        i = 0;
-        for (int p = 0; p < n; p++) {
-            if (s->dead[p]) {
-                continue;
-            }
-            if ((p != comm->rank) && ((st[p] != GS_OK) || (nbytes[p] != GS_SOCK_ADDR_MAX))) {
-                s->addrs[i][0] = '\0';
-            }
-            s->addrs[i][GS_SOCK_ADDR_MAX - 1] = '\0';
-            i++;
-        }
-        for (int p = 0; p < n; p++) {
-            if (!s->dead[p] && (p != comm->rank)) {
-                (void)gs__algo_isend(&comm->actx, p, tag_table, s->addrs, table_len, &reqs[p]);
-            }
-        }
-        status = wait_all(comm, reqs, nbytes, st, n, s->deadline);
-    } else {
-        status = gs__algo_irecv(&comm->actx, s->coord, tag_table, s->addrs, table_len, &reqs[0]);
-        if (status == GS_OK) {
-            status = gs__algo_isend(&comm->actx, s->coord, tag_addr, my_addr, GS_SOCK_ADDR_MAX,
-                                    &reqs[1]);
-        }
-        if (status == GS_OK) {
-            status = wait_all(comm, reqs, nbytes, st, 2, s->deadline);
-        } else {
-            gs__algo_release_all(&comm->actx, reqs, 2);
-        }
-        if ((status == GS_OK) && ((st[0] != GS_OK) || (nbytes[0] != table_len))) {
-            status = gs__error_set((st[0] == GS_ERR_TIMEOUT) ? GS_ERR_TIMEOUT : GS_ERR_PEER_FAILED,
-                                   "gs_comm_shrink: rank %d: no endpoint table from coordinator "
-                                   "rank %d (%s)",
-                                   comm->rank, s->coord, gs_status_name(st[0]));
-        }
-    }
-    if (status != GS_OK) {
-        return status;
-    }
-    if (local != GS_OK) {
-        return gs__error_set(local, "gs_comm_shrink: rank %d could not create its endpoint",
-                             comm->rank);
-    }
-    i = 0;
-    for (int p = 0; p < n; p++) {
-        if (s->dead[p]) {
-            continue;
-        }
-        s->addrs[i][GS_SOCK_ADDR_MAX - 1] = '\0';
-        if (s->addrs[i][0] == '\0') {
-            return gs__error_set(GS_ERR_PEER_FAILED,
-                                 "gs_comm_shrink: rank %d (new rank %d) gave no endpoint for the "
-                                 "shrunk communicator",
-                                 p, i);
-        }
-        s->hosts[i] = (comm->actx.hosts.ids != NULL) ? comm->actx.hosts.ids[p] : (uint64_t)p + 1;
-        i++;
-    }
-    return GS_OK;
+    m.fn = "gs_comm_shrink";
+    m.comm = s->comm;
+    m.child = s->child;
+    m.out = s->dead;
+    m.coord = s->coord;
+    m.tag_addr = shrink_tag(PH_ADDR, s->epoch, s->coord);
+    m.tag_table = shrink_tag(PH_TABLE, s->epoch, s->coord);
+    m.deadline = s->deadline;
+    m.addrs = s->addrs;
+    m.hosts = s->hosts;
+    return gs__comm_members_exchange(&m, reqs, nbytes, st);
 }
 
 /* Runs on the worker thread (or inline): phases 1 and 2. */

@@ -51,6 +51,10 @@
  * recovery receives; only a failure of the very peer named fails them. */
 #define GS_TP_TAG_RECOVERY 0x8000800000000000ull
 
+/* Group-creation tags (gs_comm_create_group): the P2P bit and bit 46,
+ * which user tags (32 bits) never have; the caller's tag in the low bits. */
+#define GS_TP_TAG_GROUP 0x8000400000000000ull
+
 static inline int gs__tp_tag_is_recovery(uint64_t tag)
 {
     return (tag & GS_TP_TAG_RECOVERY) == GS_TP_TAG_RECOVERY;

@@ -1293,6 +1293,109 @@ static void check_split(struct tctx *t, const char *label, gs_comm_t sub, int wa
     check_members(t, label, sub, expect, n);
 }
 
+/*
+ * gs_comm_create_group: only the members call. The even ranks make a group
+ * while the odd ones go straight on; then every rank makes its row and its
+ * column of a 2 x ceil(w/2) grid (a 2-D DeviceMesh's groups, overlapping,
+ * each with its own tag), and a group of itself alone. Bad lists fail with
+ * GS_ERR_INVALID_ARG and send nothing: the parent's next collective works.
+ */
+static void run_create_group(struct tctx *t)
+{
+    int w = t->world, me = t->rank;
+    int *ranks = xmalloc((size_t)w * sizeof(int));
+    int32_t *expect = xmalloc((size_t)w * sizeof(int32_t));
+    gs_comm_t sub;
+    int n;
+
+    if (me % 2 == 0) {
+        n = 0;
+        for (int r = 0; r < w; r += 2) {
+            ranks[n] = r;
+            expect[n++] = r;
+        }
+        sub = GS_COMM_NULL;
+        if (call_ok(t, "create_group evens", "gs_comm_create_group",
+                    gs_comm_create_group(t->comm, n, ranks, 1, &sub))) {
+            check_split(t, "create_group evens", sub, me / 2, expect, n);
+            call_ok(t, "create_group evens", "gs_comm_destroy", gs_comm_destroy(sub));
+        }
+    }
+    if (t->dead)
+        goto out;
+    /* Rows (r / 2 equal, tag 2) and columns (r % 2 equal, tag 3), in that order. */
+    for (int dim = 0; dim < 2 && !t->dead; dim++) {
+        const char *label = dim == 0 ? "create_group row" : "create_group column";
+        int myidx = -1;
+
+        n = 0;
+        for (int r = 0; r < w; r++) {
+            if (dim == 0 ? (r / 2 == me / 2) : (r % 2 == me % 2)) {
+                if (r == me)
+                    myidx = n;
+                ranks[n] = r;
+                expect[n++] = r;
+            }
+        }
+        if (call_ok(t, label, "gs_comm_create_group",
+                    gs_comm_create_group(t->comm, n, ranks, 2u + (uint32_t)dim, &sub))) {
+            check_split(t, label, sub, myidx, expect, n);
+            call_ok(t, label, "gs_comm_destroy", gs_comm_destroy(sub));
+        }
+    }
+    if (t->dead)
+        goto out;
+    ranks[0] = me;
+    expect[0] = me;
+    if (call_ok(t, "create_group self", "gs_comm_create_group",
+                gs_comm_create_group(t->comm, 1, ranks, 4, &sub))) {
+        check_split(t, "create_group self", sub, 0, expect, 1);
+        call_ok(t, "create_group self", "gs_comm_destroy", gs_comm_destroy(sub));
+    }
+    if (w >= 2) {
+        /* Unsorted, repeated, without this rank, out of range, empty. */
+        static const char *const what[] = {"unsorted", "repeated", "without me", "out of range",
+                                           "empty"};
+        int bad = 0;
+
+        for (int c = 0; c < 5; c++) {
+            int nr = 2;
+            gs_status_t st;
+
+            sub = (gs_comm_t)&sub;
+            ranks[0] = me;
+            ranks[1] = me; /* repeated */
+            if (c == 0) {  /* decreasing, with this rank */
+                ranks[0] = me == 0 ? 1 : me;
+                ranks[1] = me == 0 ? 0 : me - 1;
+            } else if (c == 2) {
+                ranks[0] = (me + 1) % w;
+                nr = 1;
+            } else if (c == 3) {
+                ranks[1] = w;
+            } else if (c == 4) {
+                nr = 0;
+            }
+            st = gs_comm_create_group(t->comm, nr, ranks, 5, &sub);
+            if (st != GS_ERR_INVALID_ARG || sub != (gs_comm_t)&sub) {
+                case_fail(t, "create_group bad list", "%s list: %s (%s), newcomm %s", what[c],
+                          gs_status_name(st), gs_last_error(),
+                          sub == (gs_comm_t)&sub ? "untouched" : "written");
+                bad = 1;
+            }
+        }
+        if (!bad)
+            case_pass(t, "create_group bad list");
+        /* Nothing was sent: the parent's next collective still matches up. */
+        for (int i = 0; i < w; i++)
+            expect[i] = i;
+        check_members(t, "create_group bad list then allgather", t->comm, expect, w);
+    }
+out:
+    free(ranks);
+    free(expect);
+}
+
 static void run_split(struct tctx *t)
 {
     int w = t->world, me = t->rank;
@@ -1364,6 +1467,9 @@ static void run_split(struct tctx *t)
         }
         call_ok(t, "split nested", "gs_comm_destroy", gs_comm_destroy(half));
     }
+    if (t->dead)
+        goto out;
+    run_create_group(t);
 out:
     free(expect);
 }
