@@ -927,6 +927,20 @@ GS_API gs_status_t gs_ibroadcast_ex(gs_comm_t comm, void *buf, size_t count, gs_
 GS_API gs_status_t gs_ireduce_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
                                  gs_dtype_t dtype, gs_op_t op, int root, const gs_coll_opts_t *opts,
                                  gs_request_t *req_out);
+/** @brief Non-blocking gs_gather_ex() (options: algorithm, stream, flags). */
+GS_API gs_status_t gs_igather_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                                 gs_dtype_t dtype, int root, const gs_coll_opts_t *opts,
+                                 gs_request_t *req_out);
+/** @brief Non-blocking gs_scatter_ex() (options: algorithm, stream, flags). */
+GS_API gs_status_t gs_iscatter_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                                  gs_dtype_t dtype, int root, const gs_coll_opts_t *opts,
+                                  gs_request_t *req_out);
+/** @brief Non-blocking gs_alltoallv_ex(); the count and displacement arrays are copied. */
+GS_API gs_status_t gs_ialltoallv_ex(gs_comm_t comm, const void *sendbuf, size_t sendbuf_count,
+                                    const size_t *sendcounts, const size_t *sdispls, void *recvbuf,
+                                    size_t recvbuf_count, const size_t *recvcounts,
+                                    const size_t *rdispls, gs_dtype_t dtype,
+                                    const gs_coll_opts_t *opts, gs_request_t *req_out);
 /** @brief Non-blocking gs_allgather_ex(). */
 GS_API gs_status_t gs_iallgather_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf,
                                     size_t count, gs_dtype_t dtype, const gs_coll_opts_t *opts,

@@ -276,10 +276,10 @@ _forms("reduce_scatter", [_P, _P, _P, _Z, _I, _I])
 _forms("alltoall", [_P, _P, _P, _Z, _I])
 _forms("send", [_P, _P, _Z, _I, _I, _U32])
 _forms("recv", [_P, _P, _Z, _I, _I, _U32])
-_forms("gather", [_P, _P, _P, _Z, _I, _I], nonblocking_ex=False)
-_forms("scatter", [_P, _P, _P, _Z, _I, _I], nonblocking_ex=False)
+_forms("gather", [_P, _P, _P, _Z, _I, _I])
+_forms("scatter", [_P, _P, _P, _Z, _I, _I])
 _forms("allgatherv", [_P, _P, _Z, _P, _Z, _ZP, _ZP, _I], nonblocking_ex=False)
-_forms("alltoallv", [_P, _P, _Z, _ZP, _ZP, _P, _Z, _ZP, _ZP, _I], nonblocking_ex=False)
+_forms("alltoallv", [_P, _P, _Z, _ZP, _ZP, _P, _Z, _ZP, _ZP, _I])
 _forms("reduce_scatterv", [_P, _P, _P, _ZP, _I, _I], nonblocking_ex=False)
 
 

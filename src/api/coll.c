@@ -518,6 +518,14 @@ gs_status_t gs_igather(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_
                       root, NULL, req_out, 1);
 }
 
+gs_status_t gs_igather_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                          gs_dtype_t dtype, int root, const gs_coll_opts_t *opts,
+                          gs_request_t *req_out)
+{
+    return coll_fixed("gs_igather_ex", GS_COLL_GATHER, comm, sendbuf, recvbuf, count, dtype,
+                      GS_OP_SUM, root, opts, req_out, 1);
+}
+
 gs_status_t gs_scatter(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
                        gs_dtype_t dtype, int root)
 {
@@ -537,6 +545,14 @@ gs_status_t gs_iscatter(gs_comm_t comm, const void *sendbuf, void *recvbuf, size
 {
     return coll_fixed("gs_iscatter", GS_COLL_SCATTER, comm, sendbuf, recvbuf, count, dtype,
                       GS_OP_SUM, root, NULL, req_out, 1);
+}
+
+gs_status_t gs_iscatter_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf, size_t count,
+                           gs_dtype_t dtype, int root, const gs_coll_opts_t *opts,
+                           gs_request_t *req_out)
+{
+    return coll_fixed("gs_iscatter_ex", GS_COLL_SCATTER, comm, sendbuf, recvbuf, count, dtype,
+                      GS_OP_SUM, root, opts, req_out, 1);
 }
 
 gs_status_t gs_allgatherv(gs_comm_t comm, const void *sendbuf, size_t sendcount, void *recvbuf,
@@ -588,6 +604,15 @@ gs_status_t gs_ialltoallv(gs_comm_t comm, const void *sendbuf, size_t sendbuf_co
 {
     return coll_alltoallv("gs_ialltoallv", comm, sendbuf, sendbuf_count, sendcounts, sdispls,
                           recvbuf, recvbuf_count, recvcounts, rdispls, dtype, NULL, req_out, 1);
+}
+
+gs_status_t gs_ialltoallv_ex(gs_comm_t comm, const void *sendbuf, size_t sendbuf_count,
+                             const size_t *sendcounts, const size_t *sdispls, void *recvbuf,
+                             size_t recvbuf_count, const size_t *recvcounts, const size_t *rdispls,
+                             gs_dtype_t dtype, const gs_coll_opts_t *opts, gs_request_t *req_out)
+{
+    return coll_alltoallv("gs_ialltoallv_ex", comm, sendbuf, sendbuf_count, sendcounts, sdispls,
+                          recvbuf, recvbuf_count, recvcounts, rdispls, dtype, opts, req_out, 1);
 }
 
 gs_status_t gs_reduce_scatterv(gs_comm_t comm, const void *sendbuf, void *recvbuf,

@@ -836,8 +836,14 @@ static void case_rooted(struct tctx *t, enum coll c, gs_dtype_t dt, size_t count
     gs_status_t st;
     if (is_nb(v)) {
         gs_request_t req = GS_REQUEST_NULL;
-        st = gather ? gs_igather(t->comm, sarg, rarg, count, dt, root, &req)
-                    : gs_iscatter(t->comm, sarg, rarg, count, dt, root, &req);
+        gs_coll_opts_t o = ex_opts();
+        /* The _ex forms every other call (the same semantics with options). */
+        if (seq % 2 == 0)
+            st = gather ? gs_igather(t->comm, sarg, rarg, count, dt, root, &req)
+                        : gs_iscatter(t->comm, sarg, rarg, count, dt, root, &req);
+        else
+            st = gather ? gs_igather_ex(t->comm, sarg, rarg, count, dt, root, &o, &req)
+                        : gs_iscatter_ex(t->comm, sarg, rarg, count, dt, root, &o, &req);
         if (st == GS_OK)
             st = nb_finish(t, label, &req);
     } else if (use_ex(v)) {
@@ -964,7 +970,11 @@ static void case_alltoallv(struct tctx *t, gs_dtype_t dt, size_t count, enum var
     if (is_nb(v)) {
         gs_request_t req = GS_REQUEST_NULL;
         size_t *a = vdup(sc, n), *b = vdup(sd, n), *c = vdup(rc, n), *d = vdup(rd, n);
-        st = gs_ialltoallv(t->comm, send, scap, a, b, recv, rcap, c, d, dt, &req);
+        gs_coll_opts_t o = ex_opts();
+        if (seed % 2 == 0)
+            st = gs_ialltoallv(t->comm, send, scap, a, b, recv, rcap, c, d, dt, &req);
+        else
+            st = gs_ialltoallv_ex(t->comm, send, scap, a, b, recv, rcap, c, d, dt, &o, &req);
         vtrash(a, n);
         vtrash(b, n);
         vtrash(c, n);
