@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The "gradsync" torch.distributed backend.
+"""The "gradsync" torch.distributed backend: for torch 2.x the C++ c10d::Backend of
+_c10d.py (csrc/backend.cpp); for torch 1.13 (Debian's) this module's Python process group.
 
 ``import gradsync.torch.backend`` (or ``gradsync.torch.register_backend()``)
 registers it; then ``torch.distributed.init_process_group("gradsync", ...)``
@@ -32,7 +33,6 @@ from __future__ import annotations
 
 import datetime
 import os
-import socket
 import threading
 import warnings
 import weakref
@@ -46,6 +46,10 @@ from gradsync import Op
 from gradsync._types import GS_ERR_MISMATCH
 
 from ._comm import Comm, Job, call, dtype_of, error, invalid
+from ._rendezvous import agree_address, free_port
+
+#: torch 2.x: the C++ c10d backend (_c10d.py) is registered instead of this module's class.
+TORCH_2 = int(torch.__version__.split(".")[0]) >= 2
 
 BACKEND_NAME = "gradsync"
 _RENDEZVOUS_KEY = "gradsync/rendezvous"
@@ -480,27 +484,11 @@ def _displs(counts: List[int]) -> List[int]:
 
 
 def _free_port(addr: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        s.bind((addr, 0))
-        return s.getsockname()[1]
+    return free_port(addr)
 
 
 def _agree_address(store: dist.Store, rank: int, timeout: Any) -> Tuple[str, int]:
-    """Rank 0 picks a free port on its rendezvous address and publishes "addr:port" in the
-    group's (prefixed) store; the other ranks read it. GS_MASTER_ADDR, else MASTER_ADDR,
-    else 127.0.0.1 names rank 0's host."""
-    if rank == 0:
-        addr = os.environ.get("GS_MASTER_ADDR") or os.environ.get("MASTER_ADDR") or "127.0.0.1"
-        try:
-            bind_addr = socket.gethostbyname(addr)
-        except OSError:
-            bind_addr = ""
-        port = _free_port(bind_addr)
-        store.set(_RENDEZVOUS_KEY, "%s:%d" % (addr, port))
-    value = store.get(_RENDEZVOUS_KEY).decode()
-    addr, _, port = value.rpartition(":")
-    return addr, int(port)
+    return agree_address(store, rank)
 
 
 def _create(store: dist.Store, rank: int, size: int, timeout: Any) -> ProcessGroupGradsync:
@@ -508,8 +496,12 @@ def _create(store: dist.Store, rank: int, size: int, timeout: Any) -> ProcessGro
 
 
 def register_backend() -> None:
-    """Register "gradsync" with torch.distributed (idempotent)."""
-    if BACKEND_NAME.upper() not in dist.Backend._plugins:
+    """Register "gradsync" with torch.distributed (idempotent): torch 2.x gets the C++
+    backend (_c10d.py), torch 1.13 this Python process group."""
+    if TORCH_2:
+        from ._c10d import register_backend as register_c10d
+        register_c10d()
+    elif BACKEND_NAME.upper() not in dist.Backend._plugins:
         dist.Backend.register_backend(BACKEND_NAME, _create)
 
 

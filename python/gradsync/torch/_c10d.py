@@ -1,0 +1,103 @@
+# SPDX-License-Identifier: Apache-2.0
+"""torch 2.x: the "gradsync" backend as a C++ c10d::Backend (csrc/backend.cpp, the
+extension gradsync.torch._C), registered for the devices "cpu" and "cuda" with torch's
+extended API, so that ``init_process_group("gradsync")`` and
+``init_process_group("cpu:gloo,cuda:gradsync")`` work, and every group after the default
+one is made from the default group's communicator by its members alone
+(gs_comm_create_group): no second rendezvous, and non-members never call.
+
+The extension is looked for in GRADSYNC_TORCH_EXTENSION (a path; the build tree's tests
+set it), then beside this file (``pip install --no-build-isolation ./python`` builds it
+there when torch 2.x is installed). Without it, init_process_group("gradsync") fails with
+a sentence that says how to build it (docs/python.md, "PyTorch").
+"""
+from __future__ import annotations
+
+import datetime
+import glob
+import importlib.util
+import os
+import zlib
+from typing import Any, Optional
+
+import torch
+import torch.distributed as dist
+
+import gradsync
+from gradsync import _lib  # noqa: F401 - libgradsync is loaded before the extension links it
+
+from ._rendezvous import agree_address
+
+BACKEND_NAME = "gradsync"
+_ext: Any = None
+
+
+def extension() -> Any:
+    """The loaded gradsync.torch._C module; raises RuntimeError naming where it looked."""
+    global _ext
+    if _ext is not None:
+        return _ext
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = os.environ.get("GRADSYNC_TORCH_EXTENSION")
+    paths = [env] if env else sorted(glob.glob(os.path.join(here, "_C*.so")))
+    if not paths or not os.path.isfile(paths[0]):
+        raise RuntimeError(
+            "gradsync backend: the C++ extension for torch %s is not built (looked in %s). "
+            "Build it with `pip install --no-build-isolation ./python` in this environment "
+            "(torch must be installed first), or `cmake -DGS_WITH_TORCH=ON "
+            "-DGS_TORCH_PYTHON=%s`; docs/python.md, \"PyTorch\""
+            % (torch.__version__, env or here, os.path.realpath(os.sys.executable)))
+    spec = importlib.util.spec_from_file_location("gradsync.torch._C", paths[0])
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    _ext = mod
+    return mod
+
+
+def _timeout_ms(timeout: Any) -> int:
+    """GS_TIMEOUT_MS wins (0: leave it to gradsync); else the group's timeout."""
+    if "GS_TIMEOUT_MS" in os.environ:
+        return 0
+    if isinstance(timeout, datetime.timedelta):
+        return int(min(timeout.total_seconds() * 1000, 2**31 - 1))
+    return 0
+
+
+def _default_backend(ext: Any) -> Optional[Any]:
+    """The default group's gradsync backend (either device's), or None."""
+    if not dist.is_initialized():
+        return None
+    pg = dist.distributed_c10d._get_default_group()
+    for dev in ("cpu", "cuda"):
+        try:
+            b = pg._get_backend(torch.device(dev))
+        except Exception:  # noqa: BLE001 - no backend for that device
+            continue
+        if ext.is_gradsync(b):
+            return b
+    return None
+
+
+def _create(opts: Any, backend_options: Any) -> Any:
+    ext = extension()
+    timeout_ms = _timeout_ms(opts.timeout)
+    ranks = [int(r) for r in opts.global_ranks_in_group]
+    parent = _default_backend(ext) if ranks else None
+    if parent is not None and ranks == sorted(set(ranks)):
+        # The members alone, over the default group's connections; the group's name
+        # (the same on every member) tells concurrent creations apart.
+        tag = zlib.crc32(str(opts.group_id).encode())
+        return ext.create_group(parent, ranks, tag, timeout_ms)
+    addr, port = agree_address(opts.store, opts.group_rank)
+    return ext.create_backend(opts.group_rank, opts.group_size, addr, port, timeout_ms,
+                              "torch-%s-%d" % (addr, port))
+
+
+def register_backend() -> None:
+    """Register "gradsync" for cpu and cuda with torch 2.x (idempotent)."""
+    if BACKEND_NAME.upper() not in dist.Backend._plugins:
+        dist.Backend.register_backend(BACKEND_NAME, _create, extended_api=True,
+                                      devices=["cpu", "cuda"])
+
+
+__all__ = ["register_backend", "extension", "BACKEND_NAME", "gradsync"]
