@@ -207,6 +207,17 @@ static void r_comm_dup(void)
     BAD(gs_comm_dup(C, NULL));
     TRUE_(n == (gs_comm_t)&n);
 }
+static void r_comm_create_group(void)
+{
+    gs_comm_t n = (gs_comm_t)&n;
+    int me = 0, other = 1;
+    BAD(gs_comm_create_group(NULL, 1, &me, 0, &n));
+    BAD(gs_comm_create_group(C, 1, NULL, 0, &n));
+    BAD(gs_comm_create_group(C, 1, &me, 0, NULL));
+    BAD(gs_comm_create_group(C, 0, &me, 0, &n));
+    BAD(gs_comm_create_group(C, 1, &other, 0, &n)); /* out of range (or without this rank) */
+    TRUE_(n == (gs_comm_t)&n);
+}
 static void r_comm_get_async_error(void)
 {
     gs_status_t e;
@@ -328,6 +339,16 @@ static void r_iscatter(void)
     BAD(gs_iscatter(NULL, A, B, 4, GS_DTYPE_F32, 0, &R));
     BAD(gs_iscatter(C, A, B, 4, GS_DTYPE_F32, 9, &R));
 }
+static void r_igather_ex(void)
+{
+    BAD(gs_igather_ex(NULL, A, B, 4, GS_DTYPE_F32, 0, NULL, &R));
+    BAD(gs_igather_ex(C, A, B, 4, GS_DTYPE_F32, 0, NULL, NULL));
+}
+static void r_iscatter_ex(void)
+{
+    BAD(gs_iscatter_ex(NULL, A, B, 4, GS_DTYPE_F32, 0, NULL, &R));
+    BAD(gs_iscatter_ex(C, A, B, 4, GS_DTYPE_F32, 9, NULL, &R));
+}
 static void r_iallgatherv(void)
 {
     BAD(gs_iallgatherv(NULL, A, 4, B, 64, CNT, NULL, GS_DTYPE_F32, &R));
@@ -337,6 +358,11 @@ static void r_ialltoallv(void)
 {
     BAD(gs_ialltoallv(NULL, A, 64, CNT, NULL, B, 64, CNT, NULL, GS_DTYPE_F32, &R));
     BAD(gs_ialltoallv(C, A, 64, CNT, NULL, B, 64, CNT, NULL, GS_DTYPE_F32, NULL));
+}
+static void r_ialltoallv_ex(void)
+{
+    BAD(gs_ialltoallv_ex(NULL, A, 64, CNT, NULL, B, 64, CNT, NULL, GS_DTYPE_F32, NULL, &R));
+    BAD(gs_ialltoallv_ex(C, A, 64, CNT, NULL, B, 64, CNT, NULL, GS_DTYPE_F32, NULL, NULL));
 }
 static void r_ireduce_scatterv(void)
 {
@@ -845,6 +871,7 @@ static const row_t ROWS[] = {
     {"gs_comm_size", r_comm_size, NULL},
     {"gs_comm_split", r_comm_split, NULL},
     {"gs_comm_dup", r_comm_dup, NULL},
+    {"gs_comm_create_group", r_comm_create_group, NULL},
     {"gs_comm_get_async_error", r_comm_get_async_error, NULL},
     {"gs_comm_counters", r_comm_counters, NULL},
     {"gs_comm_stats", r_comm_stats, NULL},
@@ -865,8 +892,11 @@ static const row_t ROWS[] = {
     {"gs_reduce_scatterv", r_reduce_scatterv, NULL},
     {"gs_igather", r_igather, NULL},
     {"gs_iscatter", r_iscatter, NULL},
+    {"gs_igather_ex", r_igather_ex, NULL},
+    {"gs_iscatter_ex", r_iscatter_ex, NULL},
     {"gs_iallgatherv", r_iallgatherv, NULL},
     {"gs_ialltoallv", r_ialltoallv, NULL},
+    {"gs_ialltoallv_ex", r_ialltoallv_ex, NULL},
     {"gs_ireduce_scatterv", r_ireduce_scatterv, NULL},
     {"gs_allreduce_ex", r_allreduce_ex, NULL},
     {"gs_broadcast_ex", r_broadcast_ex, NULL},

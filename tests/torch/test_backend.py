@@ -16,6 +16,8 @@ dist = pytest.importorskip("torch.distributed")
 from dist_harness import run_ranks  # noqa: E402
 
 R = dist.ReduceOp
+#: torch 2.x runs the C++ backend (gradsync/torch/_c10d.py), torch 1.13 the Python one.
+TORCH_2 = int(torch.__version__.split(".")[0]) >= 2
 
 
 def _expect(cond, what):
@@ -69,18 +71,26 @@ def case_unsupported_op(rank, size):
     t = torch.ones(4)
     premul = dist._make_nccl_premul_sum(2.0) if hasattr(dist, "_make_nccl_premul_sum") \
         else R.PREMUL_SUM
-    try:
+    if TORCH_2:
+        # The C++ backend (torch 2.x) has PREMUL_SUM: each rank's tensor times 2, summed.
         dist.all_reduce(t, op=premul)
-    except (ValueError, RuntimeError) as exc:
-        _expect("unsupported reduce op" in str(exc), "message: %s" % exc)
+        _expect(torch.all(t == 2.0 * size), "PREMUL_SUM gave %s" % t)
+        t.fill_(1.0)
     else:
-        raise AssertionError("PREMUL_SUM was accepted")
+        try:
+            dist.all_reduce(t, op=premul)
+        except (ValueError, RuntimeError) as exc:
+            _expect("unsupported reduce op" in str(exc), "message: %s" % exc)
+        else:
+            raise AssertionError("PREMUL_SUM was accepted")
+    bad = torch.ones(2, dtype=torch.int16)
     try:
-        dist.all_reduce(torch.ones(2, dtype=torch.int16))
+        dist.all_reduce(bad)
     except (ValueError, RuntimeError) as exc:
-        _expect("not supported" in str(exc), "message: %s" % exc)
+        _expect("not supported" in str(exc) or "cannot reduce" in str(exc), "message: %s" % exc)
     else:
         raise AssertionError("int16 was accepted")
+    _expect(torch.all(bad == 1), "a refused tensor was written")
     dist.all_reduce(t)  # the communicator is still usable
     _expect(torch.all(t == size), "after refusal")
 
@@ -265,6 +275,15 @@ def case_works_released(rank, size):
         while not w.is_completed():
             pass
     _expect(torch.all(t == size - 1), "values %s" % t[:2])
+    if TORCH_2:
+        # The C++ backend's Works are reference-counted: ones nobody waits for are finished
+        # and released when dropped, and the group keeps nothing.
+        for i in range(200):
+            dist.all_reduce(torch.ones(4), async_op=True)
+        x = torch.ones(3)
+        dist.all_reduce(x)
+        _expect(torch.all(x == size), "after 200 dropped Works: %s" % x)
+        return
     _expect(len(pg._live) <= 2 * backend._PRUNE_MIN, "%d Works kept" % len(pg._live))
 
 
