@@ -11,6 +11,7 @@ Not a test module: imported by the tests in this folder.
 import datetime
 import os
 import socket
+import time
 import traceback
 
 import torch.multiprocessing as mp
@@ -27,7 +28,20 @@ def _timeout_s(default):
     return default * mult
 
 
+_RESULTS = None  # this rank's queue (in a spawned rank)
+
+
+def report_and_die(rank, value, code=9):
+    """Hand back @value as this rank's result, then exit at once (no destroy, no goodbye):
+    a rank that crashes mid-job, for the fault tests."""
+    _RESULTS.put((rank, True, value))
+    time.sleep(0.2)  # the queue's feeder thread flushes
+    os._exit(code)
+
+
 def _entry(rank, size, port, backend, fn, args, results):
+    global _RESULTS
+    _RESULTS = results
     try:
         import torch.distributed as dist
 
@@ -59,7 +73,6 @@ def run_ranks(fn, size, backend="gradsync", args=(), timeout_s=90):
     for p in procs:
         p.start()
     deadline = _timeout_s(timeout_s)
-    import time
 
     end = time.monotonic() + deadline
     got = {}
