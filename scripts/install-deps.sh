@@ -116,11 +116,17 @@ torch_venv() {
   (
     flock -w 900 9 || { echo "install-deps: $venv.lock is held past 15 min; not installing" >&2; exit 0; }
     if "$venv/bin/python" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" 2>/dev/null; then
+      # scikit-build-core: `pip install --no-build-isolation ./python` builds the torch
+      # extension there (torch2_pip_install); added to venvs made before it was listed.
+      "$venv/bin/python" -c "import scikit_build_core" 2>/dev/null ||
+        "$venv/bin/pip" install -q --disable-pip-version-check scikit-build-core </dev/null ||
+        echo "install-deps: could not install scikit-build-core into $venv" >&2
       exit 0
     fi
     echo "install-deps: torch $TORCH_VERSION from PyPI into $venv (torchrun's tests)"
     if /usr/bin/python3 -m venv --clear "$venv" &&
-       "$venv/bin/pip" install -q --disable-pip-version-check "torch==$TORCH_VERSION" numpy pytest </dev/null; then
+       "$venv/bin/pip" install -q --disable-pip-version-check "torch==$TORCH_VERSION" numpy pytest \
+         scikit-build-core </dev/null; then
       echo "install-deps: torch $TORCH_VERSION is in $venv"
     else
       echo "install-deps: could not install torch $TORCH_VERSION from PyPI into $venv;" \
