@@ -148,7 +148,16 @@ class Communicator(Resource):
         self._adopt(handle)
         return self
 
+    @classmethod
+    def _borrow(cls, handle: int) -> Communicator:
+        """A Communicator over a handle someone else owns (the torch 2.x backend's): close()
+        and collection forget the handle and never destroy it; the owner must outlive it."""
+        self = cls._wrap(handle)
+        self._borrowed = True
+        return self
+
     def _adopt(self, handle: Optional[int]) -> None:
+        self._borrowed = False
         self._h = handle
         self._children: weakref.WeakSet[Resource] = weakref.WeakSet()
         self._orphans = collections.deque()  # Requests dropped in flight (_request._Orphan)
@@ -191,6 +200,9 @@ class Communicator(Resource):
             except Exception:
                 pass
         h, self._h = self._h, None
+        if self._borrowed:
+            reap_closed(self._orphans)
+            return
         try:
             check(LIB.gs_comm_destroy(h))
         finally:

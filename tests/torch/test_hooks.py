@@ -39,7 +39,14 @@ def _grads(rank, size, codec, bucket_cap_mb, steps=1, width=64):
         want = torch.cat([q.grad.reshape(-1) for q in ref.parameters()])
         worst = max(worst, float((got - want).abs().max() / want.abs().max()))
     efs = {i: (ef.count, ef.dtype.name) for i, ef in state._ef.items()}
-    shared = state.comm is getattr(dist.distributed_c10d._get_default_group(), "comm", None)
+    pg = dist.distributed_c10d._get_default_group()
+    shared = state.comm is getattr(pg, "comm", None)
+    if int(torch.__version__.split(".")[0]) >= 2:
+        from gradsync.torch import _c10d
+        ext = _c10d.extension()
+        backend = pg._get_backend(torch.device("cpu"))
+        shared = ext.is_gradsync(backend) and state.comm is not None and \
+            state.comm.communicator._h == ext.comm_handle(backend)
     state.close()
     return worst, efs, shared
 

@@ -13,7 +13,8 @@ recreated when a bucket's size or dtype changes (DDP rebuilds its buckets
 after the first step).
 
 The hook works whatever DDP's process group is. With the "gradsync"
-backend it reuses that group's communicator; with any other (gloo) it
+backend it reuses that group's communicator (torch 2.x: borrowed from the C++
+backend, which keeps owning it); with any other (gloo) it
 creates its own gradsync communicator for the same ranks, agreeing on the
 rendezvous port through the process group itself (rank 0 picks a free
 port and broadcasts it), so no extra port or environment is needed.
@@ -72,6 +73,9 @@ class GradsyncHookState:
             group = process_group if process_group is not None else \
                 dist.distributed_c10d._get_default_group()
             comm = getattr(group, "comm", None)
+            if comm is None:
+                comm = _backend_comm(group)  # torch 2.x: borrowed from the C++ backend
+                self._owned = comm is not None  # the wrapper (its thread) is ours
             if not isinstance(comm, Comm):
                 comm = _comm_over(group, timeout_ms)
                 self._owned = True
@@ -128,6 +132,26 @@ def gradsync_allreduce_hook(state: "GradsyncHookState",
         return comm.start("allreduce", buf, op=Op.AVG, result=buf)
     ef = state.ef_for(bucket.index(), buf)
     return comm.start("allreduce", buf, op=Op.AVG, codec=state.codec, ef=ef, result=buf)
+
+
+def _backend_comm(group: Any) -> Optional[Comm]:
+    """torch 2.x: the communicator of @group's gradsync C++ backend (either device's),
+    borrowed (the group owns it), or None when the group is not gradsync's."""
+    if not hasattr(group, "_get_backend"):
+        return None
+    try:
+        from . import _c10d
+        ext = _c10d.extension()
+    except Exception:  # noqa: BLE001 - no torch 2.x extension: not a gradsync group
+        return None
+    for dev in ("cpu", "cuda"):
+        try:
+            backend = group._get_backend(torch.device(dev))
+        except Exception:  # noqa: BLE001 - no backend for that device
+            continue
+        if ext.is_gradsync(backend):
+            return Comm(gradsync.Communicator._borrow(ext.comm_handle(backend)), owned=False)
+    return None
 
 
 def _comm_over(group: Any, timeout_ms: Optional[int]) -> Comm:

@@ -1379,6 +1379,15 @@ c10::intrusive_ptr<c10d::Backend> createGroup(const c10::intrusive_ptr<c10d::Bac
     return p->createGroup(ranks, tag, std::chrono::milliseconds(timeoutMs));
 }
 
+// The gs_comm_t of a gradsync backend, as an integer (the DDP hook borrows it).
+uintptr_t commHandle(const c10::intrusive_ptr<c10d::Backend> &b)
+{
+    auto *p = dynamic_cast<Backend *>(b.get());
+    TORCH_CHECK(p != nullptr, "gradsync backend: not a gradsync backend: ", b->getBackendName());
+    TORCH_CHECK(p->comm() != nullptr, "gradsync backend: the group was shut down");
+    return reinterpret_cast<uintptr_t>(p->comm());
+}
+
 bool isGradsync(const c10::intrusive_ptr<c10d::Backend> &b)
 {
     return dynamic_cast<Backend *>(b.get()) != nullptr;
@@ -1398,6 +1407,7 @@ PYBIND11_MODULE(_C, m)
     m.def("create_group", &gradsync_torch::createGroup, py::arg("parent"), py::arg("ranks"),
           py::arg("tag"), py::arg("timeout_ms"));
     m.def("is_gradsync", &gradsync_torch::isGradsync, py::arg("backend"));
+    m.def("comm_handle", &gradsync_torch::commHandle, py::arg("backend"));
     m.def("library_version", &gradsync_torch::libraryVersion);
 #ifdef GS_TORCH_CUDA
     m.attr("cuda") = true;
