@@ -119,6 +119,13 @@ def case_dtypes(rank, size):
         else:
             want = sum(ref[1:], ref[0].clone())
         _expect(torch.equal(x, want), "all_reduce SUM %s: %s, want %s" % (dt, x, want))
+        z = t.clone()
+        work = dist.all_reduce(z, async_op=True)  # the same through a Work and its future
+        fut = work.get_future()
+        work.wait()
+        got = fut.wait()[0]  # torch hands a complex tensor to the backend as its real view
+        got = torch.view_as_complex(got) if dt.is_complex else got
+        _expect(torch.equal(z, want) and torch.equal(got, want), "async all_reduce SUM %s" % dt)
         y = t.clone()
         dist.all_reduce(y, op=R.MAX if not dt.is_complex else R.SUM)
         if not dt.is_complex:
@@ -162,6 +169,9 @@ def case_bad_input(rank, size):
     refused(lambda: dist.all_reduce(torch.ones(3, dtype=torch.int32), op=R.AVG),
             ["AVG needs a floating-point"])
     refused(lambda: dist.broadcast(t, src=size + 3), ["root", "rank", "Invalid"])
+    refused(lambda: dist.all_reduce(t, op=R.BAND), ["bitwise ops need integer"])
+    refused(lambda: dist.all_reduce(torch.ones(2, dtype=torch.complex64), op=R.MAX),
+            ["complex", "MAX"])
     _expect(torch.all(t == 1) and torch.all(i16 == 1), "a refused call wrote its tensor")
     dist.all_reduce(t)  # nothing was sent: the communicator still matches up
     _expect(torch.all(t == size), "after the refusals: %s" % t)
