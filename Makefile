@@ -46,7 +46,8 @@ help:
 	@echo "  make bench-auto    auto beside every forced all-reduce algorithm, interleaved, $(NP) ranks:"
 	@echo "                     how far the cost model's choice is from the fastest at each size"
 	@echo "  make bench-compare gradsync beside Open MPI and Gloo in one run (bench/compare/compare.sh)"
-	@echo "  make bench-torch   DDP step and all_reduce time, gloo beside the gradsync backend, $(NP) ranks"
+	@echo "  make bench-torch   torch 2.x: DDP and FSDP2 step and all_reduce time, gloo beside the"
+	@echo "                     gradsync backend, and gs-bench's, on the same $(NP) CPU ranks (~4 min)"
 	@echo "  make bench-plots   take docs/bench.md's recorded runs again (~15 min) and redraw"
 	@echo "                     docs/bench/*.png (scripts/bench-plots.sh; without --run it only redraws)"
 	@echo "  make bench-net     all-reduce across 4 lab hosts shaped to 1 Gbit/s: busbw and link efficiency (root)"
@@ -195,9 +196,16 @@ bench-net: build
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD) $(LINT_BUILD)
 
+# The torch 2.x backend (the C++ extension, built into $(BUILD)/torch-ext) beside gloo in the
+# torch virtual environment, and gs-bench on the same ranks (bench/torch/bench_torch.py).
 bench-torch: build
-	GRADSYNC_LIBRARY=$(abspath $(BUILD))/libgradsync.so PYTHONPATH=$(CURDIR)/python \
-	    /usr/bin/python3 bench/torch/bench_torch.py --nprocs $(NP)
+	bash tests/torch/run_torch2.sh build $(abspath $(BUILD))/libgradsync.so $(CURDIR) \
+	    $(abspath $(BUILD))
+	OMP_NUM_THREADS=1 GRADSYNC_LIBRARY=$(abspath $(BUILD))/libgradsync.so \
+	    PYTHONPATH=$(CURDIR)/python \
+	    GRADSYNC_TORCH_EXTENSION=$$(ls $(abspath $(BUILD))/torch-ext/_C*.so | head -n 1) \
+	    "$$(bash scripts/install-deps.sh --torch-venv-path)/bin/python" \
+	    bench/torch/bench_torch.py --build $(BUILD) --nprocs $(NP)
 
 bench-plots: build
 	bash scripts/bench-plots.sh --run $(BUILD)
