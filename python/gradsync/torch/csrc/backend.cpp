@@ -222,6 +222,20 @@ const at::Tensor &one(const std::vector<at::Tensor> &ts, const char *what)
     return ts[0];
 }
 
+// ---- synchronous ops ----------------------------------------------------
+
+// torch says per op whether the caller waits at once (opts.asyncOp false: a plain
+// dist.all_reduce). Such a CPU op runs gradsync's blocking call on the calling thread,
+// which is what a small message needs (no hand-over to gradsync's worker and back), and
+// returns a Work already complete. Set for the op's extent on its thread (ops call ops).
+thread_local bool tlsSync = false;
+
+struct SyncScope {
+    bool prev;
+    explicit SyncScope(bool asyncOp) : prev(tlsSync) { tlsSync = !asyncOp; }
+    ~SyncScope() { tlsSync = prev; }
+};
+
 // ---- Work ---------------------------------------------------------------
 
 class GsWork;
@@ -275,6 +289,8 @@ public:
     std::shared_ptr<at::cuda::CUDAEvent> done_; // recorded after a stream-ordered call
     bool fenced_ = false;                       // the backend's stream waits for the caller's
 #endif
+
+    bool inline_ = false; // a synchronous CPU op: gradsync's blocking call, on the caller
 
     const char *what() const { return what_; }
     bool claim() { return !claimed_.exchange(true); }
@@ -576,6 +592,7 @@ public:
     c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor> &tensors,
                                              const c10d::AllreduceOptions &opts) override
     {
+        SyncScope sync(opts.asyncOp);
         const at::Tensor &t = one(tensors, "allreduce");
         return allreduceMany({t}, opts.reduceOp, OpType::ALLREDUCE, "allreduce");
     }
@@ -584,6 +601,7 @@ public:
     allreduce_coalesced(std::vector<at::Tensor> &tensors,
                         const c10d::AllreduceCoalescedOptions &opts) override
     {
+        SyncScope sync(opts.asyncOp);
         return allreduceMany(tensors, opts.reduceOp, OpType::ALLREDUCE_COALESCED,
                              "allreduce_coalesced");
     }
@@ -591,6 +609,7 @@ public:
     c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor> &tensors,
                                              const c10d::BroadcastOptions &opts) override
     {
+        SyncScope sync(opts.asyncOp);
         const at::Tensor &t = one(tensors, "broadcast");
         const c10::DeviceType dev = deviceOf(tensors, "broadcast");
         checkRoot(opts.rootRank, "broadcast");
@@ -598,8 +617,10 @@ public:
         at::Tensor buf = staged(w, t);
         const Elem e = moveElem(buf);
         start(w, dev, [&](const gs_coll_opts_t *o, gs_request_t *r) {
-            return gs_ibroadcast_ex(comm_, buf.data_ptr(), buf.numel() * e.per, e.dtype,
-                                    static_cast<int>(opts.rootRank), o, r);
+            return r ? gs_ibroadcast_ex(comm_, buf.data_ptr(), buf.numel() * e.per, e.dtype,
+                                    static_cast<int>(opts.rootRank), o, r)
+                     : gs_broadcast_ex(comm_, buf.data_ptr(), buf.numel() * e.per, e.dtype,
+                                    static_cast<int>(opts.rootRank), o);
         });
         return finishStart(w, dev);
     }
@@ -607,6 +628,7 @@ public:
     c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor> &tensors,
                                           const c10d::ReduceOptions &opts) override
     {
+        SyncScope sync(opts.asyncOp);
         const at::Tensor &t = one(tensors, "reduce");
         const c10::DeviceType dev = deviceOf(tensors, "reduce");
         checkRoot(opts.rootRank, "reduce");
@@ -618,16 +640,19 @@ public:
             buf.mul_(rop.premul);
         }
         start(w, dev, [&](const gs_coll_opts_t *o, gs_request_t *r) {
-            return gs_ireduce_ex(comm_, buf.data_ptr(), buf.data_ptr(), buf.numel() * e.per,
-                                 e.dtype, rop.op, static_cast<int>(opts.rootRank), o, r);
+            return r ? gs_ireduce_ex(comm_, buf.data_ptr(), buf.data_ptr(), buf.numel() * e.per,
+                                 e.dtype, rop.op, static_cast<int>(opts.rootRank), o, r)
+                     : gs_reduce_ex(comm_, buf.data_ptr(), buf.data_ptr(), buf.numel() * e.per,
+                                 e.dtype, rop.op, static_cast<int>(opts.rootRank), o);
         });
         return finishStart(w, dev);
     }
 
     c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>> &outputs,
                                              std::vector<at::Tensor> &inputs,
-                                             const c10d::AllgatherOptions &) override
+                                             const c10d::AllgatherOptions &opts) override
     {
+        SyncScope sync(opts.asyncOp);
         const at::Tensor &in = one(inputs, "allgather");
         if (outputs.size() != 1 || outputs[0].size() != static_cast<size_t>(getSize())) {
             GS_REFUSE("allgather needs one list of ", getSize(), " output tensors");
@@ -650,15 +675,18 @@ public:
         };
         const Elem e = moveElem(send);
         start(w, dev, [&](const gs_coll_opts_t *o, gs_request_t *r) {
-            return gs_iallgather_ex(comm_, send.data_ptr(), flat.data_ptr(), send.numel() * e.per,
-                                    e.dtype, o, r);
+            return r ? gs_iallgather_ex(comm_, send.data_ptr(), flat.data_ptr(), send.numel() * e.per,
+                                    e.dtype, o, r)
+                     : gs_allgather_ex(comm_, send.data_ptr(), flat.data_ptr(), send.numel() * e.per,
+                                    e.dtype, o);
         });
         return finishStart(w, dev);
     }
 
     c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor &output, at::Tensor &input,
-                                                   const c10d::AllgatherOptions &) override
+                                                   const c10d::AllgatherOptions &opts) override
     {
+        SyncScope sync(opts.asyncOp);
         std::vector<at::Tensor> outs{output}, ins{input};
         return allgatherMany(outs, ins, OpType::_ALLGATHER_BASE, "all_gather_into_tensor");
     }
@@ -666,8 +694,9 @@ public:
     c10::intrusive_ptr<c10d::Work>
     allgather_into_tensor_coalesced(std::vector<at::Tensor> &outputs,
                                     std::vector<at::Tensor> &inputs,
-                                    const c10d::AllgatherOptions &) override
+                                    const c10d::AllgatherOptions &opts) override
     {
+        SyncScope sync(opts.asyncOp);
         return allgatherMany(outputs, inputs, OpType::ALLGATHER_INTO_TENSOR_COALESCED,
                              "allgather_into_tensor_coalesced");
     }
@@ -693,6 +722,7 @@ public:
                                           std::vector<at::Tensor> &inputs,
                                           const c10d::GatherOptions &opts) override
     {
+        SyncScope sync(opts.asyncOp);
         const at::Tensor &in = one(inputs, "gather");
         checkRoot(opts.rootRank, "gather");
         const bool root = opts.rootRank == getRank();
@@ -725,9 +755,10 @@ public:
         w->keep_ = {send, flat};
         const Elem e = moveElem(send);
         start(w, dev, [&](const gs_coll_opts_t *o, gs_request_t *r) {
-            return gs_igather_ex(comm_, send.data_ptr(), root ? flat.data_ptr() : nullptr,
-                                 send.numel() * e.per, e.dtype, static_cast<int>(opts.rootRank), o,
-                                 r);
+            return r ? gs_igather_ex(comm_, send.data_ptr(), root ? flat.data_ptr() : nullptr,
+                                 send.numel() * e.per, e.dtype, static_cast<int>(opts.rootRank), o, r)
+                     : gs_gather_ex(comm_, send.data_ptr(), root ? flat.data_ptr() : nullptr,
+                                 send.numel() * e.per, e.dtype, static_cast<int>(opts.rootRank), o);
         });
         return finishStart(w, dev);
     }
@@ -736,6 +767,7 @@ public:
                                            std::vector<std::vector<at::Tensor>> &inputs,
                                            const c10d::ScatterOptions &opts) override
     {
+        SyncScope sync(opts.asyncOp);
         const at::Tensor &out = one(outputs, "scatter");
         checkRoot(opts.rootRank, "scatter");
         const bool root = opts.rootRank == getRank();
@@ -765,9 +797,10 @@ public:
         }
         const Elem e = moveElem(buf);
         start(w, dev, [&](const gs_coll_opts_t *o, gs_request_t *r) {
-            return gs_iscatter_ex(comm_, root ? send.data_ptr() : nullptr, buf.data_ptr(),
-                                  buf.numel() * e.per, e.dtype, static_cast<int>(opts.rootRank),
-                                  o, r);
+            return r ? gs_iscatter_ex(comm_, root ? send.data_ptr() : nullptr, buf.data_ptr(),
+                                  buf.numel() * e.per, e.dtype, static_cast<int>(opts.rootRank), o, r)
+                     : gs_scatter_ex(comm_, root ? send.data_ptr() : nullptr, buf.data_ptr(),
+                                  buf.numel() * e.per, e.dtype, static_cast<int>(opts.rootRank), o);
         });
         return finishStart(w, dev);
     }
@@ -776,6 +809,7 @@ public:
     reduce_scatter(std::vector<at::Tensor> &outputs, std::vector<std::vector<at::Tensor>> &inputs,
                    const c10d::ReduceScatterOptions &opts) override
     {
+        SyncScope sync(opts.asyncOp);
         const at::Tensor &out = one(outputs, "reduce_scatter");
         if (inputs.size() != 1 || inputs[0].size() != static_cast<size_t>(getSize())) {
             GS_REFUSE("reduce_scatter needs one list of ", getSize(), " input tensors");
@@ -796,6 +830,7 @@ public:
     c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor &output, at::Tensor &input,
                                                         const c10d::ReduceScatterOptions &opts) override
     {
+        SyncScope sync(opts.asyncOp);
         std::vector<at::Tensor> outs{output}, ins{input};
         return reduceScatterMany(outs, ins, opts.reduceOp, OpType::_REDUCE_SCATTER_BASE,
                                  "reduce_scatter_tensor");
@@ -806,6 +841,7 @@ public:
                                     std::vector<at::Tensor> &inputs,
                                     const c10d::ReduceScatterOptions &opts) override
     {
+        SyncScope sync(opts.asyncOp);
         return reduceScatterMany(outputs, inputs, opts.reduceOp,
                                  OpType::REDUCE_SCATTER_TENSOR_COALESCED,
                                  "reduce_scatter_tensor_coalesced");
@@ -814,8 +850,9 @@ public:
     c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor &output, at::Tensor &input,
                                                  std::vector<int64_t> &outSplits,
                                                  std::vector<int64_t> &inSplits,
-                                                 const c10d::AllToAllOptions &) override
+                                                 const c10d::AllToAllOptions &opts) override
     {
+        SyncScope sync(opts.asyncOp);
         const char *what = "all_to_all_single";
         const c10::DeviceType dev = deviceOf({output, input}, what);
         if (output.scalar_type() != input.scalar_type()) {
@@ -833,9 +870,12 @@ public:
                           " output elements do not split into ", getSize(), " equal blocks");
             }
             start(w, dev, [&](const gs_coll_opts_t *o, gs_request_t *r) {
-                return gs_ialltoall_ex(comm_, send.data_ptr(), recv.data_ptr(),
+                return r ? gs_ialltoall_ex(comm_, send.data_ptr(), recv.data_ptr(),
                                        static_cast<size_t>(send.numel() / getSize()) * es,
-                                       GS_DTYPE_U8, o, r);
+                                       GS_DTYPE_U8, o, r)
+                     : gs_alltoall_ex(comm_, send.data_ptr(), recv.data_ptr(),
+                                       static_cast<size_t>(send.numel() / getSize()) * es,
+                                       GS_DTYPE_U8, o);
             });
             return finishStart(w, dev);
         }
@@ -853,10 +893,14 @@ public:
             acc += rc[i];
         }
         start(w, dev, [&](const gs_coll_opts_t *o, gs_request_t *r) {
-            return gs_ialltoallv_ex(comm_, send.data_ptr(), static_cast<size_t>(send.numel()) * es,
+            return r ? gs_ialltoallv_ex(comm_, send.data_ptr(), static_cast<size_t>(send.numel()) * es,
                                     sc.data(), sd.data(), recv.data_ptr(),
                                     static_cast<size_t>(recv.numel()) * es, rc.data(), rd.data(),
-                                    GS_DTYPE_U8, o, r);
+                                    GS_DTYPE_U8, o, r)
+                     : gs_alltoallv_ex(comm_, send.data_ptr(), static_cast<size_t>(send.numel()) * es,
+                                    sc.data(), sd.data(), recv.data_ptr(),
+                                    static_cast<size_t>(recv.numel()) * es, rc.data(), rd.data(),
+                                    GS_DTYPE_U8, o);
         });
         return finishStart(w, dev);
     }
@@ -865,6 +909,7 @@ public:
                                             std::vector<at::Tensor> &inputs,
                                             const c10d::AllToAllOptions &opts) override
     {
+        SyncScope sync(opts.asyncOp);
         const char *what = "all_to_all";
         if (outputs.size() != static_cast<size_t>(getSize()) ||
             inputs.size() != static_cast<size_t>(getSize())) {
@@ -887,7 +932,11 @@ public:
         }
         at::Tensor send = at::cat(flatIn);
         at::Tensor recv = at::empty({total}, outputs[0].options());
-        auto w = alltoall_base(recv, send, outSplits, inSplits, opts);
+        // Non-blocking even for a synchronous call: the copy-out below must be attached
+        // before the flat exchange finishes (the caller's wait() finishes both).
+        c10d::AllToAllOptions flatOpts = opts;
+        flatOpts.asyncOp = true;
+        auto w = alltoall_base(recv, send, outSplits, inSplits, flatOpts);
         // Copy out once it has finished: a Work over the flat one.
         auto outs = outputs;
         auto inner = c10::static_intrusive_pointer_cast<GsWork>(w);
@@ -905,9 +954,15 @@ public:
         return w;
     }
 
-    c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions &) override
+    c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions &opts) override
     {
+        SyncScope sync(opts.asyncOp);
         auto w = newWork(OpType::BARRIER, "barrier", {}, c10::DeviceType::CPU);
+        if (w->inline_) {
+            check(gs_barrier(comm_), "barrier");
+            w->completeNow();
+            return track(w);
+        }
         gs_request_t r = GS_REQUEST_NULL;
         check(gs_ibarrier(comm_, &r), "barrier");
         w->reqs_.push_back(r);
@@ -919,6 +974,7 @@ public:
     c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor> &tensors, int dst,
                                         int tag) override
     {
+        SyncScope sync(true); // point-to-point never holds the caller here
         const at::Tensor &t = one(tensors, "send");
         const c10::DeviceType dev = deviceOf(tensors, "send");
         checkPeer(dst, "send");
@@ -936,6 +992,7 @@ public:
     c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor> &tensors, int src,
                                         int tag) override
     {
+        SyncScope sync(true); // point-to-point never holds the caller here
         checkPeer(src, "recv");
         return recvFrom(tensors, src, tag, OpType::RECV, "recv");
     }
@@ -943,6 +1000,7 @@ public:
     c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor> &tensors,
                                                  int tag) override
     {
+        SyncScope sync(true); // point-to-point never holds the caller here
         return recvFrom(tensors, GS_ANY_SOURCE, tag, OpType::RECVANYSOURCE, "recv (any source)");
     }
 
@@ -1069,6 +1127,10 @@ private:
         auto w = c10::make_intrusive<GsWork>(getRank(), type, what, std::move(outputs),
                                              std::move(devices));
         w->completer_ = completer_;
+        {
+            std::lock_guard<std::mutex> lock(coalMu_);
+            w->inline_ = tlsSync && dev == c10::DeviceType::CPU && !coalescing_;
+        }
         return w;
     }
 
@@ -1097,6 +1159,13 @@ private:
     {
         gs_request_t r = GS_REQUEST_NULL;
         gs_coll_opts_t o = GS_COLL_OPTS_INIT;
+        if (w->inline_) {
+            const gs_status_t st = issue(&o, nullptr); // the blocking twin
+            if (st != GS_OK) {
+                failed(w->what(), st);
+            }
+            return;
+        }
 #ifdef GS_TORCH_CUDA
         if (dev == c10::DeviceType::CUDA) {
             o.stream = deviceStream(w).stream();
@@ -1148,6 +1217,10 @@ private:
 
     c10::intrusive_ptr<c10d::Work> finishStart(const WorkPtr &w, c10::DeviceType dev)
     {
+        if (w->inline_) {
+            w->completeNow(); // the copy-outs, the future
+            return track(w);
+        }
 #ifdef GS_TORCH_CUDA
         if (dev == c10::DeviceType::CUDA) {
             auto &s = deviceStream(w);
@@ -1226,9 +1299,12 @@ private:
                              gs_allreduce_opts_t ao = GS_ALLREDUCE_OPTS_INIT;
                              ao.stream = o->stream;
                              ao.flags = o->flags;
-                             return gs_iallreduce_ex(comm_, bufs[i].data_ptr(), bufs[i].data_ptr(),
+                             return r ? gs_iallreduce_ex(comm_, bufs[i].data_ptr(), bufs[i].data_ptr(),
                                                      bufs[i].numel() * elems[i].per,
-                                                     elems[i].dtype, ops[i].op, &ao, r);
+                                                     elems[i].dtype, ops[i].op, &ao, r)
+                                       : gs_allreduce_ex(comm_, bufs[i].data_ptr(), bufs[i].data_ptr(),
+                                                     bufs[i].numel() * elems[i].per,
+                                                     elems[i].dtype, ops[i].op, &ao);
                          });
     }
 
@@ -1260,9 +1336,12 @@ private:
         return startEach(w, dev, sends.size(),
                          [&](size_t i, const gs_coll_opts_t *o, gs_request_t *r) {
                              const Elem e = moveElem(sends[i]);
-                             return gs_iallgather_ex(comm_, sends[i].data_ptr(),
+                             return r ? gs_iallgather_ex(comm_, sends[i].data_ptr(),
                                                      recvs[i].data_ptr(),
-                                                     sends[i].numel() * e.per, e.dtype, o, r);
+                                                     sends[i].numel() * e.per, e.dtype, o, r)
+                     : gs_allgather_ex(comm_, sends[i].data_ptr(),
+                                                     recvs[i].data_ptr(),
+                                                     sends[i].numel() * e.per, e.dtype, o);
                          });
     }
 
@@ -1302,10 +1381,14 @@ private:
         }
         return startEach(w, dev, sends.size(),
                          [&](size_t i, const gs_coll_opts_t *o, gs_request_t *r) {
-                             return gs_ireduce_scatter_ex(comm_, sends[i].data_ptr(),
+                             return r ? gs_ireduce_scatter_ex(comm_, sends[i].data_ptr(),
                                                           recvs[i].data_ptr(),
                                                           recvs[i].numel() * elems[i].per,
-                                                          elems[i].dtype, ops[i].op, o, r);
+                                                          elems[i].dtype, ops[i].op, o, r)
+                     : gs_reduce_scatter_ex(comm_, sends[i].data_ptr(),
+                                                          recvs[i].data_ptr(),
+                                                          recvs[i].numel() * elems[i].per,
+                                                          elems[i].dtype, ops[i].op, o);
                          });
     }
 
