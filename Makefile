@@ -23,10 +23,11 @@ help:
 	@echo "  make run           install deps, build, run a $(NP)-rank all-reduce demo and a short gs-bench"
 	@echo "  make test          install deps, build with -Werror, run every test (ctest); with CUDA and"
 	@echo "                     NCCL when found (GS_WITH_CUDA=AUTO): GPU tests are skipped without a GPU"
+	@echo "                     (CTEST_JOBS=2: two tests at a time, as .ci/run does)"
 	@echo "  make test-loaded   make test with two CPU-burning processes beside it (scripts/test-loaded.sh),"
 	@echo "                     then each test's time over its deadline, the least margin first"
 	@echo "  make test-asan     build without CUDA, with AddressSanitizer+UBSan, in $(ASAN_BUILD)/ and run"
-	@echo "                     the tests but the 'large', 'exhaustive' and lab ('net') ones (make test runs those)"
+	@echo "                     the tests but the 'large', 'exhaustive', lab ('net') and 'static' ones (make test runs those)"
 	@echo "  make test-tsan     build without CUDA, with ThreadSanitizer, in $(TSAN_BUILD)/ and run the unit and"
 	@echo "                     integration tests that run threads, then the MPI ones (tests/tsan.supp)"
 	@echo "  make fuzz          build the libFuzzer targets with clang in $(FUZZ_BUILD)/ and fuzz each for"
@@ -89,8 +90,12 @@ run: build
 	$(BUILD)/tools/gsrun -n $(NP) --timeout 120 $(BUILD)/examples/allreduce 1000000
 	$(BUILD)/tools/gsrun -n $(NP) --timeout 300 $(BUILD)/bench/gs-bench allreduce -b 4K -e 64M -f 4 -w 2 -n 5 --check
 
+# CTEST_JOBS=N runs N tests at once (ctest -j; .ci/run uses 2): every deadline holds with
+# the machine loaded (CONTRIBUTING.md, "Deadlines"), and tests of several ranks reserve
+# cores (PROCESSORS), so they run alone.
+CTEST_JOBS ?= 1
 test: build-test
-	cd $(BUILD) && ctest --output-on-failure --timeout 600
+	cd $(BUILD) && ctest --output-on-failure --timeout 600 -j $(CTEST_JOBS)
 
 # The suite on a busy machine: every deadline must hold with two cores' worth of load
 # beside it (CONTRIBUTING.md, "Deadlines").
@@ -111,8 +116,9 @@ test-python: build-test
 
 # The sanitizer pass skips the 'large' runs (gigabytes), the 'exhaustive' ones (more world
 # sizes, host layouts and lab repeats of code that a smaller test of the same family already
-# runs under the sanitizers) and the network lab's ('net': the same TCP code over veth links
-# that the loopback tests run; the labels are set in tests/*/CMakeLists.txt).
+# runs under the sanitizers), the network lab's ('net': the same TCP code over veth links
+# that the loopback tests run) and the checks of scripts and sources ('static': a sanitizer
+# finds nothing in a shell script; the labels are set in tests/*/CMakeLists.txt).
 test-asan: deps
 	@# -O1, as the sanitizers' docs advise: the same findings, the suite in 60% of -O0's time.
 	@# Without CUDA: the sanitizers and the CUDA runtime do not mix, and this pass is
@@ -123,7 +129,7 @@ test-asan: deps
 	      $(CMAKE_FLAGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 GSTEST_TIMEOUT_MULT=3 \
-	    ctest --output-on-failure --timeout 900 -LE 'large|mpi|exhaustive|net'
+	    ctest --output-on-failure --timeout 900 -LE 'large|mpi|exhaustive|net|static'
 	@# Open MPI leaks its own allocations at exit (op tables, MCA components it
 	@# unloads), so the MPI tests run with ASan's memory checks but not LSan.
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 GSTEST_TIMEOUT_MULT=3 \
@@ -151,7 +157,7 @@ test-tsan: deps
 	cd $(TSAN_BUILD) && \
 	    TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp second_deadlock_stack=1 exitcode=66" \
 	    GSTEST_TIMEOUT_MULT=3 ctest --output-on-failure --timeout 900 -j $(JOBS) \
-	    -L 'unit|integration' -LE 'large|exhaustive|mpi|net|python|torch' -R '$(TSAN_TESTS)'
+	    -L 'unit|integration' -LE 'large|exhaustive|mpi|net|python|torch|static' -R '$(TSAN_TESTS)'
 	@# The MPI tests, with the Open MPI entries of tests/tsan.supp.
 	cd $(TSAN_BUILD) && \
 	    TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp second_deadlock_stack=1 exitcode=66" \
