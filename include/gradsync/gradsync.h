@@ -251,8 +251,8 @@ GS_API gs_status_t gs_comm_split(gs_comm_t comm, int color, int key, gs_comm_t *
  * @note Collective over the listed ranks. Blocking; it runs between the
  * operations of @p comm, in the order calls reach it.
  */
-GS_API gs_status_t gs_comm_create_group(gs_comm_t comm, int nranks, const int *ranks,
-                                        uint32_t tag, gs_comm_t *newcomm_out);
+GS_API gs_status_t gs_comm_create_group(gs_comm_t comm, int nranks, const int *ranks, uint32_t tag,
+                                        gs_comm_t *newcomm_out);
 
 /**
  * @brief Recover from a failure: the surviving ranks of @p comm agree on

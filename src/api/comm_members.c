@@ -73,9 +73,9 @@ gs_status_t gs__comm_wait_each(gs_comm_t comm, const char *fn, gs__algo_req_t *r
             }
             break;
         }
-        if (gs__tp_progress(&comm->tr,
-                            (deadline - now > MEMBERS_POLL_NS) ? now + MEMBERS_POLL_NS : deadline) ==
-            GS_ERR_ABORTED) {
+        if (gs__tp_progress(&comm->tr, (deadline - now > MEMBERS_POLL_NS)
+                                           ? now + MEMBERS_POLL_NS
+                                           : deadline) == GS_ERR_ABORTED) {
             status = gs__error_set(GS_ERR_ABORTED, "%s: the communicator was aborted", fn);
             break;
         }
@@ -173,8 +173,7 @@ gs_status_t gs__comm_members_exchange(const gs__members_t *m, gs__algo_req_t *re
         return status;
     }
     if (local != GS_OK) {
-        return gs__error_set(local, "%s: rank %d could not create its endpoint", m->fn,
-                             comm->rank);
+        return gs__error_set(local, "%s: rank %d could not create its endpoint", m->fn, comm->rank);
     }
     i = 0;
     for (int p = 0; p < n; p++) {
