@@ -63,14 +63,12 @@ def _timeout_ms(timeout: Any) -> int:
     return 0
 
 
-def _default_backend(ext: Any) -> Optional[Any]:
-    """The default group's gradsync backend (either device's), or None."""
-    if not dist.is_initialized():
-        return None
-    pg = dist.distributed_c10d._get_default_group()
+def gradsync_backend(group: Any) -> Optional[Any]:
+    """@group's gradsync C++ backend (its cpu or cuda one), or None."""
+    ext = extension()
     for dev in ("cpu", "cuda"):
         try:
-            b = pg._get_backend(torch.device(dev))
+            b = group._get_backend(torch.device(dev))
         except Exception:  # noqa: BLE001 - no backend for that device
             continue
         if ext.is_gradsync(b):
@@ -78,11 +76,18 @@ def _default_backend(ext: Any) -> Optional[Any]:
     return None
 
 
+def _default_backend() -> Optional[Any]:
+    """The default group's gradsync backend, or None."""
+    if not dist.is_initialized():
+        return None
+    return gradsync_backend(dist.distributed_c10d._get_default_group())
+
+
 def _create(opts: Any, backend_options: Any) -> Any:
     ext = extension()
     timeout_ms = _timeout_ms(opts.timeout)
     ranks = [int(r) for r in opts.global_ranks_in_group]
-    parent = _default_backend(ext) if ranks else None
+    parent = _default_backend() if ranks else None
     if parent is not None and ranks == sorted(set(ranks)):
         # The members alone, over the default group's connections; the group's name
         # (the same on every member) tells concurrent creations apart.

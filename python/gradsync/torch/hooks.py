@@ -141,17 +141,13 @@ def _backend_comm(group: Any) -> Optional[Comm]:
         return None
     try:
         from . import _c10d
-        ext = _c10d.extension()
+        backend = _c10d.gradsync_backend(group)
     except Exception:  # noqa: BLE001 - no torch 2.x extension: not a gradsync group
         return None
-    for dev in ("cpu", "cuda"):
-        try:
-            backend = group._get_backend(torch.device(dev))
-        except Exception:  # noqa: BLE001 - no backend for that device
-            continue
-        if ext.is_gradsync(backend):
-            return Comm(gradsync.Communicator._borrow(ext.comm_handle(backend)), owned=False)
-    return None
+    if backend is None:
+        return None
+    handle = _c10d.extension().comm_handle(backend)
+    return Comm(gradsync.Communicator._borrow(handle), owned=False)
 
 
 def _comm_over(group: Any, timeout_ms: Optional[int]) -> Comm:

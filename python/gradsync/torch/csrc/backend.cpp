@@ -668,11 +668,7 @@ public:
         at::Tensor flat = at::empty({getSize() * in.numel()}, in.options());
         auto outs = outputs[0];
         w->keep_ = {send, flat};
-        w->after_ = [outs, flat, n = in.numel()]() mutable {
-            for (size_t i = 0; i < outs.size(); i++) {
-                outs[i].copy_(flat.narrow(0, static_cast<int64_t>(i) * n, n).view_as(outs[i]));
-            }
-        };
+        copyOutAfter(w, outs, flat, in.numel());
         const Elem e = moveElem(send);
         start(w, dev, [&](const gs_coll_opts_t *o, gs_request_t *r) {
             return r ? gs_iallgather_ex(comm_, send.data_ptr(), flat.data_ptr(), send.numel() * e.per,
@@ -726,19 +722,8 @@ public:
         const at::Tensor &in = one(inputs, "gather");
         checkRoot(opts.rootRank, "gather");
         const bool root = opts.rootRank == getRank();
-        std::vector<at::Tensor> all{in};
-        if (root) {
-            if (outputs.size() != 1 || outputs[0].size() != static_cast<size_t>(getSize())) {
-                GS_REFUSE("gather needs one list of ", getSize(), " output tensors at the root");
-            }
-            for (const auto &o : outputs[0]) {
-                sameShape(o, in, "gather");
-                all.push_back(o);
-            }
-        } else if (!outputs.empty() && !outputs[0].empty()) {
-            GS_REFUSE("gather: only the root passes output tensors");
-        }
-        const c10::DeviceType dev = deviceOf(all, "gather");
+        const c10::DeviceType dev = deviceOf(rootList(outputs, in, root, "gather", "output"),
+                                             "gather");
         auto w = newWork(OpType::GATHER, "gather", root ? outputs[0] : std::vector<at::Tensor>{},
                          dev);
         at::Tensor send = in.contiguous();
@@ -746,11 +731,7 @@ public:
         if (root) {
             flat = at::empty({getSize() * in.numel()}, in.options());
             auto outs = outputs[0];
-            w->after_ = [outs, flat, n = in.numel()]() mutable {
-                for (size_t i = 0; i < outs.size(); i++) {
-                    outs[i].copy_(flat.narrow(0, static_cast<int64_t>(i) * n, n).view_as(outs[i]));
-                }
-            };
+            copyOutAfter(w, outs, flat, in.numel());
         }
         w->keep_ = {send, flat};
         const Elem e = moveElem(send);
@@ -771,19 +752,8 @@ public:
         const at::Tensor &out = one(outputs, "scatter");
         checkRoot(opts.rootRank, "scatter");
         const bool root = opts.rootRank == getRank();
-        std::vector<at::Tensor> all{out};
-        if (root) {
-            if (inputs.size() != 1 || inputs[0].size() != static_cast<size_t>(getSize())) {
-                GS_REFUSE("scatter needs one list of ", getSize(), " input tensors at the root");
-            }
-            for (const auto &i : inputs[0]) {
-                sameShape(i, out, "scatter");
-                all.push_back(i);
-            }
-        } else if (!inputs.empty() && !inputs[0].empty()) {
-            GS_REFUSE("scatter: only the root passes input tensors");
-        }
-        const c10::DeviceType dev = deviceOf(all, "scatter");
+        const c10::DeviceType dev = deviceOf(rootList(inputs, out, root, "scatter", "input"),
+                                             "scatter");
         auto w = newWork(OpType::SCATTER, "scatter", outputs, dev);
         at::Tensor buf = staged(w, out);
         at::Tensor send;
@@ -1073,6 +1043,41 @@ private:
         if (peer < 0 || peer >= getSize()) {
             GS_REFUSE(what, ": peer ", peer, " is outside 0..", getSize() - 1);
         }
+    }
+
+    // The root's list of a gather (outputs) or scatter (inputs): one list of a tensor per
+    // rank, each like @mine; the other ranks pass none. Returns every tensor of the call.
+    std::vector<at::Tensor> rootList(const std::vector<std::vector<at::Tensor>> &lists,
+                                     const at::Tensor &mine, bool root, const char *what,
+                                     const char *side) const
+    {
+        std::vector<at::Tensor> all{mine};
+        if (!root) {
+            if (!lists.empty() && !lists[0].empty()) {
+                GS_REFUSE(what, ": only the root passes ", side, " tensors");
+            }
+            return all;
+        }
+        if (lists.size() != 1 || lists[0].size() != static_cast<size_t>(getSize())) {
+            GS_REFUSE(what, " needs one list of ", getSize(), " ", side,
+                      " tensors at the root");
+        }
+        for (const auto &t : lists[0]) {
+            sameShape(t, mine, what);
+            all.push_back(t);
+        }
+        return all;
+    }
+
+    // Once @w has finished: rank i's block of @flat (n elements each) into outs[i].
+    static void copyOutAfter(const WorkPtr &w, std::vector<at::Tensor> outs, at::Tensor flat,
+                             int64_t n)
+    {
+        w->after_ = [outs = std::move(outs), flat = std::move(flat), n]() mutable {
+            for (size_t i = 0; i < outs.size(); i++) {
+                outs[i].copy_(flat.narrow(0, static_cast<int64_t>(i) * n, n).view_as(outs[i]));
+            }
+        };
     }
 
     static void sameShape(const at::Tensor &a, const at::Tensor &b, const char *what)
