@@ -295,3 +295,26 @@ def _suite():
 def test_c10d(case):
     errors = ["rank %d: %s" % (r, res[case]) for r, res in enumerate(_suite()) if res[case]]
     assert not errors, "\n".join(errors)
+
+
+def gradsync_groups_beside_gloo(rank, size):
+    """The default group is gloo's: gradsync groups then have no gradsync parent and make
+    their own communicator, their address agreed through the group's store."""
+    import gradsync.torch  # noqa: F401 - registers "gradsync"
+    from gradsync.torch import _c10d
+    whole = dist.new_group(backend="gradsync")
+    pair = dist.new_group(ranks=[0, 1], backend="gradsync")
+    _expect(_c10d.gradsync_backend(whole) is not None, "new_group(backend='gradsync')")
+    x = torch.full((3,), float(rank))
+    dist.all_reduce(x, group=whole)
+    _expect(torch.all(x == sum(range(size))), "all_reduce on the gradsync group: %s" % x)
+    if rank < 2:
+        y = torch.ones(2)
+        dist.all_reduce(y, group=pair)
+        _expect(torch.all(y == 2), "all_reduce on the pair: %s" % y)
+    dist.barrier()
+    return True
+
+
+def test_gradsync_groups_beside_a_gloo_default():
+    assert all(run_ranks(gradsync_groups_beside_gloo, SIZE, backend="gloo", timeout_s=120))
