@@ -192,6 +192,40 @@ def case_errors_are_dist_backend_errors(rank, size):
     dist.barrier()
 
 
+def case_future_callback_waits_on_another(rank, size):
+    """A then() callback that waits on a second all-reduce's future (torch's PowerSGD hook
+    does this): it runs on a completion thread, and the second future must still complete."""
+    t = torch.ones(1 << 16)
+    fut = dist.all_reduce(t, async_op=True).get_future()
+
+    def cb(f):
+        u = torch.ones(16)
+        return dist.all_reduce(u, async_op=True).get_future().wait()[0]
+    v = fut.then(cb).wait()
+    _expect(torch.all(v == size) and torch.all(t == size), "chained futures: %s" % v[:2])
+
+
+def case_ddp_powersgd_on_gradsync(rank, size):
+    from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as psgd
+    torch.manual_seed(3)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4))
+    ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=4)
+    state = psgd.PowerSGDState(process_group=None, matrix_approximation_rank=1,
+                               start_powerSGD_iter=2)
+    ddp.register_comm_hook(state, psgd.powerSGD_hook)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
+    g = torch.Generator().manual_seed(rank)
+    for _ in range(5):
+        loss = ddp(torch.randn(8, 32, generator=g)).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+    mean = flat.clone()
+    dist.all_reduce(mean, op=R.AVG)
+    _expect(torch.allclose(flat, mean, atol=1e-6), "PowerSGD left the ranks' parameters apart")
+
+
 def _mlp(seed):
     torch.manual_seed(seed)
     return torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4))

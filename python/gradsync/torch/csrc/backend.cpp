@@ -241,10 +241,14 @@ struct SyncScope {
 class GsWork;
 using WorkPtr = c10::intrusive_ptr<GsWork>;
 
-// The completion thread: finishes the Works whose future was asked for.
+// The completion threads: they finish the Works whose future was asked for, and the
+// future's callbacks run there. One thread serves while it keeps up; when a Work arrives
+// and none is idle (a callback is waiting on another Work's future, as torch's PowerSGD
+// hook does inside then()), another starts, up to kMaxThreads, so a callback never waits
+// on the thread it runs on. Threads are made on demand and joined at stop().
 class Completer {
 public:
-    Completer() : thread_([this] { run(); }) {}
+    static constexpr size_t kMaxThreads = 16;
     ~Completer() { stop(); }
     void push(WorkPtr w);
     void stop();
@@ -254,8 +258,9 @@ private:
     std::mutex mu_;
     std::condition_variable cv_;
     std::deque<WorkPtr> queue_;
+    size_t idle_ = 0;
     bool stopping_ = false;
-    std::thread thread_;
+    std::vector<std::thread> threads_;
 };
 
 class GsWork : public c10d::Work {
@@ -437,22 +442,28 @@ void Completer::push(WorkPtr w)
     {
         std::lock_guard<std::mutex> lock(mu_);
         queue_.push_back(std::move(w));
+        if (idle_ < queue_.size() && threads_.size() < kMaxThreads && !stopping_) {
+            threads_.emplace_back([this] { run(); });
+        }
     }
     cv_.notify_one();
 }
 
 void Completer::stop()
 {
+    std::vector<std::thread> threads;
     {
         std::lock_guard<std::mutex> lock(mu_);
-        if (stopping_ && !thread_.joinable()) {
-            return;
-        }
         stopping_ = true;
+        threads.swap(threads_);
     }
-    cv_.notify_one();
-    if (thread_.joinable()) {
-        thread_.join();
+    cv_.notify_all();
+    for (auto &t : threads) {
+        if (t.get_id() == std::this_thread::get_id()) {
+            t.detach(); // stopped from a callback on this very thread: it returns next
+        } else if (t.joinable()) {
+            t.join();
+        }
     }
 }
 
@@ -462,7 +473,9 @@ void Completer::run()
         WorkPtr w;
         {
             std::unique_lock<std::mutex> lock(mu_);
+            idle_++;
             cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+            idle_--;
             if (queue_.empty()) {
                 return; // stopping, and everything handed over is finished
             }
