@@ -23,11 +23,9 @@ Configurations (--configs, comma-separated names; all by default):
   ddp-gradsync        plain DDP on a "gradsync" group (the torch 2.x C++ backend)
   powersgd-r1, -r2    DDP on gloo + torch's powerSGD_hook, matrix_approximation_rank 1 or 2,
                       start_powerSGD_iter --psgd-start 10, error feedback and warm start on
-  powersgd-r1-gs, -r2-gs   the same on a "gradsync" group; NOT in the default list: they
-                      hang on the torch 2.x backend (powerSGD_hook waits on a second
-                      all-reduce's future inside a then() callback, which runs on the
-                      backend's one completion thread, the only thread that would complete
-                      it); name them in --configs to check a fix
+  powersgd-r1-gs, -r2-gs   the same on a "gradsync" group (powerSGD_hook waits on a second
+                      all-reduce's future inside a then() callback: the backend's
+                      completion threads grow for it)
   hook-none           DDP on gloo + gradsync_allreduce_hook without a codec (plain average)
   hook-fp16, -bf16, -int8, -qsgd, -sign, -topk   DDP on gloo + gradsync_allreduce_hook with
                       that codec (topk: ratio --topk-ratio 0.01), error feedback on
@@ -85,7 +83,7 @@ CONFIGS = {
     "hook-topk": ("gloo", "hook", "topk"),
     "hook-int8-gs": ("gradsync", "hook", "int8"),
 }
-DEFAULT = [n for n in CONFIGS if not n.startswith("powersgd-") or not n.endswith("-gs")]
+DEFAULT = list(CONFIGS)
 
 
 # ---------------------------------------------------------------------------- the ranks
