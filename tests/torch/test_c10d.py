@@ -205,6 +205,18 @@ def case_future_callback_waits_on_another(rank, size):
     _expect(torch.all(v == size) and torch.all(t == size), "chained futures: %s" % v[:2])
 
 
+def case_poll_beside_the_future(rank, size):
+    """is_completed() polled while the completion thread finishes the same Work (its future
+    was asked for): the look hands its claim back, and the future still completes."""
+    for i in range(300):
+        t = torch.full((64,), float(rank))
+        w = dist.all_reduce(t, async_op=True)
+        fut = w.get_future()
+        while not w.is_completed():
+            pass
+        _expect(torch.all(fut.wait()[0] == sum(range(size))), "round %d" % i)
+
+
 def case_ddp_powersgd_on_gradsync(rank, size):
     from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as psgd
     torch.manual_seed(3)

@@ -358,7 +358,11 @@ public:
         }
         gs_status_t st = gs_testall(reqs_.size(), reqs_.data());
         if (st == GS_INPROGRESS) {
-            claimed_.store(false);
+            {
+                std::lock_guard<std::mutex> lock(mutex_);
+                claimed_.store(false);
+            }
+            cv_.notify_all(); // a waiter that found it claimed tries again
             return false;
         }
         finish(st);
@@ -371,14 +375,26 @@ public:
         return completed_ && !exception_;
     }
 
+    // Finish it here, or wait until whoever claimed it has: isCompleted() claims only for
+    // a look and gives the claim back, so a waiter that lost the race tries again.
+    void finishOrWait()
+    {
+        for (;;) {
+            if (claim()) {
+                finish(gs_waitall(reqs_.size(), reqs_.data()));
+                return;
+            }
+            std::unique_lock<std::mutex> lock(mutex_);
+            cv_.wait(lock, [this] { return completed_ || !claimed_.load(); });
+            if (completed_) {
+                return;
+            }
+        }
+    }
+
     bool wait(std::chrono::milliseconds /*timeout: the communicator's deadline bounds it*/) override
     {
-        if (claim()) {
-            finish(gs_waitall(reqs_.size(), reqs_.data()));
-        } else {
-            std::unique_lock<std::mutex> lock(mutex_);
-            cv_.wait(lock, [this] { return completed_; });
-        }
+        finishOrWait();
         {
             std::lock_guard<std::mutex> lock(mutex_);
             if (exception_) {
@@ -482,9 +498,7 @@ void Completer::run()
             w = std::move(queue_.front());
             queue_.pop_front();
         }
-        if (w->claim()) {
-            w->finish(gs_waitall(w->reqs_.size(), w->reqs_.data()));
-        }
+        w->finishOrWait();
     }
 }
 
