@@ -17,6 +17,7 @@ import datetime
 import glob
 import importlib.util
 import os
+import sys
 import zlib
 from typing import Any, Optional
 
@@ -44,9 +45,10 @@ def extension() -> Any:
         raise RuntimeError(
             "gradsync backend: the C++ extension for torch %s is not built (looked in %s). "
             "Build it with `pip install --no-build-isolation ./python` in this environment "
-            "(torch must be installed first), or `cmake -DGS_WITH_TORCH=ON "
-            "-DGS_TORCH_PYTHON=%s`; docs/python.md, \"PyTorch\""
-            % (torch.__version__, env or here, os.path.realpath(os.sys.executable)))
+            "(torch must be installed first), or with `cmake -DGS_WITH_TORCH=ON "
+            "-DGS_TORCH_PYTHON=%s` and GRADSYNC_TORCH_EXTENSION set to the _C*.so it builds "
+            "(python/gradsync/torch/csrc/ in the build folder); docs/python.md, \"PyTorch\""
+            % (torch.__version__, env or here, sys.executable))
     spec = importlib.util.spec_from_file_location("gradsync.torch._C", paths[0])
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)  # type: ignore[union-attr]

@@ -52,7 +52,6 @@ from ._rendezvous import agree_address, free_port
 TORCH_2 = int(torch.__version__.split(".")[0]) >= 2
 
 BACKEND_NAME = "gradsync"
-_RENDEZVOUS_KEY = "gradsync/rendezvous"
 
 _REDUCE_OPS = [
     ("SUM", Op.SUM),
