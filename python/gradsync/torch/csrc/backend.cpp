@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // The "gradsync" torch.distributed backend for torch 2.x: a c10d::Backend
-// over gradsync's non-blocking C calls (docs/python.md, "PyTorch").
+// over gradsync's C calls (docs/python.md, "PyTorch"; docs/design.md,
+// "PyTorch 2.x backend").
 //
-// - Every op starts gradsync's non-blocking call(s) on the calling thread
-//   and returns a Work that owns the requests. Work::wait() finishes them
-//   on the waiting thread; getFuture() hands the Work to the backend's one
-//   completion thread, which finishes it and completes the torch Future.
-//   Whichever comes first claims the Work (an atomic flag): no Python, no
-//   second copy of a request, no wait without the communicator's deadline.
+// - An asynchronous op starts gradsync's non-blocking call(s) on the calling
+//   thread and returns a Work that owns the requests; a synchronous CPU op
+//   (torch's opts.asyncOp false) runs the blocking call there and returns a
+//   completed Work. Work::wait() finishes the requests on the waiting
+//   thread; getFuture() hands the Work to the backend's completion threads
+//   (Completer, which grow when none is idle), which finish it and complete
+//   the torch Future. Whichever comes first claims the Work (an atomic
+//   flag): no Python, no second copy of a request, no wait without the
+//   communicator's deadline.
 // - Errors are c10::DistBackendError with gs_last_error()'s sentence; bad
 //   input is refused with a c10::Error (RuntimeError) before anything is
 //   sent, so nothing else changes.
