@@ -64,6 +64,8 @@ import traceback
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "python"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mlp import mlp  # noqa: E402
 
 CLASSES = 10
 CONFIGS = {
@@ -91,14 +93,8 @@ DEFAULT = list(CONFIGS)
 
 def make_mlp(inputs, width, depth, outputs, seed):
     import torch
-    import torch.nn as nn
     torch.manual_seed(seed)
-    layers, last = [], inputs
-    for _ in range(depth):
-        layers += [nn.Linear(last, width), nn.ReLU()]
-        last = width
-    layers.append(nn.Linear(last, outputs))
-    return nn.Sequential(*layers)
+    return mlp(inputs, width, depth, outputs)
 
 
 def make_teacher(opts):

@@ -42,6 +42,8 @@ import traceback
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "python"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mlp import mlp  # noqa: E402
 
 BACKENDS = ("gloo", "gradsync")
 MODELS = {"3M": (1024, 4), "25M": (2048, 7)}  # width, depth: 3.2 M and 25.3 M parameters
@@ -78,13 +80,7 @@ def calls_per_batch(nbytes):
 
 
 def make_model(width, depth):
-    import torch.nn as nn
-    layers, last = [], INPUTS
-    for _ in range(depth):
-        layers += [nn.Linear(last, width), nn.ReLU()]
-        last = width
-    layers.append(nn.Linear(last, CLASSES))
-    return nn.Sequential(*layers)
+    return mlp(INPUTS, width, depth, CLASSES)
 
 
 def slowest(times, ctl):
@@ -410,19 +406,19 @@ def main(argv=None):
              os.cpu_count() or 0, args.load_before), flush=True)
     t0 = time.monotonic()
     gsb, runs4k = {}, []
-    if not args.no_gs_bench:
-        first = run_gs_bench(args)
-        runs4k.append(first[4096])
-        print("  gs-bench before: %s" % ", ".join("%s %.1f us" % (size_name(s), t)
-                                                  for s, t in sorted(first.items())),
+    def gs_bench(when):
+        times = run_gs_bench(args)
+        runs4k.append(times[4096])
+        print("  gs-bench %s: %s" % (when, ", ".join("%s %.1f us" % (size_name(s), t)
+                                                     for s, t in sorted(times.items()))),
               flush=True)
+        return times
+
+    if not args.no_gs_bench:
+        first = gs_bench("before")
     res = run_ranks(args)
     if not args.no_gs_bench:
-        second = run_gs_bench(args)
-        runs4k.append(second[4096])
-        print("  gs-bench after: %s" % ", ".join("%s %.1f us" % (size_name(s), t)
-                                                 for s, t in sorted(second.items())),
-              flush=True)
+        second = gs_bench("after")
         for s in first:
             gsb[s] = statistics.median([first[s], second[s]])
     report(args, res, gsb, runs4k, time.monotonic() - t0)
