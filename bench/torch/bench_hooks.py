@@ -376,6 +376,8 @@ def main():
                     "one bucket, which powerSGD_hook needs on gloo")
     ap.add_argument("--json", help="write every result here")
     args = ap.parse_args()
+    if args.steps <= args.warmup:
+        ap.error("--steps %d leaves no timed step after --warmup %d" % (args.steps, args.warmup))
     names = [n for n in args.configs.split(",") if n]
     for n in names:
         if n not in CONFIGS:
