@@ -667,12 +667,25 @@ typedef struct gs_coll_opts {
     gs_algo_t algo; /**< algorithm; GS_ALGO_AUTO lets the library choose */
     void *stream;   /**< cudaStream_t for device buffers, or NULL (legacy default stream) */
     unsigned flags; /**< GS_COLL_F_* */
+    /** Compress with this codec (gradsync/compress.h), or NULL (GS_CODEC_NONE
+     * is the same): reduce-scatter, reduce-scatterv, all-gather and
+     * all-gatherv only; float dtypes; reduce-scatter with GS_OP_SUM or
+     * GS_OP_AVG; algo must be GS_ALGO_AUTO. Every element is encoded once
+     * and decoded once (docs/compression.md, "Sharded shapes"); all-gather
+     * copies the caller's own block exactly and refuses the sparse codecs.
+     * Borrowed for the call (non-blocking: until completion). */
+    const struct gs_codec_config *codec;
+    /** Reduce-scatter(v) with a codec: error feedback of the send buffer,
+     * made with gs_ef_create(elements of sendbuf, dtype), or NULL. Used and
+     * updated by the call; do not share one between calls in flight.
+     * All-gather takes none. */
+    struct gs_ef *ef;
 } gs_coll_opts_t;
 
-/** @brief Initialiser of gs_coll_opts_t: size set, GS_ALGO_AUTO, no stream, no flags. */
+/** @brief Initialiser of gs_coll_opts_t: size set, GS_ALGO_AUTO, no stream, no flags, no codec. */
 #define GS_COLL_OPTS_INIT                                                                          \
     {                                                                                              \
-        sizeof(gs_coll_opts_t), GS_ALGO_AUTO, NULL, 0u                                             \
+        sizeof(gs_coll_opts_t), GS_ALGO_AUTO, NULL, 0u, NULL, NULL                                 \
     }
 
 /** @brief Options of gs_allreduce_ex(). Initialise with GS_ALLREDUCE_OPTS_INIT; fields are appended only. */
@@ -941,6 +954,15 @@ GS_API gs_status_t gs_ialltoallv_ex(gs_comm_t comm, const void *sendbuf, size_t 
                                     size_t recvbuf_count, const size_t *recvcounts,
                                     const size_t *rdispls, gs_dtype_t dtype,
                                     const gs_coll_opts_t *opts, gs_request_t *req_out);
+/** @brief Non-blocking gs_allgatherv_ex(); the count and displacement arrays are copied. */
+GS_API gs_status_t gs_iallgatherv_ex(gs_comm_t comm, const void *sendbuf, size_t sendcount,
+                                     void *recvbuf, size_t recvbuf_count, const size_t *recvcounts,
+                                     const size_t *displs, gs_dtype_t dtype,
+                                     const gs_coll_opts_t *opts, gs_request_t *req_out);
+/** @brief Non-blocking gs_reduce_scatterv_ex(); the count array is copied. */
+GS_API gs_status_t gs_ireduce_scatterv_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf,
+                                          const size_t *recvcounts, gs_dtype_t dtype, gs_op_t op,
+                                          const gs_coll_opts_t *opts, gs_request_t *req_out);
 /** @brief Non-blocking gs_allgather_ex(). */
 GS_API gs_status_t gs_iallgather_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf,
                                     size_t count, gs_dtype_t dtype, const gs_coll_opts_t *opts,

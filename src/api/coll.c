@@ -134,6 +134,16 @@ typedef struct coll_opts {
     unsigned flags;
 } coll_opts_t;
 
+/* The codec to run, or NULL for none (absent, NULL, or GS_CODEC_NONE). */
+static const gs_codec_config_t *coll_codec(const gs_codec_config_t *cfg)
+{
+    if ((cfg != NULL) && (cfg->size >= offsetof(gs_codec_config_t, kind) + sizeof(cfg->kind)) &&
+        (cfg->kind != GS_CODEC_NONE)) {
+        return cfg;
+    }
+    return NULL;
+}
+
 static coll_opts_t coll_opts(const gs_coll_opts_t *o)
 {
     coll_opts_t r = {.algo = GS_ALGO_AUTO};
@@ -141,20 +151,17 @@ static coll_opts_t coll_opts(const gs_coll_opts_t *o)
     r.algo = OPTS_HAS(gs_coll_opts_t, o, algo) ? o->algo : GS_ALGO_AUTO;
     r.stream = OPTS_HAS(gs_coll_opts_t, o, stream) ? o->stream : NULL;
     r.flags = OPTS_HAS(gs_coll_opts_t, o, flags) ? o->flags : 0u;
+    r.codec = coll_codec(OPTS_HAS(gs_coll_opts_t, o, codec) ? o->codec : NULL);
+    r.ef = OPTS_HAS(gs_coll_opts_t, o, ef) ? o->ef : NULL;
     return r;
 }
 
 static coll_opts_t coll_allreduce_opts(const gs_allreduce_opts_t *o)
 {
-    const gs_codec_config_t *cfg = OPTS_HAS(gs_allreduce_opts_t, o, codec) ? o->codec : NULL;
     coll_opts_t r = {.algo = GS_ALGO_AUTO};
 
     r.algo = OPTS_HAS(gs_allreduce_opts_t, o, algo) ? o->algo : GS_ALGO_AUTO;
-    /* The codec to run, or NULL for none (absent, NULL, or GS_CODEC_NONE). */
-    if ((cfg != NULL) && (cfg->size >= offsetof(gs_codec_config_t, kind) + sizeof(cfg->kind)) &&
-        (cfg->kind != GS_CODEC_NONE)) {
-        r.codec = cfg;
-    }
+    r.codec = coll_codec(OPTS_HAS(gs_allreduce_opts_t, o, codec) ? o->codec : NULL);
     r.ef = OPTS_HAS(gs_allreduce_opts_t, o, ef) ? o->ef : NULL;
     r.stream = OPTS_HAS(gs_allreduce_opts_t, o, stream) ? o->stream : NULL;
     r.flags = OPTS_HAS(gs_allreduce_opts_t, o, flags) ? o->flags : 0u;
@@ -636,6 +643,22 @@ gs_status_t gs_ireduce_scatterv(gs_comm_t comm, const void *sendbuf, void *recvb
 {
     return coll_reduce_scatterv("gs_ireduce_scatterv", comm, sendbuf, recvbuf, recvcounts, dtype,
                                 op, NULL, req_out, 1);
+}
+
+gs_status_t gs_ireduce_scatterv_ex(gs_comm_t comm, const void *sendbuf, void *recvbuf,
+                                   const size_t *recvcounts, gs_dtype_t dtype, gs_op_t op,
+                                   const gs_coll_opts_t *opts, gs_request_t *req_out)
+{
+    return coll_reduce_scatterv("gs_ireduce_scatterv_ex", comm, sendbuf, recvbuf, recvcounts, dtype,
+                                op, opts, req_out, 1);
+}
+
+gs_status_t gs_iallgatherv_ex(gs_comm_t comm, const void *sendbuf, size_t sendcount, void *recvbuf,
+                              size_t recvbuf_count, const size_t *recvcounts, const size_t *displs,
+                              gs_dtype_t dtype, const gs_coll_opts_t *opts, gs_request_t *req_out)
+{
+    return coll_allgatherv("gs_iallgatherv_ex", comm, sendbuf, sendcount, recvbuf, recvbuf_count,
+                           recvcounts, displs, dtype, opts, req_out, 1);
 }
 
 /* The submit paths for p2p.c (coll_impl.h). */

@@ -299,32 +299,88 @@ static gs_status_t coll_check_v(const char *fn, gs_comm_t comm, const gs__coll_d
     return status;
 }
 
-/* A compressed all-reduce: float data, sum or avg, a valid codec, a matching ef. */
-static gs_status_t coll_check_codec(const char *fn, const gs__coll_desc_t *d)
+/* Elements of the send buffer of a compressed call: what its error
+ * feedback must be made for (all-reduce: count; reduce-scatter: n blocks;
+ * reduce-scatterv: the sum of recvcounts, validated by coll_check_v). */
+static size_t coll_codec_send_elems(gs_comm_t comm, const gs__coll_desc_t *d)
 {
+    size_t total = 0;
+
+    switch (d->kind) {
+    case GS_COLL_REDUCE_SCATTER:
+        return d->count * (size_t)comm->size; /* coll_check_data bounded the product */
+    case GS_COLL_REDUCE_SCATTERV:
+        for (int j = 0; j < comm->size; j++) {
+            total += d->rcounts[j];
+        }
+        return total;
+    default:
+        return d->count;
+    }
+}
+
+/*
+ * A compressed call: one of the kinds that compress, float data, sum or
+ * avg where it reduces, a valid codec that serves the kind, a matching ef
+ * (none for all-gather).
+ */
+static gs_status_t coll_check_codec(const char *fn, gs_comm_t comm, const gs__coll_desc_t *d)
+{
+    const int reduces = gs__coll_reduces(d->kind);
+    const int gathers = (d->kind == GS_COLL_ALLGATHER) || (d->kind == GS_COLL_ALLGATHERV);
     gs__codec_resolved_t rc;
     gs_status_t status;
+    size_t elems;
 
-    if (!gs__dtype_is_float(d->dtype) || ((d->op != GS_OP_SUM) && (d->op != GS_OP_AVG))) {
+    if ((d->kind != GS_COLL_ALLREDUCE) && (d->kind != GS_COLL_REDUCE_SCATTER) &&
+        (d->kind != GS_COLL_REDUCE_SCATTERV) && !gathers) {
         return gs__error_set(GS_ERR_INVALID_ARG,
-                             "%s: a codec needs a float dtype and GS_OP_SUM or GS_OP_AVG, not %s "
-                             "and %s",
-                             fn, gs__dtype_name(d->dtype), gs__op_name(d->op));
+                             "%s: opts->codec is set, but %s does not compress: only all-reduce, "
+                             "reduce-scatter(v) and all-gather(v) take a codec (leave it NULL)",
+                             fn, gs__coll_name(d->kind));
+    }
+    if (!gs__dtype_is_float(d->dtype)) {
+        return gs__error_set(GS_ERR_INVALID_ARG,
+                             "%s: opts->codec needs a float dtype (f32, f64, f16 or bf16), not %s: "
+                             "integers are never compressed (leave opts->codec NULL)",
+                             fn, gs__dtype_name(d->dtype));
+    }
+    if (reduces && (d->op != GS_OP_SUM) && (d->op != GS_OP_AVG)) {
+        return gs__error_set(GS_ERR_INVALID_ARG,
+                             "%s: opts->codec cannot serve %s with %s: a compressed reduction "
+                             "sums (GS_OP_SUM or GS_OP_AVG)",
+                             fn, gs__coll_name(d->kind), gs__op_name(d->op));
     }
     if (d->algo != GS_ALGO_AUTO) {
         return gs__error_set(GS_ERR_INVALID_ARG,
-                             "%s: opts->algo must be GS_ALGO_AUTO with a codec (compressed "
-                             "all-reduce has its own algorithm)",
-                             fn);
+                             "%s: opts->algo must be GS_ALGO_AUTO with a codec (compressed %s "
+                             "has its own algorithm)",
+                             fn, gs__coll_name(d->kind));
     }
     status = gs__codec_resolve(d->codec, &rc);
     if (status != GS_OK) {
         return status;
     }
-    if ((d->ef != NULL) && ((d->ef->count != d->count) || (d->ef->dtype != d->dtype))) {
-        return gs__error_set(
-            GS_ERR_INVALID_ARG, "%s: opts->ef was made for %zu elements of %s, not %zu of %s", fn,
-            d->ef->count, gs__dtype_name(d->ef->dtype), d->count, gs__dtype_name(d->dtype));
+    if (gathers && ((rc.ops->flags & GS_CODEC_F_SPARSE) != 0)) {
+        return gs__error_set(GS_ERR_INVALID_ARG,
+                             "%s: opts->codec '%s' cannot serve %s: a sparsifier drops the "
+                             "elements it does not keep, and all-gather has no error feedback to "
+                             "carry them (use int8, int4, fp8_e4m3, fp16 or bf16)",
+                             fn, rc.ops->name, gs__coll_name(d->kind));
+    }
+    if (gathers && (d->ef != NULL)) {
+        return gs__error_set(GS_ERR_INVALID_ARG,
+                             "%s: opts->ef is set, but all-gather takes no error feedback (what "
+                             "it moves is not summed over steps); leave it NULL",
+                             fn);
+    }
+    elems = coll_codec_send_elems(comm, d);
+    if ((d->ef != NULL) && ((d->ef->count != elems) || (d->ef->dtype != d->dtype))) {
+        return gs__error_set(GS_ERR_INVALID_ARG,
+                             "%s: opts->ef was made for %zu elements of %s, not %zu of %s (the "
+                             "elements of sendbuf)",
+                             fn, d->ef->count, gs__dtype_name(d->ef->dtype), elems,
+                             gs__dtype_name(d->dtype));
     }
     return GS_OK;
 }
@@ -474,9 +530,6 @@ gs_status_t gs__coll_validate(const char *fn, gs_comm_t comm, gs__coll_desc_t *d
         if (status == GS_OK) {
             status = coll_check_buf(fn, "recvbuf", d->recvbuf, d->count);
         }
-        if ((status == GS_OK) && (d->codec != NULL)) {
-            status = coll_check_codec(fn, d);
-        }
         break;
     case GS_COLL_BROADCAST:
         status = coll_check_data(fn, comm, d->count, 1, d->dtype, 0, GS_OP_SUM);
@@ -567,6 +620,9 @@ gs_status_t gs__coll_validate(const char *fn, gs_comm_t comm, gs__coll_desc_t *d
         break;
     default:
         status = gs__error_set(GS_ERR_INTERNAL, "%s: unknown operation kind %d", fn, (int)d->kind);
+    }
+    if ((status == GS_OK) && (d->codec != NULL)) {
+        status = coll_check_codec(fn, comm, d);
     }
     if ((status == GS_OK) && ((unsigned)d->algo >= GS_ALGO_COUNT)) {
         status = gs__error_set(GS_ERR_INVALID_ARG,

@@ -154,3 +154,29 @@ uint16_t gs__f32_to_bf16(float f)
 {
     return gs_km_f32_to_bf16(f);
 }
+
+void gs__dtype_from_f32(const float *v, size_t n, gs_dtype_t dt, void *dst)
+{
+    size_t i;
+
+    switch (dt) {
+    case GS_DTYPE_F32:
+        memmove(dst, v, n * sizeof(float));
+        break;
+    case GS_DTYPE_F64:
+        for (i = 0; i < n; i++) {
+            ((double *)dst)[i] = (double)v[i];
+        }
+        break;
+    case GS_DTYPE_F16:
+        for (i = 0; i < n; i++) {
+            ((uint16_t *)dst)[i] = gs__f32_to_f16(v[i]);
+        }
+        break;
+    default: /* GS_DTYPE_BF16 */
+        for (i = 0; i < n; i++) {
+            ((uint16_t *)dst)[i] = gs__f32_to_bf16(v[i]);
+        }
+        break;
+    }
+}

@@ -36,4 +36,8 @@ uint16_t gs__f32_to_f16(float f);
 float gs__bf16_to_f32(uint16_t h);
 uint16_t gs__f32_to_bf16(float f);
 
+/* dst[i] = v[i] converted to float dtype @p dt (f32, f64, f16, bf16; round
+ * to nearest even) for i < n; dst may be v itself when dt is f32. */
+void gs__dtype_from_f32(const float *v, size_t n, gs_dtype_t dt, void *dst);
+
 #endif /* GS_CORE_DTYPE_H */

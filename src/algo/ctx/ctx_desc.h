@@ -84,14 +84,15 @@ typedef struct gs__coll_desc {
     gs_op_t op;
     int root;
     uint32_t tag;
-    gs_algo_t algo;                      /* resolved by gs__algo_select before running */
-    const struct gs_codec_config *codec; /* all-reduce: compress with this codec, or NULL */
-    struct gs_ef *ef;                    /* all-reduce: error feedback state, or NULL */
-    gs__mem_kind_t mem;                  /* where the buffers live (all alike) */
-    int device;                          /* GS_MEM_DEVICE: the CUDA device they are on */
-    void *stream;                        /* cudaStream_t the call is ordered on (NULL: legacy) */
-    unsigned flags;                      /* GS_COLL_F_* | GS_DESC_F_* */
-    void *event;                         /* device path: completion event while in flight */
+    gs_algo_t algo; /* resolved by gs__algo_select before running */
+    const struct gs_codec_config
+        *codec;                   /* all-reduce, reduce-scatter(v), all-gather(v): codec, or NULL */
+    struct gs_ef *ef;             /* all-reduce, reduce-scatter(v): error feedback, or NULL */
+    gs__mem_kind_t mem;           /* where the buffers live (all alike) */
+    int device;                   /* GS_MEM_DEVICE: the CUDA device they are on */
+    void *stream;                 /* cudaStream_t the call is ordered on (NULL: legacy) */
+    unsigned flags;               /* GS_COLL_F_* | GS_DESC_F_* */
+    void *event;                  /* device path: completion event while in flight */
     struct gs_p2p_status *status; /* recv: filled at completion, shorter allowed (gs_recv_status) */
     const size_t *scounts;        /* alltoallv: elements sent to each rank */
     const size_t *sdispls;        /* alltoallv: where each rank's block starts in sendbuf */

@@ -55,6 +55,25 @@
  * (gs__comp_plan_t), not per slice. In-place is safe: the
  * sum of slice s of chunk c can only arrive after rank c got our encoding
  * of it, i.e. after we read that part of the input.
+ *
+ * Sharded shapes (gs__compressed_shard, GS_SCHEME_SHARD): reduce-scatter
+ * is phase 1 alone and all-gather phase 2 alone, on the same pipeline.
+ * Chunk c is rank c's block (count elements, or recvcounts[c] for the v
+ * calls) instead of a balanced split; it starts at coff[c] in the send
+ * buffer and doff[c] in the receive buffer.
+ * - Reduce-scatter: every rank encodes each peer's block once (with the
+ *   worker residual over the whole send buffer) and sends it to its owner;
+ *   the owner sums, in f32 and in rank order, the n - 1 decoded copies and
+ *   its own block exactly (never through the codec), divides by n for AVG
+ *   and writes the sum in the output dtype. Every element is quantised
+ *   once; the result is the same on every run.
+ * - All-gather: every rank encodes its block once and sends the payload to
+ *   every peer, copies its own block exactly and decodes the others into
+ *   place. No error feedback (weights are not summed over steps).
+ * Wire bytes per rank: (n-1)/n of the uncompressed call's, times the
+ * codec's ratio. Step table, reduce-scatter, n = 3, rank 0: phase 1 sends
+ * E(blk1) to r1 and E(blk2) to r2, receives E(blk0@1), E(blk0@2); output
+ * = ((0 + blk0@0) + D(blk0@1)) + D(blk0@2).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +88,9 @@
 /* Slices per chunk at most: message indices 2 x slice + phase stay < 2^24. */
 #define COMP_MAX_SLICES ((size_t)1 << 20)
 
+/* What the pipeline runs: both phases, phase 1 alone, phase 2 alone. */
+enum { COMP_ALLREDUCE = 0, COMP_REDUCE_SCATTER = 1, COMP_ALLGATHER = 2 };
+
 /* Request kinds; each has a row of n x max_ns requests (peer, slice). */
 enum { COMP_P1_RECV = 0, COMP_P1_SEND = 1, COMP_P2_RECV = 2, COMP_P2_SEND = 3, COMP_KINDS = 4 };
 
@@ -80,9 +102,13 @@ typedef struct comp_state {
     gs__comp_plan_t plan; /* the codec, prepared once for the largest slice */
     size_t esize;         /* bytes per element of d->dtype */
     int n, r;
-    size_t slice;  /* elements per slice: a multiple of the codec block */
-    size_t max_ns; /* slices of the largest chunk */
-    size_t own_off, own_len;
+    int mode;         /* COMP_ALLREDUCE, COMP_REDUCE_SCATTER or COMP_ALLGATHER */
+    size_t *clen;     /* [c]: elements of chunk c */
+    size_t *coff;     /* [c]: where chunk c starts in sendbuf (elements) */
+    size_t *doff;     /* [c]: where chunk c starts in recvbuf (elements) */
+    size_t slice;     /* elements per slice: a multiple of the codec block */
+    size_t max_ns;    /* slices of the largest chunk */
+    size_t own_len;   /* elements of our chunk */
     uint8_t *p1_send; /* [c][s]: phase 1 payload for rank c */
     uint8_t *p1_recv; /* [q][s]: slice s of our chunk from rank q (q = r: our own) */
     uint8_t *p2;      /* [c][s]: encoded sum of slice s of chunk c (c = r: ours, sent) */
@@ -138,21 +164,48 @@ static size_t comp_nslices(const comp_state_t *st, size_t chunk_len)
 /* Slices of chunk c. */
 static size_t comp_chunk_ns(const comp_state_t *st, int c)
 {
-    size_t off, len;
-
-    gs__algo_split(st->d->count, st->n, c, &off, &len);
-    return comp_nslices(st, len);
+    return comp_nslices(st, st->clen[c]);
 }
 
-/* Elements [*off_out, *off_out + *len_out) of the tensor: slice s of chunk c. */
-static void comp_slice(const comp_state_t *st, int c, size_t s, size_t *off_out, size_t *len_out)
+/* Elements [*lo_out, *lo_out + *len_out) of chunk c: its slice s. */
+static void comp_slice(const comp_state_t *st, int c, size_t s, size_t *lo_out, size_t *len_out)
 {
-    size_t off, len, lo;
+    const size_t len = st->clen[c];
+    const size_t lo = s * st->slice;
 
-    gs__algo_split(st->d->count, st->n, c, &off, &len);
-    lo = s * st->slice;
-    *off_out = off + lo;
+    *lo_out = lo;
     *len_out = (len > lo) ? ((len - lo < st->slice) ? len - lo : st->slice) : 0;
+}
+
+/* Chunk c of @p d on @p n ranks as mode runs it: its length, and where it
+ * starts in sendbuf and in recvbuf. */
+static void comp_chunk_of(const gs__coll_desc_t *d, int mode, int n, int c, size_t *len_out,
+                          size_t *coff_out, size_t *doff_out)
+{
+    const int v = gs__coll_is_v(d->kind);
+    size_t off = 0;
+
+    if (mode == COMP_ALLREDUCE) {
+        gs__algo_split(d->count, n, c, &off, len_out);
+        *coff_out = off;
+        *doff_out = off;
+        return;
+    }
+    *len_out = v ? d->rcounts[c] : d->count;
+    if (v) {
+        for (int j = 0; j < c; j++) {
+            off += d->rcounts[j];
+        }
+    } else {
+        off = (size_t)c * d->count;
+    }
+    if ((mode == COMP_ALLGATHER) && (d->rdispls != NULL)) {
+        off = d->rdispls[c];
+    }
+    /* Reduce-scatter reads block c at off and writes its own at 0;
+     * all-gather reads its own at 0 and writes block c at off. */
+    *coff_out = (mode == COMP_REDUCE_SCATTER) ? off : 0;
+    *doff_out = (mode == COMP_ALLGATHER) ? off : 0;
 }
 
 static size_t comp_ix(const comp_state_t *st, int kind, int peer, size_t s)
@@ -187,11 +240,18 @@ gs_status_t gs__comp_plan(const gs__algo_ctx_t *ctx, const gs__codec_resolved_t 
 static gs_status_t comp_layout(comp_state_t *st, const gs__codec_resolved_t *rc)
 {
     const size_t n = (size_t)st->n;
-    const size_t max_chunk = (st->d->count + n - 1) / n;
+    size_t max_chunk = 0;
     size_t slots, slice_max, total;
     uint8_t *base = NULL;
     gs_status_t status;
     void *mem = NULL;
+
+    for (int c = 0; c < st->n; c++) {
+        size_t len, coff, doff;
+
+        comp_chunk_of(st->d, st->mode, st->n, c, &len, &coff, &doff);
+        max_chunk = (len > max_chunk) ? len : max_chunk;
+    }
 
     st->slice = comp_slice_elems(st->ctx, st->d, rc, max_chunk);
     st->max_ns = comp_nslices(st, max_chunk);
@@ -204,7 +264,8 @@ static gs_status_t comp_layout(comp_state_t *st, const gs__codec_resolved_t *rc)
     total = 3 * slots * st->plan.cap + comp_align(COMP_KINDS * slots * sizeof(size_t)) +
             comp_align(slots) + comp_align(st->max_ns * sizeof(uint32_t)) +
             comp_align(st->own_len * sizeof(float) + 1) + comp_align(st->plan.scratch + 1) +
-            comp_align(COMP_KINDS * slots * sizeof(gs__algo_req_t));
+            comp_align(COMP_KINDS * slots * sizeof(gs__algo_req_t)) +
+            comp_align(3 * n * sizeof(size_t));
     status = gs__algo_scratch(st->ctx, total + COMP_ALIGN, &mem);
     if (status != GS_OK) {
         return status;
@@ -230,6 +291,13 @@ static gs_status_t comp_layout(comp_state_t *st, const gs__codec_resolved_t *rc)
     base += comp_align(st->plan.scratch + 1);
     st->reqs = (gs__algo_req_t *)(void *)base;
     memset(st->reqs, 0, COMP_KINDS * slots * sizeof(gs__algo_req_t));
+    base += comp_align(COMP_KINDS * slots * sizeof(gs__algo_req_t));
+    st->clen = (size_t *)(void *)base;
+    st->coff = st->clen + n;
+    st->doff = st->coff + n;
+    for (int c = 0; c < st->n; c++) {
+        comp_chunk_of(st->d, st->mode, st->n, c, &st->clen[c], &st->coff[c], &st->doff[c]);
+    }
     return GS_OK;
 }
 
@@ -297,17 +365,18 @@ static gs_status_t comp_post(comp_state_t *st, int kind, int peer, size_t s, uin
 static gs_status_t comp_decode_sum(comp_state_t *st, int c, size_t s)
 {
     const gs__coll_desc_t *d = st->d;
-    size_t off, len;
+    size_t lo, len;
     gs_status_t status;
 
-    comp_slice(st, c, s, &off, &len);
-    status = gs__codec_plan_decode(&st->plan.in, comp_slot(st, st->p2, c, s),
-                                   st->len[comp_ix(st, COMP_P2_RECV, c, s)], len, st->codec_scratch,
-                                   st->plan.scratch, (uint8_t *)d->recvbuf + off * st->esize,
-                                   GS_CODEC_MODE_SET);
+    comp_slice(st, c, s, &lo, &len);
+    status = gs__codec_plan_decode(
+        &st->plan.in, comp_slot(st, st->p2, c, s), st->len[comp_ix(st, COMP_P2_RECV, c, s)], len,
+        st->codec_scratch, st->plan.scratch, (uint8_t *)d->recvbuf + (st->doff[c] + lo) * st->esize,
+        GS_CODEC_MODE_SET);
     if (status != GS_OK) {
-        status = gs__error_wrap(status, "%s: the compressed sum from rank %d is bad: %s",
-                                st->ctx->opname, c, gs__error_get());
+        status =
+            gs__error_wrap(status, "%s: the compressed %s from rank %d is bad: %s", st->ctx->opname,
+                           (st->mode == COMP_ALLGATHER) ? "block" : "sum", c, gs__error_get());
     }
     return status;
 }
@@ -319,18 +388,25 @@ static gs_status_t comp_reduce(comp_state_t *st, size_t s)
 {
     const gs__coll_desc_t *d = st->d;
     const size_t ir = comp_ix(st, COMP_P2_RECV, st->r, s);
-    size_t off, len, loff;
+    size_t loff, len;
     struct gs_ef view;
     gs_status_t status = GS_OK;
 
-    comp_slice(st, st->r, s, &off, &len);
-    loff = off - st->own_off;
+    comp_slice(st, st->r, s, &loff, &len);
     while ((status == GS_OK) && (st->next_q[s] < (uint32_t)st->n) &&
            st->got[(size_t)st->next_q[s] * st->max_ns + s]) {
         const int q = (int)st->next_q[s];
 
         if (q == 0) {
             memset(st->acc + loff, 0, len * sizeof(float));
+        }
+        if ((q == st->r) && (st->mode == COMP_REDUCE_SCATTER)) {
+            /* Our own block is summed exactly, never through the codec. */
+            view = (struct gs_ef){.count = len, .dtype = d->dtype, .residual = st->acc + loff};
+            gs__ef_add_input(&view,
+                             (const uint8_t *)d->sendbuf + (st->coff[st->r] + loff) * st->esize);
+            st->next_q[s]++;
+            continue;
         }
         status =
             gs__codec_plan_decode(&st->plan.f32, comp_slot(st, st->p1_recv, q, s),
@@ -352,6 +428,11 @@ static gs_status_t comp_reduce(comp_state_t *st, size_t s)
         for (size_t i = 0; i < len; i++) {
             st->acc[loff + i] *= inv;
         }
+    }
+    if (st->mode == COMP_REDUCE_SCATTER) {
+        gs__dtype_from_f32(st->acc + loff, len, d->dtype,
+                           (uint8_t *)d->recvbuf + (st->doff[st->r] + loff) * st->esize);
+        return GS_OK;
     }
     status = gs__codec_plan_encode(&st->plan.f32, st->acc + loff, len,
                                    comp_ef_view(st->server, loff, len, &view), st->codec_scratch,
@@ -375,11 +456,16 @@ static gs_status_t comp_encode(comp_state_t *st, int c, size_t s)
     const int own = (c == st->r);
     uint8_t *slot = comp_slot(st, own ? st->p1_recv : st->p1_send, c, s);
     size_t *len_out = &st->len[comp_ix(st, own ? COMP_P1_RECV : COMP_P1_SEND, c, s)];
-    size_t off, len;
+    size_t lo, len, off;
     struct gs_ef view;
     gs_status_t status;
 
-    comp_slice(st, c, s, &off, &len);
+    if (own && (st->mode == COMP_REDUCE_SCATTER)) {
+        st->got[(size_t)st->r * st->max_ns + s] = 1; /* summed exactly by comp_reduce */
+        return comp_reduce(st, s);
+    }
+    comp_slice(st, c, s, &lo, &len);
+    off = st->coff[c] + lo;
     status = gs__codec_plan_encode(&st->plan.in, (const uint8_t *)d->sendbuf + off * st->esize, len,
                                    comp_ef_view(st->ef, off, len, &view), st->codec_scratch,
                                    st->plan.scratch, slot, st->plan.cap, len_out);
@@ -474,13 +560,14 @@ static gs_status_t comp_wait(comp_state_t *st)
 static gs_status_t comp_post_receives(comp_state_t *st)
 {
     const size_t own_ns = comp_nslices(st, st->own_len);
+    const size_t p1_ns = (st->mode == COMP_ALLGATHER) ? 0 : own_ns;
     gs_status_t status = GS_OK;
 
     for (int i = 1; (i < st->n) && (status == GS_OK); i++) {
         const int q = (st->r - i + st->n) % st->n;
-        const size_t ns = comp_chunk_ns(st, q);
+        const size_t ns = (st->mode == COMP_REDUCE_SCATTER) ? 0 : comp_chunk_ns(st, q);
 
-        for (size_t s = 0; (s < own_ns) && (status == GS_OK); s++) {
+        for (size_t s = 0; (s < p1_ns) && (status == GS_OK); s++) {
             status = comp_post(st, COMP_P1_RECV, q, s, comp_slot(st, st->p1_recv, q, s), 0);
         }
         for (size_t s = 0; (s < ns) && (status == GS_OK); s++) {
@@ -490,15 +577,67 @@ static gs_status_t comp_post_receives(comp_state_t *st)
     return status;
 }
 
-gs_status_t gs__compressed_allreduce(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
+/* All-gather: encode slice s of our block once (no error feedback) and
+ * send it to every peer. */
+static gs_status_t comp_gather_slice(comp_state_t *st, size_t s)
 {
-    gs__codec_resolved_t rc;
-    comp_state_t st;
+    const size_t ir = comp_ix(st, COMP_P2_RECV, st->r, s);
+    uint8_t *slot = comp_slot(st, st->p2, st->r, s);
+    size_t lo, len;
     gs_status_t status;
 
-    if (d->count == 0) {
-        return GS_OK;
+    comp_slice(st, st->r, s, &lo, &len);
+    status = gs__codec_plan_encode(&st->plan.in, (const uint8_t *)st->d->sendbuf + lo * st->esize,
+                                   len, GS_EF_NULL, st->codec_scratch, st->plan.scratch, slot,
+                                   st->plan.cap, &st->len[ir]);
+    if (status == GS_OK) {
+        gs__comp_test_corrupt(st->ctx, slot, st->len[ir]);
     }
+    for (int i = 1; (i < st->n) && (status == GS_OK); i++) {
+        status = comp_post(st, COMP_P2_SEND, (st->r + i) % st->n, s, slot, st->len[ir]);
+    }
+    return status;
+}
+
+/* Phase 1 (all-reduce, reduce-scatter), slice by slice, every peer's
+ * slice s before anyone's s + 1, our own last; or the all-gather's
+ * encodes of our block. Between slices the transport moves what is queued
+ * and what has arrived is summed or decoded (phase 2 starts per slice as
+ * soon as its n copies are in). */
+static gs_status_t comp_send_all(comp_state_t *st)
+{
+    gs_status_t status = GS_OK;
+
+    for (size_t s = 0; (s < st->max_ns) && (status == GS_OK); s++) {
+        if (st->mode == COMP_ALLGATHER) {
+            if (s < comp_nslices(st, st->own_len)) {
+                status = comp_gather_slice(st, s);
+            }
+        } else {
+            for (int i = 1; (i <= st->n) && (status == GS_OK); i++) {
+                const int c = (st->r + i) % st->n;
+
+                if (s < comp_chunk_ns(st, c)) {
+                    status = comp_encode(st, c, s);
+                }
+            }
+        }
+        if (status == GS_OK) {
+            status = comp_poke(st);
+        }
+    }
+    return status;
+}
+
+/* Run @p d through the pipeline as @p mode says. */
+static gs_status_t comp_run(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d, int mode)
+{
+    const int n = ctx->size;
+    gs__codec_resolved_t rc;
+    comp_state_t st;
+    size_t own_coff, own_doff;
+    gs_status_t status;
+
     status = gs__ef_sync_host((gs_ef_t)d->ef); /* a device call may hold the residuals */
     if (status == GS_OK) {
         status = gs__codec_resolve(d->codec, &rc); /* once per call: see comp_layout */
@@ -509,36 +648,29 @@ gs_status_t gs__compressed_allreduce(gs__algo_ctx_t *ctx, const gs__coll_desc_t 
     memset(&st, 0, sizeof(st));
     st.ctx = ctx;
     st.d = d;
-    st.ef = (gs_ef_t)d->ef;
+    st.mode = mode;
+    st.ef = (mode == COMP_ALLGATHER) ? GS_EF_NULL : (gs_ef_t)d->ef;
     st.esize = gs__dtype_size(d->dtype);
-    st.n = ctx->size;
+    st.n = n;
     st.r = ctx->rank;
-    gs__algo_split(d->count, st.n, st.r, &st.own_off, &st.own_len);
+    comp_chunk_of(d, mode, n, st.r, &st.own_len, &own_coff, &own_doff);
     status = comp_layout(&st, &rc);
-    if (status == GS_OK) {
+    if ((status == GS_OK) && (mode == COMP_ALLREDUCE)) {
         status = gs__comp_server_ef(st.ef, st.own_len, &st.server);
     }
     if (status == GS_OK) {
         status = comp_post_receives(&st);
     }
-    /* Phase 1, slice by slice, every peer's slice s before anyone's s + 1,
-     * our own last; between slices the transport moves what is queued and
-     * what has arrived is summed (phase 2 starts per slice as soon as its
-     * n copies are in). */
-    for (size_t s = 0; (s < st.max_ns) && (status == GS_OK); s++) {
-        for (int i = 1; (i <= st.n) && (status == GS_OK); i++) {
-            const int c = (st.r + i) % st.n;
-
-            if (s < comp_chunk_ns(&st, c)) {
-                status = comp_encode(&st, c, s);
-            }
-        }
-        if (status == GS_OK) {
-            status = comp_poke(&st);
-        }
+    if (status == GS_OK) {
+        status = comp_send_all(&st);
     }
     if (st.ef != GS_EF_NULL) {
         st.ef->step++;
+    }
+    if ((status == GS_OK) && (mode == COMP_ALLGATHER) && (st.own_len > 0)) {
+        /* Our own block, exactly (memmove: in place it is already there). */
+        memmove((uint8_t *)d->recvbuf + st.doff[st.r] * st.esize, d->sendbuf,
+                st.own_len * st.esize);
     }
     if (status == GS_OK) {
         status = comp_wait(&st);
@@ -550,4 +682,23 @@ gs_status_t gs__compressed_allreduce(gs__algo_ctx_t *ctx, const gs__coll_desc_t 
         gs__algo_release_all(ctx, st.reqs, COMP_KINDS * (size_t)st.n * st.max_ns);
     }
     return status;
+}
+
+gs_status_t gs__compressed_allreduce(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
+{
+    return (d->count == 0) ? GS_OK : comp_run(ctx, d, COMP_ALLREDUCE);
+}
+
+gs_status_t gs__compressed_shard(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
+{
+    const int rs = (d->kind == GS_COLL_REDUCE_SCATTER) || (d->kind == GS_COLL_REDUCE_SCATTERV);
+    size_t total = 0;
+
+    for (int c = 0; c < ctx->size; c++) {
+        total += gs__coll_is_v(d->kind) ? d->rcounts[c] : d->count;
+    }
+    if (total == 0) {
+        return GS_OK;
+    }
+    return comp_run(ctx, d, rs ? COMP_REDUCE_SCATTER : COMP_ALLGATHER);
 }

@@ -28,6 +28,7 @@ static const char *const scheme_names[GS_SCHEME_COUNT] = {
     [GS_SCHEME_TWO_PHASE] = "two-phase",
     [GS_SCHEME_SPARSE_GATHER] = "sparse gather",
     [GS_SCHEME_SPARSE_SHARED] = "sparse shared",
+    [GS_SCHEME_SHARD] = "block-wise",
 };
 
 /* Who runs each path (NULL: not built in; the plan never picks it). */
@@ -111,6 +112,8 @@ gs_status_t gs__algo_run_host(gs__algo_ctx_t *ctx, gs__coll_desc_t *d, const gs_
     case GS_SCHEME_SPARSE_GATHER:
     case GS_SCHEME_SPARSE_SHARED:
         return gs__sparse_allreduce(ctx, d, plan);
+    case GS_SCHEME_SHARD:
+        return gs__compressed_shard(ctx, d);
     default:
         return gs__error_set(GS_ERR_INTERNAL, "%s: unknown scheme %d", ctx->opname,
                              (int)plan->scheme);

@@ -41,7 +41,9 @@ typedef enum gs__scheme {
     GS_SCHEME_TWO_PHASE = 1,     /* quantizers, or a sparsifier too dense: algo_compressed.c */
     GS_SCHEME_SPARSE_GATHER = 2, /* top-k: all-gather of (index, value) payloads (algo_sparse.c) */
     GS_SCHEME_SPARSE_SHARED = 3, /* random-k: shared indices, dense all-reduce of the k values */
-    GS_SCHEME_COUNT = 4
+    GS_SCHEME_SHARD = 4,         /* reduce-scatter(v), all-gather(v) with a codec: each block
+                                  * encoded once, moved all-to-all (algo_compressed.c) */
+    GS_SCHEME_COUNT = 5
 } gs__scheme_t;
 
 typedef struct gs__algo_plan {
@@ -83,5 +85,8 @@ gs_status_t gs__hier_allreduce(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d);
 /* Compressed all-reduce, two-phase scheme (algo_compressed.c): d->codec set,
  * float dtype, SUM or AVG; the sparse schemes are algo_comp.h's. */
 gs_status_t gs__compressed_allreduce(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d);
+/* Compressed reduce-scatter(v) or all-gather(v) (GS_SCHEME_SHARD,
+ * algo_compressed.c): d->codec set, float dtype, SUM or AVG. */
+gs_status_t gs__compressed_shard(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d);
 
 #endif /* GS_ALGO_SCHED_SCHED_H */

@@ -142,6 +142,20 @@ static gs__scheme_t algo_scheme(const gs__coll_desc_t *d, int n, size_t *k_out)
 }
 
 /*
+ * The scheme of a compressed reduce-scatter or all-gather (the API let
+ * only those kinds through with a codec): each block encoded once and
+ * moved all-to-all.
+ */
+static gs__scheme_t algo_shard_scheme(const gs__algo_select_t *sel, const gs__algo_ctx_t *ctx,
+                                      const gs__coll_desc_t *d)
+{
+    (void)sel;
+    (void)ctx;
+    (void)d;
+    return GS_SCHEME_SHARD;
+}
+
+/*
  * Whether the codec kernels can run a two-phase all-reduce of *d on the
  * device: a build with CUDA, f32 data (the kernels take f32; other float
  * types are staged and converted on the CPU) and no zstd stage (zstd runs
@@ -240,6 +254,8 @@ gs_status_t gs__algo_plan(gs__algo_select_t *sel, const gs__algo_ctx_t *ctx,
             plan.inner = gs__algo_choose_shape(&sel->model, GS_COLL_ALLREDUCE, &shape,
                                                (k + 1) * sizeof(float), ctx->slice_bytes);
         }
+    } else if (d->codec != NULL) {
+        plan.scheme = algo_shard_scheme(sel, ctx, d);
     }
     plan.device_codec =
         (d->mem == GS_MEM_DEVICE) && (plan.scheme == GS_SCHEME_TWO_PHASE) && algo_device_codec(d);
