@@ -101,6 +101,22 @@ def _same_dtype(a: Buf, b: Buf, fn: str, an: str = "buf", bn: str = "out") -> No
                                                              a.dtype.name.lower()))
 
 
+def _coll_codec(fn: str, codec: Union[None, str, Codec],
+                ef: Optional[ErrorFeedback]) -> Tuple[Optional[T.CollOpts], Any]:
+    """gs_coll_opts_t with @codec and @ef for a compressed reduce-scatter(v) or all-gather(v),
+    or None when neither is given (the plain call); and what it points to, kept alive with
+    the call. The library checks the rest (a float dtype, the op, ef's size and dtype)."""
+    codec = codec_of(codec)
+    if ef is not None and not isinstance(ef, ErrorFeedback):
+        raise invalid("%s: ef must be a gradsync.ErrorFeedback" % fn)
+    if codec is None and ef is None:
+        return None, None
+    opts = T.sized(T.CollOpts)
+    opts.codec = codec._ptr() if codec is not None else None
+    opts.ef = ef._handle() if ef is not None else None
+    return opts, (opts, codec, ef)
+
+
 class Communicator(Resource):
     """A group of ranks (gs_comm_t).
 
@@ -344,15 +360,23 @@ class Communicator(Resource):
                                        s.dtype, op_of(op), root), async_op,
                          (s.keep, o.keep if o else None), result, "gs_ireduce")
 
-    def allgather(self, buf: BufferLike, out: BufferLike, async_op: bool = False) -> Any:
-        """out (size * len(buf) elements) = every rank's buf in rank order."""
+    def allgather(self, buf: BufferLike, out: BufferLike, async_op: bool = False,
+                  codec: Union[None, str, Codec] = None) -> Any:
+        """out (size * len(buf) elements) = every rank's buf in rank order. codec (a Codec or
+        a kind name; float dtypes, not topk or randk) compresses what moves; each rank's own
+        block is copied exactly. All-gather takes no error feedback."""
         fn = "allgather"
         s, o = self._io(fn, buf, out, inplace_ok=False)
         if o.count != s.count * self._size:
             raise invalid("%s: out holds %d elements; it needs size * len(buf) = %d"
                           % (fn, o.count, s.count * self._size))
-        return self._run("gs_allgather", (self._handle(), s.ptr, o.ptr, s.count, s.dtype),
-                         async_op, (s.keep, o.keep), out, "gs_iallgather")
+        opts, held = _coll_codec(fn, codec, None)
+        if opts is None:
+            return self._run("gs_allgather", (self._handle(), s.ptr, o.ptr, s.count, s.dtype),
+                             async_op, (s.keep, o.keep), out, "gs_iallgather")
+        return self._run("gs_allgather_ex", (self._handle(), s.ptr, o.ptr, s.count, s.dtype,
+                                             byref(opts)), async_op, (s.keep, o.keep, held),
+                         out, "gs_iallgather_ex")
 
     def gather(self, buf: BufferLike, out: Optional[BufferLike], root: int,
                async_op: bool = False) -> Any:
@@ -395,22 +419,34 @@ class Communicator(Resource):
                          (s.keep if s else None, o.keep), out, "gs_iscatter")
 
     def reduce_scatter(self, buf: BufferLike, out: BufferLike, op: OpLike = "sum",
-                       async_op: bool = False) -> Any:
-        """out = block rank of op over every rank's buf (size * len(out) elements)."""
+                       async_op: bool = False, codec: Union[None, str, Codec] = None,
+                       ef: Optional[ErrorFeedback] = None) -> Any:
+        """out = block rank of op over every rank's buf (size * len(out) elements). codec (a
+        Codec or a kind name; float dtypes, op sum or avg) and ef (an ErrorFeedback made for
+        len(buf) elements of buf's dtype) compress, as allreduce's do."""
         fn = "reduce_scatter"
         s, o = self._io(fn, buf, out, inplace_ok=False)
         if s.count != o.count * self._size:
             raise invalid("%s: buf holds %d elements; it needs size * len(out) = %d"
                           % (fn, s.count, o.count * self._size))
-        return self._run("gs_reduce_scatter", (self._handle(), s.ptr, o.ptr, o.count, o.dtype,
-                                               op_of(op)), async_op, (s.keep, o.keep), out,
-                         "gs_ireduce_scatter")
+        opts, held = _coll_codec(fn, codec, ef)
+        if opts is None:
+            return self._run("gs_reduce_scatter", (self._handle(), s.ptr, o.ptr, o.count,
+                                                   o.dtype, op_of(op)), async_op,
+                             (s.keep, o.keep), out, "gs_ireduce_scatter")
+        return self._run("gs_reduce_scatter_ex", (self._handle(), s.ptr, o.ptr, o.count,
+                                                  o.dtype, op_of(op), byref(opts)), async_op,
+                         (s.keep, o.keep, held), out, "gs_ireduce_scatter_ex")
 
     def reduce_scatterv(self, buf: BufferLike, out: BufferLike, counts: Sequence[int],
-                        op: OpLike = "sum", async_op: bool = False) -> Any:
+                        op: OpLike = "sum", async_op: bool = False,
+                        codec: Union[None, str, Codec] = None,
+                        ef: Optional[ErrorFeedback] = None) -> Any:
         """out (counts[rank] elements) = block rank of op over every rank's buf, whose blocks
-        are counts[0], counts[1], ... elements packed in rank order."""
+        are counts[0], counts[1], ... elements packed in rank order. codec and ef as for
+        reduce_scatter (ef made for sum(counts) elements)."""
         fn = "reduce_scatterv"
+        opts, held = _coll_codec(fn, codec, ef)
         s, o = self._io(fn, buf, out, inplace_ok=False)
         carr, cl = _counts(counts, self._size, "%s: counts" % fn)
         if cl is None:
@@ -421,18 +457,30 @@ class Communicator(Resource):
         if o.count < cl[self._rank]:
             raise invalid("%s: out holds %d elements; counts[%d] is %d"
                           % (fn, o.count, self._rank, cl[self._rank]))
+        if opts is not None:
+            return self._run("gs_reduce_scatterv_ex", (self._handle(), s.ptr, o.ptr, carr,
+                                                       s.dtype, op_of(op), byref(opts)),
+                             async_op, (s.keep, o.keep, carr, held), out,
+                             "gs_ireduce_scatterv_ex")
         return self._run("gs_reduce_scatterv", (self._handle(), s.ptr, o.ptr, carr, s.dtype,
                                                 op_of(op)), async_op, (s.keep, o.keep, carr),
                          out, "gs_ireduce_scatterv")
 
     def allgatherv(self, buf: BufferLike, out: BufferLike, counts: Sequence[int],
-                   displs: Optional[Sequence[int]] = None, async_op: bool = False) -> Any:
+                   displs: Optional[Sequence[int]] = None, async_op: bool = False,
+                   codec: Union[None, str, Codec] = None) -> Any:
         """Rank r's buf (counts[r] elements) lands at out[displs[r]:] on every rank; displs
-        None packs the blocks in rank order."""
+        None packs the blocks in rank order. codec as for allgather."""
         fn = "allgatherv"
+        opts, held = _coll_codec(fn, codec, None)
         s, o = self._io(fn, buf, out, inplace_ok=False)
         carr, _ = _counts(counts, self._size, "%s: counts" % fn)
         darr, _ = _counts(displs, self._size, "%s: displs" % fn)
+        if opts is not None:
+            return self._run("gs_allgatherv_ex", (self._handle(), s.ptr, s.count, o.ptr,
+                                                  o.count, carr, darr, s.dtype, byref(opts)),
+                             async_op, (s.keep, o.keep, carr, darr, held), out,
+                             "gs_iallgatherv_ex")
         return self._run("gs_allgatherv", (self._handle(), s.ptr, s.count, o.ptr, o.count, carr,
                                            darr, s.dtype), async_op,
                          (s.keep, o.keep, carr, darr), out, "gs_iallgatherv")

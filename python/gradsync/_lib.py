@@ -278,9 +278,9 @@ _forms("send", [_P, _P, _Z, _I, _I, _U32])
 _forms("recv", [_P, _P, _Z, _I, _I, _U32])
 _forms("gather", [_P, _P, _P, _Z, _I, _I])
 _forms("scatter", [_P, _P, _P, _Z, _I, _I])
-_forms("allgatherv", [_P, _P, _Z, _P, _Z, _ZP, _ZP, _I], nonblocking_ex=False)
+_forms("allgatherv", [_P, _P, _Z, _P, _Z, _ZP, _ZP, _I])
 _forms("alltoallv", [_P, _P, _Z, _ZP, _ZP, _P, _Z, _ZP, _ZP, _I])
-_forms("reduce_scatterv", [_P, _P, _P, _ZP, _I, _I], nonblocking_ex=False)
+_forms("reduce_scatterv", [_P, _P, _P, _ZP, _I, _I])
 
 
 # --------------------------------------------------------------------------

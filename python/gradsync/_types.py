@@ -187,8 +187,10 @@ class PeerStats(ctypes.Structure):
 
 
 class CollOpts(ctypes.Structure):
-    """gs_coll_opts_t (gradsync.h)."""
-    _fields_ = [("size", c_size_t), ("algo", c_int), ("stream", c_void_p), ("flags", c_uint)]
+    """gs_coll_opts_t (gradsync.h). codec and ef (appended): compressed reduce-scatter(v) and
+    all-gather(v)."""
+    _fields_ = [("size", c_size_t), ("algo", c_int), ("stream", c_void_p), ("flags", c_uint),
+                ("codec", c_void_p), ("ef", c_void_p)]
 
 
 class AllreduceOpts(ctypes.Structure):
