@@ -10,8 +10,11 @@
 # subsystems ALGO and INIT) and the run passes only if the cost model chose
 # NAME for some all-reduce on rank 0; the INIT line of every rank must also
 # report the number of distinct names in HOSTS as its host count.
+# --expect-log RE / --reject-log RE (repeatable, with the same logging): some
+# line of rank 0's log must match RE / no line may.
 #
-# usage: run_hosts.sh GSRUN HOSTS TIMEOUT_S [--expect-algo NAME] PROG ARGS...
+# usage: run_hosts.sh GSRUN HOSTS TIMEOUT_S [--expect-algo NAME] [--expect-log RE]...
+#                     [--reject-log RE]... PROG ARGS...
 # Exit status: the program's (via gsrun), 1 when an expectation fails, 2 usage.
 # (Internally, each rank re-enters this script with GS_TEST_HOSTS set.)
 set -u
@@ -31,11 +34,17 @@ if [ $# -lt 4 ]; then
 fi
 GSRUN=$1 HOSTS=$2 TIMEOUT=$3
 shift 3
-EXPECT=
-if [ "$1" = "--expect-algo" ]; then
-    EXPECT=$2
+EXPECT= LOGS=0
+WANT=() UNWANTED=()
+while [ $# -ge 2 ]; do
+    case $1 in
+    --expect-algo) EXPECT=$2 LOGS=1 ;;
+    --expect-log) WANT+=("$2") LOGS=1 ;;
+    --reject-log) UNWANTED+=("$2") LOGS=1 ;;
+    *) break ;;
+    esac
     shift 2
-fi
+done
 IFS=, read -r -a names <<<"$HOSTS"
 world=${#names[@]}
 nhosts=$(printf '%s\n' "${names[@]}" | sort -u | wc -l)
@@ -43,14 +52,14 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/gs_hosts.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
 export GS_TEST_HOSTS=$HOSTS
-if [ -n "$EXPECT" ]; then
+if [ $LOGS -eq 1 ]; then
     export GS_DEBUG=INFO GS_DEBUG_SUBSYS=ALGO,INIT GS_DEBUG_FILE="$tmp/log.%r"
 fi
 echo "run_hosts: $world ranks on $nhosts hosts ($HOSTS): $(basename "$1") ${*:2}"
 "$GSRUN" -n "$world" --timeout "$TIMEOUT" "$0" "$@"
 rc=$?
 [ $rc -eq 0 ] || exit $rc
-[ -n "$EXPECT" ] || exit 0
+[ $LOGS -eq 1 ] || exit 0
 
 for ((r = 0; r < world; r++)); do
     if ! grep -q "rank $r: $nhosts host(s), local rank" "$tmp/log.$r"; then
@@ -59,10 +68,25 @@ for ((r = 0; r < world; r++)); do
         exit 1
     fi
 done
-if ! grep -E "allreduce of [0-9]+ bytes .*: $EXPECT \(cost model" "$tmp/log.0"; then
-    echo "run_hosts: the cost model never chose $EXPECT for an all-reduce; its choices:"
-    grep -E "allreduce of" "$tmp/log.0" | head -n 10
-    exit 1
+for re in "${WANT[@]}"; do
+    if ! grep -m3 -E "$re" "$tmp/log.0"; then
+        echo "run_hosts: no line of rank 0's log matches '$re'; its choices:"
+        grep -E " of [0-9]+ bytes" "$tmp/log.0" | head -n 10
+        exit 1
+    fi
+done
+for re in "${UNWANTED[@]}"; do
+    if grep -m3 -E "$re" "$tmp/log.0"; then
+        echo "run_hosts: rank 0's log has the lines above, matching '$re'"
+        exit 1
+    fi
+done
+if [ -n "$EXPECT" ]; then
+    if ! grep -E "allreduce of [0-9]+ bytes .*: $EXPECT \(cost model" "$tmp/log.0"; then
+        echo "run_hosts: the cost model never chose $EXPECT for an all-reduce; its choices:"
+        grep -E "allreduce of" "$tmp/log.0" | head -n 10
+        exit 1
+    fi
 fi
-echo "run_hosts: PASS (the cost model chose $EXPECT)"
+echo "run_hosts: PASS${EXPECT:+ (the cost model chose $EXPECT)}"
 exit 0

@@ -66,9 +66,9 @@ void gs__algo_ctx_fini(gs__algo_ctx_t *ctx)
     free(ctx->scratch);
     ctx->scratch = NULL;
     ctx->scratch_cap = 0;
-    free(ctx->sparse_buf);
-    ctx->sparse_buf = NULL;
-    ctx->sparse_cap = 0;
+    free(ctx->outer_buf);
+    ctx->outer_buf = NULL;
+    ctx->outer_cap = 0;
     gs__algo_hosts_free(&ctx->hosts);
     ctx->route.order = NULL;
 }

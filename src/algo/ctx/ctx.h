@@ -95,10 +95,11 @@ typedef struct gs__algo_ctx {
     uint32_t seq;        /* sequence number of the collective in flight */
     void *scratch;       /* grown on demand, freed with the context */
     size_t scratch_cap;
-    void *sparse_buf; /* algo_sparse.c's random-k payload (it outlives a nested
-                            * all-reduce that may move scratch): grown on demand, freed
-                            * with the context */
-    size_t sparse_cap;
+    void *outer_buf; /* a schedule's buffer that outlives the nested calls it makes,
+                      * which may move scratch: algo_sparse.c's random-k payload,
+                      * algo_comp_hier.c's host-grouped copy; grown on demand, freed
+                      * with the context */
+    size_t outer_cap;
     const char *opname;     /* "gs_allreduce", for error messages */
     int comp_corrupt;       /* GS_COMP_TEST_CORRUPT + 1: 0 (off, as in a zeroed context), or
                             * one more than the byte of every compressed payload this rank

@@ -62,10 +62,12 @@ gs_status_t gs__comp_exchange(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d, uin
  * receivers' checks meet a rogue peer. A no-op in the library users get. */
 void gs__comp_test_corrupt(const gs__algo_ctx_t *ctx, uint8_t *buf, size_t bytes);
 
-/* The server residual of this rank's chunk of @p ef (its sum's error
- * feedback, own_len elements), (re)made when the chunk changes; *out is
- * NULL when ef is. Returns GS_OK or GS_ERR_NO_MEMORY. */
-gs_status_t gs__comp_server_ef(gs_ef_t ef, size_t own_len, gs_ef_t *out);
+/* The second residual @p ef carries (ef->server): the compressed
+ * all-reduce's error feedback of this rank's sum (own_len f32 elements),
+ * or the two-hop reduce-scatter's of the host's partial sums it encodes;
+ * (re)made when its size or dtype changes; *out is NULL when ef is.
+ * Returns GS_OK or GS_ERR_NO_MEMORY. */
+gs_status_t gs__comp_server_ef(gs_ef_t ef, size_t own_len, gs_dtype_t dtype, gs_ef_t *out);
 
 /* Run the sparse all-reduce of @p d along plan->scheme (GS_SCHEME_SPARSE_GATHER
  * or GS_SCHEME_SPARSE_SHARED, as gs__algo_plan chose; the shared scheme's

@@ -266,7 +266,7 @@ static gs_status_t dcomp_layout(dcomp_t *x)
         status = dcomp_residual(ctx, ef, x->st, &x->wres);
     }
     if ((status == GS_OK) && (ef != GS_EF_NULL)) {
-        status = gs__comp_server_ef(ef, own_len, &x->server);
+        status = gs__comp_server_ef(ef, own_len, GS_DTYPE_F32, &x->server);
     }
     if (status == GS_OK) {
         status = dcomp_residual(ctx, x->server, x->st, &x->sres);

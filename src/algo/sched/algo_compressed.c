@@ -101,21 +101,23 @@ typedef struct comp_state {
     gs_ef_t server;       /* server residual of our chunk, or NULL */
     gs__comp_plan_t plan; /* the codec, prepared once for the largest slice */
     size_t esize;         /* bytes per element of d->dtype */
-    int n, r;
-    int mode;         /* COMP_ALLREDUCE, COMP_REDUCE_SCATTER or COMP_ALLGATHER */
-    size_t *clen;     /* [c]: elements of chunk c */
-    size_t *coff;     /* [c]: where chunk c starts in sendbuf (elements) */
-    size_t *doff;     /* [c]: where chunk c starts in recvbuf (elements) */
-    size_t slice;     /* elements per slice: a multiple of the codec block */
-    size_t max_ns;    /* slices of the largest chunk */
-    size_t own_len;   /* elements of our chunk */
-    uint8_t *p1_send; /* [c][s]: phase 1 payload for rank c */
-    uint8_t *p1_recv; /* [q][s]: slice s of our chunk from rank q (q = r: our own) */
-    uint8_t *p2;      /* [c][s]: encoded sum of slice s of chunk c (c = r: ours, sent) */
-    size_t *len;      /* [kind][peer][s]: payload bytes */
-    uint8_t *got;     /* [q][s]: the phase 1 slice from q is here */
-    uint32_t *next_q; /* [s]: ranks summed into slice s of acc so far (n + 1: sent) */
-    float *acc;       /* our chunk, f32 */
+    int n, r;             /* the group's size and our index in it */
+    const int *peers;     /* group index -> rank of ctx (NULL: the identity over ctx's ranks) */
+    int avg_div;          /* GS_OP_AVG divides the sums by this (ctx's size) */
+    int mode;             /* COMP_ALLREDUCE, COMP_REDUCE_SCATTER or COMP_ALLGATHER */
+    size_t *clen;         /* [c]: elements of chunk c */
+    size_t *coff;         /* [c]: where chunk c starts in sendbuf (elements) */
+    size_t *doff;         /* [c]: where chunk c starts in recvbuf (elements) */
+    size_t slice;         /* elements per slice: a multiple of the codec block */
+    size_t max_ns;        /* slices of the largest chunk */
+    size_t own_len;       /* elements of our chunk */
+    uint8_t *p1_send;     /* [c][s]: phase 1 payload for rank c */
+    uint8_t *p1_recv;     /* [q][s]: slice s of our chunk from rank q (q = r: our own) */
+    uint8_t *p2;          /* [c][s]: encoded sum of slice s of chunk c (c = r: ours, sent) */
+    size_t *len;          /* [kind][peer][s]: payload bytes */
+    uint8_t *got;         /* [q][s]: the phase 1 slice from q is here */
+    uint32_t *next_q;     /* [s]: ranks summed into slice s of acc so far (n + 1: sent) */
+    float *acc;           /* our chunk, f32 */
     uint8_t *codec_scratch;
     gs__algo_req_t *reqs; /* [kind][peer][s] */
     size_t left;          /* requests posted and not finished */
@@ -301,7 +303,7 @@ static gs_status_t comp_layout(comp_state_t *st, const gs__codec_resolved_t *rc)
     return GS_OK;
 }
 
-gs_status_t gs__comp_server_ef(gs_ef_t ef, size_t own_len, gs_ef_t *out)
+gs_status_t gs__comp_server_ef(gs_ef_t ef, size_t own_len, gs_dtype_t dtype, gs_ef_t *out)
 {
     gs_status_t status;
 
@@ -309,12 +311,13 @@ gs_status_t gs__comp_server_ef(gs_ef_t ef, size_t own_len, gs_ef_t *out)
     if (ef == GS_EF_NULL) {
         return GS_OK;
     }
-    if ((ef->server != GS_EF_NULL) && (ef->server->count != own_len)) {
+    if ((ef->server != GS_EF_NULL) &&
+        ((ef->server->count != own_len) || (ef->server->dtype != dtype))) {
         gs_ef_destroy(ef->server);
         ef->server = GS_EF_NULL;
     }
     if (ef->server == GS_EF_NULL) {
-        status = gs_ef_create(own_len, GS_DTYPE_F32, &ef->server);
+        status = gs_ef_create(own_len, dtype, &ef->server);
         if (status != GS_OK) {
             return status;
         }
@@ -352,10 +355,12 @@ static gs_status_t comp_post(comp_state_t *st, int kind, int peer, size_t s, uin
     gs__algo_req_t *q = &st->reqs[comp_ix(st, kind, peer, s)];
     gs_status_t status;
 
+    const int rank = (st->peers != NULL) ? st->peers[peer] : peer;
+
     if ((kind == COMP_P1_SEND) || (kind == COMP_P2_SEND)) {
-        status = gs__algo_isend(st->ctx, peer, tag, buf, bytes, q);
+        status = gs__algo_isend(st->ctx, rank, tag, buf, bytes, q);
     } else {
-        status = gs__algo_irecv(st->ctx, peer, tag, buf, st->plan.cap, q);
+        status = gs__algo_irecv(st->ctx, rank, tag, buf, st->plan.cap, q);
     }
     st->left += (status == GS_OK);
     return status;
@@ -423,7 +428,7 @@ static gs_status_t comp_reduce(comp_state_t *st, size_t s)
     }
     st->next_q[s]++;
     if (d->op == GS_OP_AVG) {
-        const float inv = 1.0f / (float)st->n;
+        const float inv = 1.0f / (float)st->avg_div;
 
         for (size_t i = 0; i < len; i++) {
             st->acc[loff + i] *= inv;
@@ -629,10 +634,12 @@ static gs_status_t comp_send_all(comp_state_t *st)
     return status;
 }
 
-/* Run @p d through the pipeline as @p mode says. */
-static gs_status_t comp_run(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d, int mode)
+/* Run @p d through the pipeline as @p mode says, over the group @p grp
+ * (NULL: all of ctx's ranks). */
+static gs_status_t comp_run(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d, int mode,
+                            const gs__comp_group_t *grp)
 {
-    const int n = ctx->size;
+    const int n = (grp != NULL) ? grp->n : ctx->size;
     gs__codec_resolved_t rc;
     comp_state_t st;
     size_t own_coff, own_doff;
@@ -652,11 +659,13 @@ static gs_status_t comp_run(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d, int m
     st.ef = (mode == COMP_ALLGATHER) ? GS_EF_NULL : (gs_ef_t)d->ef;
     st.esize = gs__dtype_size(d->dtype);
     st.n = n;
-    st.r = ctx->rank;
+    st.r = (grp != NULL) ? grp->index : ctx->rank;
+    st.peers = (grp != NULL) ? grp->ranks : NULL;
+    st.avg_div = ctx->size;
     comp_chunk_of(d, mode, n, st.r, &st.own_len, &own_coff, &own_doff);
     status = comp_layout(&st, &rc);
     if ((status == GS_OK) && (mode == COMP_ALLREDUCE)) {
-        status = gs__comp_server_ef(st.ef, st.own_len, &st.server);
+        status = gs__comp_server_ef(st.ef, st.own_len, GS_DTYPE_F32, &st.server);
     }
     if (status == GS_OK) {
         status = comp_post_receives(&st);
@@ -686,19 +695,21 @@ static gs_status_t comp_run(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d, int m
 
 gs_status_t gs__compressed_allreduce(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
 {
-    return (d->count == 0) ? GS_OK : comp_run(ctx, d, COMP_ALLREDUCE);
+    return (d->count == 0) ? GS_OK : comp_run(ctx, d, COMP_ALLREDUCE, NULL);
 }
 
-gs_status_t gs__compressed_shard(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
+gs_status_t gs__compressed_shard(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d,
+                                 const gs__comp_group_t *grp)
 {
     const int rs = (d->kind == GS_COLL_REDUCE_SCATTER) || (d->kind == GS_COLL_REDUCE_SCATTERV);
+    const int n = (grp != NULL) ? grp->n : ctx->size;
     size_t total = 0;
 
-    for (int c = 0; c < ctx->size; c++) {
+    for (int c = 0; c < n; c++) {
         total += gs__coll_is_v(d->kind) ? d->rcounts[c] : d->count;
     }
     if (total == 0) {
         return GS_OK;
     }
-    return comp_run(ctx, d, rs ? COMP_REDUCE_SCATTER : COMP_ALLGATHER);
+    return comp_run(ctx, d, rs ? COMP_REDUCE_SCATTER : COMP_ALLGATHER, grp);
 }

@@ -29,6 +29,7 @@ static const char *const scheme_names[GS_SCHEME_COUNT] = {
     [GS_SCHEME_SPARSE_GATHER] = "sparse gather",
     [GS_SCHEME_SPARSE_SHARED] = "sparse shared",
     [GS_SCHEME_SHARD] = "block-wise",
+    [GS_SCHEME_SHARD_HIER] = "two-hop",
 };
 
 /* Who runs each path (NULL: not built in; the plan never picks it). */
@@ -113,7 +114,9 @@ gs_status_t gs__algo_run_host(gs__algo_ctx_t *ctx, gs__coll_desc_t *d, const gs_
     case GS_SCHEME_SPARSE_SHARED:
         return gs__sparse_allreduce(ctx, d, plan);
     case GS_SCHEME_SHARD:
-        return gs__compressed_shard(ctx, d);
+        return gs__compressed_shard(ctx, d, NULL);
+    case GS_SCHEME_SHARD_HIER:
+        return gs__compressed_rs_two_hop(ctx, d);
     default:
         return gs__error_set(GS_ERR_INTERNAL, "%s: unknown scheme %d", ctx->opname,
                              (int)plan->scheme);

@@ -20,7 +20,7 @@
  * a 12-bit digest of the seed: its sum must be n times each rank's own,
  * so ranks whose draws differ (another cfg.seed, an ef reset on one rank)
  * get GS_ERR_PROTOCOL instead of a silently wrong sum. The payload lives in
- * ctx->sparse_buf, kept across calls (the nested all-reduce may move
+ * ctx->outer_buf, kept across calls (the nested all-reduce may move
  * ctx's scratch), so repeated calls of one size allocate nothing.
  *
  * Error feedback: the worker residual (gs_codec_encode with the caller's
@@ -234,7 +234,7 @@ static gs_status_t sparse_shared(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d,
     cap = plan.cap;
     sc = plan.scratch;
     /* Not ctx's scratch: the nested all-reduce may grow it, moving it. */
-    status = gs__algo_grow(ctx, &ctx->sparse_buf, &ctx->sparse_cap, cap + sizeof(float), &keep);
+    status = gs__algo_grow(ctx, &ctx->outer_buf, &ctx->outer_cap, cap + sizeof(float), &keep);
     if (status != GS_OK) {
         return status;
     }

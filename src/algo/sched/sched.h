@@ -43,7 +43,9 @@ typedef enum gs__scheme {
     GS_SCHEME_SPARSE_SHARED = 3, /* random-k: shared indices, dense all-reduce of the k values */
     GS_SCHEME_SHARD = 4,         /* reduce-scatter(v), all-gather(v) with a codec: each block
                                   * encoded once, moved all-to-all (algo_compressed.c) */
-    GS_SCHEME_COUNT = 5
+    GS_SCHEME_SHARD_HIER = 5,    /* reduce-scatter with a codec in two hops: full precision
+                                  * inside hosts, compressed between (algo_comp_hier.c) */
+    GS_SCHEME_COUNT = 6
 } gs__scheme_t;
 
 typedef struct gs__algo_plan {
@@ -85,8 +87,24 @@ gs_status_t gs__hier_allreduce(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d);
 /* Compressed all-reduce, two-phase scheme (algo_compressed.c): d->codec set,
  * float dtype, SUM or AVG; the sparse schemes are algo_comp.h's. */
 gs_status_t gs__compressed_allreduce(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d);
+/* A group of ctx's ranks a compressed schedule runs over: n members,
+ * ranks[i] the rank of ctx of member i, this rank member index. */
+typedef struct gs__comp_group {
+    int n;
+    int index;
+    const int *ranks;
+} gs__comp_group_t;
+
 /* Compressed reduce-scatter(v) or all-gather(v) (GS_SCHEME_SHARD,
- * algo_compressed.c): d->codec set, float dtype, SUM or AVG. */
-gs_status_t gs__compressed_shard(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d);
+ * algo_compressed.c): d->codec set, float dtype, SUM or AVG; over @p grp
+ * (NULL: every rank of ctx; AVG always divides by ctx's size). */
+gs_status_t gs__compressed_shard(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d,
+                                 const gs__comp_group_t *grp);
+/* Compressed reduce-scatter in two hops (GS_SCHEME_SHARD_HIER,
+ * algo_comp_hier.c): a full-precision ring reduce-scatter inside each host,
+ * then gs__compressed_shard over the ranks of one local position on every
+ * host. Needs the same number of ranks, at least two, on every host of
+ * several. */
+gs_status_t gs__compressed_rs_two_hop(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d);
 
 #endif /* GS_ALGO_SCHED_SCHED_H */

@@ -328,3 +328,44 @@ gs_algo_t gs__algo_choose_shape(const gs__algo_model_t *m, gs__coll_kind_t kind,
     }
     return best;
 }
+
+/*
+ * The compressed reduce-scatter's schemes (algo_compressed.c, algo_comp_hier.c),
+ * S = @p block_bytes per rank, rho = @p ratio (encoded / raw bytes), H hosts
+ * of m ranks whose m ranks share the host's link (beta), shared memory
+ * inside a host (intra parameters):
+ *   flat:    alpha + m (n - m) S rho beta + (m - 1) S rho beta_i
+ *   two-hop: (m - 1) alpha_i + (m - 1)/m n S (beta_i + gamma)
+ *            + alpha + m (H - 1) S rho beta
+ * The codec's own time is the same n - 1 encodes and decodes in both (the
+ * two-hop scheme encodes H - 1), so it is left out. Two-hop: -1 unless
+ * several hosts have the same number (>= 2) of ranks. All on one host
+ * (flat_intra): every link is intra. Pure.
+ */
+double gs__algo_cost_shard_rs(const gs__algo_model_t *model, const gs__algo_shape_t *sh,
+                              size_t block_bytes, double ratio, int two_hop)
+{
+    gs__algo_model_t def;
+    const gs__algo_model_t *m = model;
+    const double s = (double)block_bytes;
+    const double fn = (double)sh->n;
+    const double fm = (double)sh->max_local;
+    const double fh = (double)sh->nhosts;
+    const double beta_inter = ((model != NULL) && model->flat_intra) ? model->intra_beta : 0.0;
+
+    if ((m == NULL) || (m->alpha <= 0.0)) {
+        gs__algo_model_init(&def, 0, 0, 0);
+        m = &def;
+    }
+    if (!two_hop) {
+        const double beta = (beta_inter > 0.0) ? beta_inter : m->beta;
+        return m->alpha + fm * (fn - fm) * s * ratio * beta +
+               (fm - 1.0) * s * ratio * m->intra_beta;
+    }
+    if ((sh->nhosts < 2) || (sh->min_local != sh->max_local) || (sh->max_local < 2) ||
+        m->flat_intra) {
+        return -1.0;
+    }
+    return (fm - 1.0) * m->intra_alpha + (fm - 1.0) / fm * fn * s * (m->intra_beta + m->gamma) +
+           m->alpha + fm * (fh - 1.0) * s * ratio * m->beta;
+}

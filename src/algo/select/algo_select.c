@@ -56,6 +56,35 @@ static int algo_size_class(size_t bytes)
     return c;
 }
 
+/*
+ * The scheme of a compressed reduce-scatter or all-gather (the API let
+ * only those kinds through with a codec): each block encoded once and
+ * moved all-to-all, or, for a reduce-scatter of equal blocks on several
+ * hosts with the same number (>= 2) of ranks each, the two-hop scheme when
+ * the cost model prices it below the flat one. The codec's ratio is its
+ * largest payload over the raw block; every rank computes the same.
+ * *cost_out gets both prices for the log (-1 where not offered).
+ */
+static gs__scheme_t algo_shard_scheme(const gs__algo_select_t *sel, const gs__algo_ctx_t *ctx,
+                                      const gs__coll_desc_t *d, double cost_out[2])
+{
+    const gs__algo_shape_t shape = algo_shape(ctx);
+    const size_t raw = d->count * gs__dtype_size(d->dtype);
+    size_t enc = 0;
+
+    cost_out[0] = -1.0;
+    cost_out[1] = -1.0;
+    if ((d->kind != GS_COLL_REDUCE_SCATTER) || (raw == 0) ||
+        (gs_codec_encoded_size(d->codec, d->count, d->dtype, &enc) != GS_OK)) {
+        gs__error_clear();
+        return GS_SCHEME_SHARD;
+    }
+    cost_out[0] = gs__algo_cost_shard_rs(&sel->model, &shape, raw, (double)enc / (double)raw, 0);
+    cost_out[1] = gs__algo_cost_shard_rs(&sel->model, &shape, raw, (double)enc / (double)raw, 1);
+    return ((cost_out[1] >= 0.0) && (cost_out[1] < cost_out[0])) ? GS_SCHEME_SHARD_HIER
+                                                                 : GS_SCHEME_SHARD;
+}
+
 /* INFO line, once per (collective, path and scheme, size class) per
  * communicator. The host path's plain line reads as it always has. */
 static void algo_log_choice(gs__algo_select_t *sel, const gs__algo_ctx_t *ctx,
@@ -84,6 +113,19 @@ static void algo_log_choice(gs__algo_select_t *sel, const gs__algo_ctx_t *ctx,
             const int w = snprintf(costs + used, sizeof(costs) - used, "%s%s %.1f us",
                                    (used > 0) ? ", " : "", gs__algo_name((gs_algo_t)a), c * 1e6);
             used += (w > 0) ? (size_t)w : 0;
+        }
+    }
+    if ((plan->scheme == GS_SCHEME_SHARD) || (plan->scheme == GS_SCHEME_SHARD_HIER)) {
+        double sc[2];
+
+        algo_shard_scheme(sel, ctx, d, sc);
+        if (sc[0] >= 0.0) {
+            snprintf(costs, sizeof(costs), "block-wise %.1f us, two-hop %s", sc[0] * 1e6,
+                     (sc[1] >= 0.0) ? "" : "not offered (hosts unequal or one rank each)");
+            if (sc[1] >= 0.0) {
+                snprintf(costs + strlen(costs), sizeof(costs) - strlen(costs), "%.1f us",
+                         sc[1] * 1e6);
+            }
         }
     }
     snprintf(what, sizeof(what), "%s%s%s%s",
@@ -139,20 +181,6 @@ static gs__scheme_t algo_scheme(const gs__coll_desc_t *d, int n, size_t *k_out)
     pair_bytes = (size_t)p.param * (sizeof(uint32_t) + sizeof(float));
     return (pair_bytes >= (dense + (size_t)n - 1) / (size_t)n) ? GS_SCHEME_TWO_PHASE
                                                                : GS_SCHEME_SPARSE_GATHER;
-}
-
-/*
- * The scheme of a compressed reduce-scatter or all-gather (the API let
- * only those kinds through with a codec): each block encoded once and
- * moved all-to-all.
- */
-static gs__scheme_t algo_shard_scheme(const gs__algo_select_t *sel, const gs__algo_ctx_t *ctx,
-                                      const gs__coll_desc_t *d)
-{
-    (void)sel;
-    (void)ctx;
-    (void)d;
-    return GS_SCHEME_SHARD;
 }
 
 /*
@@ -255,7 +283,9 @@ gs_status_t gs__algo_plan(gs__algo_select_t *sel, const gs__algo_ctx_t *ctx,
                                                (k + 1) * sizeof(float), ctx->slice_bytes);
         }
     } else if (d->codec != NULL) {
-        plan.scheme = algo_shard_scheme(sel, ctx, d);
+        double costs[2];
+
+        plan.scheme = algo_shard_scheme(sel, ctx, d, costs);
     }
     plan.device_codec =
         (d->mem == GS_MEM_DEVICE) && (plan.scheme == GS_SCHEME_TWO_PHASE) && algo_device_codec(d);

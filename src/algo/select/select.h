@@ -131,6 +131,13 @@ double gs__algo_cost_shape(const gs__algo_model_t *m, gs__coll_kind_t kind, gs_a
 gs_algo_t gs__algo_choose_shape(const gs__algo_model_t *m, gs__coll_kind_t kind,
                                 const gs__algo_shape_t *shape, size_t bytes, size_t slice_bytes);
 
+/* Predicted seconds of a compressed reduce-scatter of @p block_bytes per
+ * rank whose codec sends @p ratio of the raw bytes: the flat block-wise
+ * scheme, or (two_hop) the two-hop one; -1 where two-hop does not apply
+ * (algo_cost.c has the formulas). Pure. */
+double gs__algo_cost_shard_rs(const gs__algo_model_t *m, const gs__algo_shape_t *shape,
+                              size_t block_bytes, double ratio, int two_hop);
+
 /* The model's choice: the cheapest algorithm that implements @p kind. Pure. */
 gs_algo_t gs__algo_choose(const gs__algo_model_t *m, gs__coll_kind_t kind, int n, size_t bytes,
                           size_t slice_bytes);
