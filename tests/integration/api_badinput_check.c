@@ -371,6 +371,7 @@ static void r_ireduce_scatterv(void)
 }
 
 /* _ex forms: the same checks, and an options struct with size 0 or a bad algorithm. */
+static void r_codec_shard(void);
 static gs_coll_opts_t bad_opts(void)
 {
     gs_coll_opts_t o = GS_COLL_OPTS_INIT;
@@ -412,6 +413,7 @@ static void r_reduce_scatter_ex(void)
     gs_coll_opts_t o = bad_opts();
     BAD(gs_reduce_scatter_ex(NULL, A, B, 4, GS_DTYPE_F32, GS_OP_SUM, NULL));
     BADALGO(gs_reduce_scatter_ex(C, A, B, 4, GS_DTYPE_F32, GS_OP_SUM, &o));
+    r_codec_shard();
 }
 static void r_alltoall_ex(void)
 {
@@ -448,6 +450,34 @@ static void r_reduce_scatterv_ex(void)
     gs_coll_opts_t o = bad_opts();
     BAD(gs_reduce_scatterv_ex(NULL, A, B, CNT, GS_DTYPE_F32, GS_OP_SUM, NULL));
     BADALGO(gs_reduce_scatterv_ex(C, A, B, CNT, GS_DTYPE_F32, GS_OP_SUM, &o));
+}
+static void r_iallgatherv_ex(void)
+{
+    gs_coll_opts_t o = bad_opts();
+    BAD(gs_iallgatherv_ex(NULL, A, 4, B, 64, CNT, NULL, GS_DTYPE_F32, NULL, &R));
+    BAD(gs_iallgatherv_ex(C, A, 4, B, 64, CNT, NULL, GS_DTYPE_F32, NULL, NULL));
+    BADALGO(gs_iallgatherv_ex(C, A, 4, B, 64, CNT, NULL, GS_DTYPE_F32, &o, &R));
+}
+static void r_ireduce_scatterv_ex(void)
+{
+    gs_coll_opts_t o = bad_opts();
+    BAD(gs_ireduce_scatterv_ex(NULL, A, B, CNT, GS_DTYPE_F32, GS_OP_SUM, NULL, &R));
+    BAD(gs_ireduce_scatterv_ex(C, A, B, CNT, GS_DTYPE_F32, GS_OP_SUM, NULL, NULL));
+    BADALGO(gs_ireduce_scatterv_ex(C, A, B, CNT, GS_DTYPE_F32, GS_OP_SUM, &o, &R));
+}
+/* A codec where the call cannot take one: an integer dtype, an unknown codec. */
+static void r_codec_shard(void)
+{
+    gs_coll_opts_t o = GS_COLL_OPTS_INIT;
+    gs_codec_config_t cc = GS_CODEC_CONFIG_INIT;
+    cc.kind = GS_CODEC_INT8;
+    o.codec = &cc;
+    BAD(gs_reduce_scatter_ex(C, A, B, 4, GS_DTYPE_I32, GS_OP_SUM, &o));
+    BAD(gs_allgather_ex(C, A, B, 4, GS_DTYPE_I32, &o));
+    BAD(gs_alltoall_ex(C, A, B, 4, GS_DTYPE_F32, &o));
+    cc.kind = (gs_codec_kind_t)77;
+    BAD(gs_reduce_scatter_ex(C, A, B, 4, GS_DTYPE_F32, GS_OP_SUM, &o));
+    BAD(gs_allgatherv_ex(C, A, 4, B, 64, CNT, NULL, GS_DTYPE_F32, &o));
 }
 
 /* Point-to-point: NULL comm, peer out of range (and self at world size 1), NULL buffers. */
@@ -909,6 +939,8 @@ static const row_t ROWS[] = {
     {"gs_allgatherv_ex", r_allgatherv_ex, NULL},
     {"gs_alltoallv_ex", r_alltoallv_ex, NULL},
     {"gs_reduce_scatterv_ex", r_reduce_scatterv_ex, NULL},
+    {"gs_iallgatherv_ex", r_iallgatherv_ex, NULL},
+    {"gs_ireduce_scatterv_ex", r_ireduce_scatterv_ex, NULL},
     {"gs_send", r_send, NULL},
     {"gs_recv", r_recv, NULL},
     {"gs_send_ex", r_send_ex, NULL},
