@@ -13,10 +13,15 @@
  * loop, the collective runs once more and every output element is compared
  * with a serial reference. Only rank 0 prints. Exit status: 0 success,
  * 1 a gradsync error or wrong results, 2 a usage error.
- * allreduce --codec NAME [--ef] [--ratio R] runs the compressed all-reduce
- * on normal f32 data and adds the bytes that crossed the wire (the
+ * allreduce, reduce_scatter or allgather --codec NAME [--ef] [--ratio R] runs
+ * the compressed call (gs_allreduce_ex, gs_reduce_scatter_ex or
+ * gs_allgather_ex with opts.codec; --ef for the summed shapes only) on
+ * normal f32 data and adds the bytes that crossed the wire (the
  * gs_comm_counters bytes_sent delta per call) and the relative error against
- * the exact result (gs_bench_codec.c; docs/bench.md, "Compressed all-reduce").
+ * the exact result (gs_bench_codec.c; docs/bench.md, "Compressed all-reduce,
+ * reduce-scatter and all-gather"). One path serves the three: the input's
+ * place and length, the error feedback's length and the output's place come
+ * from the collective (codec_input_at, codec_output_at).
  * With --algo auto (the default) every row names the algorithm that ran
  * (gs_comm_stats' last_algo right after the timed loop, checked equal on
  * every rank). --stats prints, after the run, each rank's slowest link: the
@@ -140,8 +145,21 @@ static double busbw_factor(const bench_t *b)
     }
 }
 
+/* The options of the sharded shapes' _ex call: the codec and error feedback with --codec,
+ * else the defaults (the plain call). */
+static const gs_coll_opts_t *coll_opts(const bench_t *b, gs_coll_opts_t *opts)
+{
+    if (!b->use_codec) {
+        return NULL;
+    }
+    opts->codec = &b->codec;
+    opts->ef = b->ef;
+    return opts;
+}
+
 static gs_status_t run_once(bench_t *b, size_t count)
 {
+    gs_coll_opts_t copts = GS_COLL_OPTS_INIT;
     size_t es = b->dt->size;
     gs_dtype_t dt = b->dt->dtype;
     unsigned char *send = b->device ? b->dsend : b->sendbuf;
@@ -162,14 +180,14 @@ static gs_status_t run_once(bench_t *b, size_t count)
     case COLL_REDUCE:
         return gs_reduce(b->comm, b->inplace ? recv : send, recv, count, dt, b->op, b->root);
     case COLL_ALLGATHER:
-        return gs_allgather(b->comm, b->inplace ? recv + (size_t)b->rank * count * es : send, recv,
-                            count, dt);
+        return gs_allgather_ex(b->comm, b->inplace ? recv + (size_t)b->rank * count * es : send,
+                               recv, count, dt, coll_opts(b, &copts));
     case COLL_REDUCE_SCATTER:
         if (b->inplace) {
-            return gs_reduce_scatter(b->comm, send, send + (size_t)b->rank * count * es, count, dt,
-                                     b->op);
+            return gs_reduce_scatter_ex(b->comm, send, send + (size_t)b->rank * count * es, count,
+                                        dt, b->op, coll_opts(b, &copts));
         }
-        return gs_reduce_scatter(b->comm, send, recv, count, dt, b->op);
+        return gs_reduce_scatter_ex(b->comm, send, recv, count, dt, b->op, coll_opts(b, &copts));
     case COLL_ALLTOALL:
         return gs_alltoall(b->comm, b->inplace ? recv : send, recv, count, dt);
     case COLL_SENDRECV: {
@@ -204,21 +222,41 @@ static void run_checked(bench_t *b, size_t count)
     }
 }
 
-/* The buffer the check run's collective reads its input from. */
-static unsigned char *check_input(const bench_t *b, size_t count)
+/* Where the collective reads its input: in recvbuf (true) or sendbuf (false), at byte
+ * offset *off of it (the same on the device twins). */
+static bool input_in_recv(const bench_t *b, size_t count, size_t *off)
 {
+    *off = 0;
     switch (b->coll->kind) {
     case COLL_BROADCAST:
-        return b->recvbuf;
+        return true;
     case COLL_ALLGATHER:
-        return b->inplace ? b->recvbuf + (size_t)b->rank * count * b->dt->size : b->sendbuf;
+        *off = b->inplace ? (size_t)b->rank * count * b->dt->size : 0;
+        return b->inplace;
     case COLL_ALLTOALL:
     case COLL_ALLREDUCE:
     case COLL_REDUCE:
-        return b->inplace ? b->recvbuf : b->sendbuf;
+        return b->inplace;
     default: /* reduce_scatter (in place: from sendbuf too), sendrecv */
-        return b->sendbuf;
+        return false;
     }
+}
+
+/* The buffer the check run's collective reads its input from. */
+static unsigned char *check_input(const bench_t *b, size_t count)
+{
+    size_t off;
+
+    return (input_in_recv(b, count, &off) ? b->recvbuf : b->sendbuf) + off;
+}
+
+/* The host buffer the collective writes its output to (in-place reduce_scatter: its block
+ * of sendbuf). */
+static unsigned char *output_at(const bench_t *b, size_t count)
+{
+    return ((b->coll->kind == COLL_REDUCE_SCATTER) && b->inplace)
+               ? b->sendbuf + (size_t)b->rank * count * b->dt->size
+               : b->recvbuf;
 }
 
 /*
@@ -247,9 +285,7 @@ static int64_t count_wrong(const bench_t *b, size_t count)
     const gs_coll_type_t coll = b->coll->type;
     const gs_dtype_t dt = b->dt->dtype;
     const gs_op_t op = b->coll->reduces ? b->op : GS_OP_SUM;
-    const unsigned char *out = ((b->coll->kind == COLL_REDUCE_SCATTER) && b->inplace)
-                                   ? b->sendbuf + (size_t)b->rank * count * b->dt->size
-                                   : b->recvbuf;
+    const unsigned char *out = output_at(b, count);
     const size_t nout = tc_coll_out_elems(coll, count, b->nranks);
     int64_t wrong = 0;
 
@@ -541,13 +577,27 @@ static void print_row(const bench_t *b, const row_t *row, bool first)
     fflush(f);
 }
 
+/* --codec: the elements of this rank's input (the send buffer's). */
+static size_t codec_in_elems(const bench_t *b, size_t count)
+{
+    return gs_bench_codec_in_elems(b->coll->type, count, b->nranks);
+}
+
 /* --codec, in place: every call starts from the same input (outside the timer). */
 static void codec_restore(bench_t *b, size_t count)
 {
-    if (b->use_codec && b->inplace && b->device) {
-        gs_bench_cuda_copy(b->drecv, b->dcodec_input, count * sizeof(float));
-    } else if (b->use_codec && b->inplace) {
-        memcpy(b->recvbuf, b->codec_input, count * sizeof(float));
+    size_t off;
+    const bool in_recv = input_in_recv(b, count, &off);
+
+    if (!b->use_codec || !b->inplace) {
+        return;
+    }
+    if (b->device) {
+        gs_bench_cuda_copy((in_recv ? b->drecv : b->dsend) + off, b->dcodec_input,
+                           codec_in_elems(b, count) * sizeof(float));
+    } else {
+        memcpy((in_recv ? b->recvbuf : b->sendbuf) + off, b->codec_input,
+               codec_in_elems(b, count) * sizeof(float));
     }
 }
 
@@ -690,7 +740,7 @@ static void bench_size(bench_t *b, size_t count, row_t *row)
     if (b->use_ef) {
         BENCH_CHECK(b, gs_ef_destroy(b->ef));
         b->ef = GS_EF_NULL;
-        BENCH_CHECK(b, gs_ef_create(count, GS_DTYPE_F32, &b->ef));
+        BENCH_CHECK(b, gs_ef_create(codec_in_elems(b, count), GS_DTYPE_F32, &b->ef));
     }
     BENCH_CHECK(b, gs_barrier(b->comm));
     for (int k = 0; k < b->warmup; k++) {
@@ -748,8 +798,8 @@ static void bench_size(bench_t *b, size_t count, row_t *row)
         codec_restore(b, count);
         run_checked(b, count);
         device_get(b, count);
-        v[1] =
-            gs_bench_codec_relerr((const float *)b->recvbuf, count, b->nranks, b->op == GS_OP_AVG);
+        v[1] = gs_bench_codec_relerr((const float *)output_at(b, count), b->coll->type, count,
+                                     b->nranks, b->rank, b->coll->reduces && (b->op == GS_OP_AVG));
         BENCH_CHECK(b, gs_allreduce(b->comm, v, v, 2, GS_DTYPE_F64, GS_OP_MAX));
         row->wire_bytes = v[0];
         row->wirebw = median > 0 ? v[0] / median / 1e9 : 0.0;
@@ -927,11 +977,13 @@ int main(int argc, char **argv)
             memset(b.recvbuf, 0, buf_bytes);
         }
         if (b.use_codec) { /* normal data: the codecs' error depends on the values */
-            gs_bench_codec_fill(b.inplace ? b.codec_input : (float *)b.sendbuf, count, b.rank);
+            gs_bench_codec_fill(b.inplace ? b.codec_input : (float *)b.sendbuf,
+                                codec_in_elems(&b, count), b.rank);
         }
         device_put(&b, count);
         if (b.dcodec_input != NULL) {
-            gs_bench_cuda_put(b.dcodec_input, b.codec_input, count * sizeof(float));
+            gs_bench_cuda_put(b.dcodec_input, b.codec_input,
+                              codec_in_elems(&b, count) * sizeof(float));
         }
         /* Rounds outside, algorithms inside, each round starting one later
          * (A B C, B C A, C A B, ...): a noisy moment of the machine hits every

@@ -70,6 +70,9 @@ typedef struct coll_info {
     bool blocked; /* size = count * nranks elements */
     bool reduces; /* uses --op */
     bool rooted;  /* uses --root */
+    bool codec;   /* takes --codec (the compressed shapes of gs_allreduce_ex,
+                   * gs_reduce_scatter_ex and gs_allgather_ex) */
+    bool ef;      /* takes --ef (error feedback of the send buffer) */
 } coll_info_t;
 
 
@@ -94,8 +97,9 @@ typedef struct bench {
     bool check; /* -c 1 (default) / -c 0: verify every size after timing it */
     int agg;    /* -a: 0 rank 0, 1 average, 2 min, 3 max (default) over ranks */
     bool inplace;
-    bool use_codec; /* --codec given (allreduce only) */
-    bool use_ef;    /* --ef: one gs_ef_t per size, reset before the error run */
+    bool use_codec; /* --codec given (the collectives whose coll_info_t says codec) */
+    bool use_ef;    /* --ef: one gs_ef_t per size (of the send buffer's elements), reset
+                     * before the error run */
     const char *codec_name;
     gs_codec_config_t codec;
     gs_ef_t ef;

@@ -46,15 +46,41 @@ static const struct {
 };
 
 static const coll_info_t coll_table[] = {
-    {COLL_ALLREDUCE, GS_COLL_TYPE_ALLREDUCE, "allreduce", false, true, false},
-    {COLL_BROADCAST, GS_COLL_TYPE_BROADCAST, "broadcast", false, false, true},
-    {COLL_REDUCE, GS_COLL_TYPE_REDUCE, "reduce", false, true, true},
-    {COLL_ALLGATHER, GS_COLL_TYPE_ALLGATHER, "allgather", true, false, false},
-    {COLL_REDUCE_SCATTER, GS_COLL_TYPE_REDUCE_SCATTER, "reduce_scatter", true, true, false},
-    {COLL_ALLTOALL, GS_COLL_TYPE_ALLTOALL, "alltoall", true, false, false},
-    {COLL_SENDRECV, GS_COLL_TYPE_SEND, "sendrecv", false, false, false},
-    {COLL_BARRIER, GS_COLL_TYPE_BARRIER, "barrier", false, false, false},
+    {COLL_ALLREDUCE, GS_COLL_TYPE_ALLREDUCE, "allreduce", false, true, false, true, true},
+    {COLL_BROADCAST, GS_COLL_TYPE_BROADCAST, "broadcast", false, false, true, false, false},
+    {COLL_REDUCE, GS_COLL_TYPE_REDUCE, "reduce", false, true, true, false, false},
+    {COLL_ALLGATHER, GS_COLL_TYPE_ALLGATHER, "allgather", true, false, false, true, false},
+    {COLL_REDUCE_SCATTER, GS_COLL_TYPE_REDUCE_SCATTER, "reduce_scatter", true, true, false, true,
+     true},
+    {COLL_ALLTOALL, GS_COLL_TYPE_ALLTOALL, "alltoall", true, false, false, false, false},
+    {COLL_SENDRECV, GS_COLL_TYPE_SEND, "sendrecv", false, false, false, false, false},
+    {COLL_BARRIER, GS_COLL_TYPE_BARRIER, "barrier", false, false, false, false, false},
 };
+
+/* " allreduce, reduce_scatter and allgather": the collectives whose row says @p ef (true) or
+ * codec (false), for the usage text and its errors. */
+static const char *coll_list(bool ef)
+{
+    static char text[2][128];
+    char *buf = text[ef ? 1 : 0];
+    size_t used = 0, total = 0, k = 0;
+
+    for (size_t c = 0; c < BENCH_COUNTOF(coll_table); c++) {
+        total += ef ? coll_table[c].ef : coll_table[c].codec;
+    }
+    buf[0] = '\0';
+    for (size_t c = 0; (c < BENCH_COUNTOF(coll_table)) && (used < sizeof(text[0])); c++) {
+        if (ef ? coll_table[c].ef : coll_table[c].codec) {
+            const char *sep = (k == 0) ? " " : (k + 1 == total) ? " and " : ", ";
+            const int w =
+                snprintf(buf + used, sizeof(text[0]) - used, "%s%s", sep, coll_table[c].name);
+
+            used += (w > 0) ? (size_t)w : 0;
+            k++;
+        }
+    }
+    return buf;
+}
 
 /* ===================================================================== */
 /* Errors and usage                                                      */
@@ -78,7 +104,8 @@ static void usage(FILE *f)
         "       gs-bench --version\n"
         "collectives: allreduce broadcast reduce allgather reduce_scatter alltoall\n"
         "             sendrecv (ring neighbour exchange) barrier\n"
-        "       gs-bench codec [-e BYTES] [-w N] [-n N] [--zstd off|on|auto]  (codec throughput)\n"
+        "       gs-bench codec [-e BYTES] [-w N] [-n N] [--zstd off|on|auto] [--list]\n"
+        "                (codec throughput; --list: the codec names)\n"
         "       gs-bench kernels [-b MIN] [-e MAX] [-f N] [-w N] [-n N] [--csv|--json]\n"
         "                (CUDA builds: GB/s of every GPU kernel against a device copy)\n"
         "       gs-bench bucket --model resnet50|bert [options]  (bucketing against a plain\n"
@@ -131,15 +158,17 @@ static void usage(FILE *f)
             "      --stats           after the run, print each rank's slowest link (the peer\n"
             "                        it waited on longest) and the most waited-on rank\n"
             "      --inplace         in-place buffers (default out-of-place)\n"
-            "      --codec NAME      allreduce through a codec (f32, sum|avg):%s\n"
-            "      --ef              with error feedback (one gs_ef_t per size)\n"
+            "      --codec NAME     %s through a codec\n"
+            "                        (f32; sum|avg):%s\n"
+            "      --ef              with error feedback (one gs_ef_t per size), for\n"
+            "                       %s\n"
             "      --ratio R         topk/randk fraction kept, default 0.01\n"
             "      --csv | --json    machine-readable output (rank 0)\n"
             "      --out FILE        write the output to FILE instead of stdout (rank 0)\n"
             "  -h, --help            this text\n"
             "sizes are total buffer bytes as in nccl-tests (allgather: receive buffer,\n"
             "reduce_scatter: send buffer, alltoall: either buffer).\n",
-            gs_bench_codec_names());
+            coll_list(false), gs_bench_codec_names(), coll_list(true));
 }
 
 static _Noreturn void usage_error(const char *msg, const char *arg)
@@ -516,8 +545,18 @@ void gs_bench_parse_args(bench_t *b, int argc, char **argv)
         usage_error("--ef and --ratio need --codec", NULL);
     }
     if (b->use_codec) {
-        if (b->coll->kind != COLL_ALLREDUCE) {
-            usage_error("--codec applies to allreduce only", NULL);
+        char msg[192];
+
+        if (!b->coll->codec) {
+            snprintf(msg, sizeof(msg), "--codec applies to%s only", coll_list(false));
+            usage_error(msg, b->coll->name);
+        }
+        if (b->use_ef && !b->coll->ef) {
+            snprintf(msg, sizeof(msg),
+                     "--ef applies to%s only (error feedback of a summed "
+                     "send buffer)",
+                     coll_list(true));
+            usage_error(msg, b->coll->name);
         }
         if (b->dt->dtype != GS_DTYPE_F32 || (b->op != GS_OP_SUM && b->op != GS_OP_AVG)) {
             usage_error("--codec needs --dtype f32 and --op sum or avg", NULL);

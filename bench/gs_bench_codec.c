@@ -6,8 +6,11 @@
  * median of -n timed runs after -w warm-ups), the compression ratio
  * (input bytes / payload bytes) and the relative error
  * ||x - decode(encode(x))|| / ||x||, next to a memcpy of the same buffer.
- * Usage: gs-bench codec [-e BYTES] [-w N] [-n N] [--zstd off|on|auto]
- * Also the helpers of `gs-bench allreduce --codec` (gs_bench_codec.h).
+ * Usage: gs-bench codec [-e BYTES] [-w N] [-n N] [--zstd off|on|auto] [--list]
+ * (--list: the codec names of GS_CODEC_MAP, one a line, and nothing else;
+ * bench/net/bench_net.sh asks it which codecs this library has).
+ * Also the helpers of `gs-bench allreduce|reduce_scatter|allgather --codec`
+ * (gs_bench_codec.h).
  */
 #include <getopt.h>
 #include <math.h>
@@ -75,18 +78,30 @@ void gs_bench_codec_fill(float *buf, size_t count, int rank)
     }
 }
 
-double gs_bench_codec_relerr(const float *out, size_t count, int nranks, int avg)
+size_t gs_bench_codec_in_elems(gs_coll_type_t coll, size_t count, int nranks)
 {
+    return (coll == GS_COLL_TYPE_REDUCE_SCATTER) ? count * (size_t)nranks : count;
+}
+
+double gs_bench_codec_relerr(const float *out, gs_coll_type_t coll, size_t count, int nranks,
+                             int rank, int avg)
+{
+    const size_t nout = (coll == GS_COLL_TYPE_ALLGATHER) ? count * (size_t)nranks : count;
+    const size_t base = (coll == GS_COLL_TYPE_REDUCE_SCATTER) ? (size_t)rank * count : 0;
     double ee = 0, xx = 0;
 
-    for (size_t i = 0; i < count; i++) {
+    for (size_t i = 0; i < nout; i++) {
         double exact = 0;
         float want;
 
-        for (int r = 0; r < nranks; r++) {
-            exact += (double)(float)codec_input(r, i);
+        if (coll == GS_COLL_TYPE_ALLGATHER) {
+            want = (float)codec_input((int)(i / count), i % count);
+        } else {
+            for (int r = 0; r < nranks; r++) {
+                exact += (double)(float)codec_input(r, base + i);
+            }
+            want = (float)(avg ? exact / nranks : exact);
         }
-        want = (float)(avg ? exact / nranks : exact);
         ee += ((double)out[i] - want) * ((double)out[i] - want);
         xx += (double)want * want;
     }
@@ -108,11 +123,10 @@ static double median(double *v, int n)
 
 int gs_bench_codec_main(int argc, char **argv)
 {
-    static const struct option longopts[] = {{"maxbytes", required_argument, NULL, 'e'},
-                                             {"warmup", required_argument, NULL, 'w'},
-                                             {"iters", required_argument, NULL, 'n'},
-                                             {"zstd", required_argument, NULL, 'z'},
-                                             {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {
+        {"maxbytes", required_argument, NULL, 'e'}, {"warmup", required_argument, NULL, 'w'},
+        {"iters", required_argument, NULL, 'n'},    {"zstd", required_argument, NULL, 'z'},
+        {"list", no_argument, NULL, 'l'},           {NULL, 0, NULL, 0}};
     size_t bytes = 64u << 20, n, i, cap = 0, ss = 0, len = 0;
     int warmup = 3, iters = 10, c, it;
     gs_codec_zstd_t zstd = GS_CODEC_ZSTD_OFF;
@@ -138,9 +152,14 @@ int gs_bench_codec_main(int argc, char **argv)
                    : (strcmp(optarg, "auto") == 0) ? GS_CODEC_ZSTD_AUTO
                                                    : GS_CODEC_ZSTD_OFF;
             break;
+        case 'l':
+            for (size_t k = 0; k < sizeof(codec_names) / sizeof(codec_names[0]); k++) {
+                printf("%s\n", codec_names[k].name);
+            }
+            return 0;
         default:
-            fprintf(stderr,
-                    "usage: gs-bench codec [-e BYTES] [-w N] [-n N] [--zstd off|on|auto]\n");
+            fprintf(stderr, "usage: gs-bench codec [-e BYTES] [-w N] [-n N] [--zstd off|on|auto] "
+                            "[--list]\n");
             return 2;
         }
     }

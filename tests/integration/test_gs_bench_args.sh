@@ -9,6 +9,11 @@
 # lists, per collective, only the algorithms that implement it, and offers
 # --transport mpi only when the library has MPI (MPI_BUILT 1 or 0). The
 # progress line of a sweep shows on a terminal and never in a pipe.
+# --codec on allreduce, reduce_scatter and allgather (one row per size with
+# wire bytes and rel.err: none is exact and sends the uncompressed bytes,
+# int8 about a quarter of them with its error), --ef on the summed shapes
+# only, --codec on any other collective refused naming those that take it;
+# `gs-bench codec --list` names the codecs --help offers.
 set -u
 GSRUN=${1:?usage: test_gs_bench_args.sh GSRUN GS_BENCH [MPI_BUILT]}
 BENCH=${2:?usage: test_gs_bench_args.sh GSRUN GS_BENCH [MPI_BUILT]}
@@ -77,5 +82,51 @@ if command -v script >/dev/null 2>&1; then
     if grep -q $'\033\[K'"allreduce .*%" "$TMP/tty"; then ok "progress: drawn on a terminal"; else
         bad "progress: no progress line on a terminal"; fi
 fi
+# --codec on the three shapes that take it: 3 ranks, 12 KiB and 192 KiB (total buffer bytes).
+# check_codec COLL CODEC [OPTIONS]: exit 0, two rows of that codec; none: rel.err below 1e-6
+# and the wire bytes those of the uncompressed call ((n-1)/n of the size for the sharded
+# shapes); int8: rel.err in (1e-3, 2e-2) and under 0.3x those bytes.
+check_codec() {
+    local coll=$1 codec=$2
+    shift 2
+    "$GSRUN" -n 3 --timeout 60 "$BENCH" "$coll" -b 12K -e 192K -f 16 -w 1 -n 2 --codec "$codec" \
+        "$@" --csv --out "$TMP/codec.csv" >"$TMP/out" 2>&1 ||
+        { bad "$coll --codec $codec $*: $(tail -3 "$TMP/out")"; return; }
+    if python3 - "$TMP/codec.csv" "$coll" "$codec" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+coll, codec = sys.argv[2], sys.argv[3]
+assert [int(r["size"]) for r in rows] == [12288, 196608], rows
+for r in rows:
+    assert r["coll"] == coll and r["codec"] == codec, r
+    size, wire, err = int(r["size"]), float(r["wire_bytes"]), float(r["rel_err"])
+    plain = size * 2 / 3 if coll != "allreduce" else size * 4 / 3
+    assert float(r["time_us"]) > 0 and float(r["busbw_gbps"]) > 0, r
+    if codec == "none":
+        assert err < 1e-6 and (coll == "allreduce" or wire == plain), r
+    else:
+        assert 1e-3 < err < 2e-2 and wire < 0.3 * plain, r
+PY
+    then ok "$coll --codec $codec $*: rows with wire bytes and rel.err"; else
+        bad "$coll --codec $codec $*: $(cat "$TMP/codec.csv")"; fi
+}
+check_codec allreduce int8 --ef
+check_codec reduce_scatter none
+check_codec reduce_scatter int8 --ef --op avg
+check_codec reduce_scatter int8 --inplace
+check_codec allgather none --inplace
+check_codec allgather int8
+"$BENCH" broadcast -b 1K -e 1K --codec int8 >"$TMP/out" 2>&1
+if [ $? -eq 2 ] && grep -q "codec applies to allreduce, allgather and reduce_scatter only" "$TMP/out"; then
+    ok "--codec on broadcast refused, naming the collectives that take it"
+else bad "broadcast --codec: $(cat "$TMP/out")"; fi
+"$BENCH" allgather -b 1K -e 1K --codec int8 --ef >"$TMP/out" 2>&1
+if [ $? -eq 2 ] && grep -q "ef applies to allreduce and reduce_scatter only" "$TMP/out"; then
+    ok "allgather --ef refused"; else bad "allgather --ef: $(cat "$TMP/out")"; fi
+help_codecs=$(sed -n '/--codec NAME/{n;s/.*(f32; sum|avg)://p}' "$TMP/help" | xargs)
+list_codecs=$("$BENCH" codec --list | xargs)
+if [ -n "$list_codecs" ] && [ "$help_codecs" = "$list_codecs" ] && echo " $list_codecs " | grep -q " int8 "; then
+    ok "codec --list: the codecs --help offers ($list_codecs)"
+else bad "codec --list '$list_codecs' against --help '$help_codecs'"; fi
 echo "test_gs_bench_args: $PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]
