@@ -279,6 +279,57 @@ static void test_ef_reset_uses_no_legacy_stream(void **state)
     free(recv);
 }
 
+/* The compressed reduce-scatter (with error feedback) and all-gather on
+ * device buffers launch the codec kernels (the block-wise schemes of
+ * algo_comp_dev_cuda.c), wait with a deadline, leave the error slot clean,
+ * and a plain call after them still works. */
+static void compressed_shard(const char *path)
+{
+    gs_comm_t comm = comm_open(path, 60000);
+    float *send = dev_buf(0);
+    float *recv = dev_buf(0);
+    gs_codec_config_t codec = GS_CODEC_CONFIG_INIT;
+    gs_coll_opts_t opts = GS_COLL_OPTS_INIT;
+    gs_ef_t ef = GS_EF_NULL;
+    int launches;
+
+    watch("compressed_shard");
+    codec.kind = GS_CODEC_INT8;
+    opts.codec = &codec;
+    assert_int_equal(gs_ef_create(COUNT, GS_DTYPE_F32, &ef), GS_OK); /* one rank: one block */
+    opts.ef = ef;
+    launches = gs_fake_rt_count(GS_FAKE_LAUNCH);
+    assert_int_equal(gs_reduce_scatter_ex(comm, send, recv, COUNT, GS_DTYPE_F32, GS_OP_SUM, &opts),
+                     GS_OK);
+    assert_true(gs_fake_rt_count(GS_FAKE_LAUNCH) > launches); /* the sum kernel */
+    opts.ef = NULL;
+    launches = gs_fake_rt_count(GS_FAKE_LAUNCH);
+    assert_int_equal(gs_allgather_ex(comm, send, recv, COUNT, GS_DTYPE_F32, &opts), GS_OK);
+    assert_true(gs_fake_rt_count(GS_FAKE_LAUNCH) > launches); /* the encode kernel */
+    assert_int_equal(plain(comm, send, recv), GS_OK);
+    assert_int_equal(cudaPeekAtLastError(), cudaSuccess);
+    assert_int_equal(gs_fake_rt_count(GS_FAKE_UNBOUNDED_WAIT), 0);
+    unwatch();
+    assert_int_equal(gs_ef_destroy(ef), GS_OK);
+    assert_int_equal(gs_comm_destroy(comm), GS_OK);
+    free(send);
+    free(recv);
+}
+
+static void test_compressed_shard_staged(void **state)
+{
+    (void)state;
+    compressed_shard("staged");
+}
+
+#ifdef GS_WITH_NCCL
+static void test_compressed_shard_nccl(void **state)
+{
+    (void)state;
+    compressed_shard("auto");
+}
+#endif
+
 static void test_compressed_after_plain_staged(void **state)
 {
     (void)state;
@@ -598,6 +649,7 @@ int main(void)
 #endif
         T(test_launch_counts_only_its_own_error),
         T(test_compressed_after_plain_staged),
+        T(test_compressed_shard_staged),
         T(test_launch_failure_reported),
         T(test_compressed_wait_times_out_staged),
         T(test_plain_wait_times_out_staged),
@@ -606,6 +658,7 @@ int main(void)
         T(test_ef_reset_uses_no_legacy_stream),
 #ifdef GS_WITH_NCCL
         T(test_compressed_after_plain_nccl),
+        T(test_compressed_shard_nccl),
         T(test_compressed_wait_times_out_nccl),
         T(test_plain_wait_times_out_nccl),
         T(test_async_error_ends_compressed_wait),

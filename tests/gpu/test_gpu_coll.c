@@ -31,7 +31,9 @@
  * promises (docs/gpu.md, "Bit-exactness"); so must four steps of error
  * feedback (int8, sign, qsgd, dense topk on the codec kernels; sparse topk
  * and randk on the CPU codecs), sum and avg, whose one gs_ef_t moves
- * between device and host buffers. A difference names the first element
+ * between device and host buffers; so must the compressed reduce-scatter
+ * (three steps of error feedback) and all-gather (fp16, int8, sign, topk
+ * for the reduce-scatter). A difference names the first element
  * that differs. After every library call the CUDA runtime's last-error
  * slot must be clean (GT_LIB, gpu_test_util.h).
  *
@@ -667,6 +669,111 @@ static void part_compressed(ctx_t *x)
 }
 
 /*
+ * Compressed reduce-scatter and all-gather on device buffers (the block-wise
+ * schemes on the codec kernels, algo_comp_dev_cuda.c) against the same calls
+ * on host buffers: the same bits. Reduce-scatter runs three steps with error
+ * feedback, one gs_ef_t per side (the device one's residual lives on the
+ * GPU), sum and avg; all-gather one call. A difference names the first
+ * element that differs.
+ */
+static void part_compressed_shard(ctx_t *x)
+{
+    static const gs_codec_kind_t kinds[] = {GS_CODEC_FP16, GS_CODEC_INT8, GS_CODEC_SIGN,
+                                            GS_CODEC_TOPK};
+    static const gs_op_t ops[] = {GS_OP_SUM, GS_OP_AVG};
+    const size_t blk = 1031;
+    const size_t total = blk * (size_t)x->n;
+    float *in = (float *)x->hs, *host = (float *)x->hhost, *dev = (float *)x->hr;
+
+    if (total * sizeof(float) > x->cap) {
+        gt_check(false, "rank %d: part_compressed_shard: %zu elements do not fit the buffers",
+                 x->rank, total);
+        return;
+    }
+    for (size_t k = 0; k < NELEMS(kinds); k++) {
+        for (size_t o = 0; o < NELEMS(ops); o++) {
+            gs_codec_config_t cc = GS_CODEC_CONFIG_INIT;
+            gs_coll_opts_t ho = GS_COLL_OPTS_INIT, dopt = GS_COLL_OPTS_INIT;
+            gs_ef_t efh = GS_EF_NULL, efd = GS_EF_NULL;
+
+            cc.kind = kinds[k];
+            cc.ratio = 0.5; /* topk: a block-wise payload of half the elements */
+            GT_LIB(gs_ef_create(total, GS_DTYPE_F32, &efh));
+            GT_LIB(gs_ef_create(total, GS_DTYPE_F32, &efd));
+            ho.codec = &cc;
+            ho.ef = efh;
+            dopt.codec = &cc;
+            dopt.ef = efd;
+            dopt.stream = (void *)x->stream;
+            for (unsigned step = 0; step < 3; step++) {
+                char what[128];
+                gs_status_t st1, st2;
+
+                snprintf(what, sizeof(what),
+                         "compressed reduce-scatter, codec %s, %s, block %zu, step %u",
+                         codec_name(kinds[k]), (ops[o] == GS_OP_AVG) ? "avg" : "sum", blk, step);
+                comp_input(x->rank, total, step, in);
+                st1 =
+                    GT_LIB(gs_reduce_scatter_ex(x->comm, in, host, blk, GS_DTYPE_F32, ops[o], &ho));
+                GT_CUDA(cudaMemcpy(x->ds, in, total * sizeof(float), cudaMemcpyHostToDevice));
+                st2 = GT_LIB(
+                    gs_reduce_scatter_ex(x->comm, x->ds, x->dr, blk, GS_DTYPE_F32, ops[o], &dopt));
+                GT_CUDA(cudaMemcpy(dev, x->dr, blk * sizeof(float), cudaMemcpyDeviceToHost));
+                if (gt_check((st1 == GS_OK) && (st2 == GS_OK),
+                             "rank %d: %s: host %s, device %s: %s", x->rank, what,
+                             gs_status_name(st1), gs_status_name(st2), gs_last_error())) {
+                    size_t bad = blk;
+                    for (size_t i = 0; (i < blk) && (bad == blk); i++) {
+                        bad = (memcmp(&dev[i], &host[i], sizeof(float)) != 0) ? i : bad;
+                    }
+                    gt_check(bad == blk,
+                             "rank %d: %s: the device result must have the host path's bits: "
+                             "element %zu is %.9g on the device, %.9g on the host",
+                             x->rank, what, bad, (bad < blk) ? (double)dev[bad] : 0.0,
+                             (bad < blk) ? (double)host[bad] : 0.0);
+                }
+            }
+            gs_ef_destroy(efh);
+            gs_ef_destroy(efd);
+        }
+        if (kinds[k] != GS_CODEC_TOPK) { /* all-gather refuses the sparsifiers */
+            gs_codec_config_t cc = GS_CODEC_CONFIG_INIT;
+            gs_coll_opts_t ho = GS_COLL_OPTS_INIT, dopt = GS_COLL_OPTS_INIT;
+            char what[128];
+            gs_status_t st1, st2;
+            size_t bad = total;
+
+            cc.kind = kinds[k];
+            ho.codec = &cc;
+            dopt.codec = &cc;
+            dopt.stream = (void *)x->stream;
+            snprintf(what, sizeof(what), "compressed all-gather, codec %s, block %zu",
+                     codec_name(kinds[k]), blk);
+            comp_input(x->rank, blk, 7, in);
+            st1 = GT_LIB(gs_allgather_ex(x->comm, in, host, blk, GS_DTYPE_F32, &ho));
+            GT_CUDA(cudaMemcpy(x->ds, in, blk * sizeof(float), cudaMemcpyHostToDevice));
+            st2 = GT_LIB(gs_allgather_ex(x->comm, x->ds, x->dr, blk, GS_DTYPE_F32, &dopt));
+            GT_CUDA(cudaMemcpy(dev, x->dr, total * sizeof(float), cudaMemcpyDeviceToHost));
+            if (gt_check((st1 == GS_OK) && (st2 == GS_OK), "rank %d: %s: host %s, device %s: %s",
+                         x->rank, what, gs_status_name(st1), gs_status_name(st2),
+                         gs_last_error())) {
+                for (size_t i = 0; (i < total) && (bad == total); i++) {
+                    bad = (memcmp(&dev[i], &host[i], sizeof(float)) != 0) ? i : bad;
+                }
+                gt_check(bad == total,
+                         "rank %d: %s: the device result must have the host path's bits: "
+                         "element %zu is %.9g on the device, %.9g on the host",
+                         x->rank, what, bad, (bad < total) ? (double)dev[bad] : 0.0,
+                         (bad < total) ? (double)host[bad] : 0.0);
+                gt_check(memcmp(dev + (size_t)x->rank * blk, in, blk * sizeof(float)) == 0,
+                         "rank %d: %s: this rank's own block must be copied exactly", x->rank,
+                         what);
+            }
+        }
+    }
+}
+
+/*
  * Error feedback and AVG through the collective. For each codec, op and
  * count, two gs_ef_t start alike: one serves four host calls, the other
  * the same four steps as
@@ -862,6 +969,7 @@ int main(int argc, char **argv)
         part_collectives(&x);
         part_compressed(&x);
         part_compressed_ef(&x);
+        part_compressed_shard(&x);
     }
 
     /* Every rank learns whether any failed, and exits the same way. */

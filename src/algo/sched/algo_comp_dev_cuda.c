@@ -29,6 +29,13 @@
  * index by index on the device before anything is decoded (one flag per
  * sender, read back at the end: GS_ERR_PROTOCOL naming the rank).
  *
+ * Reduce-scatter and all-gather (fixed blocks) run the same way, as the
+ * host path's sharded shapes (algo_compressed.c): reduce-scatter is phases
+ * 1 and 3 with chunk c = rank c's block, our own block added exactly in
+ * its rank-order place and the f32 sum copied to recvbuf; all-gather is
+ * phase 4 alone, our block encoded once (no error feedback) and copied
+ * exactly, the others decoded into place. Same bits as the host path.
+ *
  * Residuals: the worker and server residuals of the caller's gs_ef_t get
  * device copies (ef->dev), made on first use from the host residual and
  * owned by the gs_ef_t (freed, zeroed and read back through its hooks, so
@@ -54,6 +61,8 @@
 #endif
 
 #define DCOMP_ALIGN 256
+
+enum { DCOMP_ALLREDUCE = 0, DCOMP_REDUCE_SCATTER = 1, DCOMP_ALLGATHER = 2 };
 
 /* A residual's device copy (gs__ef_dev_t first: the gs_ef_t sees only that). */
 typedef struct dcomp_res {
@@ -157,6 +166,7 @@ typedef struct dcomp {
     gs_codec_kind_t kind;
     cudaStream_t st;
     int n, r, over_nccl;
+    int mode;              /* DCOMP_ALLREDUCE, DCOMP_REDUCE_SCATTER or DCOMP_ALLGATHER */
     uint64_t wseed, sseed; /* worker and server seeds of this step */
     size_t cap;            /* slot bytes: header + largest body, aligned */
     uint8_t *send;         /* device, n slots: phase 1 payloads (ours in slot r) */
@@ -182,10 +192,17 @@ static size_t dcomp_align(size_t x)
     return (x + DCOMP_ALIGN - 1) & ~(size_t)(DCOMP_ALIGN - 1);
 }
 
-/* Chunk c's elements. */
+/* Chunk c's elements: a balanced split of the all-reduce's vector, or
+ * rank c's block of a reduce-scatter or all-gather (*off from the start
+ * of the n-block buffer). */
 static void dcomp_chunk(const dcomp_t *x, int c, size_t *off, size_t *len)
 {
-    gs__algo_split(x->d->count, x->n, c, off, len);
+    if (x->mode == DCOMP_ALLREDUCE) {
+        gs__algo_split(x->d->count, x->n, c, off, len);
+    } else {
+        *off = (size_t)c * x->d->count;
+        *len = x->d->count;
+    }
 }
 
 /* The kernels' parameters for @p len elements with @p seed, and the body size. */
@@ -265,7 +282,7 @@ static gs_status_t dcomp_layout(dcomp_t *x)
     if (status == GS_OK) {
         status = dcomp_residual(ctx, ef, x->st, &x->wres);
     }
-    if ((status == GS_OK) && (ef != GS_EF_NULL)) {
+    if ((status == GS_OK) && (ef != GS_EF_NULL) && (x->mode == DCOMP_ALLREDUCE)) {
         status = gs__comp_server_ef(ef, own_len, GS_DTYPE_F32, &x->server);
     }
     if (status == GS_OK) {
@@ -395,12 +412,16 @@ static gs_status_t dcomp_exchange(dcomp_t *x, uint32_t phase, uint8_t *send, uin
                                          &hdr, why, sizeof(why)) == GS_OK);
 
                 if (!hdr_ok || (hdr.flags != 0) || (hdr.body_len != recv_len[q])) {
-                    status = gs__error_set(
-                        GS_ERR_PROTOCOL, "%s: the compressed %s from rank %zu is bad: %s",
-                        ctx->opname, gather ? "sum" : "chunk", q,
-                        !hdr_ok            ? why
-                        : (hdr.flags != 0) ? "zstd is not expected here"
-                                           : "its length differs from its header's");
+                    status =
+                        gs__error_set(GS_ERR_PROTOCOL,
+                                      "%s: the compressed %s from rank %zu is bad: %s", ctx->opname,
+                                      (x->mode != DCOMP_ALLREDUCE) ? "block"
+                                      : gather                     ? "sum"
+                                                                   : "chunk",
+                                      q,
+                                      !hdr_ok            ? why
+                                      : (hdr.flags != 0) ? "zstd is not expected here"
+                                                         : "its length differs from its header's");
                 }
             }
             if (status == GS_OK) {
@@ -449,56 +470,64 @@ static gs_status_t dcomp_check_bad(dcomp_t *x, const char *what)
     return status;
 }
 
-gs_status_t gs__dev_comp_allreduce(gs__algo_ctx_t *ctx, gs__coll_desc_t *d,
-                                   const gs__algo_plan_t *plan, int over_nccl)
+/* Everything a call works out before its first kernel: the codec, the
+ * step's seeds, the slots and residuals, the host bookkeeping. */
+static gs_status_t dcomp_setup(dcomp_t *x, gs__algo_ctx_t *ctx, const gs__coll_desc_t *d,
+                               int over_nccl, int mode)
+{
+    gs_ef_t ef = (gs_ef_t)d->ef;
+    gs_status_t status;
+
+    memset(x, 0, sizeof(*x));
+    x->ctx = ctx;
+    x->d = d;
+    x->st = (cudaStream_t)d->stream;
+    x->n = ctx->size;
+    x->r = ctx->rank;
+    x->over_nccl = over_nccl;
+    x->mode = mode;
+    status = gs__codec_resolve(d->codec, &x->rc);
+    if (status != GS_OK) {
+        return status;
+    }
+    x->kind = x->rc.ops->wire_id;
+    x->wseed = gs__codec_step_seed(&x->rc, (ef != GS_EF_NULL) ? ef->step : 0);
+    x->sseed = gs__codec_step_seed(
+        &x->rc, ((ef != GS_EF_NULL) && (ef->server != GS_EF_NULL)) ? ef->server->step : 0);
+    status = dcomp_layout(x);
+    if ((status == GS_OK) && (x->server != GS_EF_NULL)) {
+        /* A server residual made just now starts at step 0 everywhere. */
+        x->sseed = gs__codec_step_seed(&x->rc, x->server->step);
+    }
+    if (status == GS_OK) {
+        void *mem = NULL;
+        const size_t n2 = 2 * (size_t)x->n;
+
+        status = gs__algo_scratch(
+            ctx, 2 * n2 * sizeof(size_t) + n2 * sizeof(gs__algo_req_t) + (size_t)x->n * sizeof(int),
+            &mem);
+        if (status == GS_OK) {
+            x->lens = (size_t *)mem;
+            x->hlens = x->lens + n2;
+            x->reqs = (gs__algo_req_t *)(void *)(x->hlens + n2);
+            x->flags = (int *)(void *)(x->reqs + n2);
+        }
+    }
+    return status;
+}
+
+/* The two-phase all-reduce on the codec kernels. */
+static gs_status_t dcomp_allreduce(gs__algo_ctx_t *ctx, gs__coll_desc_t *d, int over_nccl)
 {
     dcomp_t x;
     gs_ef_t ef = (gs_ef_t)d->ef;
     size_t *lens = NULL;
-    size_t own_off, own_len;
+    size_t own_off = 0, own_len = 0;
     gs__k_codec_params_t own_kp, sum_kp;
     size_t own_body = 0, sum_body = 0;
-    gs_status_t status;
+    gs_status_t status = dcomp_setup(&x, ctx, d, over_nccl, DCOMP_ALLREDUCE);
 
-    (void)plan;
-    if (d->count == 0) {
-        return GS_OK;
-    }
-    memset(&x, 0, sizeof(x));
-    x.ctx = ctx;
-    x.d = d;
-    x.st = (cudaStream_t)d->stream;
-    x.n = ctx->size;
-    x.r = ctx->rank;
-    x.over_nccl = over_nccl;
-    status = gs__codec_resolve(d->codec, &x.rc);
-    if (status != GS_OK) {
-        return status;
-    }
-    x.kind = x.rc.ops->wire_id;
-    x.wseed = gs__codec_step_seed(&x.rc, (ef != GS_EF_NULL) ? ef->step : 0);
-    x.sseed = gs__codec_step_seed(
-        &x.rc, ((ef != GS_EF_NULL) && (ef->server != GS_EF_NULL)) ? ef->server->step : 0);
-    status = dcomp_layout(&x);
-    if ((status == GS_OK) && (x.server != GS_EF_NULL)) {
-        /* A server residual made just now starts at step 0 everywhere. */
-        x.sseed = gs__codec_step_seed(&x.rc, x.server->step);
-    }
-    if (status == GS_OK) {
-        void *mem = NULL;
-        const size_t n2 = 2 * (size_t)x.n;
-
-        status = gs__algo_scratch(
-            ctx, 2 * n2 * sizeof(size_t) + n2 * sizeof(gs__algo_req_t) + (size_t)x.n * sizeof(int),
-            &mem);
-        if (status == GS_OK) {
-            x.lens = (size_t *)mem;
-            x.hlens = x.lens + n2;
-            x.reqs = (gs__algo_req_t *)(void *)(x.hlens + n2);
-            x.flags = (int *)(void *)(x.reqs + n2);
-            lens = x.lens;
-        }
-    }
+    lens = x.lens;
     dcomp_chunk(&x, x.r, &own_off, &own_len);
     if (status == GS_OK) {
         status = dcomp_params(&x, own_len, x.wseed, &own_kp, &own_body);
@@ -596,4 +625,145 @@ gs_status_t gs__dev_comp_allreduce(gs__algo_ctx_t *ctx, gs__coll_desc_t *d,
         x.server->step++;
     }
     return status;
+}
+
+/* Reduce-scatter on the codec kernels: every peer's block encoded once
+ * with the worker residual, all-to-all, our block's sum in rank order with
+ * our own block added exactly. */
+static gs_status_t dcomp_reduce_scatter(gs__algo_ctx_t *ctx, gs__coll_desc_t *d, int over_nccl)
+{
+    dcomp_t x;
+    gs_ef_t ef = (gs_ef_t)d->ef;
+    const size_t blk = d->count;
+    gs__k_codec_params_t kp;
+    size_t body = 0;
+    gs_status_t status = dcomp_setup(&x, ctx, d, over_nccl, DCOMP_REDUCE_SCATTER);
+
+    if (status == GS_OK) {
+        status = dcomp_params(&x, blk, x.wseed, &kp, &body);
+    }
+    for (int c = 0; (c < x.n) && (status == GS_OK); c++) {
+        const float *src = (const float *)d->sendbuf + (size_t)c * blk;
+        int err;
+
+        x.lens[c] = body;       /* what we send to rank c */
+        x.lens[x.n + c] = body; /* what rank c sends us */
+        if (c == x.r) {
+            continue; /* our own block never goes through the codec */
+        }
+        err = (x.wres != NULL)
+                  ? gs_k_codec_encode_ef(x.kind, &kp, src, x.wres + (size_t)c * blk,
+                                         dcomp_body(&x, x.send, c), x.work, x.work_size, x.st)
+                  : gs_k_codec_encode(x.kind, &kp, src, dcomp_body(&x, x.send, c), x.work,
+                                      x.work_size, x.st);
+        status = dcomp_k(&x, err, "the codec's encode kernel");
+    }
+    if (status == GS_OK) {
+        status = dcomp_exchange(&x, 0, x.send, x.recv, x.lens, x.lens + x.n, 0);
+    }
+    if (status == GS_OK) {
+        status =
+            dcomp_k(&x, cudaMemsetAsync(x.acc, 0, blk * sizeof(float), x.st), "cudaMemsetAsync");
+    }
+    for (int q = 0; (q < x.n) && (status == GS_OK); q++) {
+        if (q == x.r) {
+            status = dcomp_k(&x,
+                             gs_k_reduce(x.acc, x.acc, (const float *)d->sendbuf + (size_t)q * blk,
+                                         blk, GS_DTYPE_F32, GS_OP_SUM, 0, x.st),
+                             "the sum kernel (our own block)");
+        } else {
+            status = dcomp_k(&x,
+                             gs_k_codec_decode(x.kind, &kp, dcomp_body(&x, x.recv, q), x.acc,
+                                               GS_K_CODEC_ADD, 1.0f, x.bad + q, x.st),
+                             "the codec's decode kernel");
+        }
+    }
+    if (status == GS_OK) {
+        status = dcomp_check_bad(&x, "block");
+    }
+    if ((status == GS_OK) && (d->op == GS_OP_AVG)) {
+        status =
+            dcomp_k(&x, gs_k_mul_f32(x.acc, blk, 1.0f / (float)x.n, x.st), "the average kernel");
+    }
+    if (status == GS_OK) {
+        status = dcomp_k(
+            &x,
+            cudaMemcpyAsync(d->recvbuf, x.acc, blk * sizeof(float), cudaMemcpyDeviceToDevice, x.st),
+            "cudaMemcpyAsync (the sum to recvbuf)");
+    }
+    if (status == GS_OK) {
+        status = gs__dev_wait_stream(ctx, x.st, "the compressed reduce-scatter's kernels");
+    }
+    if (ef != GS_EF_NULL) {
+        ef->step++;
+    }
+    return status;
+}
+
+/* All-gather on the codec kernels: our block encoded once, sent to every
+ * peer and copied exactly; the others decoded into place. */
+static gs_status_t dcomp_allgather(gs__algo_ctx_t *ctx, gs__coll_desc_t *d, int over_nccl)
+{
+    dcomp_t x;
+    const size_t blk = d->count;
+    gs__k_codec_params_t kp;
+    size_t body = 0;
+    float *out = (float *)d->recvbuf;
+    gs_status_t status = dcomp_setup(&x, ctx, d, over_nccl, DCOMP_ALLGATHER);
+
+    if (status == GS_OK) {
+        status = dcomp_params(&x, blk, gs__codec_step_seed(&x.rc, 0), &kp, &body);
+    }
+    for (int c = 0; (c < x.n) && (status == GS_OK); c++) {
+        x.lens[c] = body;
+        x.lens[x.n + c] = body;
+    }
+    if (status == GS_OK) {
+        status = dcomp_k(&x,
+                         gs_k_codec_encode(x.kind, &kp, (const float *)d->sendbuf,
+                                           dcomp_body(&x, x.sums, x.r), x.work, x.work_size, x.st),
+                         "the codec's encode kernel");
+    }
+    if (status == GS_OK) {
+        status = dcomp_exchange(&x, 1, x.sums, x.sums, x.lens, x.lens + x.n, 1);
+    }
+    if ((status == GS_OK) && ((const void *)(out + (size_t)x.r * blk) != d->sendbuf)) {
+        status = dcomp_k(&x,
+                         cudaMemcpyAsync(out + (size_t)x.r * blk, d->sendbuf, blk * sizeof(float),
+                                         cudaMemcpyDeviceToDevice, x.st),
+                         "cudaMemcpyAsync (our own block)");
+    }
+    for (int q = 0; (q < x.n) && (status == GS_OK); q++) {
+        if (q != x.r) {
+            status = dcomp_k(&x,
+                             gs_k_codec_decode(x.kind, &kp, dcomp_body(&x, x.sums, q),
+                                               out + (size_t)q * blk, GS_K_CODEC_SET, 1.0f,
+                                               x.bad + q, x.st),
+                             "the codec's decode kernel");
+        }
+    }
+    if (status == GS_OK) {
+        status = dcomp_check_bad(&x, "block");
+    }
+    if (status == GS_OK) {
+        status = gs__dev_wait_stream(ctx, x.st, "the compressed all-gather's kernels");
+    }
+    return status;
+}
+
+gs_status_t gs__dev_compressed(gs__algo_ctx_t *ctx, gs__coll_desc_t *d, const gs__algo_plan_t *plan,
+                               int over_nccl)
+{
+    (void)plan;
+    if (d->count == 0) {
+        return GS_OK;
+    }
+    switch (d->kind) {
+    case GS_COLL_REDUCE_SCATTER:
+        return dcomp_reduce_scatter(ctx, d, over_nccl);
+    case GS_COLL_ALLGATHER:
+        return dcomp_allgather(ctx, d, over_nccl);
+    default:
+        return dcomp_allreduce(ctx, d, over_nccl);
+    }
 }

@@ -161,15 +161,17 @@ gs_status_t gs__dev_test(gs__algo_ctx_t *ctx, gs__coll_desc_t *d);
 
 
 /*
- * The two-phase compressed all-reduce on device buffers with the codec
- * kernels (algo_comp_dev_cuda.c): f32, no zstd, as gs__algo_plan allows
- * (plan->device_codec). The payloads move with grouped NCCL sends and
- * receives (@p over_nccl) or through pinned host memory over the host
- * transport. Waits for the result. Returns GS_OK, GS_ERR_PROTOCOL for a
- * bad payload (naming the rank), GS_ERR_CUDA, or the exchange's errors.
+ * A compressed call on device buffers with the codec kernels
+ * (algo_comp_dev_cuda.c): the two-phase all-reduce, or the block-wise
+ * reduce-scatter or all-gather of fixed blocks; f32, no zstd, as
+ * gs__algo_plan allows (plan->device_codec). The payloads move with
+ * grouped NCCL sends and receives (@p over_nccl) or through pinned host
+ * memory over the host transport. Waits for the result. Returns GS_OK,
+ * GS_ERR_PROTOCOL for a bad payload (naming the rank), GS_ERR_CUDA, or the
+ * exchange's errors.
  */
-gs_status_t gs__dev_comp_allreduce(gs__algo_ctx_t *ctx, gs__coll_desc_t *d,
-                                   const gs__algo_plan_t *plan, int over_nccl);
+gs_status_t gs__dev_compressed(gs__algo_ctx_t *ctx, gs__coll_desc_t *d, const gs__algo_plan_t *plan,
+                               int over_nccl);
 
 
 /* The event of a call in flight is released without waiting (destroy). */

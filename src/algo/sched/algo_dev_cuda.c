@@ -505,7 +505,7 @@ static gs_status_t dev_run_staged(gs__algo_ctx_t *ctx, gs__coll_desc_t *d,
                              ctx->opname);
     }
     if (plan->device_codec) {
-        return gs__dev_comp_allreduce(ctx, d, plan, 0);
+        return gs__dev_compressed(ctx, d, plan, 0);
     }
     if ((d->flags & GS_COLL_F_STREAM_ORDERED) != 0) {
         return gs__error_set(GS_ERR_UNSUPPORTED,

@@ -67,7 +67,7 @@ static gs_status_t dev_run_nccl(gs__algo_ctx_t *ctx, gs__coll_desc_t *d,
     cudaError_t err;
 
     if (plan->scheme != GS_SCHEME_PLAIN) {
-        return gs__dev_comp_allreduce(ctx, d, plan, 1);
+        return gs__dev_compressed(ctx, d, plan, 1);
     }
     status = nccl_enqueue(ctx, d);
     if (status != GS_OK) {

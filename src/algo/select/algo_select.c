@@ -226,8 +226,9 @@ static int algo_mpi_cuda_ok(const gs__coll_desc_t *d)
  * The path of device buffers: NCCL when the context has it and either the
  * call is plain with no gradsync algorithm forced (GS_ALGO_AUTO, or
  * GS_ALGO_NATIVE, which asks for the transport's own collectives), or it
- * is a two-phase compressed call whose codec runs on the device (its
- * payloads then move by grouped NCCL sends and receives). Otherwise staged
+ * is a compressed call whose codec runs on the device (the two-phase
+ * all-reduce, the block-wise reduce-scatter or all-gather: its payloads
+ * then move by grouped NCCL sends and receives). Otherwise staged
  * through host memory, where every gradsync algorithm runs as on host
  * buffers (and the codec kernels still run on the device when they can).
  */
@@ -245,7 +246,7 @@ static gs__path_t algo_path(const gs__algo_ctx_t *ctx, const gs__coll_desc_t *d,
         ((plan->algo == GS_ALGO_AUTO) || (plan->algo == GS_ALGO_NATIVE))) {
         return GS_PATH_NCCL;
     }
-    if (nccl && (plan->scheme == GS_SCHEME_TWO_PHASE) && plan->device_codec) {
+    if (nccl && plan->device_codec) {
         return GS_PATH_NCCL;
     }
     if (((ctx->dev_caps & GS_DEV_CAP_MPI_CUDA) != 0) && (plan->scheme == GS_SCHEME_PLAIN) &&
@@ -287,8 +288,13 @@ gs_status_t gs__algo_plan(gs__algo_select_t *sel, const gs__algo_ctx_t *ctx,
 
         plan.scheme = algo_shard_scheme(sel, ctx, d, costs);
     }
-    plan.device_codec =
-        (d->mem == GS_MEM_DEVICE) && (plan.scheme == GS_SCHEME_TWO_PHASE) && algo_device_codec(d);
+    /* The codec kernels serve the two-phase all-reduce and the block-wise
+     * reduce-scatter and all-gather of fixed blocks (the v calls take host
+     * buffers only). */
+    plan.device_codec = (d->mem == GS_MEM_DEVICE) &&
+                        ((plan.scheme == GS_SCHEME_TWO_PHASE) ||
+                         ((plan.scheme == GS_SCHEME_SHARD) && !gs__coll_is_v(d->kind))) &&
+                        algo_device_codec(d);
     plan.path = algo_path(ctx, d, &plan);
     if (!gs__algo_path_built(plan.path)) {
         return gs__error_set(GS_ERR_UNSUPPORTED,
