@@ -300,7 +300,7 @@ static void sparse_shared_case(gs_dtype_t dtype)
     g_allocs = 0;
 #endif
     free(ctx.scratch);
-    free(ctx.sparse_buf);
+    free(ctx.outer_buf);
     codec_buf_free(&b);
     gs_ef_destroy(ef);
     gs_ef_destroy(ref_ef);
