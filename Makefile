@@ -15,8 +15,8 @@ GPU_ARGS ?=
 
 .PHONY: help deps deps-build build build-test docs install lint run test test-asan test-gpu \
 	test-loaded \
-	test-unit test-python test-tsan fuzz soak bench bench-auto bench-compare bench-net bench-torch \
-	bench-plots clean
+	test-unit test-python test-tsan fuzz soak bench bench-auto bench-compare bench-net \
+	bench-net-sharded bench-torch bench-plots clean
 
 help:
 	@echo "gradsync make targets:"
@@ -52,6 +52,8 @@ help:
 	@echo "  make bench-plots   take docs/bench.md's recorded runs again (~15 min) and redraw"
 	@echo "                     docs/bench/*.png (scripts/bench-plots.sh; without --run it only redraws)"
 	@echo "  make bench-net     all-reduce across 4 lab hosts shaped to 1 Gbit/s: busbw and link efficiency (root)"
+	@echo "  make bench-net-sharded  compressed reduce-scatter and all-gather (int8, int4, fp8_e4m3 where"
+	@echo "                     built) against uncompressed, 4 lab hosts at 1 Gbit/s, 5 rounds (root)"
 	@echo "  make build         build the library and tools (needs only the build packages; no root"
 	@echo "                     once they are there)"
 	@echo "  make install       build, then cmake --install (PREFIX=/path to choose; docs/install.md)"
@@ -198,6 +200,9 @@ bench-compare: build
 
 bench-net: build
 	bash bench/net/bench_net.sh $(BUILD)
+
+bench-net-sharded: build
+	bash bench/net/bench_net.sh $(BUILD) --colls reduce_scatter,allgather --rounds 5
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD) $(LINT_BUILD)

@@ -30,10 +30,28 @@
 # sign 12x, topk 1% 15x), the wire bytes per rank and the relative error
 # against the exact f32 sum. --libs none runs only those.
 #
+# --colls reduce_scatter,allgather (default allreduce) measures the sharded
+# shapes instead (add allreduce to the list to keep the runs above): for
+# each, gs-bench COLL --codec NAME --inplace (reduce_scatter with --ef; labels
+# COLL+NAME) for every codec of --codecs (default: int8, int4 and fp8_e4m3,
+# those of them that `gs-bench codec --list` names), beside the uncompressed
+# call it is measured against, gs-bench COLL --codec none (label COLL+none:
+# the library runs the plain call for GS_CODEC_NONE, and gs-bench still
+# reports its wire bytes and rel.err, 0 or f32 rounding), all in the same
+# interleaved rounds. A table per collective gives, per size and codec, the
+# median time, the speed-up over uncompressed, the wire ratio (uncompressed
+# wire bytes / compressed wire bytes, both from gs-bench's wire column), the
+# speed-up / wire ratio (issue 20's target: at least 0.8 where the link is
+# the bottleneck), the link share (compressed wire bytes / RATE over the
+# compressed time: under 50% the call is not link-bound) and rel.err. Sizes
+# are gs-bench's: the total buffer (reduce_scatter's send buffer,
+# allgather's receive buffer), so a rank's block is size / H. Codec names
+# are checked against `gs-bench codec --list`.
+#
 # usage: bench_net.sh BUILD_DIR [--hosts H] [--rate 1gbit] [--burst 256kb] [-b 1M] [-e 64M]
 #                     [-w WARMUP] [-i ITERS] [--rounds R] [--libs gs,mpi,gloo|none]
 #                     [--gloo-algos ring_chunked,default] [--codecs C[:RATIO],...]
-#                     [--timeout S] [--out DIR]
+#                     [--colls allreduce,reduce_scatter,allgather] [--timeout S] [--out DIR]
 set -u
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -55,12 +73,14 @@ GLOO_ALGOS=ring_chunked,default
 LAB_TIMEOUT=300
 OUTDIR=
 CODECS=
+COLLS=allreduce
 while [ $# -gt 0 ]; do
     case "$1" in
     --burst) BURST=$2; shift 2 ;;
     --libs) LIBS=$2; shift 2 ;;
     --gloo-algos) GLOO_ALGOS=$2; shift 2 ;;
     --codecs) CODECS=$2; shift 2 ;;
+    --colls) COLLS=$2; shift 2 ;;
     *)
         lab_opt "--hosts --rate -b -e -w -i --rounds --timeout --out" "$@" ||
             lab_unknown bench_net "$1"
@@ -76,6 +96,25 @@ GSBENCH=$BUILD/bench/gs-bench
 MPIBENCH=$BUILD/bench/mpi-bench
 GLOOBENCH=$BUILD/bench/gloo-bench
 [ -x "$GSBENCH" ] || { echo "bench_net: $GSBENCH missing; build first" >&2; exit 2; }
+# The codecs this library has (GS_CODEC_MAP, through gs-bench).
+CODEC_NAMES=$("$GSBENCH" codec --list) ||
+    { echo "bench_net: $GSBENCH codec --list failed" >&2; exit 2; }
+has_codec() { printf '%s\n' "$CODEC_NAMES" | grep -qx -- "$1"; }
+AR=0
+SHARDED=()
+IFS=, read -r -a colls <<< "$COLLS"
+for c in "${colls[@]}"; do
+    case "$c" in
+    allreduce) AR=1 ;;
+    reduce_scatter | allgather) SHARDED+=("$c") ;;
+    *) echo "bench_net: --colls takes allreduce, reduce_scatter and allgather, not '$c'" >&2; exit 2 ;;
+    esac
+done
+if [ -z "$CODECS" ] && [ ${#SHARDED[@]} -gt 0 ]; then
+    for c in int8 int4 fp8_e4m3; do
+        has_codec "$c" && CODECS=${CODECS:+$CODECS,}$c
+    done
+fi
 
 # shellcheck source-path=SCRIPTDIR/../../tests/net source=../../tests/net/lib_lab.sh
 . "$ROOT/tests/net/lib_lab.sh"
@@ -86,7 +125,8 @@ fi
 mkdir -p "$OUTDIR"
 
 RUNS=()
-IFS=, read -r -a libs <<< "$LIBS"
+libs=()
+[ "$AR" -eq 1 ] && IFS=, read -r -a libs <<< "$LIBS"
 for l in "${libs[@]}"; do
     case "$l" in
     gs) RUNS+=("gradsync|gs") ;;
@@ -110,17 +150,24 @@ for l in "${libs[@]}"; do
     *) echo "bench_net: unknown library '$l'" >&2; exit 2 ;;
     esac
 done
-if [ -n "$CODECS" ]; then
+codecs=()
+[ -n "$CODECS" ] && IFS=, read -r -a codecs <<< "$CODECS"
+for c in "${codecs[@]}"; do
+    has_codec "${c%%:*}" || {
+        echo "bench_net: unknown codec '${c%%:*}' (gs-bench codec --list: $(tr '\n' ' ' <<< "$CODEC_NAMES"))" >&2
+        exit 2
+    }
+done
+if [ ${#codecs[@]} -gt 0 ] && [ "$AR" -eq 1 ]; then
     RUNS+=("gs-ring|gsring")
-    IFS=, read -r -a codecs <<< "$CODECS"
-    for c in "${codecs[@]}"; do
-        case "${c%%:*}" in
-        fp16|bf16|int8|qsgd|sign|topk|randk|none) ;;
-        *) echo "bench_net: unknown codec '${c%%:*}'" >&2; exit 2 ;;
-        esac
-        RUNS+=("gs-${c/:/-}|codec:$c")
-    done
+    for c in "${codecs[@]}"; do RUNS+=("gs-${c/:/-}|codec:$c"); done
 fi
+for coll in "${SHARDED[@]}"; do
+    RUNS+=("$coll+none|shard:$coll:none")
+    for c in "${codecs[@]}"; do
+        [ "${c%%:*}" != none ] && RUNS+=("$coll+${c/:/-}|shard:$coll:$c")
+    done
+done
 [ ${#RUNS[@]} -gt 0 ] || { echo "bench_net: nothing to run" >&2; exit 2; }
 
 lab_up "$NH" --rate "$RATE" --burst "$BURST"
@@ -154,6 +201,14 @@ run_one() { # label kind round
         lab_bench_launch "$log" "$NH" 1 "$GSBENCH" allreduce "${COMMON[@]}" \
             --codec "${spec%%:*}" "${extra[@]}" --ef --out "$csv" || rc=$?
         ;;
+    shard:*)
+        local coll=${kind#shard:} spec extra=()
+        spec=${coll#*:} coll=${coll%%:*}
+        [ "${spec#*:}" != "$spec" ] && extra=(--ratio "${spec#*:}")
+        [ "$coll" = reduce_scatter ] && [ "${spec%%:*}" != none ] && extra+=(--ef)
+        lab_bench_launch "$log" "$NH" 1 "$GSBENCH" "$coll" "${COMMON[@]}" \
+            --codec "${spec%%:*}" "${extra[@]}" --out "$csv" || rc=$?
+        ;;
     mpi)
         # shellcheck disable=SC2016 # expanded by the inner sh
         timeout -k 10 "$LAB_TIMEOUT" ip netns exec "${LAB_PREFIX}h0" unshare --uts \
@@ -176,7 +231,7 @@ run_one() { # label kind round
 }
 
 echo "bench_net: $NH hosts at $RATE (tbf burst $BURST), 1 rank per host, sizes $MINB..$MAXB," \
-    "$ROUNDS rounds, results in $OUTDIR" >&2
+    "$ROUNDS rounds, $(nproc) cores, results in $OUTDIR" >&2
 for ((r = 1; r <= ROUNDS; r++)); do
     for entry in "${RUNS[@]}"; do
         run_one "${entry%%|*}" "${entry#*|}" "$r"
@@ -197,6 +252,7 @@ mult = {None: 1, "bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9,
 rate = float(m.group(1)) * mult / 8.0  # bytes per second
 data = {}
 extra = {}  # codec runs: label -> size -> [(rel_err, wire bytes)]
+# The sharded shapes' labels are COLL+CODEC; the all-reduce tables take the others.
 for label, row in rows(outdir):
     try:
         data.setdefault(label, {}).setdefault(int(row["size"]), []).append(
@@ -208,24 +264,25 @@ for label, row in rows(outdir):
         pass
 if not data:
     sys.exit("bench_net: no results")
-order = sorted(data, key=lambda l: (l != "gradsync", l))
+order = sorted((l for l in data if "+" not in l), key=lambda l: (l != "gradsync", l))
 sizes = sorted({s for l in data for s in data[l]})
-print(f"\nall-reduce f32 sum in place, {nh} hosts x 1 rank, links shaped to {rate_s}"
-      f" ({rate / 1e6:.1f} MB/s); median over rounds")
-print("efficiency = (2(n-1)/n * bytes / link rate) / time; TCP/IP headers cap it near 95.5%\n")
-print("| size | " + " | ".join(f"{l} busbw GB/s | {l} eff" for l in order) + " |")
-print("|---:|" + "---:|---:|" * len(order))
-for s in sizes:
-    cells = []
-    ideal = 2.0 * (nh - 1) / nh * s / rate
-    for l in order:
-        ts = [t for t, _ in data[l].get(s, [])]
-        if not ts:
-            cells += ["-", "-"]
-            continue
-        t = statistics.median(ts)
-        cells += [f"{2.0 * (nh - 1) / nh * s / t / 1e9:.4f}", f"{100.0 * ideal / t:.1f}%"]
-    print(f"| {fsz(s)} | " + " | ".join(cells) + " |")
+if order:
+    print(f"\nall-reduce f32 sum in place, {nh} hosts x 1 rank, links shaped to {rate_s}"
+          f" ({rate / 1e6:.1f} MB/s); median over rounds")
+    print("efficiency = (2(n-1)/n * bytes / link rate) / time; TCP/IP headers cap it near 95.5%\n")
+    print("| size | " + " | ".join(f"{l} busbw GB/s | {l} eff" for l in order) + " |")
+    print("|---:|" + "---:|---:|" * len(order))
+    for s in sizes:
+        cells = []
+        ideal = 2.0 * (nh - 1) / nh * s / rate
+        for l in order:
+            ts = [t for t, _ in data[l].get(s, [])]
+            if not ts:
+                cells += ["-", "-"]
+                continue
+            t = statistics.median(ts)
+            cells += [f"{2.0 * (nh - 1) / nh * s / t / 1e9:.4f}", f"{100.0 * ideal / t:.1f}%"]
+        print(f"| {fsz(s)} | " + " | ".join(cells) + " |")
 if extra and "gs-ring" in data:
     targets = {"gs-int8": 3.3, "gs-sign": 12.0, "gs-topk-0.01": 15.0, "gs-topk": 15.0}
     print("\ncompressed all-reduce (with EF) against the uncompressed ring (gs-ring), median "
@@ -234,7 +291,7 @@ if extra and "gs-ring" in data:
     print("|---:|---|---:|---:|---:|---:|---:|---:|")
     for s in sizes:
         ring = [t for t, _ in data["gs-ring"].get(s, [])]
-        for l in sorted(extra):
+        for l in sorted(l for l in extra if "+" not in l):
             ts = [t for t, _ in data[l].get(s, [])]
             if not ts or not ring:
                 continue
@@ -245,6 +302,44 @@ if extra and "gs-ring" in data:
             print(f"| {fsz(s)} | {l[3:]} | {t * 1e3:.1f} | {tr * 1e3:.1f} | {tr / t:.2f}x | "
                   f"{mark or '-'} | {statistics.median(w for _, w in errs):.0f} | "
                   f"{max(e for e, _ in errs):.3e} |")
+# The sharded shapes: COLL+CODEC against COLL+none, per size.
+for coll in ("reduce_scatter", "allgather"):
+    base = f"{coll}+none"
+    labels = sorted(l for l in data if l.startswith(coll + "+") and l != base)
+    if base not in data:
+        continue
+    print(f"\n{coll} f32 in place, {nh} hosts x 1 rank, links shaped to {rate_s}"
+          f" ({rate / 1e6:.1f} MB/s): compressed against uncompressed ({base}: the plain call),"
+          " median time over rounds" + ("; reduce_scatter with error feedback" if coll ==
+                                         "reduce_scatter" else ""))
+    print("size = total buffer (a rank's block is size / hosts); none eff = ((n-1)/n * size /"
+          " link rate) / time; wire ratio = none's wire bytes / the codec's (measured);"
+          " link share = codec wire bytes / link rate / codec time (under 50%: not link-bound);"
+          " target: speed-up / wire ratio >= 0.8 where the link is the bottleneck\n")
+    print("| size | block | codec | time ms | none ms | none eff | speed-up | wire ratio |"
+          " speed-up / ratio | link share | target | rel.err |")
+    print("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|")
+    for s in sizes:
+        tb = [t for t, _ in data[base].get(s, [])]
+        wb = [w for _, w in extra.get(base, {}).get(s, [])]
+        if not tb or not wb:
+            continue
+        t0, w0 = statistics.median(tb), statistics.median(wb)
+        eff = (nh - 1) / nh * s / rate / t0
+        for l in labels:
+            ts = [t for t, _ in data[l].get(s, [])]
+            errs = extra.get(l, {}).get(s, [])
+            if not ts or not errs:
+                continue
+            t, w = statistics.median(ts), statistics.median(e[1] for e in errs)
+            up, ratio = t0 / t, w0 / w
+            share = w / rate / t
+            verdict = ("met" if up / ratio >= 0.8 else
+                       "missed" + (" (not link-bound)" if share < 0.5 else ""))
+            print(f"| {fsz(s)} | {fsz(s // nh)} | {l[len(coll) + 1:]} | {t * 1e3:.1f} |"
+                  f" {t0 * 1e3:.1f} | {100.0 * eff:.1f}% | {up:.2f}x | {ratio:.2f} |"
+                  f" {up / ratio:.2f} | {100.0 * share:.0f}% | {verdict} |"
+                  f" {max(e[0] for e in errs):.2e} |")
 bad = [(l, s, w) for l in data for s in data[l] for _, w in data[l][s] if w not in ("", "0", "-1", "N/A")]
 if bad:
     print(f"\nWRONG RESULTS: {bad}")
