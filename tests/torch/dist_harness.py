@@ -48,7 +48,7 @@ def _entry(rank, size, port, backend, fn, args, results):
         os.environ["MASTER_ADDR"] = "127.0.0.1"
         os.environ["MASTER_PORT"] = str(port)
         os.environ.setdefault("GS_TIMEOUT_MS", "30000")
-        if backend == "gradsync" or backend.startswith("hook"):
+        if backend is not None and (backend == "gradsync" or backend.startswith("hook")):
             import gradsync.torch  # noqa: F401  registers the backend
         if backend is not None:
             dist.init_process_group("gloo" if backend.startswith("hook") else backend,

@@ -19,7 +19,7 @@ import importlib.util
 import os
 import sys
 import zlib
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
 import torch
 import torch.distributed as dist
@@ -28,6 +28,7 @@ import gradsync
 from gradsync import _lib  # noqa: F401 - libgradsync is loaded before the extension links it
 
 from ._rendezvous import agree_address
+from .options import Options
 
 BACKEND_NAME = "gradsync"
 _ext: Any = None
@@ -86,6 +87,12 @@ def _default_backend() -> Optional[Any]:
 
 
 def _create(opts: Any, backend_options: Any) -> Any:
+    """torch's creator call (extended API): @opts its _DistributedBackendOptions,
+    @backend_options the pg_options given to init_process_group or new_group: None or a
+    gradsync.torch.Options (the group's codecs and error feedback)."""
+    if backend_options is not None and not isinstance(backend_options, Options):
+        raise TypeError("gradsync backend: pg_options must be a gradsync.torch.Options (or "
+                        "None), not %s" % type(backend_options).__name__)
     ext = extension()
     timeout_ms = _timeout_ms(opts.timeout)
     ranks = [int(r) for r in opts.global_ranks_in_group]
@@ -94,10 +101,28 @@ def _create(opts: Any, backend_options: Any) -> Any:
         # The members alone, over the default group's connections; the group's name
         # (the same on every member) tells concurrent creations apart.
         tag = zlib.crc32(str(opts.group_id).encode())
-        return ext.create_group(parent, ranks, tag, timeout_ms)
-    addr, port = agree_address(opts.store, opts.group_rank)
-    return ext.create_backend(opts.group_rank, opts.group_size, addr, port, timeout_ms,
-                              "torch-%s-%d" % (addr, port))
+        backend = ext.create_group(parent, ranks, tag, timeout_ms)
+    else:
+        addr, port = agree_address(opts.store, opts.group_rank)
+        backend = ext.create_backend(opts.group_rank, opts.group_size, addr, port, timeout_ms,
+                                     "torch-%s-%d" % (addr, port))
+    if backend_options is not None:  # before torch sees the backend: no op has run on it
+        ext.set_options(backend, **backend_options._native())
+    return backend
+
+
+def compression_stats(group: Any = None) -> Dict[str, int]:
+    """What @group's gradsync backend (default: the default group's) compressed, ran
+    uncompressed and kept as error feedback, as counters since the group was made:
+    {allreduce,reduce_scatter,allgather}_{compressed,uncompressed} (tensors), ef_created,
+    ef_reused, ef_evicted (residuals dropped past ef_capacity), ef_busy (calls that ran
+    without their residual because another call in flight held it), ef_entries (kept now)."""
+    if group is None:
+        group = dist.distributed_c10d._get_default_group()
+    b = gradsync_backend(group)
+    if b is None:
+        raise ValueError("compression_stats: the group has no gradsync backend")
+    return dict(extension().compression_stats(b))
 
 
 def register_backend() -> None:
@@ -107,4 +132,5 @@ def register_backend() -> None:
                                       devices=["cpu", "cuda"])
 
 
-__all__ = ["register_backend", "extension", "BACKEND_NAME", "gradsync"]
+__all__ = ["register_backend", "extension", "compression_stats", "BACKEND_NAME", "gradsync",
+           "Options"]

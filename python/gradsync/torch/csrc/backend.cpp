@@ -29,6 +29,13 @@
 //   synchronisation, and the caching allocator is told the tensors are in
 //   use on that stream. On the staged path (no NCCL) the call is a plain
 //   non-blocking one and wait() finishes it on the host.
+// - Compression (gradsync.torch.Options as pg_options, set_options): a
+//   codec per group for all-reduce, reduce-scatter and all-gather, used for
+//   float tensors with SUM/AVG (PREMUL_SUM: the scaled copy's sum); anything
+//   else runs uncompressed (counted, logged once per reason at INFO). Error
+//   feedback: a gs_ef_t per send buffer, keyed by (storage, offset, elements,
+//   dtype), made on first use, at most efCapacity kept (LRU), leased to one
+//   call in flight at a time and freed with the backend.
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Types.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
@@ -37,15 +44,22 @@
 
 #include <ATen/core/ivalue.h>
 #include <c10/util/Exception.h>
+#include <c10/util/Logging.h>
 
 #include <atomic>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <functional>
+#include <list>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #ifdef GS_TORCH_CUDA
@@ -56,6 +70,7 @@
 #endif
 
 extern "C" {
+#include "gradsync/compress.h"
 #include "gradsync/gradsync.h"
 }
 
@@ -226,6 +241,152 @@ const at::Tensor &one(const std::vector<at::Tensor> &ts, const char *what)
     return ts[0];
 }
 
+// ---- compression (gradsync.torch.Options, pg_options) --------------------
+
+// An op's short name (GS_OP_MAP, types.h).
+const char *opName(gs_op_t op)
+{
+    switch (op) {
+#define GS_OP_NAME_ROW(name, value, str)                                                          \
+    case name: return str;
+        GS_OP_MAP(GS_OP_NAME_ROW)
+#undef GS_OP_NAME_ROW
+    default: return "?";
+    }
+}
+
+// The collectives a group's options name a codec for.
+enum CollKind { kAllreduce = 0, kReduceScatter = 1, kAllgather = 2, kCollKinds = 3 };
+const char *const kCollKindName[kCollKinds] = {"allreduce", "reduce_scatter", "allgather"};
+
+// The gradsync float dtype of a real floating-point tensor, or false: only these
+// compress (integers, bool and complex run uncompressed).
+bool floatDtype(const at::Tensor &t, gs_dtype_t *out)
+{
+    switch (t.scalar_type()) {
+    case at::kFloat: *out = GS_DTYPE_F32; return true;
+    case at::kDouble: *out = GS_DTYPE_F64; return true;
+    case at::kHalf: *out = GS_DTYPE_F16; return true;
+    case at::kBFloat16: *out = GS_DTYPE_BF16; return true;
+    default: return false;
+    }
+}
+
+// The residual of one send buffer (gs_ef_t), owned by the backend's EfTable and by
+// the lease of a call in flight, whichever lets go last.
+struct EfEntry {
+    gs_ef_t ef = nullptr;
+    std::atomic<bool> busy{false}; // leased to a call in flight
+    EfEntry() = default;
+    EfEntry(const EfEntry &) = delete;
+    EfEntry &operator=(const EfEntry &) = delete;
+    ~EfEntry()
+    {
+        if (ef != nullptr) {
+            (void)gs_ef_destroy(ef);
+        }
+    }
+};
+
+// One call's use of a residual: handed back when the Work lets go of it (finish).
+struct EfLease {
+    std::shared_ptr<EfEntry> entry;
+    explicit EfLease(std::shared_ptr<EfEntry> e) : entry(std::move(e)) {}
+    EfLease(const EfLease &) = delete;
+    EfLease &operator=(const EfLease &) = delete;
+    ~EfLease() { entry->busy.store(false); }
+};
+
+// A send buffer's identity: its storage, where the tensor starts in it, its element
+// count and dtype. (An address the allocator hands out again for the same size and
+// dtype is the same key: see docs/python.md on what FSDP2 does.)
+struct EfKey {
+    const void *storage;
+    int64_t offset;
+    int64_t numel;
+    int dtype;
+    bool operator==(const EfKey &o) const
+    {
+        return storage == o.storage && offset == o.offset && numel == o.numel &&
+               dtype == o.dtype;
+    }
+};
+
+struct EfKeyHash {
+    size_t operator()(const EfKey &k) const
+    {
+        size_t h = std::hash<const void *>()(k.storage);
+        h = h * 31 + std::hash<int64_t>()(k.offset);
+        h = h * 31 + std::hash<int64_t>()(k.numel);
+        return h * 31 + static_cast<size_t>(k.dtype);
+    }
+};
+
+// Counters of what a backend compressed (compression_stats()).
+struct CompStats {
+    std::atomic<uint64_t> compressed[kCollKinds] = {};
+    std::atomic<uint64_t> uncompressed[kCollKinds] = {};
+    std::atomic<uint64_t> efCreated{0}, efReused{0}, efEvicted{0}, efBusy{0};
+};
+
+// The residuals of a backend, one per send buffer, at most @cap of them: past the cap
+// the least recently used is dropped (a call in flight keeps its own until it finishes).
+class EfTable {
+public:
+    // @key's residual (made for @count elements of @dtype on first use), leased to one
+    // call; nullptr when a call in flight holds it (this one then runs without).
+    std::shared_ptr<EfLease> lease(const EfKey &key, size_t count, gs_dtype_t dtype, size_t cap,
+                                   CompStats &stats)
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = map_.find(key);
+        std::shared_ptr<EfEntry> e;
+        if (it != map_.end()) {
+            lru_.splice(lru_.begin(), lru_, it->second);
+            e = it->second->second;
+            if (e->busy.exchange(true)) {
+                stats.efBusy++;
+                return nullptr;
+            }
+            stats.efReused++;
+            return std::make_shared<EfLease>(std::move(e));
+        }
+        e = std::make_shared<EfEntry>();
+        check(gs_ef_create(count, dtype, &e->ef), "error feedback for a tensor");
+        e->busy.store(true);
+        lru_.emplace_front(key, e);
+        map_[key] = lru_.begin();
+        stats.efCreated++;
+        while (lru_.size() > cap) {
+            map_.erase(lru_.back().first);
+            lru_.pop_back();
+            stats.efEvicted++;
+        }
+        return std::make_shared<EfLease>(std::move(e));
+    }
+
+    size_t size()
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        return lru_.size();
+    }
+
+private:
+    using Item = std::pair<EfKey, std::shared_ptr<EfEntry>>;
+    std::mutex mu_;
+    std::list<Item> lru_; // most recently used first
+    std::unordered_map<EfKey, std::list<Item>::iterator, EfKeyHash> map_;
+};
+
+// A group's options: a codec per collective (a copy of the caller's gs_codec_config_t)
+// and whether reductions keep error feedback.
+struct Compression {
+    bool on[kCollKinds] = {false, false, false};
+    gs_codec_config_t cfg[kCollKinds];
+    bool ef = false;
+    size_t efCapacity = 4096;
+};
+
 // ---- synchronous ops ----------------------------------------------------
 
 // torch says per op whether the caller waits at once (opts.asyncOp false: a plain
@@ -289,6 +450,7 @@ public:
     std::vector<gs_request_t> reqs_;
     std::function<void()> after_;      // copy-out of staged buffers, on success
     std::vector<at::Tensor> keep_;     // buffers the requests use
+    std::vector<std::shared_ptr<EfLease>> efs_; // residuals the requests use
     std::shared_ptr<Completer> completer_;
     int source_ = -1;                  // recvAnysource: the sender
     gs_p2p_status_t pstatus_{};        // receives: what arrived
@@ -332,6 +494,7 @@ public:
             source_ = pstatus_.source;
         }
         keep_.clear();
+        efs_.clear();
         after_ = nullptr;
         {
             std::lock_guard<std::mutex> lock(mutex_);
@@ -700,12 +863,9 @@ public:
         auto outs = outputs[0];
         w->keep_ = {send, flat};
         copyOutAfter(w, outs, flat, in.numel());
-        const Elem e = moveElem(send);
+        const gs_codec_config_t *codec = codecFor(kAllgather, in, GS_OP_SUM, "allgather");
         start(w, dev, [&](const gs_coll_opts_t *o, gs_request_t *r) {
-            return r ? gs_iallgather_ex(comm_, send.data_ptr(), flat.data_ptr(), send.numel() * e.per,
-                                    e.dtype, o, r)
-                     : gs_allgather_ex(comm_, send.data_ptr(), flat.data_ptr(), send.numel() * e.per,
-                                    e.dtype, o);
+            return allgatherOne(send, flat, codec, "allgather", o, r);
         });
         return finishStart(w, dev);
     }
@@ -824,8 +984,9 @@ public:
         }
         std::vector<at::Tensor> outs{out};
         std::vector<at::Tensor> ins{at::cat(flat)};
+        const std::vector<at::Tensor> keys{inputs[0][0]};
         return reduceScatterMany(outs, ins, opts.reduceOp, OpType::REDUCE_SCATTER,
-                                 "reduce_scatter");
+                                 "reduce_scatter", &keys);
     }
 
     c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor &output, at::Tensor &input,
@@ -1028,7 +1189,9 @@ public:
                                 "excluded " + std::to_string(exclude.size()) +
                                 "; exclude exactly the ranks that failed");
         }
-        return c10::make_intrusive<Backend>(child, rank, size, options_->timeout);
+        auto b = c10::make_intrusive<Backend>(child, rank, size, options_->timeout);
+        b->setCompression(comp_); // the same options; residuals start over
+        return b;
     }
 
     // A group of some of this (the default group's) ranks, made by them alone.
@@ -1048,10 +1211,109 @@ public:
         return c10::make_intrusive<Backend>(child, rank, static_cast<int>(ranks.size()), timeout);
     }
 
+    // -- compression (gradsync.torch.Options): set once, before the first op.
+    void setCompression(const Compression &c) { comp_ = c; }
+
+    std::map<std::string, uint64_t> compressionStats()
+    {
+        std::map<std::string, uint64_t> out;
+        for (int k = 0; k < kCollKinds; k++) {
+            out[std::string(kCollKindName[k]) + "_compressed"] = stats_.compressed[k].load();
+            out[std::string(kCollKindName[k]) + "_uncompressed"] = stats_.uncompressed[k].load();
+        }
+        out["ef_created"] = stats_.efCreated.load();
+        out["ef_reused"] = stats_.efReused.load();
+        out["ef_evicted"] = stats_.efEvicted.load();
+        out["ef_busy"] = stats_.efBusy.load();
+        out["ef_entries"] = efTable_.size();
+        return out;
+    }
+
 private:
+    // The codec for tensor @t of collective @k reduced with @op (GS_OP_SUM for
+    // all-gather), or nullptr: none named, or one it cannot serve (not a real float
+    // tensor, an op other than SUM/AVG), which runs uncompressed and is logged once.
+    const gs_codec_config_t *codecFor(CollKind k, const at::Tensor &t, gs_op_t op,
+                                      const char *what)
+    {
+        if (!comp_.on[k]) {
+            return nullptr;
+        }
+        gs_dtype_t dt;
+        if (!floatDtype(t, &dt)) {
+            uncompressed(k, what, std::string("a ") + c10::toString(t.scalar_type()) + " tensor");
+            return nullptr;
+        }
+        if (op != GS_OP_SUM && op != GS_OP_AVG) {
+            uncompressed(k, what, std::string("the op ") + opName(op));
+            return nullptr;
+        }
+        stats_.compressed[k]++;
+        return &comp_.cfg[k];
+    }
+
+    // The residual of @key's send buffer (@count elements of @dtype; default: @key's) for
+    // one call of @w, or nullptr (no error feedback, or another call in flight holds it).
+    gs_ef_t efFor(const WorkPtr &w, CollKind k, const at::Tensor &key, gs_dtype_t dtype,
+                  size_t count = SIZE_MAX)
+    {
+        if (!comp_.ef || k == kAllgather) {
+            return nullptr;
+        }
+        const EfKey id{key.storage().data(), key.storage_offset(), key.numel(),
+                       static_cast<int>(key.scalar_type())};
+        auto lease = efTable_.lease(id, count == SIZE_MAX ? static_cast<size_t>(key.numel())
+                                                          : count,
+                                    dtype, comp_.efCapacity, stats_);
+        if (!lease) {
+            return nullptr;
+        }
+        gs_ef_t ef = lease->entry->ef;
+        w->efs_.push_back(std::move(lease));
+        return ef;
+    }
+
+    // Issue @call; when it was compressed and gradsync says the codec cannot run there
+    // (GS_ERR_UNSUPPORTED, e.g. a device path without it: refused before any byte moves,
+    // alike on every rank), @plain drops the codec and it is issued again.
+    template <typename Call, typename Plain>
+    gs_status_t withFallback(CollKind k, const char *what, bool compressed, Call &&call,
+                             Plain &&plain)
+    {
+        gs_status_t st = call();
+        if (compressed && st == GS_ERR_UNSUPPORTED) {
+            const char *why = gs_last_error();
+            stats_.compressed[k]--;
+            uncompressed(k, what, std::string("gradsync: ") + (why ? why : "unsupported"));
+            plain();
+            st = call();
+        }
+        return st;
+    }
+
+    // Count one tensor of @k run uncompressed, and say why once per reason (INFO).
+    void uncompressed(CollKind k, const char *what, const std::string &why)
+    {
+        stats_.uncompressed[k]++;
+        std::string line = std::string(what) + ": " + why;
+        {
+            std::lock_guard<std::mutex> lock(logMu_);
+            if (!logged_.insert(line).second) {
+                return;
+            }
+        }
+        LOG(INFO) << "gradsync backend: " << line << " runs uncompressed (the group's "
+                  << kCollKindName[k] << " codec cannot serve it)";
+    }
+
     gs_comm_t comm_;
     std::shared_ptr<Completer> completer_;
     c10::intrusive_ptr<Options> options_;
+    Compression comp_;
+    CompStats stats_;
+    EfTable efTable_;
+    std::mutex logMu_;
+    std::set<std::string> logged_;
     std::mutex lifeMu_;
     std::mutex coalMu_;
     bool coalescing_ = false;
@@ -1324,23 +1586,38 @@ private:
         }
         auto w = newWork(type, what, tensors, dev);
         std::vector<at::Tensor> bufs;
+        std::vector<const gs_codec_config_t *> codecs;
+        std::vector<gs_ef_t> efs;
         for (size_t i = 0; i < tensors.size(); i++) {
             bufs.push_back(staged(w, tensors[i]));
             if (ops[i].scaled) {
                 bufs[i].mul_(ops[i].premul);
             }
+            codecs.push_back(codecFor(kAllreduce, tensors[i], ops[i].op, what));
+            efs.push_back(codecs[i] ? efFor(w, kAllreduce, tensors[i], elems[i].dtype) : nullptr);
         }
         return startEach(w, dev, bufs.size(),
                          [&](size_t i, const gs_coll_opts_t *o, gs_request_t *r) {
                              gs_allreduce_opts_t ao = GS_ALLREDUCE_OPTS_INIT;
                              ao.stream = o->stream;
                              ao.flags = o->flags;
-                             return r ? gs_iallreduce_ex(comm_, bufs[i].data_ptr(), bufs[i].data_ptr(),
-                                                     bufs[i].numel() * elems[i].per,
-                                                     elems[i].dtype, ops[i].op, &ao, r)
-                                       : gs_allreduce_ex(comm_, bufs[i].data_ptr(), bufs[i].data_ptr(),
-                                                     bufs[i].numel() * elems[i].per,
-                                                     elems[i].dtype, ops[i].op, &ao);
+                             auto call = [&]() {
+                                 return r ? gs_iallreduce_ex(comm_, bufs[i].data_ptr(),
+                                                             bufs[i].data_ptr(),
+                                                             bufs[i].numel() * elems[i].per,
+                                                             elems[i].dtype, ops[i].op, &ao, r)
+                                          : gs_allreduce_ex(comm_, bufs[i].data_ptr(),
+                                                            bufs[i].data_ptr(),
+                                                            bufs[i].numel() * elems[i].per,
+                                                            elems[i].dtype, ops[i].op, &ao);
+                             };
+                             ao.codec = codecs[i];
+                             ao.ef = efs[i];
+                             return withFallback(kAllreduce, what, codecs[i] != nullptr, call,
+                                                 [&]() {
+                                                     ao.codec = nullptr;
+                                                     ao.ef = nullptr;
+                                                 });
                          });
     }
 
@@ -1364,27 +1641,52 @@ private:
         }
         auto w = newWork(type, what, outputs, dev);
         std::vector<at::Tensor> sends, recvs;
+        std::vector<const gs_codec_config_t *> codecs;
         for (size_t i = 0; i < inputs.size(); i++) {
             sends.push_back(inputs[i].contiguous());
             w->keep_.push_back(sends.back());
             recvs.push_back(staged(w, outputs[i]));
+            codecs.push_back(codecFor(kAllgather, inputs[i], GS_OP_SUM, what));
         }
         return startEach(w, dev, sends.size(),
                          [&](size_t i, const gs_coll_opts_t *o, gs_request_t *r) {
-                             const Elem e = moveElem(sends[i]);
-                             return r ? gs_iallgather_ex(comm_, sends[i].data_ptr(),
-                                                     recvs[i].data_ptr(),
-                                                     sends[i].numel() * e.per, e.dtype, o, r)
-                     : gs_allgather_ex(comm_, sends[i].data_ptr(),
-                                                     recvs[i].data_ptr(),
-                                                     sends[i].numel() * e.per, e.dtype, o);
+                             return allgatherOne(sends[i], recvs[i], codecs[i], what, o, r);
                          });
     }
 
+    // One all-gather of @send into @recv: compressed with @codec (a float tensor, counted
+    // in its own elements), else as bytes.
+    gs_status_t allgatherOne(const at::Tensor &send, const at::Tensor &recv,
+                             const gs_codec_config_t *codec, const char *what,
+                             const gs_coll_opts_t *o, gs_request_t *r)
+    {
+        gs_coll_opts_t co = *o;
+        Elem e = moveElem(send);
+        auto call = [&]() {
+            return r ? gs_iallgather_ex(comm_, send.data_ptr(), recv.data_ptr(),
+                                        send.numel() * e.per, e.dtype, &co, r)
+                     : gs_allgather_ex(comm_, send.data_ptr(), recv.data_ptr(),
+                                       send.numel() * e.per, e.dtype, &co);
+        };
+        if (codec != nullptr) {
+            (void)floatDtype(send, &e.dtype);
+            e.per = 1;
+            co.codec = codec;
+        }
+        return withFallback(kAllgather, what, codec != nullptr, call, [&]() {
+            e = moveElem(send);
+            co.codec = nullptr;
+        });
+    }
+
+    // @keys: the tensors whose identity keys each input's error feedback (default: the
+    // inputs themselves; reduce_scatter's list form passes the first tensor of each list,
+    // its input being a fresh concatenation).
     c10::intrusive_ptr<c10d::Work> reduceScatterMany(std::vector<at::Tensor> &outputs,
                                                      std::vector<at::Tensor> &inputs,
                                                      const c10d::ReduceOp &rop, OpType type,
-                                                     const char *what)
+                                                     const char *what,
+                                                     const std::vector<at::Tensor> *keys = nullptr)
     {
         if (outputs.size() != inputs.size() || inputs.empty()) {
             GS_REFUSE(what, ": ", outputs.size(), " outputs for ", inputs.size(), " inputs");
@@ -1406,6 +1708,8 @@ private:
         }
         auto w = newWork(type, what, outputs, dev);
         std::vector<at::Tensor> sends, recvs;
+        std::vector<const gs_codec_config_t *> codecs;
+        std::vector<gs_ef_t> efs;
         for (size_t i = 0; i < inputs.size(); i++) {
             at::Tensor s = inputs[i].contiguous();
             if (ops[i].scaled) {
@@ -1414,17 +1718,32 @@ private:
             sends.push_back(s);
             w->keep_.push_back(s);
             recvs.push_back(staged(w, outputs[i]));
+            codecs.push_back(codecFor(kReduceScatter, inputs[i], ops[i].op, what));
+            const at::Tensor &key = keys ? (*keys)[i] : inputs[i];
+            efs.push_back(codecs[i] ? efFor(w, kReduceScatter, key, elems[i].dtype,
+                                            static_cast<size_t>(s.numel()))
+                                    : nullptr);
         }
         return startEach(w, dev, sends.size(),
                          [&](size_t i, const gs_coll_opts_t *o, gs_request_t *r) {
-                             return r ? gs_ireduce_scatter_ex(comm_, sends[i].data_ptr(),
-                                                          recvs[i].data_ptr(),
-                                                          recvs[i].numel() * elems[i].per,
-                                                          elems[i].dtype, ops[i].op, o, r)
-                     : gs_reduce_scatter_ex(comm_, sends[i].data_ptr(),
-                                                          recvs[i].data_ptr(),
-                                                          recvs[i].numel() * elems[i].per,
-                                                          elems[i].dtype, ops[i].op, o);
+                             gs_coll_opts_t co = *o;
+                             auto call = [&]() {
+                                 return r ? gs_ireduce_scatter_ex(comm_, sends[i].data_ptr(),
+                                                                  recvs[i].data_ptr(),
+                                                                  recvs[i].numel() * elems[i].per,
+                                                                  elems[i].dtype, ops[i].op, &co, r)
+                                          : gs_reduce_scatter_ex(comm_, sends[i].data_ptr(),
+                                                                 recvs[i].data_ptr(),
+                                                                 recvs[i].numel() * elems[i].per,
+                                                                 elems[i].dtype, ops[i].op, &co);
+                             };
+                             co.codec = codecs[i];
+                             co.ef = efs[i];
+                             return withFallback(kReduceScatter, what, codecs[i] != nullptr, call,
+                                                 [&]() {
+                                                     co.codec = nullptr;
+                                                     co.ef = nullptr;
+                                                 });
                          });
     }
 
@@ -1509,6 +1828,51 @@ uintptr_t commHandle(const c10::intrusive_ptr<c10d::Backend> &b)
     return reinterpret_cast<uintptr_t>(p->comm());
 }
 
+Backend *gradsyncOf(const c10::intrusive_ptr<c10d::Backend> &b)
+{
+    auto *p = dynamic_cast<Backend *>(b.get());
+    TORCH_CHECK(p != nullptr, "gradsync backend: not a gradsync backend: ", b->getBackendName());
+    return p;
+}
+
+// A codec configuration from its address (a gradsync.Codec's gs_codec_config_t), copied:
+// the fields the caller's struct has, over GS_CODEC_CONFIG_INIT's.
+bool codecAt(uintptr_t addr, gs_codec_config_t *out)
+{
+    gs_codec_config_t init = GS_CODEC_CONFIG_INIT;
+    *out = init;
+    if (addr == 0) {
+        return false;
+    }
+    const auto *src = reinterpret_cast<const gs_codec_config_t *>(addr);
+    const size_t n = std::min(src->size, sizeof(gs_codec_config_t));
+    std::memcpy(out, src, n);
+    out->size = sizeof(gs_codec_config_t);
+    return out->kind != GS_CODEC_NONE;
+}
+
+// gradsync.torch.Options on a new backend (before torch runs anything on it).
+void setOptions(const c10::intrusive_ptr<c10d::Backend> &b, uintptr_t allreduce,
+                uintptr_t reduceScatter, uintptr_t allgather, bool errorFeedback,
+                int64_t efCapacity)
+{
+    TORCH_CHECK(efCapacity > 0, "gradsync backend: ef_capacity must be positive, got ",
+                efCapacity);
+    Compression c;
+    const uintptr_t addrs[kCollKinds] = {allreduce, reduceScatter, allgather};
+    for (int k = 0; k < kCollKinds; k++) {
+        c.on[k] = codecAt(addrs[k], &c.cfg[k]);
+    }
+    c.ef = errorFeedback;
+    c.efCapacity = static_cast<size_t>(efCapacity);
+    gradsyncOf(b)->setCompression(c);
+}
+
+std::map<std::string, uint64_t> compressionStats(const c10::intrusive_ptr<c10d::Backend> &b)
+{
+    return gradsyncOf(b)->compressionStats();
+}
+
 bool isGradsync(const c10::intrusive_ptr<c10d::Backend> &b)
 {
     return dynamic_cast<Backend *>(b.get()) != nullptr;
@@ -1530,6 +1894,10 @@ PYBIND11_MODULE(_C, m)
     m.def("is_gradsync", &gradsync_torch::isGradsync, py::arg("backend"));
     m.def("comm_handle", &gradsync_torch::commHandle, py::arg("backend"));
     m.def("library_version", &gradsync_torch::libraryVersion);
+    m.def("set_options", &gradsync_torch::setOptions, py::arg("backend"), py::arg("allreduce"),
+          py::arg("reduce_scatter"), py::arg("allgather"), py::arg("error_feedback"),
+          py::arg("ef_capacity"));
+    m.def("compression_stats", &gradsync_torch::compressionStats, py::arg("backend"));
 #ifdef GS_TORCH_CUDA
     m.attr("cuda") = true;
 #else
