@@ -1273,6 +1273,14 @@ private:
         return ef;
     }
 
+    // The flags of a compressed call: never GS_COLL_F_STREAM_ORDERED (gradsync refuses it
+    // with a codec: a compressed call on device buffers reads its payload checks back on
+    // the host), so on the NCCL path it runs as a plain call the Work finishes on the host.
+    static unsigned compressedFlags(unsigned flags, const gs_codec_config_t *codec)
+    {
+        return codec != nullptr ? (flags & ~GS_COLL_F_STREAM_ORDERED) : flags;
+    }
+
     // Issue @call; when it was compressed and gradsync says the codec cannot run there
     // (GS_ERR_UNSUPPORTED, e.g. a device path without it: refused before any byte moves,
     // alike on every rank), @plain drops the codec and it is issued again.
@@ -1613,10 +1621,12 @@ private:
                              };
                              ao.codec = codecs[i];
                              ao.ef = efs[i];
+                             ao.flags = compressedFlags(o->flags, codecs[i]);
                              return withFallback(kAllreduce, what, codecs[i] != nullptr, call,
                                                  [&]() {
                                                      ao.codec = nullptr;
                                                      ao.ef = nullptr;
+                                                     ao.flags = o->flags;
                                                  });
                          });
     }
@@ -1672,10 +1682,12 @@ private:
             (void)floatDtype(send, &e.dtype);
             e.per = 1;
             co.codec = codec;
+            co.flags = compressedFlags(o->flags, codec);
         }
         return withFallback(kAllgather, what, codec != nullptr, call, [&]() {
             e = moveElem(send);
             co.codec = nullptr;
+            co.flags = o->flags;
         });
     }
 
@@ -1739,10 +1751,12 @@ private:
                              };
                              co.codec = codecs[i];
                              co.ef = efs[i];
+                             co.flags = compressedFlags(o->flags, codecs[i]);
                              return withFallback(kReduceScatter, what, codecs[i] != nullptr, call,
                                                  [&]() {
                                                      co.codec = nullptr;
                                                      co.ef = nullptr;
+                                                     co.flags = o->flags;
                                                  });
                          });
     }
