@@ -56,7 +56,10 @@ extern "C" {
     X(GS_CODEC_QSGD, 4, "qsgd")                                                                    \
     X(GS_CODEC_SIGN, 5, "sign")                                                                    \
     X(GS_CODEC_TOPK, 6, "topk")                                                                    \
-    X(GS_CODEC_RANDK, 7, "randk")
+    X(GS_CODEC_RANDK, 7, "randk")                                                                  \
+    X(GS_CODEC_INT4, 8, "int4")                                                                    \
+    X(GS_CODEC_FP8_E4M3, 9, "fp8_e4m3")                                                            \
+    X(GS_CODEC_FP8_E5M2, 10, "fp8_e5m2")
 
 #define GS_CODEC_ENUM_ROW(_name, _value, _str) _name = (_value),
 
@@ -72,6 +75,13 @@ extern "C" {
  * - GS_CODEC_TOPK: the @c ratio x count largest |x|, as (index, value) pairs.
  * - GS_CODEC_RANDK: one element from each of ratio x count equal strata,
  *   chosen from the seed; only the values travel.
+ * - GS_CODEC_INT4: 4-bit codes in [-7, 7] (two per byte) with one f32
+ *   scale (max |x| / 7) per block; round to nearest even.
+ * - GS_CODEC_FP8_E4M3: OCP FP8 E4M3 codes (1 byte) with one f32 scale per
+ *   block that maps the block's max |x| onto 448; round to nearest even,
+ *   saturating.
+ * - GS_CODEC_FP8_E5M2: the same with FP8 E5M2 codes (max 57344): wider
+ *   range, one mantissa bit less.
  */
 typedef enum gs_codec_kind { GS_CODEC_MAP(GS_CODEC_ENUM_ROW) GS_CODEC_KIND_COUNT } gs_codec_kind_t;
 
@@ -95,10 +105,10 @@ typedef enum gs_codec_zstd {
 typedef struct gs_codec_config {
     size_t size; /**< sizeof the struct the caller was built with (set by the INIT macro) */
     gs_codec_kind_t kind; /**< codec; default GS_CODEC_NONE */
-    int block_size;       /**< elements per scale (int8, qsgd, sign); 1 .. 2^24, default 256 */
-    double ratio;         /**< fraction of elements kept (topk, randk); (0, 1], default 0.01 */
-    int levels;           /**< qsgd levels per sign; 1 .. 127, default 7 (4-bit codes) */
-    uint64_t seed;        /**< seed of the stochastic codecs (qsgd, randk); default 0 */
+    int block_size; /**< elements per scale (int8, int4, fp8, qsgd, sign); 1 .. 2^24, default 256 */
+    double ratio;   /**< fraction of elements kept (topk, randk); (0, 1], default 0.01 */
+    int levels;     /**< qsgd levels per sign; 1 .. 127, default 7 (4-bit codes) */
+    uint64_t seed;  /**< seed of the stochastic codecs (qsgd, randk); default 0 */
     gs_codec_zstd_t zstd; /**< lossless zstd stage; default GS_CODEC_ZSTD_OFF */
     int zstd_level;       /**< zstd compression level; 1 .. 19, default 1 */
 } gs_codec_config_t;

@@ -34,9 +34,10 @@ def _kind(kind: Union[str, T.CodecKind]) -> T.CodecKind:
 class Codec:
     """A codec configuration (gs_codec_config_t).
 
-    Codec(kind="int8"|"fp16"|"bf16"|"qsgd"|"sign"|"topk"|"randk"|"none",
-          block_size=None, ratio=None, levels=None, seed=0, zstd="off"|"on"|"auto",
-          zstd_level=None): fields left at None take the library's default
+    Codec(kind="int8"|"int4"|"fp8_e4m3"|"fp8_e5m2"|"fp16"|"bf16"|"qsgd"|"sign"|"topk"|"randk"
+          |"none", block_size=None, ratio=None, levels=None, seed=0, zstd="off"|"on"|"auto",
+          zstd_level=None): the kinds are gradsync.CodecKind's names in lower case (the
+    GS_CODEC_MAP rows of compress.h); fields left at None take the library's default
     (docs/compression.md). The library checks the values when the codec is used.
     """
 

@@ -67,7 +67,7 @@ Op = _enum("Op", "gs_op_t (GS_OP_MAP in types.h). AVG needs a float dtype; the b
 Algo = _enum("Algo", "gs_algo_t (GS_ALGO_MAP in types.h).",
              "AUTO RING CHAIN DIRECT TREE RD RABENSEIFNER BINOMIAL NATIVE HIER")
 CodecKind = _enum("CodecKind", "gs_codec_kind_t (GS_CODEC_MAP in compress.h).",
-                  "NONE FP16 BF16 INT8 QSGD SIGN TOPK RANDK")
+                  "NONE FP16 BF16 INT8 QSGD SIGN TOPK RANDK INT4 FP8_E4M3 FP8_E5M2")
 CodecZstd = _enum("CodecZstd", "gs_codec_zstd_t (compress.h).", "OFF ON AUTO")
 PSConsistency = _enum("PSConsistency", "gs_ps_consistency_t (ps.h).", "BSP SSP ASP")
 PSRule = _enum("PSRule", "gs_ps_rule_t (ps.h).", "SGD ADAM CALLBACK")

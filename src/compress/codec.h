@@ -113,6 +113,9 @@ extern const gs__codec_ops_t gs__codec_qsgd_ops;
 extern const gs__codec_ops_t gs__codec_sign_ops;
 extern const gs__codec_ops_t gs__codec_topk_ops;
 extern const gs__codec_ops_t gs__codec_randk_ops;
+extern const gs__codec_ops_t gs__codec_int4_ops;
+extern const gs__codec_ops_t gs__codec_fp8_e4m3_ops;
+extern const gs__codec_ops_t gs__codec_fp8_e5m2_ops;
 
 /* The codec of @p kind, or NULL for an unknown kind (codec_table.c). */
 const gs__codec_ops_t *gs__codec_lookup(gs_codec_kind_t kind);

@@ -27,9 +27,10 @@ typedef struct ef_case {
 } ef_case_t;
 
 static const ef_case_t cases[] = {
-    {GS_CODEC_FP16, 0, 0.001},  {GS_CODEC_BF16, 0, 0.005}, {GS_CODEC_INT8, 0, 0.02},
-    {GS_CODEC_QSGD, 0, 0.5},    {GS_CODEC_SIGN, 0, 2.0},   {GS_CODEC_TOPK, 0.1, 3.0},
-    {GS_CODEC_RANDK, 0.1, 8.0},
+    {GS_CODEC_FP16, 0, 0.001},    {GS_CODEC_BF16, 0, 0.005}, {GS_CODEC_INT8, 0, 0.02},
+    {GS_CODEC_QSGD, 0, 0.5},      {GS_CODEC_SIGN, 0, 2.0},   {GS_CODEC_TOPK, 0.1, 3.0},
+    {GS_CODEC_RANDK, 0.1, 8.0},   {GS_CODEC_INT4, 0, 0.3},   {GS_CODEC_FP8_E4M3, 0, 0.06},
+    {GS_CODEC_FP8_E5M2, 0, 0.12},
 };
 
 /* Run STEPS steps; return ||sum x - sum dec|| / ||x|| at the end, and the
