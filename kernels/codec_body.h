@@ -19,24 +19,26 @@
  *   the split path, random-k): grid-stride over chunks of 8 elements;
  *   16-byte loads and stores when the plan found every buffer 16-byte
  *   aligned (args.vec) and the chunk is whole.
- * - Blocked encodes (int8, qsgd, sign): a group of args.group threads per
- *   codec block (int8/qsgd: the power of two at or above block / 8, at
- *   most the CUDA block, so a lane takes about 8 elements; 8 for sign),
- *   groups packed into a CUDA block. int8/qsgd: max |x| by a shared-memory tree
+ * - Blocked encodes (int8, int4, fp8, qsgd, sign): a group of args.group
+ *   threads per codec block (the max-scaled codecs: the power of two at or
+ *   above block / 8, at most the CUDA block, so a lane takes about 8
+ *   elements; 8 for sign), groups packed into a CUDA block. The max-scaled
+ *   codecs (int8, int4, fp8, qsgd): max |x| by a shared-memory tree
  *   (order-free: the max of the non-NaN values is exact, and the NaN kept
  *   is the one at the highest index, as the CPU's index-order loop keeps);
  *   sign: lane j sums partial j of codec_math.h's mean in the CPU's order,
  *   then lane 0 adds the 8 partials 0..7. The codes follow in the same
  *   launch when the codec block covers whole code bytes ("fused": int8,
- *   8-bit qsgd, even blocks for 4-bit qsgd, blocks of 8k for sign, or one
- *   block); else a second, element-wise launch writes the code bytes
- *   (qsgd reads each block's 1/step factor from the workspace).
+ *   fp8, 8-bit qsgd, even blocks for int4 and 4-bit qsgd, blocks of 8k
+ *   for sign, or one block); else a second, element-wise launch writes the
+ *   code bytes (int4 and qsgd read each block's 1/step factor from the
+ *   workspace).
  * - top-k: see codec_kernels.h; the workspace words are GS_KC_TK_* below.
  *
  * Files: this one holds the types, the helpers, the dispatch of the CPU
  * runner and the plans; the bodies are in codec_dense_body.h (fp16, bf16,
- * int8, qsgd, sign) and codec_sparse_body.h (randk, topk), which only this
- * file includes.
+ * int8, int4, fp8, qsgd, sign) and codec_sparse_body.h (randk, topk),
+ * which only this file includes.
  */
 #ifndef GS_KERNELS_CODEC_BODY_H
 #define GS_KERNELS_CODEC_BODY_H
@@ -54,7 +56,7 @@
 #define GS_KC_MAX_STEPS 12
 /* Elements per element-wise chunk. */
 #define GS_KC_CHUNK 8
-/* int8/qsgd encode: elements per lane of a codec block's group, about. */
+/* Max-scaled encodes: elements per lane of a codec block's group, about. */
 #define GS_KC_PER_LANE 8
 /* top-k: elements per thread in the compaction (a chunk is nthreads x this). */
 #define GS_KC_TOPK_PER_THREAD 16
@@ -77,9 +79,9 @@
 /* The bodies a plan can launch. */
 typedef enum gs__kc_body {
     GS_KC_HALF_ENC = 0,  /* fp16/bf16 encode (+ error feedback) */
-    GS_KC_DEC,           /* fp16/bf16/int8/qsgd/sign decode, set or add */
-    GS_KC_QUANT_GROUP,   /* int8/qsgd: block steps (+ add, + codes when fused) */
-    GS_KC_QUANT_CODES,   /* qsgd split path: code bytes (+ residual update) */
+    GS_KC_DEC,           /* fp16/bf16/int8/int4/fp8/qsgd/sign decode, set or add */
+    GS_KC_QUANT_GROUP,   /* int8/int4/fp8/qsgd: block steps (+ add, + codes when fused) */
+    GS_KC_QUANT_CODES,   /* int4/qsgd split path: code bytes (+ residual update) */
     GS_KC_SIGN_GROUP,    /* sign: block scales (+ add, + bits when fused) */
     GS_KC_SIGN_PACK,     /* sign split path: bit bytes (+ residual update) */
     GS_KC_ADD,           /* residual += src */
@@ -119,7 +121,7 @@ typedef struct gs__kc_args {
     uint8_t *body;     /* encode: the body */
     const uint8_t *in; /* decode: the body (hostile for top-k) */
     float *dst;        /* decode: the output */
-    float *wf;         /* qsgd split path: 1/step factor per block */
+    float *wf;         /* int4/qsgd split path: 1/step factor per block */
     uint32_t *wu;      /* top-k: the workspace words */
     int *bad;          /* top-k decode: set to 1 on a bad index */
 } gs__kc_args_t;
@@ -140,7 +142,7 @@ typedef struct gs__kc_plan {
 /* Per-block shared memory of every body. */
 typedef union gs__kc_smem {
     struct {
-        float m[GS_KC_MAX_THREADS];      /* max |x| (int8/qsgd) or sign partials */
+        float m[GS_KC_MAX_THREADS];      /* max |x| (int8/int4/fp8/qsgd) or sign partials */
         uint32_t nan[GS_KC_MAX_THREADS]; /* 1 + highest NaN index, 0 for none */
         float inv[GS_KC_MAX_THREADS];    /* per group: x -> code factor */
         float step[GS_KC_MAX_THREADS];   /* per group: the stored scale */
@@ -162,6 +164,20 @@ typedef union gs__kc_smem {
 GS_KFN size_t gs_kc_min(size_t a, size_t b)
 {
     return (a < b) ? a : b;
+}
+
+/* The codecs whose block scale is max |x| over a number of levels (the
+ * GS_KC_QUANT_GROUP encode): int8, int4, the two fp8 and qsgd. */
+GS_KFN int gs_kc_max_scaled(int kind)
+{
+    return (kind == GS_CODEC_INT8) || (kind == GS_CODEC_INT4) || (kind == GS_CODEC_FP8_E4M3) ||
+           (kind == GS_CODEC_FP8_E5M2) || (kind == GS_CODEC_QSGD);
+}
+
+/* Codes of 4 bits, two per byte: int4, and qsgd with up to 7 levels. */
+GS_KFN int gs_kc_nibbles(int kind, uint32_t param)
+{
+    return (kind == GS_CODEC_INT4) || ((kind == GS_CODEC_QSGD) && (param <= 7));
 }
 
 /* Codec block of element i (32-bit division when the count allows). */
@@ -396,7 +412,7 @@ GS_KFN size_t gs_kc_work_size(int kind, const gs__k_codec_params_t *p, unsigned 
 {
     const size_t nb = ((p->block > 0) && (p->count > 0)) ? gs_km_nblocks(p->count, p->block) : 0;
 
-    if ((kind == GS_CODEC_QSGD) && (p->param <= 7) && ((p->block & 1u) != 0) && (nb > 1)) {
+    if (gs_kc_nibbles(kind, p->param) && ((p->block & 1u) != 0) && (nb > 1)) {
         return nb * sizeof(float);
     }
     if ((kind == GS_CODEC_TOPK) && (p->param > 0)) {
@@ -421,13 +437,11 @@ GS_KFN int gs_kc_plan_init(gs__kc_plan_t *pl, int kind, const gs__k_codec_params
     if ((nthreads < 8) || (nthreads > GS_KC_MAX_THREADS) || ((nthreads & (nthreads - 1)) != 0)) {
         return -1;
     }
-    if ((kind != GS_CODEC_FP16) && (kind != GS_CODEC_BF16) && (kind != GS_CODEC_INT8) &&
-        (kind != GS_CODEC_QSGD) && (kind != GS_CODEC_SIGN) && (kind != GS_CODEC_TOPK) &&
-        (kind != GS_CODEC_RANDK)) {
+    if ((kind != GS_CODEC_FP16) && (kind != GS_CODEC_BF16) && (kind != GS_CODEC_SIGN) &&
+        (kind != GS_CODEC_TOPK) && (kind != GS_CODEC_RANDK) && !gs_kc_max_scaled(kind)) {
         return -1;
     }
-    if (((kind == GS_CODEC_INT8) || (kind == GS_CODEC_QSGD) || (kind == GS_CODEC_SIGN)) &&
-        (p->block == 0)) {
+    if ((gs_kc_max_scaled(kind) || (kind == GS_CODEC_SIGN)) && (p->block == 0)) {
         return -1;
     }
     if (((kind == GS_CODEC_TOPK) || (kind == GS_CODEC_RANDK)) &&
@@ -484,8 +498,11 @@ GS_KFN int gs_kc_plan_encode(gs__kc_plan_t *pl, int kind, const gs__k_codec_para
     case GS_CODEC_BF16:
         return gs_kc_plan_flat(pl, GS_KC_HALF_ENC, (p->count + 7) / 8, maxgrid, &a);
     case GS_CODEC_INT8:
+    case GS_CODEC_INT4:
+    case GS_CODEC_FP8_E4M3:
+    case GS_CODEC_FP8_E5M2:
     case GS_CODEC_QSGD:
-        a.fused = (kind == GS_CODEC_INT8) || (p->param > 7) || ((p->block & 1u) == 0) || (nb == 1);
+        a.fused = !gs_kc_nibbles(kind, p->param) || ((p->block & 1u) == 0) || (nb == 1);
         a.wf = (float *)work;
         /* About GS_KC_PER_LANE elements a lane: a tree of few levels, and
          * several codec blocks per CUDA block between barriers. */

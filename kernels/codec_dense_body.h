@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Kernel bodies of the dense codecs: fp16 and bf16 encode, the decode of
- * fp16, bf16, int8, qsgd and sign, and the blocked encodes of int8, qsgd
- * and sign (codec_body.h says how the work is laid out). Included by
- * codec_body.h only, after its types and helpers.
+ * fp16, bf16, int8, int4, fp8 (E4M3, E5M2), qsgd and sign, and the blocked
+ * encodes of int8, int4, fp8, qsgd and sign (codec_body.h says how the
+ * work is laid out). Included by codec_body.h only, after its types and
+ * helpers.
  */
 #ifndef GS_KERNELS_CODEC_DENSE_BODY_H
 #define GS_KERNELS_CODEC_DENSE_BODY_H
@@ -110,6 +111,10 @@ GS_KFN float gs_kc_dec_one(const gs__kc_args_t *a, size_t i, size_t nb, float ol
     s = add ? gs_km_mulf(a->alpha, s) : s;
     if (kind == GS_CODEC_INT8) {
         v = gs_km_dequant((int8_t)a->in[4 * nb + i], s);
+    } else if (kind == GS_CODEC_INT4) {
+        v = gs_km_dequant(gs_km_nibble_code(a->in + 4 * nb, i), s);
+    } else if ((kind == GS_CODEC_FP8_E4M3) || (kind == GS_CODEC_FP8_E5M2)) {
+        v = gs_km_fp8_dequant(a->in[4 * nb + i], kind == GS_CODEC_FP8_E5M2, s);
     } else if (kind == GS_CODEC_QSGD) {
         v = gs_km_dequant((a->param <= 7) ? gs_km_nibble_code(a->in + 4 * nb, i)
                                           : (int32_t)(int8_t)a->in[4 * nb + i],
@@ -177,6 +182,15 @@ GS_KFN void gs_kb_dec(gs__kthread_t t, int ph, gs__kc_args_t a, gs__kc_smem_t *s
     case GS_CODEC_INT8:
         gs_kc_dec(t, a, GS_CODEC_INT8);
         break;
+    case GS_CODEC_INT4:
+        gs_kc_dec(t, a, GS_CODEC_INT4);
+        break;
+    case GS_CODEC_FP8_E4M3:
+        gs_kc_dec(t, a, GS_CODEC_FP8_E4M3);
+        break;
+    case GS_CODEC_FP8_E5M2:
+        gs_kc_dec(t, a, GS_CODEC_FP8_E5M2);
+        break;
     case GS_CODEC_QSGD:
         gs_kc_dec(t, a, GS_CODEC_QSGD);
         break;
@@ -187,7 +201,7 @@ GS_KFN void gs_kb_dec(gs__kthread_t t, int ph, gs__kc_args_t a, gs__kc_smem_t *s
 }
 
 /* ---------------------------------------------------------------------- */
-/* int8 and qsgd encode                                                   */
+/* int8, int4, fp8 and qsgd encode                                        */
 /* ---------------------------------------------------------------------- */
 
 /* The group's codec block for this phase; 0 when the group has none. */
@@ -203,14 +217,49 @@ GS_KFN int gs_kc_group_block(gs__kthread_t t, int ph, const gs__kc_args_t *a, un
     return cb < gs_km_nblocks(a->count, a->block);
 }
 
-/* qsgd or int8 code of element i (global index) of value v. */
+/* The levels of a max-scaled codec: the value its block's max |x| maps to. */
+GS_KFN float gs_kc_levels(const gs__kc_args_t *a, const int kind)
+{
+    switch (kind) {
+    case GS_CODEC_INT8:
+        return 127.0f;
+    case GS_CODEC_INT4:
+        return 7.0f;
+    case GS_CODEC_FP8_E4M3:
+        return GS_KM_E4M3_MAX;
+    case GS_CODEC_FP8_E5M2:
+        return GS_KM_E5M2_MAX;
+    default: /* GS_CODEC_QSGD */
+        return (float)a->param;
+    }
+}
+
+/* The code of element i (global index) of value v: a signed integer code
+ * (int8, int4, qsgd) or an fp8 byte (0 .. 255). */
 GS_KFN int32_t gs_kc_quant_code(const gs__kc_args_t *a, size_t i, float v, float inv,
                                 const int kind)
 {
-    if (kind == GS_CODEC_INT8) {
+    switch (kind) {
+    case GS_CODEC_INT8:
         return gs_km_int8_code(v, inv);
+    case GS_CODEC_INT4:
+        return gs_km_int4_code(v, inv);
+    case GS_CODEC_FP8_E4M3:
+        return gs_km_e4m3_code(v, inv);
+    case GS_CODEC_FP8_E5M2:
+        return gs_km_e5m2_code(v, inv);
+    default: /* GS_CODEC_QSGD */
+        return gs_km_qsgd_code(v, gs_km_qsgd_noise((uint32_t)i, a->key), inv, (float)a->param);
     }
-    return gs_km_qsgd_code(v, gs_km_qsgd_noise((uint32_t)i, a->key), inv, (float)a->param);
+}
+
+/* The decoded value of code c with step s (the CPU decoders' product). */
+GS_KFN float gs_kc_quant_value(int32_t c, float s, const int kind)
+{
+    if ((kind == GS_CODEC_FP8_E4M3) || (kind == GS_CODEC_FP8_E5M2)) {
+        return gs_km_fp8_dequant((uint8_t)c, kind == GS_CODEC_FP8_E5M2, s);
+    }
+    return gs_km_dequant(c, s);
 }
 
 /* Codes of elements lo .. lo + n of one codec block (the fused path), the
@@ -222,7 +271,7 @@ GS_KFN void gs_kc_quant_codes_block(const gs__kc_args_t *a, unsigned lane, size_
     uint8_t *codes = a->body + 4 * nb;
     const float *x = (a->res != NULL) ? a->res : a->src;
 
-    if ((kind == GS_CODEC_QSGD) && (a->param <= 7)) {
+    if (gs_kc_nibbles(kind, a->param)) {
         /* Whole bytes: lo is even (even blocks, or the only block). */
         for (size_t j = lane; 2 * j < n; j += a->group) {
             const size_t e = lo + 2 * j;
@@ -232,9 +281,9 @@ GS_KFN void gs_kc_quant_codes_block(const gs__kc_args_t *a, unsigned lane, size_
 
             codes[e >> 1] = (uint8_t)(((unsigned)c0 & 15u) | (((unsigned)c1 & 15u) << 4));
             if (a->res != NULL) {
-                a->res[e] = gs_km_addf(x[e], gs_km_dequant(c0, s));
+                a->res[e] = gs_km_addf(x[e], gs_kc_quant_value(c0, s, kind));
                 if (2 * j + 1 < n) {
-                    a->res[e + 1] = gs_km_addf(x[e + 1], gs_km_dequant(c1, s));
+                    a->res[e + 1] = gs_km_addf(x[e + 1], gs_kc_quant_value(c1, s, kind));
                 }
             }
         }
@@ -244,9 +293,9 @@ GS_KFN void gs_kc_quant_codes_block(const gs__kc_args_t *a, unsigned lane, size_
         const size_t e = lo + j;
         const int32_t c = gs_kc_quant_code(a, e, x[e], inv, kind);
 
-        codes[e] = (uint8_t)(int8_t)c;
+        codes[e] = (uint8_t)c;
         if (a->res != NULL) {
-            a->res[e] = gs_km_addf(x[e], gs_km_dequant(c, s));
+            a->res[e] = gs_km_addf(x[e], gs_kc_quant_value(c, s, kind));
         }
     }
 }
@@ -259,7 +308,7 @@ GS_KFN void gs_kc_quant_group(gs__kthread_t t, int ph, const gs__kc_args_t *a, g
                               const int kind)
 {
     const unsigned lane = t.thread % a->group, slot = t.thread, g = t.thread / a->group;
-    const float levels = (kind == GS_CODEC_INT8) ? 127.0f : (float)a->param;
+    const float levels = gs_kc_levels(a, kind);
     size_t cb, lo, n;
     unsigned sub;
 
@@ -313,29 +362,40 @@ GS_KFN void gs_kc_quant_group(gs__kthread_t t, int ph, const gs__kc_args_t *a, g
 
 GS_KFN void gs_kb_quant_group(gs__kthread_t t, int ph, gs__kc_args_t a, gs__kc_smem_t *sm)
 {
-    if (a.kind == GS_CODEC_INT8) {
+    switch (a.kind) {
+    case GS_CODEC_INT8:
         gs_kc_quant_group(t, ph, &a, sm, GS_CODEC_INT8);
-    } else {
+        break;
+    case GS_CODEC_INT4:
+        gs_kc_quant_group(t, ph, &a, sm, GS_CODEC_INT4);
+        break;
+    case GS_CODEC_FP8_E4M3:
+        gs_kc_quant_group(t, ph, &a, sm, GS_CODEC_FP8_E4M3);
+        break;
+    case GS_CODEC_FP8_E5M2:
+        gs_kc_quant_group(t, ph, &a, sm, GS_CODEC_FP8_E5M2);
+        break;
+    default: /* GS_CODEC_QSGD */
         gs_kc_quant_group(t, ph, &a, sm, GS_CODEC_QSGD);
+        break;
     }
 }
 
-/* qsgd split path: 4-bit code bytes over the whole tensor, each element
- * with its block's factor (workspace) and step (body). */
-GS_KFN void gs_kb_quant_codes(gs__kthread_t t, int ph, gs__kc_args_t a, gs__kc_smem_t *sm)
+/* The split path of the 4-bit codes (int4, qsgd): code bytes over the
+ * whole tensor, each element with its block's factor (workspace) and step
+ * (body). */
+GS_KFN void gs_kc_quant_codes(gs__kthread_t t, gs__kc_args_t a, const int kind)
 {
     const size_t nb = gs_km_nblocks(a.count, a.block);
     const size_t nbytes = (a.count + 1) / 2;
     const float *x = (a.res != NULL) ? a.res : a.src;
 
-    (void)ph;
-    (void)sm;
     for (size_t j = gs_kthread_gid(t); j < nbytes; j += gs_kthread_gstride(t)) {
         unsigned byte = 0;
 
         for (size_t e = 2 * j; (e < 2 * j + 2) && (e < a.count); e++) {
             const size_t b = gs_kc_block_of(&a, e);
-            const int32_t c = gs_kc_quant_code(&a, e, x[e], a.wf[b], GS_CODEC_QSGD);
+            const int32_t c = gs_kc_quant_code(&a, e, x[e], a.wf[b], kind);
 
             byte |= ((unsigned)c & 15u) << (4 * (e & 1));
             if (a.res != NULL) {
@@ -345,6 +405,17 @@ GS_KFN void gs_kb_quant_codes(gs__kthread_t t, int ph, gs__kc_args_t a, gs__kc_s
             }
         }
         a.body[4 * nb + j] = (uint8_t)byte;
+    }
+}
+
+GS_KFN void gs_kb_quant_codes(gs__kthread_t t, int ph, gs__kc_args_t a, gs__kc_smem_t *sm)
+{
+    (void)ph;
+    (void)sm;
+    if (a.kind == GS_CODEC_INT4) {
+        gs_kc_quant_codes(t, a, GS_CODEC_INT4);
+    } else {
+        gs_kc_quant_codes(t, a, GS_CODEC_QSGD);
     }
 }
 

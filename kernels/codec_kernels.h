@@ -2,10 +2,10 @@
 /*
  * Host entry points of the codec kernels (codec.cu): encode, encode with
  * fused error feedback, decode (set or accumulate) and the top-k body
- * check, for fp16, bf16, int8, qsgd, sign, topk and randk. Built only with
- * CUDA; the kernel bodies (codec_body.h) also compile as C, and
- * tests/unit/test_kernel_codec.c runs them on the CPU against the CPU
- * codecs.
+ * check, for fp16, bf16, int8, int4, fp8 (E4M3, E5M2), qsgd, sign, topk and
+ * randk. Built only with CUDA; the kernel bodies (codec_body.h) also
+ * compile as C, and tests/unit/test_kernel_codec.c runs them on the CPU
+ * against the CPU codecs.
  *
  * Common rules:
  * - Every call enqueues on @p stream (a cudaStream_t; NULL is the legacy
@@ -13,7 +13,7 @@
  *   launches (0 on success): their own, whatever an earlier call left in
  *   the thread's last-error slot (launch_kernels.h); nothing is
  *   synchronised and nothing is allocated. cudaErrorInvalidValue (1) before anything is enqueued for
- *   a codec other than the seven, a workspace smaller than
+ *   a codec other than those ten, a workspace smaller than
  *   gs_k_codec_workspace_size(), or a top-k decode or check without @p bad.
  * - Buffers are device (or managed) memory: src, residual and dst hold
  *   p->count f32; body is the codec body (the payload after its 32-byte
@@ -21,14 +21,14 @@
  *   encoded_size(p) bytes, any alignment (16-byte aligned buffers take
  *   vector loads). Buffers must not overlap, except as stated.
  * - p holds the fields of the CPU codec's gs__codec_params_t
- *   (src/compress/codec.h): count, block (int8, qsgd, sign), param (qsgd
- *   levels, topk/randk k) and seed (qsgd, randk; the effective seed, which
+ *   (src/compress/codec.h): count, block (int8, int4, fp8, qsgd, sign),
+ *   param (qsgd levels, topk/randk k) and seed (qsgd, randk; the effective seed, which
  *   an error-feedback step changes), validated by the caller
  *   (gs__codec_params): count < 2^32 for topk and randk, k <= count.
  *
  * Bits: the payload is the CPU codec's wire body, byte for byte. For fp16,
- * bf16, int8, sign, qsgd (same seed), randk (same seed) and topk a
- * GPU-encoded body is byte-identical to the CPU encoder's, a GPU decode of
+ * bf16, int8, int4, fp8, sign, qsgd (same seed), randk (same seed) and
+ * topk a GPU-encoded body is byte-identical to the CPU encoder's, a GPU decode of
  * any body gives the CPU decoder's f32 bits, and the fused error-feedback
  * encode leaves the residual the CPU's encode_ef (or codec_api.c's unfused
  * residual += src; body = encode(residual); residual -= decode(body))
@@ -65,7 +65,7 @@ extern "C" {
 /* The parameters of one tensor's codec: gs__codec_params_t's fields. */
 typedef struct gs__k_codec_params {
     size_t count;   /* elements */
-    uint32_t block; /* elements per scale (int8, qsgd, sign), else 0 */
+    uint32_t block; /* elements per scale (int8, int4, fp8, qsgd, sign), else 0 */
     uint32_t param; /* qsgd levels, topk/randk k, else 0 */
     uint64_t seed;  /* qsgd and randk: the effective seed */
 } gs__k_codec_params_t;
@@ -76,7 +76,7 @@ typedef struct gs__k_codec_params {
 
 /*
  * Bytes of device workspace gs_k_codec_encode/_encode_ef need for @p p:
- * 0 for most; qsgd with 4-bit codes and an odd block (one f32 per block),
+ * 0 for most; int4 and 4-bit qsgd with an odd block (one f32 per block),
  * topk (8 KiB plus 8 bytes per 4096 elements). Decode needs none. Local,
  * pure, thread-safe.
  */
@@ -95,9 +95,9 @@ int gs_k_codec_encode(gs_codec_kind_t kind, const gs__k_codec_params_t *p, const
 /*
  * Fused error feedback: residual[i] += src[i]; body = encode(residual);
  * residual -= decode(body), in one pass over src and the residual where
- * the codec allows (fp16, bf16, int8, qsgd and sign with blocks of whole
- * code bytes: one launch; sign or 4-bit qsgd with other block sizes, and
- * randk: the codes or the k draws in a second launch; topk: the add rides
+ * the codec allows (fp16, bf16, int8, fp8, int4, qsgd and sign with blocks
+ * of whole code bytes: one launch; sign, int4 or 4-bit qsgd with other
+ * block sizes, and randk: the codes or the k draws in a second launch; topk: the add rides
  * on its first histogram pass). Bits as the CPU's (header comment).
  */
 int gs_k_codec_encode_ef(gs_codec_kind_t kind, const gs__k_codec_params_t *p, const float *src,
@@ -107,8 +107,8 @@ int gs_k_codec_encode_ef(gs_codec_kind_t kind, const gs__k_codec_params_t *p, co
 /*
  * Decode @p body into dst: GS_K_CODEC_SET (dst = decoded; topk and randk
  * zero the elements they do not carry) or GS_K_CODEC_ADD (dst += alpha *
- * decoded, with the CPU decoder's rounding: for int8, qsgd and sign the
- * scale is multiplied by alpha first).
+ * decoded, with the CPU decoder's rounding: for int8, int4, fp8, qsgd and
+ * sign the scale is multiplied by alpha first).
  *
  * IMPORTANT: a top-k body is hostile (it came from the network). @p bad is
  * a device int that the caller zeroes before the first use (e.g.

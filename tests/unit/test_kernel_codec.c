@@ -8,8 +8,8 @@
  * grid-stride loops and phase iterations turn many times).
  *
  * Against the CPU codecs (gs__codec_lookup(kind)->encode / encode_ef /
- * decode_accumulate), for fp16, bf16, int8, qsgd (4- and 8-bit codes),
- * sign, randk and topk, on normal data and on data with inf, a NaN and
+ * decode_accumulate), for fp16, bf16, int8, int4, fp8 (E4M3 and E5M2),
+ * qsgd (4- and 8-bit codes), sign, randk and topk, on normal data and on data with inf, a NaN and
  * subnormals (never zeros), blocks of 1, 7 and 256, counts 0, 1, 7, 255,
  * 256, 257 and 10007, buffers 16-byte aligned or not, with the SIMD and
  * the plain C codecs:
@@ -387,6 +387,26 @@ static void test_kernel_codec_int8(void **state)
     sweep(GS_CODEC_INT8, 0, 1);
 }
 
+/* int4: 4-bit codes; blocks of 1 and 7 take the split path (a second
+ * launch writes the code bytes, the step factors in the workspace). */
+static void test_kernel_codec_int4(void **state)
+{
+    (void)state;
+    sweep(GS_CODEC_INT4, 0, 1);
+}
+
+static void test_kernel_codec_fp8_e4m3(void **state)
+{
+    (void)state;
+    sweep(GS_CODEC_FP8_E4M3, 0, 1);
+}
+
+static void test_kernel_codec_fp8_e5m2(void **state)
+{
+    (void)state;
+    sweep(GS_CODEC_FP8_E5M2, 0, 1);
+}
+
 static void test_kernel_codec_qsgd(void **state)
 {
     (void)state;
@@ -417,7 +437,7 @@ static void test_kernel_codec_topk(void **state)
     sweep(GS_CODEC_TOPK, 100, 0);
 }
 
-/* Odd blocks that are not 1 or 7: sign's and 4-bit qsgd's split path with
+/* Odd blocks that are not 1 or 7: sign's, int4's and 4-bit qsgd's split path with
  * blocks that end mid-byte in other ways, and large blocks (groups loop). */
 static void test_kernel_codec_more_blocks(void **state)
 {
@@ -426,11 +446,12 @@ static void test_kernel_codec_more_blocks(void **state)
     (void)state;
     for (size_t bi = 0; bi < sizeof(more) / sizeof(more[0]); bi++) {
         for (size_t si = 0; si < NSHAPES; si++) {
-            static const gs_codec_kind_t kinds[] = {GS_CODEC_INT8, GS_CODEC_QSGD, GS_CODEC_QSGD,
-                                                    GS_CODEC_SIGN};
-            static const uint32_t params[] = {0, 7, 100, 0};
+            static const gs_codec_kind_t kinds[] = {
+                GS_CODEC_INT8, GS_CODEC_QSGD,     GS_CODEC_QSGD,    GS_CODEC_SIGN,
+                GS_CODEC_INT4, GS_CODEC_FP8_E4M3, GS_CODEC_FP8_E5M2};
+            static const uint32_t params[] = {0, 7, 100, 0, 0, 0, 0};
 
-            for (size_t k = 0; k < 4; k++) {
+            for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
                 kcase_t c = {
                     .kind = kinds[k],
                     .p = {.count = 3001, .block = more[bi], .param = params[k], .seed = 77 + bi},
@@ -681,6 +702,18 @@ static void test_kernel_codec_plan_contract(void **state)
     kp.param = 7;
     assert_true(gs_kc_work_size(GS_CODEC_QSGD, &kp, 64) == 15 * sizeof(float));
     assert_int_equal(gs_kc_plan_encode(&pl, GS_CODEC_QSGD, &kp, x, NULL, body, NULL, 0, 64, 8), -1);
+    /* ... and int4's; the byte codes (fp8) need none, nor even blocks */
+    assert_true(gs_kc_work_size(GS_CODEC_INT4, &kp, 64) == 15 * sizeof(float));
+    assert_int_equal(gs_kc_plan_encode(&pl, GS_CODEC_INT4, &kp, x, NULL, body, NULL, 0, 64, 8), -1);
+    assert_true(gs_kc_work_size(GS_CODEC_FP8_E4M3, &kp, 64) == 0);
+    assert_true(gs_kc_work_size(GS_CODEC_FP8_E5M2, &kp, 64) == 0);
+    kp.block = 8;
+    assert_true(gs_kc_work_size(GS_CODEC_INT4, &kp, 64) == 0);
+    /* blocked codecs need a block */
+    kp.block = 0;
+    assert_int_equal(gs_kc_plan_encode(&pl, GS_CODEC_INT4, &kp, x, NULL, body, NULL, 0, 64, 8), -1);
+    assert_int_equal(gs_kc_plan_encode(&pl, GS_CODEC_FP8_E4M3, &kp, x, NULL, body, NULL, 0, 64, 8),
+                     -1);
 }
 
 int main(void)
@@ -689,6 +722,9 @@ int main(void)
         cmocka_unit_test(test_kernel_codec_fp16),
         cmocka_unit_test(test_kernel_codec_bf16),
         cmocka_unit_test(test_kernel_codec_int8),
+        cmocka_unit_test(test_kernel_codec_int4),
+        cmocka_unit_test(test_kernel_codec_fp8_e4m3),
+        cmocka_unit_test(test_kernel_codec_fp8_e5m2),
         cmocka_unit_test(test_kernel_codec_qsgd),
         cmocka_unit_test(test_kernel_codec_sign),
         cmocka_unit_test(test_kernel_codec_randk),
