@@ -5,8 +5,11 @@ all_gather_into_tensor, all_gather, their coalesced forms and all_reduce on grou
 options name a codec give results within the codec's bound of the exact ones (all-gather's
 own shard exact); what a codec cannot serve (integer tensors, MAX) falls back to the exact
 uncompressed call; error feedback kept per tensor makes the running sum of 50 calls on the
-same gradient converge to 50x the exact sum; the residual table's cap drops the least
-recently used; bad options are refused with the library's sentence.
+same gradient converge to 50x the exact sum, and error feedback kept per call's place in the
+step (error_feedback="order", gradsync.torch.next_step) does the same on a fresh tensor every
+call, where "tensor" does not; a shape change at an ordinal resets its residual, a missing
+next_step is refused; the residual table's caps (entries, bytes) drop the least recently
+used; bad options are refused with the library's sentence.
 
 Bounds (docs/compression.md, "Codecs"), per element of one rank's contribution x, with M
 the largest |x| of the shard that rank encoded (at least its block's, however the library
@@ -266,13 +269,147 @@ def case_ef_capacity_drops_the_least_recent(rank, size):
             "LRU of 2 over tensors 0 1 2 0: %s" % st)
 
 
+def case_ef_capacity_bytes_drops_the_least_recent(rank, size):
+    """A byte cap smaller than two residuals keeps at most one: every new tensor evicts
+    the one before (4 bytes per element: 1024 bytes each, cap 1500), the bytes kept never
+    pass the cap, and a tensor whose residual alone is larger than the cap gets none (it
+    still compresses; counted as ef_oversize)."""
+    from gradsync.torch import Options
+    g = dist.new_group(pg_options=Options(reduce_scatter="int8", error_feedback="tensor",
+                                          ef_capacity_bytes=1500))
+    ts = [torch.randn(size * 64) for _ in range(3)]
+    out = torch.empty(64)
+    seen = []
+    for t in ts + ts[:1]:
+        dist.reduce_scatter_tensor(out, t, group=g)
+        st = stats(g)
+        seen.append((st["ef_entries"], st["ef_bytes"]))
+        _expect(st["ef_entries"] == 1 and st["ef_bytes"] == 4 * t.numel(),
+                "byte cap 1500 after a call: %s" % st)
+    st = stats(g)
+    _expect(st["ef_created"] == 4 and st["ef_evicted"] == 3 and st["ef_reused"] == 0,
+            "byte cap 1500 over tensors 0 1 2 0: %s" % st)
+    big = torch.randn(size * 128)  # 2048 bytes of residual: larger than the cap alone
+    out2 = torch.empty(128)
+    dist.reduce_scatter_tensor(out2, big, group=g)
+    st2 = stats(g)
+    _expect(st2["ef_oversize"] == 1 and st2["ef_created"] == 4 and st2["ef_entries"] == 1
+            and st2["reduce_scatter_compressed"] == 5, "an oversize residual: %s" % st2)
+    return {"kept": seen, "stats": {k: st2[k] for k in ("ef_created", "ef_evicted",
+                                                        "ef_oversize", "ef_bytes")}}
+
+
+def case_order_converges_on_fresh_tensors(rank, size):
+    """error_feedback="order" with gradsync.torch.next_step after every call: the running
+    sum of 50 reduce_scatter_tensor results of the same gradient, sent from a fresh
+    tensor every call (a clone, the old ones kept alive so that no address comes back, as
+    FSDP2's buffers do), converges to 50x the exact sum within twice one step's bound; the
+    same with "tensor" does not (at least 10x further off: every call makes a new
+    residual, 50 of them). Likewise for all_reduce on fresh tensors. "order" makes one
+    residual per collective and reuses it 49 times."""
+    import gradsync.torch as gt
+    from gradsync.torch import Options
+    kind = "int4" if "int4" in DENSE else "int8"
+    steps, n = 50, 2048
+    ins = inputs(size, size * n, salt=4)
+    shard = slice(rank * n, (rank + 1) * n)
+    parts = [x[shard].double() for x in ins]
+    exact = sum(parts)
+    one = sum(bound(kind, p, float(p.abs().max())) for p in parts)
+    slack = steps * size * 2.0 ** -23 * sum(p.abs() for p in parts)
+    ar_in = inputs(size, n, salt=6)
+    ar_exact = sum(p.double() for p in ar_in)
+    ar_one = sum(bound(kind, p.double(), float(p.abs().max())) for p in ar_in)
+    errs, st = {}, {}
+    for ef in ("order", "tensor"):
+        g = dist.new_group(pg_options=Options(reduce_scatter=kind, allreduce=kind,
+                                              error_feedback=ef))
+        alive = []
+        acc = torch.zeros(n, dtype=torch.float64)
+        acc2 = torch.zeros(n, dtype=torch.float64)
+        for _ in range(steps):
+            grad = ins[rank].clone()
+            out = torch.empty(n)
+            dist.reduce_scatter_tensor(out, grad, group=g)
+            acc += out
+            buf = ar_in[rank].clone()
+            dist.all_reduce(buf, group=g)
+            acc2 += buf
+            alive += [grad, buf]
+            gt.next_step(g)
+        errs[ef] = (acc - steps * exact).abs()
+        errs[ef + "-ar"] = (acc2 - steps * ar_exact).abs()
+        st[ef] = stats(g)
+    o, t = st["order"], st["tensor"]
+    _expect(o["ef_created"] == 2 and o["ef_reused"] == 2 * (steps - 1) and o["ef_entries"] == 2
+            and o["ef_reset"] == 0 and o["steps"] == steps, "order counters %s" % o)
+    _expect(t["ef_created"] == 2 * steps and t["ef_reused"] == 0,
+            "tensor on fresh tensors reused a residual: %s" % t)
+    _expect(o["ef_bytes"] == 4 * size * n + 4 * n + 4 * ((n + size - 1) // size),
+            "order ef_bytes %s" % o)
+    e = errs["order"]
+    _expect(bool(torch.all(e <= 2 * one + slack)), "%s with order: %g > %g" % (
+        kind, float(e.max()), float((2 * one + slack).max())))
+    _expect(float(errs["tensor"].max()) >= 10 * float(e.max()),
+            "tensor on fresh tensors %g, order %g: tensor should not converge" % (
+                float(errs["tensor"].max()), float(e.max())))
+    _expect(float(errs["order-ar"].max()) <= float((4 * ar_one).max()) + 1e-3,
+            "all_reduce with order: %g" % float(errs["order-ar"].max()))
+    _expect(float(errs["tensor-ar"].max()) >= 10 * float(errs["order-ar"].max()),
+            "all_reduce: tensor %g, order %g" % (float(errs["tensor-ar"].max()),
+                                                 float(errs["order-ar"].max())))
+    return {"kind": kind, "order": float(e.max()), "tensor": float(errs["tensor"].max()),
+            "bound": float((2 * one + slack).max()), "order_ar": float(errs["order-ar"].max()),
+            "tensor_ar": float(errs["tensor-ar"].max())}
+
+
+def case_order_shape_change_and_missing_next_step(rank, size):
+    """error_feedback="order": a call whose element count or dtype differs from what its
+    ordinal had last step starts a fresh residual (ef_reset); without next_step, the call
+    that passes ef_capacity is refused on every rank with a RuntimeError naming next_step
+    (nothing sent), and after next_step the group runs again."""
+    import gradsync.torch as gt
+    from gradsync.torch import Options
+    g = dist.new_group(pg_options=Options(reduce_scatter="int8", error_feedback="order",
+                                          ef_capacity=3))
+    for numel, dt in ((64, torch.float32), (64, torch.float32), (128, torch.float32),
+                      (128, torch.float64), (128, torch.float64)):
+        out = torch.empty(numel, dtype=dt)
+        dist.reduce_scatter_tensor(out, torch.randn(size * numel, dtype=dt), group=g)
+        gt.next_step(g)
+    st = stats(g)
+    _expect(st["ef_created"] == 3 and st["ef_reset"] == 2 and st["ef_reused"] == 2
+            and st["ef_entries"] == 1 and st["ef_bytes"] == 4 * size * 128,
+            "order over shapes 64 64 128 128/f64 128/f64: %s" % st)
+    out = torch.empty(8)
+    for _ in range(3):  # ordinals 0, 1, 2: within ef_capacity
+        dist.reduce_scatter_tensor(out, torch.randn(size * 8), group=g)
+    try:
+        dist.reduce_scatter_tensor(out, torch.randn(size * 8), group=g)
+    except RuntimeError as exc:
+        msg = str(exc)
+        _expect("next_step" in msg and "ef_capacity=3" in msg, msg)
+    else:
+        raise AssertionError("a 4th call without next_step past ef_capacity=3 ran")
+    gt.next_step(g)
+    x = torch.full((size * 8,), float(rank))
+    dist.reduce_scatter_tensor(out, x, group=g)
+    _expect(bool(torch.allclose(out, torch.full((8,), float(sum(range(size)))), atol=0.2)),
+            "after next_step: %s" % out)
+    # "off" and "tensor" groups take next_step as a no-op.
+    gt.next_step()
+    return {"refused": msg.split("gradsync backend: ")[-1][:200]}
+
+
 def case_bad_options(rank, size):
     from gradsync.torch import Options
     for kw, words in (({"allgather": "topk"}, "cannot serve"),
                       ({"reduce_scatter": "int9"}, "is unknown"),
                       ({"allreduce": gradsync.Codec("int8", block_size=0)}, "block_size"),
                       ({"error_feedback": "bucket"}, "error_feedback"),
-                      ({"ef_capacity": 0}, "ef_capacity")):
+                      ({"ef_capacity": 0}, "ef_capacity"),
+                      ({"ef_capacity_bytes": 0}, "ef_capacity_bytes"),
+                      ({"ef_capacity_bytes": 1.5}, "ef_capacity_bytes")):
         try:
             Options(**kw)
         except gradsync.InvalidArgument as exc:
@@ -287,6 +424,8 @@ def case_bad_options(rank, size):
         raise AssertionError("pg_options=object() accepted")
     r = repr(Options(allgather="fp16", error_feedback=True))
     _expect("allgather=gradsync.Codec(kind='fp16')" in r and "'tensor'" in r, r)
+    r = repr(Options(reduce_scatter="int8", error_feedback="order", ef_capacity_bytes=1 << 20))
+    _expect("'order'" in r and "ef_capacity_bytes=1048576" in r, r)
 
 
 CASES = {name[5:]: fn for name, fn in sorted(globals().items()) if name.startswith("case_")}

@@ -115,14 +115,35 @@ def compression_stats(group: Any = None) -> Dict[str, int]:
     """What @group's gradsync backend (default: the default group's) compressed, ran
     uncompressed and kept as error feedback, as counters since the group was made:
     {allreduce,reduce_scatter,allgather}_{compressed,uncompressed} (tensors), ef_created,
-    ef_reused, ef_evicted (residuals dropped past ef_capacity), ef_busy (calls that ran
-    without their residual because another call in flight held it), ef_entries (kept now)."""
+    ef_reused, ef_evicted (residuals dropped past ef_capacity or ef_capacity_bytes),
+    ef_busy (calls that ran without their residual because another call in flight held
+    it), ef_oversize (calls that ran without one because it alone is larger than
+    ef_capacity_bytes), ef_reset (error_feedback="order": a call whose element count or
+    dtype differs from what its ordinal had, which starts a fresh residual), ef_entries
+    and ef_bytes (kept now), steps (next_step calls)."""
     if group is None:
         group = dist.distributed_c10d._get_default_group()
     b = gradsync_backend(group)
     if b is None:
         raise ValueError("compression_stats: the group has no gradsync backend")
     return dict(extension().compression_stats(b))
+
+
+def next_step(group: Any = None) -> None:
+    """Mark the end of a training step on @group's gradsync backend (default: the default
+    group's): with error_feedback="order", the next compressed reduce-scatter (all-reduce)
+    is call 0 again, so the k-th call of every step shares the k-th residual. Call it once
+    per step on every rank, after optimizer.step() (when no collective of the step is
+    still to be issued). A no-op for the other error_feedback modes; counted as "steps"
+    in compression_stats()."""
+    if group is None:
+        if not dist.is_initialized():
+            raise ValueError("next_step: no process group (call init_process_group first)")
+        group = dist.distributed_c10d._get_default_group()
+    b = gradsync_backend(group)
+    if b is None:
+        raise ValueError("next_step: the group has no gradsync backend")
+    extension().next_step(b)
 
 
 def register_backend() -> None:
@@ -132,5 +153,5 @@ def register_backend() -> None:
                                       devices=["cpu", "cuda"])
 
 
-__all__ = ["register_backend", "extension", "compression_stats", "BACKEND_NAME", "gradsync",
+__all__ = ["register_backend", "extension", "compression_stats", "next_step", "BACKEND_NAME", "gradsync",
            "Options"]

@@ -3,9 +3,10 @@
 
     opts = gradsync.torch.Options(allreduce="int8", reduce_scatter="int4",
                                   allgather=gradsync.Codec("fp8_e4m3"),
-                                  error_feedback="tensor")
+                                  error_feedback="order")
     dist.init_process_group("gradsync", pg_options=opts)        # or
     group = dist.new_group(ranks, backend="gradsync", pg_options=opts)
+    ...; optimizer.step(); gradsync.torch.next_step(group)    # "order": once per step
 
 torch hands pg_options to the backend's creator (gradsync.torch._c10d, extended API);
 the C++ backend (csrc/backend.cpp) then runs the group's all_reduce (and its coalesced
@@ -29,10 +30,17 @@ from gradsync._lib import invalid
 CodecLike = Union[None, str, Codec]
 
 #: error_feedback values: "off" (none), "tensor" (a residual per send buffer, kept by
-#: the backend across calls, keyed by (storage, offset, elements, dtype)).
-ERROR_FEEDBACK = ("off", "tensor")
-#: How many residuals a backend keeps at most by default (least recently used go first).
+#: the backend across calls, keyed by (storage, offset, elements, dtype)), "order" (a
+#: residual per call's place in the step: the k-th compressed reduce-scatter (all-reduce)
+#: since gradsync.torch.next_step(group), for FSDP2, whose buffers are fresh every step).
+ERROR_FEEDBACK = ("off", "tensor", "order")
+#: How many residuals a backend keeps at most by default (least recently used go first);
+#: with "order", also the most compressed calls of one collective between next_steps.
 EF_CAPACITY = 4096
+#: How many bytes of residuals a backend keeps at most by default (2 GiB: the f32
+#: residuals of a reduce-scatter input of 512M elements, a 0.5B-parameter model's
+#: gradient under FSDP2 with "order"; beyond that set it, or the LRU starts dropping).
+EF_CAPACITY_BYTES = 2 << 30
 
 
 def _checked(codec: CodecLike, what: str) -> Optional[Codec]:
@@ -67,17 +75,27 @@ class Options:
         uncompressed), a gradsync.Codec, or a codec kind's name (gradsync.CodecKind:
         "fp16", "bf16", "int8", "int4", "fp8_e4m3", ... as this libgradsync has them).
         The sparsifiers (topk, randk) cannot serve all-gather and are refused here.
-    error_feedback: "off" (default) or "tensor": all-reduce and reduce-scatter keep a
-        residual per send buffer (what the codec lost is added to the next call on the
-        same buffer), created on first use and freed with the group. True and False are
-        taken for "tensor" and "off".
+    error_feedback: "off" (default), "tensor" or "order": all-reduce and reduce-scatter
+        keep a residual (what the codec lost is added to the next call that has the same
+        key), created on first use and freed with the group. "tensor" keys it by the send
+        buffer (storage, offset, elements, dtype): for buffers that persist (DDP's
+        buckets). "order" keys it by the call's ordinal among the group's compressed
+        reduce-scatters (all-reduces) since the last gradsync.torch.next_step(group), with
+        its element count and dtype (a different one resets it): for FSDP2, whose
+        reduce-scatter inputs are fresh every step; it needs next_step once per step (a
+        call past ef_capacity without one is refused). True and False are taken for
+        "tensor" and "off".
     ef_capacity: the most residuals the group keeps (default 4096); past it the least
         recently used is dropped (its tensor starts over from no residual).
+    ef_capacity_bytes: the most bytes of residuals the group keeps (default 2 GiB; 4
+        bytes per element, an all-reduce's 1/size more); past it the least recently used
+        go first, and one larger than it alone is not made (that call runs without).
     """
 
     def __init__(self, allreduce: CodecLike = None, reduce_scatter: CodecLike = None,
                  allgather: CodecLike = None, error_feedback: Union[str, bool] = "off",
-                 ef_capacity: int = EF_CAPACITY) -> None:
+                 ef_capacity: int = EF_CAPACITY,
+                 ef_capacity_bytes: int = EF_CAPACITY_BYTES) -> None:
         self.allreduce = _checked(allreduce, "allreduce")
         self.reduce_scatter = _checked(reduce_scatter, "reduce_scatter")
         self.allgather = _checked(allgather, "allgather")
@@ -90,6 +108,11 @@ class Options:
             raise invalid("gradsync.torch.Options: ef_capacity must be a positive integer, "
                           "not %r" % (ef_capacity,))
         self.ef_capacity = ef_capacity
+        if (isinstance(ef_capacity_bytes, bool) or not isinstance(ef_capacity_bytes, int)
+                or not 0 < ef_capacity_bytes < 2**63):
+            raise invalid("gradsync.torch.Options: ef_capacity_bytes must be a positive "
+                          "integer, not %r" % (ef_capacity_bytes,))
+        self.ef_capacity_bytes = ef_capacity_bytes
 
     def _native(self) -> Dict[str, Any]:
         """The arguments of the extension's set_options: each codec's gs_codec_config_t
@@ -98,8 +121,9 @@ class Options:
             return c._ptr() if c is not None else 0
         return {"allreduce": addr(self.allreduce), "reduce_scatter": addr(self.reduce_scatter),
                 "allgather": addr(self.allgather),
-                "error_feedback": self.error_feedback == "tensor",
-                "ef_capacity": self.ef_capacity}
+                "error_feedback": self.error_feedback,
+                "ef_capacity": self.ef_capacity,
+                "ef_capacity_bytes": self.ef_capacity_bytes}
 
     def __repr__(self) -> str:
         parts = ["%s=%r" % (k, getattr(self, k)) for k in ("allreduce", "reduce_scatter",
@@ -108,7 +132,9 @@ class Options:
         parts.append("error_feedback=%r" % self.error_feedback)
         if self.ef_capacity != EF_CAPACITY:
             parts.append("ef_capacity=%d" % self.ef_capacity)
+        if self.ef_capacity_bytes != EF_CAPACITY_BYTES:
+            parts.append("ef_capacity_bytes=%d" % self.ef_capacity_bytes)
         return "gradsync.torch.Options(%s)" % ", ".join(parts)
 
 
-__all__ = ["Options", "ERROR_FEEDBACK", "EF_CAPACITY"]
+__all__ = ["Options", "ERROR_FEEDBACK", "EF_CAPACITY", "EF_CAPACITY_BYTES"]

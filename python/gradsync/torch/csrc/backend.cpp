@@ -34,8 +34,9 @@
 //   float tensors with SUM/AVG (PREMUL_SUM: the scaled copy's sum); anything
 //   else runs uncompressed (counted, logged once per reason at INFO). Error
 //   feedback: a gs_ef_t per send buffer, keyed by (storage, offset, elements,
-//   dtype), made on first use, at most efCapacity kept (LRU), leased to one
-//   call in flight at a time and freed with the backend.
+//   dtype) ("tensor") or by the call's ordinal since next_step ("order"), made
+//   on first use, at most efCapacity entries and efCapacityBytes bytes kept
+//   (LRU), leased to one call in flight at a time and freed with the backend.
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Types.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
@@ -272,11 +273,18 @@ bool floatDtype(const at::Tensor &t, gs_dtype_t *out)
     }
 }
 
+// How a group keys its residuals (gradsync.torch.Options(error_feedback=)).
+enum EfMode { kEfOff = 0, kEfTensor = 1, kEfOrder = 2 };
+
 // The residual of one send buffer (gs_ef_t), owned by the backend's EfTable and by
-// the lease of a call in flight, whichever lets go last.
+// the lease of a call in flight, whichever lets go last. @count and @dtype are what it
+// was made for, @bytes what it is charged against ef_capacity_bytes.
 struct EfEntry {
     gs_ef_t ef = nullptr;
     std::atomic<bool> busy{false}; // leased to a call in flight
+    size_t count = 0;
+    int dtype = -1;
+    size_t bytes = 0;
     EfEntry() = default;
     EfEntry(const EfEntry &) = delete;
     EfEntry &operator=(const EfEntry &) = delete;
@@ -297,9 +305,12 @@ struct EfLease {
     ~EfLease() { entry->busy.store(false); }
 };
 
-// A send buffer's identity: its storage, where the tensor starts in it, its element
-// count and dtype. (An address the allocator hands out again for the same size and
-// dtype is the same key: see docs/python.md on what FSDP2 does.)
+// A residual's key. error_feedback="tensor": a send buffer's identity: its storage,
+// where the tensor starts in it, its element count and dtype (an address the allocator
+// hands out again for the same size and dtype is the same key: see docs/python.md on
+// what FSDP2 does). error_feedback="order": the collective (storage nullptr, numel the
+// CollKind) and the call's ordinal since the last next_step (offset), dtype -1; the
+// entry's own count and dtype say whether the call still matches it.
 struct EfKey {
     const void *storage;
     int64_t offset;
@@ -327,37 +338,58 @@ struct CompStats {
     std::atomic<uint64_t> compressed[kCollKinds] = {};
     std::atomic<uint64_t> uncompressed[kCollKinds] = {};
     std::atomic<uint64_t> efCreated{0}, efReused{0}, efEvicted{0}, efBusy{0};
+    std::atomic<uint64_t> efReset{0}, efOversize{0}, steps{0};
 };
 
-// The residuals of a backend, one per send buffer, at most @cap of them: past the cap
-// the least recently used is dropped (a call in flight keeps its own until it finishes).
+// The residuals of a backend, at most @cap of them and at most @capBytes bytes of them
+// together: past either cap the least recently used go first (a call in flight keeps
+// its own until it finishes). A residual larger than @capBytes alone is never made
+// (the call runs without error feedback, counted as ef_oversize).
 class EfTable {
 public:
-    // @key's residual (made for @count elements of @dtype on first use), leased to one
-    // call; nullptr when a call in flight holds it (this one then runs without).
-    std::shared_ptr<EfLease> lease(const EfKey &key, size_t count, gs_dtype_t dtype, size_t cap,
-                                   CompStats &stats)
+    // @key's residual (made for @count elements of @dtype, @bytes, on first use), leased
+    // to one call; nullptr when a call in flight holds it or it would not fit (this call
+    // then runs without). An entry under @key made for another count or dtype is
+    // replaced by a fresh one (ef_reset).
+    std::shared_ptr<EfLease> lease(const EfKey &key, size_t count, gs_dtype_t dtype,
+                                   size_t bytes, size_t cap, size_t capBytes, CompStats &stats)
     {
         std::lock_guard<std::mutex> lock(mu_);
         auto it = map_.find(key);
         std::shared_ptr<EfEntry> e;
         if (it != map_.end()) {
-            lru_.splice(lru_.begin(), lru_, it->second);
             e = it->second->second;
-            if (e->busy.exchange(true)) {
-                stats.efBusy++;
-                return nullptr;
+            if (e->count == count && e->dtype == static_cast<int>(dtype)) {
+                lru_.splice(lru_.begin(), lru_, it->second);
+                if (e->busy.exchange(true)) {
+                    stats.efBusy++;
+                    return nullptr;
+                }
+                stats.efReused++;
+                return std::make_shared<EfLease>(std::move(e));
             }
-            stats.efReused++;
-            return std::make_shared<EfLease>(std::move(e));
+            // The same ordinal with another shape: what it owed belongs to another tensor.
+            bytes_ -= e->bytes;
+            lru_.erase(it->second);
+            map_.erase(it);
+            stats.efReset++;
+        }
+        if (bytes > capBytes) {
+            stats.efOversize++;
+            return nullptr;
         }
         e = std::make_shared<EfEntry>();
         check(gs_ef_create(count, dtype, &e->ef), "error feedback for a tensor");
+        e->count = count;
+        e->dtype = static_cast<int>(dtype);
+        e->bytes = bytes;
         e->busy.store(true);
         lru_.emplace_front(key, e);
         map_[key] = lru_.begin();
+        bytes_ += bytes;
         stats.efCreated++;
-        while (lru_.size() > cap) {
+        while (lru_.size() > cap || bytes_ > capBytes) { // never the new one (it fits alone)
+            bytes_ -= lru_.back().second->bytes;
             map_.erase(lru_.back().first);
             lru_.pop_back();
             stats.efEvicted++;
@@ -371,20 +403,28 @@ public:
         return lru_.size();
     }
 
+    size_t bytes()
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        return bytes_;
+    }
+
 private:
     using Item = std::pair<EfKey, std::shared_ptr<EfEntry>>;
     std::mutex mu_;
     std::list<Item> lru_; // most recently used first
     std::unordered_map<EfKey, std::list<Item>::iterator, EfKeyHash> map_;
+    size_t bytes_ = 0; // of the residuals in lru_
 };
 
 // A group's options: a codec per collective (a copy of the caller's gs_codec_config_t)
-// and whether reductions keep error feedback.
+// and how reductions keep error feedback.
 struct Compression {
     bool on[kCollKinds] = {false, false, false};
     gs_codec_config_t cfg[kCollKinds];
-    bool ef = false;
+    EfMode ef = kEfOff;
     size_t efCapacity = 4096;
+    size_t efCapacityBytes = size_t(2) << 30;
 };
 
 // ---- synchronous ops ----------------------------------------------------
@@ -1226,7 +1266,20 @@ public:
         out["ef_evicted"] = stats_.efEvicted.load();
         out["ef_busy"] = stats_.efBusy.load();
         out["ef_entries"] = efTable_.size();
+        out["ef_bytes"] = efTable_.bytes();
+        out["ef_reset"] = stats_.efReset.load();
+        out["ef_oversize"] = stats_.efOversize.load();
+        out["steps"] = stats_.steps.load();
         return out;
+    }
+
+    // gradsync.torch.next_step: error_feedback="order" counts calls from 0 again.
+    void nextStep()
+    {
+        for (auto &o : ordinal_) {
+            o.store(0);
+        }
+        stats_.steps++;
     }
 
 private:
@@ -1252,19 +1305,44 @@ private:
         return &comp_.cfg[k];
     }
 
-    // The residual of @key's send buffer (@count elements of @dtype; default: @key's) for
-    // one call of @w, or nullptr (no error feedback, or another call in flight holds it).
+    // The residual for one call of @w sending @key (@count elements of @dtype; default:
+    // @key's), or nullptr (no error feedback, another call in flight holds it, or it
+    // would not fit in ef_capacity_bytes alone). error_feedback="tensor" keys it by
+    // @key's identity, "order" by this call's ordinal among @k's compressed calls since
+    // the last next_step (refused past ef_capacity: next_step was never called).
     gs_ef_t efFor(const WorkPtr &w, CollKind k, const at::Tensor &key, gs_dtype_t dtype,
                   size_t count = SIZE_MAX)
     {
-        if (!comp_.ef || k == kAllgather) {
+        if (comp_.ef == kEfOff || k == kAllgather) {
             return nullptr;
         }
-        const EfKey id{key.storage().data(), key.storage_offset(), key.numel(),
-                       static_cast<int>(key.scalar_type())};
-        auto lease = efTable_.lease(id, count == SIZE_MAX ? static_cast<size_t>(key.numel())
-                                                          : count,
-                                    dtype, comp_.efCapacity, stats_);
+        if (count == SIZE_MAX) {
+            count = static_cast<size_t>(key.numel());
+        }
+        EfKey id{key.storage().data(), key.storage_offset(), key.numel(),
+                 static_cast<int>(key.scalar_type())};
+        if (comp_.ef == kEfOrder) {
+            const uint64_t ord = ordinal_[k].load();
+            if (ord >= comp_.efCapacity) {
+                GS_REFUSE(kCollKindName[k], ": error_feedback='order' keys a residual by the "
+                          "call's place in the training step, and this is compressed ",
+                          kCollKindName[k], " call ", ord + 1, " since the group was made or "
+                          "gradsync.torch.next_step(group) was last called, past ef_capacity=",
+                          comp_.efCapacity, "; call gradsync.torch.next_step(group) once per "
+                          "step (after optimizer.step()), or raise ef_capacity if one step "
+                          "makes more calls than that");
+            }
+            ordinal_[k]++;
+            id = EfKey{nullptr, static_cast<int64_t>(ord), static_cast<int64_t>(k), -1};
+        }
+        // The f32 residual; a compressed all-reduce also keeps its own chunk's (about
+        // 1/size of it) for the reduced sum.
+        size_t bytes = 4 * count;
+        if (k == kAllreduce) {
+            bytes += 4 * ((count + getSize() - 1) / getSize());
+        }
+        auto lease = efTable_.lease(id, count, dtype, bytes, comp_.efCapacity,
+                                    comp_.efCapacityBytes, stats_);
         if (!lease) {
             return nullptr;
         }
@@ -1320,6 +1398,7 @@ private:
     Compression comp_;
     CompStats stats_;
     EfTable efTable_;
+    std::atomic<uint64_t> ordinal_[kCollKinds] = {}; // error_feedback="order": calls this step
     std::mutex logMu_;
     std::set<std::string> logged_;
     std::mutex lifeMu_;
@@ -1867,20 +1946,34 @@ bool codecAt(uintptr_t addr, gs_codec_config_t *out)
 
 // gradsync.torch.Options on a new backend (before torch runs anything on it).
 void setOptions(const c10::intrusive_ptr<c10d::Backend> &b, uintptr_t allreduce,
-                uintptr_t reduceScatter, uintptr_t allgather, bool errorFeedback,
-                int64_t efCapacity)
+                uintptr_t reduceScatter, uintptr_t allgather, const std::string &errorFeedback,
+                int64_t efCapacity, int64_t efCapacityBytes)
 {
     TORCH_CHECK(efCapacity > 0, "gradsync backend: ef_capacity must be positive, got ",
                 efCapacity);
+    TORCH_CHECK(efCapacityBytes > 0, "gradsync backend: ef_capacity_bytes must be positive, got ",
+                efCapacityBytes);
     Compression c;
     const uintptr_t addrs[kCollKinds] = {allreduce, reduceScatter, allgather};
     for (int k = 0; k < kCollKinds; k++) {
         c.on[k] = codecAt(addrs[k], &c.cfg[k]);
     }
-    c.ef = errorFeedback;
+    if (errorFeedback == "off") {
+        c.ef = kEfOff;
+    } else if (errorFeedback == "tensor") {
+        c.ef = kEfTensor;
+    } else if (errorFeedback == "order") {
+        c.ef = kEfOrder;
+    } else {
+        TORCH_CHECK(false, "gradsync backend: error_feedback must be 'off', 'tensor' or 'order', "
+                    "not '", errorFeedback, "'");
+    }
     c.efCapacity = static_cast<size_t>(efCapacity);
+    c.efCapacityBytes = static_cast<size_t>(efCapacityBytes);
     gradsyncOf(b)->setCompression(c);
 }
+
+void nextStep(const c10::intrusive_ptr<c10d::Backend> &b) { gradsyncOf(b)->nextStep(); }
 
 std::map<std::string, uint64_t> compressionStats(const c10::intrusive_ptr<c10d::Backend> &b)
 {
@@ -1910,7 +2003,8 @@ PYBIND11_MODULE(_C, m)
     m.def("library_version", &gradsync_torch::libraryVersion);
     m.def("set_options", &gradsync_torch::setOptions, py::arg("backend"), py::arg("allreduce"),
           py::arg("reduce_scatter"), py::arg("allgather"), py::arg("error_feedback"),
-          py::arg("ef_capacity"));
+          py::arg("ef_capacity"), py::arg("ef_capacity_bytes"));
+    m.def("next_step", &gradsync_torch::nextStep, py::arg("backend"));
     m.def("compression_stats", &gradsync_torch::compressionStats, py::arg("backend"));
 #ifdef GS_TORCH_CUDA
     m.attr("cuda") = true;
