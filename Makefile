@@ -16,7 +16,7 @@ GPU_ARGS ?=
 .PHONY: help deps deps-build build build-test docs install lint run test test-asan test-gpu \
 	test-loaded \
 	test-unit test-python test-tsan fuzz soak bench bench-auto bench-compare bench-net \
-	bench-net-sharded bench-torch bench-plots clean
+	bench-net-sharded bench-fsdp bench-torch bench-plots clean
 
 help:
 	@echo "gradsync make targets:"
@@ -54,6 +54,8 @@ help:
 	@echo "  make bench-net     all-reduce across 4 lab hosts shaped to 1 Gbit/s: busbw and link efficiency (root)"
 	@echo "  make bench-net-sharded  compressed reduce-scatter and all-gather (int8, int4, fp8_e4m3 where"
 	@echo "                     built) against uncompressed, 4 lab hosts at 1 Gbit/s, 5 rounds (root)"
+	@echo "  make bench-fsdp    FSDP2 step time, compressed all-gather/reduce-scatter against uncompressed"
+	@echo "                     and gloo, 4 lab hosts at 100 Mbit/s and 1 Gbit/s, 3 rounds (root, torch 2.x)"
 	@echo "  make build         build the library and tools (needs only the build packages; no root"
 	@echo "                     once they are there)"
 	@echo "  make install       build, then cmake --install (PREFIX=/path to choose; docs/install.md)"
@@ -203,6 +205,9 @@ bench-net: build
 
 bench-net-sharded: build
 	bash bench/net/bench_net.sh $(BUILD) --colls reduce_scatter,allgather --rounds 5
+
+bench-fsdp: build
+	bash bench/net/bench_fsdp.sh $(BUILD) --rate 100mbit,1gbit --rounds 3
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD) $(LINT_BUILD)
