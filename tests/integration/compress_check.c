@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Compressed all-reduce across real ranks:
- *  1. For every codec, the result equals a serial reference that every rank
+ *  1. For every codec (int4 and fp8 too), the result equals a serial reference that every rank
  *     computes itself with the public codec functions. Quantizers, and
  *     sparsifiers too dense for the sparse paths: encode each rank's chunks,
  *     decode-and-sum per chunk in rank order, divide (avg), encode the sum,
@@ -340,9 +340,11 @@ int main(void)
     static const struct {
         gs_codec_kind_t kind;
         const char *name;
-    } codecs[] = {{GS_CODEC_FP16, "fp16"},  {GS_CODEC_BF16, "bf16"}, {GS_CODEC_INT8, "int8"},
-                  {GS_CODEC_QSGD, "qsgd"},  {GS_CODEC_SIGN, "sign"}, {GS_CODEC_TOPK, "topk"},
-                  {GS_CODEC_RANDK, "randk"}};
+    } codecs[] = {{GS_CODEC_FP16, "fp16"},         {GS_CODEC_BF16, "bf16"},
+                  {GS_CODEC_INT8, "int8"},         {GS_CODEC_QSGD, "qsgd"},
+                  {GS_CODEC_SIGN, "sign"},         {GS_CODEC_TOPK, "topk"},
+                  {GS_CODEC_RANDK, "randk"},       {GS_CODEC_INT4, "int4"},
+                  {GS_CODEC_FP8_E4M3, "fp8_e4m3"}, {GS_CODEC_FP8_E5M2, "fp8_e5m2"}};
     gs_comm_t comm;
     long long fails;
 

@@ -436,6 +436,12 @@ static double codec_bound(gs_codec_kind_t k)
         return 0.05;
     case GS_CODEC_QSGD:
         return 1.0;
+    case GS_CODEC_INT4:
+        return 0.4;
+    case GS_CODEC_FP8_E4M3:
+        return 0.15;
+    case GS_CODEC_FP8_E5M2:
+        return 0.3;
     default:
         return 1.6; /* sign, topk, randk */
     }
