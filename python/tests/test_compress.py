@@ -26,7 +26,8 @@ def test_fp16_codec_is_exact_on_small_integers(comm, dtype, count):
 @pytest.mark.parametrize("kind,params", [("int8", {}), ("qsgd", {"levels": 15, "seed": 3}),
                                          ("sign", {"block_size": 64}),
                                          ("topk", {"ratio": 0.1}), ("randk", {"ratio": 0.25}),
-                                         ("int8", {"zstd": "auto"})])
+                                         ("int8", {"zstd": "auto"}), ("int4", {}),
+                                         ("fp8_e4m3", {}), ("fp8_e5m2", {"block_size": 64})])
 def test_lossy_codecs_with_error_feedback(comm, kind, params):
     """With error feedback the average of many compressed all-reduces of the same gradient
     converges to the exact all-reduce (what is not sent now is sent later)."""
