@@ -4,13 +4,18 @@ compressed all-gather and reduce-scatter on "gradsync" groups (gradsync.torch.Op
 pg_options): at equal epochs, every compressed run's final held-out accuracy is within 1
 point of the uncompressed run's (issue 20, "Training").
 
-Two problems, each trained five ways in one spawned run, with the same seed, data, order
-and steps: uncompressed, and all-gather x reduce-scatter in {int8, fp8_e4m3} x {int8, int4}.
+Two problems, each trained six ways in one spawned run, with the same seed, data, order
+and steps: uncompressed, all-gather x reduce-scatter in {int8, fp8_e4m3} x {int8, int4}
+with error feedback off, and int8 all-gather with int4 reduce-scatter and
+error_feedback="order" (gradsync.torch.next_step(group) after every optimizer.step()).
 Every layer and the root are fully_shard'ed on a DeviceMesh over the configuration's own
 group; FSDP2 all-gathers the weights before each layer (forward and backward) and
-reduce-scatters the gradients after it, so both compress. Error feedback is off: FSDP2 on
-CPU allocates a fresh reduce-scatter input every step (docs/python.md, "Compression
-options"), so a residual keyed by the tensor would not follow the gradient.
+reduce-scatters the gradients after it, so both compress. error_feedback="tensor" is not
+tried: FSDP2 on CPU allocates a fresh reduce-scatter input every step (docs/python.md,
+"Compression options"), so a residual keyed by the tensor would not follow the gradient;
+"order" keys it by the reduce-scatter's place in the step, and the run checks that each
+step's k-th reduce-scatter reused the k-th residual (one residual per reduce-scatter of a
+step, none reset).
 
 - "digits": shaped as scikit-learn's digits set (no download here): 8x8 images of pixel
   values 0..16, 10 classes, 1437 to train (digits' training split) and 3600 held out (ten
@@ -43,12 +48,16 @@ import gradsync  # noqa: E402
 from dist_harness import run_ranks  # noqa: E402
 
 SIZE = 4
-#: (name, all-gather codec, reduce-scatter codec); the first is the reference.
-CONFIGS = [("none", None, None)] + [
-    ("ag=%s rs=%s" % (ag, rs), ag, rs) for ag in ("int8", "fp8_e4m3") for rs in ("int8", "int4")]
+#: (name, all-gather codec, reduce-scatter codec, error feedback); the first is the
+#: reference.
+CONFIGS = [("none", None, None, "off")] + [
+    ("ag=%s rs=%s" % (ag, rs), ag, rs, "off") for ag in ("int8", "fp8_e4m3")
+    for rs in ("int8", "int4")] + [("ag=int8 rs=int4 ef=order", "int8", "int4", "order")]
 MAX_DIFF = 1.0  # points of accuracy, either way
-#: The test's own deadline for the spawned run (ctest's TIMEOUT is above it).
-TIMEOUT_S = 840
+#: The test's own deadline for the spawned run (ctest's TIMEOUT, 1200 s, is above it): at
+#: least 3x the longest run measured, 12 trainings in 365 s on 2 cores at a load of 8
+#: (98-217 s less loaded before the two "order" runs, which add about 12%).
+TIMEOUT_S = 1140
 
 
 def digits_data():
@@ -100,7 +109,10 @@ def mlp(widths):
     return torch.nn.Sequential(*layers[:-1])
 
 
-def train_one(rank, size, problem, mesh):
+def train_one(rank, size, problem, mesh, group, order):
+    """Train @problem on @mesh; @order: gradsync.torch.next_step(@group) after every
+    optimizer step (error_feedback="order"). Returns (accuracy, final loss, steps)."""
+    import gradsync.torch as gt
     from torch.distributed.fsdp import fully_shard
     make, widths, lr, batch, epochs = PROBLEMS[problem]
     xtr, ytr, xte, yte = make()
@@ -113,6 +125,7 @@ def train_one(rank, size, problem, mesh):
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
     order = torch.Generator().manual_seed(11)
     per = batch // size
+    steps = 0
     for _ in range(epochs):
         perm = torch.randperm(len(xtr), generator=order)
         for s in range(len(xtr) // batch):
@@ -121,12 +134,15 @@ def train_one(rank, size, problem, mesh):
             opt.zero_grad()
             loss.backward()
             opt.step()
+            steps += 1
+            if order:
+                gt.next_step(group)
     with torch.no_grad():  # every rank scores its quarter of the held-out set
         mine = torch.arange(rank, len(xte), size)
         hits = torch.tensor([(model(xte[mine]).argmax(1) == yte[mine]).sum().item(),
                              len(mine)], dtype=torch.int64)
     dist.all_reduce(hits)
-    return 100.0 * float(hits[0]) / float(hits[1]), float(loss)
+    return 100.0 * float(hits[0]) / float(hits[1]), float(loss.detach()), steps
 
 
 def run_all(rank, size):
@@ -139,17 +155,23 @@ def run_all(rank, size):
                             timeout=datetime.timedelta(seconds=120))
     out = {}
     for problem in PROBLEMS:
-        for name, ag, rs in CONFIGS:
-            opts = Options(allgather=ag, reduce_scatter=rs) if ag or rs else None
+        for name, ag, rs, ef in CONFIGS:
+            opts = Options(allgather=ag, reduce_scatter=rs, error_feedback=ef) if ag or rs \
+                else None
             g = dist.new_group(pg_options=opts)
             t0 = time.monotonic()
-            acc, loss = train_one(rank, size, problem, DeviceMesh.from_group(g, "cpu"))
+            acc, loss, steps = train_one(rank, size, problem, DeviceMesh.from_group(g, "cpu"),
+                                         g, ef == "order")
             st = _c10d.compression_stats(g)
             out[(problem, name)] = {"acc": acc, "loss": loss, "s": time.monotonic() - t0,
                                     "ag": st["allgather_compressed"],
                                     "rs": st["reduce_scatter_compressed"],
                                     "plain": st["allgather_uncompressed"] +
-                                    st["reduce_scatter_uncompressed"]}
+                                    st["reduce_scatter_uncompressed"],
+                                    "steps": steps, "ef": ef,
+                                    "ef_created": st["ef_created"],
+                                    "ef_reused": st["ef_reused"], "ef_reset": st["ef_reset"],
+                                    "ef_evicted": st["ef_evicted"], "ef_busy": st["ef_busy"]}
     dist.destroy_process_group()
     return out
 
@@ -167,9 +189,11 @@ def results():
         _RESULTS["r"] = run_ranks(run_all, SIZE, backend=None, timeout_s=TIMEOUT_S)[0]
         _RESULTS["s"] = time.monotonic() - t0
         for (problem, name), v in sorted(_RESULTS["r"].items()):
-            print("%-9s %-22s acc %6.2f%%  final loss %.4f  %5.1f s  (compressed: %d "
-                  "all-gathers, %d reduce-scatters; %d uncompressed)"
-                  % (problem, name, v["acc"], v["loss"], v["s"], v["ag"], v["rs"], v["plain"]))
+            print("%-9s %-26s acc %6.2f%%  final loss %.4f  %5.1f s  (compressed: %d "
+                  "all-gathers, %d reduce-scatters; %d uncompressed; residuals %d made, "
+                  "%d reused)"
+                  % (problem, name, v["acc"], v["loss"], v["s"], v["ag"], v["rs"], v["plain"],
+                     v["ef_created"], v["ef_reused"]))
         print("all runs: %.1f s" % _RESULTS["s"])
     return _RESULTS["r"]
 
@@ -183,6 +207,16 @@ def test_compressed_fsdp2_accuracy_within_one_point(problem, config):
     assert got["ag"] > 0 and got["rs"] > 0 and got["plain"] == 0, \
         "%s %s did not compress every all-gather and reduce-scatter: %s" % (problem, config, got)
     assert ref["acc"] > 50.0, "%s: the uncompressed model did not learn: %s" % (problem, ref)
+    if got["ef"] == "order":  # one residual per reduce-scatter of a step, reused each step
+        per_step = got["rs"] // got["steps"]
+        assert (got["rs"] == per_step * got["steps"] and per_step > 0
+                and got["ef_created"] == per_step
+                and got["ef_reused"] == got["rs"] - per_step and got["ef_reset"] == 0
+                and got["ef_evicted"] == 0 and got["ef_busy"] == 0), \
+            "%s %s: the residuals did not follow the step's reduce-scatters: %s" % (
+                problem, config, got)
+    else:
+        assert got["ef_created"] == 0, "%s %s made residuals: %s" % (problem, config, got)
     diff = got["acc"] - ref["acc"]
     assert abs(diff) <= MAX_DIFF, "%s %s: %.2f%% against %.2f%% uncompressed (%+.2f points)" % (
         problem, config, got["acc"], ref["acc"], diff)
