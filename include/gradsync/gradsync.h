@@ -415,6 +415,14 @@ typedef struct gs_comm_stats {
     uint64_t busy_ns;        /**< time spent running collectives */
     uint64_t wait_ns;        /**< time blocked waiting on peers (sum of gs_peer_stats_t waits) */
     gs_coll_stats_t coll[GS_STATS_COLL_MAX]; /**< per kind, indexed by gs_coll_type_t */
+    /** Per kind (indexed by gs_coll_type_t): the memory traffic of the latest successful
+     * call, in bytes, summed over the ranks of a communicator whose ranks all share one host:
+     * what its design reads and writes in the callers' buffers and in shared memory, as the
+     * cost model counts it (a ring all-reduce (5 + 1/n) S per rank, a single-copy one about
+     * 3 S). 0 when not known (ranks on several hosts, or a design the model does not count).
+     * gs-bench divides it by the memcpy rate it measures to print the fraction of the
+     * memory-traffic floor reached. */
+    uint64_t traffic_bytes[GS_STATS_COLL_MAX];
 } gs_comm_stats_t;
 
 /** @brief Initialiser of gs_comm_stats_t: size set, everything else 0. */

@@ -123,6 +123,9 @@ void gs__comm_stats_op_done(gs_comm_t comm, const gs__coll_desc_t *d, gs_status_
     if ((status == GS_OK) && (d->algo != GS_ALGO_AUTO)) {
         atomic_store_explicit(&cc->last_algo, (int)d->algo, memory_order_relaxed);
     }
+    if (status == GS_OK) {
+        atomic_store_explicit(&cc->last_traffic, d->traffic, memory_order_relaxed);
+    }
 }
 
 /* Read one peer's counters (a zero entry when there are none). */
@@ -167,6 +170,8 @@ static void stats_read(gs_comm_t comm, gs_comm_stats_t *s)
         s->coll[k].busy_ns = gs__counter_get(&c->coll[k].busy_ns);
         s->coll[k].last_algo =
             (gs_algo_t)atomic_load_explicit(&c->coll[k].last_algo, memory_order_relaxed);
+        s->traffic_bytes[k] =
+            (uint64_t)atomic_load_explicit(&c->coll[k].last_traffic, memory_order_relaxed);
     }
     for (int p = 0; (c->peers != NULL) && (p < c->npeers); p++) {
         s->wait_ns +=

@@ -823,6 +823,16 @@ int gs__cfg_shm_test_free(const gs__cfg_t *cfg)
 #endif
 }
 
+int gs__cfg_shm_test_cma_deny(const gs__cfg_t *cfg)
+{
+#ifdef GS_TEST_HOOKS
+    return cfg->shm_test_cma_deny;
+#else
+    (void)cfg;
+    return -1;
+#endif
+}
+
 int gs__cfg_comp_test_corrupt(const gs__cfg_t *cfg)
 {
 #ifdef GS_TEST_HOOKS

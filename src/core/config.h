@@ -37,11 +37,15 @@ typedef struct gs__cfg {
     int tcp_spin_us;
     int shm;
     int shm_bytes;
+    char shm_max_bytes[GS_CFG_STR_MAX];
+    int shm_slot_bytes;
+    int shm_cma;
     /* env_table.h's GS_ENV_TEST_ROWS: set only in the test variant of the
      * library (GS_TEST_HOOKS); present in every build, so that the struct
      * is the same in both and only config.c is compiled twice. Read them
      * through gs__cfg_shm_test_free() and gs__cfg_comp_test_corrupt(). */
     int shm_test_free;
+    int shm_test_cma_deny;
     int comp_test_corrupt;
     char socket_ifname[GS_CFG_STR_MAX];
     char socket_family[GS_CFG_STR_MAX];
@@ -132,6 +136,8 @@ int gs__cfg_knob_scope(int idx);
  * with GS_TEST_HOOKS), and "unset" (-1) in the library users get, where the
  * knobs and the code behind them are absent. */
 int gs__cfg_shm_test_free(const gs__cfg_t *cfg);
+/* GS_SHM_TEST_CMA_DENY in the test variant, else -1 (unset). */
+int gs__cfg_shm_test_cma_deny(const gs__cfg_t *cfg);
 int gs__cfg_comp_test_corrupt(const gs__cfg_t *cfg);
 
 /* Whether this library has the test hooks compiled in (1: the test variant)

@@ -100,6 +100,9 @@ typedef struct gs__coll_desc {
     const size_t *rdispls; /* allgatherv, alltoallv: where rank j's block starts in recvbuf */
     size_t scap;           /* alltoallv: sendbuf_count (elements; checked by the API) */
     size_t rcap;           /* allgatherv, alltoallv: recvbuf_count */
+    uint64_t traffic;      /* set by gs__algo_run: the memory traffic of the chosen design,
+                            * bytes summed over the ranks of one host (the cost model's
+                            * count); 0 when not known */
 } gs__coll_desc_t;
 
 /* Name of a collective kind ("allreduce") and of its API call ("gs_allreduce"),
