@@ -81,7 +81,8 @@ typedef enum gs_op { GS_OP_MAP(GS_OP_ENUM_ROW) GS_OP_COUNT } gs_op_t;
     X(GS_ALGO_RABENSEIFNER, 6, "rabenseifner")                                                     \
     X(GS_ALGO_BINOMIAL, 7, "binomial")                                                             \
     X(GS_ALGO_NATIVE, 8, "native")                                                                 \
-    X(GS_ALGO_HIERARCHICAL, 9, "hier")
+    X(GS_ALGO_HIERARCHICAL, 9, "hier")                                                             \
+    X(GS_ALGO_SHM, 10, "shm")
 
 #define GS_ALGO_ENUM_ROW(_name, _value, _str) _name = (_value),
 

@@ -65,7 +65,7 @@ DTYPE_NAMES = {
 Op = _enum("Op", "gs_op_t (GS_OP_MAP in types.h). AVG needs a float dtype; the bitwise ops "
            "integer ones.", "SUM PROD MIN MAX AVG BAND BOR BXOR")
 Algo = _enum("Algo", "gs_algo_t (GS_ALGO_MAP in types.h).",
-             "AUTO RING CHAIN DIRECT TREE RD RABENSEIFNER BINOMIAL NATIVE HIER")
+             "AUTO RING CHAIN DIRECT TREE RD RABENSEIFNER BINOMIAL NATIVE HIER SHM")
 CodecKind = _enum("CodecKind", "gs_codec_kind_t (GS_CODEC_MAP in compress.h).",
                   "NONE FP16 BF16 INT8 QSGD SIGN TOPK RANDK INT4 FP8_E4M3 FP8_E5M2")
 CodecZstd = _enum("CodecZstd", "gs_codec_zstd_t (compress.h).", "OFF ON AUTO")
