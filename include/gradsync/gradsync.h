@@ -428,11 +428,9 @@ typedef struct gs_comm_stats {
 /** @brief Initialiser of gs_comm_stats_t: size set, everything else 0. */
 #define GS_COMM_STATS_INIT                                                                         \
     {                                                                                              \
-        sizeof(gs_comm_stats_t), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,                                  \
+        sizeof(gs_comm_stats_t), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, {{0, 0, 0, GS_ALGO_AUTO}},       \
         {                                                                                          \
-            {                                                                                      \
-                0, 0, 0, GS_ALGO_AUTO                                                              \
-            }                                                                                      \
+            0                                                                                      \
         }                                                                                          \
     }
 

@@ -172,6 +172,33 @@ static gs_status_t comm_select_start(gs_comm_t comm)
             return status;
         }
     }
+    /* Every rank on one host: the collectives that gain from it run in a
+     * host segment (ctx->shm). */
+    comm->sel.shm_design = 0;
+    if (strcmp(comm->cfg.shm_design, "auto") != 0) {
+        const int design = gs__shm_design_parse(comm->cfg.shm_design);
+        if (design < 0) {
+            return gs__error_set(GS_ERR_INVALID_ARG,
+                                 "GS_SHM_DESIGN=\"%.64s\" is not known; use auto (the default), "
+                                 "one-round, chunked or single-copy",
+                                 comm->cfg.shm_design);
+        }
+        comm->sel.shm_design = design + 1;
+    }
+    if ((comm->actx.hosts.nhosts == 1) && (comm->size > 1) && comm->cfg.shm &&
+        gs__tp_has_peer_failed(&comm->tr) && gs__tp_has_shm_peers(&comm->tr)) {
+        const gs__algo_shm_params_t sp = {
+            .job_id = comm->job_id,
+            .comm_id = comm->comm_id,
+            .slot_bytes = (size_t)comm->cfg.shm_slot_bytes,
+            .cma = comm->cfg.shm_cma,
+            .cma_deny = gs__cfg_shm_test_cma_deny(&comm->cfg) == 1,
+        };
+        status = gs__algo_shm_setup(&comm->actx, &sp);
+        if (status != GS_OK) {
+            return status;
+        }
+    }
     /* GS_TUNE=auto: the defaults describe one machine, so a job across
      * hosts measures its links. */
     if ((strcmp(comm->cfg.tune, "probe") == 0) ||

@@ -40,6 +40,7 @@ typedef struct gs__cfg {
     char shm_max_bytes[GS_CFG_STR_MAX];
     int shm_slot_bytes;
     int shm_cma;
+    char shm_design[GS_CFG_STR_MAX];
     /* env_table.h's GS_ENV_TEST_ROWS: set only in the test variant of the
      * library (GS_TEST_HOOKS); present in every build, so that the struct
      * is the same in both and only config.c is compiled twice. Read them
@@ -74,7 +75,7 @@ typedef struct gs__cfg {
     int stats_interval_ms;
     char max_message_bytes[GS_CFG_STR_MAX];
     int heartbeat_ms;
-    gs__cfg_source_t source[48]; /* indexed by env_table.h row */
+    gs__cfg_source_t source[64]; /* indexed by env_table.h row */
 } gs__cfg_t;
 
 /* Number of rows in env_table.h. */

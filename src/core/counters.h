@@ -35,7 +35,7 @@ typedef struct gs__coll_counters {
     atomic_uint_fast64_t ops;
     atomic_uint_fast64_t bytes; /* count x dtype size of the calls */
     atomic_uint_fast64_t busy_ns;
-    atomic_int last_algo; /* a gs_algo_t; 0 (auto) until one ran */
+    atomic_int last_algo;              /* a gs_algo_t; 0 (auto) until one ran */
     atomic_uint_fast64_t last_traffic; /* memory traffic of the latest call's design (host) */
 } gs__coll_counters_t;
 

@@ -49,7 +49,7 @@
 #define GS_ENV_TEST_ROWS(X)                                                                        \
     X("GS_SHM_TEST_FREE_BYTES", shm_test_free, GS_ENV_INT, -1, "", 0, 2147483647, GS_ENV_TEST,     \
       "pretend /dev/shm has this many bytes free (tests of the TCP fallback)")                     \
-    X("GS_SHM_TEST_CMA_DENY", shm_test_cma_deny, GS_ENV_INT, -1, "", 0, 1, GS_ENV_TEST,           \
+    X("GS_SHM_TEST_CMA_DENY", shm_test_cma_deny, GS_ENV_INT, -1, "", 0, 1, GS_ENV_TEST,            \
       "1: this rank's process_vm_readv probe acts as if the kernel refused it (EPERM), as "        \
       "Yama's ptrace_scope does (tests of the fallback)")                                          \
     X("GS_COMP_TEST_CORRUPT", comp_test_corrupt, GS_ENV_INT, -1, "", 0, 1073741824, GS_ENV_TEST,   \
@@ -109,14 +109,17 @@
       "suffix; each of the L local ranks gets 1/L of it for the host segments of its "             \
       "communicators and the pair rings it creates, nearest peers first; past it a pair talks "    \
       "TCP (logged once). auto: 32 MiB per local rank, at most half of /dev/shm")                  \
-    X("GS_SHM_SLOT_BYTES", shm_slot_bytes, GS_ENV_INT, 1048576, "", 4096, 1073741824,             \
-      GS_ENV_PROC,                                                                                 \
+    X("GS_SHM_SLOT_BYTES", shm_slot_bytes, GS_ENV_INT, 1048576, "", 4096, 1073741824, GS_ENV_PROC, \
       "each rank's slot in the host segment of a communicator whose ranks share one host (two "    \
       "of them, double-buffered): the one-round collectives fit a message in it, the larger "      \
       "ones move through it in chunks of this size")                                               \
     X("GS_SHM_CMA", shm_cma, GS_ENV_INT, 1, "", 0, 1, GS_ENV_PROC,                                 \
       "let large collectives on one host read the peers' buffers with process_vm_readv (a "        \
       "single copy) where the kernel allows it (1), or never (0)")                                 \
+    X("GS_SHM_DESIGN", shm_design, GS_ENV_STR, 0, "auto", 0, 0, GS_ENV_PROC,                       \
+      "how a collective in the host segment runs: auto (the cost model chooses per size), "        \
+      "one-round, chunked or single-copy (falls back to chunked where process_vm_readv is "        \
+      "refused)")                                                                                  \
     X("GS_SOCKET_IFNAME", socket_ifname, GS_ENV_STR, 0, "", 0, 0, GS_ENV_COMM,                     \
       "network interface to listen on (default: the one that routes to the master address)")       \
     X("GS_SOCKET_FAMILY", socket_family, GS_ENV_STR, 0, "any", 0, 0, GS_ENV_COMM,                  \

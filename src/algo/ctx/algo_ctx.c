@@ -7,6 +7,7 @@
  * here and not in each transport.
  */
 #include "algo/ctx/ctx.h"
+#include "algo/ctx/ctx_shm.h"
 
 #include <stdlib.h>
 
@@ -71,6 +72,11 @@ void gs__algo_ctx_fini(gs__algo_ctx_t *ctx)
     ctx->outer_cap = 0;
     gs__algo_hosts_free(&ctx->hosts);
     ctx->route.order = NULL;
+    if (ctx->shm != NULL) {
+        gs__host_seg_close(ctx->shm);
+        free(ctx->shm);
+        ctx->shm = NULL;
+    }
 }
 
 gs_status_t gs__algo_scratch(gs__algo_ctx_t *ctx, size_t bytes, void **out)

@@ -121,6 +121,9 @@ typedef struct gs__algo_ctx {
     const gs__coll_desc_t *cur;
     uint16_t fp;
     uint64_t diag_scan_ns;
+    /* The host segment (ctx_shm.h) of a communicator whose ranks share one host, set up
+     * at init by selection (gs__algo_shm_setup); NULL: none. Freed with the context. */
+    struct gs__host_seg *shm;
 } gs__algo_ctx_t;
 
 /* What a communicator gives its execution context (gs__algo_ctx_init). */

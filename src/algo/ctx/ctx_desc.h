@@ -85,6 +85,8 @@ typedef struct gs__coll_desc {
     int root;
     uint32_t tag;
     gs_algo_t algo; /* resolved by gs__algo_select before running */
+    int design;     /* GS_ALGO_SHM: how it runs in the host segment (gs__shm_design_t),
+                     * resolved with algo */
     const struct gs_codec_config
         *codec;                   /* all-reduce, reduce-scatter(v), all-gather(v): codec, or NULL */
     struct gs_ef *ef;             /* all-reduce, reduce-scatter(v): error feedback, or NULL */

@@ -50,6 +50,21 @@ gs_status_t gs__ring_allgatherv(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d);
 gs_status_t gs__ring_reduce_scatterv(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d);
 gs_status_t gs__p2p_recv(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d);
 
+/* The collectives in the host segment (algo_shm.c; ctx->shm set, every rank
+ * on one host). The all-reduce runs as d->design says. */
+typedef enum gs__shm_design {
+    GS_SHM_ONE_ROUND = 0,   /* every slot reduced by every member: 1 phase */
+    GS_SHM_CHUNKED = 1,     /* reduce-scatter + all-gather through the slots, per chunk */
+    GS_SHM_SINGLE_COPY = 2, /* the peers' buffers read with process_vm_readv */
+    GS_SHM_DESIGN_COUNT = 3
+} gs__shm_design_t;
+
+gs_status_t gs__shm_allreduce(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d);
+gs_status_t gs__shm_barrier(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d);
+/* "one-round", "chunked", "single-copy" ("unknown" out of range), and back (-1: none). */
+const char *gs__shm_design_name(int design);
+int gs__shm_design_parse(const char *text);
+
 /*
  * The fold of recursive doubling and Rabenseifner (pattern_rd.h), shared by
  * both. fold_in: the even ranks among the first 2*rem send their vector as

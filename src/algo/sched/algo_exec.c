@@ -51,7 +51,8 @@ static const algo_fn_t algo_table[GS_COLL_KIND_COUNT][GS_ALGO_COUNT] = {
                            [GS_ALGO_RECURSIVE_DOUBLING] = gs__rd_allreduce,
                            [GS_ALGO_RABENSEIFNER] = gs__rabenseifner_allreduce,
                            [GS_ALGO_NATIVE] = gs__native_allreduce,
-                           [GS_ALGO_HIERARCHICAL] = gs__hier_allreduce},
+                           [GS_ALGO_HIERARCHICAL] = gs__hier_allreduce,
+                           [GS_ALGO_SHM] = gs__shm_allreduce},
     [GS_COLL_BROADCAST] = {[GS_ALGO_CHAIN] = gs__chain_broadcast,
                            [GS_ALGO_BINOMIAL] = gs__binomial_broadcast,
                            [GS_ALGO_NATIVE] = gs__native_broadcast},
@@ -62,7 +63,7 @@ static const algo_fn_t algo_table[GS_COLL_KIND_COUNT][GS_ALGO_COUNT] = {
     [GS_COLL_REDUCE_SCATTER] =
         {[GS_ALGO_RING] = gs__ring_reduce_scatter, [GS_ALGO_NATIVE] = gs__native_reduce_scatter},
     [GS_COLL_ALLTOALL] = {[GS_ALGO_DIRECT] = gs__direct_alltoall},
-    [GS_COLL_BARRIER] = {[GS_ALGO_DIRECT] = gs__direct_barrier},
+    [GS_COLL_BARRIER] = {[GS_ALGO_DIRECT] = gs__direct_barrier, [GS_ALGO_SHM] = gs__shm_barrier},
     [GS_COLL_SEND] = {[GS_ALGO_DIRECT] = gs__p2p_send},
     [GS_COLL_RECV] = {[GS_ALGO_DIRECT] = gs__p2p_recv},
     [GS_COLL_GATHER] =

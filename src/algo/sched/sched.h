@@ -57,6 +57,9 @@ typedef struct gs__algo_plan {
     gs_algo_t inner;  /* GS_SCHEME_SPARSE_SHARED: the algorithm of its dense all-reduce
                        * of the k values (the planner's choice for that size) */
     const char *why;  /* what decided the algorithm: "caller", "GS_ALGO", "cost model", ... */
+    int design;       /* GS_ALGO_SHM: how it runs in the host segment (gs__shm_design_t) */
+    uint64_t traffic; /* memory traffic of the plan, summed over one host's ranks (the
+                       * model's count; 0: not counted) */
 } gs__algo_plan_t;
 
 /* Names for logs ("host", "nccl", "staged"; "plain", "two-phase", ...). */

@@ -226,6 +226,94 @@ double gs__algo_cost(const gs__algo_model_t *model, gs__coll_kind_t kind, gs_alg
     return gs__algo_cost_shape(model, kind, algo, &flat, bytes, slice_bytes);
 }
 
+/* Memory traffic the host moves per second when every rank copies at
+ * once, as the model assumes when GS_TUNE does not measure it: 20 GB/s
+ * (this machine kind's two-thread memcpy moves 27.7 GB/s of traffic). */
+#define ALGO_MEM_BYTES_PER_S 20e9
+/* One process_vm_readv call's fixed cost (page pinning, the syscall). */
+#define ALGO_CMA_CALL_S 2e-6
+/* Bytes a single-copy read brings in at a time (algo_shm.c's piece). */
+#define ALGO_CMA_PIECE_BYTES (256.0 * 1024.0)
+
+double gs__algo_cost_shm(const gs__algo_model_t *m, const gs__algo_shape_t *sh, size_t bytes,
+                         int design)
+{
+    const double fn = (double)sh->n;
+    const double s = (double)bytes;
+    const double mem = 1.0 / ALGO_MEM_BYTES_PER_S;
+    const double slot = (sh->shm_slot > 0) ? (double)sh->shm_slot : 1048576.0;
+
+    if ((sh->shm == 0) || (sh->n < 1)) {
+        return -1.0;
+    }
+    switch (design) {
+    case GS_SHM_ONE_ROUND:
+        if (s > slot) {
+            return -1.0;
+        }
+        return m->intra_alpha + fn * (fn + 3.0) * s * mem + (fn - 1.0) * s * m->gamma;
+    case GS_SHM_CHUNKED: {
+        const double chunks = (s > slot) ? (double)(size_t)((s + slot - 1.0) / slot) : 1.0;
+        return 2.0 * chunks * m->intra_alpha + 5.0 * fn * s * mem + (fn - 1.0) / fn * s * m->gamma;
+    }
+    case GS_SHM_SINGLE_COPY: {
+        const double pieces =
+            (double)(size_t)((s / fn + ALGO_CMA_PIECE_BYTES - 1.0) / ALGO_CMA_PIECE_BYTES);
+        if (sh->shm < 2) {
+            return -1.0;
+        }
+        return 3.0 * m->intra_alpha + (fn - 1.0) * (pieces + 1.0) * ALGO_CMA_CALL_S +
+               3.0 * fn * s * mem + (fn - 1.0) / fn * s * m->gamma;
+    }
+    default:
+        return -1.0;
+    }
+}
+
+int gs__algo_shm_design(const gs__algo_model_t *m, const gs__algo_shape_t *sh, size_t bytes,
+                        double *cost_out)
+{
+    int best = GS_SHM_CHUNKED;
+    double best_cost = gs__algo_cost_shm(m, sh, bytes, GS_SHM_CHUNKED);
+
+    for (int k = 0; k < GS_SHM_DESIGN_COUNT; k++) {
+        const double c = gs__algo_cost_shm(m, sh, bytes, k);
+        if ((c >= 0.0) && (c < best_cost)) {
+            best = k;
+            best_cost = c;
+        }
+    }
+    *cost_out = best_cost;
+    return best;
+}
+
+static double algo_shm_best(const gs__algo_model_t *m, const gs__algo_shape_t *sh, size_t bytes)
+{
+    double c = -1.0;
+
+    (void)gs__algo_shm_design(m, sh, bytes, &c);
+    return c;
+}
+
+uint64_t gs__algo_traffic(gs__coll_kind_t kind, gs_algo_t algo, int design, int n, size_t bytes)
+{
+    const double fn = (double)n;
+    const double s = (double)bytes;
+    double per_rank = 0.0;
+
+    if ((kind != GS_COLL_ALLREDUCE) || (n < 2)) {
+        return 0;
+    }
+    if (algo == GS_ALGO_SHM) {
+        per_rank = (design == GS_SHM_ONE_ROUND)     ? (fn + 3.0) * s
+                   : (design == GS_SHM_SINGLE_COPY) ? (3.0 - 1.0 / fn) * s
+                                                    : 5.0 * s;
+    } else if (algo == GS_ALGO_RING) {
+        per_rank = (5.0 + 1.0 / fn) * s; /* through the pair rings: a copy in and out a step */
+    }
+    return (uint64_t)(per_rank * fn);
+}
+
 double gs__algo_cost_shape(const gs__algo_model_t *model, gs__coll_kind_t kind, gs_algo_t algo,
                            const gs__algo_shape_t *shape, size_t bytes, size_t slice_bytes)
 {
@@ -252,6 +340,16 @@ double gs__algo_cost_shape(const gs__algo_model_t *model, gs__coll_kind_t kind, 
             return -1.0;
         }
         return cost_hier(m, shape, b, slice_bytes);
+    }
+    if (algo == GS_ALGO_SHM) {
+        /* Offered where a host segment serves the communicator. */
+        if (shape->shm == 0) {
+            return -1.0;
+        }
+        if (kind == GS_COLL_BARRIER) {
+            return m->intra_alpha;
+        }
+        return (n == 1) ? 0.0 : algo_shm_best(m, shape, bytes);
     }
     if (n == 1) {
         return 0.0;

@@ -11,8 +11,10 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "algo/select/select.h"
+#include "algo/ctx/ctx_shm.h"
 #include "core/clock.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -267,5 +269,149 @@ gs_status_t gs__algo_probe(gs__algo_ctx_t *ctx, gs__algo_model_t *model, unsigne
             "GS_ALGO_* settings kept)",
             n, (double)(gs__now_ns() - t_start) * 1e-6, model->alpha * 1e6, 1e-6 / model->beta,
             1e-6 / model->gamma, model->intra_alpha * 1e6, 1e-6 / model->intra_beta);
+    return GS_OK;
+}
+
+/* Sequence number of the host segment's setup messages (before any collective). */
+#define SHM_SEQ 0xfffffdu
+
+/* What member 0 tells the others about the segment it made. */
+typedef struct shm_offer {
+    uint64_t ok; /* 0: none was made (they go without) */
+    uint64_t pid;
+    int64_t fd;
+    gs__shm_hdr_t hdr;
+} shm_offer_t;
+
+/* Member 0 makes the segment and names it to every other member, which maps
+ * it. Returns the exchange's status; *failed is 1 when this rank has no
+ * segment (why logged). */
+static gs_status_t shm_setup_map(probe_t *p, const gs__algo_shm_params_t *sp, gs__host_seg_t *seg,
+                                 int *failed)
+{
+    gs__algo_ctx_t *ctx = p->ctx;
+    const int n = ctx->size;
+    const uint64_t tag = gs__algo_tag(ctx, &p->desc, p->idx++);
+    shm_offer_t offer;
+    char why[256];
+    gs_status_t status = GS_OK;
+
+    memset(&offer, 0, sizeof(offer));
+    why[0] = '\0';
+    *failed = 1;
+    if (ctx->rank == 0) {
+        gs__algo_req_t *reqs = calloc((size_t)n, sizeof(*reqs));
+
+        if (reqs == NULL) {
+            return gs__error_set(GS_ERR_NO_MEMORY, "gs_comm_init: no memory for %d requests", n);
+        }
+        if (gs__host_seg_create(seg, n, sp->slot_bytes, sp->job_id, sp->comm_id, why,
+                                sizeof(why)) == GS_OK) {
+            offer.ok = 1;
+            offer.pid = (uint64_t)getpid();
+            offer.fd = seg->fd;
+            offer.hdr = *gs__host_seg_hdr(seg);
+            *failed = 0;
+        } else {
+            GS_WARN("rank 0: no host segment for the collectives on this host (%s); they run "
+                    "over the pair rings",
+                    why);
+        }
+        for (int r = 1; (r < n) && (status == GS_OK); r++) {
+            status = gs__algo_isend(ctx, r, tag, &offer, sizeof(offer), &reqs[r]);
+        }
+        if (status == GS_OK) {
+            status = gs__algo_wait_all(ctx, reqs, NULL, (size_t)n);
+        } else {
+            gs__algo_release_all(ctx, reqs, (size_t)n);
+        }
+        free(reqs);
+        return status;
+    }
+    {
+        gs__algo_req_t req;
+        size_t expect = sizeof(offer);
+
+        memset(&req, 0, sizeof(req));
+        status = gs__algo_irecv(ctx, 0, tag, &offer, sizeof(offer), &req);
+        if (status == GS_OK) {
+            status = gs__algo_wait_all(ctx, &req, &expect, 1);
+        }
+    }
+    if ((status != GS_OK) || (offer.ok == 0)) {
+        return status;
+    }
+    if (gs__host_seg_attach(seg, ctx->rank, offer.pid, (int)offer.fd, &offer.hdr, why,
+                            sizeof(why)) != GS_OK) {
+        GS_WARN("rank %d: cannot map the host segment rank 0 made (%s); the collectives on this "
+                "host run over the pair rings",
+                ctx->rank, why);
+        return GS_OK;
+    }
+    *failed = 0;
+    return GS_OK;
+}
+
+gs_status_t gs__algo_shm_setup(gs__algo_ctx_t *ctx, const gs__algo_shm_params_t *sp)
+{
+    const uint32_t saved_seq = ctx->seq;
+    double v[P_COUNT] = {0.0};
+    gs__host_seg_t *seg;
+    char why[256];
+    probe_t p;
+    int failed = 1;
+    int cma = 0;
+    gs_status_t status;
+
+    if (ctx->size < 2) {
+        return GS_OK;
+    }
+    seg = calloc(1, sizeof(*seg));
+    if (seg == NULL) {
+        return gs__error_set(GS_ERR_NO_MEMORY, "gs_comm_init: no memory for the host segment");
+    }
+    seg->fd = -1;
+    probe_setup(ctx, &p);
+    p.desc.count = 0x7f4a7c15u; /* a signature of its own */
+    ctx->seq = SHM_SEQ;
+    status = shm_setup_map(&p, sp, seg, &failed);
+    if (status == GS_OK) {
+        v[0] = failed ? 1.0 : 0.0; /* the maximum is 0 only when every rank mapped it */
+        status = probe_agree(&p, v);
+    }
+    if ((status == GS_OK) && (v[0] == 0.0)) {
+        why[0] = '\0';
+        /* Every member has filled its line (the agreement above is a barrier). */
+        cma = sp->cma && gs__host_seg_cma_probe(seg, sp->cma_deny, why, sizeof(why));
+        if (sp->cma && !cma) {
+            GS_INFO(ALGO,
+                    "rank %d: single copy is off for the collectives on this host: %s; they use "
+                    "the chunked design instead",
+                    ctx->rank, why);
+        }
+        v[0] = 0.0;
+        v[1] = cma ? 0.0 : 1.0;
+        status = probe_agree(&p, v);
+    }
+    ctx->seq = saved_seq;
+    if ((status != GS_OK) || (v[0] != 0.0)) {
+        gs__host_seg_close(seg);
+        free(seg);
+        return (status == GS_OK) ? GS_OK
+                                 : gs__error_wrap(status, "gs_comm_init: setting up the host "
+                                                          "segment");
+    }
+    gs__host_seg_setup_done(seg); /* every member has mapped it */
+    seg->cma = (v[1] == 0.0);
+    ctx->shm = seg;
+    if (ctx->rank == 0) {
+        GS_INFO(ALGO,
+                "host segment: %d ranks x 2 slots of %zu KiB (%.1f MiB, sealed memfd); single "
+                "copy %s",
+                seg->n, seg->slot_bytes >> 10, (double)seg->len / 1048576.0,
+                seg->cma  ? "on (process_vm_readv works between every pair)"
+                : sp->cma ? "off (a rank cannot process_vm_readv its peers; see its INFO line)"
+                          : "off (GS_SHM_CMA=0)");
+    }
     return GS_OK;
 }

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "algo/select/select.h"
+#include "algo/ctx/ctx_shm.h"
 #include "compress/codec.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -34,6 +35,10 @@ static gs__algo_shape_t algo_shape(const gs__algo_ctx_t *ctx)
         sh.nhosts = ctx->hosts.nhosts;
         sh.min_local = ctx->hosts.min_local;
         sh.max_local = ctx->hosts.max_local;
+    }
+    if (ctx->shm != NULL) {
+        sh.shm = ctx->shm->cma ? 2 : 1;
+        sh.shm_slot = ctx->shm->slot_bytes;
     }
     return sh;
 }
@@ -138,6 +143,18 @@ static void algo_log_choice(gs__algo_select_t *sel, const gs__algo_ctx_t *ctx,
              (plan->path == GS_PATH_HOST) ? "" : gs__path_name(plan->path));
     if (plan->path != GS_PATH_HOST) {
         snprintf(what + strlen(what), sizeof(what) - strlen(what), " path");
+    }
+    if ((plan->scheme == GS_SCHEME_PLAIN) && (plan->algo == GS_ALGO_SHM) &&
+        (d->kind == GS_COLL_ALLREDUCE)) {
+        snprintf(what + strlen(what), sizeof(what) - strlen(what),
+                 " (%s; %s %.1f us, %s %.1f us, "
+                 "%s %.1f us)",
+                 gs__shm_design_name(plan->design), gs__shm_design_name(GS_SHM_ONE_ROUND),
+                 gs__algo_cost_shm(&sel->model, &shape, bytes, GS_SHM_ONE_ROUND) * 1e6,
+                 gs__shm_design_name(GS_SHM_CHUNKED),
+                 gs__algo_cost_shm(&sel->model, &shape, bytes, GS_SHM_CHUNKED) * 1e6,
+                 gs__shm_design_name(GS_SHM_SINGLE_COPY),
+                 gs__algo_cost_shm(&sel->model, &shape, bytes, GS_SHM_SINGLE_COPY) * 1e6);
     }
     GS_INFO(ALGO, "%s of %zu bytes (size class %llu..%llu) on %d ranks, %d hosts: %s (%s%s%s)",
             gs__coll_name(d->kind), bytes, (cls == 0) ? 0ull : (unsigned long long)(bit >> 1),
@@ -319,6 +336,18 @@ gs_status_t gs__algo_plan(gs__algo_select_t *sel, const gs__algo_ctx_t *ctx,
             return gs__error_set(GS_ERR_UNSUPPORTED, "%s: algorithm '%s' does not implement %s",
                                  ctx->opname, gs__algo_name(plan.algo), gs__coll_name(d->kind));
         }
+        if (plan.algo == GS_ALGO_SHM) {
+            const gs__algo_shape_t shape = algo_shape(ctx);
+            double c;
+
+            plan.design = (sel->shm_design > 0)
+                              ? sel->shm_design - 1
+                              : gs__algo_shm_design(&sel->model, &shape, algo_bytes(d), &c);
+        }
+        if ((ctx->hosts.nhosts == 1) && (plan.path == GS_PATH_HOST)) {
+            plan.traffic =
+                gs__algo_traffic(d->kind, plan.algo, plan.design, ctx->size, algo_bytes(d));
+        }
     }
     algo_log_choice(sel, ctx, d, &plan);
     *plan_out = plan;
@@ -334,5 +363,7 @@ gs_status_t gs__algo_run(gs__algo_select_t *sel, gs__algo_ctx_t *ctx, gs__coll_d
         return status;
     }
     d->algo = plan.algo;
+    d->design = plan.design;
+    d->traffic = plan.traffic;
     return gs__algo_exec(ctx, d, &plan);
 }

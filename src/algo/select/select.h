@@ -81,6 +81,7 @@ gs_status_t gs__algo_policy_parse(const char *text, gs__algo_policy_t *out);
  */
 typedef struct gs__algo_select {
     gs__algo_policy_t policy;
+    int shm_design; /* GS_SHM_DESIGN: 0 auto (the model chooses), else a gs__shm_design_t + 1 */
     gs__algo_model_t model;
     uint64_t logged[GS_COLL_KIND_COUNT][GS_PATH_COUNT * GS_SCHEME_COUNT];
 } gs__algo_select_t;
@@ -112,11 +113,55 @@ double gs__algo_cost(const gs__algo_model_t *m, gs__coll_kind_t kind, gs_algo_t 
 
 /* How the ranks sit on hosts, as the cost model sees it. */
 typedef struct gs__algo_shape {
-    int n;         /* ranks */
-    int nhosts;    /* hosts */
-    int min_local; /* fewest ranks on a host */
-    int max_local; /* most ranks on a host */
+    int n;           /* ranks */
+    int nhosts;      /* hosts */
+    int min_local;   /* fewest ranks on a host */
+    int max_local;   /* most ranks on a host */
+    int shm;         /* a host segment serves the communicator (every rank on one host,
+                    * ctx->shm): 0 none, 1 yes, 2 yes and single copy works */
+    size_t shm_slot; /* its slot bytes */
 } gs__algo_shape_t;
+
+/*
+ * The designs of an all-reduce in the host segment (algo_shm.c), n ranks, S
+ * bytes, with a phase costing the intra-host alpha, a byte of memory traffic
+ * GS_ALGO_MEM_BETA (the host's, shared by its ranks) and a byte reduced
+ * gamma:
+ *   one-round:   alpha + n (n + 3) S mem + (n - 1) S gamma          (S <= slot)
+ *   chunked:     2 ceil(S / slot) alpha + 5 n S mem + (n - 1)/n S gamma
+ *   single copy: 3 alpha + (n - 1)(ceil(S / (n piece)) + 1) syscall + 3 n S mem
+ *                + (n - 1)/n S gamma                              (shm == 2)
+ * gs__algo_cost_shm: one design's seconds, -1 where it does not apply.
+ * gs__algo_shm_design: the cheapest design (its seconds in *cost_out).
+ * gs__algo_traffic: bytes of memory traffic a design moves, summed over the
+ * n ranks of one host (gs_comm_stats_t.traffic_bytes); 0 when not counted.
+ * Pure.
+ */
+double gs__algo_cost_shm(const gs__algo_model_t *m, const gs__algo_shape_t *sh, size_t bytes,
+                         int design);
+int gs__algo_shm_design(const gs__algo_model_t *m, const gs__algo_shape_t *sh, size_t bytes,
+                        double *cost_out);
+uint64_t gs__algo_traffic(gs__coll_kind_t kind, gs_algo_t algo, int design, int n, size_t bytes);
+
+/* What gs__algo_shm_setup needs from the communicator. */
+typedef struct gs__algo_shm_params {
+    uint64_t job_id;
+    uint64_t comm_id;
+    size_t slot_bytes; /* GS_SHM_SLOT_BYTES */
+    int cma;           /* GS_SHM_CMA */
+    int cma_deny;      /* GS_SHM_TEST_CMA_DENY == 1 */
+} gs__algo_shm_params_t;
+
+/*
+ * Set up the host segment of a communicator whose ranks all share one host
+ * (ctx->shm; ctx_shm.h): rank 0 creates it and names it to the others,
+ * which map it; every rank agrees (running maxima) whether it serves and
+ * whether single copy works between every pair. A rank that cannot map it
+ * WARNs why, and the communicator goes without (ctx->shm stays NULL).
+ * Collective over ctx's ranks, at init. Returns GS_OK or the exchange's
+ * failure (GS_ERR_TIMEOUT, GS_ERR_PEER_FAILED, GS_ERR_NO_MEMORY).
+ */
+gs_status_t gs__algo_shm_setup(gs__algo_ctx_t *ctx, const gs__algo_shm_params_t *p);
 
 /* Intra-host link parameters (microseconds, MB/s; <= 0: the built-in defaults). */
 void gs__algo_model_set_intra(gs__algo_model_t *m, int alpha_us, int beta_mbps);

@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The host segment of a communicator whose ranks all share one host
+ * (docs/design.md, "Collectives in a host segment"): shared memory that
+ * every member maps, with a control line per member and two slots per
+ * member, in which the shm collectives (algo/prim/algo_shm.c) run.
+ *
+ * Layout: a header page (gs__shm_hdr_t), then n control lines of 256
+ * bytes (gs__shm_line_t: the phase counter on a cache line of its own, the
+ * member's pid and probe word, the buffer addresses it publishes for a
+ * single-copy call), then, page-aligned, n x 2 slots of slot_bytes (member
+ * m's slot b at slots + (2m + b) x slot_bytes).
+ *
+ * The creator (member 0) makes it with memfd_create + ftruncate + fallocate
+ * and seals it against shrinking and growing, so a full memory is an error
+ * here and never a SIGBUS later, and no process can truncate it under a
+ * mapper; the others open /proc/<pid>/fd/<fd>, check the seals, the size
+ * and the header, and map it. It has no name: nothing is left behind when
+ * the processes end. Which member does what, and the agreement that every
+ * member uses it or none does, is selection's (algo_probe.c,
+ * gs__algo_shm_setup); this file has the memory, the phases and the waits.
+ *
+ * Phases: member m finishes phase p by a release store of p + 1 into its
+ * counter (gs__shm_arrive); gs__shm_wait waits, with acquire loads, until
+ * a member's counter reaches a value. Waits spin, then yield the core, poll
+ * the transport (a dead member's EOF, heartbeats, abort) and keep the
+ * communicator's no-progress deadline. Worker thread only.
+ */
+#ifndef GS_ALGO_CTX_CTX_SHM_H
+#define GS_ALGO_CTX_CTX_SHM_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "algo/ctx/ctx.h"
+
+#define GS_SHM_HDR_MAGIC 0x67736873686d3031ull /* "gshshm01" */
+#define GS_SHM_HDR_VERSION 1u
+#define GS_SHM_LINE_BYTES 256u
+#define GS_SHM_PAGE 4096u
+
+/* The header page's fields (every mapper checks them). */
+typedef struct gs__shm_hdr {
+    uint64_t magic;
+    uint32_t version;
+    uint32_t nmemb;
+    uint64_t job_id;
+    uint64_t comm_id;
+    uint64_t nonce; /* random, chosen by the creator, sent to the members */
+    uint64_t slot_bytes;
+    uint64_t total_bytes;
+} gs__shm_hdr_t;
+
+/* One member's control line (in the segment). */
+typedef struct gs__shm_line {
+    _Alignas(64) _Atomic uint64_t phase; /* phases this member finished */
+    _Alignas(64) uint64_t pid;           /* written once at setup */
+    uint64_t probe_addr;                 /* where its probe word lives (single-copy probe) */
+    uint64_t probe_value;
+    _Alignas(64) uint64_t sbuf; /* a single-copy call's buffers, published before a phase */
+    uint64_t rbuf;
+} gs__shm_line_t;
+
+_Static_assert(sizeof(gs__shm_line_t) <= GS_SHM_LINE_BYTES, "control line too large");
+_Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "host segments need lock-free 64-bit atomics");
+
+/* This process's view of a host segment. */
+typedef struct gs__host_seg {
+    uint8_t *base; /* NULL: none */
+    size_t len;
+    int n;  /* members */
+    int me; /* this member */
+    size_t slot_bytes;
+    uint8_t *slots;
+    uint64_t phase; /* phases this member finished (its counter's value) */
+    uint64_t calls; /* collectives run in the segment (selects the slot of a call) */
+    int cma;        /* 1: every pair can process_vm_readv the other (agreed) */
+    uint64_t probe; /* this member's probe word */
+    int fd;         /* the creator's memfd until setup ends; -1 otherwise */
+} gs__host_seg_t;
+
+/* Bytes of a segment of @p n members with slots of @p slot_bytes. */
+size_t gs__shm_seg_len(int n, size_t slot_bytes);
+
+/* Member 0: create, size, reserve, seal and map a segment (header and
+ * lines written, this member's line filled). Returns GS_OK (with *fd_out
+ * the memfd to name to the others, kept open until gs__host_seg_setup_done)
+ * or GS_ERR_NO_RESOURCE / GS_ERR_SYSTEM with @p why saying what failed;
+ * nothing is left mapped on failure. */
+gs_status_t gs__host_seg_create(gs__host_seg_t *s, int n, size_t slot_bytes, uint64_t job_id,
+                                uint64_t comm_id, char *why, size_t whylen);
+
+/* Member @p me: open the creator's memfd (pid, fd), check the seals, the
+ * size and the header against @p expect, and map it; fills this member's
+ * line. Returns GS_OK or GS_ERR_SYSTEM / GS_ERR_PROTOCOL with @p why. */
+gs_status_t gs__host_seg_attach(gs__host_seg_t *s, int me, uint64_t pid, int fd,
+                                const gs__shm_hdr_t *expect, char *why, size_t whylen);
+
+/* The header a member checks (the creator's, as sent). */
+const gs__shm_hdr_t *gs__host_seg_hdr(const gs__host_seg_t *s);
+
+/* After every member mapped: close the creator's fd (the mappings keep it). */
+void gs__host_seg_setup_done(gs__host_seg_t *s);
+
+/* Can this process read every other member's memory with process_vm_readv
+ * (their probe words)? 1 yes, 0 no (@p why says which member and errno);
+ * @p deny (GS_SHM_TEST_CMA_DENY) answers no as EPERM would. */
+int gs__host_seg_cma_probe(const gs__host_seg_t *s, int deny, char *why, size_t whylen);
+
+/* Unmap (idempotent). */
+void gs__host_seg_close(gs__host_seg_t *s);
+
+/* Member @p m's slot @p b (0 or 1). */
+static inline uint8_t *gs__shm_slot(const gs__host_seg_t *s, int m, int b)
+{
+    return s->slots + ((size_t)(2 * m + b)) * s->slot_bytes;
+}
+
+/* Member @p m's control line. */
+static inline gs__shm_line_t *gs__shm_line(const gs__host_seg_t *s, int m)
+{
+    return (gs__shm_line_t *)(void *)(s->base + GS_SHM_PAGE + (size_t)m * GS_SHM_LINE_BYTES);
+}
+
+/* Finish this member's next phase (release). Returns the new count. */
+uint64_t gs__shm_arrive(gs__host_seg_t *s);
+
+/*
+ * Wait until member @p m's counter reaches @p target (acquire): spin, then
+ * yield, and every so often a non-blocking transport pass and a look at
+ * whether rank m failed. Member m is rank m of ctx (the segment serves
+ * communicators on one host). Returns GS_OK, GS_ERR_PEER_FAILED naming the
+ * rank, GS_ERR_ABORTED, or GS_ERR_TIMEOUT after ctx->timeout_ns without the
+ * counter moving (naming the rank and the phase). @p what names the wait.
+ */
+gs_status_t gs__shm_wait(gs__algo_ctx_t *ctx, gs__host_seg_t *s, int m, uint64_t target,
+                         const char *what);
+
+/* gs__shm_wait for every member but this one. */
+gs_status_t gs__shm_wait_all(gs__algo_ctx_t *ctx, gs__host_seg_t *s, uint64_t target,
+                             const char *what);
+
+#endif /* GS_ALGO_CTX_CTX_SHM_H */
