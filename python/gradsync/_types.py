@@ -176,7 +176,8 @@ class CommStats(ctypes.Structure):
     _fields_ = [("size", c_size_t), ("rank", c_int), ("nranks", c_int)] + [
         (n, c_uint64) for n in ("comm_id", "bytes_sent", "bytes_received", "msgs_sent",
                                 "msgs_received", "ops_completed", "ops_failed", "busy_ns",
-                                "wait_ns")] + [("coll", CollStats * STATS_COLL_MAX)]
+                                "wait_ns")] + [("coll", CollStats * STATS_COLL_MAX),
+                                           ("traffic_bytes", c_uint64 * STATS_COLL_MAX)]
 
 
 class PeerStats(ctypes.Structure):

@@ -29,6 +29,11 @@
  * passes (a pass is a non-blocking epoll_wait and a look at the peer). */
 #define SHM_SPINS 256
 #define SHM_YIELDS_PER_PASS 64
+/* The tag of the probe that asks the transport why a peer failed: a group-creation
+ * tag with bits 32-45 set, which no message carries (group tags hold 32 bits). */
+#define GS_SHM_PROBE_TAG (GS_TP_TAG_GROUP | 0x00003fff00000000ull)
+/* A wait stalled this long lets diagnosis look for reports (as gs__algo_progress). */
+#define SHM_DIAG_POLL_NS 1000000ull
 
 static size_t shm_align(size_t x, size_t a)
 {
@@ -206,7 +211,7 @@ int gs__host_seg_cma_probe(const gs__host_seg_t *s, int deny, char *why, size_t 
         }
         if (deny) {
             (void)snprintf(why, whylen,
-                           "process_vm_readv from member %d: %s (GS_SHM_TEST_CMA_DENY)", m,
+                           "process_vm_readv from member %d: %s (denied by a test switch)", m,
                            strerror(EPERM));
             return 0;
         }
@@ -230,8 +235,19 @@ void gs__host_seg_close(gs__host_seg_t *s)
     }
 }
 
+void gs__shm_publish_op(gs__host_seg_t *s, uint64_t word)
+{
+    atomic_store_explicit(&gs__shm_line(s, s->me)->op, word, memory_order_release);
+}
+
+uint64_t gs__shm_peer_op(const gs__host_seg_t *s, int m)
+{
+    return atomic_load_explicit(&gs__shm_line(s, m)->op, memory_order_acquire);
+}
+
 uint64_t gs__shm_arrive(gs__host_seg_t *s)
 {
+    gs__shm_line(s, s->me)->sig[(s->phase + 1) & 1u] = s->sig;
     s->phase++;
     atomic_store_explicit(&gs__shm_line(s, s->me)->phase, s->phase, memory_order_release);
     return s->phase;
@@ -255,11 +271,33 @@ static gs_status_t shm_peer_failed(gs__algo_ctx_t *ctx, int m, uint64_t target, 
             return better;
         }
     }
+    return gs__shm_peer_gone(ctx, m, "waiting in shared memory for", what, target);
+}
+
+gs_status_t gs__shm_peer_gone(gs__algo_ctx_t *ctx, int m, const char *doing, const char *what,
+                              uint64_t phase)
+{
+    char why[GS_ERROR_MSG_MAX];
+    int found = 0;
+    gs__tp_completion_t comp;
+
+    /* The transport's sentence (EOF, "no heartbeat ...", "rank R failed (...)" once
+     * another rank's failure took it down): the failure a receive from rank m
+     * posted now would complete with. */
+    if (gs__tp_has_probe(ctx->tr) &&
+        (gs__tp_probe(ctx->tr, m, GS_SHM_PROBE_TAG, &found, &comp) == GS_ERR_PEER_FAILED)) {
+        (void)snprintf(why, sizeof(why), "%s", gs__error_get());
+        return gs__error_set(GS_ERR_PEER_FAILED,
+                             "%s: %s (rank %d saw it %s rank %d: %s, phase %" PRIu64
+                             "); the communicator cannot continue: shrink it (gs_comm_shrink) "
+                             "or destroy it",
+                             ctx->opname, why, ctx->rank, doing, m, what, phase);
+    }
     return gs__error_set(GS_ERR_PEER_FAILED,
-                         "%s: rank %d failed or left while rank %d waited for it in shared memory "
-                         "(%s, phase %" PRIu64 "); the communicator cannot continue: shrink it "
+                         "%s: rank %d failed or left (rank %d saw it %s rank %d: %s, phase "
+                         "%" PRIu64 "); the communicator cannot continue: shrink it "
                          "(gs_comm_shrink) or destroy it",
-                         ctx->opname, m, ctx->rank, what, target);
+                         ctx->opname, m, ctx->rank, doing, m, what, phase);
 }
 
 gs_status_t gs__shm_wait(gs__algo_ctx_t *ctx, gs__host_seg_t *s, int m, uint64_t target,
@@ -302,6 +340,17 @@ gs_status_t gs__shm_wait(gs__algo_ctx_t *ctx, gs__host_seg_t *s, int m, uint64_t
             if (gs__tp_has_peer_failed(ctx->tr) && gs__tp_peer_failed(ctx->tr, m)) {
                 return shm_peer_failed(ctx, m, target, what);
             }
+            if ((ctx->cur != NULL) && (ctx->diag != NULL) && (now - t0 >= SHM_DIAG_POLL_NS)) {
+                /* Stalled: diagnosis looks for another rank's report of a mismatch. */
+                status = ctx->diag->poll(ctx, now - t0);
+                if (status != GS_OK) {
+                    return status;
+                }
+            }
+            if ((now >= deadline) && (ctx->cur != NULL) && (ctx->diag != NULL)) {
+                const gs__algo_req_t r = {.req = NULL, .peer = m, .is_send = 0};
+                return ctx->diag->timeout(ctx, &r);
+            }
             if (now >= deadline) {
                 return gs__error_set(GS_ERR_TIMEOUT,
                                      "%s: rank %d timed out after %llu ms waiting for rank %d in "
@@ -311,6 +360,22 @@ gs_status_t gs__shm_wait(gs__algo_ctx_t *ctx, gs__host_seg_t *s, int m, uint64_t
                                      (unsigned long long)((now - t0) / 1000000ull), m, what, target,
                                      seen);
             }
+        }
+    }
+    {
+        const uint64_t theirs = gs__shm_line(s, m)->sig[target & 1u];
+        if (theirs != s->sig) {
+            if ((ctx->cur != NULL) && (ctx->diag != NULL)) {
+                /* Their fingerprint in a tag's check bits, as a receive would see it. */
+                return ctx->diag->mismatch(ctx, m, ((theirs >> 1) & 0x7fffull) << 48);
+            }
+            return gs__error_set(GS_ERR_MISMATCH,
+                                 "%s: rank %d runs another collective or call (signature "
+                                 "0x%llx) than rank %d (0x%llx) in shared memory; every rank must "
+                                 "call the same collectives with the same arguments in the same "
+                                 "order",
+                                 ctx->opname, m, (unsigned long long)theirs, ctx->rank,
+                                 (unsigned long long)s->sig);
         }
     }
     return GS_OK;

@@ -24,7 +24,8 @@
  * counter (gs__shm_arrive); gs__shm_wait waits, with acquire loads, until
  * a member's counter reaches a value. Waits spin, then yield the core, poll
  * the transport (a dead member's EOF, heartbeats, abort) and keep the
- * communicator's no-progress deadline. Worker thread only.
+ * communicator's no-progress deadline; a peer whose phase carries another
+ * call's signature is a mismatch. Worker thread only.
  */
 #ifndef GS_ALGO_CTX_CTX_SHM_H
 #define GS_ALGO_CTX_CTX_SHM_H
@@ -60,6 +61,9 @@ typedef struct gs__shm_line {
     uint64_t probe_value;
     _Alignas(64) uint64_t sbuf; /* a single-copy call's buffers, published before a phase */
     uint64_t rbuf;
+    uint64_t sig[2]; /* the signature of the call phase p belongs to, in sig[p & 1] */
+    _Alignas(64) _Atomic uint64_t op; /* the operation this member is in, any algorithm:
+                                       * gs__shm_op_word(seq, fingerprint), 0 between */
 } gs__shm_line_t;
 
 _Static_assert(sizeof(gs__shm_line_t) <= GS_SHM_LINE_BYTES, "control line too large");
@@ -75,6 +79,8 @@ typedef struct gs__host_seg {
     uint8_t *slots;
     uint64_t phase; /* phases this member finished (its counter's value) */
     uint64_t calls; /* collectives run in the segment (selects the slot of a call) */
+    uint64_t sig; /* the call in flight's gs__shm_op_word, published with every
+                   * phase and checked against every peer's */
     int cma;        /* 1: every pair can process_vm_readv the other (agreed) */
     uint64_t probe; /* this member's probe word */
     int fd;         /* the creator's memfd until setup ends; -1 otherwise */
@@ -123,16 +129,42 @@ static inline gs__shm_line_t *gs__shm_line(const gs__host_seg_t *s, int m)
     return (gs__shm_line_t *)(void *)(s->base + GS_SHM_PAGE + (size_t)m * GS_SHM_LINE_BYTES);
 }
 
-/* Finish this member's next phase (release). Returns the new count. */
+/* The word that names operation @p seq with fingerprint @p fp (never 0). */
+static inline uint64_t gs__shm_op_word(uint32_t seq, uint16_t fp)
+{
+    return ((uint64_t)seq << 17) | ((uint64_t)fp << 1) | 1u;
+}
+
+/* Diagnosis (algo/diag): publish the operation this member is now in (or
+ * 0: none) so that a member waiting on it in shared memory, or it on one,
+ * can tell a mismatch from a slow peer. */
+void gs__shm_publish_op(gs__host_seg_t *s, uint64_t word);
+
+/* The operation member @p m published (acquire). */
+uint64_t gs__shm_peer_op(const gs__host_seg_t *s, int m);
+
+/* Finish this member's next phase (release), published with s->sig.
+ * Returns the new count. */
 uint64_t gs__shm_arrive(gs__host_seg_t *s);
+
+/*
+ * The error for rank @p m found gone @p doing ("waiting in
+ * shared memory for"): GS_ERR_PEER_FAILED naming it, the operation @p what and
+ * @p phase, with the transport's reason where it has one (EOF, no heartbeat,
+ * reported by another rank). Worker thread only.
+ */
+gs_status_t gs__shm_peer_gone(gs__algo_ctx_t *ctx, int m, const char *doing, const char *what,
+                              uint64_t phase);
 
 /*
  * Wait until member @p m's counter reaches @p target (acquire): spin, then
  * yield, and every so often a non-blocking transport pass and a look at
  * whether rank m failed. Member m is rank m of ctx (the segment serves
- * communicators on one host). Returns GS_OK, GS_ERR_PEER_FAILED naming the
- * rank, GS_ERR_ABORTED, or GS_ERR_TIMEOUT after ctx->timeout_ns without the
- * counter moving (naming the rank and the phase). @p what names the wait.
+ * communicators on one host). Returns GS_OK, GS_ERR_MISMATCH (rank m's
+ * phase belongs to another operation or call: diagnosis's round names them),
+ * GS_ERR_PEER_FAILED naming the rank, GS_ERR_ABORTED, or GS_ERR_TIMEOUT
+ * after ctx->timeout_ns without the counter moving (naming the rank and the
+ * phase). @p what names the wait.
  */
 gs_status_t gs__shm_wait(gs__algo_ctx_t *ctx, gs__host_seg_t *s, int m, uint64_t target,
                          const char *what);

@@ -19,6 +19,7 @@
  * field and checked (diag_decode) before any value is used.
  */
 #include "algo/diag/diag.h"
+#include "algo/ctx/ctx_shm.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -47,6 +48,8 @@
 #define DIAG_ANSWER_NS 10000000000ull   /* a round waits at most this long (or the op's timeout) */
 #define DIAG_TAKE_NS 250000000ull       /* for the rest of a diagnosis message that has begun */
 #define DIAG_STEP_NS 10000000ull
+/* A stalled operation looks at what its host's ranks published after this long. */
+#define DIAG_SHM_AFTER_NS 20000000ull
 #define DIAG_EXPLAIN_NS 100000000ull /* a peer failure waits this long for a REPORT */
 
 typedef struct diag_msg {
@@ -135,6 +138,9 @@ void gs__algo_op_begin(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d, uint64_t t
     ctx->cur = d;
     ctx->fp = gs__algo_fingerprint(d);
     ctx->diag_scan_ns = 0;
+    if (ctx->shm != NULL) {
+        gs__shm_publish_op(ctx->shm, gs__shm_op_word(ctx->seq, ctx->fp));
+    }
     if (ctx->recorder != NULL) {
         gs__recorder_op_t e;
 
@@ -156,6 +162,9 @@ void gs__algo_op_end(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d, gs_status_t 
                      uint64_t t1_ns)
 {
     ctx->cur = NULL;
+    if (ctx->shm != NULL) {
+        gs__shm_publish_op(ctx->shm, 0);
+    }
     if (ctx->recorder != NULL) {
         gs__recorder_end(ctx->recorder, (int)d->algo, status, t1_ns);
     }
@@ -783,6 +792,18 @@ gs_status_t gs__algo_diag_poll(gs__algo_ctx_t *ctx, uint64_t stalled_ns)
     while ((r = diag_take(ctx, &m, now + DIAG_TAKE_NS)) != 0) {
         if (r > 0) {
             return diag_reported(ctx, &m); /* a REPORT, or a DESCRIBE of a round under way */
+        }
+    }
+    if ((ctx->shm != NULL) && (stalled_ns >= DIAG_SHM_AFTER_NS)) {
+        /* Ranks on one host say which operation they are in: a peer in this
+         * operation number with another fingerprint runs another call. */
+        for (int p = 0; p < ctx->shm->n; p++) {
+            const uint64_t w = gs__shm_peer_op(ctx->shm, p);
+
+            if ((p != ctx->rank) && (w != 0) && ((uint32_t)(w >> 17) == ctx->seq) &&
+                ((uint16_t)((w >> 1) & 0xffffu) != ctx->fp)) {
+                return gs__algo_diag_mismatch(ctx, p, ((w >> 1) & 0x7fffull) << 48);
+            }
         }
     }
     if ((stalled_ns < DIAG_SCAN_AFTER_NS) || (now < ctx->diag_scan_ns) || (ctx->recorder == NULL)) {

@@ -34,10 +34,16 @@
 
 #include "algo/ctx/ctx_shm.h"
 #include "algo/prim/prim.h"
+#include "core/clock.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/reduce_cpu.h"
 
+/* A failed read waits this long (in passes of a step) for the transport to see
+ * the peer's death before it calls the address bad. */
+#define SHM_DYING_NS 2000000000ull
+#define SHM_DYING_STEP_NS 10000000ull
+#define SHM_DYING_PASSES 400
 /* Bytes a single-copy read brings in at a time (two such buffers stay in L2). */
 #define SHM_PIECE_BYTES (256u << 10)
 
@@ -142,6 +148,30 @@ static gs_status_t shm_chunked(gs__algo_ctx_t *ctx, gs__host_seg_t *s, const gs_
     return status;
 }
 
+/*
+ * A read of rank @p m's memory failed: a process being killed loses its
+ * memory (EFAULT, then ESRCH) before its sockets close. Drive the transport
+ * for up to SHM_DYING_NS until it sees rank m fail (and tells the others).
+ */
+static int shm_peer_dying(gs__algo_ctx_t *ctx, int m)
+{
+    const uint64_t until = gs__now_ns() + SHM_DYING_NS;
+
+    if (!gs__tp_has_peer_failed(ctx->tr)) {
+        return 0;
+    }
+    for (int i = 0; i < SHM_DYING_PASSES; i++) {
+        if (gs__tp_peer_failed(ctx->tr, m)) {
+            return 1;
+        }
+        if ((gs__now_ns() >= until) ||
+            (gs__tp_progress(ctx->tr, gs__now_ns() + SHM_DYING_STEP_NS) != GS_OK)) {
+            break;
+        }
+    }
+    return gs__tp_peer_failed(ctx->tr, m);
+}
+
 /* Read @p len bytes at @p remote of member @p m into @p dst. */
 static gs_status_t shm_cma_read(gs__algo_ctx_t *ctx, const gs__host_seg_t *s, int m, void *dst,
                                 uint64_t remote, size_t len)
@@ -156,13 +186,11 @@ static gs_status_t shm_cma_read(gs__algo_ctx_t *ctx, const gs__host_seg_t *s, in
 
         if (got <= 0) {
             const int e = (got < 0) ? errno : EIO;
-            if ((e == ESRCH) ||
-                (gs__tp_has_peer_failed(ctx->tr) && gs__tp_peer_failed(ctx->tr, m))) {
-                return gs__error_set(GS_ERR_PEER_FAILED,
-                                     "%s: rank %d is gone (process_vm_readv: %s) while rank %d "
-                                     "read its buffer; the communicator cannot continue: shrink "
-                                     "it (gs_comm_shrink) or destroy it",
-                                     ctx->opname, m, strerror(e), ctx->rank);
+            /* Gone (ESRCH), or dying: let the transport see it first, so that it
+             * tells the other ranks and every rank names the same first failure. */
+            if ((shm_peer_dying(ctx, m) != 0) || (e == ESRCH)) {
+                return gs__shm_peer_gone(ctx, m, "reading (process_vm_readv) the buffer of",
+                                         "single-copy all-reduce", s->phase);
             }
             return gs__error_set(GS_ERR_PROTOCOL,
                                  "%s: reading %zu bytes of rank %d's buffer at 0x%llx failed: %s "
@@ -256,6 +284,7 @@ gs_status_t gs__shm_allreduce(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
     if (d->count == 0) {
         return GS_OK;
     }
+    s->sig = gs__shm_op_word(ctx->seq, ctx->fp);
     switch (d->design) {
     case GS_SHM_ONE_ROUND:
         if (d->count * gs__dtype_size(d->dtype) <= s->slot_bytes) {
@@ -280,5 +309,6 @@ gs_status_t gs__shm_barrier(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
     if ((s == NULL) || (s->n != ctx->size)) {
         return shm_none(ctx);
     }
+    s->sig = gs__shm_op_word(ctx->seq, ctx->fp);
     return gs__shm_wait_all(ctx, s, gs__shm_arrive(s), "barrier");
 }

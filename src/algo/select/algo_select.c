@@ -101,7 +101,7 @@ static void algo_log_choice(gs__algo_select_t *sel, const gs__algo_ctx_t *ctx,
     const gs__algo_shape_t shape = algo_shape(ctx);
     const int row = (int)plan->path * GS_SCHEME_COUNT + (int)plan->scheme;
     char costs[320];
-    char what[96];
+    char what[224];
     size_t used = 0;
 
     if (!gs__log_enabled(GS_LOG_INFO, GS_SUBSYS_ALGO) || ((sel->logged[d->kind][row] & bit) != 0)) {
@@ -146,15 +146,19 @@ static void algo_log_choice(gs__algo_select_t *sel, const gs__algo_ctx_t *ctx,
     }
     if ((plan->scheme == GS_SCHEME_PLAIN) && (plan->algo == GS_ALGO_SHM) &&
         (d->kind == GS_COLL_ALLREDUCE)) {
-        snprintf(what + strlen(what), sizeof(what) - strlen(what),
-                 " (%s; %s %.1f us, %s %.1f us, "
-                 "%s %.1f us)",
-                 gs__shm_design_name(plan->design), gs__shm_design_name(GS_SHM_ONE_ROUND),
-                 gs__algo_cost_shm(&sel->model, &shape, bytes, GS_SHM_ONE_ROUND) * 1e6,
-                 gs__shm_design_name(GS_SHM_CHUNKED),
-                 gs__algo_cost_shm(&sel->model, &shape, bytes, GS_SHM_CHUNKED) * 1e6,
-                 gs__shm_design_name(GS_SHM_SINGLE_COPY),
-                 gs__algo_cost_shm(&sel->model, &shape, bytes, GS_SHM_SINGLE_COPY) * 1e6);
+        snprintf(what + strlen(what), sizeof(what) - strlen(what), " (%s;",
+                 gs__shm_design_name(plan->design));
+        for (int k = 0; k < GS_SHM_DESIGN_COUNT; k++) {
+            const double c = gs__algo_cost_shm(&sel->model, &shape, bytes, k);
+            if (c >= 0.0) {
+                snprintf(what + strlen(what), sizeof(what) - strlen(what), " %s %.1f us",
+                         gs__shm_design_name(k), c * 1e6);
+            } else {
+                snprintf(what + strlen(what), sizeof(what) - strlen(what), " %s n/a",
+                         gs__shm_design_name(k));
+            }
+        }
+        snprintf(what + strlen(what), sizeof(what) - strlen(what), ")");
     }
     GS_INFO(ALGO, "%s of %zu bytes (size class %llu..%llu) on %d ranks, %d hosts: %s (%s%s%s)",
             gs__coll_name(d->kind), bytes, (cls == 0) ? 0ull : (unsigned long long)(bit >> 1),
