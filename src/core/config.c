@@ -24,6 +24,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/msg_limit.h"
+#include "core/shm_budget.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -634,6 +635,8 @@ static gs_status_t validate(resolve_ctx_t *ctx, int use_launcher_env)
     gs_status_t status;
     int single = 0;
     uint64_t max_msg = 0;
+    uint64_t shm_max = 0;
+    int shm_auto = 0;
     char o1[96];
     char o2[96];
 
@@ -722,6 +725,12 @@ static gs_status_t validate(resolve_ctx_t *ctx, int use_launcher_env)
                              "GS_MAX_MESSAGE_BYTES=\"%.64s\" is not a size from 1K to 16T (bytes, "
                              "or a number with K, M, G or T)",
                              cfg->max_message_bytes);
+    }
+    if (gs__shm_budget_parse(cfg->shm_max_bytes, &shm_auto, &shm_max) != 0) {
+        return gs__error_set(GS_ERR_INVALID_ARG,
+                             "GS_SHM_MAX_BYTES=\"%.64s\" is not auto or a size from 64K to 16T "
+                             "(bytes, or a number with K, M, G or T)",
+                             cfg->shm_max_bytes);
     }
     if (normalise_choice(cfg->socket_family, known_families,
                          sizeof(known_families) / sizeof(known_families[0])) != 0) {

@@ -105,10 +105,12 @@
       "shared-memory ring size per direction and pair of local ranks; /dev/shm needs "             \
       "2 x this + 8 KiB per pair")                                                                 \
     X("GS_SHM_MAX_BYTES", shm_max_bytes, GS_ENV_STR, 0, "auto", 0, 0, GS_ENV_PROC,                 \
-      "shared memory the ranks of a job on one host may take, in bytes or with a K, M, G or T "    \
-      "suffix; each of the L local ranks gets 1/L of it for the host segments of its "             \
-      "communicators and the pair rings it creates, nearest peers first; past it a pair talks "    \
-      "TCP (logged once). auto: 32 MiB per local rank, at most half of /dev/shm")                  \
+      "shared memory the L ranks of a communicator on one host may take together, in bytes or "    \
+      "with a K, M, G or T suffix: its host segment (L x 2 x GS_SHM_SLOT_BYTES) first, then the "  \
+      "pair rings, at most GS_SHM_BYTES and down to 64 KiB per direction; when even those do not " \
+      "fit every pair, the nearest pairs (in rank order around the host) keep shared memory and "  \
+      "the rest talk TCP (one WARN says so). auto: 32 MiB per local rank, at most half of "        \
+      "/dev/shm")                                                                                  \
     X("GS_SHM_SLOT_BYTES", shm_slot_bytes, GS_ENV_INT, 1048576, "", 4096, 1073741824, GS_ENV_PROC, \
       "each rank's slot in the host segment of a communicator whose ranks share one host (two "    \
       "of them, double-buffered): the one-round collectives fit a message in it, the larger "      \

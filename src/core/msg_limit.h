@@ -22,10 +22,10 @@
 /*
  * Parse @p text: decimal bytes, optionally followed by one of K, M, G, T
  * (binary: 2^10 .. 2^40, either case, an optional trailing "iB" or "B").
- * Returns 0 and sets *out for a value within [MIN, MAX], -1 otherwise
- * (*out untouched). Pure.
+ * Returns 0 and sets *out for a value within [@p lo, @p hi], -1 otherwise
+ * (*out untouched). Pure. Every size knob parses with it.
  */
-static inline int gs__max_message_parse(const char *text, uint64_t *out)
+static inline int gs__size_parse(const char *text, uint64_t lo, uint64_t hi, uint64_t *out)
 {
     uint64_t v = 0;
     unsigned shift = 0;
@@ -69,15 +69,21 @@ static inline int gs__max_message_parse(const char *text, uint64_t *out)
     } else if ((shift != 0) && (p[0] == 'B')) {
         p++;
     }
-    if ((*p != '\0') || (v > (GS_MAX_MESSAGE_BYTES_MAX >> shift))) {
+    if ((*p != '\0') || (v > (hi >> shift))) {
         return -1;
     }
     v <<= shift;
-    if (v < GS_MAX_MESSAGE_BYTES_MIN) {
+    if ((v < lo) || (v > hi)) {
         return -1;
     }
     *out = v;
     return 0;
+}
+
+/* GS_MAX_MESSAGE_BYTES: gs__size_parse within [MIN, MAX]. */
+static inline int gs__max_message_parse(const char *text, uint64_t *out)
+{
+    return gs__size_parse(text, GS_MAX_MESSAGE_BYTES_MIN, GS_MAX_MESSAGE_BYTES_MAX, out);
 }
 
 #endif /* GS_CORE_MSG_LIMIT_H */

@@ -15,6 +15,19 @@
 #             each rank reaches its host mate through shared memory and the
 #             other two over TCP, results correct
 #   kill      run_fault.sh's kill -9 case on 4 ranks (now over shared memory)
+#   budget    GS_SHM_MAX_BYTES (core/shm_budget.h) on 4 ranks with 64 KiB rings: a budget
+#             for the 4 nearest pairs only (ranks 1 apart around the host) gives
+#             every rank 2 peers through shared memory and one WARN naming the 2
+#             pairs on TCP; one too small for any pair puts all 6 on TCP; results
+#             correct; a bad value fails init with a sentence naming the knob
+#   sweep     a segment left in /dev/shm by a process that is gone is removed at
+#             the next job's setup, with a WARN; a live process's is left alone
+#   cma       process_vm_readv refused (GS_SHM_TEST_CMA_DENY, COLL_CHECK_TESTHOOKS)
+#             with the single-copy design forced: every rank says so once, the
+#             host segment's all-reduce runs chunked and is correct
+#   sealed    the host segment cannot be shrunk under its mappers: truncating
+#             rank 0's memfd through /proc from another process fails (its
+#             seals), and the job goes on and passes
 #   model     the cost model prices the flat algorithms as intra-host only
 #             when every pair is on shared memory, and every rank agrees:
 #             with rank 1 alone unable to create its segments (pairs 1-2 and
@@ -34,7 +47,7 @@ COLL=${2:?coll_check}
 COLL_HOOKS=${3:?coll_check_testhooks}
 FAULT=${4:?fault_check}
 shift 4
-CASES=${*:-used fallback tmpfs mixed kill model}
+CASES=${*:-used fallback tmpfs mixed kill budget sweep cma sealed model}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 pass=0
@@ -130,8 +143,10 @@ case_tmpfs() {
         return
     fi
     local log=$TMP/tmpfs.log
+    # A budget larger than the tmpfs, so that the room check (statvfs) is what refuses.
     unshare -m bash -c 'mount -t tmpfs -o size=16k gs_small_shm /dev/shm &&
-        exec env GS_DEBUG=INFO GS_DEBUG_SUBSYS=NET "$@"' _ "$GSRUN" -n 3 --timeout 120 "$COLL" \
+        exec env GS_DEBUG=INFO GS_DEBUG_SUBSYS=NET GS_SHM_MAX_BYTES=1G "$@"' _ "$GSRUN" -n 3 \
+        --timeout 120 "$COLL" \
         "${ARGS[@]}" >"$log" 2>&1
     RC=$?
     check_fallback "$log" tmpfs
@@ -155,6 +170,126 @@ case_kill() {
         tail -n 30 "$TMP/kill.log"
     fi
     leak_check kill
+}
+
+# run4 LOG PROGRAM ENV... : PROGRAM (coll_check with ARGS) on 4 ranks; status in RC.
+run4() {
+    local log=$1 prog=$2
+    shift 2
+    env GS_DEBUG=INFO GS_DEBUG_SUBSYS=NET,ALGO "$@" "$GSRUN" -n 4 --timeout 120 "$prog" \
+        "${ARGS[@]}" >"$log" 2>&1
+    RC=$?
+}
+
+case_budget() {
+    # 4 KiB slots: the host segment takes 4 x 8 KiB; a pair with 64 KiB rings 136 KiB.
+    # 632 KiB leaves 600 KiB: the 4 pairs 1 apart (544 KiB), not all 6 (816 KiB).
+    local base=(GS_SHM_SLOT_BYTES=4096 GS_SHM_BYTES=65536)
+    run4 "$TMP/budget.log" "$COLL" "${base[@]}" GS_SHM_MAX_BYTES=632K
+    expect_rc0 "$TMP/budget.log" "budget: coll_check passed"
+    expect_in "$TMP/budget.log" "GS_SHM_MAX_BYTES gives the 4 ranks of this host 647168 bytes.*4 of their 6 pairs.*the other 2 talk TCP" 1 \
+        "budget: one WARN names the pairs the budget left on TCP"
+    expect_in "$TMP/budget.log" "connected to 3 peers (2 through shared memory)" 4 \
+        "budget: every rank keeps shared memory with its two neighbours around the host"
+    expect_in "$TMP/budget.log" "rank 0 talks to rank 1 through shared memory (2 x 65536 bytes)" 1 \
+        "budget: rank 0 and its neighbour 1 share 64 KiB rings"
+    expect_in "$TMP/budget.log" "rank 0 talks to rank 3 through shared memory" 1 \
+        "budget: rank 0 and rank 3 are neighbours around the host"
+    if [ "$(grep -c "GS_SHM_MAX_BYTES gives" "$TMP/budget.log")" -eq 1 ]; then
+        ok "budget: the WARN is said once"
+    else
+        fail "budget: the WARN is not said exactly once"
+    fi
+    run4 "$TMP/budget0.log" "$COLL" "${base[@]}" GS_SHM_MAX_BYTES=64K
+    expect_rc0 "$TMP/budget0.log" "budget (none fits): coll_check passed"
+    expect_in "$TMP/budget0.log" "too little for the rings of their nearest pairs, so all 6 pairs talk TCP" 1 \
+        "budget (none fits): the WARN says every pair talks TCP"
+    expect_in "$TMP/budget0.log" "connected to 3 peers (0 through shared memory)" 4 \
+        "budget (none fits): every pair on TCP"
+    run4 "$TMP/budget_big.log" "$COLL" GS_SHM_MAX_BYTES=1G
+    expect_rc0 "$TMP/budget_big.log" "budget (1G): coll_check passed"
+    expect_in "$TMP/budget_big.log" "connected to 3 peers (3 through shared memory)" 4 \
+        "budget (1G): every pair on shared memory at GS_SHM_BYTES"
+    if grep -q "GS_SHM_MAX_BYTES gives" "$TMP/budget_big.log"; then
+        fail "budget (1G): a budget that fits everything says nothing"
+    else
+        ok "budget (1G): a budget that fits everything says nothing"
+    fi
+    run4 "$TMP/budget_bad.log" "$COLL" GS_SHM_MAX_BYTES=12X
+    if [ "$RC" -ne 0 ] && grep -q 'GS_SHM_MAX_BYTES="12X" is not auto or a size' "$TMP/budget_bad.log"; then
+        ok "budget: GS_SHM_MAX_BYTES=12X fails init with a sentence naming it"
+    else
+        fail "budget: GS_SHM_MAX_BYTES=12X (exit $RC)"
+        tail -n 5 "$TMP/budget_bad.log"
+    fi
+    leak_check budget
+}
+
+case_sweep() {
+    local dead live stale mine
+    bash -c 'exit 0' &
+    dead=$!
+    wait "$dead"
+    if kill -0 "$dead" 2>/dev/null; then
+        echo "skipped: sweep (pid $dead was reused at once)"
+        return
+    fi
+    stale=/dev/shm/gradsync-$dead-0-1-00000000deadbeef
+    mine=/dev/shm/gradsync-$$-0-1-00000000cafef00d
+    head -c 4096 /dev/zero >"$stale"
+    head -c 4096 /dev/zero >"$mine"
+    run3 "$TMP/sweep.log" "$COLL"
+    expect_rc0 "$TMP/sweep.log" "sweep: coll_check passed"
+    expect_in "$TMP/sweep.log" "removed [0-9]* shared-memory segments* of gradsync processes that are gone" 1 \
+        "sweep: a WARN says what was removed"
+    if [ -e "$stale" ]; then fail "sweep: $stale is still there"; else ok "sweep: the dead process's segment is gone"; fi
+    if [ -e "$mine" ]; then ok "sweep: a live process's segment is left alone"; else fail "sweep: $mine was removed"; fi
+    rm -f "$stale" "$mine"
+}
+
+case_cma() {
+    run3 "$TMP/cma.log" "$COLL_HOOKS" GS_SHM_TEST_CMA_DENY=1 GS_SHM_DESIGN=single-copy \
+        GS_ALGO=allreduce:shm GS_DEBUG_SUBSYS=NET,ALGO
+    expect_rc0 "$TMP/cma.log" "cma: coll_check passed with process_vm_readv refused"
+    expect_in "$TMP/cma.log" "single copy is off for the collectives on this host: process_vm_readv from member [0-9]*: Operation not permitted" 3 \
+        "cma: every rank says once why single copy is off"
+    expect_in "$TMP/cma.log" "host segment: 3 ranks .* single copy off" 1 \
+        "cma: rank 0's host segment line says single copy is off"
+}
+
+case_sealed() {
+    local log=$TMP/sealed.log pid="" fd="" job t
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "skipped: sealed (opening /proc/PID/map_files needs root)"
+        return
+    fi
+    env GS_DEBUG=INFO GS_DEBUG_SUBSYS=ALGO "$GSRUN" -n 3 --timeout 120 "$COLL" --colls allreduce \
+        --dtypes f32 --ops sum --counts 1,100003 --iters 400 >"$log" 2>&1 &
+    job=$!
+    # A rank's mapping of the segment (its memfd is closed once every rank mapped it):
+    # bounded by 200 looks, 50 ms apart.
+    for ((t = 0; t < 200 && ${#fd} == 0; t++)); do
+        for p in $(pgrep -f "$COLL" || true); do
+            for f in /proc/"$p"/map_files/*; do
+                if [ "$(readlink "$f" 2>/dev/null)" = "/memfd:gradsync-host (deleted)" ]; then
+                    pid=$p
+                    fd=$f
+                    break 2
+                fi
+            done
+        done
+        [ -n "$fd" ] || sleep 0.05
+    done
+    if [ -z "$fd" ]; then
+        fail "sealed: no rank had the host segment mapped"
+    elif python3 -c 'import os, sys; os.truncate(sys.argv[1], 0)' "$fd" 2>"$TMP/sealed.err"; then
+        fail "sealed: truncating $fd (pid $pid) succeeded"
+    else
+        ok "sealed: truncating the segment from another process fails: $(tail -n 1 "$TMP/sealed.err")"
+    fi
+    wait "$job"
+    RC=$?
+    expect_rc0 "$log" "sealed: the job went on and passed"
 }
 
 case_model() {

@@ -272,14 +272,14 @@ gs_status_t gs__shm_allreduce(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
 {
     gs__host_seg_t *s = ctx->shm;
 
-    if ((s == NULL) || (s->n != ctx->size)) {
-        return shm_none(ctx);
-    }
-    if (s->n == 1) {
+    if (ctx->size == 1) { /* alone: no segment, nothing to wait for */
         if (d->recvbuf != d->sendbuf) {
             memmove(d->recvbuf, d->sendbuf, d->count * gs__dtype_size(d->dtype));
         }
         return GS_OK;
+    }
+    if ((s == NULL) || (s->n != ctx->size)) {
+        return shm_none(ctx);
     }
     if (d->count == 0) {
         return GS_OK;
@@ -306,6 +306,9 @@ gs_status_t gs__shm_barrier(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
     gs__host_seg_t *s = ctx->shm;
 
     (void)d;
+    if (ctx->size == 1) {
+        return GS_OK;
+    }
     if ((s == NULL) || (s->n != ctx->size)) {
         return shm_none(ctx);
     }

@@ -267,6 +267,9 @@ struct gs__tp {
     uint64_t host_id;
     uint64_t shm_bytes;         /* ring bytes per direction we ask for */
     int shm_test_free;          /* GS_SHM_TEST_FREE_BYTES, -1 when unset */
+    int shm_max_auto;           /* GS_SHM_MAX_BYTES is auto */
+    uint64_t shm_max;           /* else its value (core/shm_budget.h) */
+    uint64_t shm_reserve;       /* per local rank, the host segment's 2 slots */
     gs__tcp_conn_t **shm_conns; /* the conns with a shared-memory link */
     int nshm;
     gs__auth_t auth;            /* the job token: every connection authenticates when on */

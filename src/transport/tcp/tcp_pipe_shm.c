@@ -31,6 +31,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/shm_budget.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -146,7 +147,8 @@ static void seg_id(const gs__tp_t *tp, int lo, int hi, uint64_t ring, gs__shm_se
     id->ring_bytes = ring;
 }
 
-/* Lower rank: make the segment and tell the peer. */
+/* Lower rank: make the segment and tell the peer (ring 0: the budget left the
+ * pair to TCP; say so with CREATE "not ok"). */
 static gs_status_t setup_create(gs__tp_t *tp, int peer, uint64_t ring, uint64_t deadline_ns)
 {
     gs__tcp_peer_t *p = &tp->peers[peer];
@@ -155,6 +157,9 @@ static gs_status_t setup_create(gs__tp_t *tp, int peer, uint64_t ring, uint64_t 
     gs__shm_seg_id_t id;
     gs_status_t status;
 
+    if (ring == 0) {
+        return send_rec(tp, peer, &m, deadline_ns);
+    }
     p->shm = calloc(1, sizeof(*p->shm));
     if (p->shm == NULL) {
         return gs__error_set(GS_ERR_NO_MEMORY, "tcp: out of memory for a shared-memory link");
@@ -196,12 +201,13 @@ static gs_status_t setup_map(gs__tp_t *tp, int peer, uint64_t ring, uint64_t dea
                 peer);
         return GS_OK; /* it said so already; nothing to confirm */
     }
-    if (m.ring_bytes != ring) {
+    if ((m.ring_bytes > ring) || (m.ring_bytes < GS_SHM_MIN_BYTES)) {
         return gs__error_set(GS_ERR_PROTOCOL,
                              "tcp: rank %d created shared-memory rings of %" PRIu64
-                             " bytes, we agreed on %" PRIu64,
-                             peer, m.ring_bytes, ring);
+                             " bytes, outside %llu..%" PRIu64 " (the sizes we offered)",
+                             peer, m.ring_bytes, (unsigned long long)GS_SHM_MIN_BYTES, ring);
     }
+    ring = m.ring_bytes; /* the creator's budget may have made it smaller */
     p->shm = calloc(1, sizeof(*p->shm));
     if (p->shm == NULL) {
         return gs__error_set(GS_ERR_NO_MEMORY, "tcp: out of memory for a shared-memory link");
@@ -236,11 +242,68 @@ static gs_status_t link_activate(gs__tp_t *tp, int peer, bool creator)
     return GS_OK;
 }
 
+/*
+ * GS_SHM_MAX_BYTES (core/shm_budget.h): number the local ranks (this one and
+ * every peer with a ring) in rank order into @p lidx, plan their pair rings
+ * and return how many there are. Every local rank plans the same from the
+ * same offers; only the creator of a pair applies it (CREATE carries the
+ * ring, or "not ok"), so two ranks with different settings still agree. The
+ * lowest local rank says once what the budget left out.
+ */
+static int shm_budget(gs__tp_t *tp, const uint64_t *ring, int *lidx, gs__shm_plan_t *plan)
+{
+    int n = 0;
+
+    for (int q = 0; q < tp->size; q++) {
+        lidx[q] = ((q == tp->rank) || (ring[q] != 0)) ? n++ : -1;
+    }
+    gs__shm_plan(gs__shm_budget(tp->shm_max_auto, tp->shm_max, n, gs__shm_total_bytes()), n,
+                 (n == tp->size) ? (uint64_t)n * tp->shm_reserve : 0, tp->shm_bytes,
+                 GS_SHM_SEG_OVERHEAD, plan);
+    if (lidx[tp->rank] != 0) {
+        return n;
+    }
+    {
+        /* Before this host's first segment: what killed jobs left behind. */
+        const int removed = gs__shm_seg_sweep();
+
+        if (removed > 0) {
+            GS_WARN("tcp: removed %d shared-memory segment%s of gradsync processes that are gone "
+                    "from %s (a rank killed while setting up shared memory leaves one)",
+                    removed, (removed == 1) ? "" : "s", GS_SHM_DIR);
+        }
+    }
+    if (plan->pairs == 0) {
+        GS_WARN("tcp: GS_SHM_MAX_BYTES%s gives the %d ranks of this host %" PRIu64
+                " bytes of shared memory: too little for the rings of their nearest pairs, so all "
+                "%d pairs talk TCP; %" PRIu64 " bytes would give every pair GS_SHM_BYTES",
+                tp->shm_max_auto ? " (auto)" : "", n, plan->budget, plan->pairs_total, plan->need);
+    } else if (plan->pairs < plan->pairs_total) {
+        GS_WARN("tcp: GS_SHM_MAX_BYTES%s gives the %d ranks of this host %" PRIu64
+                " bytes of shared memory: %d of their %d pairs (those at most %d apart in rank "
+                "order) get rings of %" PRIu64 " bytes, the other %d talk TCP; %" PRIu64
+                " bytes would give every pair GS_SHM_BYTES",
+                tp->shm_max_auto ? " (auto)" : "", n, plan->budget, plan->pairs,
+                plan->pairs_total, plan->max_dist, plan->ring, plan->pairs_total - plan->pairs,
+                plan->need);
+    } else if (plan->ring < tp->shm_bytes) {
+        GS_INFO(NET,
+                "tcp: GS_SHM_MAX_BYTES%s gives the %d ranks of this host %" PRIu64
+                " bytes of shared memory: every pair gets rings of %" PRIu64
+                " bytes (GS_SHM_BYTES asks %" PRIu64 ")",
+                tp->shm_max_auto ? " (auto)" : "", n, plan->budget, plan->ring, tp->shm_bytes);
+    }
+    return n;
+}
+
 gs_status_t gs__tcp_shm_setup(gs__tp_t *tp, uint64_t deadline_ns)
 {
     gs__tcp_shm_msg_t offer = {.kind = GS_TCP_SHM_OFFER, .ok = true};
     uint64_t *ring = NULL; /* agreed ring size per peer, 0 when not local */
+    int *lidx = NULL;      /* index among the local ranks, -1 when not local */
+    gs__shm_plan_t plan;
     gs_status_t status = GS_OK;
+    int nlocal = 0;
     int ncand = 0;
 
     for (int q = 0; q < tp->size; q++) {
@@ -250,11 +313,14 @@ gs_status_t gs__tcp_shm_setup(gs__tp_t *tp, uint64_t deadline_ns)
         return GS_OK;
     }
     ring = calloc((size_t)tp->size, sizeof(*ring));
+    lidx = calloc((size_t)tp->size, sizeof(*lidx));
     tp->shm_conns = calloc((size_t)ncand, sizeof(*tp->shm_conns));
-    if ((ring == NULL) || (tp->shm_conns == NULL)) {
+    if ((ring == NULL) || (lidx == NULL) || (tp->shm_conns == NULL)) {
         free(ring);
+        free(lidx);
         return gs__error_set(GS_ERR_NO_MEMORY, "tcp: out of memory for shared-memory setup");
     }
+    memset(&plan, 0, sizeof(plan));
     offer.host_id = tp->host_id;
     offer.ring_bytes = tp->shm_bytes;
     /* 1: every OFFER out, then every OFFER in. */
@@ -276,10 +342,14 @@ gs_status_t gs__tcp_shm_setup(gs__tp_t *tp, uint64_t deadline_ns)
             GS_INFO(NET, "tcp: rank %d: rank %d runs on another host; TCP", tp->rank, q);
         }
     }
-    /* 2: create for the higher local peers. */
+    /* 2: create for the higher local peers, as large as the budget lets. */
+    if (status == GS_OK) {
+        nlocal = shm_budget(tp, ring, lidx, &plan);
+    }
     for (int q = tp->rank + 1; (q < tp->size) && (status == GS_OK); q++) {
         if (ring[q] != 0) {
-            status = setup_create(tp, q, ring[q], deadline_ns);
+            const uint64_t r = gs__shm_plan_ring(&plan, nlocal, lidx[tp->rank], lidx[q]);
+            status = setup_create(tp, q, (r < ring[q]) ? r : ring[q], deadline_ns);
         }
     }
     /* 3: map what the lower local peers made. */
@@ -314,6 +384,7 @@ gs_status_t gs__tcp_shm_setup(gs__tp_t *tp, uint64_t deadline_ns)
         }
     }
     free(ring);
+    free(lidx);
     return status;
 }
 

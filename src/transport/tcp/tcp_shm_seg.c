@@ -17,8 +17,12 @@
 #include "core/error.h"
 #include "core/htab.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -72,6 +76,52 @@ gs_status_t gs__shm_free_bytes(long long test_free, uint64_t *free_out, char *wh
     }
     *free_out = (uint64_t)sv.f_bavail * (uint64_t)sv.f_frsize;
     return GS_OK;
+}
+
+int gs__shm_seg_sweep(void)
+{
+    DIR *d = opendir(GS_SHM_DIR);
+    const struct dirent *e;
+    int removed = 0;
+
+    if (d == NULL) {
+        return 0;
+    }
+    /* Bounded by the directory's entries; unlinking while reading is allowed. */
+    while ((e = readdir(d)) != NULL) {
+        char name[GS_SHM_NAME_MAX + 1];
+        char *end = NULL;
+        long pid;
+
+        if (strncmp(e->d_name, "gradsync-", 9) != 0) {
+            continue;
+        }
+        errno = 0;
+        pid = strtol(e->d_name + 9, &end, 10);
+        if ((errno != 0) || (end == e->d_name + 9) || (*end != '-') || (pid <= 0) ||
+            (pid > INT_MAX)) {
+            continue;
+        }
+        if ((kill((pid_t)pid, 0) == 0) || (errno != ESRCH)) {
+            continue; /* alive, or not ours to judge */
+        }
+        if ((snprintf(name, sizeof(name), "/%s", e->d_name) < (int)sizeof(name)) &&
+            (shm_unlink(name) == 0)) {
+            removed++;
+        }
+    }
+    (void)closedir(d);
+    return removed;
+}
+
+uint64_t gs__shm_total_bytes(void)
+{
+    struct statvfs sv;
+
+    if (statvfs(GS_SHM_DIR, &sv) != 0) {
+        return 0;
+    }
+    return (uint64_t)sv.f_blocks * (uint64_t)sv.f_frsize;
 }
 
 int gs__shm_name_ok(const char *name)

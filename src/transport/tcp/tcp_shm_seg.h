@@ -57,6 +57,18 @@ uint64_t gs__shm_seg_bytes(uint64_t ring_bytes);
 gs_status_t gs__shm_free_bytes(long long test_free, uint64_t *free_out, char *why, size_t whylen);
 
 /*
+ * Remove the segments in /dev/shm named by gradsync (gradsync-PID-...) whose
+ * creating process is gone (kill(PID, 0) says ESRCH): what a rank killed
+ * between creating a segment and its peer mapping it left behind. Names
+ * of live processes, or of other users', are left alone. Returns how many
+ * were removed.
+ */
+int gs__shm_seg_sweep(void);
+
+/* The size of /dev/shm in bytes (statvfs), or 0 when it cannot be read. */
+uint64_t gs__shm_total_bytes(void);
+
+/*
  * Create, size, reserve and map a new segment for @p id (id->nonce is
  * chosen here), and write its header. Returns GS_OK, GS_ERR_NO_RESOURCE
  * (not enough room in /dev/shm, checked first with gs__shm_free_bytes and

@@ -16,6 +16,7 @@
 #include "core/host.h"
 #include "core/log.h"
 #include "core/msg_limit.h"
+#include "core/shm_budget.h"
 #include "transport/tcp/tcp_conn.h"
 
 #include <errno.h>
@@ -116,6 +117,8 @@ void gs__tcp_settings_read(const gs__cfg_t *cfg, gs__tcp_settings_t *out)
     out->shm = cfg->shm;
     out->shm_bytes = cfg->shm_bytes;
     out->shm_test_free = gs__cfg_shm_test_free(cfg); /* -1 without test hooks */
+    out->shm_max = cfg->shm_max_bytes;
+    out->shm_slot_bytes = cfg->shm_slot_bytes;
     out->heartbeat_ms = cfg->heartbeat_ms;
     out->timeout_ms = cfg->timeout_ms;
     out->tls.on = cfg->tls;
@@ -178,6 +181,10 @@ gs_status_t gs__tcp_init_with(const gs__tp_params_t *params, const gs__tcp_setti
     if ((tp->shm_bytes < GS_SHM_MIN_BYTES) || (tp->shm_bytes > GS_SHM_MAX_BYTES)) {
         tp->shm_offer = false; /* unset or out of range (in-process tests): TCP only */
     }
+    if (gs__shm_budget_parse(set->shm_max, &tp->shm_max_auto, &tp->shm_max) != 0) {
+        tp->shm_max_auto = 1; /* config.c refused it already; settings from a test */
+    }
+    tp->shm_reserve = (set->shm_slot_bytes > 0) ? 2u * (uint64_t)set->shm_slot_bytes : 0;
 #ifdef GS_TEST_HOOKS
     tp->shm_test_free = set->shm_test_free;
 #else

@@ -28,6 +28,8 @@ typedef struct gs__tcp_settings {
     int shm;                /* 1: shared memory for peers with our host id (GS_SHM) */
     int shm_bytes;          /* ring bytes per direction and pair (GS_SHM_BYTES) */
     int shm_test_free;      /* >= 0: pretend /dev/shm has this much free (GS_SHM_TEST_FREE_BYTES) */
+    const char *shm_max;    /* GS_SHM_MAX_BYTES: "auto" or a size (core/shm_budget.h) */
+    int shm_slot_bytes;     /* GS_SHM_SLOT_BYTES: the host segment's slot, reserved first */
     int heartbeat_ms;       /* GS_HEARTBEAT_MS; 0 (or less): no heartbeat */
     int timeout_ms;         /* GS_TIMEOUT_MS (silence is judged only below it) */
     gs__tcp_tls_conf_t tls; /* GS_TLS*; tls.on 0: plain TCP */
