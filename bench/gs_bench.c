@@ -28,6 +28,12 @@
  * peer it spent the most time blocked on (gs_comm_peer_stats, gathered to
  * rank 0), the most waited-on rank and the slowest link overall
  * (docs/stats.md explains how to read it).
+ * When every rank shares one host, rank 0 first measures the host's
+ * memory-copy rate (gs_bench_floor.c) while the others wait idle,
+ * and every row's floor column is the fraction of the memory-traffic floor
+ * it reached: the traffic of the design that ran (gs_comm_stats'
+ * traffic_bytes, the cost model's count for the host) at that rate, over
+ * the row's time; `-` where the library does not count it.
  * --device cuda (gs_bench_cuda.c, CUDA builds only) runs every collective on
  * cudaMalloc'd buffers: the patterns are made on the host and copied in
  * before the timed loop, the results copied back for --check, and the timer
@@ -53,6 +59,7 @@
 #include "gs_bench_codec.h"
 #include "gs_bench_ps.h"
 #include "gs_bench_cuda.h"
+#include "gs_bench_floor.h"
 #include "gs_bench_stats.h"
 
 #include "gradsync/compress.h"
@@ -350,6 +357,7 @@ typedef struct row {
     double relerr;     /* --codec: ||out - exact|| / ||exact||, the largest over ranks */
     int algo_used;     /* gs_algo_t of the timed calls; ALGO_MIXED when ranks disagree */
     const char *path;  /* --device cuda: "nccl" or "staged" (rank 0's last call) */
+    uint64_t traffic;  /* memory traffic of the last timed call (the host's), 0 unknown */
 } row_t;
 
 #define ALGO_MIXED (-1)
@@ -413,10 +421,11 @@ static void print_header(const bench_t *b)
     if (b->format == OUT_CSV) {
         fprintf(f,
                 "coll,nranks,size,count,type,redop,root,algo,inplace,time_us,algbw_gbps,"
-                "busbw_gbps,wrong%s%s%s%s\n",
+                "busbw_gbps,wrong%s%s%s%s,floor\n",
                 b->show_algo ? ",algo_used" : "",
                 b->use_codec ? ",codec,ef,wire_bytes,wirebw_gbps,rel_err" : "",
                 b->device ? ",device_path" : "", (b->ncomms > 1) ? ",link" : "");
+        gs_bench_floor_print(&b->floor, stderr); /* the CSV stays machine-readable */
         return;
     }
     if (b->format == OUT_JSON) {
@@ -439,6 +448,15 @@ static void print_header(const bench_t *b)
         if (b->ncomms > 1) {
             fprintf(f, " \"links\": [\"tcp\", \"tls\"], \"shm\": false,\n");
         }
+        if (b->floor.copy_bps > 0.0) {
+            fprintf(f,
+                    " \"memory_floor\": {\"threads\": %d, \"bytes_per_thread\": %zu, "
+                    "\"memcpy_gbps\": %.4f, \"traffic_gbps\": %.4f},\n",
+                    b->floor.threads, b->floor.bytes, b->floor.copy_bps / 1e9,
+                    b->floor.traffic_bps / 1e9);
+        } else {
+            fprintf(f, " \"memory_floor\": null,\n");
+        }
         fprintf(f, " \"rows\": [");
         return;
     }
@@ -447,6 +465,7 @@ static void print_header(const bench_t *b)
     fprintf(f, "# %s, warmup %d, iters %d, check %s; time = median over iterations of %s\n",
             b->inplace ? "in-place" : "out-of-place", b->warmup, b->iters, b->check ? "on" : "off",
             gs_bench_agg_names[b->agg]);
+    gs_bench_floor_print(&b->floor, f);
     if (b->rounds > 1) {
         fprintf(f, "# %d rounds over the algorithms, interleaved; a row is the median round\n",
                 b->rounds);
@@ -470,18 +489,19 @@ static void print_header(const bench_t *b)
         }
         fprintf(f, "; busbw on the uncompressed size (effective); wire = bytes sent per rank "
                    "and call; rel.err of one call vs the exact f32 result\n");
-        fprintf(f, "# %12s %12s %8s %6s %6s %10s %8s %8s %12s %8s %9s%s\n", "size", "count", "type",
-                "redop", "root", "time", "algbw", "busbw", "wire", "wirebw", "rel.err",
-                b->device ? "    path" : "");
-        fprintf(f, "# %12s %12s %8s %6s %6s %10s %8s %8s %12s %8s %9s\n", "(B)", "(elements)", "",
-                "", "", "(us)", "(GB/s)", "(GB/s)", "(B)", "(GB/s)", "");
+        fprintf(f, "# %12s %12s %8s %6s %6s %10s %8s %8s %12s %8s %9s%s %6s\n", "size", "count",
+                "type", "redop", "root", "time", "algbw", "busbw", "wire", "wirebw", "rel.err",
+                b->device ? "    path" : "", "floor");
+        fprintf(f, "# %12s %12s %8s %6s %6s %10s %8s %8s %12s %8s %9s%s %6s\n", "(B)", "(elements)",
+                "", "", "", "(us)", "(GB/s)", "(GB/s)", "(B)", "(GB/s)", "",
+                b->device ? "        " : "", "");
         return;
     }
-    fprintf(f, "# %12s %12s %8s %6s %6s %10s %8s %8s %7s%s%s\n", "size", "count", "type", "redop",
-            "root", "time", "algbw", "busbw", "#wrong", b->device ? "    path" : "",
-            b->show_algo ? "  algo" : "");
-    fprintf(f, "# %12s %12s %8s %6s %6s %10s %8s %8s %7s%s%s\n", "(B)", "(elements)", "", "", "",
-            "(us)", "(GB/s)", "(GB/s)", "", b->device ? "        " : "",
+    fprintf(f, "# %12s %12s %8s %6s %6s %10s %8s %8s %7s%s %6s%s\n", "size", "count", "type",
+            "redop", "root", "time", "algbw", "busbw", "#wrong", b->device ? "    path" : "",
+            "floor", b->show_algo ? "  algo" : "");
+    fprintf(f, "# %12s %12s %8s %6s %6s %10s %8s %8s %7s%s %6s%s\n", "(B)", "(elements)", "", "",
+            "", "(us)", "(GB/s)", "(GB/s)", "", b->device ? "        " : "", "",
             !b->show_algo     ? ""
             : (b->nalgos > 1) ? "  (asked->ran)"
                               : "  (auto chose)");
@@ -509,7 +529,12 @@ static void print_row(const bench_t *b, const row_t *row, bool first)
     char path[16];
     const char *redop = b->coll->reduces ? op_name(b->op) : "none";
     int root = b->coll->rooted ? b->root : -1;
+    const double frac = gs_bench_floor_frac(&b->floor, row->traffic, row->time_us);
+    char floor_text[32] = "-";
 
+    if (frac >= 0.0) {
+        snprintf(floor_text, sizeof(floor_text), "%.3f", frac);
+    }
     if (b->format == OUT_CSV) {
         fprintf(f, "%s,%d,%zu,%zu,%s,%s,%d,%s,%d,%.3f,%.4f,%.4f,%" PRId64, b->coll->name, b->nranks,
                 row->bytes, row->count, b->dt->name, redop, root, algo_name(b->algo),
@@ -527,7 +552,7 @@ static void print_row(const bench_t *b, const row_t *row, bool first)
         if (b->ncomms > 1) {
             fprintf(f, ",%s", link_name(b));
         }
-        fprintf(f, "\n");
+        fprintf(f, ",%s\n", floor_text);
     } else if (b->format == OUT_JSON) {
         fprintf(f,
                 "%s\n  {\"size\": %zu, \"count\": %zu, \"time_us\": %.3f, \"best_us\": %.3f, "
@@ -550,12 +575,12 @@ static void print_row(const bench_t *b, const row_t *row, bool first)
         if (b->ncomms > 1) {
             fprintf(f, ", \"link\": \"%s\"", link_name(b));
         }
-        fprintf(f, "}");
+        fprintf(f, ", \"floor\": %s}", (frac >= 0.0) ? floor_text : "null");
     } else if (b->use_codec) {
-        fprintf(f, "  %12zu %12zu %8s %6s %6d %10.2f %8.3f %8.3f %12.0f %8.3f %9.2e%s%s%s\n",
+        fprintf(f, "  %12zu %12zu %8s %6s %6d %10.2f %8.3f %8.3f %12.0f %8.3f %9.2e%s %6s%s%s\n",
                 row->bytes, row->count, b->dt->name, redop, root, row->time_us, row->algbw,
                 row->busbw, row->wire_bytes, row->wirebw, row->relerr, path_column(b, row, path),
-                (b->ncomms > 1) ? "  " : "", (b->ncomms > 1) ? link_name(b) : "");
+                floor_text, (b->ncomms > 1) ? "  " : "", (b->ncomms > 1) ? link_name(b) : "");
     } else {
         char wrong[32];
         if (row->wrong < 0) {
@@ -569,9 +594,9 @@ static void print_row(const bench_t *b, const row_t *row, bool first)
                      (b->nalgos > 1 && b->algo == GS_ALGO_AUTO) ? "auto->" : "",
                      row_algo_name(row));
         }
-        fprintf(f, "  %12zu %12zu %8s %6s %6d %10.2f %8.3f %8.3f %7s%s%s%s%s\n", row->bytes,
+        fprintf(f, "  %12zu %12zu %8s %6s %6d %10.2f %8.3f %8.3f %7s%s %6s%s%s%s\n", row->bytes,
                 row->count, b->dt->name, redop, root, row->time_us, row->algbw, row->busbw, wrong,
-                path_column(b, row, path), ran, (b->ncomms > 1) ? "  " : "",
+                path_column(b, row, path), floor_text, ran, (b->ncomms > 1) ? "  " : "",
                 (b->ncomms > 1) ? link_name(b) : "");
     }
     fflush(f);
@@ -608,6 +633,16 @@ static int last_algo(const bench_t *b)
 
     BENCH_CHECK(b, gs_comm_stats(b->comm, &st));
     return (int)st.coll[b->coll->type].last_algo;
+}
+
+/* The memory traffic of the last call of the benchmarked collective (the host's, summed over
+ * its ranks), 0 when the library does not count it. */
+static uint64_t last_traffic(const bench_t *b)
+{
+    gs_comm_stats_t st = GS_COMM_STATS_INIT;
+
+    BENCH_CHECK(b, gs_comm_stats(b->comm, &st));
+    return st.traffic_bytes[b->coll->type];
 }
 
 /* @p algo if every rank reports it, ALGO_MIXED otherwise (collective). */
@@ -765,6 +800,7 @@ static void bench_size(bench_t *b, size_t count, row_t *row)
     }
     /* Read before the bookkeeping all-reduces below choose their own algorithm. */
     const int algo_used = (b->show_algo || b->device) ? last_algo(b) : (int)b->algo;
+    const uint64_t traffic = last_traffic(b);
     aggregate_times(b, iters);
     qsort(b->times, (size_t)iters, sizeof(double), cmp_double);
     double median =
@@ -782,6 +818,7 @@ static void bench_size(bench_t *b, size_t count, row_t *row)
     row->relerr = 0.0;
     row->algo_used = b->show_algo ? agreed_algo(b, algo_used) : algo_used;
     row->path = row_path(b, algo_used);
+    row->traffic = traffic;
     if (b->device) {
         b->paths_seen |= (strcmp(row->path, "nccl") == 0)     ? 1u
                          : (strcmp(row->path, "staged") == 0) ? 2u
@@ -932,6 +969,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "gs-bench: out of memory\n");
         return BENCH_EXIT_FAIL;
     }
+    BENCH_CHECK(&b, gs_bench_floor_setup(b.comm, b.rank, b.nranks, &b.floor));
     if (b.rank == 0) {
         print_header(&b);
     }

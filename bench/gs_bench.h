@@ -3,7 +3,8 @@
  * What the files of gs-bench share: the name tables, the collective table,
  * the run's settings and state (bench_t), and the argument parser
  * (gs_bench_args.c). gs_bench.c runs the measurements; gs_bench_codec.c,
- * gs_bench_stats.c, gs_bench_cuda.c and gs_bench_kernels.c are its parts.
+ * gs_bench_stats.c, gs_bench_floor.c, gs_bench_cuda.c and gs_bench_kernels.c
+ * are its parts.
  */
 #ifndef GRADSYNC_BENCH_GS_BENCH_H
 #define GRADSYNC_BENCH_GS_BENCH_H
@@ -13,6 +14,7 @@
 #include <stdio.h>
 
 #include "gs_bench_cuda.h"
+#include "gs_bench_floor.h"
 
 #include "gradsync/compress.h"
 #include "gradsync/gradsync.h"
@@ -127,8 +129,9 @@ typedef struct bench {
     unsigned char *dsend;
     unsigned char *drecv;
     float *dcodec_input;
-    unsigned paths_seen; /* bit 0: a row ran on NCCL, bit 1: staged */
-    bool comm_nccl;      /* a plain device call of this communicator ran on NCCL */
+    unsigned paths_seen;    /* bit 0: a row ran on NCCL, bit 1: staged */
+    bool comm_nccl;         /* a plain device call of this communicator ran on NCCL */
+    gs_bench_floor_t floor; /* rank 0: the host's memory-copy rate (the floor column) */
 } bench_t;
 
 /* Parse "123", "4K", "256M", "1G" (powers of 1024, an optional B) into

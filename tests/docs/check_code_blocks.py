@@ -1040,18 +1040,26 @@ class Checker:
             return
 
         def rows(text_):
+            # The #wrong and algo columns are found by their names in the column header
+            # ("# size count ... #wrong floor algo"; its "#" is no column), so that a column
+            # added before them changes nothing; without that header, nccl-tests' places.
             heads, data = [], []
+            col = {"#wrong": 8, "algo": 9}
             for line in text_.split("\n"):
                 line = re.sub(r"^\[0\]\s?", "", line).rstrip()
                 if line.startswith("#") and re.search(r"(place|size|\(B\))", line) and \
                         "bytes:" not in line:
                     heads.append(" ".join(line.split()))
+                    names = line.split()[1:]
+                    if "#wrong" in names:
+                        col = {k: names.index(k) if k in names else len(names) for k in col}
                 elif re.match(r"^\s*\d+\s+\d+\s", line):
                     t = line.split()
-                    algo = t[9] if len(t) > 9 else ""
+                    algo = t[col["algo"]] if len(t) > col["algo"] else ""
                     forced = algo if "->" not in algo else algo.split("->")[0] + "->"
+                    wrong = t[col["#wrong"]] if len(t) > col["#wrong"] else ""
                     data.append((t[0], t[2], t[3], t[4],
-                                 "N/A" if t[8] == "N/A" else "a count", forced))
+                                 "N/A" if wrong == "N/A" else "a count", forced))
             return heads, data
 
         want_h, want_d = rows(out.text)

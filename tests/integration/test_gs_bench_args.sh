@@ -14,6 +14,10 @@
 # int8 about a quarter of them with its error), --ef on the summed shapes
 # only, --codec on any other collective refused naming those that take it;
 # `gs-bench codec --list` names the codecs --help offers.
+# The floor column: a number in (0, 1.5] for a 16 MiB all-reduce on one host (2 ranks),
+# with GS_SHM=0 still one for the ring and - for recursive doubling (the library counts
+# the ring's traffic only), - in every row on two pretend hosts (run_hosts.sh), and the
+# last csv field and a json key.
 set -u
 GSRUN=${1:?usage: test_gs_bench_args.sh GSRUN GS_BENCH [MPI_BUILT]}
 BENCH=${2:?usage: test_gs_bench_args.sh GSRUN GS_BENCH [MPI_BUILT]}
@@ -128,5 +132,75 @@ list_codecs=$("$BENCH" codec --list | xargs)
 if [ -n "$list_codecs" ] && [ "$help_codecs" = "$list_codecs" ] && echo " $list_codecs " | grep -q " int8 "; then
     ok "codec --list: the codecs --help offers ($list_codecs)"
 else bad "codec --list '$list_codecs' against --help '$help_codecs'"; fi
+# The floor column: the fraction of the memory-traffic floor a row reached (gs_comm_stats'
+# traffic_bytes at the two-thread memcpy rate that rank 0 measures in the run, over the
+# row's time). floor_rows FILE prints "ALGO FLOOR" per row, the columns found by name.
+floor_rows() {
+    python3 - "$1" <<'PY'
+import re, sys
+col = None
+for ln in open(sys.argv[1]):
+    ln = re.sub(r"^\[\d+\] ", "", ln.rstrip("\n"))
+    if ln.startswith("#") and "#wrong" in ln:
+        names = ln.split()[1:]
+        col, algo = names.index("floor"), names.index("algo")
+    elif col is not None and re.match(r"^\s+\d+\s+\d+\s", ln):
+        t = ln.split()
+        print(t[algo].split("->")[-1], t[col])
+PY
+}
+# in_floor V: V is a number in (0, 1.5] (16 MiB is out of the cache, so at most a little
+# above 1 when the copy was measured on a busy moment).
+in_floor() { awk -v v="$1" 'BEGIN { exit !(v ~ /^[0-9.]+$/ && v > 0 && v <= 1.5) }'; }
+measured='^\[0\] # memory floor: (one|two)-thread memcpy [0-9.]+ GB/s \([0-9.]+ GB/s of traffic\), measured in this run'
+# One host, shared memory: the all-reduce's design is counted, the floor is a number.
+"$GSRUN" -n 2 --timeout 60 "$BENCH" allreduce -b 16M -e 16M -w 1 -n 3 >"$TMP/out" 2>&1
+rows=$(floor_rows "$TMP/out")
+if [ $? -eq 0 ] && grep -Eq "$measured" "$TMP/out" && [ "$(echo "$rows" | wc -l)" -eq 1 ] &&
+    in_floor "$(echo "$rows" | awk '{print $2}')"; then
+    ok "floor: one host, 2 ranks: memcpy rate in the header, floor ${rows#* } in (0, 1.5]"
+else bad "floor, one host: rows '$rows': $(cat "$TMP/out")"; fi
+# GS_SHM=0: the ranks still share a host and the library still counts the ring's traffic
+# (a copy in and out a step); recursive doubling's it does not count: -.
+GS_SHM=0 "$GSRUN" -n 2 --timeout 60 "$BENCH" allreduce -b 16M -e 16M -w 1 -n 3 --algo rd,ring \
+    >"$TMP/out" 2>&1
+rows=$(floor_rows "$TMP/out")
+rd=$(echo "$rows" | awk '$1 == "rd" {print $2}')
+ring=$(echo "$rows" | awk '$1 == "ring" {print $2}')
+if grep -Eq "$measured" "$TMP/out" && [ "$rd" = "-" ] && in_floor "$ring"; then
+    ok "floor: GS_SHM=0: rd -, ring $ring in (0, 1.5]"
+else bad "floor, GS_SHM=0: rd '$rd', ring '$ring': $(cat "$TMP/out")"; fi
+# Two pretend hosts (GS_HOST_ID a, b): no traffic is counted, nothing is measured.
+bash "$(dirname "$0")/run_hosts.sh" "$GSRUN" a,b 60 "$BENCH" allreduce -b 4K -e 1M -f 16 -w 1 \
+    -n 2 >"$TMP/out" 2>&1
+rows=$(floor_rows "$TMP/out")
+if grep -q "memory floor: not measured (the ranks are not all on one host)" "$TMP/out" &&
+    [ "$(echo "$rows" | wc -l)" -eq 3 ] && [ -z "$(echo "$rows" | awk '$2 != "-"')" ]; then
+    ok "floor: two hosts: not measured, - in every row"
+else bad "floor, two hosts: $(cat "$TMP/out")"; fi
+# CSV: floor is the last field; JSON: memory_floor in the header, floor in every row.
+"$GSRUN" -n 2 --timeout 60 "$BENCH" allreduce -b 4K -e 64K -f 16 -w 1 -n 2 --csv \
+    --out "$TMP/floor.csv" >"$TMP/out" 2>&1 &&
+    "$GSRUN" -n 2 --timeout 60 "$BENCH" allreduce -b 4K -e 64K -f 16 -w 1 -n 2 --json \
+        --out "$TMP/floor.json" >>"$TMP/out" 2>&1
+if [ $? -eq 0 ] && python3 - "$TMP/floor.csv" "$TMP/floor.json" <<'PY'
+import csv, json, sys
+lines = open(sys.argv[1]).read().splitlines()
+assert lines[0].split(",")[-1] == "floor", lines[0]
+# A number where the design's traffic is counted (shm, ring), else - (csv) or null (json).
+counted = ("shm", "ring")
+rows = list(csv.DictReader(lines))
+assert len(rows) == 2, rows
+for r in rows:
+    assert float(r["floor"]) > 0 if r["algo_used"] in counted else r["floor"] == "-", r
+d = json.load(open(sys.argv[2]))
+fl = d["memory_floor"]
+assert abs(fl["traffic_gbps"] / fl["memcpy_gbps"] - 2) < 1e-3, fl
+assert len(d["rows"]) == 2, d["rows"]
+for r in d["rows"]:
+    assert r["floor"] > 0 if r["algo_used"] in counted else r["floor"] is None, r
+PY
+then ok "floor: the last csv field, a json key"; else
+    bad "floor in csv/json: $(cat "$TMP/out" "$TMP/floor.csv" "$TMP/floor.json")"; fi
 echo "test_gs_bench_args: $PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]
