@@ -16,7 +16,7 @@ GPU_ARGS ?=
 .PHONY: help deps deps-build build build-test docs install lint run test test-asan test-gpu \
 	test-loaded \
 	test-unit test-python test-tsan fuzz soak bench bench-auto bench-compare bench-net \
-	bench-net-sharded bench-fsdp bench-torch bench-plots clean
+	bench-net-sharded bench-fsdp bench-torch bench-plots bench-scale clean
 
 help:
 	@echo "gradsync make targets:"
@@ -49,6 +49,9 @@ help:
 	@echo "  make bench-compare gradsync beside Open MPI and Gloo in one run (bench/compare/compare.sh)"
 	@echo "  make bench-torch   torch 2.x: DDP and FSDP2 step and all_reduce time, gloo beside the"
 	@echo "                     gradsync backend, and gs-bench's, on the same $(NP) CPU ranks (~4 min)"
+	@echo "  make bench-scale   start-up of 16, 64 and 128 ranks on this host: median time and peak shared"
+	@echo "                     memory with the GS_SHM_MAX_BYTES budget, with full-size pair rings and"
+	@echo "                     with TCP only (bench/scale/bench_scale.sh; SCALE_ARGS='--ranks 8,16')"
 	@echo "  make bench-plots   take docs/bench.md's recorded runs again (~15 min) and redraw"
 	@echo "                     docs/bench/*.png (scripts/bench-plots.sh; without --run it only redraws)"
 	@echo "  make bench-net     all-reduce across 4 lab hosts shaped to 1 Gbit/s: busbw and link efficiency (root)"
@@ -202,6 +205,9 @@ bench-compare: build
 
 bench-net: build
 	bash bench/net/bench_net.sh $(BUILD)
+
+bench-scale: build
+	bash bench/scale/bench_scale.sh $(BUILD) $(SCALE_ARGS)
 
 bench-net-sharded: build
 	bash bench/net/bench_net.sh $(BUILD) --colls reduce_scatter,allgather --rounds 5

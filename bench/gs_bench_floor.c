@@ -223,7 +223,7 @@ gs_status_t gs_bench_floor_setup(gs_comm_t comm, int rank, int nranks, gs_bench_
         return status;
     }
     if (st.traffic_bytes[GS_COLL_TYPE_ALLREDUCE] == 0) {
-        out->why = "the ranks are not all on one host";
+        out->why = "the ranks do not all share one host's memory: several hosts, or GS_SHM=0";
         return GS_OK;
     }
     if (rank != 0) {

@@ -14,10 +14,10 @@
 # int8 about a quarter of them with its error), --ef on the summed shapes
 # only, --codec on any other collective refused naming those that take it;
 # `gs-bench codec --list` names the codecs --help offers.
-# The floor column: a number in (0, 1.5] for a 16 MiB all-reduce on one host (2 ranks),
-# with GS_SHM=0 still one for the ring and - for recursive doubling (the library counts
-# the ring's traffic only), - in every row on two pretend hosts (run_hosts.sh), and the
-# last csv field and a json key.
+# The floor column: a positive number for a 16 MiB all-reduce on one host (2 ranks), also
+# with the ring forced over the pair rings; with GS_SHM=0 "not measured" and - (bytes go
+# through sockets), - in every row on two pretend hosts (run_hosts.sh), and the last csv
+# field and a json key.
 set -u
 GSRUN=${1:?usage: test_gs_bench_args.sh GSRUN GS_BENCH [MPI_BUILT]}
 BENCH=${2:?usage: test_gs_bench_args.sh GSRUN GS_BENCH [MPI_BUILT]}
@@ -149,32 +149,43 @@ for ln in open(sys.argv[1]):
         print(t[algo].split("->")[-1], t[col])
 PY
 }
-# in_floor V: V is a number in (0, 1.5] (16 MiB is out of the cache, so at most a little
-# above 1 when the copy was measured on a busy moment).
-in_floor() { awk -v v="$1" 'BEGIN { exit !(v ~ /^[0-9.]+$/ && v > 0 && v <= 1.5) }'; }
+# in_floor V: V is a positive number (16 MiB is out of the cache, so about 1 at most; the
+# bound is loose because the copy rate and the call are timed at different moments of a
+# loaded machine).
+in_floor() { awk -v v="$1" 'BEGIN { exit !(v ~ /^[0-9.]+$/ && v > 0 && v <= 4) }'; }
 measured='^\[0\] # memory floor: (one|two)-thread memcpy [0-9.]+ GB/s \([0-9.]+ GB/s of traffic\), measured in this run'
 # One host, shared memory: the all-reduce's design is counted, the floor is a number.
 "$GSRUN" -n 2 --timeout 60 "$BENCH" allreduce -b 16M -e 16M -w 1 -n 3 >"$TMP/out" 2>&1
 rows=$(floor_rows "$TMP/out")
 if [ $? -eq 0 ] && grep -Eq "$measured" "$TMP/out" && [ "$(echo "$rows" | wc -l)" -eq 1 ] &&
     in_floor "$(echo "$rows" | awk '{print $2}')"; then
-    ok "floor: one host, 2 ranks: memcpy rate in the header, floor ${rows#* } in (0, 1.5]"
+    ok "floor: one host, 2 ranks: memcpy rate in the header, floor ${rows#* } in (0, 4]"
 else bad "floor, one host: rows '$rows': $(cat "$TMP/out")"; fi
-# GS_SHM=0: the ranks still share a host and the library still counts the ring's traffic
-# (a copy in and out a step); recursive doubling's it does not count: -.
+# GS_SHM=0: the ranks share a host but their bytes go through sockets: nothing counted.
 GS_SHM=0 "$GSRUN" -n 2 --timeout 60 "$BENCH" allreduce -b 16M -e 16M -w 1 -n 3 --algo rd,ring \
     >"$TMP/out" 2>&1
 rows=$(floor_rows "$TMP/out")
 rd=$(echo "$rows" | awk '$1 == "rd" {print $2}')
 ring=$(echo "$rows" | awk '$1 == "ring" {print $2}')
-if grep -Eq "$measured" "$TMP/out" && [ "$rd" = "-" ] && in_floor "$ring"; then
-    ok "floor: GS_SHM=0: rd -, ring $ring in (0, 1.5]"
+if grep -q "memory floor: not measured (.*GS_SHM=0)" "$TMP/out" && [ "$rd" = "-" ] &&
+    [ "$ring" = "-" ]; then
+    ok "floor: GS_SHM=0: not measured, rd -, ring -"
 else bad "floor, GS_SHM=0: rd '$rd', ring '$ring': $(cat "$TMP/out")"; fi
+# Shared memory with the ring forced: the pair rings' traffic is counted; recursive
+# doubling's is not: -.
+"$GSRUN" -n 2 --timeout 60 "$BENCH" allreduce -b 16M -e 16M -w 1 -n 3 --algo ring,rd \
+    >"$TMP/out" 2>&1
+rows=$(floor_rows "$TMP/out")
+rd=$(echo "$rows" | awk '$1 == "rd" {print $2}')
+ring=$(echo "$rows" | awk '$1 == "ring" {print $2}')
+if in_floor "$ring" && [ "$rd" = "-" ]; then
+    ok "floor: shared memory, forced: ring $ring, rd -"
+else bad "floor, forced: ring '$ring', rd '$rd': $(cat "$TMP/out")"; fi
 # Two pretend hosts (GS_HOST_ID a, b): no traffic is counted, nothing is measured.
 bash "$(dirname "$0")/run_hosts.sh" "$GSRUN" a,b 60 "$BENCH" allreduce -b 4K -e 1M -f 16 -w 1 \
     -n 2 >"$TMP/out" 2>&1
 rows=$(floor_rows "$TMP/out")
-if grep -q "memory floor: not measured (the ranks are not all on one host)" "$TMP/out" &&
+if grep -q "memory floor: not measured (the ranks do not all share one host" "$TMP/out" &&
     [ "$(echo "$rows" | wc -l)" -eq 3 ] && [ -z "$(echo "$rows" | awk '$2 != "-"')" ]; then
     ok "floor: two hosts: not measured, - in every row"
 else bad "floor, two hosts: $(cat "$TMP/out")"; fi

@@ -348,7 +348,10 @@ gs_status_t gs__algo_plan(gs__algo_select_t *sel, const gs__algo_ctx_t *ctx,
                               ? sel->shm_design - 1
                               : gs__algo_shm_design(&sel->model, &shape, algo_bytes(d), &c);
         }
-        if ((ctx->hosts.nhosts == 1) && (plan.path == GS_PATH_HOST)) {
+        /* Memory traffic is counted where the bytes move through memory: the host
+         * segment, or pair rings when every pair is on shared memory (not TCP). */
+        if ((ctx->hosts.nhosts == 1) && (plan.path == GS_PATH_HOST) &&
+            ((plan.algo == GS_ALGO_SHM) || sel->model.flat_intra)) {
             plan.traffic =
                 gs__algo_traffic(d->kind, plan.algo, plan.design, ctx->size, algo_bytes(d));
         }
