@@ -82,6 +82,7 @@ typedef struct gs__host_seg {
     uint64_t sig; /* the call in flight's gs__shm_op_word, published with every
                    * phase and checked against every peer's */
     int cma;        /* 1: every pair can process_vm_readv the other (agreed) */
+    unsigned spins; /* pauses before a wait yields: 0 when the members outnumber the cores */
     uint64_t probe; /* this member's probe word */
     int fd;         /* the creator's memfd until setup ends; -1 otherwise */
 } gs__host_seg_t;
