@@ -172,8 +172,9 @@ static gs_status_t comm_select_start(gs_comm_t comm)
             return status;
         }
     }
-    /* Every rank on one host: the collectives that gain from it run in a
-     * host segment (ctx->shm). */
+    /* Ranks that share a host get a host segment (ctx->shm): with every rank on
+     * one host the collectives that gain from it run there; across hosts the
+     * hierarchical all-reduce runs its phases inside each host there. */
     comm->sel.shm_design = 0;
     if (strcmp(comm->cfg.shm_design, "auto") != 0) {
         const int design = gs__shm_design_parse(comm->cfg.shm_design);
@@ -185,7 +186,7 @@ static gs_status_t comm_select_start(gs_comm_t comm)
         }
         comm->sel.shm_design = design + 1;
     }
-    if ((comm->actx.hosts.nhosts == 1) && (comm->size > 1) && comm->cfg.shm &&
+    if ((comm->actx.hosts.nhosts >= 1) && (comm->actx.hosts.max_local >= 2) && comm->cfg.shm &&
         gs__tp_has_peer_failed(&comm->tr) && gs__tp_has_shm_peers(&comm->tr)) {
         const gs__algo_shm_params_t sp = {
             .job_id = comm->job_id,

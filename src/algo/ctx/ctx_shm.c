@@ -321,6 +321,7 @@ gs_status_t gs__shm_wait(gs__algo_ctx_t *ctx, gs__host_seg_t *s, int m, uint64_t
                          const char *what)
 {
     _Atomic uint64_t *ph = &gs__shm_line(s, m)->phase;
+    const int rank = gs__shm_rank(s, m);
     uint64_t seen = atomic_load_explicit(ph, memory_order_acquire);
     uint64_t t0 = 0;
     uint64_t deadline = 0;
@@ -354,8 +355,8 @@ gs_status_t gs__shm_wait(gs__algo_ctx_t *ctx, gs__host_seg_t *s, int m, uint64_t
             if (status != GS_OK) {
                 return gs__error_wrap(status, "%s: %s", ctx->opname, gs__error_get());
             }
-            if (gs__tp_has_peer_failed(ctx->tr) && gs__tp_peer_failed(ctx->tr, m)) {
-                return shm_peer_failed(ctx, m, target, what);
+            if (gs__tp_has_peer_failed(ctx->tr) && gs__tp_peer_failed(ctx->tr, rank)) {
+                return shm_peer_failed(ctx, rank, target, what);
             }
             if ((ctx->cur != NULL) && (ctx->diag != NULL) && (now - t0 >= SHM_DIAG_POLL_NS)) {
                 /* Stalled: diagnosis looks for another rank's report of a mismatch. */
@@ -365,7 +366,7 @@ gs_status_t gs__shm_wait(gs__algo_ctx_t *ctx, gs__host_seg_t *s, int m, uint64_t
                 }
             }
             if ((now >= deadline) && (ctx->cur != NULL) && (ctx->diag != NULL)) {
-                const gs__algo_req_t r = {.req = NULL, .peer = m, .is_send = 0};
+                const gs__algo_req_t r = {.req = NULL, .peer = rank, .is_send = 0};
                 return ctx->diag->timeout(ctx, &r);
             }
             if (now >= deadline) {
@@ -374,7 +375,7 @@ gs_status_t gs__shm_wait(gs__algo_ctx_t *ctx, gs__host_seg_t *s, int m, uint64_t
                                      "shared memory (%s, phase %" PRIu64 " of which it finished "
                                      "%" PRIu64 ")",
                                      ctx->opname, ctx->rank,
-                                     (unsigned long long)((now - t0) / 1000000ull), m, what, target,
+                                     (unsigned long long)((now - t0) / 1000000ull), rank, what, target,
                                      seen);
             }
         }
@@ -384,14 +385,14 @@ gs_status_t gs__shm_wait(gs__algo_ctx_t *ctx, gs__host_seg_t *s, int m, uint64_t
         if (theirs != s->sig) {
             if ((ctx->cur != NULL) && (ctx->diag != NULL)) {
                 /* Their fingerprint in a tag's check bits, as a receive would see it. */
-                return ctx->diag->mismatch(ctx, m, ((theirs >> 1) & 0x7fffull) << 48);
+                return ctx->diag->mismatch(ctx, rank, ((theirs >> 1) & 0x7fffull) << 48);
             }
             return gs__error_set(GS_ERR_MISMATCH,
                                  "%s: rank %d runs another collective or call (signature "
                                  "0x%llx) than rank %d (0x%llx) in shared memory; every rank must "
                                  "call the same collectives with the same arguments in the same "
                                  "order",
-                                 ctx->opname, m, (unsigned long long)theirs, ctx->rank,
+                                 ctx->opname, rank, (unsigned long long)theirs, ctx->rank,
                                  (unsigned long long)s->sig);
         }
     }

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The host segment of a communicator whose ranks all share one host
+ * The host segment of the ranks of a communicator that share one host
  * (docs/design.md, "Collectives in a host segment"): shared memory that
  * every member maps, with a control line per member and two slots per
- * member, in which the shm collectives (algo/prim/algo_shm.c) run.
+ * member, in which the shm collectives (algo/prim/algo_shm.c) run: all of
+ * them when the communicator is on one host, the hierarchical all-reduce's
+ * phases inside each host when it spans several. Member m is rank
+ * ranks[m] of the communicator (its host's ranks in host order).
  *
  * Layout: a header page (gs__shm_hdr_t), then n control lines of 256
  * bytes (gs__shm_line_t: the phase counter on a cache line of its own, the
@@ -75,6 +78,8 @@ typedef struct gs__host_seg {
     size_t len;
     int n;  /* members */
     int me; /* this member */
+    const int *ranks; /* member -> rank of the communicator (n entries; NULL: the
+                       * identity, a communicator on one host) */
     size_t slot_bytes;
     uint8_t *slots;
     uint64_t phase; /* phases this member finished (its counter's value) */
@@ -86,6 +91,12 @@ typedef struct gs__host_seg {
     uint64_t probe; /* this member's probe word */
     int fd;         /* the creator's memfd until setup ends; -1 otherwise */
 } gs__host_seg_t;
+
+/* The communicator rank of member @p m. */
+static inline int gs__shm_rank(const gs__host_seg_t *s, int m)
+{
+    return (s->ranks != NULL) ? s->ranks[m] : m;
+}
 
 /* Bytes of a segment of @p n members with slots of @p slot_bytes. */
 size_t gs__shm_seg_len(int n, size_t slot_bytes);
@@ -149,7 +160,7 @@ uint64_t gs__shm_peer_op(const gs__host_seg_t *s, int m);
 uint64_t gs__shm_arrive(gs__host_seg_t *s);
 
 /*
- * The error for rank @p m found gone @p doing ("waiting in
+ * The error for rank @p m (of the communicator, not a member index) found gone @p doing ("waiting in
  * shared memory for"): GS_ERR_PEER_FAILED naming it, the operation @p what and
  * @p phase, with the transport's reason where it has one (EOF, no heartbeat,
  * reported by another rank). Worker thread only.

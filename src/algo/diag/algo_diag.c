@@ -800,9 +800,10 @@ gs_status_t gs__algo_diag_poll(gs__algo_ctx_t *ctx, uint64_t stalled_ns)
         for (int p = 0; p < ctx->shm->n; p++) {
             const uint64_t w = gs__shm_peer_op(ctx->shm, p);
 
-            if ((p != ctx->rank) && (w != 0) && ((uint32_t)(w >> 17) == ctx->seq) &&
+            if ((p != ctx->shm->me) && (w != 0) && ((uint32_t)(w >> 17) == ctx->seq) &&
                 ((uint16_t)((w >> 1) & 0xffffu) != ctx->fp)) {
-                return gs__algo_diag_mismatch(ctx, p, ((w >> 1) & 0x7fffull) << 48);
+                return gs__algo_diag_mismatch(ctx, gs__shm_rank(ctx->shm, p),
+                                              ((w >> 1) & 0x7fffull) << 48);
             }
         }
     }

@@ -149,7 +149,7 @@ static gs_status_t shm_chunked(gs__algo_ctx_t *ctx, gs__host_seg_t *s, const gs_
 }
 
 /*
- * A read of rank @p m's memory failed: a process being killed loses its
+ * A read of (communicator) rank @p m's memory failed: a process being killed loses its
  * memory (EFAULT, then ESRCH) before its sockets close. Drive the transport
  * for up to SHM_DYING_NS until it sees rank m fail (and tells the others).
  */
@@ -188,14 +188,16 @@ static gs_status_t shm_cma_read(gs__algo_ctx_t *ctx, const gs__host_seg_t *s, in
             const int e = (got < 0) ? errno : EIO;
             /* Gone (ESRCH), or dying: let the transport see it first, so that it
              * tells the other ranks and every rank names the same first failure. */
-            if ((shm_peer_dying(ctx, m) != 0) || (e == ESRCH)) {
-                return gs__shm_peer_gone(ctx, m, "reading (process_vm_readv) the buffer of",
+            if ((shm_peer_dying(ctx, gs__shm_rank(s, m)) != 0) || (e == ESRCH)) {
+                return gs__shm_peer_gone(ctx, gs__shm_rank(s, m),
+                                         "reading (process_vm_readv) the buffer of",
                                          "single-copy all-reduce", s->phase);
             }
             return gs__error_set(GS_ERR_PROTOCOL,
                                  "%s: reading %zu bytes of rank %d's buffer at 0x%llx failed: %s "
                                  "(the address it published is not readable)",
-                                 ctx->opname, len - done, m, (unsigned long long)(remote + done),
+                                 ctx->opname, len - done, gs__shm_rank(s, m),
+                                 (unsigned long long)(remote + done),
                                  strerror(e));
         }
         done += (size_t)got;
@@ -299,6 +301,108 @@ gs_status_t gs__shm_allreduce(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
     default:
         return shm_chunked(ctx, s, d);
     }
+}
+
+/* The part member @p m owns: [*lo, *hi). */
+static void shm_owned(const gs__host_seg_t *s, int m, const size_t *bounds, size_t *lo, size_t *hi)
+{
+    const int c = (m + 1) % s->n;
+
+    *lo = bounds[c];
+    *hi = bounds[c + 1];
+}
+
+/* The intersection of [lo, hi) with the window [off, off + len): [*a, *e). */
+static int shm_clip(size_t lo, size_t hi, size_t off, size_t len, size_t *a, size_t *e)
+{
+    *a = (lo > off) ? lo : off;
+    *e = (hi < off + len) ? hi : off + len;
+    return *a < *e;
+}
+
+/*
+ * Both phases move the vector through the slots a window of one slot at a
+ * time, one phase per window: the slots alternate, so a member rewrites slot
+ * b two windows later, after every member has passed the phase in between,
+ * which each passed only after reading the window before it.
+ */
+gs_status_t gs__shm_rs_chunks(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d, const size_t *bounds)
+{
+    gs__host_seg_t *s = ctx->shm;
+    const size_t esz = gs__dtype_size(d->dtype);
+    gs_status_t status = GS_OK;
+    size_t ce;
+    size_t lo;
+    size_t hi;
+
+    if (s == NULL) {
+        return shm_none(ctx);
+    }
+    ce = s->slot_bytes / esz;
+    shm_owned(s, s->me, bounds, &lo, &hi);
+    s->sig = gs__shm_op_word(ctx->seq, ctx->fp);
+    for (size_t off = 0; (off < d->count) && (status == GS_OK); off += ce) {
+        const size_t len = (d->count - off < ce) ? d->count - off : ce;
+        const int b = (int)(s->calls++ & 1u);
+        size_t a;
+        size_t e;
+
+        memcpy(gs__shm_slot(s, s->me, b), (const uint8_t *)d->sendbuf + off * esz, len * esz);
+        status = gs__shm_wait_all(ctx, s, gs__shm_arrive(s), "hierarchical all-reduce, host "
+                                                             "reduce-scatter");
+        if ((status == GS_OK) && shm_clip(lo, hi, off, len, &a, &e)) {
+            uint8_t *dst = (uint8_t *)d->recvbuf + a * esz;
+            const size_t k = (a - off) * esz;
+
+            gs__reduce(dst, gs__shm_slot(s, 0, b) + k, gs__shm_slot(s, 1, b) + k, e - a, d->dtype,
+                       d->op);
+            for (int m = 2; m < s->n; m++) {
+                gs__reduce(dst, dst, gs__shm_slot(s, m, b) + k, e - a, d->dtype, d->op);
+            }
+        }
+    }
+    return status;
+}
+
+gs_status_t gs__shm_ag_chunks(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d, const size_t *bounds)
+{
+    gs__host_seg_t *s = ctx->shm;
+    const size_t esz = gs__dtype_size(d->dtype);
+    gs_status_t status = GS_OK;
+    size_t ce;
+    size_t lo;
+    size_t hi;
+
+    if (s == NULL) {
+        return shm_none(ctx);
+    }
+    ce = s->slot_bytes / esz;
+    shm_owned(s, s->me, bounds, &lo, &hi);
+    s->sig = gs__shm_op_word(ctx->seq, ctx->fp);
+    for (size_t off = 0; (off < d->count) && (status == GS_OK); off += ce) {
+        const size_t len = (d->count - off < ce) ? d->count - off : ce;
+        const int b = (int)(s->calls++ & 1u);
+        size_t a;
+        size_t e;
+
+        if (shm_clip(lo, hi, off, len, &a, &e)) {
+            memcpy(gs__shm_slot(s, s->me, b) + (a - off) * esz,
+                   (const uint8_t *)d->recvbuf + a * esz, (e - a) * esz);
+        }
+        status = gs__shm_wait_all(ctx, s, gs__shm_arrive(s), "hierarchical all-reduce, host "
+                                                             "all-gather");
+        for (int m = 0; (m < s->n) && (status == GS_OK); m++) {
+            size_t mlo;
+            size_t mhi;
+
+            shm_owned(s, m, bounds, &mlo, &mhi);
+            if ((m != s->me) && shm_clip(mlo, mhi, off, len, &a, &e)) {
+                memcpy((uint8_t *)d->recvbuf + a * esz, gs__shm_slot(s, m, b) + (a - off) * esz,
+                       (e - a) * esz);
+            }
+        }
+    }
+    return status;
 }
 
 gs_status_t gs__shm_barrier(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)

@@ -61,6 +61,17 @@ typedef enum gs__shm_design {
 
 gs_status_t gs__shm_allreduce(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d);
 gs_status_t gs__shm_barrier(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d);
+/*
+ * The hierarchical all-reduce's phases inside a host, in the host segment of
+ * this rank's host (ctx->shm, members in host order). Member p owns
+ * [bounds[c], bounds[c + 1]) with c = (p + 1) % n, as after the ring's
+ * reduce-scatter (gs__ring_rs_chunks). rs: every member's d->sendbuf is
+ * reduced into the owner's d->recvbuf part, over the members in order. ag:
+ * every owner's d->recvbuf part is copied into the others' d->recvbuf.
+ * GS_ERR_UNSUPPORTED when this rank has no segment of its host's ranks.
+ */
+gs_status_t gs__shm_rs_chunks(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d, const size_t *bounds);
+gs_status_t gs__shm_ag_chunks(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d, const size_t *bounds);
 /* "one-round", "chunked", "single-copy" ("unknown" out of range), and back (-1: none). */
 const char *gs__shm_design_name(int design);
 int gs__shm_design_parse(const char *text);

@@ -283,23 +283,50 @@ typedef struct shm_offer {
     gs__shm_hdr_t hdr;
 } shm_offer_t;
 
-/* Member 0 makes the segment and names it to every other member, which maps
- * it. Returns the exchange's status; *failed is 1 when this rank has no
- * segment (why logged). */
+/* The ranks of this rank's host in host order (@p n_out of them, this one
+ * at *me_out): a communicator on one host is all of its ranks. */
+static const int *shm_members(const gs__algo_ctx_t *ctx, int *n_out, int *me_out)
+{
+    const gs__algo_hosts_t *h = &ctx->hosts;
+
+    if ((h->nhosts <= 1) || (h->order == NULL)) {
+        *n_out = ctx->size;
+        *me_out = ctx->rank;
+        return NULL;
+    }
+    {
+        const int g = h->host_of[ctx->rank];
+
+        *n_out = h->first[g + 1] - h->first[g];
+        *me_out = h->pos[ctx->rank] - h->first[g];
+        return h->order + h->first[g];
+    }
+}
+
+/* Member 0 of each host makes the segment and names it to every other
+ * member, which maps it (a rank alone on its host has none and needs none).
+ * Returns the exchange's status; *failed is 1 when this rank should have a
+ * segment and has none (why logged). */
 static gs_status_t shm_setup_map(probe_t *p, const gs__algo_shm_params_t *sp, gs__host_seg_t *seg,
                                  int *failed)
 {
     gs__algo_ctx_t *ctx = p->ctx;
-    const int n = ctx->size;
     const uint64_t tag = gs__algo_tag(ctx, &p->desc, p->idx++);
     shm_offer_t offer;
     char why[256];
     gs_status_t status = GS_OK;
+    int n;
+    int me;
+    const int *ranks = shm_members(ctx, &n, &me);
 
     memset(&offer, 0, sizeof(offer));
     why[0] = '\0';
     *failed = 1;
-    if (ctx->rank == 0) {
+    if (n < 2) {
+        *failed = 0;
+        return GS_OK;
+    }
+    if (me == 0) {
         gs__algo_req_t *reqs = calloc((size_t)n, sizeof(*reqs));
 
         if (reqs == NULL) {
@@ -307,18 +334,20 @@ static gs_status_t shm_setup_map(probe_t *p, const gs__algo_shm_params_t *sp, gs
         }
         if (gs__host_seg_create(seg, n, sp->slot_bytes, sp->job_id, sp->comm_id, why,
                                 sizeof(why)) == GS_OK) {
+            seg->ranks = ranks;
             offer.ok = 1;
             offer.pid = (uint64_t)getpid();
             offer.fd = seg->fd;
             offer.hdr = *gs__host_seg_hdr(seg);
             *failed = 0;
         } else {
-            GS_WARN("rank 0: no host segment for the collectives on this host (%s); they run "
+            GS_WARN("rank %d: no host segment for the collectives on this host (%s); they run "
                     "over the pair rings",
-                    why);
+                    ctx->rank, why);
         }
         for (int r = 1; (r < n) && (status == GS_OK); r++) {
-            status = gs__algo_isend(ctx, r, tag, &offer, sizeof(offer), &reqs[r]);
+            status = gs__algo_isend(ctx, (ranks != NULL) ? ranks[r] : r, tag, &offer,
+                                    sizeof(offer), &reqs[r]);
         }
         if (status == GS_OK) {
             status = gs__algo_wait_all(ctx, reqs, NULL, (size_t)n);
@@ -333,7 +362,8 @@ static gs_status_t shm_setup_map(probe_t *p, const gs__algo_shm_params_t *sp, gs
         size_t expect = sizeof(offer);
 
         memset(&req, 0, sizeof(req));
-        status = gs__algo_irecv(ctx, 0, tag, &offer, sizeof(offer), &req);
+        status = gs__algo_irecv(ctx, (ranks != NULL) ? ranks[0] : 0, tag, &offer, sizeof(offer),
+                                &req);
         if (status == GS_OK) {
             status = gs__algo_wait_all(ctx, &req, &expect, 1);
         }
@@ -341,13 +371,14 @@ static gs_status_t shm_setup_map(probe_t *p, const gs__algo_shm_params_t *sp, gs
     if ((status != GS_OK) || (offer.ok == 0)) {
         return status;
     }
-    if (gs__host_seg_attach(seg, ctx->rank, offer.pid, (int)offer.fd, &offer.hdr, why,
-                            sizeof(why)) != GS_OK) {
-        GS_WARN("rank %d: cannot map the host segment rank 0 made (%s); the collectives on this "
+    if (gs__host_seg_attach(seg, me, offer.pid, (int)offer.fd, &offer.hdr, why, sizeof(why)) !=
+        GS_OK) {
+        GS_WARN("rank %d: cannot map the host segment rank %d made (%s); the collectives on this "
                 "host run over the pair rings",
-                ctx->rank, why);
+                ctx->rank, (ranks != NULL) ? ranks[0] : 0, why);
         return GS_OK;
     }
+    seg->ranks = ranks;
     *failed = 0;
     return GS_OK;
 }
@@ -394,7 +425,7 @@ gs_status_t gs__algo_shm_setup(gs__algo_ctx_t *ctx, const gs__algo_shm_params_t 
         status = probe_agree(&p, v);
     }
     ctx->seq = saved_seq;
-    if ((status != GS_OK) || (v[0] != 0.0)) {
+    if ((status != GS_OK) || (v[0] != 0.0) || (seg->base == NULL)) { /* or alone on its host */
         gs__host_seg_close(seg);
         free(seg);
         return (status == GS_OK) ? GS_OK
@@ -404,11 +435,13 @@ gs_status_t gs__algo_shm_setup(gs__algo_ctx_t *ctx, const gs__algo_shm_params_t 
     gs__host_seg_setup_done(seg); /* every member has mapped it */
     seg->cma = (v[1] == 0.0);
     ctx->shm = seg;
-    if (ctx->rank == 0) {
+    if (seg->me == 0) {
         GS_INFO(ALGO,
-                "host segment: %d ranks x 2 slots of %zu KiB (%.1f MiB, sealed memfd); single "
+                "host segment: %d ranks x 2 slots of %zu KiB (%.1f MiB, sealed memfd)%s; single "
                 "copy %s",
                 seg->n, seg->slot_bytes >> 10, (double)seg->len / 1048576.0,
+                (seg->n < ctx->size) ? " for the hierarchical all-reduce's phases on this host"
+                                     : "",
                 seg->cma  ? "on (process_vm_readv works between every pair)"
                 : sp->cma ? "off (a rank cannot process_vm_readv its peers; see its INFO line)"
                           : "off (GS_SHM_CMA=0)");

@@ -36,7 +36,7 @@ static gs__algo_shape_t algo_shape(const gs__algo_ctx_t *ctx)
         sh.min_local = ctx->hosts.min_local;
         sh.max_local = ctx->hosts.max_local;
     }
-    if (ctx->shm != NULL) {
+    if ((ctx->shm != NULL) && (ctx->shm->n == ctx->size)) { /* the whole communicator */
         sh.shm = ctx->shm->cma ? 2 : 1;
         sh.shm_slot = ctx->shm->slot_bytes;
     }
