@@ -9,9 +9,10 @@
  * (ctx->hosts: positions in ascending rank order); its output is block
  * B_j of the send buffer, j = its rank, count elements.
  *   1. Host-grouped copy: T holds m chunks of H blocks; chunk c is, for
- *      h = 0 .. H-1, block B of rank (h, (c - 1) mod m). The ring
- *      reduce-scatter over the host's ranks (gs__ring_rs_chunks, full
- *      precision, op SUM) leaves position p owning chunk (p + 1) mod m:
+ *      h = 0 .. H-1, block B of rank (h, (c - 1) mod m). The reduce-scatter
+ *      over the host's ranks (full precision, op SUM: in the host segment
+ *      of its ranks, gs__shm_rs_chunks, else the ring, gs__ring_rs_chunks)
+ *      leaves position p owning chunk (p + 1) mod m:
  *      S_h = the host's sum of block B of rank (h, p), for every h.
  *   2. Between hosts: the ranks of position p on every host (one per host,
  *      in host order) run the block-wise compressed reduce-scatter
@@ -32,12 +33,13 @@
  *      on rank 1. Same on B.
  *   2. position 0: ranks {0, 2}: rank 0 sends E(B2 sum over A) to 2 and
  *      gets E(B0 sum over B) from 2; output B0 = (0 + A's B0) + D(B's B0).
- * Deterministic: the ring's order and the host order fix every sum.
+ * Deterministic: the member (or ring) order and the host order fix every sum.
  * Messages: phase 1 pairs share a host and phase 2 pairs do not, so their
  * message indices never meet on one pair.
  */
 #include <string.h>
 
+#include "algo/ctx/ctx_shm.h"
 #include "algo/sched/sched.h"
 #include "algo/sched/algo_comp.h"
 #include "core/dtype.h"
@@ -106,11 +108,15 @@ gs_status_t gs__compressed_rs_two_hop(gs__algo_ctx_t *ctx, const gs__coll_desc_t
     intra.op = GS_OP_SUM; /* AVG divides once, at the end of phase 2 */
     intra.codec = NULL;
     intra.ef = NULL;
-    ctx->route.order = hosts->order + hosts->first[g];
-    ctx->route.n = m;
-    ctx->route.pos = p;
-    status = gs__ring_rs_chunks(ctx, &intra, bounds);
-    ctx->route = saved;
+    if ((ctx->shm != NULL) && (ctx->shm->n == m)) { /* the host segment of its ranks */
+        status = gs__shm_rs_chunks(ctx, &intra, bounds);
+    } else {
+        ctx->route.order = hosts->order + hosts->first[g];
+        ctx->route.n = m;
+        ctx->route.pos = p;
+        status = gs__ring_rs_chunks(ctx, &intra, bounds);
+        ctx->route = saved;
+    }
 
     /* 2. The compressed reduce-scatter among position p of every host. */
     for (int h = 0; h < nh; h++) {
