@@ -304,8 +304,8 @@ case_model() {
         "model: all on shared memory, every rank prices with the intra parameters"
     # The host segment's all-reduce beats the pair-ring algorithms, which the model still
     # prices with the intra parameters (Rabenseifner the cheapest of them at 16 KiB).
-    expect_in "$log" "allreduce of 16384 bytes .*: shm (chunked; .*(cost model; model: .*rabenseifner" 4 \
-        "model: 16 KiB all-reduce takes the host segment's chunked design on shared memory"
+    expect_in "$log" "allreduce of 16384 bytes .*: shm (one-round; .*(cost model; model: .*rabenseifner" 4 \
+        "model: 16 KiB all-reduce takes the host segment's one-round design on shared memory"
     env "${pin[@]}" "$GSRUN" -n 4 --timeout 120 bash -c \
         'if [ "$GS_RANK" = 1 ]; then export GS_SHM_TEST_FREE_BYTES=1000; fi; exec "$@"' _ \
         "$COLL_HOOKS" --colls allreduce --dtypes f32 --ops sum --counts 4096,w+1 >"$log" 2>&1
@@ -315,7 +315,7 @@ case_model() {
         "model (one pair on TCP): rank 0 still has shared memory with all three peers"
     expect_in "$log" "prices the flat algorithms with the network parameters" 4 \
         "model (one pair on TCP): every rank agrees on the network parameters"
-    expect_in "$log" "allreduce of 16384 bytes .*: shm (chunked; .*(cost model" 4 \
+    expect_in "$log" "allreduce of 16384 bytes .*: shm (one-round; .*(cost model" 4 \
         "model (one pair on TCP): every rank still takes the host segment at 16 KiB"
 }
 

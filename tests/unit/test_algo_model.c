@@ -225,6 +225,37 @@ static void test_algo_model_flat_intra_uses_intra_parameters(void **state)
                      GS_ALGO_RECURSIVE_DOUBLING);
 }
 
+/* The host segment's designs by size on 4 ranks with 1 MiB slots: one round
+ * for small messages (one phase), chunks in the middle (2 phases, 5 S of
+ * traffic against n + 3), a single copy for large ones where it works; one
+ * round never past a slot; none offered without a segment. */
+static void test_algo_model_shm_designs_follow_size(void **state)
+{
+    gs__algo_model_t m;
+    gs__algo_shape_t sh = {.n = 4, .nhosts = 1, .min_local = 4, .max_local = 4, .shm = 1,
+                           .shm_slot = 1024 * KIB};
+    double c = 0.0;
+
+    (void)state;
+    gs__algo_model_init(&m, 20, 2000, 800);
+    gs__algo_model_set_intra(&m, 10, 2000);
+    assert_int_equal(gs__algo_shm_design(&m, &sh, 4 * KIB, &c), GS_SHM_ONE_ROUND);
+    assert_true(c > 0.0);
+    assert_int_equal(gs__algo_shm_design(&m, &sh, 1024 * KIB, &c), GS_SHM_CHUNKED);
+    assert_int_equal(gs__algo_shm_design(&m, &sh, 64 * 1024 * KIB, &c), GS_SHM_CHUNKED);
+    assert_true(gs__algo_cost_shm(&m, &sh, 2048 * KIB, GS_SHM_ONE_ROUND) < 0.0); /* > a slot */
+    assert_true(gs__algo_cost_shm(&m, &sh, 2048 * KIB, GS_SHM_SINGLE_COPY) < 0.0); /* no CMA */
+    sh.shm = 2;
+    assert_int_equal(gs__algo_shm_design(&m, &sh, 64 * 1024 * KIB, &c), GS_SHM_SINGLE_COPY);
+    assert_int_equal(gs__algo_shm_design(&m, &sh, 4 * KIB, &c), GS_SHM_ONE_ROUND);
+    /* The phase's alpha decides the small end: a dearer phase keeps one round longer. */
+    gs__algo_model_set_intra(&m, 1000, 2000);
+    assert_int_equal(gs__algo_shm_design(&m, &sh, 256 * KIB, &c), GS_SHM_ONE_ROUND);
+    sh.shm = 0;
+    assert_true(gs__algo_cost_shm(&m, &sh, 4 * KIB, GS_SHM_ONE_ROUND) < 0.0);
+    assert_true(gs__algo_cost_shape(&m, GS_COLL_ALLREDUCE, GS_ALGO_SHM, &sh, 4 * KIB, SLICE) < 0.0);
+}
+
 /* On shared memory, an unsliced message that fills a ring stalls its sender:
  * Rabenseifner's first message is b/2, so with 1 MiB rings it keeps 1 MiB
  * and gives 2 MiB to the ring; without the ring limit it keeps both. */
@@ -439,6 +470,7 @@ int main(void)
         cmocka_unit_test(test_algo_model_policy_names),
         cmocka_unit_test(test_algo_model_logs_once_per_size_class),
         cmocka_unit_test(test_algo_model_hier_follows_hosts),
+        cmocka_unit_test(test_algo_model_shm_designs_follow_size),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

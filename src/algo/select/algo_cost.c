@@ -235,6 +235,15 @@ double gs__algo_cost(const gs__algo_model_t *model, gs__coll_kind_t kind, gs_alg
 /* Bytes a single-copy read brings in at a time (algo_shm.c's piece). */
 #define ALGO_CMA_PIECE_BYTES (256.0 * 1024.0)
 
+/*
+ * The host segment's designs: phases at the intra-host alpha plus the memory
+ * traffic at the host's rate. Their reductions stream slots and buffers the
+ * traffic term already counts, at memory speed (docs/bench.md, "Reductions
+ * at memory speed"), so no gamma term: the network-fitted gamma (800 MB/s)
+ * priced the one-round design's reduction of every slot at 8x what an f32
+ * sum takes and chose two phases at 4 KiB, where one is faster (measured 4
+ * ranks: one-round about 12 us, chunked about 16-18 us).
+ */
 double gs__algo_cost_shm(const gs__algo_model_t *m, const gs__algo_shape_t *sh, size_t bytes,
                          int design)
 {
@@ -251,10 +260,10 @@ double gs__algo_cost_shm(const gs__algo_model_t *m, const gs__algo_shape_t *sh, 
         if (s > slot) {
             return -1.0;
         }
-        return m->intra_alpha + fn * (fn + 3.0) * s * mem + (fn - 1.0) * s * m->gamma;
+        return m->intra_alpha + fn * (fn + 3.0) * s * mem;
     case GS_SHM_CHUNKED: {
         const double chunks = (s > slot) ? (double)(size_t)((s + slot - 1.0) / slot) : 1.0;
-        return 2.0 * chunks * m->intra_alpha + 5.0 * fn * s * mem + (fn - 1.0) / fn * s * m->gamma;
+        return 2.0 * chunks * m->intra_alpha + 5.0 * fn * s * mem;
     }
     case GS_SHM_SINGLE_COPY: {
         const double pieces =
@@ -263,7 +272,7 @@ double gs__algo_cost_shm(const gs__algo_model_t *m, const gs__algo_shape_t *sh, 
             return -1.0;
         }
         return 3.0 * m->intra_alpha + (fn - 1.0) * (pieces + 1.0) * ALGO_CMA_CALL_S +
-               3.0 * fn * s * mem + (fn - 1.0) / fn * s * m->gamma;
+               3.0 * fn * s * mem;
     }
     default:
         return -1.0;

@@ -124,13 +124,13 @@ typedef struct gs__algo_shape {
 
 /*
  * The designs of an all-reduce in the host segment (algo_shm.c), n ranks, S
- * bytes, with a phase costing the intra-host alpha, a byte of memory traffic
- * GS_ALGO_MEM_BETA (the host's, shared by its ranks) and a byte reduced
- * gamma:
- *   one-round:   alpha + n (n + 3) S mem + (n - 1) S gamma          (S <= slot)
- *   chunked:     2 ceil(S / slot) alpha + 5 n S mem + (n - 1)/n S gamma
+ * bytes, with a phase costing the intra-host alpha and a byte of memory
+ * traffic GS_ALGO_MEM_BETA (the host's, shared by its ranks); the reductions
+ * stream what the traffic term counts, at memory speed, so no gamma:
+ *   one-round:   alpha + n (n + 3) S mem                             (S <= slot)
+ *   chunked:     2 ceil(S / slot) alpha + 5 n S mem
  *   single copy: 3 alpha + (n - 1)(ceil(S / (n piece)) + 1) syscall + 3 n S mem
- *                + (n - 1)/n S gamma                              (shm == 2)
+ *                                                                   (shm == 2)
  * gs__algo_cost_shm: one design's seconds, -1 where it does not apply.
  * gs__algo_shm_design: the cheapest design (its seconds in *cost_out).
  * gs__algo_traffic: bytes of memory traffic a design moves, summed over the
