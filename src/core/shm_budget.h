@@ -33,12 +33,12 @@
 
 /* What a budget gives the pairs of L local ranks. */
 typedef struct gs__shm_plan {
-    uint64_t budget;  /* the whole budget, bytes */
-    uint64_t ring;    /* bytes per direction of every pair that has shared memory */
-    int max_dist;     /* pairs at most this far apart around the host have it */
-    int pairs;        /* how many pairs have it */
-    int pairs_total;  /* L (L - 1) / 2 */
-    uint64_t need;    /* bytes that would give every pair a GS_SHM_BYTES ring */
+    uint64_t budget; /* the whole budget, bytes */
+    uint64_t ring;   /* bytes per direction of every pair that has shared memory */
+    int max_dist;    /* pairs at most this far apart around the host have it */
+    int pairs;       /* how many pairs have it */
+    int pairs_total; /* L (L - 1) / 2 */
+    uint64_t need;   /* bytes that would give every pair a GS_SHM_BYTES ring */
 } gs__shm_plan_t;
 
 /*

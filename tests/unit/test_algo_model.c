@@ -232,8 +232,8 @@ static void test_algo_model_flat_intra_uses_intra_parameters(void **state)
 static void test_algo_model_shm_designs_follow_size(void **state)
 {
     gs__algo_model_t m;
-    gs__algo_shape_t sh = {.n = 4, .nhosts = 1, .min_local = 4, .max_local = 4, .shm = 1,
-                           .shm_slot = 1024 * KIB};
+    gs__algo_shape_t sh = {
+        .n = 4, .nhosts = 1, .min_local = 4, .max_local = 4, .shm = 1, .shm_slot = 1024 * KIB};
     double c = 0.0;
 
     (void)state;
@@ -243,7 +243,7 @@ static void test_algo_model_shm_designs_follow_size(void **state)
     assert_true(c > 0.0);
     assert_int_equal(gs__algo_shm_design(&m, &sh, 1024 * KIB, &c), GS_SHM_CHUNKED);
     assert_int_equal(gs__algo_shm_design(&m, &sh, 64 * 1024 * KIB, &c), GS_SHM_CHUNKED);
-    assert_true(gs__algo_cost_shm(&m, &sh, 2048 * KIB, GS_SHM_ONE_ROUND) < 0.0); /* > a slot */
+    assert_true(gs__algo_cost_shm(&m, &sh, 2048 * KIB, GS_SHM_ONE_ROUND) < 0.0);   /* > a slot */
     assert_true(gs__algo_cost_shm(&m, &sh, 2048 * KIB, GS_SHM_SINGLE_COPY) < 0.0); /* no CMA */
     sh.shm = 2;
     assert_int_equal(gs__algo_shm_design(&m, &sh, 64 * 1024 * KIB, &c), GS_SHM_SINGLE_COPY);

@@ -161,9 +161,9 @@ static void test_plan_monotone(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse),         cmocka_unit_test(test_auto),
-        cmocka_unit_test(test_pairs_within),  cmocka_unit_test(test_plan_fits_all),
-        cmocka_unit_test(test_plan_nearest),  cmocka_unit_test(test_plan_monotone),
+        cmocka_unit_test(test_parse),        cmocka_unit_test(test_auto),
+        cmocka_unit_test(test_pairs_within), cmocka_unit_test(test_plan_fits_all),
+        cmocka_unit_test(test_plan_nearest), cmocka_unit_test(test_plan_monotone),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -375,8 +375,8 @@ gs_status_t gs__shm_wait(gs__algo_ctx_t *ctx, gs__host_seg_t *s, int m, uint64_t
                                      "shared memory (%s, phase %" PRIu64 " of which it finished "
                                      "%" PRIu64 ")",
                                      ctx->opname, ctx->rank,
-                                     (unsigned long long)((now - t0) / 1000000ull), rank, what, target,
-                                     seen);
+                                     (unsigned long long)((now - t0) / 1000000ull), rank, what,
+                                     target, seen);
             }
         }
     }

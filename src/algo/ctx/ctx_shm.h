@@ -76,15 +76,15 @@ _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "host segments need lock-free 64-bit
 typedef struct gs__host_seg {
     uint8_t *base; /* NULL: none */
     size_t len;
-    int n;  /* members */
-    int me; /* this member */
+    int n;            /* members */
+    int me;           /* this member */
     const int *ranks; /* member -> rank of the communicator (n entries; NULL: the
                        * identity, a communicator on one host) */
     size_t slot_bytes;
     uint8_t *slots;
     uint64_t phase; /* phases this member finished (its counter's value) */
     uint64_t calls; /* collectives run in the segment (selects the slot of a call) */
-    uint64_t sig; /* the call in flight's gs__shm_op_word, published with every
+    uint64_t sig;   /* the call in flight's gs__shm_op_word, published with every
                    * phase and checked against every peer's */
     int cma;        /* 1: every pair can process_vm_readv the other (agreed) */
     unsigned spins; /* pauses before a wait yields: 0 when the members outnumber the cores */

@@ -197,8 +197,7 @@ static gs_status_t shm_cma_read(gs__algo_ctx_t *ctx, const gs__host_seg_t *s, in
                                  "%s: reading %zu bytes of rank %d's buffer at 0x%llx failed: %s "
                                  "(the address it published is not readable)",
                                  ctx->opname, len - done, gs__shm_rank(s, m),
-                                 (unsigned long long)(remote + done),
-                                 strerror(e));
+                                 (unsigned long long)(remote + done), strerror(e));
         }
         done += (size_t)got;
     }
@@ -348,8 +347,9 @@ gs_status_t gs__shm_rs_chunks(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d, con
         size_t e;
 
         memcpy(gs__shm_slot(s, s->me, b), (const uint8_t *)d->sendbuf + off * esz, len * esz);
-        status = gs__shm_wait_all(ctx, s, gs__shm_arrive(s), "hierarchical all-reduce, host "
-                                                             "reduce-scatter");
+        status = gs__shm_wait_all(ctx, s, gs__shm_arrive(s),
+                                  "hierarchical all-reduce, host "
+                                  "reduce-scatter");
         if ((status == GS_OK) && shm_clip(lo, hi, off, len, &a, &e)) {
             uint8_t *dst = (uint8_t *)d->recvbuf + a * esz;
             const size_t k = (a - off) * esz;
@@ -389,8 +389,9 @@ gs_status_t gs__shm_ag_chunks(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d, con
             memcpy(gs__shm_slot(s, s->me, b) + (a - off) * esz,
                    (const uint8_t *)d->recvbuf + a * esz, (e - a) * esz);
         }
-        status = gs__shm_wait_all(ctx, s, gs__shm_arrive(s), "hierarchical all-reduce, host "
-                                                             "all-gather");
+        status = gs__shm_wait_all(ctx, s, gs__shm_arrive(s),
+                                  "hierarchical all-reduce, host "
+                                  "all-gather");
         for (int m = 0; (m < s->n) && (status == GS_OK); m++) {
             size_t mlo;
             size_t mhi;

@@ -346,8 +346,8 @@ static gs_status_t shm_setup_map(probe_t *p, const gs__algo_shm_params_t *sp, gs
                     ctx->rank, why);
         }
         for (int r = 1; (r < n) && (status == GS_OK); r++) {
-            status = gs__algo_isend(ctx, (ranks != NULL) ? ranks[r] : r, tag, &offer,
-                                    sizeof(offer), &reqs[r]);
+            status = gs__algo_isend(ctx, (ranks != NULL) ? ranks[r] : r, tag, &offer, sizeof(offer),
+                                    &reqs[r]);
         }
         if (status == GS_OK) {
             status = gs__algo_wait_all(ctx, reqs, NULL, (size_t)n);
@@ -362,8 +362,8 @@ static gs_status_t shm_setup_map(probe_t *p, const gs__algo_shm_params_t *sp, gs
         size_t expect = sizeof(offer);
 
         memset(&req, 0, sizeof(req));
-        status = gs__algo_irecv(ctx, (ranks != NULL) ? ranks[0] : 0, tag, &offer, sizeof(offer),
-                                &req);
+        status =
+            gs__algo_irecv(ctx, (ranks != NULL) ? ranks[0] : 0, tag, &offer, sizeof(offer), &req);
         if (status == GS_OK) {
             status = gs__algo_wait_all(ctx, &req, &expect, 1);
         }

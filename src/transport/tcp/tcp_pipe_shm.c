@@ -283,9 +283,8 @@ static int shm_budget(gs__tp_t *tp, const uint64_t *ring, int *lidx, gs__shm_pla
                 " bytes of shared memory: %d of their %d pairs (those at most %d apart in rank "
                 "order) get rings of %" PRIu64 " bytes, the other %d talk TCP; %" PRIu64
                 " bytes would give every pair GS_SHM_BYTES",
-                tp->shm_max_auto ? " (auto)" : "", n, plan->budget, plan->pairs,
-                plan->pairs_total, plan->max_dist, plan->ring, plan->pairs_total - plan->pairs,
-                plan->need);
+                tp->shm_max_auto ? " (auto)" : "", n, plan->budget, plan->pairs, plan->pairs_total,
+                plan->max_dist, plan->ring, plan->pairs_total - plan->pairs, plan->need);
     } else if (plan->ring < tp->shm_bytes) {
         GS_INFO(NET,
                 "tcp: GS_SHM_MAX_BYTES%s gives the %d ranks of this host %" PRIu64
