@@ -319,13 +319,61 @@ static int shm_clip(size_t lo, size_t hi, size_t off, size_t len, size_t *a, siz
     return *a < *e;
 }
 
+/* Reduce-scatter, one window: this member's owned part of it, over the
+ * members' slots in member order, into recvbuf. */
+static void shm_rs_window(const gs__host_seg_t *s, const gs__coll_desc_t *d, const size_t *bounds,
+                          size_t off, size_t len, int b)
+{
+    const size_t esz = gs__dtype_size(d->dtype);
+    size_t lo;
+    size_t hi;
+    size_t a;
+    size_t e;
+
+    shm_owned(s, s->me, bounds, &lo, &hi);
+    if (shm_clip(lo, hi, off, len, &a, &e)) {
+        uint8_t *dst = (uint8_t *)d->recvbuf + a * esz;
+        const size_t k = (a - off) * esz;
+
+        gs__reduce(dst, gs__shm_slot(s, 0, b) + k, gs__shm_slot(s, 1, b) + k, e - a, d->dtype,
+                   d->op);
+        for (int m = 2; m < s->n; m++) {
+            gs__reduce(dst, dst, gs__shm_slot(s, m, b) + k, e - a, d->dtype, d->op);
+        }
+    }
+}
+
+/* All-gather, one window: every other member's owned part of it, from its
+ * slot into recvbuf. */
+static void shm_ag_window(const gs__host_seg_t *s, const gs__coll_desc_t *d, const size_t *bounds,
+                          size_t off, size_t len, int b)
+{
+    const size_t esz = gs__dtype_size(d->dtype);
+
+    for (int m = 0; m < s->n; m++) {
+        size_t lo;
+        size_t hi;
+        size_t a;
+        size_t e;
+
+        shm_owned(s, m, bounds, &lo, &hi);
+        if ((m != s->me) && shm_clip(lo, hi, off, len, &a, &e)) {
+            memcpy((uint8_t *)d->recvbuf + a * esz, gs__shm_slot(s, m, b) + (a - off) * esz,
+                   (e - a) * esz);
+        }
+    }
+}
+
 /*
  * Both phases move the vector through the slots a window of one slot at a
- * time, one phase per window: the slots alternate, so a member rewrites slot
- * b two windows later, after every member has passed the phase in between,
- * which each passed only after reading the window before it.
+ * time, one phase per window: a member fills its slot (reduce-scatter: its
+ * input window; all-gather: its owned part of recvbuf), finishes the phase,
+ * then reads the others' slots. The slots alternate, so a member rewrites
+ * slot b two windows later, after every member has passed the phase in
+ * between, which each passed only after reading the window before it.
  */
-gs_status_t gs__shm_rs_chunks(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d, const size_t *bounds)
+static gs_status_t shm_host_phase(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d,
+                                  const size_t *bounds, int gather)
 {
     gs__host_seg_t *s = ctx->shm;
     const size_t esz = gs__dtype_size(d->dtype);
@@ -346,64 +394,32 @@ gs_status_t gs__shm_rs_chunks(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d, con
         size_t a;
         size_t e;
 
-        memcpy(gs__shm_slot(s, s->me, b), (const uint8_t *)d->sendbuf + off * esz, len * esz);
+        if (!gather) {
+            memcpy(gs__shm_slot(s, s->me, b), (const uint8_t *)d->sendbuf + off * esz, len * esz);
+        } else if (shm_clip(lo, hi, off, len, &a, &e)) {
+            memcpy(gs__shm_slot(s, s->me, b) + (a - off) * esz,
+                   (const uint8_t *)d->recvbuf + a * esz, (e - a) * esz);
+        }
         status = gs__shm_wait_all(ctx, s, gs__shm_arrive(s),
-                                  "hierarchical all-reduce, host "
-                                  "reduce-scatter");
-        if ((status == GS_OK) && shm_clip(lo, hi, off, len, &a, &e)) {
-            uint8_t *dst = (uint8_t *)d->recvbuf + a * esz;
-            const size_t k = (a - off) * esz;
-
-            gs__reduce(dst, gs__shm_slot(s, 0, b) + k, gs__shm_slot(s, 1, b) + k, e - a, d->dtype,
-                       d->op);
-            for (int m = 2; m < s->n; m++) {
-                gs__reduce(dst, dst, gs__shm_slot(s, m, b) + k, e - a, d->dtype, d->op);
-            }
+                                  gather ? "hierarchical all-reduce, host all-gather"
+                                         : "hierarchical all-reduce, host reduce-scatter");
+        if ((status == GS_OK) && !gather) {
+            shm_rs_window(s, d, bounds, off, len, b);
+        } else if (status == GS_OK) {
+            shm_ag_window(s, d, bounds, off, len, b);
         }
     }
     return status;
 }
 
+gs_status_t gs__shm_rs_chunks(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d, const size_t *bounds)
+{
+    return shm_host_phase(ctx, d, bounds, 0);
+}
+
 gs_status_t gs__shm_ag_chunks(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d, const size_t *bounds)
 {
-    gs__host_seg_t *s = ctx->shm;
-    const size_t esz = gs__dtype_size(d->dtype);
-    gs_status_t status = GS_OK;
-    size_t ce;
-    size_t lo;
-    size_t hi;
-
-    if (s == NULL) {
-        return shm_none(ctx);
-    }
-    ce = s->slot_bytes / esz;
-    shm_owned(s, s->me, bounds, &lo, &hi);
-    s->sig = gs__shm_op_word(ctx->seq, ctx->fp);
-    for (size_t off = 0; (off < d->count) && (status == GS_OK); off += ce) {
-        const size_t len = (d->count - off < ce) ? d->count - off : ce;
-        const int b = (int)(s->calls++ & 1u);
-        size_t a;
-        size_t e;
-
-        if (shm_clip(lo, hi, off, len, &a, &e)) {
-            memcpy(gs__shm_slot(s, s->me, b) + (a - off) * esz,
-                   (const uint8_t *)d->recvbuf + a * esz, (e - a) * esz);
-        }
-        status = gs__shm_wait_all(ctx, s, gs__shm_arrive(s),
-                                  "hierarchical all-reduce, host "
-                                  "all-gather");
-        for (int m = 0; (m < s->n) && (status == GS_OK); m++) {
-            size_t mlo;
-            size_t mhi;
-
-            shm_owned(s, m, bounds, &mlo, &mhi);
-            if ((m != s->me) && shm_clip(mlo, mhi, off, len, &a, &e)) {
-                memcpy((uint8_t *)d->recvbuf + a * esz, gs__shm_slot(s, m, b) + (a - off) * esz,
-                       (e - a) * esz);
-            }
-        }
-    }
-    return status;
+    return shm_host_phase(ctx, d, bounds, 1);
 }
 
 gs_status_t gs__shm_barrier(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
