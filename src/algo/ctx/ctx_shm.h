@@ -98,6 +98,14 @@ static inline int gs__shm_rank(const gs__host_seg_t *s, int m)
     return (s->ranks != NULL) ? s->ranks[m] : m;
 }
 
+/* 1 when ctx has a host segment of exactly the @p m ranks of this rank's
+ * host (the hierarchical schedules' phases inside a host run there; every
+ * rank of the host answers the same, as the segment is agreed by all). */
+static inline int gs__shm_serves_host(const gs__algo_ctx_t *ctx, int m)
+{
+    return (ctx->shm != NULL) && (ctx->shm->n == m) && (m > 1);
+}
+
 /* Bytes of a segment of @p n members with slots of @p slot_bytes. */
 size_t gs__shm_seg_len(int n, size_t slot_bytes);
 
@@ -171,8 +179,8 @@ gs_status_t gs__shm_peer_gone(gs__algo_ctx_t *ctx, int m, const char *doing, con
 /*
  * Wait until member @p m's counter reaches @p target (acquire): spin, then
  * yield, and every so often a non-blocking transport pass and a look at
- * whether rank m failed. Member m is rank m of ctx (the segment serves
- * communicators on one host). Returns GS_OK, GS_ERR_MISMATCH (rank m's
+ * whether member m's rank (gs__shm_rank) failed; errors name that rank.
+ * Returns GS_OK, GS_ERR_MISMATCH (rank m's
  * phase belongs to another operation or call: diagnosis's round names them),
  * GS_ERR_PEER_FAILED naming the rank, GS_ERR_ABORTED, or GS_ERR_TIMEOUT
  * after ctx->timeout_ns without the counter moving (naming the rank and the

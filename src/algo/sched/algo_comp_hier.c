@@ -108,7 +108,7 @@ gs_status_t gs__compressed_rs_two_hop(gs__algo_ctx_t *ctx, const gs__coll_desc_t
     intra.op = GS_OP_SUM; /* AVG divides once, at the end of phase 2 */
     intra.codec = NULL;
     intra.ef = NULL;
-    if ((ctx->shm != NULL) && (ctx->shm->n == m)) { /* the host segment of its ranks */
+    if (gs__shm_serves_host(ctx, m)) {
         status = gs__shm_rs_chunks(ctx, &intra, bounds);
     } else {
         ctx->route.order = hosts->order + hosts->first[g];

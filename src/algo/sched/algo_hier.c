@@ -154,13 +154,6 @@ static gs_status_t hier_inter(hier_t *hr, const gs__coll_desc_t *sub, int chunk,
     return status;
 }
 
-/* 1 when this rank's host has a host segment of its @p m ranks (every rank
- * of a host decides the same: the segment is agreed by every rank). */
-static int hier_in_segment(const gs__algo_ctx_t *ctx, int m)
-{
-    return (ctx->shm != NULL) && (ctx->shm->n == m) && (m > 1);
-}
-
 gs_status_t gs__hier_allreduce(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
 {
     const gs__algo_hosts_t *hosts = &ctx->hosts;
@@ -211,7 +204,7 @@ gs_status_t gs__hier_allreduce(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
 
     /* 1. Reduce-scatter over this host's ranks: in the host segment of its
      * ranks when there is one, else the ring over them. */
-    if (hier_in_segment(ctx, m)) {
+    if (gs__shm_serves_host(ctx, m)) {
         status = gs__shm_rs_chunks(ctx, &sub, bounds);
     } else {
         ctx->route.order = hosts->order + hosts->first[hr.host];
@@ -232,7 +225,7 @@ gs_status_t gs__hier_allreduce(gs__algo_ctx_t *ctx, const gs__coll_desc_t *d)
     }
 
     /* 3. All-gather over this host's ranks. */
-    if ((status == GS_OK) && hier_in_segment(ctx, m)) {
+    if ((status == GS_OK) && gs__shm_serves_host(ctx, m)) {
         status = gs__shm_ag_chunks(ctx, &sub, bounds);
     } else if (status == GS_OK) {
         ctx->route.order = hosts->order + hosts->first[hr.host];
