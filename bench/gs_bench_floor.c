@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/llc.h"
 #include "tc_clock.h"
 
 #define FLOOR_MAX_THREADS 2
@@ -72,47 +73,12 @@ static int floor_threads(void)
     return (cpus >= FLOOR_MAX_THREADS) ? FLOOR_MAX_THREADS : 1;
 }
 
-/* The size of the last-level cache of CPU 0 as the kernel reports it (sysfs; glibc's
- * _SC_LEVEL3_CACHE_SIZE reads cpuid, which a virtual machine may report as the host's), or
- * 0 when unknown. */
-static size_t floor_llc_bytes(void)
-{
-    int best_level = 0;
-    size_t best = 0;
-
-    for (int i = 0; i < 16; i++) {
-        char path[96];
-        char unit = 'K';
-        unsigned long size = 0;
-        int level = 0;
-        FILE *f;
-
-        snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
-        f = fopen(path, "r");
-        if (f == NULL) {
-            break;
-        }
-        level = (fscanf(f, "%d", &level) == 1) ? level : 0;
-        fclose(f);
-        snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
-        f = fopen(path, "r");
-        if (f == NULL) {
-            continue;
-        }
-        if ((fscanf(f, "%lu%c", &size, &unit) >= 1) && (level >= best_level)) {
-            best_level = level;
-            best = (size_t)size << ((unit == 'M') ? 20 : (unit == 'K') ? 10 : 0);
-        }
-        fclose(f);
-    }
-    return best;
-}
 
 /* Bytes each of @p threads copies per repetition: together at least 64 MiB and twice the
  * last-level cache, each at least 32 MiB. */
 static size_t floor_thread_bytes(int threads)
 {
-    const size_t llc = floor_llc_bytes();
+    const size_t llc = (size_t)gs__llc_bytes();
     size_t total = FLOOR_MIN_TOTAL;
     size_t each;
 

@@ -33,35 +33,15 @@
 #include "algo/prim/pattern_rd.h"
 #include "algo/prim/pattern_tree.h"
 #include "core/env_table.h"
+#include "core/llc.h"
 
 
-/* Size of the last-level cache from sysfs ("32768K"), or 32 MiB when it
- * cannot be read (sysconf's value is wrong on some VMs). */
+/* The last-level cache (core/llc.h), or 32 MiB when sysfs does not say. */
 static double algo_llc_bytes(void)
 {
-    static const char *const paths[] = {"/sys/devices/system/cpu/cpu0/cache/index3/size",
-                                        "/sys/devices/system/cpu/cpu0/cache/index2/size"};
-    for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
-        FILE *f = fopen(paths[i], "r");
-        unsigned long v = 0;
-        char unit = 0;
-        int got;
+    const uint64_t b = gs__llc_bytes();
 
-        if (f == NULL) {
-            continue;
-        }
-        /* NOLINTNEXTLINE(cert-err34-c): a size the kernel wrote, not user input. */
-        got = fscanf(f, "%lu%c", &v, &unit);
-        fclose(f);
-        if (got >= 1 && v > 0) {
-            const double scale = (unit == 'K') ? 1024.0 : (unit == 'M') ? 1048576.0 : 1.0;
-            const double bytes = (double)v * scale;
-            if ((bytes >= 65536.0) && (bytes <= 4294967296.0)) {
-                return bytes;
-            }
-        }
-    }
-    return 32.0 * 1048576.0;
+    return (b != 0) ? (double)b : 32.0 * 1048576.0;
 }
 
 void gs__algo_model_init(gs__algo_model_t *m, int alpha_us, int beta_mbps, int gamma_mbps)
