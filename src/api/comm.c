@@ -186,8 +186,9 @@ static gs_status_t comm_select_start(gs_comm_t comm)
         }
         comm->sel.shm_design = design + 1;
     }
+    /* Not under TLS: every byte between ranks goes through it (docs/security.md). */
     if ((comm->actx.hosts.nhosts >= 1) && (comm->actx.hosts.max_local >= 2) && comm->cfg.shm &&
-        gs__tp_has_peer_failed(&comm->tr) && gs__tp_has_shm_peers(&comm->tr)) {
+        !comm->cfg.tls && gs__tp_has_peer_failed(&comm->tr) && gs__tp_has_shm_peers(&comm->tr)) {
         const gs__algo_shm_params_t sp = {
             .job_id = comm->job_id,
             .comm_id = comm->comm_id,

@@ -31,6 +31,9 @@
  * non-blocking epoll_wait and a look at the peer). */
 #define SHM_SPINS 256
 #define SHM_YIELDS_PER_PASS 64
+/* The longest a rank running collectives in the segment goes without a
+ * transport pass: heartbeats tick every GS_HEARTBEAT_MS / 4 (250 ms by default). */
+#define SHM_PASS_NS 10000000ull
 /* The tag of the probe that asks the transport why a peer failed: a group-creation
  * tag with bits 32-45 set, which no message carries (group tags hold 32 bits). */
 #define GS_SHM_PROBE_TAG (GS_TP_TAG_GROUP | 0x00003fff00000000ull)
@@ -327,6 +330,22 @@ gs_status_t gs__shm_wait(gs__algo_ctx_t *ctx, gs__host_seg_t *s, int m, uint64_t
     uint64_t deadline = 0;
     unsigned yields = 0;
 
+    {
+        /* Collectives back to back in the segment, each wait short, would
+         * never reach a pass below: heartbeats would stop going out and the
+         * peers would fail this rank as frozen. A pass at least every
+         * SHM_PASS_NS, whatever the waits. */
+        const uint64_t now = gs__now_ns();
+
+        if (now - s->pass_ns >= SHM_PASS_NS) {
+            const gs_status_t status = gs__tp_progress(ctx->tr, 0);
+
+            s->pass_ns = now;
+            if (status != GS_OK) {
+                return gs__error_wrap(status, "%s: %s", ctx->opname, gs__error_get());
+            }
+        }
+    }
     for (unsigned i = 0; (i < s->spins) && (seen < target); i++) {
         shm_pause();
         seen = atomic_load_explicit(ph, memory_order_acquire);
@@ -352,6 +371,7 @@ gs_status_t gs__shm_wait(gs__algo_ctx_t *ctx, gs__host_seg_t *s, int m, uint64_t
                 last = seen;
             }
             status = gs__tp_progress(ctx->tr, 0); /* one non-blocking pass */
+            s->pass_ns = now;
             if (status != GS_OK) {
                 return gs__error_wrap(status, "%s: %s", ctx->opname, gs__error_get());
             }

@@ -82,14 +82,15 @@ typedef struct gs__host_seg {
                        * identity, a communicator on one host) */
     size_t slot_bytes;
     uint8_t *slots;
-    uint64_t phase; /* phases this member finished (its counter's value) */
-    uint64_t calls; /* collectives run in the segment (selects the slot of a call) */
-    uint64_t sig;   /* the call in flight's gs__shm_op_word, published with every
+    uint64_t phase;   /* phases this member finished (its counter's value) */
+    uint64_t calls;   /* collectives run in the segment (selects the slot of a call) */
+    uint64_t sig;     /* the call in flight's gs__shm_op_word, published with every
                    * phase and checked against every peer's */
-    int cma;        /* 1: every pair can process_vm_readv the other (agreed) */
-    unsigned spins; /* pauses before a wait yields: 0 when the members outnumber the cores */
-    uint64_t probe; /* this member's probe word */
-    int fd;         /* the creator's memfd until setup ends; -1 otherwise */
+    int cma;          /* 1: every pair can process_vm_readv the other (agreed) */
+    unsigned spins;   /* pauses before a wait yields: 0 when the members outnumber the cores */
+    uint64_t pass_ns; /* when a wait last made a transport pass (gs__shm_wait) */
+    uint64_t probe;   /* this member's probe word */
+    int fd;           /* the creator's memfd until setup ends; -1 otherwise */
 } gs__host_seg_t;
 
 /* The communicator rank of member @p m. */
