@@ -234,7 +234,7 @@ gs_status_t gs__comm_start(gs_comm_t comm, char (*addrs)[GS_SOCK_ADDR_MAX], cons
     }
     GS_INFO(INIT, "rank %d: %d host(s), local rank %d of %d on this host", comm->rank,
             comm->actx.hosts.nhosts, comm->actx.hosts.local_rank, comm->actx.hosts.local_size);
-    status = gs__tp_connect(&comm->tr, addrs, gs__deadline_after_ms(comm->cfg.timeout_ms));
+    status = gs__tp_connect(&comm->tr, addrs, hosts, gs__deadline_after_ms(comm->cfg.timeout_ms));
     if (status != GS_OK) {
         return status;
     }

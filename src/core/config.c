@@ -209,6 +209,7 @@ static const char *const known_transports[] = {"tcp", "mpi", "nccl"};
 static const char *const known_cuda_paths[] = {"auto", "nccl", "staged", ""};
 static const char *const known_families[] = {"any", "ipv4", "ipv6"};
 static const char *const known_tunes[] = {"auto", "probe", "off", ""};
+static const char *const known_connects[] = {"lazy", "eager"};
 
 /* Resolution in progress: the values plus who set each one (for messages). */
 typedef struct resolve_ctx {
@@ -731,6 +732,13 @@ static gs_status_t validate(resolve_ctx_t *ctx, int use_launcher_env)
                              "GS_SHM_MAX_BYTES=\"%.64s\" is not auto or a size from 64K to 16T "
                              "(bytes, or a number with K, M, G or T)",
                              cfg->shm_max_bytes);
+    }
+    if (normalise_choice(cfg->connect, known_connects,
+                         sizeof(known_connects) / sizeof(known_connects[0])) != 0) {
+        return gs__error_set(GS_ERR_INVALID_ARG,
+                             "GS_CONNECT=\"%.64s\" is not known; use lazy (the default: each pair "
+                             "connects when it first talks) or eager (every pair at init)",
+                             cfg->connect);
     }
     if (normalise_choice(cfg->socket_family, known_families,
                          sizeof(known_families) / sizeof(known_families[0])) != 0) {

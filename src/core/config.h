@@ -35,6 +35,7 @@ typedef struct gs__cfg {
     int ps_servers;
     int tcp_nsocks;
     int tcp_spin_us;
+    char connect[GS_CFG_STR_MAX];
     int shm;
     int shm_bytes;
     char shm_max_bytes[GS_CFG_STR_MAX];

@@ -98,6 +98,9 @@
       "poll (yielding the core) this many microseconds before sleeping in epoll; trades CPU for "  \
       "latency. -1: 100 when every peer is on shared memory (polling reads the rings, no "         \
       "syscall), else 0; also gs_config_t.tcp_spin_us")                                            \
+    X("GS_CONNECT", connect, GS_ENV_STR, 0, "lazy", 0, 0, GS_ENV_PROC,                             \
+      "TCP connections: lazy (each pair when it first talks; the ring's neighbours at init) or "   \
+      "eager (every pair at init, so that a rank that cannot be reached fails the init)")          \
     X("GS_SHM", shm, GS_ENV_INT, 1, "", 0, 1, GS_ENV_PROC,                                         \
       "carry the traffic between ranks on the same host through shared memory (1) or TCP (0); "    \
       "also gs_config_t.shm")                                                                      \

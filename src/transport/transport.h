@@ -130,13 +130,17 @@ typedef struct gs__transport_ops {
      * NUL-terminated. Returns GS_OK or GS_ERR_INVALID_ARG if len is too small. */
     gs_status_t (*get_address)(gs__tp_t *tp, char *buf, size_t len);
 
-    /* Connect to every peer given the endpoints of all ranks (addrs[rank] is
-     * ours). Blocking until connected or @p deadline_ns (CLOCK_MONOTONIC).
-     * Rejects connections that fail the handshake (magic, version, job,
-     * comm, rank, size) with a WARN and keeps waiting for the right ones.
-     * Returns GS_OK, GS_ERR_TIMEOUT naming the missing peers, GS_ERR_SYSTEM,
-     * GS_ERR_ABORTED. */
-    gs_status_t (*connect)(gs__tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX], uint64_t deadline_ns);
+    /* Connect given the endpoints of all ranks (addrs[rank] is ours) and
+     * their host ids (@p hosts, may be NULL: unknown, no shared memory):
+     * to every peer, or (TCP with GS_CONNECT=lazy) to the neighbours on the
+     * ring rank - 1 and rank + 1, the others on first use. Blocking until
+     * connected or @p deadline_ns (CLOCK_MONOTONIC). Rejects connections
+     * that fail the handshake (magic, version, job, comm, rank, size) with
+     * a WARN and keeps waiting for the right ones. Returns GS_OK,
+     * GS_ERR_TIMEOUT naming the missing peers, GS_ERR_PEER_FAILED naming a
+     * peer that is gone, GS_ERR_SYSTEM, GS_ERR_ABORTED. */
+    gs_status_t (*connect)(gs__tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX], const uint64_t *hosts,
+                           uint64_t deadline_ns);
 
     /* Start sending len bytes of buf to peer with tag. Never blocks. buf must
      * stay valid and unchanged until the request completes. Returns GS_OK
@@ -208,8 +212,9 @@ typedef struct gs__transport_ops {
                          gs__tp_completion_t *comp_out);
 
     /* Optional (may be NULL: none). After connect: how many peers this
-     * rank reaches over shared memory (the cost model prices a job whose
-     * every pair does so with its intra-host parameters). Any thread. */
+     * rank reaches over shared memory, or will once connected (the cost
+     * model prices a job whose every pair does so with its intra-host
+     * parameters). Any thread. */
     int (*shm_peers)(gs__tp_t *tp);
 
     /* Optional (may be NULL: the transport cannot tell, and gs_comm_shrink
@@ -279,9 +284,9 @@ static inline gs_status_t gs__tp_get_address(gs__transport_t *t, char *buf, size
 }
 
 static inline gs_status_t gs__tp_connect(gs__transport_t *t, char (*addrs)[GS_TP_ADDR_MAX],
-                                         uint64_t deadline_ns)
+                                         const uint64_t *hosts, uint64_t deadline_ns)
 {
-    return t->ops->connect(t->tp, addrs, deadline_ns);
+    return t->ops->connect(t->tp, addrs, hosts, deadline_ns);
 }
 
 static inline gs_status_t gs__tp_isend(gs__transport_t *t, int peer, uint64_t tag, const void *buf,

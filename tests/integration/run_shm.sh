@@ -35,19 +35,25 @@
 #             takes the network parameters like the others (a disagreement
 #             would pick different algorithms at 16 KiB: GS_ERR_MISMATCH;
 #             COLL_CHECK_TESTHOOKS)
+#   lazy      GS_CONNECT=lazy (the default; every other case runs eager, as they
+#             count the links made at init): each of 4 ranks has shared memory
+#             with its two ring neighbours after init, and an all-to-all connects
+#             the third peer through shared memory too
 # After every case: no /dev/shm/gradsync-PID-* segment whose creator PID is
 # dead (segments are unlinked as soon as both sides mapped them).
 # COLL_CHECK_TESTHOOKS is coll_check linked with the test variant of the
 # library (libgradsync_testhooks.so), the only one with the test switches.
 # usage: run_shm.sh GSRUN COLL_CHECK COLL_CHECK_TESTHOOKS FAULT_CHECK [CASE...]
 set -u
+# The cases count the links every rank makes at init: all of them (case lazy sets its own).
+export GS_CONNECT=eager
 
 GSRUN=${1:?usage: run_shm.sh GSRUN COLL_CHECK COLL_CHECK_TESTHOOKS FAULT_CHECK [CASE...]}
 COLL=${2:?coll_check}
 COLL_HOOKS=${3:?coll_check_testhooks}
 FAULT=${4:?fault_check}
 shift 4
-CASES=${*:-used fallback tmpfs mixed kill budget sweep cma sealed model}
+CASES=${*:-used fallback tmpfs mixed kill budget sweep cma sealed model lazy}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 pass=0
@@ -114,11 +120,11 @@ expect_in() { # LOG PATTERN COUNT WHAT
 case_used() {
     run3 "$TMP/used.log" "$COLL"
     expect_rc0 "$TMP/used.log" "used: coll_check passed"
-    expect_in "$TMP/used.log" "connected to 2 peers (2 through shared memory)" 3 \
+    expect_in "$TMP/used.log" "connected to 2 of 2 peers (2 through shared memory)" 3 \
         "used: every rank reaches both peers through shared memory"
     run3 "$TMP/off.log" "$COLL" GS_SHM=0
     expect_rc0 "$TMP/off.log" "off: coll_check passed"
-    expect_in "$TMP/off.log" "connected to 2 peers (0 through shared memory)" 3 \
+    expect_in "$TMP/off.log" "connected to 2 of 2 peers (0 through shared memory)" 3 \
         "off: GS_SHM=0 keeps every pair on TCP"
     leak_check used
 }
@@ -127,7 +133,7 @@ check_fallback() { # LOG WHAT
     expect_rc0 "$1" "$2: coll_check passed on TCP"
     expect_in "$1" "no shared memory with rank .* bytes free, the segment .* needs [0-9]* bytes" 3 \
         "$2: WARN names the bytes free and needed (one per pair)"
-    expect_in "$1" "connected to 2 peers (0 through shared memory)" 3 "$2: every pair fell back to TCP"
+    expect_in "$1" "connected to 2 of 2 peers (0 through shared memory)" 3 "$2: every pair fell back to TCP"
 }
 
 case_fallback() {
@@ -157,7 +163,7 @@ case_mixed() {
         "$COLL" "${ARGS[@]}" >"$TMP/mixed.log" 2>&1
     RC=$?
     expect_rc0 "$TMP/mixed.log" "mixed: coll_check passed"
-    expect_in "$TMP/mixed.log" "connected to 3 peers (1 through shared memory)" 4 \
+    expect_in "$TMP/mixed.log" "connected to 3 of 3 peers (1 through shared memory)" 4 \
         "mixed: shared memory with the host mate only"
     leak_check mixed
 }
@@ -189,7 +195,7 @@ case_budget() {
     expect_rc0 "$TMP/budget.log" "budget: coll_check passed"
     expect_in "$TMP/budget.log" "GS_SHM_MAX_BYTES gives the 4 ranks of this host 647168 bytes.*4 of their 6 pairs.*the other 2 talk TCP" 1 \
         "budget: one WARN names the pairs the budget left on TCP"
-    expect_in "$TMP/budget.log" "connected to 3 peers (2 through shared memory)" 4 \
+    expect_in "$TMP/budget.log" "connected to 3 of 3 peers (2 through shared memory)" 4 \
         "budget: every rank keeps shared memory with its two neighbours around the host"
     expect_in "$TMP/budget.log" "rank 0 talks to rank 1 through shared memory (2 x 65536 bytes)" 1 \
         "budget: rank 0 and its neighbour 1 share 64 KiB rings"
@@ -204,11 +210,11 @@ case_budget() {
     expect_rc0 "$TMP/budget0.log" "budget (none fits): coll_check passed"
     expect_in "$TMP/budget0.log" "too little for the rings of their nearest pairs, so all 6 pairs talk TCP" 1 \
         "budget (none fits): the WARN says every pair talks TCP"
-    expect_in "$TMP/budget0.log" "connected to 3 peers (0 through shared memory)" 4 \
+    expect_in "$TMP/budget0.log" "connected to 3 of 3 peers (0 through shared memory)" 4 \
         "budget (none fits): every pair on TCP"
     run4 "$TMP/budget_big.log" "$COLL" GS_SHM_MAX_BYTES=1G
     expect_rc0 "$TMP/budget_big.log" "budget (1G): coll_check passed"
-    expect_in "$TMP/budget_big.log" "connected to 3 peers (3 through shared memory)" 4 \
+    expect_in "$TMP/budget_big.log" "connected to 3 of 3 peers (3 through shared memory)" 4 \
         "budget (1G): every pair on shared memory at GS_SHM_BYTES"
     if grep -q "GS_SHM_MAX_BYTES gives" "$TMP/budget_big.log"; then
         fail "budget (1G): a budget that fits everything says nothing"
@@ -311,12 +317,25 @@ case_model() {
         "$COLL_HOOKS" --colls allreduce --dtypes f32 --ops sum --counts 4096,w+1 >"$log" 2>&1
     RC=$?
     expect_rc0 "$log" "model (one pair on TCP): coll_check passed"
-    expect_in "$log" "connected to 3 peers (3 through shared memory)" 1 \
+    expect_in "$log" "connected to 3 of 3 peers (3 through shared memory)" 1 \
         "model (one pair on TCP): rank 0 still has shared memory with all three peers"
     expect_in "$log" "prices the flat algorithms with the network parameters" 4 \
         "model (one pair on TCP): every rank agrees on the network parameters"
     expect_in "$log" "allreduce of 16384 bytes .*: shm (one-round; .*(cost model" 4 \
         "model (one pair on TCP): every rank still takes the host segment at 16 KiB"
+}
+
+case_lazy() {
+    local log=$TMP/lazy.log
+    env GS_CONNECT=lazy GS_DEBUG=INFO GS_DEBUG_SUBSYS=NET "$GSRUN" -n 4 --timeout 120 "$COLL" \
+        --colls allreduce,alltoall --dtypes f32 --ops sum --counts 1,100003 >"$log" 2>&1
+    RC=$?
+    expect_rc0 "$log" "lazy: coll_check passed"
+    expect_in "$log" "connected to 2 of 3 peers (2 through shared memory) at init, the others on first use" 4 \
+        "lazy: every rank has shared memory with its two ring neighbours after init"
+    expect_in "$log" "connected to rank [0-9] through shared memory (3 of 3 peers now)" 4 \
+        "lazy: the all-to-all connects the third peer of every rank through shared memory"
+    leak_check lazy
 }
 
 for c in $CASES; do

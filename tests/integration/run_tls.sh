@@ -75,7 +75,7 @@ if env "${TLS_ENV[@]}" GS_TCP_NSOCKS=2 GS_DEBUG=INFO GS_DEBUG_SUBSYS=NET,ALGO GS
     "$GSRUN" -n 4 --timeout 120 "$COLL" --colls allreduce,broadcast,allgather,sendrecv \
     --counts 1,1031,600000 >"$TMP/job.log" 2>&1 && grep -q " 0 failed" "$TMP/job.log"; then
     n=$(grep -c "every socket TLS 1.3" "$TMP/job.log")
-    if [ "$n" -ge 4 ] && ! grep -q "connected to 3 peers ([1-9]" "$TMP/job.log" &&
+    if [ "$n" -ge 4 ] && ! grep -q "talks to rank [0-9]* through shared memory" "$TMP/job.log" &&
         ! grep -q "host segment:" "$TMP/job.log"; then
         pass "job: 4 ranks, 2 sockets per peer, every socket TLS 1.3, coll_check passed"
     else
@@ -163,7 +163,8 @@ config_case config_noca "GS_TLS_CA $TMP/missing.pem" GS_TLS=1 "GS_TLS_CERT=$TMP/
     "GS_TLS_KEY=$TMP/rank.key" "GS_TLS_CA=$TMP/missing.pem"
 
 # mixed_case NAME WANT-RANKS TEXT BAD-RANK ENV... : 3 ranks, BAD-RANK gets ENV instead of
-# TLS_ENV; each rank of WANT-RANKS fails with GS_ERR_AUTH within 3 s, its error holding TEXT.
+# TLS_ENV; each rank of WANT-RANKS fails with GS_ERR_AUTH within 3 s, its error holding TEXT
+# (the others fail too: GS_ERR_AUTH, or GS_ERR_PEER_FAILED once the bad rank has gone).
 mixed_case() {
     local name=$1 want=$2 text=$3 bad=$4 port r t0 st ms pids=()
     shift 4
@@ -175,7 +176,7 @@ mixed_case() {
         else
             EXTRA_ENV=("${TLS_ENV[@]}")
         fi
-        start_rank "$r" 3 "$port" 6000 "$TMP/$name.$r.log" init --expect AUTH,TIMEOUT
+        start_rank "$r" 3 "$port" 6000 "$TMP/$name.$r.log" init --expect AUTH,TIMEOUT,PEER_FAILED
         pids[r]=$LASTPID
     done
     EXTRA_ENV=()

@@ -72,7 +72,8 @@ static inline void fake_setup_n(fake_peer_t *f, int size, int nsocks)
                              GS_OK);
         }
     }
-    assert_int_equal(gs__tcp_ops.connect(f->tp, addrs, gs__deadline_after_ms(FAKE_WAIT_MS)), GS_OK);
+    assert_int_equal(gs__tcp_ops.connect(f->tp, addrs, NULL, gs__deadline_after_ms(FAKE_WAIT_MS)),
+                     GS_OK);
     for (int r = 1; r < size; r++) {
         for (int i = 0; i < nsocks; i++) {
             uint8_t buf[GS_TCP_HS_LEN];

@@ -461,7 +461,7 @@ static void test_handshake_flags(void **state)
     gs__tcp_hs_encode(&in, buf);
     assert_int_equal(gs__tcp_hs_decode(buf, sizeof(buf), &out, why, sizeof(why)), GS_OK);
     assert_int_equal(out.flags, GS_TCP_HS_F_SHM);
-    in.flags = 4; /* unknown (1 is the shared-memory offer, 2 authentication) */
+    in.flags = 8; /* unknown (1 is the shared-memory offer, 2 authentication, 4 lazy) */
     gs__tcp_hs_encode(&in, buf);
     assert_int_equal(gs__tcp_hs_decode(buf, sizeof(buf), &out, why, sizeof(why)), GS_ERR_PROTOCOL);
     assert_non_null(strstr(why, "flags"));

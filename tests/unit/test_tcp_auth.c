@@ -56,7 +56,7 @@ static void *acceptor_connect(void *arg)
 {
     acceptor_t *a = arg;
 
-    a->status = gs__tcp_ops.connect(a->tp, a->addrs, gs__deadline_after_ms(a->wait_ms));
+    a->status = gs__tcp_ops.connect(a->tp, a->addrs, NULL, gs__deadline_after_ms(a->wait_ms));
     snprintf(a->err, sizeof(a->err), "%s", gs__error_get());
     return NULL;
 }

@@ -102,8 +102,10 @@ static void *rank_main(void *p)
     }
     pthread_barrier_wait(&job->barrier);
     if (job->fails.failed == 0) {
-        CHECK_EQ(job, ops->connect(job->tps[rank], job->addrs, gs__deadline_after_ms(WAIT_MS)),
-                 GS_OK);
+        CHECK_EQ(
+            job,
+            ops->connect(job->tps[rank], job->addrs, job->host_id, gs__deadline_after_ms(WAIT_MS)),
+            GS_OK);
         job->nshm[rank] = job->tps[rank]->nshm;
         job->spin_ns[rank] = job->tps[rank]->spin_ns;
     }

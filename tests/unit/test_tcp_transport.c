@@ -145,7 +145,7 @@ static void *rank_main(void *p)
     if ((rank == 0) && (job->pre_connect != NULL)) {
         job->pre_connect(job, rank);
     }
-    status = ops->connect(job->tps[rank], job->addrs, gs__deadline_after_ms(WAIT_MS));
+    status = ops->connect(job->tps[rank], job->addrs, NULL, gs__deadline_after_ms(WAIT_MS));
     CHECK_EQ(job, status, GS_OK);
     pthread_barrier_wait(&job->barrier);
     if (job->fails.failed == 0) {
@@ -1425,7 +1425,7 @@ static void test_tcp_transport_connect_timeout_names_rank(void **state)
     assert_non_null(strstr(addrs[0], "127.0.0.1:"));
     snprintf(addrs[1], sizeof(addrs[1]), "127.0.0.1:1");
     /* Rank 1 never connects to us. */
-    assert_int_equal(ops->connect(tp, addrs, gs__deadline_after_ms(150)), GS_ERR_TIMEOUT);
+    assert_int_equal(ops->connect(tp, addrs, NULL, gs__deadline_after_ms(150)), GS_ERR_TIMEOUT);
     assert_non_null(strstr(gs__error_get(), "missing ranks 1"));
     assert_int_equal(ops->finalize(tp), GS_OK);
 }
@@ -1508,7 +1508,7 @@ static void test_tcp_transport_bad_args(void **state)
     assert_int_equal(gs__tcp_init_with(&params, &set, &tp), GS_OK);
     assert_int_equal(ops->get_address(tp, small, sizeof(small)), GS_ERR_INVALID_ARG);
     /* A world of one connects to nobody. */
-    assert_int_equal(ops->connect(tp, NULL, gs__deadline_after_ms(100)), GS_OK);
+    assert_int_equal(ops->connect(tp, NULL, NULL, gs__deadline_after_ms(100)), GS_OK);
     assert_int_equal(ops->isend(tp, 0, 1, b, sizeof(b), &req), GS_ERR_INVALID_ARG);
     assert_int_equal(ops->isend(tp, 5, 1, b, sizeof(b), &req), GS_ERR_INVALID_ARG);
     assert_int_equal(ops->irecv(tp, -7, 1, b, sizeof(b), &req), GS_ERR_INVALID_ARG);

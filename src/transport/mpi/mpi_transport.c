@@ -160,10 +160,12 @@ static gs_status_t create_comm(gs__tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX])
     return gs__mpi_tp_adopt_comm(tp, comm);
 }
 
-static gs_status_t mpi_tp_connect(gs__tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX], uint64_t deadline_ns)
+static gs_status_t mpi_tp_connect(gs__tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX],
+                                  const uint64_t *hosts, uint64_t deadline_ns)
 {
     gs_status_t status;
 
+    (void)hosts;       /* MPI knows its own topology */
     (void)deadline_ns; /* MPI communicator creation is blocking (see docs/cluster.md) */
     if (tp->comm == MPI_COMM_NULL) {
         status = create_comm(tp, addrs);

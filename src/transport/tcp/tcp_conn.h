@@ -22,7 +22,8 @@
  * peer with one DOWN frame, and the instance goes "down": every posted and
  * later receive, from any peer, fails with GS_ERR_PEER_FAILED naming the
  * failed rank (a message still arriving from a live peer is drained). A
- * DOWN frame received does the same without being passed on. Sends to live
+ * DOWN frame received does the same; it is passed on only without a full
+ * mesh (GS_CONNECT=lazy), once, to the other links that are up. Sends to live
  * peers are left alone; one released mid-wire while down finishes from a
  * private copy, so the stream (and the DOWN frames behind it) stays intact.
  */
@@ -183,8 +184,30 @@ typedef struct gs__tcp_conn {
     struct ssl_st *ssl; /* GS_TLS: the session every byte goes through (tcp_pipe_tls.h) */
 } gs__tcp_conn_t;
 
+/*
+ * Where the connection to a peer stands (tcp_handshake.c). With GS_CONNECT=lazy
+ * a peer is connected when a send or receive first names it (or, at init,
+ * when it is a neighbour on the bootstrap ring); with eager, every peer at
+ * init. Either side may start: the one that needs the link connects its
+ * nsocks sockets, and when both start at once the higher rank's sockets are
+ * kept (the lower one's are refused with the CROSSED verdict). Sends posted
+ * before the link is up wait on the peer (wait_head) and are cut into frames
+ * when it comes up, since the chunk plan depends on whether the pair shares
+ * memory.
+ */
+typedef enum gs__tcp_link {
+    GS_TCP_LINK_NONE = 0, /* nothing yet */
+    GS_TCP_LINK_OUT = 1,  /* we are connecting (or will, at the slots' retry time) */
+    GS_TCP_LINK_IN = 2,   /* the peer connects to us (or we wait for it to) */
+    GS_TCP_LINK_UP = 3    /* every socket handed over: frames flow */
+} gs__tcp_link_t;
+
 typedef struct gs__tcp_peer {
     gs__tcp_conn_t *conns; /* nsocks of them */
+    gs__tcp_link_t link;
+    int nup;                      /* sockets handed over so far */
+    struct gs__tp_req *wait_head; /* sends posted before the link was up, in order */
+    struct gs__tp_req *wait_tail;
     gs__tcp_inmsg_t *active;
     uint64_t send_seq;
     uint64_t recv_seq;
@@ -192,6 +215,7 @@ typedef struct gs__tcp_peer {
     int nparked;
     int nbye;
     bool reading_last;       /* reading what it sent before blaming it (tcp_fail.c) */
+    uint64_t shm_ring;       /* ring bytes the budget gives this pair; 0: not local, TCP */
     bool shm_offered;        /* its handshake on socket 0 offered shared memory */
     bool rx_seen;            /* bytes arrived since the last heartbeat tick */
     bool tx_seen;            /* a frame was queued to it since the last heartbeat tick */
@@ -216,6 +240,7 @@ struct gs__tp_req {
     gs__tcp_req_kind_t kind;
     gs__tcp_req_state_t state;
     bool on_wire; /* send: at least one byte written */
+    bool waiting; /* send: on its peer's wait list, not cut into frames yet (link not up) */
     int nframes;
     int frames_left;
     gs__tp_completion_t comp;
@@ -258,9 +283,14 @@ struct gs__tp {
     bool spin_rings;  /* every peer is local: spin passes read the rings, not epoll */
     int nkicked;
     int nfailed;
-    bool leaving;            /* finalize queued BYE: nothing may follow it */
-    gs_status_t down_status; /* GS_OK until a peer failure makes every receive fail */
-    int down_rank;           /* the failed rank named in down_reason */
+    bool leaving;             /* finalize queued BYE: nothing may follow it */
+    bool lazy;                /* GS_CONNECT=lazy: peers connect on first use */
+    int nup;                  /* peers whose link is up */
+    struct gs__tcp_setup *hs; /* connection setup (tcp_handshake.c): listening, slots */
+    uint64_t *hosts;          /* every rank's host id (0: unknown), from connect */
+    uint64_t link_timeout_ns; /* how long a lazy connection may take (GS_TIMEOUT_MS) */
+    gs_status_t down_status;  /* GS_OK until a peer failure makes every receive fail */
+    int down_rank;            /* the failed rank named in down_reason */
     char down_reason[GS_TCP_REASON_MAX];
     uint8_t *scratch;
     bool shm_offer; /* we offer shared memory to peers (GS_SHM and a host id) */
@@ -348,6 +378,11 @@ void gs__tcp_peer_drop(gs__tp_t *tp, int peer, gs_status_t status, const char *f
  * fails with GS_ERR_PEER_FAILED, held unexpected messages are freed, and
  * messages still arriving are drained. Sends are not touched. */
 void gs__tcp_go_down(gs__tp_t *tp, int failed, const char *reason);
+/* Peer @p from reported that rank @p x failed (a DOWN frame): fail x here
+ * too without reporting it back, go down, and (GS_CONNECT=lazy, where the
+ * reporter reaches only its own links) pass the report on to every other
+ * link that is up, the first time only. */
+void gs__tcp_down_heard(gs__tp_t *tp, int x, int from);
 /* The receive half of gs__tcp_go_down (down_status and down_reason are set). */
 void gs__tcp_recv_go_down(gs__tp_t *tp);
 /* Queue a DOWN(failed) frame on socket c (owned; dropped when out of memory). */
@@ -385,25 +420,66 @@ void gs__tcp_free_messages(gs__tp_t *tp);
 
 /* --- tcp_handshake.c ------------------------------------------------- */
 
-/* Open and handshake every socket of the full mesh (higher rank connects).
- * Fills peers[p].conns[i].fd. Blocking until done or deadline_ns. Returns
- * GS_OK, GS_ERR_TIMEOUT (naming missing ranks), GS_ERR_SYSTEM,
- * GS_ERR_VERSION_MISMATCH, GS_ERR_MISMATCH, GS_ERR_PROTOCOL, GS_ERR_ABORTED,
- * GS_ERR_NO_MEMORY, GS_ERR_INVALID_ARG. */
-gs_status_t gs__tcp_handshake_all(gs__tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX],
-                                  uint64_t deadline_ns);
+/* Connection setup (tcp_handshake.c's comment): keep the listening socket
+ * and a set of handshakes in progress, in the transport's epoll set. @p
+ * addrs are every rank's address ("" where not known yet; copied).
+ * Returns GS_OK, GS_ERR_NO_MEMORY, GS_ERR_SYSTEM, GS_ERR_INVALID_ARG. */
+gs_status_t gs__tcp_hs_open(gs__tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX]);
+/* Close every handshake in progress and the set (finalize). */
+void gs__tcp_hs_close(gs__tp_t *tp);
+/* Whether an epoll event's pointer is the setup set's. */
+bool gs__tcp_hs_is(const gs__tp_t *tp, const void *ptr);
+/* Record rank @p peer's address (learnt after open). */
+void gs__tcp_hs_learn(gs__tp_t *tp, int peer, const char *addr);
+/* The link to @p peer is needed: connect to it (@p initiate; lazily to a
+ * higher rank after HS_DEFER_MS) or wait for it to connect. No-op unless
+ * the link is NONE and the peer healthy. Failures fail the peer. */
+void gs__tcp_hs_want(gs__tp_t *tp, int peer, bool initiate);
+/* Drop the handshakes of a failed peer. */
+void gs__tcp_hs_forget(gs__tp_t *tp, int peer);
+/* Advance every handshake that can (non-blocking). */
+void gs__tcp_hs_poll(gs__tp_t *tp);
+/* The next time an outgoing connect is due (UINT64_MAX: none), and the
+ * call that starts those due at @p now. */
+uint64_t gs__tcp_hs_next_ns(const gs__tp_t *tp);
+void gs__tcp_hs_tick(gs__tp_t *tp, uint64_t now);
+/* Block until the links to the @p n ranks in @p peers are up (after
+ * gs__tcp_hs_want on each). Returns GS_OK; the failure of one of them
+ * (GS_ERR_PEER_FAILED naming it, GS_ERR_MISMATCH, GS_ERR_AUTH,
+ * GS_ERR_VERSION_MISMATCH, GS_ERR_PROTOCOL, GS_ERR_SYSTEM, ...);
+ * GS_ERR_TIMEOUT naming the missing ranks; GS_ERR_ABORTED. */
+gs_status_t gs__tcp_hs_wait(gs__tp_t *tp, const int *peers, int n, uint64_t deadline_ns);
+
+/* --- tcp_transport.c ---------------------------------------------- */
+
+/* Every socket of @p peer is through its handshake: register them for
+ * progress, switch socket 0 to shared memory when the pair set it up,
+ * and send what waited for the link. */
+void gs__tcp_link_up(gs__tp_t *tp, int peer);
+/* Take a send off its peer's wait list (no-op when it is not on it). */
+void gs__tcp_send_unwait(gs__tp_t *tp, struct gs__tp_req *req);
 
 /* --- tcp_pipe_shm.c ------------------------------------------------- */
 
-/* After the handshakes, before the sockets join epoll: agree with every
- * peer that offered shared memory whether it shares our host, and set up a
- * segment with each that does (the lower rank creates it). A peer for
- * which /dev/shm is too small, or the segment cannot be made or mapped,
- * falls back to TCP with a WARN on both sides. Blocking until deadline_ns.
- * Returns GS_OK, GS_ERR_TIMEOUT, GS_ERR_PEER_FAILED (a peer closed its
- * socket), GS_ERR_PROTOCOL (a bad setup record), GS_ERR_ABORTED,
- * GS_ERR_NO_MEMORY. */
-gs_status_t gs__tcp_shm_setup(gs__tp_t *tp, uint64_t deadline_ns);
+/* GS_SHM_MAX_BYTES (core/shm_budget.h) from the bootstrap's host ids
+ * (tp->hosts): set peers[q].shm_ring for every peer on this host (0 where
+ * the budget leaves the pair to TCP), say what the budget left out, and
+ * sweep what killed jobs left in /dev/shm. Every rank of a host plans the
+ * same from the same table. Returns GS_OK or GS_ERR_NO_MEMORY. */
+gs_status_t gs__tcp_shm_plan(gs__tp_t *tp);
+/* Socket 0 of a local pair, lower rank: make the segment (peers[peer].shm;
+ * none when it cannot, with a WARN) and write the CREATE record into
+ * rec[GS_TCP_SHM_LEN] ("not ok" without a segment). */
+void gs__tcp_shm_pair_create(gs__tp_t *tp, int peer, uint8_t *rec);
+/* Higher rank: the CREATE record in @p rec; map the segment and write the
+ * MAPPED answer over it (*reply: false when CREATE said "not ok", nothing
+ * to answer). Returns GS_OK or GS_ERR_PROTOCOL (a bad record). */
+gs_status_t gs__tcp_shm_pair_map(gs__tp_t *tp, int peer, uint8_t *rec, bool *reply);
+/* Lower rank: the MAPPED answer; keep the segment or give it up. Returns
+ * GS_OK or GS_ERR_PROTOCOL. */
+gs_status_t gs__tcp_shm_pair_mapped(gs__tp_t *tp, int peer, const uint8_t *rec);
+/* The link is up: socket 0 of a pair with a segment goes through it. */
+void gs__tcp_shm_link_on(gs__tp_t *tp, int peer);
 /* Ring the peer's doorbell if it sleeps on bytes we wrote. */
 void gs__tcp_shm_wake_reader(gs__tp_t *tp, gs__tcp_conn_t *c);
 /* Ring the peer's doorbell if it waits for space we freed. */

@@ -28,19 +28,21 @@ static void peer_fail_quiet(gs__tp_t *tp, int peer, gs_status_t status, const ch
     __attribute__((format(printf, 4, 5)));
 
 /*
- * Tell every other healthy peer that rank x failed, with a DOWN frame on
+ * Tell every other healthy peer whose link is up (but @p skip, -1 for
+ * none) that rank x failed, with a DOWN frame on
  * each of its sockets: the receiver may be parked on some of them (not
  * reading until an earlier message starts elsewhere), and it must meet a
  * DOWN before the BYE or close that follows on any socket it does read.
  */
-static void report_down(gs__tp_t *tp, int x)
+static void report_down(gs__tp_t *tp, int x, int skip)
 {
     for (int q = 0; q < tp->size; q++) {
         /* A failed send below may fail q or others: re-check every time. */
         for (int i = 0; (q != tp->rank) && (q != x) && (i < tp->nsocks); i++) {
             gs__tcp_conn_t *c = &tp->peers[q].conns[i];
 
-            if ((c->fd >= 0) && (tp->peers[q].fail_status == GS_OK)) {
+            if ((c->fd >= 0) && (tp->peers[q].fail_status == GS_OK) &&
+                (tp->peers[q].link == GS_TCP_LINK_UP) && (q != skip)) {
                 gs__tcp_queue_down(tp, c, x);
             }
         }
@@ -105,8 +107,8 @@ void gs__tcp_heartbeat_tick(gs__tp_t *tp, uint64_t now)
         gs__tcp_peer_t *p = &tp->peers[q];
         gs__tcp_conn_t *c;
 
-        if ((q == tp->rank) || (p->fail_status != GS_OK)) {
-            continue;
+        if ((q == tp->rank) || (p->fail_status != GS_OK) || (p->link != GS_TCP_LINK_UP)) {
+            continue; /* only the links that are up are watched */
         }
         if (blind || p->rx_seen) {
             p->last_rx_ns = now;
@@ -158,7 +160,8 @@ static void peer_fail_va(gs__tp_t *tp, int peer, gs_status_t status, bool remote
         memcpy(saved, p->reason, sizeof(saved));
         p->reading_last = true;
         for (int i = 0; (i < tp->nsocks) && (p->fail_status == GS_OK); i++) {
-            if ((p->conns[i].fd >= 0) && (p->conns[i].rstate != GS_TCP_RS_PARKED)) {
+            if ((p->conns[i].fd >= 0) && (p->conns[i].rstate != GS_TCP_RS_PARKED) &&
+                (p->link == GS_TCP_LINK_UP)) {
                 gs__tcp_conn_read(tp, &p->conns[i]);
             }
         }
@@ -181,7 +184,24 @@ static void peer_fail_va(gs__tp_t *tp, int peer, gs_status_t status, bool remote
     }
     snprintf(down, sizeof(down), "rank %d failed (%s)", peer, p->reason);
     gs__tcp_go_down(tp, peer, down);
-    report_down(tp, peer);
+    report_down(tp, peer, -1);
+}
+
+void gs__tcp_down_heard(gs__tp_t *tp, int x, int from)
+{
+    char reason[GS_TCP_REASON_MAX];
+    const bool was_up = (tp->down_status == GS_OK);
+
+    snprintf(reason, sizeof(reason), "rank %d failed (reported by rank %d)", x, from);
+    gs__tcp_peer_drop(tp, x, GS_ERR_PEER_FAILED, "%s", reason);
+    gs__tcp_go_down(tp, x, reason);
+    /* Without a full mesh (GS_CONNECT=lazy) the reporter reaches only its
+     * own links: pass it on, once (a rank already down passes nothing), so
+     * that it floods the graph of links, which the ring keeps connected. */
+    if (tp->lazy && was_up && !tp->leaving &&
+        !atomic_load_explicit(&tp->aborted, memory_order_relaxed)) {
+        report_down(tp, x, from);
+    }
 }
 
 void gs__tcp_peer_fail(gs__tp_t *tp, int peer, gs_status_t status, const char *fmt, ...)
@@ -272,6 +292,12 @@ static void peer_fail_quiet(gs__tp_t *tp, int peer, gs_status_t status, const ch
         c->rlen = 0;
     }
     p->nparked = 0;
+    while (p->wait_head != NULL) {
+        r = p->wait_head;
+        gs__tcp_send_unwait(tp, r);
+        gs__tcp_req_fail_ref(tp, r, status, why);
+    }
+    gs__tcp_hs_forget(tp, peer);
     while (p->active != NULL) {
         gs__tcp_inmsg_t *m = p->active;
 

@@ -1,28 +1,50 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * TCP connection setup: the full mesh of nsocks sockets per pair of ranks.
- * The higher rank connects to the lower rank's listening address and sends
- * a HELLO; the lower rank validates it and answers with an ACK. With a job
- * token (core/auth.h) the HELLO carries the connector's nonce, the ACK the
- * acceptor's nonce and MAC, and the connector proves itself with a PROOF;
- * the acceptor takes the socket only when the PROOF checks out, so a peer
- * without the token never gets a frame read. A side with a token and one
- * without learn it from the verdict and fail at once with GS_ERR_AUTH.
- * Everything runs in one poll loop (outgoing connects with retry, accepts,
- * handshakes) until every socket is up or the deadline passes.
+ * TCP connection setup: nsocks sockets per pair of ranks, made when a pair
+ * first needs them (GS_CONNECT=lazy, the default: the ring neighbours at
+ * init, every other peer when a send or receive first names it) or all at
+ * init (GS_CONNECT=eager). The rank that needs the link connects to the
+ * other's listening address and sends a HELLO; the other validates it and
+ * answers with an ACK. With a job token (core/auth.h) the HELLO carries the
+ * connector's nonce, the ACK the acceptor's nonce and MAC, and the
+ * connector proves itself with a PROOF; the acceptor takes the socket only
+ * when the PROOF checks out, so a peer without the token never gets a
+ * frame read. A side with a token and one without learn it from the
+ * verdict and fail at once with GS_ERR_AUTH.
  *
- * With GS_TLS (tcp_pipe_tls.h) every socket first runs a TLS 1.3 handshake, both
- * sides verifying the other's certificate against the CA, and the HELLO,
- * ACK and PROOF travel inside it. A plain HELLO reaching a TLS rank gets a
- * plain TLS_REQUIRED verdict, and a TLS ClientHello reaching a plain rank a
- * TLS_UNEXPECTED one, so a job whose ranks disagree fails at once with
- * GS_ERR_AUTH instead of waiting for its deadline.
+ * Both ranks of a pair may start at once. The higher rank's sockets are
+ * kept: a lower rank that is connecting refuses nothing and drops its own
+ * attempt when the higher one's HELLO arrives; a higher rank that is
+ * connecting answers the lower one's HELLO with the CROSSED verdict, on
+ * which the lower rank drops its attempt and waits. A lower rank defers
+ * its first attempt to a higher peer by HS_DEFER_MS, so that in a
+ * collective, where both sides need the link, the higher rank's attempt
+ * usually arrives first and nothing crosses.
+ *
+ * Every socket being set up is in the instance's own epoll set (edge
+ * triggered; each slot is driven until it would block), itself in the
+ * transport's epoll set, so the handshakes advance in the progress loop
+ * beside the traffic of the links that are up; init waits on them with
+ * gs__tcp_hs_wait. Socket 0 of a pair on one host (the bootstrap's host
+ * ids match and both offer shared memory) then carries the segment's
+ * CREATE and MAPPED records (tcp_pipe_shm.c) before its first frame. When
+ * every socket of the pair is through, the link comes up
+ * (gs__tcp_link_up).
+ *
+ * With GS_TLS (tcp_pipe_tls.h) every socket first runs a TLS 1.3 handshake,
+ * both sides verifying the other's certificate against the CA, and the
+ * HELLO, ACK and PROOF travel inside it. A plain HELLO reaching a TLS rank
+ * gets a plain TLS_REQUIRED verdict, and a TLS ClientHello reaching a plain
+ * rank a TLS_UNEXPECTED one, so a job whose ranks disagree fails at once
+ * with GS_ERR_AUTH instead of waiting for its deadline.
  *
  * Anything that fails the handshake on the listening side (a port scanner,
  * another job, a stale rank) gets one WARN naming its address and the
- * reason, is closed, and does not disturb the job: we keep waiting for the
- * right peers. A bad ACK, on the other hand, means the address we were given
- * belongs to someone else, which is fatal for this communicator.
+ * reason, is closed, and does not disturb the job. A bad ACK, on the other
+ * hand, means the address we were given belongs to someone else, which
+ * fails that peer. A peer whose address refuses HS_REFUSED_MAX connects in
+ * a row is gone (every rank listens from before the bootstrap until it
+ * leaves): it is failed with GS_ERR_PEER_FAILED, naming it.
  */
 #include "transport/tcp/tcp_conn.h"
 
@@ -37,15 +59,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <unistd.h>
 
 /* Half-open incoming connections held at once; beyond it the oldest goes. */
 #define HS_MAX_INCOMING 256
 #define HS_RETRY_MIN_MS 5
 #define HS_RETRY_MAX_MS 200
+/* Refused connects in a row after which the peer is taken for gone. */
+#define HS_REFUSED_MAX 6
+/* A lower rank's first attempt to a higher peer waits this long (lazy). */
+#define HS_DEFER_MS 20
+/* How long gs__tcp_hs_wait sleeps at most before looking at the abort flag. */
+#define HS_WAIT_SLICE_MS 100
+#define HS_EVENTS 64
+
+_Static_assert(GS_TCP_SHM_LEN == GS_TCP_HS_LEN, "setup records travel in a slot's buffer");
 
 typedef enum hs_state {
-    HS_OUT_RETRY = 1, /* waiting until retry_at to connect */
+    HS_FREE = 0,
+    HS_OUT_RETRY, /* waiting until retry_at to connect */
     HS_OUT_CONNECTING,
     HS_OUT_TLS, /* GS_TLS: the TLS handshake, before the HELLO */
     HS_OUT_HELLO,
@@ -55,7 +88,10 @@ typedef enum hs_state {
     HS_IN_HELLO,
     HS_IN_ACK,
     HS_IN_PROOF,
-    HS_DONE
+    HS_SHM_CREATE_TX, /* lower rank of a local pair: CREATE out (socket 0) */
+    HS_SHM_MAPPED_RX, /* then MAPPED in */
+    HS_SHM_CREATE_RX, /* higher rank: CREATE in */
+    HS_SHM_MAPPED_TX  /* then MAPPED out */
 } hs_state_t;
 
 typedef struct hs_slot {
@@ -63,12 +99,14 @@ typedef struct hs_slot {
     int peer;  /* -1 for an incoming socket not yet identified */
     int index; /* socket index within the pair */
     hs_state_t state;
-    size_t done; /* bytes of buf sent or received */
+    bool registered; /* fd is in the setup epoll set */
+    size_t done;     /* bytes of buf sent or received */
     uint8_t buf[GS_TCP_HS_LEN];
     uint8_t nonce_c[GS_AUTH_NONCE_BYTES]; /* with a token: the connector's nonce */
     uint8_t nonce_a[GS_AUTH_NONCE_BYTES]; /* and the acceptor's */
     uint64_t retry_at;
     int backoff_ms;
+    int refused;                 /* connects refused in a row */
     struct ssl_st *ssl;          /* GS_TLS: the session, handed to the connection with the socket */
     short tls_events;            /* what the TLS handshake waits for (POLLIN or POLLOUT) */
     bool tls_checked;            /* HS_IN_TLS: the first bytes were looked at (a plain HELLO?) */
@@ -76,20 +114,34 @@ typedef struct hs_slot {
     char text[GS_SOCK_ADDR_MAX]; /* remote address, for messages */
 } hs_slot_t;
 
-typedef struct hs_ctx {
+struct gs__tcp_setup {
     gs__tp_t *tp;
-    gs__sockaddr_t *addrs; /* parsed endpoints of the lower ranks */
-    hs_slot_t *out;        /* rank * nsocks outgoing slots */
-    int nout;
+    char (*addrs)[GS_TP_ADDR_MAX]; /* every rank's address ("" until known) */
+    hs_slot_t **out;               /* per peer: nsocks outgoing slots, NULL until needed */
+    uint64_t *deadline;            /* per peer: when its outgoing connects give up */
     hs_slot_t in[HS_MAX_INCOMING];
-    int nin;
-    bool *claimed; /* (peer, index) pairs of higher ranks already accepted */
-    struct pollfd *pfds;
-    hs_slot_t **pslots;
-} hs_ctx_t;
+    bool *claimed;    /* (peer, index) pairs with an incoming handshake under way */
+    int evict;        /* the incoming slot to drop next when all are busy */
+    int epfd;         /* the listening socket and every slot's socket */
+    uint64_t next_ns; /* earliest retry_at of an outgoing slot (UINT64_MAX: none) */
+};
 
-static void slot_close(hs_slot_t *s)
+static bool hs_lazy_from(const gs__tcp_hs_t *hs)
 {
+    return (hs->flags & GS_TCP_HS_F_LAZY) != 0;
+}
+
+static void slot_unregister(struct gs__tcp_setup *ctx, hs_slot_t *s)
+{
+    if (s->registered && (s->fd >= 0)) {
+        (void)epoll_ctl(ctx->epfd, EPOLL_CTL_DEL, s->fd, NULL);
+    }
+    s->registered = false;
+}
+
+static void slot_close(struct gs__tcp_setup *ctx, hs_slot_t *s)
+{
+    slot_unregister(ctx, s);
     gs__tcp_tls_free(s->ssl);
     s->ssl = NULL;
     if (s->fd >= 0) {
@@ -98,17 +150,52 @@ static void slot_close(hs_slot_t *s)
     }
 }
 
-/* The slot's socket (and TLS session) become connection (peer, index). */
-static void slot_hand_over(gs__tp_t *tp, hs_slot_t *s)
+/* Put a slot's socket in the setup epoll set (edge triggered, both ways). */
+static gs_status_t slot_register(struct gs__tcp_setup *ctx, hs_slot_t *s)
 {
-    gs__tcp_conn_t *c = &tp->peers[s->peer].conns[s->index];
+    struct epoll_event ev;
 
+    memset(&ev, 0, sizeof(ev));
+    ev.events = EPOLLIN | EPOLLOUT | EPOLLET;
+    ev.data.ptr = s;
+    if (epoll_ctl(ctx->epfd, EPOLL_CTL_ADD, s->fd, &ev) != 0) {
+        return gs__error_set(GS_ERR_SYSTEM, "tcp: epoll_ctl for a connection being set up: %s",
+                             strerror(errno));
+    }
+    s->registered = true;
+    return GS_OK;
+}
+
+static bool shm_applies(const gs__tp_t *tp, int peer)
+{
+    return tp->shm_offer && tp->peers[peer].shm_offered && (tp->peers[peer].shm_ring > 0);
+}
+
+static gs_status_t slot_through(struct gs__tcp_setup *ctx, hs_slot_t *s);
+
+/* The slot's socket (and TLS session) become connection (peer, index); the
+ * link comes up with the pair's last socket. */
+static void slot_hand_over(struct gs__tcp_setup *ctx, hs_slot_t *s)
+{
+    gs__tp_t *tp = ctx->tp;
+    gs__tcp_peer_t *p = &tp->peers[s->peer];
+    gs__tcp_conn_t *c = &p->conns[s->index];
+    const int peer = s->peer;
+
+    slot_unregister(ctx, s);
     c->fd = s->fd;
     c->ssl = s->ssl;
     c->pipe = (c->ssl != NULL) ? &gs__tcp_pipe_tls : &gs__tcp_pipe_plain;
     s->fd = -1;
     s->ssl = NULL;
-    s->state = HS_DONE;
+    s->state = HS_FREE;
+    if (ctx->claimed != NULL) {
+        ctx->claimed[(size_t)peer * (size_t)tp->nsocks + (size_t)s->index] = false;
+    }
+    p->nup++;
+    if (p->nup == tp->nsocks) {
+        gs__tcp_link_up(tp, peer); /* its slots are freed by the next out_tick */
+    }
 }
 
 static void fill_hs(const gs__tp_t *tp, gs__tcp_hs_t *hs, uint32_t kind, uint32_t verdict,
@@ -123,39 +210,72 @@ static void fill_hs(const gs__tp_t *tp, gs__tcp_hs_t *hs, uint32_t kind, uint32_
     hs->size = (uint32_t)tp->size;
     hs->index = (uint32_t)index;
     hs->nsocks = (uint32_t)tp->nsocks;
-    /* Socket 0 offers shared memory (tcp_pipe_shm.c decides after the handshakes). */
+    /* Socket 0 offers shared memory (a local pair sets it up before its first frame). */
     hs->flags = ((index == 0) && tp->shm_offer) ? GS_TCP_HS_F_SHM : 0;
     if (tp->auth.on) {
         hs->flags |= GS_TCP_HS_F_AUTH;
+    }
+    if (tp->lazy) {
+        hs->flags |= GS_TCP_HS_F_LAZY;
     }
     memset(hs->nonce, 0, sizeof(hs->nonce));
     memset(hs->mac, 0, sizeof(hs->mac));
 }
 
-static void out_schedule_retry(hs_slot_t *s, uint64_t now, const char *why)
+/* Fail peer @p peer for what a slot found (the error text is the reason). */
+static void hs_fail(struct gs__tcp_setup *ctx, int peer, gs_status_t status)
+{
+    gs__tcp_peer_fail(ctx->tp, peer, status, "%s", gs__error_get());
+}
+
+static void out_schedule_retry(struct gs__tcp_setup *ctx, hs_slot_t *s, uint64_t now,
+                               const char *why)
 {
     GS_INFO(NET, "tcp: connection %d to rank %d (%s) failed (%s); retrying in %d ms", s->index,
             s->peer, s->text, why, s->backoff_ms);
     if (why != s->why) {
         (void)snprintf(s->why, sizeof(s->why), "%s", why); /* for the timeout's text */
     }
-    slot_close(s);
+    slot_close(ctx, s);
     s->state = HS_OUT_RETRY;
     s->done = 0;
     s->retry_at = now + (uint64_t)s->backoff_ms * 1000000u;
     s->backoff_ms = (s->backoff_ms * 2 > HS_RETRY_MAX_MS) ? HS_RETRY_MAX_MS : s->backoff_ms * 2;
+    ctx->next_ns = (s->retry_at < ctx->next_ns) ? s->retry_at : ctx->next_ns;
+}
+
+/* A refused connect: retry, or after HS_REFUSED_MAX in a row, the peer is gone. */
+static gs_status_t out_refused(struct gs__tcp_setup *ctx, hs_slot_t *s, uint64_t now, int err)
+{
+    if (++s->refused >= HS_REFUSED_MAX) {
+        slot_close(ctx, s);
+        return gs__error_set(GS_ERR_PEER_FAILED,
+                             "rank %d failed: its address %s refused %d connections in a row "
+                             "(it exited or crashed: nothing listens there any more)",
+                             s->peer, s->text, s->refused);
+    }
+    out_schedule_retry(ctx, s, now, strerror(err));
+    return GS_OK;
 }
 
 /* Start (or restart) an outgoing connect. */
-static gs_status_t out_start(hs_ctx_t *ctx, hs_slot_t *s, uint64_t now)
+static gs_status_t out_start(struct gs__tcp_setup *ctx, hs_slot_t *s, uint64_t now)
 {
-    const gs__sockaddr_t *a = &ctx->addrs[s->peer];
+    gs__sockaddr_t a;
     gs__tcp_hs_t hs;
+    gs_status_t status;
     int ret;
 
-    s->fd = socket(a->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    status = gs__sock_parse(ctx->addrs[s->peer], "any", &a);
+    if (status != GS_OK) {
+        return status; /* gs__sock_parse named the address */
+    }
+    s->fd = socket(a.ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (s->fd < 0) {
-        return gs__error_set(GS_ERR_SYSTEM, "tcp: socket() to connect to rank %d (%s) failed: %s",
+        return gs__error_set(GS_ERR_SYSTEM,
+                             "tcp: socket() to connect to rank %d (%s) failed: %s (with "
+                             "GS_CONNECT=eager every rank opens GS_TCP_NSOCKS sockets to every "
+                             "other; raise ulimit -n or use GS_CONNECT=lazy)",
                              s->peer, s->text, strerror(errno));
     }
     fill_hs(ctx->tp, &hs, GS_TCP_HS_HELLO, GS_TCP_HS_OK, s->index);
@@ -168,21 +288,27 @@ static gs_status_t out_start(hs_ctx_t *ctx, hs_slot_t *s, uint64_t now)
     }
     gs__tcp_hs_encode(&hs, s->buf);
     s->done = 0;
-    ret = connect(s->fd, (const struct sockaddr *)&a->ss, a->len);
+    ret = connect(s->fd, (const struct sockaddr *)&a.ss, a.len);
     if ((ret == 0) || (errno == EINPROGRESS) || (errno == EINTR)) {
-        /* Done at once or not: poll says writable, and out_step goes on from there. */
+        /* Done at once or not: epoll says writable, and out_step goes on from there. */
         s->state = HS_OUT_CONNECTING;
-    } else if ((errno == ECONNREFUSED) || (errno == ENETUNREACH) || (errno == EHOSTUNREACH) ||
-               (errno == EAGAIN) || (errno == ETIMEDOUT)) {
-        out_schedule_retry(s, now, strerror(errno));
-    } else {
+        return slot_register(ctx, s);
+    }
+    if (errno == ECONNREFUSED) {
+        return out_refused(ctx, s, now, errno);
+    }
+    if ((errno == ENETUNREACH) || (errno == EHOSTUNREACH) || (errno == EAGAIN) ||
+        (errno == ETIMEDOUT)) {
+        out_schedule_retry(ctx, s, now, strerror(errno));
+        return GS_OK;
+    }
+    {
         int err = errno;
 
-        slot_close(s);
+        slot_close(ctx, s);
         return gs__error_set(GS_ERR_SYSTEM, "tcp: connect to rank %d (%s) failed: %s", s->peer,
                              s->text, strerror(err));
     }
-    return GS_OK;
 }
 
 /* Read or write the rest of s->buf. Returns 1 when complete, 0 when it would
@@ -225,7 +351,23 @@ static int hs_io(hs_slot_t *s, bool writing)
     return 1;
 }
 
-static gs_status_t out_got_ack(hs_ctx_t *ctx, hs_slot_t *s)
+/* The peer's connection won the crossing: drop our attempt and wait for it. */
+static void out_abandon(struct gs__tcp_setup *ctx, int peer)
+{
+    hs_slot_t *out = ctx->out[peer];
+
+    for (int i = 0; (out != NULL) && (i < ctx->tp->nsocks); i++) {
+        if (out[i].state != HS_FREE) {
+            slot_close(ctx, &out[i]);
+            out[i].state = HS_FREE;
+        }
+    }
+    if (ctx->tp->peers[peer].link == GS_TCP_LINK_OUT) {
+        ctx->tp->peers[peer].link = GS_TCP_LINK_IN;
+    }
+}
+
+static gs_status_t out_got_ack(struct gs__tcp_setup *ctx, hs_slot_t *s)
 {
     gs__tp_t *tp = ctx->tp;
     gs__tcp_hs_expect_t exp = {.job_id = tp->job_id,
@@ -247,6 +389,12 @@ static gs_status_t out_got_ack(hs_ctx_t *ctx, hs_slot_t *s)
         return gs__error_set(GS_ERR_PROTOCOL, "tcp: rank %d (%s) answered with a HELLO", s->peer,
                              s->text);
     }
+    if ((ack.verdict == GS_TCP_HS_CROSSED) && tp->lazy && (s->peer > tp->rank)) {
+        GS_INFO(NET, "tcp: rank %d: rank %d connects to us at the same time; taking its sockets",
+                tp->rank, s->peer);
+        out_abandon(ctx, s->peer);
+        return GS_OK;
+    }
     if (ack.verdict != GS_TCP_HS_OK) {
         gs_status_t st = GS_ERR_MISMATCH;
 
@@ -265,7 +413,9 @@ static gs_status_t out_got_ack(hs_ctx_t *ctx, hs_slot_t *s)
                                    "(docs/security.md)"
                              : (st == GS_ERR_AUTH) ? "; give every rank the same GS_AUTH_TOKEN "
                                                      "(or GS_AUTH_TOKEN_FILE)"
-                                                   : "");
+                             : (ack.verdict == GS_TCP_HS_CONNECT_DIFFERS)
+                                 ? "; give every rank the same GS_CONNECT"
+                                 : "");
     }
     if ((gs__tcp_hs_check(&ack, &exp, why, sizeof(why)) != GS_TCP_HS_OK) ||
         (ack.index != (uint32_t)s->index)) {
@@ -295,8 +445,7 @@ static gs_status_t out_got_ack(hs_ctx_t *ctx, hs_slot_t *s)
         s->state = HS_OUT_PROOF;
         return GS_OK;
     }
-    slot_hand_over(tp, s);
-    return GS_OK;
+    return slot_through(ctx, s);
 }
 
 /* TLS with the peer failed for a reason a retry cannot change (its
@@ -313,25 +462,30 @@ static gs_status_t out_tls_failed(hs_slot_t *s)
                          s->peer, s->text, s->why);
 }
 
-/* Drive one outgoing slot after poll said it is ready. */
-static gs_status_t out_step(hs_ctx_t *ctx, hs_slot_t *s, short revents, uint64_t now)
+/* Drive one outgoing slot as far as it goes. */
+static gs_status_t out_step(struct gs__tcp_setup *ctx, hs_slot_t *s, uint64_t now)
 {
     int ret;
 
     if (s->state == HS_OUT_CONNECTING) {
         int err = 0;
         socklen_t elen = sizeof(err);
+        struct pollfd pfd = {.fd = s->fd, .events = POLLOUT};
 
-        if ((revents & (POLLOUT | POLLERR | POLLHUP)) == 0) {
-            return GS_OK;
+        if ((poll(&pfd, 1, 0) <= 0) || ((pfd.revents & (POLLOUT | POLLERR | POLLHUP)) == 0)) {
+            return GS_OK; /* still connecting */
         }
         if (getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0) {
             err = errno;
         }
+        if (err == ECONNREFUSED) {
+            return out_refused(ctx, s, now, err);
+        }
         if (err != 0) {
-            out_schedule_retry(s, now, strerror(err));
+            out_schedule_retry(ctx, s, now, strerror(err));
             return GS_OK;
         }
+        s->refused = 0;
         if (gs__sock_tune(s->fd) != GS_OK) {
             return GS_ERR_SYSTEM;
         }
@@ -350,7 +504,7 @@ static gs_status_t out_step(hs_ctx_t *ctx, hs_slot_t *s, short revents, uint64_t
             return GS_OK;
         }
         if (ret == -2) {
-            out_schedule_retry(s, now, s->why);
+            out_schedule_retry(ctx, s, now, s->why);
             return GS_OK;
         }
         if (ret < 0) {
@@ -364,7 +518,7 @@ static gs_status_t out_step(hs_ctx_t *ctx, hs_slot_t *s, short revents, uint64_t
             return out_tls_failed(s);
         }
         if (ret < 0) {
-            out_schedule_retry(s, now, (errno != 0) ? strerror(errno) : "closed");
+            out_schedule_retry(ctx, s, now, (errno != 0) ? strerror(errno) : "closed");
             return GS_OK;
         }
         if (ret == 0) {
@@ -372,7 +526,6 @@ static gs_status_t out_step(hs_ctx_t *ctx, hs_slot_t *s, short revents, uint64_t
         }
         s->state = HS_OUT_ACK;
         s->done = 0;
-        return GS_OK;
     }
     if (s->state == HS_OUT_ACK) {
         ret = hs_io(s, false);
@@ -380,7 +533,8 @@ static gs_status_t out_step(hs_ctx_t *ctx, hs_slot_t *s, short revents, uint64_t
             return out_tls_failed(s);
         }
         if (ret < 0) {
-            out_schedule_retry(s, now, (errno != 0) ? strerror(errno) : "closed before the ack");
+            out_schedule_retry(ctx, s, now,
+                               (errno != 0) ? strerror(errno) : "closed before the ack");
             return GS_OK;
         }
         if (ret == 0) {
@@ -394,27 +548,34 @@ static gs_status_t out_step(hs_ctx_t *ctx, hs_slot_t *s, short revents, uint64_t
             return out_tls_failed(s);
         }
         if (ret < 0) {
-            out_schedule_retry(s, now, (errno != 0) ? strerror(errno) : "closed before the proof");
+            out_schedule_retry(ctx, s, now,
+                               (errno != 0) ? strerror(errno) : "closed before the proof");
             return GS_OK;
         }
         if (ret == 0) {
             return GS_OK;
         }
-        slot_hand_over(ctx->tp, s);
+        return slot_through(ctx, s);
     }
     return GS_OK;
 }
 
-/* Reject an incoming socket: WARN, best-effort reject ACK, close. */
-static void in_reject(hs_ctx_t *ctx, hs_slot_t *s, uint32_t verdict, const char *why)
+/* Reject an incoming socket: WARN (INFO for a crossing), best-effort
+ * reject ACK, close. */
+static void in_reject(struct gs__tcp_setup *ctx, hs_slot_t *s, uint32_t verdict, const char *why)
 {
-    GS_WARN("tcp: rank %d rejected a connection from %s: %s", ctx->tp->rank, s->text, why);
+    if (verdict == GS_TCP_HS_CROSSED) {
+        GS_INFO(NET, "tcp: rank %d: %s", ctx->tp->rank, why);
+    } else {
+        GS_WARN("tcp: rank %d rejected a connection from %s: %s", ctx->tp->rank, s->text, why);
+    }
     if (verdict != GS_TCP_HS_OK) {
         gs__tcp_hs_t ack;
         uint8_t buf[GS_TCP_HS_LEN];
 
-        fill_hs(ctx->tp, &ack, GS_TCP_HS_ACK, verdict, 0);
-        if (ctx->tp->auth.on) {
+        fill_hs(ctx->tp, &ack, GS_TCP_HS_ACK, verdict,
+                (verdict == GS_TCP_HS_CROSSED) ? s->index : 0);
+        if (ctx->tp->auth.on && (verdict != GS_TCP_HS_CROSSED)) {
             /* Nothing about the job for a peer that has not proven the token:
              * the verdict alone (the connector does not check ids on a refusal). */
             ack.job_id = 0;
@@ -432,8 +593,8 @@ static void in_reject(hs_ctx_t *ctx, hs_slot_t *s, uint32_t verdict, const char 
             (void)send(s->fd, buf, sizeof(buf), MSG_NOSIGNAL | MSG_DONTWAIT);
         }
     }
-    slot_close(s);
-    s->state = HS_DONE;
+    slot_close(ctx, s);
+    s->state = HS_FREE;
 }
 
 /* Whether the bytes a TLS rank got first are a plain HELLO rather than a TLS
@@ -460,7 +621,38 @@ static int in_plain_hello(hs_slot_t *s, bool *wait)
     return 1;
 }
 
-static void in_step(hs_ctx_t *ctx, hs_slot_t *s)
+/* The HELLO of a validated connector: which of the pair's attempts goes on.
+ * Returns GS_TCP_HS_OK to accept (the link is the peer's now), else the
+ * verdict to refuse with and the reason in why. */
+static uint32_t in_claim(struct gs__tcp_setup *ctx, const gs__tcp_hs_t *hello, char *why,
+                         size_t len)
+{
+    gs__tp_t *tp = ctx->tp;
+    gs__tcp_peer_t *p = &tp->peers[hello->rank];
+    const size_t k = (size_t)hello->rank * (size_t)tp->nsocks + hello->index;
+
+    if (p->fail_status != GS_OK) {
+        snprintf(why, len, "rank %u has failed here (%.100s)", hello->rank, p->reason);
+        return GS_TCP_HS_DUPLICATE;
+    }
+    if (ctx->claimed[k] || (p->conns[hello->index].fd >= 0) || (p->link == GS_TCP_LINK_UP)) {
+        snprintf(why, len, "rank %u socket %u is already connected", hello->rank, hello->index);
+        return GS_TCP_HS_DUPLICATE;
+    }
+    if (p->link == GS_TCP_LINK_OUT) {
+        if ((int)hello->rank < tp->rank) {
+            snprintf(why, len, "rank %u connects while we connect to it: ours are kept",
+                     hello->rank);
+            return GS_TCP_HS_CROSSED;
+        }
+        out_abandon(ctx, (int)hello->rank);
+    }
+    p->link = GS_TCP_LINK_IN;
+    ctx->claimed[k] = true;
+    return GS_TCP_HS_OK;
+}
+
+static gs_status_t in_step(struct gs__tcp_setup *ctx, hs_slot_t *s)
 {
     gs__tp_t *tp = ctx->tp;
     char why[GS_TCP_REASON_MAX];
@@ -475,20 +667,20 @@ static void in_step(hs_ctx_t *ctx, hs_slot_t *s)
             if (in_plain_hello(s, &wait) == 1) {
                 in_reject(ctx, s, GS_TCP_HS_TLS_REQUIRED,
                           "a plain gradsync HELLO where TLS was required (GS_TLS=1 here)");
-                return;
+                return GS_OK;
             }
             if (wait) {
-                return;
+                return GS_OK;
             }
             s->tls_checked = true;
         }
         ret = gs__tcp_tls_handshake(s->ssl, &s->tls_events, s->why, sizeof(s->why));
         if (ret == 0) {
-            return;
+            return GS_OK;
         }
         if (ret < 0) {
             in_reject(ctx, s, GS_TCP_HS_OK, s->why);
-            return;
+            return GS_OK;
         }
         s->state = HS_IN_HELLO;
     }
@@ -497,9 +689,9 @@ static void in_step(hs_ctx_t *ctx, hs_slot_t *s)
                                    .comm_id = tp->comm_id,
                                    .size = tp->size,
                                    .nsocks = tp->nsocks,
-                                   .rank_lo = tp->rank + 1,
+                                   .rank_lo = tp->lazy ? 0 : tp->rank + 1,
                                    .rank_hi = tp->size - 1};
-        gs__tcp_hs_verdict_t verdict;
+        uint32_t verdict;
 
         ret = hs_io(s, false);
         if (ret < 0) {
@@ -510,52 +702,62 @@ static void in_step(hs_ctx_t *ctx, hs_slot_t *s)
                                        : "closed",
                      s->done);
             in_reject(ctx, s, GS_TCP_HS_OK, why);
-            return;
+            return GS_OK;
         }
         if (ret == 0) {
-            return;
+            return GS_OK;
         }
         status = gs__tcp_hs_decode(s->buf, GS_TCP_HS_LEN, &hello, why, sizeof(why));
         if ((status != GS_OK) && (s->ssl == NULL) && (s->buf[0] == 0x16u) && (s->buf[1] == 0x03u)) {
             /* A TLS ClientHello: our plain ACK ends the peer's handshake with an error. */
             in_reject(ctx, s, GS_TCP_HS_TLS_UNEXPECTED,
                       "a TLS handshake, and this rank does not use TLS (no GS_TLS=1)");
-            return;
+            return GS_OK;
         }
         if (status == GS_ERR_VERSION_MISMATCH) {
             in_reject(ctx, s, GS_TCP_HS_BAD_VERSION, why);
-            return;
+            return GS_OK;
         }
         if ((status != GS_OK) || (hello.kind != GS_TCP_HS_HELLO)) {
             in_reject(ctx, s, GS_TCP_HS_OK, (status != GS_OK) ? why : "an ACK instead of a HELLO");
-            return;
+            return GS_OK;
         }
         verdict = gs__tcp_hs_check(&hello, &exp, why, sizeof(why));
+        if ((verdict == GS_TCP_HS_OK) && (hello.rank == (uint32_t)tp->rank)) {
+            snprintf(why, sizeof(why), "rank %u is this rank", hello.rank);
+            verdict = GS_TCP_HS_BAD_RANK;
+        }
         if (verdict != GS_TCP_HS_OK) {
             in_reject(ctx, s, verdict, why);
-            return;
+            return GS_OK;
+        }
+        if (hs_lazy_from(&hello) != tp->lazy) {
+            snprintf(why, sizeof(why),
+                     "rank %u has GS_CONNECT=%s and this rank %s; give every rank the same",
+                     hello.rank, hs_lazy_from(&hello) ? "lazy" : "eager",
+                     tp->lazy ? "lazy" : "eager");
+            in_reject(ctx, s, GS_TCP_HS_CONNECT_DIFFERS, why);
+            return GS_OK;
         }
         if (tp->auth.on && !(hello.flags & GS_TCP_HS_F_AUTH)) {
             snprintf(why, sizeof(why), "rank %u has no GS_AUTH_TOKEN and this rank requires one",
                      hello.rank);
             in_reject(ctx, s, GS_TCP_HS_AUTH_REQUIRED, why);
-            return;
+            return GS_OK;
         }
         if (!tp->auth.on && (hello.flags & GS_TCP_HS_F_AUTH)) {
             snprintf(why, sizeof(why), "rank %u has a GS_AUTH_TOKEN and this rank has none",
                      hello.rank);
             in_reject(ctx, s, GS_TCP_HS_AUTH_UNEXPECTED, why);
-            return;
+            return GS_OK;
         }
-        if (ctx->claimed[hello.rank * (uint32_t)tp->nsocks + hello.index]) {
-            snprintf(why, sizeof(why), "rank %u socket %u is already connected", hello.rank,
-                     hello.index);
-            in_reject(ctx, s, GS_TCP_HS_DUPLICATE, why);
-            return;
-        }
-        ctx->claimed[hello.rank * (uint32_t)tp->nsocks + hello.index] = true;
-        s->peer = (int)hello.rank;
         s->index = (int)hello.index;
+        verdict = in_claim(ctx, &hello, why, sizeof(why));
+        if (verdict != GS_TCP_HS_OK) {
+            in_reject(ctx, s, verdict, why);
+            return GS_OK;
+        }
+        s->peer = (int)hello.rank;
         if (s->index == 0) {
             tp->peers[s->peer].shm_offered = ((hello.flags & GS_TCP_HS_F_SHM) != 0);
         }
@@ -564,7 +766,7 @@ static void in_step(hs_ctx_t *ctx, hs_slot_t *s)
             if (gs__auth_nonce(s->nonce_a) != GS_OK) {
                 ctx->claimed[s->peer * tp->nsocks + s->index] = false;
                 in_reject(ctx, s, GS_TCP_HS_OK, gs__error_get());
-                return;
+                return GS_OK;
             }
         }
         fill_hs(tp, &hello, GS_TCP_HS_ACK, GS_TCP_HS_OK, s->index);
@@ -585,24 +787,24 @@ static void in_step(hs_ctx_t *ctx, hs_slot_t *s)
             snprintf(why, sizeof(why), "rank %d failed while taking the ack: %s", s->peer,
                      (errno != 0) ? strerror(errno) : "closed");
             in_reject(ctx, s, GS_TCP_HS_OK, why);
-            return;
+            return GS_OK;
         }
         if (ret == 0) {
-            return;
+            return GS_OK;
         }
         if (tp->auth.on) {
             s->done = 0;
             s->state = HS_IN_PROOF;
-            return;
+            return GS_OK;
         }
-        slot_hand_over(tp, s);
+        return slot_through(ctx, s);
     }
     if (s->state == HS_IN_PROOF) {
         gs__tcp_hs_t proof;
 
         ret = hs_io(s, false);
         if (ret == 0) {
-            return;
+            return GS_OK;
         }
         if ((ret < 0) ||
             (gs__tcp_hs_decode(s->buf, GS_TCP_HS_LEN, &proof, why, sizeof(why)) != GS_OK) ||
@@ -616,49 +818,153 @@ static void in_step(hs_ctx_t *ctx, hs_slot_t *s)
                      "GS_AUTH_TOKEN or a replayed handshake",
                      s->peer, (ret < 0) ? "closed before its proof" : "bad proof");
             in_reject(ctx, s, GS_TCP_HS_OK, why);
+            return GS_OK;
+        }
+        return slot_through(ctx, s);
+    }
+    return GS_OK;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Shared memory on socket 0 of a local pair                              */
+/* ---------------------------------------------------------------------- */
+
+/* The handshake of a socket is through: socket 0 of a local pair sets up
+ * the segment first, every other socket is handed over. */
+static gs_status_t slot_through(struct gs__tcp_setup *ctx, hs_slot_t *s)
+{
+    gs__tp_t *tp = ctx->tp;
+
+    if ((s->index != 0) || !shm_applies(tp, s->peer)) {
+        slot_hand_over(ctx, s);
+        return GS_OK;
+    }
+    s->done = 0;
+    if (tp->rank < s->peer) {
+        gs__tcp_shm_pair_create(tp, s->peer, s->buf);
+        s->state = HS_SHM_CREATE_TX;
+    } else {
+        s->state = HS_SHM_CREATE_RX;
+    }
+    return GS_OK;
+}
+
+/* A local pair's setup records; a socket that fails here fails the peer. */
+static gs_status_t shm_step(struct gs__tcp_setup *ctx, hs_slot_t *s)
+{
+    gs__tp_t *tp = ctx->tp;
+    const bool writing = (s->state == HS_SHM_CREATE_TX) || (s->state == HS_SHM_MAPPED_TX);
+    bool more = true;
+    gs_status_t status;
+    int ret = hs_io(s, writing);
+
+    if (ret < 0) {
+        return gs__error_set(GS_ERR_PEER_FAILED,
+                             "rank %d failed while setting up shared memory with rank %d: %s",
+                             s->peer, tp->rank, (errno != 0) ? strerror(errno) : "closed");
+    }
+    if (ret == 0) {
+        return GS_OK;
+    }
+    s->done = 0;
+    switch (s->state) {
+    case HS_SHM_CREATE_TX:
+        more = (tp->peers[s->peer].shm != NULL); /* "not ok" is answered by nothing */
+        s->state = HS_SHM_MAPPED_RX;
+        break;
+    case HS_SHM_MAPPED_RX:
+        status = gs__tcp_shm_pair_mapped(tp, s->peer, s->buf);
+        if (status != GS_OK) {
+            return status;
+        }
+        more = false;
+        break;
+    case HS_SHM_CREATE_RX:
+        status = gs__tcp_shm_pair_map(tp, s->peer, s->buf, &more);
+        if (status != GS_OK) {
+            return status;
+        }
+        s->state = HS_SHM_MAPPED_TX; /* the reply is in s->buf when more */
+        break;
+    default: /* HS_SHM_MAPPED_TX */
+        more = false;
+        break;
+    }
+    if (!more) {
+        slot_hand_over(ctx, s);
+    }
+    return GS_OK;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Driving the slots                                                      */
+/* ---------------------------------------------------------------------- */
+
+/* Drive a slot until it would block (the set is edge triggered); a failure
+ * fails its peer. */
+static void slot_drive(struct gs__tcp_setup *ctx, hs_slot_t *s, uint64_t now)
+{
+    for (int guard = 0; guard < 16; guard++) {
+        const hs_state_t before = s->state;
+        const int peer = s->peer;
+        gs_status_t status;
+
+        if ((s->state == HS_FREE) || (s->state == HS_OUT_RETRY)) {
             return;
         }
-        slot_hand_over(tp, s);
+        if (s->state <= HS_OUT_PROOF) {
+            status = out_step(ctx, s, now);
+        } else if (s->state <= HS_IN_PROOF) {
+            status = in_step(ctx, s);
+        } else {
+            status = shm_step(ctx, s);
+        }
+        if (status != GS_OK) {
+            slot_close(ctx, s);
+            s->state = HS_FREE;
+            hs_fail(ctx, peer, status); /* closes the peer's other slots too */
+            return;
+        }
+        if (s->state == before) {
+            return; /* it would block */
+        }
     }
 }
 
-static void in_accept(hs_ctx_t *ctx)
+static void in_accept(struct gs__tcp_setup *ctx, uint64_t now)
 {
-    for (;;) {
+    gs__tp_t *tp = ctx->tp;
+
+    for (int budget = 0; budget < HS_MAX_INCOMING; budget++) {
         gs__sockaddr_t from;
-        hs_slot_t *s;
+        hs_slot_t *s = NULL;
         int fd;
 
         memset(&from, 0, sizeof(from));
         from.len = sizeof(from.ss);
-        fd = accept4(ctx->tp->listen_fd, (struct sockaddr *)&from.ss, &from.len,
+        fd = accept4(tp->listen_fd, (struct sockaddr *)&from.ss, &from.len,
                      SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if ((errno == EINTR) || (errno == ECONNABORTED) || (errno == EPROTO)) {
                 continue;
             }
             if ((errno != EAGAIN) && (errno != EWOULDBLOCK)) {
-                GS_WARN("tcp: accept on rank %d failed: %s", ctx->tp->rank, strerror(errno));
+                GS_WARN("tcp: accept on rank %d failed: %s", tp->rank, strerror(errno));
             }
             return;
         }
-        /* Compact finished slots, then make room by dropping the oldest. */
-        {
-            int j = 0;
-
-            for (int i = 0; i < ctx->nin; i++) {
-                if (ctx->in[i].state != HS_DONE) {
-                    ctx->in[j++] = ctx->in[i];
-                }
+        for (int i = 0; (i < HS_MAX_INCOMING) && (s == NULL); i++) {
+            s = (ctx->in[i].state == HS_FREE) ? &ctx->in[i] : NULL;
+        }
+        if (s == NULL) {
+            /* Make room by dropping an unfinished handshake, in turn. */
+            s = &ctx->in[ctx->evict];
+            ctx->evict = (ctx->evict + 1) % HS_MAX_INCOMING;
+            if (s->peer >= 0) {
+                ctx->claimed[s->peer * tp->nsocks + s->index] = false;
             }
-            ctx->nin = j;
+            in_reject(ctx, s, GS_TCP_HS_OK, "too many unfinished handshakes");
         }
-        if (ctx->nin == HS_MAX_INCOMING) {
-            in_reject(ctx, &ctx->in[0], GS_TCP_HS_OK, "too many unfinished handshakes");
-            memmove(&ctx->in[0], &ctx->in[1], sizeof(ctx->in[0]) * (HS_MAX_INCOMING - 1));
-            ctx->nin--;
-        }
-        s = &ctx->in[ctx->nin++];
         memset(s, 0, sizeof(*s));
         s->fd = fd;
         s->peer = -1;
@@ -670,85 +976,351 @@ static void in_accept(hs_ctx_t *ctx)
             in_reject(ctx, s, GS_TCP_HS_OK, "could not set socket options");
             continue;
         }
-        if (ctx->tp->tls_ctx != NULL) {
-            s->ssl = gs__tcp_tls_new(ctx->tp->tls_ctx, fd, false);
+        if (tp->tls_ctx != NULL) {
+            s->ssl = gs__tcp_tls_new(tp->tls_ctx, fd, false);
             s->state = HS_IN_TLS;
             s->tls_events = POLLIN;
             if (s->ssl == NULL) {
                 in_reject(ctx, s, GS_TCP_HS_OK, "out of memory for a TLS session");
+                continue;
+            }
+        }
+        if (slot_register(ctx, s) != GS_OK) {
+            in_reject(ctx, s, GS_TCP_HS_OK, gs__error_get());
+            continue;
+        }
+        slot_drive(ctx, s, now);
+    }
+}
+
+/* Start the outgoing slots whose time has come; give up on peers past their
+ * deadline. */
+static void out_tick(struct gs__tcp_setup *ctx, uint64_t now)
+{
+    gs__tp_t *tp = ctx->tp;
+
+    ctx->next_ns = UINT64_MAX;
+    for (int p = 0; p < tp->size; p++) {
+        if ((ctx->out[p] != NULL) &&
+            ((tp->peers[p].link == GS_TCP_LINK_UP) || (tp->peers[p].fail_status != GS_OK))) {
+            free(ctx->out[p]); /* every slot was handed over, or the peer failed */
+            ctx->out[p] = NULL;
+        }
+        for (int i = 0; (ctx->out[p] != NULL) && (i < tp->nsocks); i++) {
+            hs_slot_t *s = &ctx->out[p][i];
+
+            if (s->state != HS_OUT_RETRY) {
+                continue;
+            }
+            if (now >= ctx->deadline[p]) {
+                gs__tcp_peer_fail(tp, p, GS_ERR_TIMEOUT,
+                                  "could not connect to rank %d at %s within %llu ms (last "
+                                  "attempt: %.80s); it is not running, is stuck, or listens "
+                                  "elsewhere (GS_DEBUG_SUBSYS=NET logs each attempt)",
+                                  p, s->text,
+                                  (unsigned long long)(tp->link_timeout_ns / 1000000ull),
+                                  (s->why[0] != '\0') ? s->why : "none");
+                break; /* the failure closed the slots */
+            }
+            if (s->retry_at <= now) {
+                gs_status_t status = out_start(ctx, s, now);
+
+                if (status == GS_OK) {
+                    slot_drive(ctx, s, now);
+                } else {
+                    slot_close(ctx, s);
+                    s->state = HS_FREE;
+                    hs_fail(ctx, p, status);
+                    break;
+                }
+            }
+            if ((ctx->out[p] != NULL) && (s->state == HS_OUT_RETRY)) {
+                ctx->next_ns = (s->retry_at < ctx->next_ns) ? s->retry_at : ctx->next_ns;
             }
         }
     }
 }
 
-/* Text listing the ranks that still lack a socket, for the timeout error. */
-static void missing_ranks(const hs_ctx_t *ctx, char *buf, size_t len)
+/* One pass over what the setup epoll set reports (waiting up to timeout_ms),
+ * then the retries that are due. */
+static void hs_pass(struct gs__tcp_setup *ctx, int timeout_ms)
+{
+    struct epoll_event evs[HS_EVENTS];
+    uint64_t now;
+    int n = epoll_wait(ctx->epfd, evs, HS_EVENTS, timeout_ms);
+
+    now = gs__now_ns();
+    for (int i = 0; i < n; i++) {
+        hs_slot_t *s = (hs_slot_t *)evs[i].data.ptr;
+
+        if (s == NULL) {
+            in_accept(ctx, now);
+        } else {
+            slot_drive(ctx, s, now);
+        }
+    }
+    if (now >= ctx->next_ns) {
+        out_tick(ctx, now);
+    }
+}
+
+/* ---------------------------------------------------------------------- */
+/* The interface (tcp_conn.h)                                             */
+/* ---------------------------------------------------------------------- */
+
+gs_status_t gs__tcp_hs_open(gs__tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX])
+{
+    struct gs__tcp_setup *ctx = calloc(1, sizeof(*ctx));
+    struct epoll_event ev;
+
+    if (ctx == NULL) {
+        return gs__error_set(GS_ERR_NO_MEMORY, "tcp: out of memory for connection setup");
+    }
+    ctx->tp = tp;
+    ctx->epfd = -1;
+    ctx->next_ns = UINT64_MAX;
+    tp->hs = ctx;
+    ctx->addrs = calloc((size_t)tp->size, GS_TP_ADDR_MAX);
+    ctx->out = calloc((size_t)tp->size, sizeof(*ctx->out));
+    ctx->deadline = calloc((size_t)tp->size, sizeof(*ctx->deadline));
+    ctx->claimed = calloc((size_t)tp->size * (size_t)tp->nsocks, sizeof(bool));
+    if ((ctx->addrs == NULL) || (ctx->out == NULL) || (ctx->deadline == NULL) ||
+        (ctx->claimed == NULL)) {
+        return gs__error_set(GS_ERR_NO_MEMORY, "tcp: out of memory for connection setup");
+    }
+    for (int i = 0; i < HS_MAX_INCOMING; i++) {
+        ctx->in[i].fd = -1;
+        ctx->in[i].peer = -1;
+    }
+    for (int p = 0; (addrs != NULL) && (p < tp->size); p++) {
+        if (memchr(addrs[p], '\0', GS_TP_ADDR_MAX) == NULL) {
+            return gs__error_set(GS_ERR_INVALID_ARG,
+                                 "tcp: the address of rank %d is not NUL-terminated", p);
+        }
+        memcpy(ctx->addrs[p], addrs[p], GS_TP_ADDR_MAX);
+    }
+    ctx->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (ctx->epfd < 0) {
+        return gs__error_set(GS_ERR_SYSTEM, "tcp: epoll_create1 for connection setup failed: %s",
+                             strerror(errno));
+    }
+    memset(&ev, 0, sizeof(ev));
+    ev.events = EPOLLIN;
+    ev.data.ptr = NULL; /* the listening socket */
+    if (epoll_ctl(ctx->epfd, EPOLL_CTL_ADD, tp->listen_fd, &ev) != 0) {
+        return gs__error_set(GS_ERR_SYSTEM, "tcp: epoll_ctl(listen) failed: %s", strerror(errno));
+    }
+    ev.events = EPOLLIN;
+    ev.data.ptr = ctx; /* poll_once: a connection being set up has news */
+    if (epoll_ctl(tp->epfd, EPOLL_CTL_ADD, ctx->epfd, &ev) != 0) {
+        return gs__error_set(GS_ERR_SYSTEM, "tcp: epoll_ctl(setup set) failed: %s",
+                             strerror(errno));
+    }
+    return GS_OK;
+}
+
+void gs__tcp_hs_close(gs__tp_t *tp)
+{
+    struct gs__tcp_setup *ctx = tp->hs;
+
+    if (ctx == NULL) {
+        return;
+    }
+    for (int i = 0; i < HS_MAX_INCOMING; i++) {
+        if (ctx->in[i].state != HS_FREE) {
+            GS_INFO(NET, "tcp: closing an unfinished handshake from %s", ctx->in[i].text);
+        }
+        slot_close(ctx, &ctx->in[i]);
+    }
+    for (int p = 0; (ctx->out != NULL) && (p < tp->size); p++) {
+        for (int i = 0; (ctx->out[p] != NULL) && (i < tp->nsocks); i++) {
+            slot_close(ctx, &ctx->out[p][i]);
+        }
+        free(ctx->out[p]);
+    }
+    if (ctx->epfd >= 0) {
+        if (tp->epfd >= 0) {
+            (void)epoll_ctl(tp->epfd, EPOLL_CTL_DEL, ctx->epfd, NULL);
+        }
+        close(ctx->epfd);
+    }
+    free(ctx->claimed);
+    free(ctx->deadline);
+    free(ctx->out);
+    free(ctx->addrs);
+    free(ctx);
+    tp->hs = NULL;
+}
+
+bool gs__tcp_hs_is(const gs__tp_t *tp, const void *ptr)
+{
+    return (tp->hs != NULL) && (ptr == (const void *)tp->hs);
+}
+
+void gs__tcp_hs_learn(gs__tp_t *tp, int peer, const char *addr)
+{
+    if ((tp->hs != NULL) && (peer >= 0) && (peer < tp->size)) {
+        snprintf(tp->hs->addrs[peer], GS_TP_ADDR_MAX, "%s", addr);
+    }
+}
+
+void gs__tcp_hs_want(gs__tp_t *tp, int peer, bool initiate)
+{
+    struct gs__tcp_setup *ctx = tp->hs;
+    gs__tcp_peer_t *p = &tp->peers[peer];
+    const uint64_t now = gs__now_ns();
+    hs_slot_t *out;
+    bool defer;
+
+    if ((ctx == NULL) || (p->link != GS_TCP_LINK_NONE) || (p->fail_status != GS_OK)) {
+        return;
+    }
+    if (tp->connected) {
+        hs_pass(ctx, 0); /* its HELLO may be waiting: then it is the peer's link */
+        if ((p->link != GS_TCP_LINK_NONE) || (p->fail_status != GS_OK)) {
+            return;
+        }
+    }
+    if (!initiate) {
+        p->link = GS_TCP_LINK_IN;
+        return;
+    }
+    if (ctx->addrs[peer][0] == '\0') {
+        gs__tcp_peer_fail(tp, peer, GS_ERR_INTERNAL,
+                          "tcp: rank %d has no address for rank %d (the bootstrap did not give it)",
+                          tp->rank, peer);
+        return;
+    }
+    out = calloc((size_t)tp->nsocks, sizeof(*out));
+    if (out == NULL) {
+        gs__tcp_peer_fail(tp, peer, GS_ERR_NO_MEMORY, "tcp: out of memory connecting to rank %d",
+                          peer);
+        return;
+    }
+    ctx->out[peer] = out;
+    ctx->deadline[peer] = now + tp->link_timeout_ns;
+    p->link = GS_TCP_LINK_OUT;
+    /* Lazy, to a higher rank: give its own attempt a head start. */
+    defer = tp->lazy && tp->connected && (peer > tp->rank);
+    for (int i = 0; i < tp->nsocks; i++) {
+        hs_slot_t *s = &out[i];
+
+        s->fd = -1;
+        s->peer = peer;
+        s->index = i;
+        s->state = HS_OUT_RETRY;
+        s->retry_at = defer ? now + (uint64_t)HS_DEFER_MS * 1000000ull : now;
+        s->backoff_ms = HS_RETRY_MIN_MS;
+        snprintf(s->text, sizeof(s->text), "%s", ctx->addrs[peer]);
+    }
+    ctx->next_ns = (out[0].retry_at < ctx->next_ns) ? out[0].retry_at : ctx->next_ns;
+    if (!defer) {
+        out_tick(ctx, now);
+    }
+}
+
+void gs__tcp_hs_forget(gs__tp_t *tp, int peer)
+{
+    struct gs__tcp_setup *ctx = tp->hs;
+
+    if (ctx == NULL) {
+        return;
+    }
+    /* The slots stay allocated until out_tick: an event of this pass may
+     * still point at one. */
+    for (int i = 0; (ctx->out[peer] != NULL) && (i < tp->nsocks); i++) {
+        slot_close(ctx, &ctx->out[peer][i]);
+        ctx->out[peer][i].state = HS_FREE;
+    }
+    for (int i = 0; i < HS_MAX_INCOMING; i++) {
+        if ((ctx->in[i].state != HS_FREE) && (ctx->in[i].peer == peer)) {
+            ctx->claimed[(size_t)peer * (size_t)tp->nsocks + (size_t)ctx->in[i].index] = false;
+            slot_close(ctx, &ctx->in[i]);
+            ctx->in[i].state = HS_FREE;
+        }
+    }
+}
+
+void gs__tcp_hs_poll(gs__tp_t *tp)
+{
+    if (tp->hs != NULL) {
+        hs_pass(tp->hs, 0);
+    }
+}
+
+uint64_t gs__tcp_hs_next_ns(const gs__tp_t *tp)
+{
+    return (tp->hs != NULL) ? tp->hs->next_ns : UINT64_MAX;
+}
+
+void gs__tcp_hs_tick(gs__tp_t *tp, uint64_t now)
+{
+    if ((tp->hs != NULL) && (now >= tp->hs->next_ns)) {
+        out_tick(tp->hs, now);
+    }
+}
+
+/* Text listing the ranks of @p peers whose link is not up, for the timeout. */
+static void missing_ranks(const struct gs__tcp_setup *ctx, const int *peers, int n, char *buf,
+                          size_t len)
 {
     const gs__tp_t *tp = ctx->tp;
     size_t off = 0;
     int count = 0;
 
     buf[0] = '\0';
-    for (int p = 0; (p < tp->size) && (off + 16 < len); p++) {
-        int have = 0;
+    for (int k = 0; (k < n) && (off + 16 < len); k++) {
+        const int p = peers[k];
+        const hs_slot_t *at = (ctx->out[p] != NULL) ? &ctx->out[p][0] : NULL;
+        int nn;
 
-        if (p == tp->rank) {
+        if (tp->peers[p].link == GS_TCP_LINK_UP) {
             continue;
         }
-        for (int i = 0; i < tp->nsocks; i++) {
-            have += (tp->peers[p].conns[i].fd >= 0) ? 1 : 0;
+        /* Our connects to it: where, and what the last attempt got. */
+        nn = snprintf(buf + off, len - off, "%s%d%s%s (%d/%d sockets%s%.60s)",
+                      (count > 0) ? ", " : "", p, (at != NULL) ? " at " : "",
+                      (at != NULL) ? at->text : "", tp->peers[p].nup, tp->nsocks,
+                      ((at != NULL) && (at->why[0] != '\0')) ? "; last attempt: " : "",
+                      ((at != NULL) && (at->why[0] != '\0')) ? at->why : "");
+        off += (nn > 0) ? (size_t)nn : 0;
+        if (off >= len) {
+            break;
         }
-        if (have < tp->nsocks) {
-            const hs_slot_t *at = NULL;
-            int n;
-
-            for (int i = 0; (i < ctx->nout) && (at == NULL); i++) {
-                at = (ctx->out[i].peer == p) ? &ctx->out[i] : NULL;
-            }
-            /* Our connects to a lower rank: where, and what the last attempt got. */
-            n = snprintf(buf + off, len - off, "%s%d%s%s (%d/%d sockets%s%.60s)",
-                         (count > 0) ? ", " : "", p, (at != NULL) ? " at " : "",
-                         (at != NULL) ? at->text : "", have, tp->nsocks,
-                         ((at != NULL) && (at->why[0] != '\0')) ? "; last attempt: " : "",
-                         ((at != NULL) && (at->why[0] != '\0')) ? at->why : "");
-
-            off += (n > 0) ? (size_t)n : 0;
-            count++;
-        }
+        count++;
     }
 }
 
-static bool all_connected(const gs__tp_t *tp)
+gs_status_t gs__tcp_hs_wait(gs__tp_t *tp, const int *peers, int n, uint64_t deadline_ns)
 {
-    for (int p = 0; p < tp->size; p++) {
-        for (int i = 0; (p != tp->rank) && (i < tp->nsocks); i++) {
-            if (tp->peers[p].conns[i].fd < 0) {
-                return false;
-            }
-        }
-    }
-    return true;
-}
+    struct gs__tcp_setup *ctx = tp->hs;
+    const uint64_t start = gs__now_ns();
 
-static gs_status_t hs_loop(hs_ctx_t *ctx, uint64_t deadline_ns)
-{
-    gs__tp_t *tp = ctx->tp;
-    uint64_t start = gs__now_ns();
-    gs_status_t status;
-
-    while (!all_connected(tp)) {
+    for (;;) {
+        struct pollfd pfd[2] = {{.fd = ctx->epfd, .events = POLLIN},
+                                {.fd = tp->evfd, .events = POLLIN}};
         uint64_t now = gs__now_ns();
         uint64_t wake = deadline_ns;
-        nfds_t npfd = 0;
-        int ret;
+        bool all_up = true;
 
+        for (int k = 0; k < n; k++) {
+            const gs__tcp_peer_t *p = &tp->peers[peers[k]];
+
+            if (p->fail_status != GS_OK) {
+                return gs__error_set(p->fail_status, "tcp: rank %d: %s", tp->rank, p->reason);
+            }
+            all_up = all_up && (p->link == GS_TCP_LINK_UP);
+        }
+        if (all_up) {
+            return GS_OK;
+        }
         if (atomic_load(&tp->aborted)) {
             return gs__error_set(GS_ERR_ABORTED, "tcp: rank %d: connect aborted", tp->rank);
         }
         if (now >= deadline_ns) {
             char missing[512];
 
-            missing_ranks(ctx, missing, sizeof(missing));
+            missing_ranks(ctx, peers, n, missing, sizeof(missing));
             return gs__error_set(GS_ERR_TIMEOUT,
                                  "tcp: rank %d timed out after %llu ms connecting; still missing "
                                  "ranks %s (a rank that refuses connections is not running, "
@@ -756,135 +1328,16 @@ static gs_status_t hs_loop(hs_ctx_t *ctx, uint64_t deadline_ns)
                                  "attempt, GS_SOCKET_IFNAME picks the interface)",
                                  tp->rank, (unsigned long long)((now - start) / 1000000u), missing);
         }
-        ctx->pfds[npfd].fd = tp->listen_fd;
-        ctx->pfds[npfd].events = POLLIN;
-        ctx->pslots[npfd++] = NULL;
-        ctx->pfds[npfd].fd = tp->evfd;
-        ctx->pfds[npfd].events = POLLIN;
-        ctx->pslots[npfd++] = NULL;
-        for (int i = 0; i < ctx->nout; i++) {
-            hs_slot_t *s = &ctx->out[i];
+        wake = (ctx->next_ns < wake) ? ctx->next_ns : wake;
+        {
+            int ms = gs__ms_until(wake, now);
 
-            if ((s->state == HS_OUT_RETRY) && (s->retry_at <= now)) {
-                status = out_start(ctx, s, now);
-                if (status != GS_OK) {
-                    return status;
-                }
-            }
-            if (s->state == HS_OUT_RETRY) {
-                wake = (s->retry_at < wake) ? s->retry_at : wake;
-            } else if (s->state != HS_DONE) {
-                ctx->pfds[npfd].fd = s->fd;
-                ctx->pfds[npfd].events = (s->state == HS_OUT_TLS)   ? s->tls_events
-                                         : (s->state == HS_OUT_ACK) ? POLLIN
-                                                                    : POLLOUT;
-                ctx->pslots[npfd++] = s;
+            ms = (ms > HS_WAIT_SLICE_MS) ? HS_WAIT_SLICE_MS : ms;
+            if ((poll(pfd, 2, ms) < 0) && (errno != EINTR)) {
+                return gs__error_set(GS_ERR_SYSTEM, "tcp: poll while connecting failed: %s",
+                                     strerror(errno));
             }
         }
-        for (int i = 0; i < ctx->nin; i++) {
-            hs_slot_t *s = &ctx->in[i];
-
-            if (s->state != HS_DONE) {
-                ctx->pfds[npfd].fd = s->fd;
-                ctx->pfds[npfd].events = (s->state == HS_IN_TLS) ? s->tls_events
-                                         : ((s->state == HS_IN_HELLO) || (s->state == HS_IN_PROOF))
-                                             ? POLLIN
-                                             : POLLOUT;
-                ctx->pslots[npfd++] = s;
-            }
-        }
-        ret = poll(ctx->pfds, npfd, gs__ms_until(wake, now));
-        if ((ret < 0) && (errno != EINTR)) {
-            return gs__error_set(GS_ERR_SYSTEM, "tcp: poll while connecting failed: %s",
-                                 strerror(errno));
-        }
-        if (ret <= 0) {
-            continue;
-        }
-        now = gs__now_ns();
-        for (nfds_t i = 2; i < npfd; i++) {
-            hs_slot_t *s = ctx->pslots[i];
-
-            if (ctx->pfds[i].revents == 0) {
-                continue;
-            }
-            if (s->state <= HS_OUT_PROOF) {
-                status = out_step(ctx, s, ctx->pfds[i].revents, now);
-                if (status != GS_OK) {
-                    return status;
-                }
-            } else {
-                in_step(ctx, s);
-            }
-        }
-        if (ctx->pfds[0].revents != 0) {
-            in_accept(ctx);
-        }
+        hs_pass(ctx, 0);
     }
-    return GS_OK;
-}
-
-gs_status_t gs__tcp_handshake_all(gs__tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX], uint64_t deadline_ns)
-{
-    size_t maxfds = 2 + (size_t)tp->rank * (size_t)tp->nsocks + HS_MAX_INCOMING;
-    gs_status_t status = GS_OK;
-    hs_ctx_t *ctx = calloc(1, sizeof(*ctx));
-
-    if (ctx == NULL) {
-        return gs__error_set(GS_ERR_NO_MEMORY, "tcp: out of memory for connection setup");
-    }
-    ctx->tp = tp;
-    ctx->nout = tp->rank * tp->nsocks;
-    ctx->addrs = calloc((size_t)tp->rank + 1, sizeof(*ctx->addrs));
-    ctx->out = calloc((size_t)ctx->nout + 1, sizeof(*ctx->out));
-    ctx->claimed = calloc((size_t)tp->size * (size_t)tp->nsocks, sizeof(bool));
-    ctx->pfds = calloc(maxfds, sizeof(*ctx->pfds));
-    ctx->pslots = calloc(maxfds, sizeof(*ctx->pslots));
-    if ((ctx->addrs == NULL) || (ctx->out == NULL) || (ctx->claimed == NULL) ||
-        (ctx->pfds == NULL) || (ctx->pslots == NULL)) {
-        status = gs__error_set(GS_ERR_NO_MEMORY, "tcp: out of memory for connection setup");
-        goto out_free;
-    }
-    for (int p = 0; p < tp->rank; p++) {
-        if (memchr(addrs[p], '\0', GS_TP_ADDR_MAX) == NULL) {
-            status = gs__error_set(GS_ERR_INVALID_ARG,
-                                   "tcp: the address of rank %d is not "
-                                   "NUL-terminated",
-                                   p);
-            goto out_free;
-        }
-        status = gs__sock_parse(addrs[p], "any", &ctx->addrs[p]);
-        if (status != GS_OK) {
-            goto out_free; /* gs__sock_parse named the address */
-        }
-        for (int i = 0; i < tp->nsocks; i++) {
-            hs_slot_t *s = &ctx->out[p * tp->nsocks + i];
-
-            s->fd = -1;
-            s->peer = p;
-            s->index = i;
-            s->state = HS_OUT_RETRY;
-            s->retry_at = 0;
-            s->backoff_ms = HS_RETRY_MIN_MS;
-            snprintf(s->text, sizeof(s->text), "%s", addrs[p]);
-        }
-    }
-    status = hs_loop(ctx, deadline_ns);
-out_free:
-    for (int i = 0; (ctx->out != NULL) && (i < ctx->nout); i++) {
-        slot_close(&ctx->out[i]);
-    }
-    for (int i = 0; i < ctx->nin; i++) {
-        if (ctx->in[i].state != HS_DONE) {
-            GS_INFO(NET, "tcp: closing an unfinished handshake from %s", ctx->in[i].text);
-        }
-        slot_close(&ctx->in[i]);
-    }
-    free(ctx->pslots);
-    free(ctx->pfds);
-    free(ctx->claimed);
-    free(ctx->out);
-    free(ctx->addrs);
-    free(ctx);
-    return status;
 }

@@ -403,14 +403,10 @@ static void unpark(gs__tp_t *tp, gs__tcp_peer_t *p)
     }
 }
 
-/*
- * DOWN(x) from a live peer: x failed. Fail x here too (closing its sockets,
- * without reporting it again: the reporter told everyone) and go down.
- */
+/* DOWN(x) from a live peer: x failed (tcp_fail.c, gs__tcp_down_heard). */
 static void on_down(gs__tp_t *tp, gs__tcp_conn_t *c)
 {
     uint64_t x = c->rhdr.tag; /* <= INT32_MAX, checked by the decoder */
-    char reason[GS_TCP_REASON_MAX];
 
     if ((x >= (uint64_t)tp->size) || (x == (uint64_t)tp->rank) || (x == (uint64_t)c->peer)) {
         gs__tcp_peer_fail(tp, c->peer, GS_ERR_PROTOCOL,
@@ -419,9 +415,7 @@ static void on_down(gs__tp_t *tp, gs__tcp_conn_t *c)
                           c->peer, x, tp->size, tp->rank);
         return;
     }
-    snprintf(reason, sizeof(reason), "rank %d failed (reported by rank %d)", (int)x, c->peer);
-    gs__tcp_peer_drop(tp, (int)x, GS_ERR_PEER_FAILED, "%s", reason);
-    gs__tcp_go_down(tp, (int)x, reason);
+    gs__tcp_down_heard(tp, (int)x, c->peer);
 }
 
 static void on_header(gs__tp_t *tp, gs__tcp_conn_t *c)

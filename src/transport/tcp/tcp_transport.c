@@ -54,6 +54,7 @@ static gs_status_t resolve_route(const char *text, const char *family, gs__socka
 
 static void free_instance(gs__tp_t *tp)
 {
+    gs__tcp_hs_close(tp);
     gs__tcp_shm_free(tp);
     if (tp->peers != NULL) {
         for (int p = 0; p < tp->size; p++) {
@@ -90,6 +91,7 @@ static void free_instance(gs__tp_t *tp)
         free(r);
     }
     free(tp->peers);
+    free(tp->hosts);
     free(tp->scratch);
     free(tp->tls_stage);
     gs__tcp_tls_ctx_free(tp->tls_ctx);
@@ -125,6 +127,7 @@ void gs__tcp_settings_read(const gs__cfg_t *cfg, gs__tcp_settings_t *out)
     out->tls.cert = cfg->tls_cert;
     out->tls.key = cfg->tls_key;
     out->tls.ca = cfg->tls_ca;
+    out->lazy = (strcmp(cfg->connect, "eager") != 0);
 }
 
 static gs_status_t tcp_init(const gs__tp_params_t *params, gs__tp_t **tp_out)
@@ -171,6 +174,8 @@ gs_status_t gs__tcp_init_with(const gs__tp_params_t *params, const gs__tcp_setti
     tp->epfd = -1;
     tp->evfd = -1;
     tp->down_rank = -1;
+    tp->lazy = (set->lazy != 0);
+    tp->link_timeout_ns = (uint64_t)((set->timeout_ms > 0) ? set->timeout_ms : 300000) * 1000000ull;
     tp->hb_ns = (set->heartbeat_ms > 0) ? (uint64_t)set->heartbeat_ms * 1000000ull : 0;
     tp->hb_next_ns = UINT64_MAX; /* armed by connect */
     tp->hb_judge = (tp->hb_ns > 0) && (set->timeout_ms > 0) &&
@@ -237,12 +242,7 @@ gs_status_t gs__tcp_init_with(const gs__tp_params_t *params, const gs__tcp_setti
             c->peer = p;
             c->index = i;
             c->pipe = &gs__tcp_pipe_plain;
-            c->rstate = GS_TCP_RS_HDR;
-            c->rbuf = malloc(GS_TCP_RBUF_LEN);
-            if (c->rbuf == NULL) {
-                status = gs__error_set(GS_ERR_NO_MEMORY, "tcp: out of memory for peer %d", p);
-                goto err_free;
-            }
+            c->rstate = GS_TCP_RS_HDR; /* rbuf comes with the link (gs__tcp_link_up) */
         }
     }
     tp->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -306,62 +306,92 @@ static gs_status_t tcp_get_address(gs__tp_t *tp, char *buf, size_t len)
     return GS_OK;
 }
 
-static gs_status_t tcp_connect(gs__tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX], uint64_t deadline_ns)
+/* What polling costs: spin only when every peer is a ring away, so that a
+ * spin pass costs no syscall and the answer of a small message is
+ * microseconds away. Lazily, the peers still to come count as TCP unless
+ * the plan gives them a ring. */
+static void spin_setup(gs__tp_t *tp)
+{
+    int planned = 0;
+
+    for (int q = 0; q < tp->size; q++) {
+        planned += ((q != tp->rank) && (tp->peers[q].shm_ring > 0)) ? 1 : 0;
+    }
+    tp->spin_rings = (tp->size > 1) && (planned == tp->size - 1) && tp->shm_offer;
+    if (tp->spin_us > 0) {
+        tp->spin_ns = (uint64_t)tp->spin_us * 1000ull;
+    } else if ((tp->spin_us < 0) && tp->spin_rings) {
+        tp->spin_ns = (uint64_t)TCP_SHM_SPIN_US * 1000ull;
+    } else {
+        tp->spin_ns = 0;
+    }
+}
+
+static gs_status_t tcp_connect(gs__tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX], const uint64_t *hosts,
+                               uint64_t deadline_ns)
 {
     gs_status_t status;
+    int *peers;
+    int n = 0;
 
     if ((tp == NULL) || ((addrs == NULL) && (tp->size > 1))) {
         return gs__error_set(GS_ERR_INVALID_ARG, "tcp: connect needs the addresses of all ranks");
     }
-    if (tp->connected) {
+    if (tp->connected || (tp->hs != NULL)) {
         return gs__error_set(GS_ERR_INVALID_USAGE, "tcp: rank %d is already connected", tp->rank);
     }
-    status = gs__tcp_handshake_all(tp, addrs, deadline_ns);
-    if (status != GS_OK) {
-        return status;
-    }
-    status = gs__tcp_shm_setup(tp, deadline_ns);
-    if (status != GS_OK) {
-        return status;
-    }
-    close(tp->listen_fd);
-    tp->listen_fd = -1;
-    for (int p = 0; p < tp->size; p++) {
-        for (int i = 0; (p != tp->rank) && (i < tp->nsocks); i++) {
-            gs__tcp_conn_t *c = &tp->peers[p].conns[i];
-            struct epoll_event ev;
-
-            memset(&ev, 0, sizeof(ev));
-            ev.events = EPOLLIN;
-            ev.data.ptr = c;
-            if (epoll_ctl(tp->epfd, EPOLL_CTL_ADD, c->fd, &ev) != 0) {
-                return gs__error_set(GS_ERR_SYSTEM, "tcp: epoll_ctl for peer %d failed: %s", p,
-                                     strerror(errno));
-            }
-            c->events = EPOLLIN;
-            gs__tcp_tls_stream(c->ssl);
-            if ((c->pipe->pending != NULL) && c->pipe->pending(c)) {
-                c->kicked = true; /* read bytes epoll cannot see (TLS: decrypted ahead) */
-                tp->nkicked++;
-            }
+    if (hosts != NULL) {
+        tp->hosts = malloc((size_t)tp->size * sizeof(*tp->hosts));
+        if (tp->hosts == NULL) {
+            return gs__error_set(GS_ERR_NO_MEMORY, "tcp: out of memory for %d host ids", tp->size);
         }
+        memcpy(tp->hosts, hosts, (size_t)tp->size * sizeof(*tp->hosts));
+    }
+    status = gs__tcp_shm_plan(tp);
+    if (status == GS_OK) {
+        status = gs__tcp_hs_open(tp, addrs);
+    }
+    peers = calloc((size_t)tp->size, sizeof(*peers));
+    if ((status == GS_OK) && (peers == NULL)) {
+        status = gs__error_set(GS_ERR_NO_MEMORY, "tcp: out of memory for %d peers", tp->size);
+    }
+    if (status != GS_OK) {
+        free(peers);
+        return status;
+    }
+    /* Lazy: the ring's neighbours now (failure reports travel along it),
+     * the rest on first use. Eager: everyone. The higher rank of a pair
+     * connects. */
+    for (int q = 0; q < tp->size; q++) {
+        const int d = (q - tp->rank + tp->size) % tp->size;
+
+        if ((q != tp->rank) && (!tp->lazy || (d == 1) || (d == tp->size - 1))) {
+            peers[n++] = q;
+            gs__tcp_hs_want(tp, q, q < tp->rank);
+        }
+    }
+    status = gs__tcp_hs_wait(tp, peers, n, deadline_ns);
+    free(peers);
+    if (status != GS_OK) {
+        return status;
+    }
+    if (!tp->lazy) {
+        /* Every link is up: nobody connects any more. */
+        gs__tcp_hs_close(tp);
+        close(tp->listen_fd);
+        tp->listen_fd = -1;
     }
     tp->connected = true;
     if (tp->hb_ns > 0) {
         tp->hb_next_ns = 0; /* the first progress pass ticks (and beats) */
     }
-    /* Auto: poll only when every peer is a ring away, so that polling costs
-     * no syscall and the answer of a small message is microseconds away. */
-    tp->spin_rings = (tp->size > 1) && (tp->nshm == tp->size - 1);
-    if (tp->spin_us > 0) {
-        tp->spin_ns = (uint64_t)tp->spin_us * 1000ull;
-    } else if ((tp->spin_us < 0) && tp->spin_rings) {
-        tp->spin_ns = (uint64_t)TCP_SHM_SPIN_US * 1000ull;
-    }
+    spin_setup(tp);
     GS_INFO(NET,
-            "tcp: rank %d connected to %d peers (%d through shared memory%s), polling %llu us "
-            "before sleeping",
-            tp->rank, tp->size - 1, tp->nshm, (tp->tls_ctx != NULL) ? ", every socket TLS 1.3" : "",
+            "tcp: rank %d connected to %d of %d peers (%d through shared memory) at init, %s%s, "
+            "polling %llu us before sleeping",
+            tp->rank, tp->nup, tp->size - 1, tp->nshm,
+            tp->lazy ? "the others on first use (GS_CONNECT=lazy)" : "GS_CONNECT=eager",
+            (tp->tls_ctx != NULL) ? ", every socket TLS 1.3" : "",
             (unsigned long long)(tp->spin_ns / 1000ull));
     return GS_OK;
 }
@@ -403,58 +433,26 @@ static gs_status_t check_peer(const gs__tp_t *tp, int peer, bool any_ok, const c
                          peer, tp->size - 1);
 }
 
-static gs_status_t tcp_isend(gs__tp_t *tp, int peer, uint64_t tag, const void *buf, size_t len,
-                             gs__tp_req_t **req_out)
+/* Cut a send into frames and queue them (the link to its peer is up): the
+ * chunk plan the receiver checks (tcp_wire.h) takes a local peer's
+ * messages whole through its shared-memory link (socket 0). */
+static void send_start(gs__tp_t *tp, struct gs__tp_req *req)
 {
-    struct gs__tp_req *req = NULL;
-    gs__tcp_peer_t *p;
-    gs_status_t status;
-    int nframes;
+    gs__tcp_peer_t *p = &tp->peers[req->peer];
+    const int nframes = (int)gs__tcp_chunk_count(req->len, tp->nsocks, p->shm == NULL);
 
-    if ((tp == NULL) || (req_out == NULL) || ((buf == NULL) && (len > 0))) {
-        return gs__error_set(GS_ERR_INVALID_ARG, "tcp: isend needs an instance, buffer and req");
-    }
-    status = check_peer(tp, peer, false, "isend");
-    if (status != GS_OK) {
-        return status;
-    }
-    if ((uint64_t)len > GS_TCP_MAX_MSG) {
-        return gs__error_set(GS_ERR_INVALID_ARG, "tcp: message of %zu bytes exceeds %llu", len,
-                             GS_TCP_MAX_MSG);
-    }
-    if (!tp->connected) {
-        return gs__error_set(GS_ERR_INVALID_USAGE, "tcp: isend before connect on rank %d",
-                             tp->rank);
-    }
-    /* The chunk plan the receiver checks (tcp_wire.h): a local peer's
-     * messages all take its shared-memory link (socket 0), unstriped. */
-    nframes = (int)gs__tcp_chunk_count(len, tp->nsocks, tp->peers[peer].shm == NULL);
-    status = req_alloc(tp, GS_TCP_REQ_SEND, nframes, peer, tag, (void *)buf, len, &req);
-    if (status != GS_OK) {
-        return status;
-    }
-    *req_out = req;
-    req->comp.nbytes = len;
-    p = &tp->peers[peer];
-    if (atomic_load_explicit(&tp->aborted, memory_order_relaxed)) {
-        gs__tcp_req_fail_ref(tp, req, GS_ERR_ABORTED, tcp_abort_reason);
-        return GS_OK;
-    }
-    if (p->fail_status != GS_OK) {
-        gs__tcp_req_fail_ref(tp, req, p->fail_status, gs__tcp_peer_why(tp, p));
-        return GS_OK;
-    }
     req->seq = p->send_seq++;
+    req->nframes = nframes;
     req->frames_left = nframes;
     for (int i = 0; i < nframes; i++) {
         gs__tcp_frame_t *f = &req->frames[i];
         gs__tcp_frame_hdr_t hdr = {
-            .type = GS_TCP_FRAME_DATA, .seq = req->seq, .tag = tag, .total_len = len};
+            .type = GS_TCP_FRAME_DATA, .seq = req->seq, .tag = req->tag, .total_len = req->len};
 
-        gs__tcp_chunk_bounds(len, (unsigned)nframes, (unsigned)i, &hdr.offset, &hdr.chunk_len);
+        gs__tcp_chunk_bounds(req->len, (unsigned)nframes, (unsigned)i, &hdr.offset, &hdr.chunk_len);
         gs__tcp_frame_encode(&hdr, f->hdr);
         f->req = req;
-        f->payload = (const uint8_t *)buf + hdr.offset;
+        f->payload = (const uint8_t *)req->buf + hdr.offset;
         f->payload_len = hdr.chunk_len;
     }
     for (int i = 0; (i < nframes) && (p->fail_status == GS_OK); i++) {
@@ -481,7 +479,143 @@ static gs_status_t tcp_isend(gs__tp_t *tp, int peer, uint64_t tag, const void *b
     if (p->fail_status != GS_OK) {
         gs__tcp_req_fail_ref(tp, req, p->fail_status, gs__tcp_peer_why(tp, p));
     }
+}
+
+static gs_status_t tcp_isend(gs__tp_t *tp, int peer, uint64_t tag, const void *buf, size_t len,
+                             gs__tp_req_t **req_out)
+{
+    struct gs__tp_req *req = NULL;
+    gs__tcp_peer_t *p;
+    gs_status_t status;
+
+    if ((tp == NULL) || (req_out == NULL) || ((buf == NULL) && (len > 0))) {
+        return gs__error_set(GS_ERR_INVALID_ARG, "tcp: isend needs an instance, buffer and req");
+    }
+    status = check_peer(tp, peer, false, "isend");
+    if (status != GS_OK) {
+        return status;
+    }
+    if ((uint64_t)len > GS_TCP_MAX_MSG) {
+        return gs__error_set(GS_ERR_INVALID_ARG, "tcp: message of %zu bytes exceeds %llu", len,
+                             GS_TCP_MAX_MSG);
+    }
+    if (!tp->connected) {
+        return gs__error_set(GS_ERR_INVALID_USAGE, "tcp: isend before connect on rank %d",
+                             tp->rank);
+    }
+    /* Room for the larger chunk plan: striped over every socket (TCP). */
+    status = req_alloc(tp, GS_TCP_REQ_SEND, (int)gs__tcp_chunk_count(len, tp->nsocks, true), peer,
+                       tag, (void *)buf, len, &req);
+    if (status != GS_OK) {
+        return status;
+    }
+    *req_out = req;
+    req->comp.nbytes = len;
+    p = &tp->peers[peer];
+    if (atomic_load_explicit(&tp->aborted, memory_order_relaxed)) {
+        gs__tcp_req_fail_ref(tp, req, GS_ERR_ABORTED, tcp_abort_reason);
+        return GS_OK;
+    }
+    if (p->link != GS_TCP_LINK_UP) {
+        gs__tcp_hs_want(tp, peer, true);
+    }
+    if (p->fail_status != GS_OK) {
+        gs__tcp_req_fail_ref(tp, req, p->fail_status, gs__tcp_peer_why(tp, p));
+        return GS_OK;
+    }
+    if ((p->link != GS_TCP_LINK_UP) || (p->wait_head != NULL)) {
+        /* Cut into frames once the link is up (the plan depends on it). */
+        req->waiting = true;
+        req->next = NULL;
+        req->prev = p->wait_tail;
+        if (p->wait_tail != NULL) {
+            p->wait_tail->next = req;
+        } else {
+            p->wait_head = req;
+        }
+        p->wait_tail = req;
+        return GS_OK;
+    }
+    send_start(tp, req);
     return GS_OK;
+}
+
+void gs__tcp_send_unwait(gs__tp_t *tp, struct gs__tp_req *req)
+{
+    gs__tcp_peer_t *p = &tp->peers[req->peer];
+
+    if (!req->waiting) {
+        return;
+    }
+    if (req->prev != NULL) {
+        req->prev->next = req->next;
+    } else {
+        p->wait_head = req->next;
+    }
+    if (req->next != NULL) {
+        req->next->prev = req->prev;
+    } else {
+        p->wait_tail = req->prev;
+    }
+    req->next = NULL;
+    req->prev = NULL;
+    req->waiting = false;
+}
+
+void gs__tcp_link_up(gs__tp_t *tp, int peer)
+{
+    gs__tcp_peer_t *p = &tp->peers[peer];
+    const uint64_t now = gs__now_ns();
+
+    for (int i = 0; i < tp->nsocks; i++) {
+        gs__tcp_conn_t *c = &p->conns[i];
+        struct epoll_event ev;
+
+        if (c->rbuf == NULL) {
+            c->rbuf = malloc(GS_TCP_RBUF_LEN);
+        }
+        if (c->rbuf == NULL) {
+            gs__tcp_peer_drop(tp, peer, GS_ERR_NO_MEMORY,
+                              "tcp: out of memory for the connection to rank %d", peer);
+            return;
+        }
+        memset(&ev, 0, sizeof(ev));
+        ev.events = EPOLLIN;
+        ev.data.ptr = c;
+        if (epoll_ctl(tp->epfd, EPOLL_CTL_ADD, c->fd, &ev) != 0) {
+            gs__tcp_peer_drop(tp, peer, GS_ERR_SYSTEM, "tcp: epoll_ctl for peer %d failed: %s",
+                              peer, strerror(errno));
+            return;
+        }
+        c->events = EPOLLIN;
+    }
+    gs__tcp_shm_link_on(tp, peer);
+    p->link = GS_TCP_LINK_UP;
+    tp->nup++;
+    /* Heartbeats count from now (the peer was not watched before). */
+    p->last_rx_ns = now;
+    p->last_tx_ns = now;
+    p->rx_seen = true;
+    for (int i = 0; i < tp->nsocks; i++) {
+        gs__tcp_conn_t *c = &p->conns[i];
+
+        gs__tcp_tls_stream(c->ssl);
+        if ((c->pipe->pending != NULL) && c->pipe->pending(c) && !c->kicked) {
+            c->kicked = true; /* read bytes epoll cannot see (TLS: decrypted ahead) */
+            tp->nkicked++;
+        }
+    }
+    if (tp->connected) {
+        GS_INFO(NET, "tcp: rank %d connected to rank %d%s (%d of %d peers now)", tp->rank, peer,
+                (p->shm != NULL) ? " through shared memory" : "", tp->nup, tp->size - 1);
+    }
+    while ((p->wait_head != NULL) && (p->fail_status == GS_OK)) {
+        struct gs__tp_req *req = p->wait_head;
+
+        gs__tcp_send_unwait(tp, req);
+        send_start(tp, req);
+    }
+    tp->nevents++; /* a waiting progress call may have news */
 }
 
 static gs_status_t tcp_irecv(gs__tp_t *tp, int peer, uint64_t tag, void *buf, size_t len,
@@ -509,6 +643,9 @@ static gs_status_t tcp_irecv(gs__tp_t *tp, int peer, uint64_t tag, void *buf, si
     if (atomic_load_explicit(&tp->aborted, memory_order_relaxed)) {
         gs__tcp_req_fail_ref(tp, req, GS_ERR_ABORTED, tcp_abort_reason);
         return GS_OK;
+    }
+    if ((peer != GS_ANY_SOURCE) && (tp->peers[peer].link != GS_TCP_LINK_UP)) {
+        gs__tcp_hs_want(tp, peer, true); /* a failure fails the receive as it is posted */
     }
     gs__tcp_recv_post(tp, req);
     return GS_OK;
@@ -608,6 +745,10 @@ static gs_status_t poll_once(gs__tp_t *tp, int timeout_ms)
     for (int i = 0; i < n; i++) {
         gs__tcp_conn_t *c = (gs__tcp_conn_t *)evs[i].data.ptr;
 
+        if (gs__tcp_hs_is(tp, c)) {
+            gs__tcp_hs_poll(tp); /* a connection being set up has news */
+            continue;
+        }
         if (c == NULL) {
             uint64_t v;
 
@@ -688,6 +829,7 @@ static gs_status_t tcp_progress(gs__tp_t *tp, uint64_t deadline_ns)
         if (now >= tp->hb_next_ns) {
             gs__tcp_heartbeat_tick(tp, now); /* may fail a silent peer (an event) */
         }
+        gs__tcp_hs_tick(tp, now); /* connects that are due (lazy) */
         if (tp->nevents != start) {
             return atomic_load_explicit(&tp->aborted, memory_order_acquire) ? GS_ERR_ABORTED
                                                                             : GS_OK;
@@ -703,9 +845,13 @@ static gs_status_t tcp_progress(gs__tp_t *tp, uint64_t deadline_ns)
             timeout_ms = 0;
             continue;
         }
-        /* Sleep no further than the next heartbeat tick. */
-        timeout_ms =
-            gs__ms_until((deadline_ns < tp->hb_next_ns) ? deadline_ns : tp->hb_next_ns, now);
+        /* Sleep no further than the next heartbeat tick or connect retry. */
+        {
+            uint64_t wake = (deadline_ns < tp->hb_next_ns) ? deadline_ns : tp->hb_next_ns;
+            const uint64_t hs_next = gs__tcp_hs_next_ns(tp);
+
+            timeout_ms = gs__ms_until((hs_next < wake) ? hs_next : wake, now);
+        }
     }
 }
 
@@ -751,7 +897,17 @@ static gs_status_t tcp_abort(gs__tp_t *tp)
 
 static int tcp_shm_peers(gs__tp_t *tp)
 {
-    return tp->nshm;
+    int n = 0;
+
+    if (!tp->lazy) {
+        return tp->nshm; /* every link is up: what they are */
+    }
+    /* Lazily, the links come later: what the plan of connect gives them
+     * (read-only since; a pair that then falls back to TCP is not seen). */
+    for (int q = 0; q < tp->size; q++) {
+        n += ((q != tp->rank) && tp->shm_offer && (tp->peers[q].shm_ring > 0)) ? 1 : 0;
+    }
+    return n;
 }
 
 static int tcp_peer_failed(gs__tp_t *tp, int peer)
@@ -791,7 +947,8 @@ static void say_goodbye(gs__tp_t *tp)
         for (int i = 0; (p != tp->rank) && (p != tp->down_rank) && (i < tp->nsocks); i++) {
             gs__tcp_conn_t *c = &tp->peers[p].conns[i];
 
-            if ((c->fd >= 0) && (tp->peers[p].fail_status == GS_OK)) {
+            if ((c->fd >= 0) && (tp->peers[p].fail_status == GS_OK) &&
+                (tp->peers[p].link == GS_TCP_LINK_UP)) {
                 gs__tcp_queue_down(tp, c, tp->down_rank);
             }
         }
@@ -802,8 +959,9 @@ static void say_goodbye(gs__tp_t *tp)
             gs__tcp_frame_t *f;
             gs__tcp_frame_hdr_t hdr;
 
-            if ((c->fd < 0) || (tp->peers[p].fail_status != GS_OK)) {
-                continue;
+            if ((c->fd < 0) || (tp->peers[p].fail_status != GS_OK) ||
+                (tp->peers[p].link != GS_TCP_LINK_UP)) {
+                continue; /* a link still being set up is just closed */
             }
             f = calloc(1, sizeof(*f));
             if (f == NULL) {

@@ -33,6 +33,7 @@ typedef struct gs__tcp_settings {
     int heartbeat_ms;       /* GS_HEARTBEAT_MS; 0 (or less): no heartbeat */
     int timeout_ms;         /* GS_TIMEOUT_MS (silence is judged only below it) */
     gs__tcp_tls_conf_t tls; /* GS_TLS*; tls.on 0: plain TCP */
+    int lazy; /* GS_CONNECT=lazy: 1, connections on first use; 0: every peer at init */
 } gs__tcp_settings_t;
 
 /* Fill *out from @p cfg (strings point into cfg). */

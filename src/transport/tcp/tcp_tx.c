@@ -220,6 +220,10 @@ void gs__tcp_send_cancel(gs__tp_t *tp, struct gs__tp_req *req)
     gs__tcp_frame_t *skip;
     gs__tcp_frame_hdr_t hdr;
 
+    if (req->waiting) {
+        gs__tcp_send_unwait(tp, req); /* never cut into frames: no sequence number */
+        return;
+    }
     if (req->on_wire) {
         if ((tp->down_status != GS_OK) && send_detach(tp, req)) {
             return;

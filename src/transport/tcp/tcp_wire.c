@@ -184,6 +184,10 @@ const char *gs__tcp_hs_verdict_str(uint32_t verdict)
         return "it requires TLS (GS_TLS=1) and this rank does not use it";
     case GS_TCP_HS_TLS_UNEXPECTED:
         return "this rank uses TLS (GS_TLS=1) and it does not";
+    case GS_TCP_HS_CROSSED:
+        return "it connects to this rank at the same time (its connection is kept)";
+    case GS_TCP_HS_CONNECT_DIFFERS:
+        return "GS_CONNECT differs between the ranks (lazy on one, eager on the other)";
     default:
         return "unknown verdict";
     }

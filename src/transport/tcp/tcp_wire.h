@@ -21,8 +21,11 @@
  * 2: adds the DOWN frame. 3: handshake flags (shared-memory offer) and the
  * shared-memory setup records. 4: authentication (nonce and MAC fields, the
  * PROOF message, the AUTH verdicts). 5: the HEARTBEAT frame. 6: the TLS
- * verdicts (with GS_TLS the handshake itself runs inside TLS 1.3). */
-#define GS_TCP_PROTO_VERSION 6u
+ * verdicts (with GS_TLS the handshake itself runs inside TLS 1.3). 7: lazy
+ * connections (the LAZY flag, the CROSSED and CONNECT_DIFFERS verdicts;
+ * either rank of a pair may connect) and no OFFER record (a pair shares
+ * memory when the bootstrap's host ids match). */
+#define GS_TCP_PROTO_VERSION 7u
 
 /* "GSHS" and "GSFR" as bytes on the wire. */
 #define GS_TCP_HS_MAGIC 0x53485347u
@@ -41,7 +44,8 @@
 /* Handshake flags. */
 #define GS_TCP_HS_F_SHM 1u  /* socket 0: this side would carry the pair's frames in shared memory */
 #define GS_TCP_HS_F_AUTH 2u /* this side has a token (core/auth.h): nonce (and MAC) are set */
-#define GS_TCP_HS_F_KNOWN (GS_TCP_HS_F_SHM | GS_TCP_HS_F_AUTH)
+#define GS_TCP_HS_F_LAZY 4u /* this side connects on first use (GS_CONNECT=lazy) */
+#define GS_TCP_HS_F_KNOWN (GS_TCP_HS_F_SHM | GS_TCP_HS_F_AUTH | GS_TCP_HS_F_LAZY)
 
 /*
  * Handshake kinds. Without a token: HELLO (connector), ACK (acceptor). With
@@ -66,7 +70,9 @@ typedef enum gs__tcp_hs_verdict {
     GS_TCP_HS_AUTH_UNEXPECTED = 6, /* the HELLO offered authentication, the acceptor has no token */
     GS_TCP_HS_TLS_REQUIRED = 7,    /* the acceptor uses TLS, the connector sent a plain HELLO */
     GS_TCP_HS_TLS_UNEXPECTED = 8,  /* the connector started TLS, the acceptor does not use it */
-    GS_TCP_HS_VERDICT_MAX = 8
+    GS_TCP_HS_CROSSED = 9,         /* both connect at once: the higher rank's sockets are kept */
+    GS_TCP_HS_CONNECT_DIFFERS = 10, /* one side connects lazily, the other eagerly (GS_CONNECT) */
+    GS_TCP_HS_VERDICT_MAX = 10
 } gs__tcp_hs_verdict_t;
 
 /* Frame types. */
