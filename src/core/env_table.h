@@ -152,8 +152,9 @@
       "GS_ALGO_BETA_MBPS is the link between hosts and the hierarchical all-reduce is chosen "     \
       "when it is slow enough")                                                                    \
     X("GS_TUNE", tune, GS_ENV_STR, 0, "auto", 0, 0, GS_ENV_PROC,                                   \
-      "probe: measure link latency, bandwidth and reduction speed at init (70 ms on loopback, "    \
-      "about 0.2 s on 1 Gbit/s) and feed the cost model the slowest rank's numbers; GS_ALGO_* "    \
+      "probe: measure link latency, bandwidth and reduction speed at init (under 0.1 s on one "    \
+      "host, 0.13-0.2 s across hosts whatever the link rate: its large messages are sized from "   \
+      "a pilot) and feed the cost model the slowest rank's numbers; GS_ALGO_* "                    \
       "values set explicitly still win. auto: probe when the ranks span several hosts (the "       \
       "defaults describe one machine), not on one host. off: never; also gs_config_t.tune")        \
     X("GS_HOST_ID", host_id, GS_ENV_STR, 0, "", 0, 0, GS_ENV_PROC,                                 \

@@ -55,7 +55,7 @@ check_run hosts
 GS_ALGO_BETA_MBPS=125 GS_DEBUG_FILE="$tmp/beta/log.%r" "$GSRUN" -n 3 --timeout 60 "$BENCH" \
     "${bench_args[@]}" >"$tmp/beta/out" 2>&1 || { cat "$tmp/beta/out"; fail "beta: gs-bench failed"; }
 check_run beta
-probe_lines "$tmp/beta" | head -1 | grep -q ", link 125 MB/s, reduce" ||
+probe_lines "$tmp/beta" | head -1 | grep -q ", link 125.0 MB/s, reduce" ||
     fail "beta: the explicit GS_ALGO_BETA_MBPS=125 was overwritten by the probe"
 
 if GS_TUNE=bogus "$GSRUN" -n 2 --timeout 30 "$BENCH" allreduce -b 4K -e 4K >"$tmp/bogus/out" 2>&1; then

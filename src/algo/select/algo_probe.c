@@ -8,6 +8,21 @@
  * different algorithms would mismatch). The link to the right neighbour is
  * sampled as an intra-host or an inter-host link, so a job spread over
  * hosts learns both.
+ *
+ * The probe's time is bounded whatever the link rate (about 0.15 s from
+ * 10 Mbit/s to loopback on the lab's links). Three phases:
+ *  - alpha: 24 shifts of 8 bytes (the median);
+ *  - a pilot: pairs of messages from 64 KiB, growing until the agreed
+ *    slowest link takes PROBE_PILOT_MIN_MS for one. Within a pair the
+ *    second goes when the first is acknowledged, and the sender times the
+ *    second to its acknowledgement: its right-hand link alone;
+ *  - beta: a stream of PROBE_BIG_MSGS messages on every link, each kind of
+ *    link (between hosts, within one) with the size that the agreed pilot
+ *    says takes PROBE_BIG_BUDGET_MS. The receiver times the stream from its
+ *    start to the last arrival: its left-hand link, one latency and no
+ *    per-message start-up in it.
+ * Every rank derives the sizes from the same agreed values (sizes that
+ * differed between the two ends of a link would fail the probe).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -23,9 +38,32 @@
 
 #define PROBE_SMALL_BYTES 8
 #define PROBE_SMALL_ITERS 24
-#define PROBE_BIG_BYTES (4u << 20)
-#define PROBE_BIG_ITERS 4
+/* The pilot: 64 KiB, then twice as large while the agreed slowest link
+ * passed a pair's second message in under PROBE_PILOT_MIN_MS, up to 1 MiB.
+ * What a shaper's burst or a switch's buffer lets pass faster than the
+ * link (the lab's tbf: 256 KiB) is spent by the messages before; and a
+ * message that takes 5 ms dwarfs what a burst refills between two. */
+#define PROBE_PILOT_MIN_BYTES (64u << 10)
+#define PROBE_PILOT_MAX_BYTES (1u << 20)
+#define PROBE_PILOT_GROW 2u
+#define PROBE_PILOT_MIN_MS 5
+/* The large messages: PROBE_BIG_MSGS back to back on every link, of the
+ * size the pilot's rate says sends them all in PROBE_BIG_BUDGET_MS, rounded
+ * down to a multiple of PROBE_BIG_ALIGN (and at least that), at most
+ * PROBE_BIG_MAX_BYTES: fast links get the largest and finish sooner. */
+#define PROBE_BIG_MAX_BYTES (2u << 20)
+#define PROBE_BIG_ALIGN (16u << 10)
+#define PROBE_BIG_MSGS 5
+#define PROBE_BIG_BUDGET_MS 120
+#define PROBE_REDUCE_BYTES (4u << 20)
 #define PROBE_REDUCE_ITERS 3
+/* One buffer: the reduction's three vectors, or one message to send and
+ * every large message received. */
+#define PROBE_BUF_BYTES (3 * (size_t)PROBE_REDUCE_BYTES)
+_Static_assert((PROBE_BIG_MSGS + 1) * (size_t)PROBE_BIG_MAX_BYTES <= PROBE_BUF_BYTES,
+               "the probe's buffer holds a large message to send and every one received");
+_Static_assert(2 * PROBE_PILOT_MAX_BYTES <= PROBE_BIG_MSGS * PROBE_BIG_MAX_BYTES,
+               "a pilot pair's receives fit the same buffer");
 /* Sequence number of the probe's messages: collectives count up from 0
  * and cannot reach it before the probe (which runs before any of them) is done. */
 #define PROBE_SEQ 0xffffffu
@@ -77,12 +115,11 @@ static double probe_median(double *v, int n)
     return v[n / 2];
 }
 
-/* Median seconds of @p iters shifts of @p bytes after one warm-up. */
-static gs_status_t probe_time_shift(probe_t *p, void *sbuf, void *rbuf, size_t bytes, int iters,
-                                    double *out)
+/* Seconds of each of @p iters back-to-back shifts of @p bytes, into t. */
+static gs_status_t probe_times(probe_t *p, void *sbuf, void *rbuf, size_t bytes, int iters,
+                               double *t)
 {
-    double t[PROBE_SMALL_ITERS];
-    gs_status_t status = probe_shift(p, sbuf, rbuf, bytes);
+    gs_status_t status = GS_OK;
     int i;
 
     for (i = 0; (i < iters) && (status == GS_OK); i++) {
@@ -90,10 +127,209 @@ static gs_status_t probe_time_shift(probe_t *p, void *sbuf, void *rbuf, size_t b
         status = probe_shift(p, sbuf, rbuf, bytes);
         t[i] = (double)(gs__now_ns() - t0) * 1e-9;
     }
+    return status;
+}
+
+/* A probe message from @p r->peer of @p nbytes where @p expect were due. */
+static gs_status_t probe_check_len(const gs__algo_req_t *r, size_t nbytes, size_t expect)
+{
+    if (nbytes != expect) {
+        return gs__error_set(GS_ERR_MISMATCH,
+                             "GS_TUNE=probe: rank %d sent %zu bytes where %zu were expected",
+                             r->peer, nbytes, expect);
+    }
+    return GS_OK;
+}
+
+/* An acknowledged pair: the receives posted at once, and the sends that
+ * the hook posts as they come due. */
+enum { PAIR_DATA0_IN, PAIR_DATA1_IN, PAIR_ACK0_IN, PAIR_ACK1_IN, PAIR_DATA0_OUT, PAIR_WAITED };
+enum { PAIR_DATA1_OUT, PAIR_ACK0_OUT, PAIR_ACK1_OUT, PAIR_POSTED };
+typedef struct probe_pair {
+    probe_t *p;
+    const void *sbuf;
+    size_t bytes;
+    uint64_t data_tag[2];
+    uint64_t ack_tag[2];
+    const uint64_t *ack_out; /* the acknowledgements' bytes */
+    gs__algo_req_t *posted;  /* [PAIR_POSTED] */
+    uint64_t *ack_ns;        /* [2]: when the right neighbour acknowledged each */
+} probe_pair_t;
+
+/* gs__algo_wait_each's hook: check the length; acknowledge each message
+ * from the left as soon as it is in; send the second message to the right
+ * as soon as the first is acknowledged, noting when. */
+static gs_status_t probe_pair_recv(gs__algo_ctx_t *ctx, const gs__algo_req_t *r, size_t i,
+                                   gs_status_t status, size_t nbytes, const void *arg)
+{
+    const probe_pair_t *a = arg;
+    const int ack = (i == PAIR_ACK0_IN) || (i == PAIR_ACK1_IN);
+
     if (status == GS_OK) {
-        *out = probe_median(t, iters);
+        status = probe_check_len(r, nbytes, ack ? sizeof(*a->ack_out) : a->bytes);
+    }
+    if (status != GS_OK) {
+        return status;
+    }
+    switch (i) {
+    case PAIR_DATA0_IN:
+    case PAIR_DATA1_IN: {
+        const int k = (i == PAIR_DATA1_IN);
+        return gs__algo_isend(ctx, a->p->left, a->ack_tag[k], a->ack_out, sizeof(*a->ack_out),
+                              &a->posted[k ? PAIR_ACK1_OUT : PAIR_ACK0_OUT]);
+    }
+    case PAIR_ACK0_IN:
+        a->ack_ns[0] = gs__now_ns();
+        return gs__algo_isend(ctx, a->p->right, a->data_tag[1], a->sbuf, a->bytes,
+                              &a->posted[PAIR_DATA1_OUT]);
+    default:
+        a->ack_ns[1] = gs__now_ns();
+        return GS_OK;
+    }
+}
+
+/* Two messages of @p bytes to the right neighbour, the second sent when the
+ * first is acknowledged, and two from the left one (into rbuf, one after
+ * the other), each acknowledged as it comes in. *out is the second's
+ * seconds from its send to its acknowledgement: this rank's right-hand link
+ * alone, there and back (the first one's time would hold how late the
+ * neighbour came to the pair). */
+static gs_status_t probe_pair(probe_t *p, const void *sbuf, char *rbuf, size_t bytes, double *out)
+{
+    gs__algo_req_t reqs[PAIR_WAITED];
+    gs__algo_req_t posted[PAIR_POSTED];
+    const uint64_t ack_out = 0;
+    uint64_t ack_in[2] = {0, 0};
+    uint64_t ack_ns[2] = {0, 0};
+    probe_pair_t a = {
+        .p = p,
+        .sbuf = sbuf,
+        .bytes = bytes,
+        .ack_out = &ack_out,
+        .posted = posted,
+        .ack_ns = ack_ns,
+    };
+    gs_status_t status = GS_OK;
+    int k;
+
+    for (k = 0; k < 2; k++) {
+        a.data_tag[k] = gs__algo_tag(p->ctx, &p->desc, p->idx++);
+        a.ack_tag[k] = gs__algo_tag(p->ctx, &p->desc, p->idx++);
+    }
+    memset(reqs, 0, sizeof(reqs));
+    memset(posted, 0, sizeof(posted));
+    for (k = 0; (k < 2) && (status == GS_OK); k++) {
+        status = gs__algo_irecv(p->ctx, p->left, a.data_tag[k], rbuf + (size_t)k * bytes, bytes,
+                                &reqs[PAIR_DATA0_IN + k]);
+        if (status == GS_OK) {
+            status = gs__algo_irecv(p->ctx, p->right, a.ack_tag[k], &ack_in[k], sizeof(ack_in[k]),
+                                    &reqs[PAIR_ACK0_IN + k]);
+        }
+    }
+    if (status == GS_OK) {
+        status =
+            gs__algo_isend(p->ctx, p->right, a.data_tag[0], sbuf, bytes, &reqs[PAIR_DATA0_OUT]);
+    }
+    if (status == GS_OK) {
+        status = gs__algo_wait_each(p->ctx, reqs, PAIR_WAITED, probe_pair_recv, &a);
+    } else {
+        gs__algo_release_all(p->ctx, reqs, PAIR_WAITED);
+    }
+    if (status == GS_OK) {
+        status = gs__algo_wait_all(p->ctx, posted, NULL, PAIR_POSTED);
+    } else {
+        gs__algo_release_all(p->ctx, posted, PAIR_POSTED);
+    }
+    if (status == GS_OK) {
+        *out = (double)(ack_ns[1] - ack_ns[0]) * 1e-9;
     }
     return status;
+}
+
+/* What probe_stream's wait needs. */
+typedef struct probe_stream {
+    size_t rbytes;
+    uint64_t *done_ns; /* when each message from the left was in */
+} probe_stream_t;
+
+/* gs__algo_wait_each's hook: check the length, note the time. */
+static gs_status_t probe_stream_recv(gs__algo_ctx_t *ctx, const gs__algo_req_t *r, size_t i,
+                                     gs_status_t status, size_t nbytes, const void *arg)
+{
+    const probe_stream_t *st = arg;
+
+    (void)ctx;
+    if (status == GS_OK) {
+        status = probe_check_len(r, nbytes, st->rbytes);
+    }
+    st->done_ns[i] = gs__now_ns();
+    return status;
+}
+
+/* Send PROBE_BIG_MSGS messages of @p sbytes to the right neighbour back to
+ * back and receive as many of @p rbytes from the left one (into
+ * consecutive slots of @p rbuf); *out is the left link's seconds per byte:
+ * the time from the start to the last arrival over the bytes received.
+ * Every rank starts together (an agreement just ended), the stream keeps
+ * the link busy, and it holds one latency, not one per message. */
+static gs_status_t probe_stream(probe_t *p, const void *sbuf, size_t sbytes, char *rbuf,
+                                size_t rbytes, double *out)
+{
+    gs__algo_req_t reqs[2 * PROBE_BIG_MSGS];
+    uint64_t done_ns[PROBE_BIG_MSGS];
+    const uint64_t t0 = gs__now_ns();
+    uint64_t last = t0;
+    const probe_stream_t st = {.rbytes = rbytes, .done_ns = done_ns};
+    gs_status_t status = GS_OK;
+    int k;
+
+    memset(reqs, 0, sizeof(reqs));
+    for (k = 0; (k < PROBE_BIG_MSGS) && (status == GS_OK); k++) {
+        const uint64_t tag = gs__algo_tag(p->ctx, &p->desc, p->idx + (uint32_t)k);
+
+        status = gs__algo_irecv(p->ctx, p->left, tag, rbuf + (size_t)k * rbytes, rbytes, &reqs[k]);
+        if (status == GS_OK) {
+            status = gs__algo_isend(p->ctx, p->right, tag, sbuf, sbytes, &reqs[PROBE_BIG_MSGS + k]);
+        }
+    }
+    p->idx += PROBE_BIG_MSGS;
+    if (status != GS_OK) {
+        gs__algo_release_all(p->ctx, reqs, 2 * PROBE_BIG_MSGS);
+        return status;
+    }
+    status = gs__algo_wait_each(p->ctx, reqs, 2 * PROBE_BIG_MSGS, probe_stream_recv, &st);
+    if (status != GS_OK) {
+        return status;
+    }
+    /* From the start to the last arrival: striped sockets finish the
+     * messages unevenly, so the gaps between arrivals mislead. */
+    for (k = 0; k < PROBE_BIG_MSGS; k++) {
+        last = (done_ns[k] > last) ? done_ns[k] : last;
+    }
+    *out = (double)(last - t0) * 1e-9 / ((double)rbytes * PROBE_BIG_MSGS);
+    *out = (*out > 1e-12) ? *out : 1e-12;
+    return GS_OK;
+}
+
+/* The size of the large messages on a link whose agreed pilot seconds per
+ * byte is @p beta: what sends PROBE_BIG_MSGS in PROBE_BIG_BUDGET_MS,
+ * rounded down to a multiple of PROBE_BIG_ALIGN, at least that and at most
+ * PROBE_BIG_MAX_BYTES; 0 where no link has a sample. A function of a value
+ * every rank shares, so both ends of a link get the same size. */
+static size_t probe_big_bytes(double beta)
+{
+    const double bytes = PROBE_BIG_BUDGET_MS * 1e-3 / PROBE_BIG_MSGS / beta;
+
+    if (beta < 0.0) {
+        return 0;
+    }
+    if (!(bytes < (double)PROBE_BIG_MAX_BYTES)) {
+        return PROBE_BIG_MAX_BYTES;
+    }
+    if (!(bytes > (double)PROBE_BIG_ALIGN)) {
+        return PROBE_BIG_ALIGN;
+    }
+    return (size_t)(bytes / PROBE_BIG_ALIGN) * PROBE_BIG_ALIGN;
 }
 
 /* Median seconds per byte of reducing two f32 vectors of @p bytes into a third. */
@@ -198,53 +434,130 @@ static void probe_apply(double *dst, double v, int keep)
     }
 }
 
+/* What the probe chose, agreed by every rank; index 0: links between
+ * hosts, 1: links within a host. */
+typedef struct probe_plan {
+    size_t pilot_bytes;   /* the pilot's last (largest) messages */
+    double pilot_beta[2]; /* seconds per byte they took; -1: no such link */
+    size_t big_bytes[2];  /* the large messages' size; 0: no such link */
+} probe_plan_t;
+
+/* 1 when ranks a and b are on one host. */
+static int probe_same_host(const gs__algo_ctx_t *ctx, int a, int b)
+{
+    return (ctx->hosts.nhosts > 0) && (ctx->hosts.host_of[a] == ctx->hosts.host_of[b]);
+}
+
+/* Seconds per byte of a message of @p bytes that took @p t seconds there and
+ * back (an acknowledgement), @p alpha one way. */
+static double probe_beta_of(double t, double alpha, size_t bytes)
+{
+    return (t > 2.0 * alpha) ? (t - 2.0 * alpha) / (double)bytes : 1e-12;
+}
+
+/* Set every v[] to -1 (no sample), then this rank's alpha and beta in its
+ * right-hand link's slots. */
+static void probe_sample(double v[P_COUNT], int intra, double alpha, double beta)
+{
+    for (int k = 0; k < P_COUNT; k++) {
+        v[k] = -1.0;
+    }
+    v[intra ? P_INTRA_ALPHA : P_ALPHA] = alpha;
+    v[intra ? P_INTRA_BETA : P_BETA] = beta;
+}
+
+/* The link samples: alpha from small messages (this rank's right-hand
+ * link), each kind of link's rate from the pilot, agreed between the ranks
+ * (the slowest of each), then beta from a stream sized by that agreement
+ * (*plan; this rank's left-hand link). Sets v[] as gs__algo_probe agrees
+ * it: -1 where this rank has no sample. */
+static gs_status_t probe_links(probe_t *p, char *buf, double v[P_COUNT], probe_plan_t *plan)
+{
+    gs__algo_ctx_t *ctx = p->ctx;
+    const int out_intra = probe_same_host(ctx, ctx->rank, p->right);
+    const int in_intra = probe_same_host(ctx, p->left, ctx->rank);
+    char *rbuf = buf + PROBE_BIG_MAX_BYTES;
+    double t[PROBE_SMALL_ITERS + 1];
+    double alpha;
+    gs_status_t status;
+
+    /* Small: one warm-up, then the median. */
+    status = probe_times(p, buf, rbuf, PROBE_SMALL_BYTES, PROBE_SMALL_ITERS + 1, t);
+    if (status != GS_OK) {
+        return status;
+    }
+    alpha = probe_median(t + 1, PROBE_SMALL_ITERS);
+    alpha = (alpha > 1e-7) ? alpha : 1e-7;
+    /* Pilot: pairs of growing messages, the second of each timed, agreed. */
+    for (plan->pilot_bytes = PROBE_PILOT_MIN_BYTES;; plan->pilot_bytes *= PROBE_PILOT_GROW) {
+        const size_t bytes = plan->pilot_bytes;
+        double pair = 0.0;
+        double slowest;
+
+        status = probe_pair(p, buf, rbuf, bytes, &pair);
+        if (status == GS_OK) {
+            probe_sample(v, out_intra, alpha, probe_beta_of(pair, alpha, bytes));
+            status = probe_agree(p, v);
+        }
+        if (status != GS_OK) {
+            return status;
+        }
+        slowest = ((v[P_BETA] > v[P_INTRA_BETA]) ? v[P_BETA] : v[P_INTRA_BETA]) * (double)bytes;
+        if ((slowest >= PROBE_PILOT_MIN_MS * 1e-3) || (bytes >= PROBE_PILOT_MAX_BYTES)) {
+            break;
+        }
+    }
+    plan->pilot_beta[0] = v[P_BETA];
+    plan->pilot_beta[1] = v[P_INTRA_BETA];
+    plan->big_bytes[0] = probe_big_bytes(v[P_BETA]);
+    plan->big_bytes[1] = probe_big_bytes(v[P_INTRA_BETA]);
+    /* Large: a stream on every link, timed by its receiver, so this rank's
+     * beta is its left-hand link's. */
+    {
+        double beta = 0.0;
+
+        status = probe_stream(p, buf, plan->big_bytes[out_intra], rbuf, plan->big_bytes[in_intra],
+                              &beta);
+        if (status == GS_OK) {
+            probe_sample(v, out_intra, alpha, -1.0);
+            v[in_intra ? P_INTRA_BETA : P_BETA] = beta;
+        }
+    }
+    return status;
+}
+
 gs_status_t gs__algo_probe(gs__algo_ctx_t *ctx, gs__algo_model_t *model, unsigned keep)
 {
     const int n = gs__route_n(ctx);
     const uint32_t saved_seq = ctx->seq;
     const uint64_t t_start = gs__now_ns();
+    const size_t buf_bytes = PROBE_BUF_BYTES;
+    probe_plan_t plan = {.pilot_bytes = 0, .pilot_beta = {-1.0, -1.0}, .big_bytes = {0, 0}};
     double v[P_COUNT];
-    double small = 0.0;
-    double big = 0.0;
     probe_t p;
     char *buf;
     gs_status_t status;
-    int intra;
-    int k;
 
     if (n < 2) {
         return GS_OK;
     }
-    buf = malloc(3 * (size_t)PROBE_BIG_BYTES);
+    buf = malloc(buf_bytes);
     if (buf == NULL) {
         return gs__error_set(GS_ERR_NO_MEMORY,
-                             "GS_TUNE=probe: cannot allocate %u bytes of probe buffers; unset "
+                             "GS_TUNE=probe: cannot allocate %zu bytes of probe buffers; unset "
                              "GS_TUNE to use the model's defaults",
-                             3 * PROBE_BIG_BYTES);
+                             buf_bytes);
     }
-    memset(buf, 0, 3 * (size_t)PROBE_BIG_BYTES);
+    memset(buf, 0, buf_bytes);
     probe_setup(ctx, &p);
-    intra =
-        (ctx->hosts.nhosts > 0) && (ctx->hosts.host_of[ctx->rank] == ctx->hosts.host_of[p.right]);
     ctx->seq = PROBE_SEQ;
 
-    status = probe_time_shift(&p, buf, buf + PROBE_BIG_BYTES, PROBE_SMALL_BYTES, PROBE_SMALL_ITERS,
-                              &small);
+    status = probe_links(&p, buf, v, &plan);
     if (status == GS_OK) {
-        status = probe_time_shift(&p, buf, buf + PROBE_BIG_BYTES, PROBE_BIG_BYTES, PROBE_BIG_ITERS,
-                                  &big);
-    }
-    for (k = 0; k < P_COUNT; k++) {
-        v[k] = -1.0;
-    }
-    if (status == GS_OK) {
-        const double alpha = (small > 1e-7) ? small : 1e-7;
-        const double beta = (big > alpha) ? (big - alpha) / (double)PROBE_BIG_BYTES : 1e-12;
-        v[intra ? P_INTRA_ALPHA : P_ALPHA] = alpha;
-        v[intra ? P_INTRA_BETA : P_BETA] = beta;
-        v[P_GAMMA] = probe_gamma((float *)(void *)(buf + 2 * (size_t)PROBE_BIG_BYTES),
-                                 (const float *)(void *)buf,
-                                 (const float *)(void *)(buf + PROBE_BIG_BYTES), PROBE_BIG_BYTES);
+        float *f = (float *)(void *)buf;
+        const size_t nf = PROBE_REDUCE_BYTES / sizeof(float);
+
+        v[P_GAMMA] = probe_gamma(f + 2 * nf, f, f + nf, PROBE_REDUCE_BYTES);
         status = probe_agree(&p, v);
     }
     ctx->seq = saved_seq;
@@ -263,12 +576,19 @@ gs_status_t gs__algo_probe(gs__algo_ctx_t *ctx, gs__algo_model_t *model, unsigne
     probe_apply(&model->gamma, v[P_GAMMA], keep & GS_PROBE_KEEP_GAMMA);
     probe_apply(&model->intra_alpha, v[P_INTRA_ALPHA], keep & GS_PROBE_KEEP_INTRA_ALPHA);
     probe_apply(&model->intra_beta, v[P_INTRA_BETA], keep & GS_PROBE_KEEP_INTRA_BETA);
+    /* After the colon every value is agreed, so every rank's line reads the same. */
     GS_INFO(ALGO,
-            "GS_TUNE=probe over %d ranks in %.0f ms: alpha %.1f us, link %.0f MB/s, reduce %.0f "
-            "MB/s, intra-host alpha %.1f us, link %.0f MB/s (slowest rank's values; explicit "
-            "GS_ALGO_* settings kept)",
+            "GS_TUNE=probe over %d ranks in %.0f ms: alpha %.1f us, link %.1f MB/s, reduce %.0f "
+            "MB/s, intra-host alpha %.1f us, link %.1f MB/s (slowest rank's values; explicit "
+            "GS_ALGO_* settings kept); messages of %d B x %d, pilot up to %zu KiB (%.1f MB/s "
+            "between hosts, %.1f within), then x %d of %zu KiB between hosts, %zu KiB within "
+            "(sized for %d ms; 0: no such link)",
             n, (double)(gs__now_ns() - t_start) * 1e-6, model->alpha * 1e6, 1e-6 / model->beta,
-            1e-6 / model->gamma, model->intra_alpha * 1e6, 1e-6 / model->intra_beta);
+            1e-6 / model->gamma, model->intra_alpha * 1e6, 1e-6 / model->intra_beta,
+            PROBE_SMALL_BYTES, PROBE_SMALL_ITERS + 1, plan.pilot_bytes >> 10,
+            (plan.pilot_beta[0] > 0.0) ? 1e-6 / plan.pilot_beta[0] : 0.0,
+            (plan.pilot_beta[1] > 0.0) ? 1e-6 / plan.pilot_beta[1] : 0.0, PROBE_BIG_MSGS,
+            plan.big_bytes[0] >> 10, plan.big_bytes[1] >> 10, PROBE_BIG_BUDGET_MS);
     return GS_OK;
 }
 
@@ -428,9 +748,10 @@ gs_status_t gs__algo_shm_setup(gs__algo_ctx_t *ctx, const gs__algo_shm_params_t 
     if ((status != GS_OK) || (v[0] != 0.0) || (seg->base == NULL)) { /* or alone on its host */
         gs__host_seg_close(seg);
         free(seg);
-        return (status == GS_OK) ? GS_OK
-                                 : gs__error_wrap(status, "gs_comm_init: setting up the host "
-                                                          "segment");
+        return (status == GS_OK)
+                   ? GS_OK
+                   : gs__error_wrap(status, "gs_comm_init: setting up the host segment: %s",
+                                    gs__error_get());
     }
     gs__host_seg_setup_done(seg); /* every member has mapped it */
     seg->cma = (v[1] == 0.0);

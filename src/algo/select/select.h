@@ -41,11 +41,14 @@ typedef struct gs__algo_model {
 /*
  * GS_TUNE=probe (algo_probe.c): time small and large messages to the ring
  * neighbours and a reduction, agree with every rank on the slowest value of
- * each, and write them into *model except those flagged in @p keep.
- * Collective over ctx's ranks; runs before any collective (its tags use a
- * sequence number collectives do not reach). Tens of ms on loopback.
- * Returns GS_OK or the exchange's failure (GS_ERR_TIMEOUT, GS_ERR_PEER_FAILED,
- * GS_ERR_NO_MEMORY).
+ * each, and write them into *model except those flagged in @p keep. The
+ * large messages are sized from a pilot so that the probe takes about the
+ * same time at any link rate (0.13-0.2 s on the lab's shaped links from
+ * 10 Mbit/s to 1 Gbit/s). Collective over ctx's ranks; blocking; runs
+ * before any collective (its tags use a sequence number collectives do not
+ * reach). Returns GS_OK or the exchange's failure (GS_ERR_TIMEOUT,
+ * GS_ERR_PEER_FAILED, GS_ERR_MISMATCH for a probe message of the wrong
+ * length, GS_ERR_NO_MEMORY).
  */
 gs_status_t gs__algo_probe(gs__algo_ctx_t *ctx, gs__algo_model_t *model, unsigned keep);
 
