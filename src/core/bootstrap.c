@@ -12,6 +12,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,7 @@ void gs__boot_hello_encode(const gs__boot_hello_t *h, uint8_t *out)
     gs__put_le32(out + 32, h->addr_len);
     gs__put_le32(out + 36, h->flags);
     memcpy(out + 40, h->nonce, sizeof(h->nonce));
+    gs__put_le32(out + 56, h->ring_port);
 }
 
 gs_status_t gs__boot_hello_decode(const uint8_t *in, size_t len, gs__boot_hello_t *out)
@@ -65,6 +67,10 @@ gs_status_t gs__boot_hello_decode(const uint8_t *in, size_t len, gs__boot_hello_
     out->addr_len = gs__get_le32(in + 32);
     out->flags = gs__get_le32(in + 36);
     memcpy(out->nonce, in + 40, sizeof(out->nonce));
+    out->ring_port = gs__get_le32(in + 56);
+    if (out->ring_port > 65535) {
+        return gs__error_set(GS_ERR_PROTOCOL, "rendezvous hello has ring port %u", out->ring_port);
+    }
     if ((out->flags & ~GS_BOOT_F_AUTH) != 0) {
         return gs__error_set(GS_ERR_PROTOCOL, "rendezvous hello has unknown flags 0x%x",
                              out->flags);
@@ -168,12 +174,58 @@ gs_status_t gs__boot_table_hdr_decode(const uint8_t *in, size_t len, gs__boot_ta
     out->world = gs__get_le32(in + 16);
     out->msg_len = gs__get_le32(in + 20);
     if ((out->status > 0) || (out->status < -100) || (out->msg_len >= GS_BOOT_MSG_MAX) ||
-        ((out->status == GS_OK) && (out->msg_len != 0))) {
+        ((out->status == GS_OK) && (out->msg_len > GS_BOOT_REPLY_RING))) {
         return gs__error_set(GS_ERR_PROTOCOL,
                              "rendezvous reply has status %d and message length %u", out->status,
                              out->msg_len);
     }
     return GS_OK;
+}
+
+void gs__boot_ring_hello_encode(const gs__boot_ring_hello_t *h, uint8_t *out)
+{
+    memset(out, 0, GS_BOOT_RING_HELLO_BYTES);
+    gs__put_le32(out + 0, GS_BOOT_MAGIC_RING);
+    gs__put_le32(out + 4, GS_BOOT_VERSION);
+    gs__put_le64(out + 8, h->job_hash);
+    gs__put_le64(out + 16, h->nonce);
+    gs__put_le32(out + 24, h->rank);
+    gs__put_le32(out + 28, h->world);
+}
+
+gs_status_t gs__boot_ring_hello_decode(const uint8_t *in, size_t len, gs__boot_ring_hello_t *out)
+{
+    if ((len < GS_BOOT_RING_HELLO_BYTES) || (gs__get_le32(in) != GS_BOOT_MAGIC_RING)) {
+        return gs__error_set(GS_ERR_PROTOCOL, "bootstrap ring hello is malformed");
+    }
+    if (gs__get_le32(in + 4) != GS_BOOT_VERSION) {
+        return gs__error_set(GS_ERR_PROTOCOL,
+                             "bootstrap ring hello has protocol version %u, this library speaks %u",
+                             gs__get_le32(in + 4), GS_BOOT_VERSION);
+    }
+    out->job_hash = gs__get_le64(in + 8);
+    out->nonce = gs__get_le64(in + 16);
+    out->rank = gs__get_le32(in + 24);
+    out->world = gs__get_le32(in + 28);
+    return GS_OK;
+}
+
+void gs__boot_row_encode(uint32_t rank, uint32_t addr_len, uint64_t host_id, uint8_t *out)
+{
+    gs__put_le32(out + 0, rank);
+    gs__put_le32(out + 4, addr_len);
+    gs__put_le64(out + 8, host_id);
+}
+
+gs_status_t gs__boot_row_decode(const uint8_t *in, size_t len, uint32_t *rank_out,
+                                uint32_t *addr_len_out, uint64_t *host_id_out)
+{
+    if (len < GS_BOOT_ROW_BYTES) {
+        return gs__error_set(GS_ERR_PROTOCOL, "bootstrap ring row is %zu bytes, expected %d", len,
+                             GS_BOOT_ROW_BYTES);
+    }
+    *rank_out = gs__get_le32(in);
+    return gs__boot_entry_decode(in + 4, len - 4, addr_len_out, host_id_out);
 }
 
 uint64_t gs__boot_job_hash(const gs__cfg_t *cfg)
@@ -227,6 +279,7 @@ typedef struct boot_server {
     int *rank_fd;                    /* world entries; -1 until joined */
     char (*addrs)[GS_SOCK_ADDR_MAX]; /* world entries */
     uint64_t *hosts;                 /* world entries */
+    uint32_t *ring_ports;            /* world entries; 0: no ring (a token, or the store) */
     int joined;
     gs_status_t fail_status;
     char fail_msg[GS_ERROR_MSG_MAX]; /* sent to the others cut to GS_BOOT_MSG_MAX - 1 */
@@ -280,6 +333,7 @@ static void boot_register(boot_server_t *s, int i, const gs__boot_hello_t *h)
         memcpy(s->addrs[h->rank], c->buf + GS_BOOT_HELLO_BYTES, h->addr_len);
         s->addrs[h->rank][h->addr_len] = '\0';
         s->hosts[h->rank] = h->host_id;
+        s->ring_ports[h->rank] = h->ring_port;
         s->joined++;
         GS_INFO(BOOT, "rendezvous: rank %u joined from %s (%d of %d)", h->rank, c->peer, s->joined,
                 cfg->world_size);
@@ -441,27 +495,62 @@ static void boot_accept(boot_server_t *s)
     }
 }
 
+static gs_status_t ring_addr(const char *addr, uint32_t port, char *out);
+
+/* Whether every rank has a ring port (none has a token): then each gets only
+ * the next rank's ring address, and the rows go round the ring. */
+static bool boot_ring_mode(const boot_server_t *s)
+{
+    for (int r = 0; r < s->cfg->world_size; r++) {
+        if (s->ring_ports[r] == 0) {
+            return false;
+        }
+    }
+    return !s->auth->on;
+}
+
 static gs_status_t boot_send_table(boot_server_t *s, uint64_t nonce, uint64_t deadline)
 {
     const int world = s->cfg->world_size;
+    const bool ring = boot_ring_mode(s);
     size_t cap = GS_BOOT_TABLE_HDR_BYTES + (size_t)world * (GS_BOOT_ENTRY_BYTES + GS_SOCK_ADDR_MAX);
     uint8_t *buf = malloc(cap);
     size_t len = GS_BOOT_TABLE_HDR_BYTES;
-    gs__boot_table_hdr_t h = {.status = GS_OK, .nonce = nonce, .world = (uint32_t)world};
+    gs__boot_table_hdr_t h = {.status = GS_OK,
+                              .nonce = nonce,
+                              .world = (uint32_t)world,
+                              .msg_len = ring ? GS_BOOT_REPLY_RING : GS_BOOT_REPLY_TABLE};
     gs_status_t status = GS_OK;
 
     if (buf == NULL) {
         return gs__error_set(GS_ERR_NO_MEMORY, "rendezvous: cannot allocate %zu bytes", cap);
     }
     gs__boot_table_hdr_encode(&h, buf);
-    for (int r = 0; r < world; r++) {
+    for (int r = 0; (r < world) && !ring; r++) {
         uint32_t alen = (uint32_t)strlen(s->addrs[r]);
         gs__boot_entry_encode(alen, s->hosts[r], buf + len);
         memcpy(buf + len + GS_BOOT_ENTRY_BYTES, s->addrs[r], alen);
         len += GS_BOOT_ENTRY_BYTES + alen;
     }
     for (int r = 1; r < world; r++) {
-        gs_status_t st = gs__sock_write_full(s->rank_fd[r], buf, len, deadline);
+        size_t n = len;
+        gs_status_t st = GS_OK;
+
+        if (ring) {
+            /* O(1) a rank: the next rank's ring address (the rest comes round the ring). */
+            const int next = (r + 1) % world;
+            char at[GS_SOCK_ADDR_MAX];
+            uint32_t alen;
+
+            st = ring_addr(s->addrs[next], s->ring_ports[next], at);
+            alen = (uint32_t)strlen(at);
+            gs__boot_entry_encode(alen, s->hosts[next], buf + len);
+            memcpy(buf + len + GS_BOOT_ENTRY_BYTES, at, alen);
+            n = len + GS_BOOT_ENTRY_BYTES + alen;
+        }
+        if (st == GS_OK) {
+            st = gs__sock_write_full(s->rank_fd[r], buf, n, deadline);
+        }
         if ((st != GS_OK) && (status == GS_OK)) {
             status = gs__error_wrap(st, "rendezvous: cannot send the address table to rank %d: %s",
                                     r, gs__error_get());
@@ -511,6 +600,411 @@ static int boot_is_local(const gs__sockaddr_t *a)
     }
     close(fd);
     return 1;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The bootstrap ring (every rank)                                        */
+/* ---------------------------------------------------------------------- */
+
+/* A DOWN row: rank field RING_DOWN, host id = failed rank + 1, the text a reason. */
+#define RING_DOWN 0xffffffffu
+/* How long refused connects to the next rank's ring port mean it is gone. */
+#define RING_REFUSED_MS 1000
+/* How long a rank that failed waits for its previous rank, to tell it. */
+#define RING_TELL_MS 2000
+
+/* This rank's ring port: a listening socket on its transport address's host. */
+static gs_status_t ring_listen(const char *my_addr, int *fd_out, uint32_t *port_out)
+{
+    gs__sockaddr_t a;
+    gs__sockaddr_t bound;
+    gs_status_t st = gs__sock_parse(my_addr, "any", &a);
+
+    if (st == GS_OK) {
+        boot_set_port(&a, 0);
+        st = gs__sock_listen(&a, 16, fd_out, &bound);
+    }
+    if (st != GS_OK) {
+        return st;
+    }
+    *port_out = (bound.ss.ss_family == AF_INET6)
+                    ? ntohs(((const struct sockaddr_in6 *)&bound.ss)->sin6_port)
+                    : ntohs(((const struct sockaddr_in *)&bound.ss)->sin_port);
+    return GS_OK;
+}
+
+/* @p addr's host with @p port, as "ip:port" into out[GS_SOCK_ADDR_MAX]. */
+static gs_status_t ring_addr(const char *addr, uint32_t port, char *out)
+{
+    gs__sockaddr_t a;
+    gs_status_t st = gs__sock_parse(addr, "any", &a);
+
+    if (st == GS_OK) {
+        boot_set_port(&a, (int)port);
+        st = gs__sock_format(&a, out, GS_SOCK_ADDR_MAX);
+    }
+    return st;
+}
+
+typedef struct ring {
+    const gs__cfg_t *cfg;
+    uint64_t nonce;
+    int next;
+    int prev;
+    int nfd; /* to the next rank */
+    int lfd; /* this rank's ring port, until the previous rank is in */
+    int pfd; /* from the previous rank */
+    char (*addrs)[GS_SOCK_ADDR_MAX];
+    uint64_t *hosts;
+    const volatile int *abort_flag; /* gs_config_t.abort_flag, or NULL */
+} ring_t;
+
+/* Send a DOWN row naming @p failed (reason @p why) on @p fd (best effort). */
+static void ring_tell(int fd, int failed, const char *why)
+{
+    uint8_t row[GS_BOOT_ROW_BYTES + GS_SOCK_ADDR_MAX];
+    size_t len = strnlen(why, GS_SOCK_ADDR_MAX - 1);
+
+    if (fd < 0) {
+        return;
+    }
+    len = (len == 0) ? 1 : len;
+    gs__put_le32(row, RING_DOWN);
+    gs__put_le32(row + 4, (uint32_t)len);
+    gs__put_le64(row + 8, (uint64_t)failed + 1u);
+    memset(row + GS_BOOT_ROW_BYTES, ' ', len);
+    memcpy(row + GS_BOOT_ROW_BYTES, why, strnlen(why, len));
+    (void)gs__sock_write_full(fd, row, GS_BOOT_ROW_BYTES + len, gs__deadline_after_ms(500));
+}
+
+/* Fail the ring: rank @p failed is gone (@p why); tell both sides, the one it
+ * came from (@p from_fd) excepted. */
+static gs_status_t ring_fail(ring_t *g, int failed, int from_fd, const char *why)
+{
+    char msg[GS_ERROR_MSG_MAX];
+
+    (void)snprintf(msg, sizeof(msg), "%s", why);
+    if (g->nfd != from_fd) {
+        ring_tell(g->nfd, failed, msg);
+    }
+    if (g->pfd != from_fd) {
+        ring_tell(g->pfd, failed, msg);
+    }
+    return gs__error_set(GS_ERR_PEER_FAILED, "rank %d: bootstrap ring: %s", g->cfg->rank, msg);
+}
+
+/* A DOWN row arrived on @p fd (its header in @p row): read its reason, pass it on. */
+static gs_status_t ring_down_heard(ring_t *g, int fd, const uint8_t *row, int from)
+{
+    char text[GS_SOCK_ADDR_MAX] = "";
+    uint32_t len = gs__get_le32(row + 4);
+    uint64_t failed = gs__get_le64(row + 8);
+    char why[GS_ERROR_MSG_MAX];
+
+    if ((len == 0) || (len >= GS_SOCK_ADDR_MAX) || (failed == 0) ||
+        (failed > (uint64_t)g->cfg->world_size)) {
+        return gs__error_set(GS_ERR_PROTOCOL, "rank %d: bootstrap ring: rank %d sent a bad report",
+                             g->cfg->rank, from);
+    }
+    (void)gs__sock_read_full(fd, text, len, gs__deadline_after_ms(1000));
+    text[len] = '\0';
+    (void)snprintf(why, sizeof(why), "%.150s (reported along the ring by rank %d)", text, from);
+    return ring_fail(g, (int)(failed - 1u), fd, why);
+}
+
+static gs_status_t ring_send_row(ring_t *g, int fd, int r, uint64_t deadline)
+{
+    uint8_t row[GS_BOOT_ROW_BYTES + GS_SOCK_ADDR_MAX];
+    const uint32_t alen = (uint32_t)strlen(g->addrs[r]);
+
+    gs__boot_row_encode((uint32_t)r, alen, g->hosts[r], row);
+    memcpy(row + GS_BOOT_ROW_BYTES, g->addrs[r], alen);
+    return gs__sock_write_full(fd, row, GS_BOOT_ROW_BYTES + alen, deadline);
+}
+
+/* Row @p want from neighbour @p from on @p fd; a DOWN row or a broken socket fails the ring. */
+static gs_status_t ring_recv_row(ring_t *g, int fd, int from, int want, uint64_t deadline)
+{
+    uint8_t row[GS_BOOT_ROW_BYTES];
+    uint32_t rank;
+    uint32_t alen;
+    uint64_t host;
+    gs_status_t st = gs__sock_read_full(fd, row, sizeof(row), deadline);
+
+    if (st == GS_ERR_PEER_FAILED) {
+        char why[GS_ERROR_MSG_MAX];
+
+        (void)snprintf(why, sizeof(why), "rank %d failed: its bootstrap ring socket closed (%.80s)",
+                       from, gs__error_get());
+        return ring_fail(g, from, fd, why);
+    }
+    if (st != GS_OK) {
+        return gs__error_wrap(st,
+                              "rank %d: bootstrap ring, waiting for rank %d's row from rank "
+                              "%d: %s",
+                              g->cfg->rank, want, from, gs__error_get());
+    }
+    if (gs__get_le32(row) == RING_DOWN) {
+        return ring_down_heard(g, fd, row, from);
+    }
+    st = gs__boot_row_decode(row, sizeof(row), &rank, &alen, &host);
+    if ((st == GS_OK) && (rank != (uint32_t)want)) {
+        st = gs__error_set(GS_ERR_PROTOCOL, "row of rank %u, expected rank %d", rank, want);
+    }
+    if (st == GS_OK) {
+        st = gs__sock_read_full(fd, g->addrs[want], alen, deadline);
+        g->addrs[want][alen] = '\0';
+        g->hosts[want] = host;
+    }
+    if (st != GS_OK) {
+        return gs__error_wrap(st, "rank %d: bootstrap ring: rank %d sent a bad row: %s",
+                              g->cfg->rank, from, gs__error_get());
+    }
+    return GS_OK;
+}
+
+/* The previous rank's connection on the ring port, if it is this job's: 1 taken, 0 dropped. */
+static int ring_take_prev(ring_t *g)
+{
+    const gs__cfg_t *cfg = g->cfg;
+    uint8_t buf[GS_BOOT_RING_HELLO_BYTES];
+    gs__boot_ring_hello_t h = {0};
+    gs_status_t st;
+    int fd = -1;
+
+    if ((gs__sock_accept(g->lfd, 0, &fd) != GS_OK) || (fd < 0)) {
+        return 0;
+    }
+    st = gs__sock_read_full(fd, buf, sizeof(buf), gs__deadline_after_ms(1000));
+    if (st == GS_OK) {
+        st = gs__boot_ring_hello_decode(buf, sizeof(buf), &h);
+    }
+    if ((st == GS_OK) && (h.job_hash == gs__boot_job_hash(cfg)) && (h.nonce == g->nonce) &&
+        (h.rank == (uint32_t)g->prev) && (h.world == (uint32_t)cfg->world_size)) {
+        g->pfd = fd;
+        return 1;
+    }
+    GS_WARN("bootstrap: rank %d dropped a ring connection that is not rank %d of this job (%s)",
+            cfg->rank, g->prev, (st != GS_OK) ? gs__error_get() : "another job, nonce or rank");
+    close(fd);
+    return 0;
+}
+
+/* A side whose rows are all here is readable: its EOF (it finished; *eof set),
+ * a DOWN row, or a protocol error. */
+static gs_status_t ring_after(ring_t *g, int fd, int from, bool *eof)
+{
+    uint8_t head[GS_BOOT_ROW_BYTES];
+    const ssize_t got = recv(fd, head, sizeof(head), MSG_PEEK | MSG_DONTWAIT);
+
+    if (got == 0) {
+        *eof = true;
+        return GS_OK;
+    }
+    if ((got == (ssize_t)sizeof(head)) && (gs__get_le32(head) == RING_DOWN)) {
+        (void)recv(fd, head, sizeof(head), MSG_DONTWAIT);
+        return ring_down_heard(g, fd, head, from);
+    }
+    if ((got < 0) && ((errno == EAGAIN) || (errno == EINTR))) {
+        return GS_OK;
+    }
+    if (got < 0) {
+        *eof = true; /* reset after it finished: nothing more is wanted from it */
+        return GS_OK;
+    }
+    if (got < (ssize_t)sizeof(head)) {
+        return GS_OK; /* the rest of a row is on its way */
+    }
+    return gs__error_set(GS_ERR_PROTOCOL,
+                         "rank %d: bootstrap ring: rank %d sent more rows than the ring has",
+                         g->cfg->rank, from);
+}
+
+/* Wait until @p deadline for the previous rank, to tell it a failure. */
+static void ring_wait_prev(ring_t *g, uint64_t deadline)
+{
+    while ((g->pfd < 0) && (gs__now_ns() < deadline)) {
+        struct pollfd p = {.fd = g->lfd, .events = POLLIN};
+
+        if (poll(&p, 1, 20) > 0) {
+            (void)ring_take_prev(g);
+        }
+    }
+}
+
+/*
+ * The ring's steps as events: a row goes on as soon as it is here (rank r's
+ * own at once, rank r - k's once received), and whatever arrives on either
+ * side is read, so that a DOWN row from one side is seen while the other
+ * is silent. Rows from the previous rank come in the order r - 1, r - 2, ...
+ * (n / 2 of them), from the next r + 1, r + 2, ... ((n - 1) / 2).
+ */
+static gs_status_t ring_run(ring_t *g, uint64_t deadline)
+{
+    const int n = g->cfg->world_size;
+    const int r = g->cfg->rank;
+    const int want_cw = n / 2;
+    const int want_ccw = (n - 1) / 2;
+    int cw_sent = 0;
+    int cw_got = 0;
+    int ccw_sent = 0;
+    int ccw_got = 0;
+    bool p_eof = false;
+    bool n_eof = false;
+
+    for (;;) {
+        struct pollfd pfd[3];
+        nfds_t np = 0;
+        int lfd_at = -1;
+        int pfd_at = -1;
+        int nfd_at = -1;
+        uint64_t now;
+        gs_status_t st = GS_OK;
+
+        while ((st == GS_OK) && (cw_sent < want_cw) && (cw_sent <= cw_got)) {
+            st = ring_send_row(g, g->nfd, (r - cw_sent + n) % n, deadline);
+            cw_sent++;
+        }
+        if (st != GS_OK) {
+            return ring_fail(g, g->next, g->nfd, "the next rank's ring socket broke");
+        }
+        while ((st == GS_OK) && (g->pfd >= 0) && (ccw_sent < want_ccw) && (ccw_sent <= ccw_got)) {
+            st = ring_send_row(g, g->pfd, (r + ccw_sent) % n, deadline);
+            ccw_sent++;
+        }
+        if (st != GS_OK) {
+            return ring_fail(g, g->prev, g->pfd, "the previous rank's ring socket broke");
+        }
+        if ((cw_got == want_cw) && (ccw_got == want_ccw) && (cw_sent == want_cw) &&
+            (ccw_sent == want_ccw)) {
+            return GS_OK;
+        }
+        now = gs__now_ns();
+        if ((g->abort_flag != NULL) && (__atomic_load_n(g->abort_flag, __ATOMIC_RELAXED) != 0)) {
+            return gs__error_set(GS_ERR_ABORTED, "rank %d: bootstrap ring aborted", g->cfg->rank);
+        }
+        if (now >= deadline) {
+            return gs__error_set(GS_ERR_TIMEOUT,
+                                 "rank %d: the bootstrap ring did not finish within %d ms: %s",
+                                 g->cfg->rank, g->cfg->timeout_ms,
+                                 (g->pfd < 0) ? "the previous rank never connected (it is not "
+                                                "running or cannot reach this rank's address)"
+                                              : "a neighbour stopped answering");
+        }
+        /* Both sides are watched until the end: a side whose rows are all here may still
+         * bring a DOWN row, or its EOF (it finished: then it is watched no more). */
+        if (g->pfd < 0) {
+            lfd_at = (int)np;
+            pfd[np++] = (struct pollfd){.fd = g->lfd, .events = POLLIN};
+        } else if (!p_eof) {
+            pfd_at = (int)np;
+            pfd[np++] = (struct pollfd){.fd = g->pfd, .events = POLLIN};
+        }
+        if (!n_eof) {
+            nfd_at = (int)np;
+            pfd[np++] = (struct pollfd){.fd = g->nfd, .events = POLLIN};
+        }
+        if (poll(pfd, np,
+                 gs__ms_until((deadline < now + 20000000ull) ? deadline : now + 20000000ull,
+                              now)) <= 0) {
+            continue; /* the abort flag and the deadline are looked at every 20 ms */
+        }
+        if ((lfd_at >= 0) && (pfd[lfd_at].revents != 0)) {
+            (void)ring_take_prev(g);
+        }
+        if ((pfd_at >= 0) && (pfd[pfd_at].revents != 0)) {
+            st = (cw_got < want_cw)
+                     ? ring_recv_row(g, g->pfd, g->prev, (r - cw_got - 1 + n) % n, deadline)
+                     : ring_after(g, g->pfd, g->prev, &p_eof);
+            cw_got += (cw_got < want_cw) ? 1 : 0;
+        }
+        if ((st == GS_OK) && (nfd_at >= 0) && (pfd[nfd_at].revents != 0)) {
+            st = (ccw_got < want_ccw)
+                     ? ring_recv_row(g, g->nfd, g->next, (r + ccw_got + 1) % n, deadline)
+                     : ring_after(g, g->nfd, g->next, &n_eof);
+            ccw_got += (ccw_got < want_ccw) ? 1 : 0;
+        }
+        if (st != GS_OK) {
+            return st;
+        }
+    }
+}
+
+/*
+ * Fill every rank's row of addrs and hosts (this rank's is set) by passing
+ * them both ways round the ring: rank r connects to rank r + 1's ring port
+ * (@p next_addr) and accepts rank r - 1 on @p lfd (closed here). In step k
+ * it sends rank r - k's row on and rank r + k's row back, and receives rank
+ * r - k - 1's and rank r + k + 1's: n / 2 steps.
+ */
+static gs_status_t boot_ring(const gs__cfg_t *cfg, const volatile int *abort_flag, int lfd,
+                             const char *next_addr, uint64_t nonce, char (*addrs)[GS_SOCK_ADDR_MAX],
+                             uint64_t *hosts)
+{
+    const int n = cfg->world_size;
+    const int r = cfg->rank;
+    const uint64_t deadline = gs__deadline_after_ms(cfg->timeout_ms);
+    ring_t g = {.cfg = cfg,
+                .nonce = nonce,
+                .next = (r + 1) % n,
+                .prev = (r + n - 1) % n,
+                .nfd = -1,
+                .lfd = lfd,
+                .pfd = -1,
+                .addrs = addrs,
+                .hosts = hosts,
+                .abort_flag = abort_flag};
+    const uint64_t t0 = gs__now_ns();
+    gs_status_t st;
+    gs_status_t failed = GS_OK;
+    gs__sockaddr_t a;
+
+    st = gs__sock_parse(next_addr, "any", &a);
+    if (st == GS_OK) {
+        /* Every rank listens on its ring port before its hello: a refusal now means the
+         * next rank is gone. */
+        st = gs__sock_connect(&a, gs__deadline_after_ms(RING_REFUSED_MS), &g.nfd);
+    }
+    if (st == GS_OK) {
+        uint8_t hello[GS_BOOT_RING_HELLO_BYTES];
+        const gs__boot_ring_hello_t h = {.job_hash = gs__boot_job_hash(cfg),
+                                         .nonce = nonce,
+                                         .rank = (uint32_t)r,
+                                         .world = (uint32_t)n};
+
+        gs__boot_ring_hello_encode(&h, hello);
+        st = gs__sock_write_full(g.nfd, hello, sizeof(hello), deadline);
+    }
+    if (st != GS_OK) {
+        char why[GS_ERROR_MSG_MAX];
+
+        (void)snprintf(why, sizeof(why),
+                       "rank %d failed: its bootstrap ring port %s cannot be reached (%.80s); it "
+                       "exited or crashed after joining the rendezvous",
+                       g.next, next_addr, gs__error_get());
+        if (g.nfd >= 0) {
+            close(g.nfd);
+            g.nfd = -1;
+        }
+        /* Tell the previous rank, so that the report goes round. */
+        ring_wait_prev(&g, gs__deadline_after_ms(RING_TELL_MS));
+        failed = ring_fail(&g, g.next, -1, why);
+    }
+    if (failed == GS_OK) {
+        failed = ring_run(&g, deadline);
+    }
+    if (g.nfd >= 0) {
+        close(g.nfd);
+    }
+    if (g.pfd >= 0) {
+        close(g.pfd);
+    }
+    close(lfd);
+    if (failed == GS_OK) {
+        GS_INFO(BOOT, "bootstrap: rank %d has every rank's address after %d ring steps (%.1f ms)",
+                r, n / 2, (double)(gs__now_ns() - t0) / 1e6);
+    }
+    return failed;
 }
 
 /*
@@ -597,7 +1091,8 @@ static gs_status_t boot_listen(const gs__cfg_t *cfg, int *fd_out, char *where, s
 
 static gs_status_t boot_serve(const gs__cfg_t *cfg, const gs__auth_t *auth,
                               const volatile int *abort_flag, const char *my_addr,
-                              char (*addrs)[GS_SOCK_ADDR_MAX], uint64_t *hosts, uint64_t *nonce_out)
+                              uint32_t ring_port, char (*addrs)[GS_SOCK_ADDR_MAX], uint64_t *hosts,
+                              uint64_t *nonce_out, char *next_ring)
 {
     const uint64_t deadline = gs__deadline_after_ms(cfg->timeout_ms);
     boot_server_t s;
@@ -611,10 +1106,14 @@ static gs_status_t boot_serve(const gs__cfg_t *cfg, const gs__auth_t *auth,
     s.addrs = addrs;
     s.hosts = hosts;
     s.rank_fd = malloc(sizeof(int) * (size_t)cfg->world_size);
-    if (s.rank_fd == NULL) {
+    s.ring_ports = calloc((size_t)cfg->world_size, sizeof(*s.ring_ports));
+    if ((s.rank_fd == NULL) || (s.ring_ports == NULL)) {
+        free(s.rank_fd);
+        free(s.ring_ports);
         return gs__error_set(GS_ERR_NO_MEMORY, "rendezvous: out of memory for %d ranks",
                              cfg->world_size);
     }
+    s.ring_ports[0] = ring_port;
     for (int r = 0; r < cfg->world_size; r++) {
         s.rank_fd[r] = -1;
     }
@@ -701,6 +1200,11 @@ static gs_status_t boot_serve(const gs__cfg_t *cfg, const gs__auth_t *auth,
     if (s.fail_status == GS_OK) {
         nonce = gs__boot_job_nonce();
         status = boot_send_table(&s, nonce, deadline + 5000000000ull);
+        next_ring[0] = '\0';
+        if ((status == GS_OK) && boot_ring_mode(&s)) {
+            status =
+                ring_addr(addrs[1 % cfg->world_size], s.ring_ports[1 % cfg->world_size], next_ring);
+        }
     } else {
         for (int r = 1; r < cfg->world_size; r++) {
             if (s.rank_fd[r] >= 0) {
@@ -720,6 +1224,7 @@ static gs_status_t boot_serve(const gs__cfg_t *cfg, const gs__auth_t *auth,
     }
     close(s.listen_fd);
     free(s.rank_fd);
+    free(s.ring_ports);
     if (status == GS_OK) {
         *nonce_out = nonce;
     }
@@ -775,8 +1280,8 @@ static gs_status_t boot_client_auth(const gs__cfg_t *cfg, const gs__auth_t *auth
 }
 
 static gs_status_t boot_client(const gs__cfg_t *cfg, const gs__auth_t *auth, const char *my_addr,
-                               char (*addrs)[GS_SOCK_ADDR_MAX], uint64_t *hosts,
-                               uint64_t *nonce_out)
+                               uint32_t ring_port, char (*addrs)[GS_SOCK_ADDR_MAX], uint64_t *hosts,
+                               uint64_t *nonce_out, char *next_ring)
 {
     int have_hdr = 0;
     const uint64_t deadline = gs__deadline_after_ms(cfg->timeout_ms);
@@ -817,6 +1322,7 @@ static gs_status_t boot_client(const gs__cfg_t *cfg, const gs__auth_t *auth, con
     }
 
     gs__boot_hello_init(&h, cfg, alen);
+    h.ring_port = ring_port;
     if (auth->on) {
         h.flags = GS_BOOT_F_AUTH;
         status = gs__auth_nonce(h.nonce);
@@ -862,7 +1368,18 @@ static gs_status_t boot_client(const gs__cfg_t *cfg, const gs__auth_t *auth, con
         return gs__error_set(GS_ERR_PROTOCOL, "rendezvous table has %u ranks, expected %d", t.world,
                              cfg->world_size);
     }
-    for (int r = 0; (r < cfg->world_size) && (status == GS_OK); r++) {
+    next_ring[0] = '\0';
+    if ((t.msg_len == GS_BOOT_REPLY_RING) && (ring_port == 0)) {
+        close(fd);
+        return gs__error_set(GS_ERR_PROTOCOL,
+                             "rank 0 answered with the ring, and this rank has none");
+    }
+    /* The whole table, or the next rank's ring address (the rest comes round the ring). */
+    for (int k = 0;
+         (k < ((t.msg_len == GS_BOOT_REPLY_RING) ? 1 : cfg->world_size)) && (status == GS_OK);
+         k++) {
+        const int r = (t.msg_len == GS_BOOT_REPLY_RING) ? (cfg->rank + 1) % cfg->world_size : k;
+        char *dst = (t.msg_len == GS_BOOT_REPLY_RING) ? next_ring : addrs[r];
         uint8_t entry[GS_BOOT_ENTRY_BYTES];
         uint32_t len;
         status = gs__sock_read_full(fd, entry, sizeof(entry), deadline + 5000000000ull);
@@ -874,8 +1391,8 @@ static gs_status_t boot_client(const gs__cfg_t *cfg, const gs__auth_t *auth, con
             status = gs__error_wrap(status, "rendezvous table, rank %d: %s", r, gs__error_get());
             break;
         }
-        status = gs__sock_read_full(fd, addrs[r], len, deadline + 5000000000ull);
-        addrs[r][len] = '\0';
+        status = gs__sock_read_full(fd, dst, len, deadline + 5000000000ull);
+        dst[len] = '\0';
     }
     close(fd);
     if (status == GS_OK) {
@@ -884,12 +1401,39 @@ static gs_status_t boot_client(const gs__cfg_t *cfg, const gs__auth_t *auth, con
     return status;
 }
 
+/* Above GS_BOOT_STAGGER_RANKS ranks, rank r contacts rank 0 r / GS_BOOT_STAGGER_RATE s after the
+ * others start (NCCL_UID_STAGGER_RATE's idea): rank 0 serves them in order, its backlog unflooded. */
+static void boot_stagger(const gs__cfg_t *cfg, const volatile int *abort_flag)
+{
+    uint64_t delay_us;
+    uint64_t until;
+
+    if ((cfg->world_size <= GS_BOOT_STAGGER_RANKS) || (cfg->rank == 0)) {
+        return;
+    }
+    delay_us = (uint64_t)cfg->rank * 1000000ull / GS_BOOT_STAGGER_RATE;
+    if (cfg->rank == cfg->world_size - 1) {
+        GS_INFO(BOOT,
+                "rendezvous: %d ranks: contact with rank 0 staggered at %d ranks a second "
+                "(this last rank waits %.1f ms)",
+                cfg->world_size, GS_BOOT_STAGGER_RATE, (double)delay_us / 1e3);
+    }
+    until = gs__now_ns() + delay_us * 1000ull;
+    while ((gs__now_ns() < until) &&
+           ((abort_flag == NULL) || (__atomic_load_n(abort_flag, __ATOMIC_RELAXED) == 0))) {
+        (void)poll(NULL, 0, 20); /* the abort flag is looked at every 20 ms */
+    }
+}
+
 gs_status_t gs__bootstrap_exchange(const gs__cfg_t *cfg, const gs__auth_t *auth,
                                    const volatile int *abort_flag, const char *my_addr,
                                    char (*addrs_out)[GS_SOCK_ADDR_MAX], uint64_t *hosts_out,
                                    uint64_t *nonce_out)
 {
     static const gs__auth_t no_auth;
+    char next_ring[GS_SOCK_ADDR_MAX] = "";
+    uint32_t ring_port = 0;
+    int ring_fd = -1;
     gs_status_t status;
 
     if (auth == NULL) {
@@ -903,10 +1447,31 @@ gs_status_t gs__bootstrap_exchange(const gs__cfg_t *cfg, const gs__auth_t *auth,
     }
     /* The blocking socket calls look at the flag too (core/socket.h). */
     gs__sock_watch_abort(abort_flag);
+    if (!auth->on) {
+        /* The ring port listens before the hello: a refused connect means a rank is gone. */
+        status = ring_listen(my_addr, &ring_fd, &ring_port);
+        if (status != GS_OK) {
+            gs__sock_watch_abort(NULL);
+            return gs__error_wrap(status, "rank %d: cannot listen for the bootstrap ring: %s",
+                                  cfg->rank, gs__error_get());
+        }
+    }
+    boot_stagger(cfg, abort_flag);
     if (cfg->rank == 0) {
-        status = boot_serve(cfg, auth, abort_flag, my_addr, addrs_out, hosts_out, nonce_out);
+        status = boot_serve(cfg, auth, abort_flag, my_addr, ring_port, addrs_out, hosts_out,
+                            nonce_out, next_ring);
     } else {
-        status = boot_client(cfg, auth, my_addr, addrs_out, hosts_out, nonce_out);
+        status =
+            boot_client(cfg, auth, my_addr, ring_port, addrs_out, hosts_out, nonce_out, next_ring);
+    }
+    if ((status == GS_OK) && (next_ring[0] != '\0')) {
+        snprintf(addrs_out[cfg->rank], GS_SOCK_ADDR_MAX, "%s", my_addr);
+        hosts_out[cfg->rank] = gs__host_id(cfg->host_id);
+        status = boot_ring(cfg, abort_flag, ring_fd, next_ring, *nonce_out, addrs_out, hosts_out);
+        ring_fd = -1; /* closed by the ring */
+    }
+    if (ring_fd >= 0) {
+        close(ring_fd);
     }
     gs__sock_watch_abort(NULL);
     return status;

@@ -2,14 +2,24 @@
 /*
  * Rendezvous: rank 0 listens on GS_MASTER_ADDR:GS_MASTER_PORT, every other
  * rank connects and sends a hello (job, rank, world size, its transport
- * address); when all have arrived, rank 0 answers each with the table of
- * every rank's address and host id (core/host.h: ranks with equal ids share
- * a machine) and a random job nonce, then closes the port. It
- * validates every hello: connections with a bad magic or version are logged
- * and dropped without disturbing the job; a different job id is refused;
- * ranks that disagree on the world size, or a rank that joins twice, fail
- * the whole rendezvous with GS_ERR_MISMATCH on every rank, and ranks that
- * never join fail it with GS_ERR_TIMEOUT naming them.
+ * address and host id, and the port of its bootstrap ring); when all have
+ * arrived, rank 0 answers each with a random job nonce and the address of
+ * the next rank's ring port only, then closes the port. The ranks connect
+ * into a ring (rank r to rank r + 1) and pass every rank's row (transport
+ * address, host id; core/host.h: ranks with equal ids share a machine)
+ * both ways round it, about n/2 steps, so rank 0 sends O(1) per rank
+ * instead of the whole table (docs/scale.md). With a job token rank 0
+ * still sends the whole table (the ring's sockets have no authentication
+ * of their own). Above GS_BOOT_STAGGER_RANKS ranks, rank r contacts rank 0
+ * r / GS_BOOT_STAGGER_RATE seconds after the start, so that rank 0's
+ * backlog is not flooded. Rank 0 validates every hello: connections with a
+ * bad magic or version are logged and dropped without disturbing the job;
+ * a different job id is refused; ranks that disagree on the world size, or
+ * a rank that joins twice, fail the whole rendezvous with GS_ERR_MISMATCH
+ * on every rank, and ranks that never join fail it with GS_ERR_TIMEOUT
+ * naming them. A ring neighbour that presents another job's hash or nonce,
+ * or the wrong rank, is dropped (WARN) and waited for again; one that
+ * never comes fails the init with GS_ERR_TIMEOUT naming it.
  * With a job token (core/auth.h) the hello carries the client's nonce and
  * the AUTH flag; rank 0 answers with AUTH (its nonce and MAC) and the
  * client, having checked it, sends PROOF. Rank 0 takes the hello only when
@@ -33,8 +43,11 @@
 #define GS_BOOT_MAGIC_TABLE 0x54425347u /* "GSBT" */
 #define GS_BOOT_MAGIC_AUTH 0x41425347u  /* "GSBA": rank 0's nonce and MAC */
 #define GS_BOOT_MAGIC_PROOF 0x50425347u /* "GSBP": the client's MAC */
-#define GS_BOOT_VERSION 3u              /* 2: table entries carry the host id; 3: authentication */
-#define GS_BOOT_HELLO_BYTES 56
+#define GS_BOOT_MAGIC_RING 0x52425347u  /* "GSBR": a ring neighbour's hello */
+/* 2: table entries carry the host id; 3: authentication; 4: the bootstrap ring (the hello's
+ * ring port, the reply's ring mode, the ring's hello and rows). */
+#define GS_BOOT_VERSION 4u
+#define GS_BOOT_HELLO_BYTES 60
 #define GS_BOOT_AUTH_BYTES 56  /* magic, 4 zero bytes, nonce, MAC */
 #define GS_BOOT_PROOF_BYTES 40 /* magic, 4 zero bytes, MAC */
 #define GS_BOOT_F_AUTH 1u      /* hello flag: this rank has a token; nonce is set */
@@ -42,6 +55,11 @@
 #define GS_BOOT_TABLE_HDR_BYTES 24
 #define GS_BOOT_ENTRY_BYTES 12
 #define GS_BOOT_MSG_MAX 256
+#define GS_BOOT_RING_HELLO_BYTES 32 /* magic, version, job hash, job nonce, rank, world */
+#define GS_BOOT_ROW_BYTES 16        /* rank, address length, host id; the address follows */
+/* Above this many ranks, contact with rank 0 is staggered at this many ranks a second. */
+#define GS_BOOT_STAGGER_RANKS 256
+#define GS_BOOT_STAGGER_RATE 7000
 
 typedef struct gs__boot_hello {
     uint32_t version;
@@ -49,9 +67,10 @@ typedef struct gs__boot_hello {
     uint32_t rank;
     uint32_t world;
     uint64_t host_id;
-    uint32_t addr_len; /* bytes of address text that follow, < GS_SOCK_ADDR_MAX */
-    uint32_t flags;    /* GS_BOOT_F_* */
-    uint8_t nonce[16]; /* GS_BOOT_F_AUTH: the client's nonce */
+    uint32_t addr_len;  /* bytes of address text that follow, < GS_SOCK_ADDR_MAX */
+    uint32_t flags;     /* GS_BOOT_F_* */
+    uint8_t nonce[16];  /* GS_BOOT_F_AUTH: the client's nonce */
+    uint32_t ring_port; /* the port of its bootstrap ring (on its address's host); 0: none */
 } gs__boot_hello_t;
 
 /* Encode the fixed part of a hello into out[GS_BOOT_HELLO_BYTES]. */
@@ -63,10 +82,15 @@ gs_status_t gs__boot_hello_decode(const uint8_t *in, size_t len, gs__boot_hello_
 
 typedef struct gs__boot_table_hdr {
     int32_t status;   /* GS_OK, or the error every rank must report */
-    uint64_t nonce;   /* random per job, checked in transport handshakes */
-    uint32_t world;   /* entries that follow (status GS_OK) */
-    uint32_t msg_len; /* bytes of error text that follow (status != GS_OK) */
+    uint64_t nonce;   /* random per job, checked in transport handshakes and by the ring */
+    uint32_t world;   /* the world size */
+    uint32_t msg_len; /* status != GS_OK: bytes of error text that follow; GS_OK: the mode,
+                       * GS_BOOT_REPLY_TABLE (world entries follow) or GS_BOOT_REPLY_RING
+                       * (one entry: the next rank's ring address and host id) */
 } gs__boot_table_hdr_t;
+
+#define GS_BOOT_REPLY_TABLE 0u
+#define GS_BOOT_REPLY_RING 1u
 
 void gs__boot_table_hdr_encode(const gs__boot_table_hdr_t *h, uint8_t *out);
 gs_status_t gs__boot_table_hdr_decode(const uint8_t *in, size_t len, gs__boot_table_hdr_t *out);
@@ -77,6 +101,22 @@ gs_status_t gs__boot_table_hdr_decode(const uint8_t *in, size_t len, gs__boot_ta
 void gs__boot_entry_encode(uint32_t addr_len, uint64_t host_id, uint8_t *out);
 gs_status_t gs__boot_entry_decode(const uint8_t *in, size_t len, uint32_t *addr_len_out,
                                   uint64_t *host_id_out);
+
+/* The ring: a neighbour's hello (rank r to rank r + 1, on the ring port)
+ * and the rows passed round it. decode returns GS_OK or GS_ERR_PROTOCOL
+ * (magic, version; a row's address length 0 or >= GS_SOCK_ADDR_MAX, host
+ * id 0), the message saying which. */
+typedef struct gs__boot_ring_hello {
+    uint64_t job_hash;
+    uint64_t nonce; /* the job nonce rank 0 handed out */
+    uint32_t rank;
+    uint32_t world;
+} gs__boot_ring_hello_t;
+void gs__boot_ring_hello_encode(const gs__boot_ring_hello_t *h, uint8_t *out);
+gs_status_t gs__boot_ring_hello_decode(const uint8_t *in, size_t len, gs__boot_ring_hello_t *out);
+void gs__boot_row_encode(uint32_t rank, uint32_t addr_len, uint64_t host_id, uint8_t *out);
+gs_status_t gs__boot_row_decode(const uint8_t *in, size_t len, uint32_t *rank_out,
+                                uint32_t *addr_len_out, uint64_t *host_id_out);
 
 /* AUTH (rank 0's nonce and MAC) and PROOF (the client's MAC) records.
  * decode returns GS_OK or GS_ERR_PROTOCOL (magic, nonzero padding). */

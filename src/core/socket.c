@@ -621,6 +621,10 @@ gs_status_t gs__sock_accept(int listen_fd, uint64_t deadline_ns, int *fd_out)
             return gs__error_set(GS_ERR_SYSTEM, "socket: accept on fd %d failed: %s", listen_fd,
                                  strerror(errno));
         }
+        if (sock_aborted()) {
+            *fd_out = -1;
+            return gs__error_set(GS_ERR_ABORTED, "socket: accept aborted (gs_config_t.abort_flag)");
+        }
         if (gs__now_ns() >= deadline_ns) {
             *fd_out = -1;
             return GS_OK;

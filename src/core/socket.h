@@ -52,7 +52,7 @@ gs_status_t gs__sock_listen(const gs__sockaddr_t *addr, int backlog, int *fd_out
                             gs__sockaddr_t *bound_out);
 
 /* Watch @p flag (NULL: none) on this thread: while it is set, the blocking
- * helpers below (connect, read_full, write_full) return GS_ERR_ABORTED
+ * helpers below (connect, accept, read_full, write_full) return GS_ERR_ABORTED
  * within about 20 ms instead of waiting for their deadline. The rendezvous
  * watches gs_config_t.abort_flag this way. */
 void gs__sock_watch_abort(const volatile int *flag);
@@ -64,7 +64,7 @@ gs_status_t gs__sock_connect(const gs__sockaddr_t *addr, uint64_t deadline_ns, i
 
 /* Accept one connection if ready before deadline_ns (poll). Sets *fd_out to -1
  * when the deadline passed with none. Socket returned non-blocking, TCP_NODELAY.
- * Returns GS_OK, GS_ERR_SYSTEM. */
+ * Returns GS_OK, GS_ERR_SYSTEM, GS_ERR_ABORTED (a watched flag). */
 gs_status_t gs__sock_accept(int listen_fd, uint64_t deadline_ns, int *fd_out);
 
 /* Read/write exactly len bytes on a non-blocking socket, polling until

@@ -44,6 +44,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
         }
     }
+    /* The bootstrap ring's hello and rows. */
+    {
+        gs__boot_ring_hello_t rh;
+        uint32_t rank;
+
+        if ((gs__boot_ring_hello_decode(data, size, &rh) == GS_OK) &&
+            ((size < GS_BOOT_RING_HELLO_BYTES) || (memcmp(data, "GSBR", 4) != 0))) {
+            __builtin_trap();
+        }
+        if ((gs__boot_row_decode(data, size, &rank, &alen, &host) == GS_OK) &&
+            ((alen == 0) || (alen >= GS_SOCK_ADDR_MAX) || (host == 0))) {
+            __builtin_trap();
+        }
+    }
     /* Authentication records: accepted only whole, with their magic. */
     if ((gs__boot_auth_decode(data, size, nonce, mac) == GS_OK) &&
         ((size < GS_BOOT_AUTH_BYTES) || (memcmp(data, "GSBA", 4) != 0))) {

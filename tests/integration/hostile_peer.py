@@ -16,9 +16,18 @@
                                             connection's nonce), a duplicate HELLO
   hostile_peer.py join HOST PORT RANK WORLD [--token T] [--job-id J] [--hold S]
                                             joins the rendezvous as RANK (the last rank, with
-                                            the token), then runs "transport" against every
-                                            lower rank, which now waits in connection setup
-                                            for RANK and answers handshakes
+                                            the token and the address of a port that takes
+                                            connections and never answers, held S s), then
+                                            runs "transport" against every lower rank, which
+                                            now waits in connection setup for RANK and
+                                            answers handshakes
+  hostile_peer.py ghost HOST PORT RANK WORLD [--no-ring]
+                                            joins the rendezvous as RANK with the address (and
+                                            bootstrap ring port) of a port nothing listens on,
+                                            reads rank 0's answer and exits: a rank gone before
+                                            any peer connected to it (--no-ring: no ring port,
+                                            so rank 0 sends everyone the whole table and only
+                                            the transport finds the rank gone)
   hostile_peer.py flood HOST PORT N SECONDS N idle connections held open for SECONDS
   hostile_peer.py rank0 PORT --total BYTES [--stream BYTES] [--hold S]
                                             plays rank 0 of a 2-rank job (rendezvous and
@@ -136,17 +145,19 @@ def mac(token, direction, domain, nc, na):
 
 
 def boot_hello(job=0, rank=1, world=2, host=0x1234, addr=b"127.0.0.1:1", flags=0,
-               nonce=b"", magic=BOOT_HELLO, version=BOOT_VERSION, addr_len=None):
+               nonce=b"", magic=BOOT_HELLO, version=BOOT_VERSION, addr_len=None, ring_port=0):
+    """A rendezvous hello; ring_port 0 (no bootstrap ring) makes rank 0 send every rank the
+    whole table."""
     al = len(addr) if addr_len is None else addr_len
     return struct.pack("<IIQIIQII", magic, version, job, rank, world, host, al,
-                       flags) + nonce.ljust(16, b"\0")[:16] + addr
+                       flags) + nonce.ljust(16, b"\0")[:16] + struct.pack("<I", ring_port) + addr
 
 
 def mode_boot(host, port):
     rnd = os.urandom
     send_close(host, port, rnd(3000), "boot: 3000 random bytes")
-    send_close(host, port, b"\xff" * 56, "boot: all-0xff hello")
-    send_close(host, port, boot_hello()[:20], "boot: truncated hello (20 of 56 bytes)")
+    send_close(host, port, b"\xff" * 60, "boot: all-0xff hello")
+    send_close(host, port, boot_hello()[:20], "boot: truncated hello (20 of 60 bytes)")
     send_close(host, port, boot_hello(magic=0x41414141), "boot: wrong magic", read=True)
     send_close(host, port, boot_hello(version=99), "boot: version 99", read=True)
     send_close(host, port, boot_hello(addr_len=0xFFFFFFFF), "boot: address length 2^32-1",
@@ -306,9 +317,15 @@ def mode_join(host, port, rank, world, token, job_id, hold):
     """Join the rendezvous as the last rank (with the token), then attack every other
     rank's transport port while it waits in connection setup for this rank."""
     note("join: rendezvous hello as rank %d of %d with the token" % (rank, world))
+    # A port that takes connections and never answers: the ranks that connect to this
+    # "rank" (its ring neighbours, GS_CONNECT=lazy) wait in connection setup until their
+    # deadline, and answer our attacks meanwhile.
+    mute = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    mute.bind(("127.0.0.1", 0))
+    mute.listen(64)
     s = conn(host, port, timeout=10)
     nc = os.urandom(16)
-    addr = b"127.0.0.1:9"
+    addr = ("127.0.0.1:%d" % mute.getsockname()[1]).encode()
     jh = fnv64(job_id.encode(), 0x67726164)
     s.sendall(boot_hello(job=jh, rank=rank, world=world, host=0x7777, addr=addr,
                          flags=1 if token else 0, nonce=nc))
@@ -335,6 +352,40 @@ def mode_join(host, port, rank, world, token, job_id, hold):
         print("  attacking rank %d at %s" % (r, a), flush=True)
         mode_transport(h, int(p), token, rank)
     time.sleep(hold)
+    mute.close()
+
+
+def mode_ghost(host, port, rank, world, ring):
+    """Join the rendezvous as RANK with a dead address (and, with ring, a dead ring port),
+    then leave at once."""
+    probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    probe.bind(("127.0.0.1", 0))
+    dead = probe.getsockname()[1]
+    addr = ("127.0.0.1:%d" % dead).encode()
+    probe.close()  # bound, never listening: connects to it are refused
+    note("ghost: rendezvous hello as rank %d of %d with %s" % (rank, world, addr.decode()))
+    end = time.time() + 30
+    while True:  # rank 0 may not listen yet
+        try:
+            s = conn(host, port, timeout=30)
+            break
+        except OSError:
+            if time.time() > end:
+                raise
+            time.sleep(0.05)
+    s.sendall(boot_hello(job=fnv64(b"", 0x67726164), rank=rank, world=world, host=0x7777,
+                         addr=addr, ring_port=dead if ring else 0))
+    hdr = recv_exact(s, 24)
+    _magic, status, _nonce, w, msg_len = struct.unpack("<IiQII", hdr)
+    if status != 0:
+        recv_exact(s, msg_len)
+    else:
+        for _ in range(1 if msg_len == 1 else w):  # the ring's next address, or the table
+            alen, _hid = struct.unpack("<IQ", recv_exact(s, 12))
+            recv_exact(s, alen)
+    s.close()
+    print("GHOST rank=%d status=%d world=%d t_ms=%d" % (rank, status, w, int(time.time() * 1000)),
+          flush=True)
 
 
 def recv_exact(s, n):
@@ -412,7 +463,7 @@ def mode_rank0(port, total, hold, stream, zero=None, overlap=False, pause_at=Non
     bl.settimeout(30)
     c, _ = bl.accept()
     c.settimeout(10)
-    h = recv_exact(c, 56)
+    h = recv_exact(c, 60)
     magic, ver, job, rank, world, hostid, alen, flags = struct.unpack("<IIQIIQII", h[:40])
     addr = recv_exact(c, alen)
     print("rank %d of %d joined from %s (flags %d)" % (rank, world, addr.decode(), flags),
@@ -514,6 +565,8 @@ def main(argv):
                     hold = float(rest[1])
                 rest = rest[2:]
             mode_join(argv[2], int(argv[3]), int(argv[4]), int(argv[5]), token, job_id, hold)
+        elif m == "ghost":
+            mode_ghost(argv[2], int(argv[3]), int(argv[4]), int(argv[5]), "--no-ring" not in argv)
         elif m == "flood":
             mode_flood(argv[2], int(argv[3]), int(argv[4]), float(argv[5]))
         elif m == "rank0":

@@ -98,7 +98,8 @@ import socket, struct, sys, time
 port = int(sys.argv[1])
 def hello(flags):
     addr = b"127.0.0.1:1"
-    h = struct.pack("<IIQIIQII16s", 0x48425347, 3, 0, 1, 2, 0x1234, len(addr), flags, b"\x01" * 16)
+    h = struct.pack("<IIQIIQII16sI", 0x48425347, 4, 0, 1, 2, 0x1234, len(addr), flags,
+                    b"\x01" * 16, 0)  # rendezvous version 4 (docs/wire.md), no ring port
     return h + addr
 for attempt in range(200):
     try:

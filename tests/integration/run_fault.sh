@@ -18,13 +18,21 @@
 #             initialises and runs: the job still finishes correctly
 #   stop      SIGSTOP of one rank of 3 during an all-reduce loop with
 #             GS_TIMEOUT_MS=3000: the others fail with GS_ERR_TIMEOUT
+#   ghost     rank 3 of 6 joins the rendezvous with an address (and bootstrap
+#             ring port) nothing listens on and is gone before any peer
+#             connected to it (hostile_peer.py ghost): every other rank fails
+#             init with GS_ERR_PEER_FAILED naming rank 3 within 5 s of the
+#             ghost's exit (the bootstrap ring passes the report round); and
+#             again without a ring port (rank 0 sends the whole table), where
+#             only the transport finds it gone: its ring neighbours fail init,
+#             the rest their first all-reduce, all naming rank 3
 # usage: run_fault.sh PATH/TO/fault_check [CASE...]   (KEEP=1 keeps the logs)
 # Prints "N passed, M failed"; exit status 1 when any case failed.
 set -u
 
-PROG=${1:?usage: run_fault.sh PATH/TO/fault_check [kill|kill4|kill5|nojoin|nomaster|garbage|stop]...}
+PROG=${1:?usage: run_fault.sh PATH/TO/fault_check [kill|kill4|kill5|nojoin|nomaster|garbage|stop|ghost]...}
 shift
-CASES=${*:-kill nojoin nomaster garbage stop}
+CASES=${*:-kill nojoin nomaster garbage stop ghost}
 # shellcheck source-path=SCRIPTDIR source=lib_procs.sh
 . "$(dirname "$0")/lib_procs.sh"
 
@@ -171,8 +179,53 @@ case_stop() {
     : "$rc_v"
 }
 
+# ghost_case NAME WORLD VICTIM [--no-ring] : the victim is a ghost (hostile_peer.py ghost),
+# gone before any peer connected to it; every other rank must name it.
+ghost_case() {
+    local name=$1 n=$2 victim=$3 port r pids=() ok=1 t0 st t err gpid
+    shift 3
+    port=$(free_port)
+    for ((r = 0; r < n; r++)); do
+        [ "$r" -eq "$victim" ] && continue
+        start_rank "$r" "$n" "$port" 20000 "$TMP/$name.$r.log" loop --count 1024 --iters 20 \
+            --victim "$victim" --max-seconds 30 --expect PEER_FAILED
+        pids[r]=$LASTPID
+    done
+    python3 "$(dirname "$0")/hostile_peer.py" ghost 127.0.0.1 "$port" "$victim" "$n" "$@" \
+        >"$TMP/$name.$victim.log" 2>&1 &
+    gpid=$!
+    PIDS+=("$gpid")
+    wait_rank "$gpid" 40
+    t0=$(field "$TMP/$name.$victim.log" GHOST t_ms)
+    if [ -z "$t0" ]; then
+        fail "$name: the ghost never joined"
+        dump_logs "$name"
+        return
+    fi
+    for ((r = 0; r < n; r++)); do
+        [ "$r" -eq "$victim" ] && continue
+        wait_rank "${pids[r]}" 60
+        st=$(field "$TMP/$name.$r.log" RESULT status)
+        t=$(field "$TMP/$name.$r.log" RESULT t_ms)
+        err=$(sed -n 's/^RESULT .* err=//p' "$TMP/$name.$r.log" | head -n 1)
+        echo "  $name: rank $r got ${st:-no RESULT} $((${t:-0} - t0)) ms after the ghost left" \
+            "(exit status $RC): $err"
+        if [ "$RC" -ne 0 ] || [ "$st" != GS_ERR_PEER_FAILED ] || [ -z "$t" ] ||
+            [ $((t - t0)) -gt 5000 ]; then
+            ok=0
+        fi
+    done
+    if [ "$ok" -eq 1 ]; then
+        pass "$name: every rank failed with GS_ERR_PEER_FAILED naming rank $victim within 5 s"
+    else
+        fail "$name: not every rank named rank $victim, gone before any peer connected to it"
+        dump_logs "$name"
+    fi
+}
+
 for c in $CASES; do
     case "$c" in
+    ghost) ghost_case ghost 6 3 && ghost_case ghost_table 6 3 --no-ring ;;
     kill) kill_case 4 2 && kill_case 5 3 ;;
     kill4) kill_case 4 2 ;;
     kill5) kill_case 5 3 ;;

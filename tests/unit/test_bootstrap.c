@@ -146,7 +146,12 @@ static void test_bootstrap_table_roundtrip_and_rejects(void **state)
     assert_int_equal(gs__boot_table_hdr_decode(buf, sizeof(buf), &out), GS_ERR_PROTOCOL);
 
     in.status = GS_OK;
-    in.msg_len = 3; /* success carries no message */
+    in.msg_len = GS_BOOT_REPLY_RING; /* success: the mode (the ring) */
+    gs__boot_table_hdr_encode(&in, buf);
+    assert_int_equal(gs__boot_table_hdr_decode(buf, sizeof(buf), &out), GS_OK);
+    assert_int_equal(out.msg_len, GS_BOOT_REPLY_RING);
+
+    in.msg_len = 3; /* success carries no message: no such mode */
     gs__boot_table_hdr_encode(&in, buf);
     assert_int_equal(gs__boot_table_hdr_decode(buf, sizeof(buf), &out), GS_ERR_PROTOCOL);
 
@@ -155,6 +160,52 @@ static void test_bootstrap_table_roundtrip_and_rejects(void **state)
     buf[1] ^= 1;
     assert_int_equal(gs__boot_table_hdr_decode(buf, sizeof(buf), &out), GS_ERR_PROTOCOL);
     assert_int_equal(gs__boot_table_hdr_decode(buf, 5, &out), GS_ERR_PROTOCOL);
+}
+
+/* Version 4: the hello's ring port, the ring's hello and rows (a DOWN row is the caller's). */
+static void test_bootstrap_ring_records(void **state)
+{
+    uint8_t buf[GS_BOOT_HELLO_BYTES];
+    uint8_t hb[GS_BOOT_RING_HELLO_BYTES];
+    uint8_t row[GS_BOOT_ROW_BYTES];
+    gs__boot_hello_t h = sample_hello();
+    gs__boot_hello_t out;
+    gs__boot_ring_hello_t rh = {.job_hash = 7, .nonce = 0x1234, .rank = 5, .world = 9};
+    gs__boot_ring_hello_t rout;
+    uint32_t rank;
+    uint32_t alen;
+    uint64_t host;
+
+    (void)state;
+    h.ring_port = 40000;
+    gs__boot_hello_encode(&h, buf);
+    assert_int_equal(gs__boot_hello_decode(buf, sizeof(buf), &out), GS_OK);
+    assert_int_equal(out.ring_port, 40000);
+    h.ring_port = 70000; /* not a port */
+    gs__boot_hello_encode(&h, buf);
+    assert_int_equal(gs__boot_hello_decode(buf, sizeof(buf), &out), GS_ERR_PROTOCOL);
+
+    gs__boot_ring_hello_encode(&rh, hb);
+    assert_int_equal(gs__boot_ring_hello_decode(hb, sizeof(hb), &rout), GS_OK);
+    assert_true((rout.job_hash == 7) && (rout.nonce == 0x1234) && (rout.rank == 5) &&
+                (rout.world == 9));
+    assert_int_equal(gs__boot_ring_hello_decode(hb, sizeof(hb) - 1, &rout), GS_ERR_PROTOCOL);
+    hb[4] ^= 1; /* another version */
+    assert_int_equal(gs__boot_ring_hello_decode(hb, sizeof(hb), &rout), GS_ERR_PROTOCOL);
+    hb[4] ^= 1;
+    hb[0] ^= 1; /* another magic */
+    assert_int_equal(gs__boot_ring_hello_decode(hb, sizeof(hb), &rout), GS_ERR_PROTOCOL);
+
+    gs__boot_row_encode(6, 15, 0xabc, row);
+    assert_int_equal(gs__boot_row_decode(row, sizeof(row), &rank, &alen, &host), GS_OK);
+    assert_true((rank == 6) && (alen == 15) && (host == 0xabc));
+    gs__boot_row_encode(6, 0, 0xabc, row); /* no address */
+    assert_int_equal(gs__boot_row_decode(row, sizeof(row), &rank, &alen, &host), GS_ERR_PROTOCOL);
+    gs__boot_row_encode(6, GS_SOCK_ADDR_MAX, 0xabc, row); /* too long */
+    assert_int_equal(gs__boot_row_decode(row, sizeof(row), &rank, &alen, &host), GS_ERR_PROTOCOL);
+    gs__boot_row_encode(6, 15, 0, row); /* host id 0 */
+    assert_int_equal(gs__boot_row_decode(row, sizeof(row), &rank, &alen, &host), GS_ERR_PROTOCOL);
+    assert_int_equal(gs__boot_row_decode(row, 8, &rank, &alen, &host), GS_ERR_PROTOCOL);
 }
 
 /* Version 3: the hello's AUTH flag and nonce, and the AUTH and PROOF records. */
@@ -212,6 +263,7 @@ int main(void)
         cmocka_unit_test(test_bootstrap_table_roundtrip_and_rejects),
         cmocka_unit_test(test_bootstrap_entry_roundtrip_and_rejects),
         cmocka_unit_test(test_bootstrap_auth_records),
+        cmocka_unit_test(test_bootstrap_ring_records),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -623,8 +623,9 @@ static const int *shm_members(const gs__algo_ctx_t *ctx, int *n_out, int *me_out
     }
 }
 
-/* Member 0 of each host makes the segment and names it to every other
- * member, which maps it (a rank alone on its host has none and needs none).
+/* Member 0 of each host makes the segment and names it down the chain of
+ * members (k passes it to k + 1: ring neighbours), and each maps it (a rank
+ * alone on its host has none and needs none).
  * Returns the exchange's status; *failed is 1 when this rank should have a
  * segment and has none (why logged). */
 static gs_status_t shm_setup_map(probe_t *p, const gs__algo_shm_params_t *sp, gs__host_seg_t *seg,
@@ -647,11 +648,6 @@ static gs_status_t shm_setup_map(probe_t *p, const gs__algo_shm_params_t *sp, gs
         return GS_OK;
     }
     if (me == 0) {
-        gs__algo_req_t *reqs = calloc((size_t)n, sizeof(*reqs));
-
-        if (reqs == NULL) {
-            return gs__error_set(GS_ERR_NO_MEMORY, "gs_comm_init: no memory for %d requests", n);
-        }
         if (gs__host_seg_create(seg, n, sp->slot_bytes, sp->job_id, sp->comm_id, why,
                                 sizeof(why)) == GS_OK) {
             seg->ranks = ranks;
@@ -665,28 +661,31 @@ static gs_status_t shm_setup_map(probe_t *p, const gs__algo_shm_params_t *sp, gs
                     "over the pair rings",
                     ctx->rank, why);
         }
-        for (int r = 1; (r < n) && (status == GS_OK); r++) {
-            status = gs__algo_isend(ctx, (ranks != NULL) ? ranks[r] : r, tag, &offer, sizeof(offer),
-                                    &reqs[r]);
-        }
-        if (status == GS_OK) {
-            status = gs__algo_wait_all(ctx, reqs, NULL, (size_t)n);
-        } else {
-            gs__algo_release_all(ctx, reqs, (size_t)n);
-        }
-        free(reqs);
-        return status;
-    }
-    {
+    } else {
+        /* The offer goes down the members' chain, member k to k + 1: the pairs of ring
+         * neighbours, already connected (GS_CONNECT=lazy), instead of member 0 to all. */
         gs__algo_req_t req;
         size_t expect = sizeof(offer);
 
         memset(&req, 0, sizeof(req));
-        status =
-            gs__algo_irecv(ctx, (ranks != NULL) ? ranks[0] : 0, tag, &offer, sizeof(offer), &req);
+        status = gs__algo_irecv(ctx, (ranks != NULL) ? ranks[me - 1] : me - 1, tag, &offer,
+                                sizeof(offer), &req);
         if (status == GS_OK) {
             status = gs__algo_wait_all(ctx, &req, &expect, 1);
         }
+    }
+    if ((status == GS_OK) && (me + 1 < n)) {
+        gs__algo_req_t req;
+
+        memset(&req, 0, sizeof(req));
+        status = gs__algo_isend(ctx, (ranks != NULL) ? ranks[me + 1] : me + 1, tag, &offer,
+                                sizeof(offer), &req);
+        if (status == GS_OK) {
+            status = gs__algo_wait_all(ctx, &req, NULL, 1);
+        }
+    }
+    if (me == 0) {
+        return status;
     }
     if ((status != GS_OK) || (offer.ok == 0)) {
         return status;

@@ -378,6 +378,9 @@ void gs__tcp_peer_drop(gs__tp_t *tp, int peer, gs_status_t status, const char *f
  * fails with GS_ERR_PEER_FAILED, held unexpected messages are freed, and
  * messages still arriving are drained. Sends are not touched. */
 void gs__tcp_go_down(gs__tp_t *tp, int failed, const char *reason);
+/* Tell every healthy peer whose link is up, but @p skip (-1: none), that
+ * rank @p x failed: a DOWN frame on each of its sockets. */
+void gs__tcp_report_down(gs__tp_t *tp, int x, int skip);
 /* Peer @p from reported that rank @p x failed (a DOWN frame): fail x here
  * too without reporting it back, go down, and (GS_CONNECT=lazy, where the
  * reporter reaches only its own links) pass the report on to every other

@@ -34,7 +34,7 @@ static void peer_fail_quiet(gs__tp_t *tp, int peer, gs_status_t status, const ch
  * reading until an earlier message starts elsewhere), and it must meet a
  * DOWN before the BYE or close that follows on any socket it does read.
  */
-static void report_down(gs__tp_t *tp, int x, int skip)
+void gs__tcp_report_down(gs__tp_t *tp, int x, int skip)
 {
     for (int q = 0; q < tp->size; q++) {
         /* A failed send below may fail q or others: re-check every time. */
@@ -184,7 +184,7 @@ static void peer_fail_va(gs__tp_t *tp, int peer, gs_status_t status, bool remote
     }
     snprintf(down, sizeof(down), "rank %d failed (%s)", peer, p->reason);
     gs__tcp_go_down(tp, peer, down);
-    report_down(tp, peer, -1);
+    gs__tcp_report_down(tp, peer, -1);
 }
 
 void gs__tcp_down_heard(gs__tp_t *tp, int x, int from)
@@ -200,7 +200,7 @@ void gs__tcp_down_heard(gs__tp_t *tp, int x, int from)
      * that it floods the graph of links, which the ring keeps connected. */
     if (tp->lazy && was_up && !tp->leaving &&
         !atomic_load_explicit(&tp->aborted, memory_order_relaxed)) {
-        report_down(tp, x, from);
+        gs__tcp_report_down(tp, x, from);
     }
 }
 

@@ -636,6 +636,11 @@ static uint32_t in_claim(struct gs__tcp_setup *ctx, const gs__tcp_hs_t *hello, c
         return GS_TCP_HS_DUPLICATE;
     }
     if (ctx->claimed[k] || (p->conns[hello->index].fd >= 0) || (p->link == GS_TCP_LINK_UP)) {
+        if (tp->lazy && ((int)hello->rank < tp->rank) && (p->link == GS_TCP_LINK_UP)) {
+            /* A lower rank's attempt that crossed ours and lost, arriving late. */
+            snprintf(why, len, "rank %u's late attempt: our link to it is up", hello->rank);
+            return GS_TCP_HS_CROSSED;
+        }
         snprintf(why, len, "rank %u socket %u is already connected", hello->rank, hello->index);
         return GS_TCP_HS_DUPLICATE;
     }
@@ -1201,7 +1206,7 @@ void gs__tcp_hs_want(gs__tp_t *tp, int peer, bool initiate)
     ctx->deadline[peer] = now + tp->link_timeout_ns;
     p->link = GS_TCP_LINK_OUT;
     /* Lazy, to a higher rank: give its own attempt a head start. */
-    defer = tp->lazy && tp->connected && (peer > tp->rank);
+    defer = tp->lazy && (peer > tp->rank);
     for (int i = 0; i < tp->nsocks; i++) {
         hs_slot_t *s = &out[i];
 

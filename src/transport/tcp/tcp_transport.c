@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,8 @@
 /* A spin pass that only reads the rings also looks at the sockets and the
  * eventfd (a peer's EOF, a wake) every this many passes. */
 #define TCP_SPIN_EPOLL_EVERY 16
+/* How long a failed init gives its DOWN reports to leave. */
+#define CONNECT_REPORT_MS 500
 
 static const char tcp_abort_reason[] = "the communicator was aborted";
 
@@ -327,6 +330,44 @@ static void spin_setup(gs__tp_t *tp)
     }
 }
 
+/*
+ * Init failed because a neighbour is gone: tell the links that are up, so
+ * that the ranks that did not need it at init name it too (lazily, they
+ * may never have tried it). Bounded: the frames get CONNECT_REPORT_MS to
+ * leave.
+ */
+static void connect_failed_report(gs__tp_t *tp, const int *peers, int n)
+{
+    const uint64_t deadline = gs__deadline_after_ms(CONNECT_REPORT_MS);
+    int x = -1;
+
+    for (int k = 0; (k < n) && (x < 0); k++) {
+        x = (tp->peers[peers[k]].fail_status == GS_ERR_PEER_FAILED) ? peers[k] : -1;
+    }
+    if (x < 0) {
+        return;
+    }
+    gs__tcp_report_down(tp, x, -1);
+    for (;;) {
+        bool pending = false;
+
+        for (int q = 0; q < tp->size; q++) {
+            for (int i = 0; (q != tp->rank) && (i < tp->nsocks); i++) {
+                gs__tcp_conn_t *c = &tp->peers[q].conns[i];
+
+                if ((c->fd >= 0) && (c->sq_head != NULL) && (tp->peers[q].link == GS_TCP_LINK_UP)) {
+                    gs__tcp_conn_flush(tp, c);
+                    pending = pending || (c->sq_head != NULL);
+                }
+            }
+        }
+        if (!pending || (gs__now_ns() >= deadline)) {
+            return;
+        }
+        (void)poll(NULL, 0, 1);
+    }
+}
+
 static gs_status_t tcp_connect(gs__tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX], const uint64_t *hosts,
                                uint64_t deadline_ns)
 {
@@ -360,17 +401,22 @@ static gs_status_t tcp_connect(gs__tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX], cons
         return status;
     }
     /* Lazy: the ring's neighbours now (failure reports travel along it),
-     * the rest on first use. Eager: everyone. The higher rank of a pair
-     * connects. */
+     * the rest on first use. Eager: everyone. */
     for (int q = 0; q < tp->size; q++) {
         const int d = (q - tp->rank + tp->size) % tp->size;
 
         if ((q != tp->rank) && (!tp->lazy || (d == 1) || (d == tp->size - 1))) {
             peers[n++] = q;
-            gs__tcp_hs_want(tp, q, q < tp->rank);
+            /* Eager: the higher rank of a pair connects. Lazy: both (the lower one
+             * after HS_DEFER_MS), so that a neighbour gone before it connected
+             * is found by the refusals. */
+            gs__tcp_hs_want(tp, q, tp->lazy || (q < tp->rank));
         }
     }
     status = gs__tcp_hs_wait(tp, peers, n, deadline_ns);
+    if (status == GS_ERR_PEER_FAILED) {
+        connect_failed_report(tp, peers, n);
+    }
     free(peers);
     if (status != GS_OK) {
         return status;
