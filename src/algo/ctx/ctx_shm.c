@@ -375,8 +375,17 @@ gs_status_t gs__shm_wait(gs__algo_ctx_t *ctx, gs__host_seg_t *s, int m, uint64_t
             if (status != GS_OK) {
                 return gs__error_wrap(status, "%s: %s", ctx->opname, gs__error_get());
             }
-            if (gs__tp_has_peer_failed(ctx->tr) && gs__tp_peer_failed(ctx->tr, rank)) {
-                return shm_peer_failed(ctx, rank, target, what);
+            if (gs__tp_has_peer_failed(ctx->tr)) {
+                /* The member waited on, or any other: one that failed leaves the others'
+                 * phases unfinished (a member that saw it left the collective), and this
+                 * rank may have no link to the member it waits on to see it leave. */
+                for (int k = -1; k < s->n; k++) {
+                    const int q = (k < 0) ? rank : gs__shm_rank(s, k);
+
+                    if ((q != ctx->rank) && gs__tp_peer_failed(ctx->tr, q)) {
+                        return shm_peer_failed(ctx, q, target, what);
+                    }
+                }
             }
             if ((ctx->cur != NULL) && (ctx->diag != NULL) && (now - t0 >= SHM_DIAG_POLL_NS)) {
                 /* Stalled: diagnosis looks for another rank's report of a mismatch. */

@@ -149,27 +149,34 @@ static gs_status_t shm_chunked(gs__algo_ctx_t *ctx, gs__host_seg_t *s, const gs_
 }
 
 /*
- * A read of (communicator) rank @p m's memory failed: a process being killed loses its
- * memory (EFAULT, then ESRCH) before its sockets close. Drive the transport
- * for up to SHM_DYING_NS until it sees rank m fail (and tells the others).
+ * A read of member @p m's memory failed: a process being killed loses its
+ * memory (EFAULT, then ESRCH) before its sockets close, and one that left the
+ * collective (it saw another member fail) has moved on. Drive the transport
+ * for up to SHM_DYING_NS until it sees member m, or any other member, fail
+ * (and tells the others). Returns the failed member's rank, or -1.
  */
-static int shm_peer_dying(gs__algo_ctx_t *ctx, int m)
+static int shm_peer_dying(gs__algo_ctx_t *ctx, const gs__host_seg_t *s, int m)
 {
     const uint64_t until = gs__now_ns() + SHM_DYING_NS;
 
     if (!gs__tp_has_peer_failed(ctx->tr)) {
-        return 0;
+        return -1;
     }
-    for (int i = 0; i < SHM_DYING_PASSES; i++) {
-        if (gs__tp_peer_failed(ctx->tr, m)) {
-            return 1;
+    for (int i = 0;; i++) {
+        /* Member m, else any other: a member that failed broke the collective, and
+         * m may be alive and gone from it (this rank may have no link to m). */
+        for (int k = -1; k < s->n; k++) {
+            const int q = (k < 0) ? gs__shm_rank(s, m) : gs__shm_rank(s, k);
+
+            if ((q != ctx->rank) && gs__tp_peer_failed(ctx->tr, q)) {
+                return q;
+            }
         }
-        if ((gs__now_ns() >= until) ||
+        if ((i >= SHM_DYING_PASSES) || (gs__now_ns() >= until) ||
             (gs__tp_progress(ctx->tr, gs__now_ns() + SHM_DYING_STEP_NS) != GS_OK)) {
-            break;
+            return -1;
         }
     }
-    return gs__tp_peer_failed(ctx->tr, m);
 }
 
 /* Read @p len bytes at @p remote of member @p m into @p dst. */
@@ -188,8 +195,10 @@ static gs_status_t shm_cma_read(gs__algo_ctx_t *ctx, const gs__host_seg_t *s, in
             const int e = (got < 0) ? errno : EIO;
             /* Gone (ESRCH), or dying: let the transport see it first, so that it
              * tells the other ranks and every rank names the same first failure. */
-            if ((shm_peer_dying(ctx, gs__shm_rank(s, m)) != 0) || (e == ESRCH)) {
-                return gs__shm_peer_gone(ctx, gs__shm_rank(s, m),
+            const int failed = shm_peer_dying(ctx, s, m);
+
+            if ((failed >= 0) || (e == ESRCH)) {
+                return gs__shm_peer_gone(ctx, (failed >= 0) ? failed : gs__shm_rank(s, m),
                                          "reading (process_vm_readv) the buffer of",
                                          "single-copy all-reduce", s->phase);
             }
