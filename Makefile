@@ -49,9 +49,11 @@ help:
 	@echo "  make bench-compare gradsync beside Open MPI and Gloo in one run (bench/compare/compare.sh)"
 	@echo "  make bench-torch   torch 2.x: DDP and FSDP2 step and all_reduce time, gloo beside the"
 	@echo "                     gradsync backend, and gs-bench's, on the same $(NP) CPU ranks (~4 min)"
-	@echo "  make bench-scale   start-up of 16, 64 and 128 ranks on this host: median time and peak shared"
-	@echo "                     memory with the GS_SHM_MAX_BYTES budget, with full-size pair rings and"
-	@echo "                     with TCP only (bench/scale/bench_scale.sh; SCALE_ARGS='--ranks 8,16')"
+	@echo "  make bench-scale   start-up of 8 to 128 ranks on this host, with shared memory and TCP only,"
+	@echo "                     GS_CONNECT=eager and lazy: init time, descriptors, threads and RSS a rank,"
+	@echo "                     peak shared memory (bench/scale/bench_scale.sh, ~2 min; SCALE_ARGS='--ranks"
+	@echo "                     8,16 --rounds 1'); then the scale simulation fitted on it: validation and"
+	@echo "                     predictions at 1,024 and 4,096 ranks (bench/scale/simulate.py; docs/scale.md)"
 	@echo "  make bench-plots   take docs/bench.md's recorded runs again (~15 min) and redraw"
 	@echo "                     docs/bench/*.png (scripts/bench-plots.sh; without --run it only redraws)"
 	@echo "  make bench-net     all-reduce across 4 lab hosts shaped to 1 Gbit/s: busbw and link efficiency (root)"
@@ -207,7 +209,8 @@ bench-net: build
 	bash bench/net/bench_net.sh $(BUILD)
 
 bench-scale: build
-	bash bench/scale/bench_scale.sh $(BUILD) $(SCALE_ARGS)
+	bash bench/scale/bench_scale.sh $(BUILD) --tsv $(BUILD)/bench_scale.tsv $(SCALE_ARGS)
+	python3 bench/scale/simulate.py --tsv $(BUILD)/bench_scale.tsv
 
 bench-net-sharded: build
 	bash bench/net/bench_net.sh $(BUILD) --colls reduce_scatter,allgather --rounds 5
