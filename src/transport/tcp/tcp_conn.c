@@ -63,20 +63,25 @@ void gs__tcp_req_fail_ref(gs__tp_t *tp, struct gs__tp_req *req, gs_status_t stat
     finish(tp, req, status);
 }
 
-void gs__tcp_posted_unlink(gs__tp_t *tp, struct gs__tp_req *r)
+void gs__tcp_req_unlink(struct gs__tp_req **head, struct gs__tp_req **tail, struct gs__tp_req *r)
 {
     if (r->prev != NULL) {
         r->prev->next = r->next;
     } else {
-        tp->posted_head = r->next;
+        *head = r->next;
     }
     if (r->next != NULL) {
         r->next->prev = r->prev;
     } else {
-        tp->posted_tail = r->prev;
+        *tail = r->prev;
     }
     r->next = NULL;
     r->prev = NULL;
+}
+
+void gs__tcp_posted_unlink(gs__tp_t *tp, struct gs__tp_req *r)
+{
+    gs__tcp_req_unlink(&tp->posted_head, &tp->posted_tail, r);
 }
 
 void gs__tcp_unexp_unlink(gs__tp_t *tp, gs__tcp_inmsg_t *m)

@@ -326,6 +326,9 @@ static inline const char *gs__tcp_peer_why(const gs__tp_t *tp, const gs__tcp_pee
 void gs__tcp_conn_close(gs__tp_t *tp, gs__tcp_conn_t *c);
 /* Register the socket's interest (EPOLLIN unless parked, EPOLLOUT while queued). */
 void gs__tcp_conn_update_events(gs__tp_t *tp, gs__tcp_conn_t *c);
+/* Unlink a request from a doubly linked list of requests (next/prev) with
+ * the given head and tail: the posted receives, a peer's waiting sends. */
+void gs__tcp_req_unlink(struct gs__tp_req **head, struct gs__tp_req **tail, struct gs__tp_req *r);
 /* Unlink a receive from the posted list. */
 void gs__tcp_posted_unlink(gs__tp_t *tp, struct gs__tp_req *r);
 /* Unlink a message from the unexpected index (no-op when not in it). */

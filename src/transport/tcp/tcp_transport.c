@@ -593,18 +593,7 @@ void gs__tcp_send_unwait(gs__tp_t *tp, struct gs__tp_req *req)
     if (!req->waiting) {
         return;
     }
-    if (req->prev != NULL) {
-        req->prev->next = req->next;
-    } else {
-        p->wait_head = req->next;
-    }
-    if (req->next != NULL) {
-        req->next->prev = req->prev;
-    } else {
-        p->wait_tail = req->prev;
-    }
-    req->next = NULL;
-    req->prev = NULL;
+    gs__tcp_req_unlink(&p->wait_head, &p->wait_tail, req);
     req->waiting = false;
 }
 
