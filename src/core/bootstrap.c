@@ -1122,12 +1122,14 @@ static gs_status_t boot_serve(const gs__cfg_t *cfg, const gs__auth_t *auth,
     s.joined = 1;
 
     status = boot_listen(cfg, &s.listen_fd, where, sizeof(where));
-    if (status == GS_ERR_INVALID_ARG) {
+    if (status != GS_OK) {
         free(s.rank_fd);
+        free(s.ring_ports);
+    }
+    if (status == GS_ERR_INVALID_ARG) {
         return status; /* the configuration's fault, said in full */
     }
     if (status != GS_OK) {
-        free(s.rank_fd);
         return gs__error_wrap(status, "rendezvous: rank 0 cannot listen on port %d: %s",
                               cfg->master_port, gs__error_get());
     }
