@@ -114,7 +114,8 @@ shm_env() {
 conn_env() {
     case $1 in
     eager | lazy) echo "GS_CONNECT=$1" ;;
-    -) echo "BENCH_SCALE_CONNECT=unset" ;; # a placeholder that is no GS_ variable
+    # env needs an assignment: this one sets no GS_ variable, so GS_CONNECT is left unset
+    -) echo "BENCH_SCALE_CONNECT=unset" ;;
     *) echo "bench_scale.sh: unknown connection mode $1 (eager, lazy, -)" >&2; exit 2 ;;
     esac
 }

@@ -20,25 +20,13 @@ GSRUN=${1:?usage: run_scale.sh GSRUN COLL_CHECK [CASE...]}
 COLL=${2:?coll_check}
 shift 2
 CASES=${*:-w128 ulimit a2a eager}
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-pass=0
-failed=0
+# shellcheck source-path=SCRIPTDIR source=lib_procs.sh
+. "$(dirname "$0")/lib_procs.sh" # TMP, pass, fail (its launcher variables unset)
 export GS_TIMEOUT_MS=120000
 # 128 ranks on 2 cores (64 a core, beside whatever else runs): a rank can go unscheduled for
 # seconds, which the default heartbeat (3 x 1 s of silence) takes for a frozen host. The
 # heartbeat is not what these cases test.
 export GS_HEARTBEAT_MS=10000
-
-fail() {
-    echo "FAIL: $*"
-    failed=$((failed + 1))
-}
-
-ok() {
-    echo "ok: $*"
-    pass=$((pass + 1))
-}
 
 # job NAME N ENV... -- ARGS... : coll_check on N ranks; output in $TMP/NAME.log, status in RC.
 job() {
@@ -62,15 +50,21 @@ passed_line() { # NAME: coll_check's summary, "0 failed" and nothing skipped it 
 
 expect_job() { # NAME WHAT
     if [ "$RC" -eq 0 ] && passed_line "$1"; then
-        ok "$2 ($MS ms): $(grep -o 'world=[0-9]*: [0-9]* passed, 0 failed' "$TMP/$1.log")"
+        pass "$2 ($MS ms): $(grep -o 'world=[0-9]*: [0-9]* passed, 0 failed' "$TMP/$1.log")"
     else
         fail "$2 (exit $RC after $MS ms)"
         grep -v " INFO " "$TMP/$1.log" | tail -n 15
     fi
 }
 
-count() { # LOG PATTERN
-    grep -c -- "$2" "$1"
+every_rank() { # LOG PATTERN N WHAT: N lines of LOG (one a rank) match PATTERN
+    local n
+    n=$(grep -c -- "$2" "$1")
+    if [ "$n" -eq "$3" ]; then
+        pass "$4"
+    else
+        fail "$4: $n of $3 ranks said '$2'"
+    fi
 }
 
 case_w128() {
@@ -90,29 +84,20 @@ case_ulimit() {
 }
 
 case_a2a() {
-    local log=$TMP/a2a.log n
+    local log=$TMP/a2a.log
     job a2a 8 GS_ALGO=allreduce:ring GS_DEBUG=INFO GS_DEBUG_SUBSYS=NET,ALGO -- "$COLL" \
         --colls allreduce,alltoall --dtypes f32 --ops sum --counts 1031 --variants blk --iters 100
     expect_job a2a "a2a: 100 ring all-reduces, then an all-to-all, 8 ranks"
-    n=$(count "$log" "connected to 2 of 7 peers .* at init, the others on first use")
-    if [ "$n" -eq 8 ]; then
-        ok "a2a: every rank connected its 2 ring neighbours at init"
-    else
-        fail "a2a: $n of 8 ranks said 'connected to 2 of 7 peers ... at init'"
-    fi
-    n=$(count "$log" "(7 of 7 peers now)")
-    if [ "$n" -eq 8 ]; then
-        ok "a2a: the all-to-all connected every rank's other 5 peers"
-    else
-        fail "a2a: $n of 8 ranks reached 7 of 7 peers"
-    fi
+    every_rank "$log" "connected to 2 of 7 peers .* at init, the others on first use" 8 \
+        "a2a: every rank connected its 2 ring neighbours at init"
+    every_rank "$log" "(7 of 7 peers now)" 8 "a2a: the all-to-all connected every rank's other 5 peers"
     # The ring all-reduces connect nobody new: rank 0's first link made on first use comes
     # after its first all-to-all was chosen (its log lines are in its own order).
     local first_link first_a2a
     first_link=$(grep -n "^\[0\].*connected to rank [0-9]" "$log" | head -n 1 | cut -d: -f1)
     first_a2a=$(grep -n "^\[0\].* INFO ALGO alltoall" "$log" | head -n 1 | cut -d: -f1)
     if [ -n "$first_link" ] && [ -n "$first_a2a" ] && [ "$first_link" -gt "$first_a2a" ]; then
-        ok "a2a: rank 0 made no link during the 100 ring all-reduces, its others in the all-to-all"
+        pass "a2a: rank 0 made no link during the 100 ring all-reduces, its others in the all-to-all"
     else
         fail "a2a: rank 0's first lazy link (line ${first_link:-none}) is not after its first" \
             "all-to-all (line ${first_a2a:-none})"
@@ -121,20 +106,16 @@ case_a2a() {
 }
 
 case_eager() {
-    local log=$TMP/eager.log n
+    local log=$TMP/eager.log
     job eager 8 GS_CONNECT=eager GS_DEBUG=INFO GS_DEBUG_SUBSYS=NET -- "$COLL" \
         --colls allreduce,alltoall --dtypes f32 --ops sum --counts 1031
     expect_job eager "eager: 8 ranks with GS_CONNECT=eager"
-    n=$(count "$log" "connected to 7 of 7 peers .* at init, GS_CONNECT=eager")
-    if [ "$n" -eq 8 ]; then
-        ok "eager: every rank connected all 7 peers at init"
-    else
-        fail "eager: $n of 8 ranks said 'connected to 7 of 7 peers ... at init'"
-    fi
+    every_rank "$log" "connected to 7 of 7 peers .* at init, GS_CONNECT=eager" 8 \
+        "eager: every rank connected all 7 peers at init"
 }
 
 for c in $CASES; do
     "case_$c"
 done
-echo "$pass passed, $failed failed"
-[ "$failed" -eq 0 ]
+echo "$PASS passed, $FAIL failed"
+[ "$FAIL" -eq 0 ]
