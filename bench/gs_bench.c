@@ -1134,6 +1134,7 @@ int main(int argc, char **argv)
         if (stats != NULL && b.format != OUT_JSON) {
             /* CSV stays machine-readable: the table goes to stderr. */
             gs_bench_stats_text(stats, b.nranks, b.format == OUT_TEXT ? b.out : stderr);
+            gs_bench_stats_rails(b.comm, b.rank, b.nranks, b.format == OUT_TEXT ? b.out : stderr);
         }
         fflush(b.out);
         if (b.out != stdout) {

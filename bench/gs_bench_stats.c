@@ -160,3 +160,35 @@ void gs_bench_stats_json(const int64_t *all, int nranks, FILE *f)
     }
     fprintf(f, "\n ]}");
 }
+
+void gs_bench_stats_rails(gs_comm_t comm, int rank, int nranks, FILE *f)
+{
+    bool header = false;
+
+    for (int p = 0; p < nranks; p++) {
+        gs_peer_stats_t ps = GS_PEER_STATS_INIT;
+
+        if ((p == rank) || (gs_comm_peer_stats(comm, p, &ps) != GS_OK) || (ps.nrails < 2)) {
+            continue;
+        }
+        if (!header) {
+            fprintf(f, "# --stats: rails of rank %d (several per peer: GS_SOCKET_IFNAME)\n", rank);
+            fprintf(f, "# %5s %4s %-10s %3s %12s %12s %10s %7s\n", "peer", "rail", "interface",
+                    "up", "sent", "resent", "rate", "share");
+            fprintf(f, "# %5s %4s %-10s %3s %12s %12s %10s %7s\n", "", "", "", "", "(MB)", "(MB)",
+                    "(MB/s)", "");
+            header = true;
+        }
+        for (int k = 0; (k < ps.nrails) && (k < GS_RAILS_MAX); k++) {
+            const gs_rail_stats_t *r = &ps.rails[k];
+
+            fprintf(f, "# %5d %4d %-10s %3s %12.2f %12.2f %10.2f %6.1f%%\n", p, k, r->ifname,
+                    r->up ? "yes" : "no", (double)r->bytes_sent / 1e6,
+                    (double)r->bytes_resent / 1e6, (double)r->rate_bps / 1e6,
+                    (double)r->share_ppm / 1e4);
+        }
+    }
+    if (header) {
+        fprintf(f, "#\n");
+    }
+}

@@ -19,5 +19,8 @@ gs_status_t gs_bench_stats_gather(gs_comm_t comm, int rank, int nranks, int64_t 
 /** The table (text) or the "stats" member (JSON) of the gathered rows. */
 void gs_bench_stats_text(const int64_t *all, int nranks, FILE *f);
 void gs_bench_stats_json(const int64_t *all, int nranks, FILE *f);
+/* Rank @p rank's TCP rails to each peer with several (bytes, rate and share
+ * per rail, gs_peer_stats_t.rails), as comment lines; nothing without one. */
+void gs_bench_stats_rails(gs_comm_t comm, int rank, int nranks, FILE *f);
 
 #endif /* GRADSYNC_BENCH_GS_BENCH_STATS_H */

@@ -434,6 +434,19 @@ typedef struct gs_comm_stats {
         }                                                                                          \
     }
 
+/** @brief Most TCP rails a peer's traffic is spread over (GS_SOCKET_IFNAME lists). */
+#define GS_RAILS_MAX 4
+
+/** @brief One rail (an interface pair) to a peer: what it carried and how fast. */
+typedef struct gs_rail_stats {
+    uint64_t bytes_sent;   /**< bytes written on this rail to the peer (frame headers too) */
+    uint64_t bytes_resent; /**< of them, sent again after another rail failed */
+    uint64_t rate_bps;     /**< measured drain rate, bytes per second (0 until measured) */
+    uint32_t share_ppm;    /**< its share of the last striped message, parts per million */
+    uint32_t up;           /**< 1 while the rail is up */
+    char ifname[16];       /**< the local interface ("" with one rail) */
+} gs_rail_stats_t;
+
 /** @brief What this rank exchanged with one peer. Append-only; size first (GS_PEER_STATS_INIT). */
 typedef struct gs_peer_stats {
     size_t size;             /**< set by the caller (GS_PEER_STATS_INIT) */
@@ -444,12 +457,23 @@ typedef struct gs_peer_stats {
     uint64_t msgs_received;  /**< messages received from the peer */
     uint64_t send_wait_ns;   /**< time blocked until a send to the peer finished */
     uint64_t recv_wait_ns;   /**< time blocked until a message from the peer arrived */
+    /* Appended for multi-rail TCP (docs/design.md, "Several rails per peer"). */
+    int nrails; /**< TCP rails to the peer (0: not connected, or not TCP) */
+    gs_rail_stats_t rails[GS_RAILS_MAX]; /**< the first nrails are set */
 } gs_peer_stats_t;
 
 /** @brief Initialiser of gs_peer_stats_t: size set, everything else 0. */
 #define GS_PEER_STATS_INIT                                                                         \
     {                                                                                              \
-        sizeof(gs_peer_stats_t), 0, 0, 0, 0, 0, 0, 0                                               \
+        sizeof(gs_peer_stats_t), 0, 0, 0, 0, 0, 0, 0, 0,                                           \
+        {                                                                                          \
+            {                                                                                      \
+                0, 0, 0, 0, 0,                                                                     \
+                {                                                                                  \
+                    0                                                                              \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
     }
 
 /**

@@ -35,6 +35,7 @@ _Static_assert((0 GS_COLL_KIND_MAP(COLL_ROW_COUNT)) == (int)GS_COLL_TYPE_COUNT,
 #undef COLL_ROW_COUNT
 _Static_assert(GS_COLL_KIND_COUNT <= GS_STATS_COLL_MAX, "gs_comm_stats_t.coll is too short");
 _Static_assert(GS_STATS_COLL_MAX == GS__COUNTERS_COLL_MAX, "per-collective slots differ");
+_Static_assert(GS_RAILS_MAX == GS__COUNTERS_RAILS_MAX, "rail slots differ");
 
 /* The smallest size field accepted: the first published layout of each
  * struct (its last field's end; fields appended later do not change it). */
@@ -146,6 +147,19 @@ static void stats_read_peer(gs_comm_t comm, int peer, gs_peer_stats_t *p)
     p->msgs_received = gs__counter_get(&pc->msgs_received);
     p->send_wait_ns = gs__counter_get(&pc->send_wait_ns);
     p->recv_wait_ns = gs__counter_get(&pc->recv_wait_ns);
+    p->nrails = atomic_load_explicit(&pc->nrails, memory_order_acquire);
+    for (int k = 0; (k < p->nrails) && (k < GS_RAILS_MAX); k++) {
+        const gs__rail_counters_t *rc = &pc->rails[k];
+
+        p->rails[k].bytes_sent = gs__counter_get(&rc->bytes);
+        p->rails[k].bytes_resent = gs__counter_get(&rc->resent);
+        p->rails[k].rate_bps = gs__counter_get(&rc->rate_bps);
+        p->rails[k].share_ppm =
+            (uint32_t)atomic_load_explicit(&rc->share_ppm, memory_order_relaxed);
+        p->rails[k].up = (uint32_t)atomic_load_explicit(&rc->up, memory_order_relaxed);
+        memcpy(p->rails[k].ifname, rc->ifname, sizeof(p->rails[k].ifname));
+        p->rails[k].ifname[sizeof(p->rails[k].ifname) - 1] = '\0';
+    }
 }
 
 static void stats_read(gs_comm_t comm, gs_comm_stats_t *s)

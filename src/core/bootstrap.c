@@ -613,12 +613,31 @@ static int boot_is_local(const gs__sockaddr_t *a)
 /* How long a rank that failed waits for its previous rank, to tell it. */
 #define RING_TELL_MS 2000
 
+/* A transport address's first host and port: a multi-rail TCP address is
+ * "ip:port/prefix,ip:port/prefix" (src/transport/tcp/tcp_rail.h), and the
+ * ring uses its first rail. */
+static gs_status_t ring_parse(const char *addr, gs__sockaddr_t *a)
+{
+    char first[GS_SOCK_ADDR_MAX];
+    size_t n = strcspn(addr, ",");
+
+    if (n >= sizeof(first)) {
+        n = sizeof(first) - 1;
+    }
+    memcpy(first, addr, n);
+    first[n] = '\0';
+    if ((strchr(addr, ',') != NULL) && (strrchr(first, '/') != NULL)) {
+        *strrchr(first, '/') = '\0';
+    }
+    return gs__sock_parse(first, "any", a);
+}
+
 /* This rank's ring port: a listening socket on its transport address's host. */
 static gs_status_t ring_listen(const char *my_addr, int *fd_out, uint32_t *port_out)
 {
     gs__sockaddr_t a;
     gs__sockaddr_t bound;
-    gs_status_t st = gs__sock_parse(my_addr, "any", &a);
+    gs_status_t st = ring_parse(my_addr, &a);
 
     if (st == GS_OK) {
         boot_set_port(&a, 0);
@@ -637,7 +656,7 @@ static gs_status_t ring_listen(const char *my_addr, int *fd_out, uint32_t *port_
 static gs_status_t ring_addr(const char *addr, uint32_t port, char *out)
 {
     gs__sockaddr_t a;
-    gs_status_t st = gs__sock_parse(addr, "any", &a);
+    gs_status_t st = ring_parse(addr, &a);
 
     if (st == GS_OK) {
         boot_set_port(&a, (int)port);

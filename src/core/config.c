@@ -25,6 +25,7 @@
 #include "core/log.h"
 #include "core/msg_limit.h"
 #include "core/shm_budget.h"
+#include "core/socket.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -210,6 +211,7 @@ static const char *const known_cuda_paths[] = {"auto", "nccl", "staged", ""};
 static const char *const known_families[] = {"any", "ipv4", "ipv6"};
 static const char *const known_tunes[] = {"auto", "probe", "off", ""};
 static const char *const known_connects[] = {"lazy", "eager"};
+static const char *const known_balances[] = {"rate", "equal"};
 
 /* Resolution in progress: the values plus who set each one (for messages). */
 typedef struct resolve_ctx {
@@ -602,25 +604,26 @@ static gs_status_t check_launcher_without_mpi(const resolve_ctx_t *ctx, int i_ra
 }
 
 /*
- * GS_SOCKET_IFNAME names one interface, exactly. NCCL's NCCL_SOCKET_IFNAME syntax
- * (a prefix, "^" to exclude, "=" for an exact name, comma-separated lists) is refused
- * here, at once, rather than read as a name no host has.
+ * GS_SOCKET_IFNAME takes NCCL's NCCL_SOCKET_IFNAME syntax (core/socket.h: a
+ * comma-separated list of name prefixes, '=' for an exact name, a leading '^'
+ * to exclude). A malformed value is refused here, at once, saying what is
+ * accepted; which interfaces it selects is known only where the sockets are.
  */
 static gs_status_t check_ifname(const resolve_ctx_t *ctx, int i_if)
 {
     const char *v = ctx->cfg.socket_ifname;
+    char why[160];
     char o1[96];
 
-    if ((v[0] != '^') && (v[0] != '=') && (strpbrk(v, ", \t") == NULL)) {
+    if ((v[0] == '\0') || (gs__sock_ifspec_check(v, why, sizeof(why)) == GS_OK)) {
         return GS_OK;
     }
     origin_text(ctx, i_if, o1, sizeof(o1));
     return gs__error_set(GS_ERR_INVALID_ARG,
-                         "socket interface \"%.64s\" (from %s) is not one interface name: "
-                         "GS_SOCKET_IFNAME takes exactly one name as `ip link` shows it (eth0, "
-                         "ens5, ib0); NCCL-style values (a prefix such as eth, ^lo to exclude, "
-                         "=eth0, a comma-separated list) are not supported yet",
-                         v, o1);
+                         "socket interface \"%.64s\" (from %s) is not a valid GS_SOCKET_IFNAME: "
+                         "it %s; GS_SOCKET_IFNAME takes " GS_SOCK_IFSPEC_SYNTAX
+                         ", names as `ip link` shows them",
+                         v, o1, why);
 }
 
 static gs_status_t validate(resolve_ctx_t *ctx, int use_launcher_env)
@@ -739,6 +742,14 @@ static gs_status_t validate(resolve_ctx_t *ctx, int use_launcher_env)
                              "GS_CONNECT=\"%.64s\" is not known; use lazy (the default: each pair "
                              "connects when it first talks) or eager (every pair at init)",
                              cfg->connect);
+    }
+    if (normalise_choice(cfg->tcp_rail_balance, known_balances,
+                         sizeof(known_balances) / sizeof(known_balances[0])) != 0) {
+        return gs__error_set(GS_ERR_INVALID_ARG,
+                             "GS_TCP_RAIL_BALANCE=\"%.64s\" is not known; use rate (the default: "
+                             "a large message is split in proportion to each rail's measured "
+                             "rate) or equal (equal shares)",
+                             cfg->tcp_rail_balance);
     }
     if (normalise_choice(cfg->socket_family, known_families,
                          sizeof(known_families) / sizeof(known_families[0])) != 0) {

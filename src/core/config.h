@@ -36,6 +36,7 @@ typedef struct gs__cfg {
     int tcp_nsocks;
     int tcp_spin_us;
     char connect[GS_CFG_STR_MAX];
+    char tcp_rail_balance[GS_CFG_STR_MAX];
     int shm;
     int shm_bytes;
     char shm_max_bytes[GS_CFG_STR_MAX];

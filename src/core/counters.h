@@ -19,6 +19,20 @@
 /* Slots of the per-collective arrays (the public GS_STATS_COLL_MAX). */
 #define GS__COUNTERS_COLL_MAX 16
 
+/* Rails per peer with statistics (the public GS_RAILS_MAX). */
+#define GS__COUNTERS_RAILS_MAX 4
+
+/* One TCP rail to a peer (the transport writes them; ifname is written
+ * before nrails is published with release, and never changes). */
+typedef struct gs__rail_counters {
+    atomic_uint_fast64_t bytes;
+    atomic_uint_fast64_t resent;
+    atomic_uint_fast64_t rate_bps;
+    atomic_uint_fast32_t share_ppm;
+    atomic_int up;
+    char ifname[16];
+} gs__rail_counters_t;
+
 /* One peer, seen from this rank. Wait time is time this rank spent blocked
  * in the transport, charged to the request whose completion ended the wait. */
 typedef struct gs__peer_counters {
@@ -28,6 +42,8 @@ typedef struct gs__peer_counters {
     atomic_uint_fast64_t msgs_received;
     atomic_uint_fast64_t send_wait_ns;
     atomic_uint_fast64_t recv_wait_ns;
+    atomic_int nrails; /* TCP rails (0: none published) */
+    gs__rail_counters_t rails[GS__COUNTERS_RAILS_MAX];
 } gs__peer_counters_t;
 
 /* One collective kind. */

@@ -101,6 +101,9 @@
     X("GS_CONNECT", connect, GS_ENV_STR, 0, "lazy", 0, 0, GS_ENV_PROC,                             \
       "TCP connections: lazy (each pair when it first talks; the ring's neighbours at init) or "   \
       "eager (every pair at init, so that a rank that cannot be reached fails the init)")          \
+    X("GS_TCP_RAIL_BALANCE", tcp_rail_balance, GS_ENV_STR, 0, "rate", 0, 0, GS_ENV_PROC,           \
+      "several rails (GS_SOCKET_IFNAME lists): rate (a large message is split in proportion to "   \
+      "each rail's measured rate) or equal (equal shares, as NCCL and MPICH stripe)")              \
     X("GS_SHM", shm, GS_ENV_INT, 1, "", 0, 1, GS_ENV_PROC,                                         \
       "carry the traffic between ranks on the same host through shared memory (1) or TCP (0); "    \
       "also gs_config_t.shm")                                                                      \
@@ -126,7 +129,11 @@
       "one-round, chunked or single-copy (falls back to chunked where process_vm_readv is "        \
       "refused)")                                                                                  \
     X("GS_SOCKET_IFNAME", socket_ifname, GS_ENV_STR, 0, "", 0, 0, GS_ENV_COMM,                     \
-      "network interface to listen on (default: the one that routes to the master address)")       \
+      "network interfaces to use, NCCL's syntax: a comma-separated list of name prefixes "         \
+      "(eth0,eth1 or eth), =NAME for an exact name, a leading ^ to exclude the list "              \
+      "(^docker,lo; loopback only when an entry names it). The rendezvous listens on the first "   \
+      "selected; several selected become rails of every TCP pair (at most 4). Default: the "       \
+      "interface that routes to the master address")                                               \
     X("GS_SOCKET_FAMILY", socket_family, GS_ENV_STR, 0, "any", 0, 0, GS_ENV_COMM,                  \
       "address family: any, ipv4 or ipv6")                                                         \
     X("GS_SLICE_BYTES", slice_bytes, GS_ENV_INT, 262144, "", 64, 1073741824, GS_ENV_COMM,          \

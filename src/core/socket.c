@@ -12,6 +12,7 @@
 #include "core/error.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
@@ -242,10 +243,6 @@ static void copy_ifaddr(const struct sockaddr *sa, gs__sockaddr_t *out)
     set_port(out, 0);
 }
 
-/*
- * Scan the interfaces: by name when ifname is set, else the first non-loopback
- * interface that is up. IPv4 is preferred over IPv6 for family "any".
- */
 /* The names of the interfaces with an address of family @p af (AF_UNSPEC:
  * IPv4 or IPv6), each once, comma-separated: "lo, eth0" or "none". */
 static void list_ifaddrs(const struct ifaddrs *ifs, int af, char *buf, size_t len)
@@ -289,14 +286,22 @@ static void list_ifaddrs(const struct ifaddrs *ifs, int af, char *buf, size_t le
     }
 }
 
-static gs_status_t pick_from_ifaddrs(const char *ifname, int af, gs__sockaddr_t *out)
+static bool is_linklocal6(const struct sockaddr *sa)
 {
-    struct ifaddrs *ifs = NULL;
+    return (sa->sa_family == AF_INET6) &&
+           IN6_IS_ADDR_LINKLOCAL(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+}
+
+/*
+ * The best address of family @p af among the interfaces: those of the
+ * interface @p name, or (name NULL) of any interface that is up and not
+ * loopback. IPv4 is preferred over IPv6 for AF_UNSPEC, and a link-local IPv6
+ * address is taken only when there is nothing else. NULL when none.
+ */
+static const struct ifaddrs *best_ifaddr(const struct ifaddrs *ifs, const char *name, int af)
+{
     const struct ifaddrs *best = NULL;
 
-    if (getifaddrs(&ifs) != 0) {
-        return gs__error_set(GS_ERR_SYSTEM, "socket: getifaddrs failed: %s", strerror(errno));
-    }
     for (const struct ifaddrs *it = ifs; it != NULL; it = it->ifa_next) {
         int fam;
 
@@ -307,44 +312,304 @@ static gs_status_t pick_from_ifaddrs(const char *ifname, int af, gs__sockaddr_t 
         if (((fam != AF_INET) && (fam != AF_INET6)) || ((af != AF_UNSPEC) && (fam != af))) {
             continue;
         }
-        if (ifname != NULL) {
-            if (strcmp(it->ifa_name, ifname) != 0) {
+        if (name != NULL) {
+            if (strcmp(it->ifa_name, name) != 0) {
                 continue;
             }
         } else if (((it->ifa_flags & IFF_UP) == 0) || ((it->ifa_flags & IFF_LOOPBACK) != 0)) {
             continue;
         }
-        if ((fam == AF_INET6) &&
-            IN6_IS_ADDR_LINKLOCAL(&((const struct sockaddr_in6 *)it->ifa_addr)->sin6_addr) &&
-            (best != NULL)) {
+        if (is_linklocal6(it->ifa_addr) && (best != NULL)) {
             continue;
         }
         if ((best == NULL) || ((best->ifa_addr->sa_family == AF_INET6) && (fam == AF_INET)) ||
-            ((best->ifa_addr->sa_family == AF_INET6) &&
-             IN6_IS_ADDR_LINKLOCAL(&((const struct sockaddr_in6 *)best->ifa_addr)->sin6_addr))) {
+            is_linklocal6(best->ifa_addr)) {
             best = it;
         }
     }
+    return best;
+}
+
+/* The first non-loopback interface that is up (no GS_SOCKET_IFNAME, no route
+ * hint); GS_ERR_NO_RESOURCE when there is none (the caller takes loopback). */
+static gs_status_t pick_from_ifaddrs(int af, gs__sockaddr_t *out)
+{
+    struct ifaddrs *ifs = NULL;
+    const struct ifaddrs *best;
+
+    if (getifaddrs(&ifs) != 0) {
+        return gs__error_set(GS_ERR_SYSTEM, "socket: getifaddrs failed: %s", strerror(errno));
+    }
+    best = best_ifaddr(ifs, NULL, af);
     if (best != NULL) {
         copy_ifaddr(best->ifa_addr, out);
         freeifaddrs(ifs);
         return GS_OK;
     }
-    if (ifname != NULL) {
+    freeifaddrs(ifs);
+    return GS_ERR_NO_RESOURCE;
+}
+
+/* A GS_SOCKET_IFNAME spec, parsed (gs__sock_ifspec_check has the syntax). */
+typedef struct ifspec {
+    bool exclude; /* a leading '^' */
+    int n;
+    struct {
+        char name[IF_NAMESIZE];
+        bool exact; /* '=' */
+    } e[GS_SOCK_IFSPEC_MAX];
+} ifspec_t;
+
+static gs_status_t ifspec_parse(const char *spec, ifspec_t *out, char *why, size_t whylen)
+{
+    const char *p = spec;
+
+    memset(out, 0, sizeof(*out));
+    if ((spec == NULL) || (spec[0] == '\0')) {
+        return gs__error_explain(GS_ERR_INVALID_ARG, why, whylen, "is empty");
+    }
+    for (const char *c = spec; *c != '\0'; c++) {
+        if ((isspace((unsigned char)*c) != 0) || (iscntrl((unsigned char)*c) != 0)) {
+            return gs__error_explain(GS_ERR_INVALID_ARG, why, whylen,
+                                     "has a space or control character at offset %d",
+                                     (int)(c - spec));
+        }
+        if ((*c == '^') && (c != spec)) {
+            return gs__error_explain(GS_ERR_INVALID_ARG, why, whylen,
+                                     "has a '^' that is not its first character (a leading '^' "
+                                     "makes the whole list exclusions)");
+        }
+    }
+    if (strcmp(spec, "^") == 0) {
+        return gs__error_explain(GS_ERR_INVALID_ARG, why, whylen, "is '^' with nothing to exclude");
+    }
+    if (*p == '^') {
+        out->exclude = true;
+        p++;
+    }
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        const size_t len = (comma != NULL) ? (size_t)(comma - p) : strlen(p);
+        const bool exact = (len > 0) && (p[0] == '=');
+        const size_t nlen = len - (exact ? 1U : 0U);
+
+        if (len == 0) {
+            return gs__error_explain(GS_ERR_INVALID_ARG, why, whylen, "has an empty entry");
+        }
+        if (nlen == 0) {
+            return gs__error_explain(GS_ERR_INVALID_ARG, why, whylen,
+                                     "has an '=' with no interface name after it");
+        }
+        if (nlen >= IF_NAMESIZE) {
+            return gs__error_explain(GS_ERR_INVALID_ARG, why, whylen,
+                                     "has the entry \"%.*s\", longer than an interface name "
+                                     "(at most %d characters)",
+                                     (int)len, p, IF_NAMESIZE - 1);
+        }
+        if (out->n == GS_SOCK_IFSPEC_MAX) {
+            return gs__error_explain(GS_ERR_INVALID_ARG, why, whylen, "has more than %d entries",
+                                     GS_SOCK_IFSPEC_MAX);
+        }
+        memcpy(out->e[out->n].name, p + (exact ? 1 : 0), nlen);
+        out->e[out->n].name[nlen] = '\0';
+        out->e[out->n].exact = exact;
+        out->n++;
+        if (comma == NULL) {
+            return GS_OK;
+        }
+        p = comma + 1;
+    }
+}
+
+gs_status_t gs__sock_ifspec_check(const char *spec, char *why, size_t whylen)
+{
+    ifspec_t parsed;
+
+    return ifspec_parse(spec, &parsed, why, whylen);
+}
+
+static bool ifspec_match(const ifspec_t *s, int i, const char *name)
+{
+    if (s->e[i].exact) {
+        return strcmp(name, s->e[i].name) == 0;
+    }
+    return strncmp(name, s->e[i].name, strlen(s->e[i].name)) == 0;
+}
+
+/* What @p s selects, in words: "interfaces named eth*, or exactly ib0". */
+static void ifspec_meaning(const ifspec_t *s, char *buf, size_t len)
+{
+    size_t used = 0;
+    int ret;
+
+    ret = snprintf(buf, len, "%s",
+                   s->exclude ? "every interface but loopback and those named "
+                              : "the interfaces named ");
+    for (int i = 0; (i < s->n) && (ret >= 0) && ((size_t)ret < len - used); i++) {
+        used += (size_t)ret;
+        ret = snprintf(buf + used, len - used, "%s%s%s%s", (i == 0) ? "" : ", ",
+                       s->e[i].exact ? "exactly " : "", s->e[i].name, s->e[i].exact ? "" : "*");
+    }
+}
+
+/* Whether @p it is the first entry of its interface in the list @p ifs. */
+static bool first_of_name(const struct ifaddrs *ifs, const struct ifaddrs *it)
+{
+    for (const struct ifaddrs *o = ifs; o != it; o = o->ifa_next) {
+        if (strcmp(o->ifa_name, it->ifa_name) == 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static int prefix_of(const struct sockaddr *mask, int fam)
+{
+    const unsigned char *b;
+    const size_t nb = (fam == AF_INET) ? 4 : 16;
+    int bits = 0;
+
+    if (mask == NULL) {
+        return (int)nb * 8;
+    }
+    b = (fam == AF_INET) ? (const unsigned char *)&((const struct sockaddr_in *)mask)->sin_addr
+                         : (const unsigned char *)&((const struct sockaddr_in6 *)mask)->sin6_addr;
+    for (size_t i = 0; i < nb; i++) {
+        for (int bit = 7; bit >= 0; bit--) {
+            if ((b[i] & (1U << bit)) == 0) {
+                return bits;
+            }
+            bits++;
+        }
+    }
+    return bits;
+}
+
+/*
+ * The address interface @p name gives (best_ifaddr), or NULL when it is not
+ * selectable: down, no address of @p af, loopback where @p no_loopback, or
+ * only a link-local IPv6 address where not @p named exactly (such an address
+ * is in fe80::/64 on every link: no subnet to pair by, no address to publish).
+ */
+static const struct ifaddrs *usable_ifaddr(const struct ifaddrs *ifs, const char *name, int af,
+                                           bool no_loopback, bool named)
+{
+    const struct ifaddrs *best = best_ifaddr(ifs, name, af);
+
+    if ((best == NULL) || ((best->ifa_flags & IFF_UP) == 0) ||
+        (no_loopback && ((best->ifa_flags & IFF_LOOPBACK) != 0)) ||
+        (!named && is_linklocal6(best->ifa_addr))) {
+        return NULL;
+    }
+    return best;
+}
+
+/* Into out[*n] while *n < max, else counted in *extra. */
+static void take_iface(const struct ifaddrs *best, gs__sock_iface_t *out, int max, int *n,
+                       int *extra)
+{
+    if (*n >= max) {
+        (*extra)++;
+        return;
+    }
+    copy_ifaddr(best->ifa_addr, &out[*n].addr);
+    out[*n].prefix = prefix_of(best->ifa_netmask, best->ifa_addr->sa_family);
+    snprintf(out[*n].ifname, sizeof(out[*n].ifname), "%s", best->ifa_name);
+    (*n)++;
+}
+
+gs_status_t gs__sock_pick_ifaces(const char *spec, const char *family, gs__sock_iface_t *out,
+                                 int max, int *n_out, int *extra_out)
+{
+    struct ifaddrs *ifs = NULL;
+    const struct ifaddrs *best;
+    ifspec_t s;
+    char why[160];
+    int af;
+    int n = 0;
+    int extra = 0;
+
+    if ((n_out == NULL) || (max < 0) || ((out == NULL) && (max > 0))) {
+        return gs__error_set(GS_ERR_INVALID_ARG, "socket: bad arguments to pick interfaces");
+    }
+    *n_out = 0;
+    if (extra_out != NULL) {
+        *extra_out = 0;
+    }
+    if (family_of(family, &af) != 0) {
+        return gs__error_set(GS_ERR_INVALID_ARG,
+                             "socket: address family \"%s\" is not any, ipv4 or ipv6", family);
+    }
+    if (ifspec_parse(spec, &s, why, sizeof(why)) != GS_OK) {
+        return gs__error_set(GS_ERR_INVALID_ARG, "socket: GS_SOCKET_IFNAME \"%s\" %s; it takes %s",
+                             (spec != NULL) ? spec : "(null)", why, GS_SOCK_IFSPEC_SYNTAX);
+    }
+    if (getifaddrs(&ifs) != 0) {
+        return gs__error_set(GS_ERR_SYSTEM, "socket: getifaddrs failed: %s", strerror(errno));
+    }
+    if (s.exclude) {
+        for (const struct ifaddrs *it = ifs; it != NULL; it = it->ifa_next) {
+            bool excluded = false;
+
+            if (!first_of_name(ifs, it)) {
+                continue;
+            }
+            for (int i = 0; (i < s.n) && !excluded; i++) {
+                excluded = ifspec_match(&s, i, it->ifa_name);
+            }
+            best = excluded ? NULL : usable_ifaddr(ifs, it->ifa_name, af, true, false);
+            if (best != NULL) {
+                take_iface(best, out, max, &n, &extra);
+            }
+        }
+    } else {
+        /* Entry by entry; within a prefix entry the interface of exactly that name first. */
+        for (int i = 0; i < s.n; i++) {
+            for (int pass = 0; pass < (s.e[i].exact ? 1 : 2); pass++) {
+                for (const struct ifaddrs *it = ifs; it != NULL; it = it->ifa_next) {
+                    const char *name = it->ifa_name;
+                    bool earlier = false;
+
+                    if (!first_of_name(ifs, it) || !ifspec_match(&s, i, name) ||
+                        ((strcmp(name, s.e[i].name) == 0) != (pass == 0))) {
+                        continue;
+                    }
+                    for (int j = 0; (j < i) && !earlier; j++) {
+                        earlier = ifspec_match(&s, j, name) &&
+                                  (usable_ifaddr(ifs, name, af, false,
+                                                 strcmp(name, s.e[j].name) == 0) != NULL);
+                    }
+                    best = earlier ? NULL : usable_ifaddr(ifs, name, af, false, pass == 0);
+                    if (best != NULL) {
+                        take_iface(best, out, max, &n, &extra);
+                    }
+                }
+            }
+        }
+    }
+    if (n + extra == 0) {
         char names[256];
+        char meaning[160];
 
         list_ifaddrs(ifs, af, names, sizeof(names));
         freeifaddrs(ifs);
+        ifspec_meaning(&s, meaning, sizeof(meaning));
         return gs__error_set(GS_ERR_INVALID_ARG,
-                             "socket: interface %s does not exist or has no %s address; "
-                             "interfaces here: %s (set GS_SOCKET_IFNAME to exactly one of them, "
-                             "or leave it empty to pick the one that routes to the master; "
-                             "NCCL-style prefixes, exclusions and lists are not supported yet)",
-                             ifname, (af == AF_INET) ? "IPv4" : ((af == AF_INET6) ? "IPv6" : "IP"),
-                             names);
+                             "socket: GS_SOCKET_IFNAME=%s selects no interface that is up and has "
+                             "an %s address (it means %s; an interface with only a link-local "
+                             "IPv6 address counts where named exactly); interfaces here: %s "
+                             "(GS_SOCKET_IFNAME "
+                             "takes %s; or leave it empty to pick the one that routes to the "
+                             "master)",
+                             spec, (af == AF_INET) ? "IPv4" : ((af == AF_INET6) ? "IPv6" : "IP"),
+                             meaning, names, GS_SOCK_IFSPEC_SYNTAX);
     }
     freeifaddrs(ifs);
-    return GS_ERR_NO_RESOURCE; /* caller falls back to loopback */
+    *n_out = n;
+    if (extra_out != NULL) {
+        *extra_out = extra;
+    }
+    return GS_OK;
 }
 
 static void loopback_of(int af, gs__sockaddr_t *out)
@@ -382,10 +647,17 @@ gs_status_t gs__sock_pick_local(const char *ifname, const char *family,
                              "socket: address family \"%s\" is not any, ipv4 or ipv6", family);
     }
     if ((ifname != NULL) && (ifname[0] != '\0')) {
-        return pick_from_ifaddrs(ifname, af, out);
+        gs__sock_iface_t first;
+        int n = 0;
+
+        status = gs__sock_pick_ifaces(ifname, family, &first, 1, &n, NULL);
+        if (status == GS_OK) {
+            *out = first.addr;
+        }
+        return status;
     }
     if (route_to == NULL) {
-        status = pick_from_ifaddrs(NULL, af, out);
+        status = pick_from_ifaddrs(af, out);
         if (status == GS_ERR_NO_RESOURCE) {
             loopback_of(af, out);
             return GS_OK;

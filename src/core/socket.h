@@ -9,6 +9,7 @@
 #ifndef GS_CORE_SOCKET_H
 #define GS_CORE_SOCKET_H
 
+#include <net/if.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -33,11 +34,57 @@ gs_status_t gs__sock_resolve(const char *host, int port, const char *family, gs_
 gs_status_t gs__sock_format(const gs__sockaddr_t *addr, char *buf, size_t len);
 
 /*
- * Pick the local address to listen on: the address of @p ifname when given
- * (GS_ERR_INVALID_ARG when there is no such interface or it has no address of
- * the family); otherwise the local address the kernel would use to reach
- * @p route_to (a UDP connect, no packet sent); loopback when route_to is a
- * loopback address. Port 0 in the result.
+ * GS_SOCKET_IFNAME's syntax (NCCL's NCCL_SOCKET_IFNAME): a comma-separated
+ * list of entries, each an interface-name prefix ("eth" selects eth0 and
+ * eth1) or, after '=', an exact name ("=eth0"); a leading '^' makes the
+ * whole list exclusions ("^docker,lo": every interface but loopback and
+ * those). No spaces, no empty entries, '^' only first, names of at most
+ * IF_NAMESIZE - 1 characters, at most GS_SOCK_IFSPEC_MAX entries. A plain
+ * "eth0" is the prefix eth0 (the interface eth0 itself comes first).
+ */
+#define GS_SOCK_IFSPEC_MAX 32
+/* The syntax in words, for messages ("...; it takes " GS_SOCK_IFSPEC_SYNTAX). */
+#define GS_SOCK_IFSPEC_SYNTAX                                                                      \
+    "a comma-separated list of interface-name prefixes (eth0,eth1 or eth), '=' before a "          \
+    "name to match it exactly (=eth0), and a leading '^' to exclude the list instead "             \
+    "(^docker,lo)"
+
+/* One interface a GS_SOCKET_IFNAME spec selects (gs__sock_pick_ifaces). */
+typedef struct gs__sock_iface {
+    gs__sockaddr_t addr;      /* its address (one per interface), port 0 */
+    int prefix;               /* that address's subnet prefix length (its netmask) */
+    char ifname[IF_NAMESIZE]; /* the interface's name */
+} gs__sock_iface_t;
+
+/* Whether @p spec is well-formed GS_SOCKET_IFNAME syntax (above); no
+ * interface is looked at. Returns GS_OK, or GS_ERR_INVALID_ARG with the
+ * reason in why[whylen] ("has an empty entry"); sets no last error. */
+gs_status_t gs__sock_ifspec_check(const char *spec, char *why, size_t whylen);
+
+/*
+ * The interfaces that @p spec (the syntax above; not empty) selects.
+ * Selected: interfaces that are up and have an address of @p family ("any",
+ * "ipv4", "ipv6"), one address each (IPv4 preferred under "any", link-local
+ * IPv6 only when the interface has nothing else, and such an interface only
+ * where an entry names it exactly: never through a prefix or a '^' list);
+ * loopback only when an inclusion entry matches it. Order: the list's
+ * order (within a prefix entry the interface of exactly that name first,
+ * then the others), then getifaddrs' order; an interface once. Writes the
+ * first @p max (out may be NULL when max is 0) and *n_out their count;
+ * *extra_out (may be NULL) counts those selected beyond max. Returns GS_OK
+ * (at least one selected, max aside); GS_ERR_INVALID_ARG (a malformed spec,
+ * saying why and the syntax; or nothing selected: the message names the
+ * spec, what it means and the interfaces here); GS_ERR_SYSTEM (getifaddrs).
+ */
+gs_status_t gs__sock_pick_ifaces(const char *spec, const char *family, gs__sock_iface_t *out,
+                                 int max, int *n_out, int *extra_out);
+
+/*
+ * Pick the local address to listen on: with @p ifname (a GS_SOCKET_IFNAME
+ * spec, the syntax above) the address of the first interface it selects
+ * (gs__sock_pick_ifaces; its errors); otherwise the local address the kernel
+ * would use to reach @p route_to (a UDP connect, no packet sent); loopback
+ * when route_to is a loopback address. Port 0 in the result.
  */
 gs_status_t gs__sock_pick_local(const char *ifname, const char *family,
                                 const gs__sockaddr_t *route_to, gs__sockaddr_t *out);

@@ -543,25 +543,46 @@ static void test_config_launcher_no_mpi(void **state)
     assert_int_equal(gs__cfg_resolve(NULL, 1, &cfg), GS_OK);
 }
 
-/* GS_SOCKET_IFNAME is one exact name: NCCL-style values are refused at once, saying what
- * gradsync accepts (issue 25). */
-static void test_config_ifname_nccl_style_refused(void **state)
+/* GS_SOCKET_IFNAME takes NCCL's syntax (prefixes, '=' exact, a leading '^' to exclude, comma
+ * lists); a malformed value is refused at once, saying what is accepted (issue 25). The name
+ * keeps the old one so that the history reads. */
+/* GS_TCP_RAIL_BALANCE: rate (the default) or equal; anything else is refused at once. */
+static void test_config_rail_balance(void **state)
 {
-    static const char *const bad[] = {"^lo", "=eth0", "eth0,eth1", "^docker,lo", "eth0 "};
     gs__cfg_t cfg;
 
     (void)state;
+    assert_int_equal(gs__cfg_resolve(NULL, 1, &cfg), GS_OK);
+    assert_string_equal(cfg.tcp_rail_balance, "rate");
+    setenv("GS_TCP_RAIL_BALANCE", "equal", 1);
+    assert_int_equal(gs__cfg_resolve(NULL, 1, &cfg), GS_OK);
+    assert_string_equal(cfg.tcp_rail_balance, "equal");
+    setenv("GS_TCP_RAIL_BALANCE", "fastest", 1);
+    assert_int_equal(gs__cfg_resolve(NULL, 1, &cfg), GS_ERR_INVALID_ARG);
+    assert_non_null(strstr(gs_last_error(), "GS_TCP_RAIL_BALANCE=\"fastest\""));
+}
+
+static void test_config_ifname_nccl_style_refused(void **state)
+{
+    static const char *const good[] = {"^lo", "=eth0", "eth0,eth1", "^docker,lo", "eth", "eth0"};
+    static const char *const bad[] = {"eth0 ", "eth0,,eth1", ",",     "^",
+                                      "=",     "eth0,^lo",   "eth0,", "averyveryverylongname0"};
+    gs__cfg_t cfg;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        setenv("GS_SOCKET_IFNAME", good[i], 1);
+        assert_int_equal(gs__cfg_resolve(NULL, 1, &cfg), GS_OK);
+        assert_string_equal(cfg.socket_ifname, good[i]);
+    }
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         setenv("GS_SOCKET_IFNAME", bad[i], 1);
         assert_int_equal(gs__cfg_resolve(NULL, 1, &cfg), GS_ERR_INVALID_ARG);
         assert_non_null(strstr(gs_last_error(), bad[i]));
-        assert_non_null(strstr(gs_last_error(), "GS_SOCKET_IFNAME"));
-        assert_non_null(strstr(gs_last_error(), "exactly one name"));
-        assert_non_null(strstr(gs_last_error(), "not supported yet"));
+        assert_non_null(strstr(gs_last_error(), "GS_SOCKET_IFNAME takes"));
+        assert_non_null(strstr(gs_last_error(), "comma-separated list of interface-name prefixes"));
+        assert_non_null(strstr(gs_last_error(), "^docker,lo"));
     }
-    setenv("GS_SOCKET_IFNAME", "eth0", 1);
-    assert_int_equal(gs__cfg_resolve(NULL, 1, &cfg), GS_OK);
-    assert_string_equal(cfg.socket_ifname, "eth0");
 }
 
 static void test_config_rank_not_below_world_rejected(void **state)
@@ -757,6 +778,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_config_defaults, clean_env),
         cmocka_unit_test_setup(test_config_launcher_no_mpi, clean_env),
+        cmocka_unit_test_setup(test_config_rail_balance, clean_env),
         cmocka_unit_test_setup(test_config_ifname_nccl_style_refused, clean_env),
         cmocka_unit_test_setup(test_config_rank_required_without_launcher, clean_env),
         cmocka_unit_test_setup(test_config_launcher_default_single_rank, clean_env),

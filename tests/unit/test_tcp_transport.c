@@ -1252,7 +1252,7 @@ static void test_tcp_transport_overlapping_chunks_fail_receive(void **state)
             fake_frame(&f, 1, GS_TCP_FRAME_DATA, 0, 6, 2 * half, 0, b, half);
             assert_int_equal(fake_recv_late(&f, 6, got, 2 * half), GS_ERR_PEER_FAILED);
         }
-        assert_non_null(strstr(gs__error_get(), "chunk 0 of message 0 arrived twice"));
+        assert_non_null(strstr(gs__error_get(), "granules 0xf of message 0 arrived twice"));
         fake_teardown(&f);
     }
     free(a);
@@ -1261,14 +1261,15 @@ static void test_tcp_transport_overlapping_chunks_fail_receive(void **state)
 }
 
 /*
- * A chunk that is not one of the sender's chunk plan (tcp_wire.h) fails the
- * peer: a wrong offset, a wrong length, a split message below
- * GS_TCP_STRIPE_MIN or with one socket, a last chunk that misses the
- * remainder of a total not divisible by the socket count.
+ * A chunk that is not a run of whole granules of the sender's plan
+ * (tcp_wire.h) fails the peer: a wrong offset, a wrong length, a split
+ * message below GS_TCP_STRIPE_MIN or with one socket, a run that ends
+ * inside a granule.
  */
 static void test_tcp_transport_chunk_off_plan_fails_peer(void **state)
 {
     const uint64_t s = GS_TCP_STRIPE_MIN;
+    const uint64_t q = GS_TCP_GRANULE_MIN;
     static const struct {
         int nsocks;
         uint64_t total;
@@ -1281,11 +1282,16 @@ static void test_tcp_transport_chunk_off_plan_fails_peer(void **state)
         {2, 2 * GS_TCP_STRIPE_MIN, 1, {1000}, {GS_TCP_STRIPE_MIN}},
         {1, 2 * GS_TCP_STRIPE_MIN, 1, {0}, {GS_TCP_STRIPE_MIN}},
         {2, GS_TCP_STRIPE_MIN - 1, 1, {0}, {GS_TCP_STRIPE_MIN / 2}},
-        {3, GS_TCP_STRIPE_MIN + 1, 3, {0, 21845, 43690}, {21845, 21845, 21845}},
+        {3,
+         GS_TCP_STRIPE_MIN + 1,
+         2,
+         {0, GS_TCP_GRANULE_MIN},
+         {GS_TCP_GRANULE_MIN, 2 * GS_TCP_GRANULE_MIN + 1}},
     };
     uint8_t *payload = calloc(1, 3 * s);
 
     (void)state;
+    (void)q;
     assert_non_null(payload);
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         fake_peer_t f;
@@ -1302,10 +1308,11 @@ static void test_tcp_transport_chunk_off_plan_fails_peer(void **state)
 }
 
 /*
- * Messages cut as a sender cuts them complete, whatever order their chunks
- * come in: at GS_TCP_STRIPE_MIN and one byte below, totals not divisible
- * by the socket count, over 3 and 4 sockets, into a posted receive and held
- * as unexpected.
+ * Messages cut as a sender may cut them complete, whatever order their
+ * runs come in: one granule per frame, last granule first, round robin
+ * over the sockets; at GS_TCP_STRIPE_MIN and one byte below, totals not
+ * divisible by the granule count, over 1 to 4 sockets, into a posted
+ * receive and held as unexpected.
  */
 static void test_tcp_transport_striped_chunks_any_order(void **state)
 {
@@ -1313,14 +1320,15 @@ static void test_tcp_transport_striped_chunks_any_order(void **state)
         int nsocks;
         uint64_t total;
     } cases[] = {
-        {3, GS_TCP_STRIPE_MIN},     {3, GS_TCP_STRIPE_MIN - 1}, {3, 3 * GS_TCP_STRIPE_MIN + 2},
-        {4, GS_TCP_STRIPE_MIN + 3}, {2, 2 * GS_TCP_STRIPE_MIN}, {1, GS_TCP_STRIPE_MIN + 5},
+        {3, GS_TCP_STRIPE_MIN},          {3, GS_TCP_STRIPE_MIN - 1}, {3, 3 * GS_TCP_STRIPE_MIN + 2},
+        {4, GS_TCP_STRIPE_MIN + 3},      {2, 2 * GS_TCP_STRIPE_MIN}, {1, GS_TCP_STRIPE_MIN + 5},
+        {2, 20 * GS_TCP_STRIPE_MIN + 7},
     };
 
     (void)state;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const uint64_t total = cases[i].total;
-        const unsigned n = gs__tcp_chunk_count(total, cases[i].nsocks, true);
+        const unsigned n = gs__tcp_granules(total, cases[i].nsocks > 1);
         uint8_t *msg = malloc(total);
         uint8_t *got = malloc(total);
 
@@ -1336,13 +1344,13 @@ static void test_tcp_transport_striped_chunks_any_order(void **state)
             if (posted) {
                 assert_int_equal(ops->irecv(f.tp, 1, 50, got, total, &req), GS_OK);
             }
-            /* The last chunk first, on the last socket; then the others. */
+            /* The last granule first, on the last socket; then the others. */
             for (unsigned k = 0; k < n; k++) {
                 const unsigned part = (k + n - 1) % n;
                 uint64_t off;
                 uint64_t len;
 
-                gs__tcp_chunk_bounds(total, n, part, &off, &len);
+                gs__tcp_granule_span(total, n, part, 1, &off, &len);
                 fake_frame(&f,
                            (int)((k + (unsigned)cases[i].nsocks - 1) % (unsigned)cases[i].nsocks),
                            GS_TCP_FRAME_DATA, 0, 50, total, off, msg, len);
@@ -1363,8 +1371,8 @@ static void test_tcp_transport_striped_chunks_any_order(void **state)
     }
 }
 
-/* The chunk plan itself: every chunk of every plan is found, the chunks
- * tile the message, and anything else is refused. */
+/* The granule plan itself: every run of every plan is found, single
+ * granules tile the message, and anything else is refused. */
 static void test_tcp_transport_chunk_plan(void **state)
 {
     static const uint64_t totals[] = {0,
@@ -1377,37 +1385,52 @@ static void test_tcp_transport_chunk_plan(void **state)
                                       GS_TCP_MAX_MSG};
 
     (void)state;
-    for (int nsocks = 1; nsocks <= GS_TCP_MAX_SOCKS; nsocks++) {
-        for (size_t t = 0; t < sizeof(totals) / sizeof(totals[0]); t++) {
-            const uint64_t total = totals[t];
-            const unsigned n = gs__tcp_chunk_count(total, nsocks, true);
-            uint64_t next = 0;
+    assert_int_equal(gs__tcp_granule_mask(0, 64), ~0ull);
+    assert_int_equal(gs__tcp_granule_mask(3, 2), 0x18ull);
+    for (size_t t = 0; t < sizeof(totals) / sizeof(totals[0]); t++) {
+        const uint64_t total = totals[t];
+        const unsigned g = gs__tcp_granules(total, true);
+        uint64_t next = 0;
+        unsigned first = 99;
+        unsigned count = 99;
 
-            assert_int_equal(gs__tcp_chunk_count(total, nsocks, false), 1);
-            assert_int_equal(n, ((total >= GS_TCP_STRIPE_MIN) && (nsocks > 1)) ? nsocks : 1);
-            for (unsigned i = 0; i < n; i++) {
-                uint64_t off;
-                uint64_t len;
-                unsigned idx = 99;
-
-                gs__tcp_chunk_bounds(total, n, i, &off, &len);
-                assert_int_equal(off, next);
-                assert_true((len > 0) || (total == 0));
-                next = off + len;
-                assert_true(gs__tcp_chunk_index(total, n, off, len, &idx));
-                assert_int_equal(idx, i);
-                assert_false(gs__tcp_chunk_index(total, n, off, len + 1, &idx));
-                assert_false(gs__tcp_chunk_index(total, n, off + 1, len, &idx));
-                if (len > 1) {
-                    assert_false(gs__tcp_chunk_index(total, n, off, len - 1, &idx));
-                }
-                if (off > 0) {
-                    assert_false(gs__tcp_chunk_index(total, n, off - 1, len, &idx));
-                }
-            }
-            assert_int_equal(next, total);
-            assert_false(gs__tcp_chunk_index(total, n, total + 1, 0, NULL));
+        assert_int_equal(gs__tcp_granules(total, false), 1);
+        if (total < GS_TCP_STRIPE_MIN) {
+            assert_int_equal(g, 1);
+        } else {
+            assert_int_equal(g, (total / GS_TCP_GRANULE_MIN > GS_TCP_GRANULES_MAX)
+                                    ? GS_TCP_GRANULES_MAX
+                                    : (unsigned)(total / GS_TCP_GRANULE_MIN));
         }
+        for (unsigned i = 0; i < g; i++) {
+            uint64_t off;
+            uint64_t len;
+
+            gs__tcp_granule_span(total, g, i, 1, &off, &len);
+            assert_int_equal(off, next);
+            assert_true((len > 0) || (total == 0));
+            next = off + len;
+            assert_true(gs__tcp_granule_run(total, g, off, len, &first, &count));
+            assert_int_equal(first, i);
+            assert_int_equal(count, 1);
+            assert_false(gs__tcp_granule_run(total, g, off, len + 1, &first, &count));
+            assert_false(gs__tcp_granule_run(total, g, off + 1, len, &first, &count));
+            if (len > 1) {
+                assert_false(gs__tcp_granule_run(total, g, off, len - 1, &first, &count));
+            }
+            if (off > 0) {
+                assert_false(gs__tcp_granule_run(total, g, off - 1, len, &first, &count));
+            }
+            /* Every longer run from here is one too. */
+            for (unsigned k = 2; i + k <= g; k += 3) {
+                gs__tcp_granule_span(total, g, i, k, &off, &len);
+                assert_true(gs__tcp_granule_run(total, g, off, len, &first, &count));
+                assert_int_equal(first, i);
+                assert_int_equal(count, k);
+            }
+        }
+        assert_int_equal(next, total);
+        assert_false(gs__tcp_granule_run(total, g, total + 1, 0, &first, &count));
     }
 }
 

@@ -104,10 +104,36 @@ static void test_tcp_wire_frame_rejects_malformed(void **state)
         buf[4] = (uint8_t)t;
         assert_int_equal(decode(buf, &out), GS_ERR_PROTOCOL);
     }
-    /* Reserved bytes. */
+    /* Reserved bytes, and flags: only RESEND, and only on DATA. */
     gs__tcp_frame_encode(&h, buf);
-    buf[5] = 1;
+    buf[5] = 2;
     assert_int_equal(decode(buf, &out), GS_ERR_PROTOCOL);
+    gs__tcp_frame_encode(&h, buf);
+    gs__tcp_frame_mark_resend(buf);
+    assert_int_equal(decode(buf, &out), GS_OK);
+    assert_int_equal(out.flags, GS_TCP_FRAME_F_RESEND);
+    {
+        gs__tcp_frame_hdr_t bye = {.type = GS_TCP_FRAME_BYE};
+
+        gs__tcp_frame_encode(&bye, buf);
+        buf[5] = GS_TCP_FRAME_F_RESEND;
+        assert_int_equal(decode(buf, &out), GS_ERR_PROTOCOL);
+    }
+    /* RAIL_DOWN: a rail below GS_TCP_MAX_SOCKS, every other field zero. */
+    {
+        gs__tcp_frame_hdr_t rd = {.type = GS_TCP_FRAME_RAIL_DOWN, .tag = 1};
+
+        gs__tcp_frame_encode(&rd, buf);
+        assert_int_equal(decode(buf, &out), GS_OK);
+        assert_int_equal(out.tag, 1);
+        rd.tag = GS_TCP_MAX_SOCKS;
+        gs__tcp_frame_encode(&rd, buf);
+        assert_int_equal(decode(buf, &out), GS_ERR_PROTOCOL);
+        rd.tag = 0;
+        rd.seq = 3;
+        gs__tcp_frame_encode(&rd, buf);
+        assert_int_equal(decode(buf, &out), GS_ERR_PROTOCOL);
+    }
     gs__tcp_frame_encode(&h, buf);
     buf[7] = 1;
     assert_int_equal(decode(buf, &out), GS_ERR_PROTOCOL);

@@ -175,6 +175,7 @@ void gs__tcp_conn_close(gs__tp_t *tp, gs__tcp_conn_t *c)
     if (c->fd < 0) {
         return;
     }
+    gs__tcp_unretain_conn(tp, c); /* their sends complete or fail with the peer */
     epoll_ctl(tp->epfd, EPOLL_CTL_DEL, c->fd, NULL);
     if (c->pipe->close != NULL) {
         c->pipe->close(c);

@@ -42,6 +42,7 @@
 #include "transport/tcp/tcp_shm_seg.h"
 #include "transport/tcp/tcp_pipe.h"
 #include "transport/tcp/tcp_pipe_tls.h"
+#include "transport/tcp/tcp_rail.h"
 #include "core/htab.h"
 #include "transport/match.h"
 #include "transport/tcp/tcp_wire.h"
@@ -113,8 +114,9 @@ typedef struct gs__tcp_frame {
     struct gs__tp_req *req; /* owning send; NULL for a control frame */
     const uint8_t *payload; /* chunk bytes in the user's buffer */
     uint64_t payload_len;
-    uint64_t sent; /* bytes of header + payload already written */
-    bool owned;    /* malloc'd control frame, freed once written */
+    uint64_t sent;     /* bytes of header + payload already written */
+    uint64_t ack_mark; /* retained (multi-rail): the socket's written-byte count at its end */
+    bool owned;        /* malloc'd control frame, freed once written */
     uint8_t hdr[GS_TCP_FRAME_HDR_LEN];
 } gs__tcp_frame_t;
 
@@ -132,7 +134,7 @@ typedef struct gs__tcp_inmsg {
     uint64_t claimed; /* chunk bytes announced so far */
     uint64_t got;     /* chunk bytes fully read */
     uint64_t charged; /* bytes of tp->held it holds (released by gs__tcp_msg_free) */
-    uint32_t parts;   /* bit i: chunk i of its chunk plan (tcp_wire.h) has started */
+    uint64_t parts;   /* bit i: granule i of its granule plan (tcp_wire.h) has started */
     int peer;
     gs__tcp_dest_t dest;
     bool in_active; /* on its peer's list of started messages and in tp->active */
@@ -164,6 +166,7 @@ typedef struct gs__tcp_conn {
     int fd; /* -1 once closed */
     int peer;
     int index;
+    int rail;        /* the pair's rail it is on: index / nsocks */
     unsigned events; /* epoll interest currently registered */
     bool bye_rcvd;
     bool kicked; /* has buffered work that epoll will not report */
@@ -182,7 +185,32 @@ typedef struct gs__tcp_conn {
     const gs__tcp_pipe_ops_t *pipe; /* where its bytes go: plain, TLS or shm (tcp_pipe.h) */
     gs__tcp_shm_t *shm;             /* socket 0 of a peer on the same host: frames go through it */
     struct ssl_st *ssl; /* GS_TLS: the session every byte goes through (tcp_pipe_tls.h) */
+    /* Multi-rail (docs/design.md, "Several rails per peer"). The drain
+     * rate: while the queue is backlogged (a write came up short) the
+     * bytes written over the time they took, an EWMA of busy periods. */
+    bool busy;
+    uint64_t busy_t0;
+    uint64_t busy_bytes;
+    int64_t busy_outq; /* the kernel's send queue when the sample began (SIOCOUTQ) */
+    uint64_t rate;     /* bytes per second, 0 until measured */
+    /* DATA frames written and not yet acknowledged by the peer's kernel
+     * (SIOCOUTQ): their sends complete when it has them, and they go
+     * again on another rail when this one fails. */
+    gs__tcp_frame_t *uq_head;
+    gs__tcp_frame_t *uq_tail;
+    uint64_t wbytes;        /* bytes written on the socket so far */
+    uint64_t rx_chunk_mask; /* granules of the chunk being read (rolled back if the rail fails) */
 } gs__tcp_conn_t;
+
+/* One rail of a pair: a local interface and the peer's address on it. */
+typedef struct gs__tcp_prail {
+    int local; /* index in tp->rails */
+    bool up;
+    gs__sockaddr_t raddr; /* the peer's address on it */
+    uint64_t bytes;       /* written on it */
+    uint64_t resent;      /* of them, frames sent again after another rail failed */
+    uint32_t share_ppm;   /* its share of the last striped message */
+} gs__tcp_prail_t;
 
 /*
  * Where the connection to a peer stands (tcp_handshake.c). With GS_CONNECT=lazy
@@ -203,7 +231,13 @@ typedef enum gs__tcp_link {
 } gs__tcp_link_t;
 
 typedef struct gs__tcp_peer {
-    gs__tcp_conn_t *conns; /* nsocks of them */
+    gs__tcp_conn_t *conns; /* nconns of them (tp->max_conns allocated) */
+    int nconns;            /* nrails x tp->nsocks: socket i is on rail i / nsocks */
+    int nrails;            /* paired rails (1 unless both ranks have several) */
+    int nrails_up;
+    gs__tcp_prail_t rails[GS_TCP_MAX_RAILS];
+    bool rail_failed;     /* a rail of the pair failed: RESEND frames are expected */
+    uint64_t rails_hb_ns; /* last heartbeat on every rail (multi-rail pairs) */
     gs__tcp_link_t link;
     int nup;                      /* sockets handed over so far */
     struct gs__tp_req *wait_head; /* sends posted before the link was up, in order */
@@ -252,7 +286,14 @@ struct gs__tp_req {
 struct gs__tp {
     int rank;
     int size;
-    int nsocks;
+    int nsocks;                             /* GS_TCP_NSOCKS: sockets per rail of a pair */
+    int max_conns;                          /* nsocks x nrails: the most sockets a pair may have */
+    gs__tcp_rail_t rails[GS_TCP_MAX_RAILS]; /* the local rails (GS_SOCKET_IFNAME) */
+    int nrails;
+    bool balance_equal;       /* GS_TCP_RAIL_BALANCE=equal: rails get equal shares */
+    uint64_t rail_timeout_ms; /* TCP_USER_TIMEOUT of a multi-rail pair's sockets */
+    int nretained;            /* sockets with DATA frames waiting for their ack */
+    bool rails_warned;        /* said once what a rail pairing left out */
     uint64_t job_id;
     uint64_t comm_id;
     gs__counters_t *counters;
@@ -423,6 +464,9 @@ gs_status_t gs__tcp_recv_probe(gs__tp_t *tp, int peer, uint64_t tag, int *found_
 void gs__tcp_recv_cancel(gs__tp_t *tp, struct gs__tp_req *req);
 /* Free every held message (finalize). */
 void gs__tcp_free_messages(gs__tp_t *tp);
+/* A socket of a lost rail has nothing more to give (EOF, an error): undo
+ * the chunk it was reading (it comes again as RESEND) and close it. */
+void gs__tcp_dead_conn_close(gs__tp_t *tp, gs__tcp_conn_t *c);
 
 /* --- tcp_handshake.c ------------------------------------------------- */
 
@@ -464,6 +508,40 @@ gs_status_t gs__tcp_hs_wait(gs__tp_t *tp, const int *peers, int n, uint64_t dead
 void gs__tcp_link_up(gs__tp_t *tp, int peer);
 /* Take a send off its peer's wait list (no-op when it is not on it). */
 void gs__tcp_send_unwait(gs__tp_t *tp, struct gs__tp_req *req);
+
+/* --- tcp_stripe.c ---------------------------------------------------- */
+
+/* Pair @p peer's rails from its address text (tcp_rail.h): nrails, nconns
+ * and each rail's local interface and peer address. Says (once) what a
+ * pairing left out. */
+void gs__tcp_rails_peer(gs__tp_t *tp, int peer, const char *text);
+/* Copy a peer's rail figures into the statistics counters. */
+void gs__tcp_rails_publish(gs__tp_t *tp, int peer);
+/* A multi-rail pair's link is up: TCP_USER_TIMEOUT on its sockets. */
+void gs__tcp_rails_tune(gs__tp_t *tp, int peer);
+/* The flush wrote @p bytes on c; @p blocked: it stopped with frames left
+ * (the socket buffer is full). Counts the rail's bytes and samples its rate. */
+void gs__tcp_rate_note(gs__tp_t *tp, gs__tcp_conn_t *c, uint64_t bytes, bool blocked);
+/* Cut a send into frames on the pair's sockets and rails and queue them
+ * (the link is up): takes its sequence number. */
+void gs__tcp_stripe(gs__tp_t *tp, struct gs__tp_req *req);
+/* Frame f was written on c, its last byte at the socket's byte count
+ * @p mark: a multi-rail pair keeps it until acknowledged (true), else the
+ * caller completes it (false). */
+bool gs__tcp_retain(gs__tp_t *tp, gs__tcp_conn_t *c, gs__tcp_frame_t *f, uint64_t mark);
+/* Complete the retained frames the peers' kernels have acknowledged (of
+ * every peer, or of one: before it is failed, what reached it completes). */
+void gs__tcp_acks_poll(gs__tp_t *tp);
+void gs__tcp_acks_poll_peer(gs__tp_t *tp, int peer);
+/* Forget what c retains (its socket closes, or its frames moved). */
+void gs__tcp_unretain_conn(gs__tp_t *tp, gs__tcp_conn_t *c);
+/* Take a send's frames off the retained lists; returns how many there were. */
+int gs__tcp_unretain_req(gs__tp_t *tp, struct gs__tp_req *req);
+/* Socket c failed for a remote cause (@p why): when its pair has another
+ * rail up, lose c's rail and go on (true); false: the caller fails the peer. */
+bool gs__tcp_rail_fail(gs__tp_t *tp, gs__tcp_conn_t *c, const char *why);
+/* RAIL_DOWN(k) arrived on c: the peer lost rail k; lose it here too. */
+void gs__tcp_rail_down_heard(gs__tp_t *tp, gs__tcp_conn_t *c, uint64_t k);
 
 /* --- tcp_pipe_shm.c ------------------------------------------------- */
 

@@ -38,11 +38,12 @@ void gs__tcp_report_down(gs__tp_t *tp, int x, int skip)
 {
     for (int q = 0; q < tp->size; q++) {
         /* A failed send below may fail q or others: re-check every time. */
-        for (int i = 0; (q != tp->rank) && (q != x) && (i < tp->nsocks); i++) {
+        for (int i = 0; (q != tp->rank) && (q != x) && (i < tp->peers[q].nconns); i++) {
             gs__tcp_conn_t *c = &tp->peers[q].conns[i];
 
             if ((c->fd >= 0) && (tp->peers[q].fail_status == GS_OK) &&
-                (tp->peers[q].link == GS_TCP_LINK_UP) && (q != skip)) {
+                (tp->peers[q].link == GS_TCP_LINK_UP) && (q != skip) &&
+                tp->peers[q].rails[c->rail].up) {
                 gs__tcp_queue_down(tp, c, x);
             }
         }
@@ -123,12 +124,27 @@ void gs__tcp_heartbeat_tick(gs__tp_t *tp, uint64_t now)
                               GS_TCP_HEARTBEAT_MISSES);
             continue;
         }
+        if ((p->nrails > 1) && (blind || (now - p->rails_hb_ns >= tp->hb_ns))) {
+            /* Every rail beats: a rail that carries nothing is watched too
+             * (its TCP_USER_TIMEOUT needs bytes in flight to fire). */
+            p->rails_hb_ns = now;
+            for (int k = 0; k < p->nrails; k++) {
+                gs__tcp_conn_t *rc = &p->conns[k * tp->nsocks];
+
+                if (p->rails[k].up && (rc->fd >= 0) && (rc->sq_head == NULL)) {
+                    queue_heartbeat(tp, rc);
+                }
+            }
+        }
         if (p->tx_seen) {
             p->last_tx_ns = now;
             p->tx_seen = false;
             continue;
         }
         c = &p->conns[0];
+        for (int i = 1; (i < p->nconns) && !p->rails[c->rail].up; i++) {
+            c = &p->conns[i]; /* the first socket of a rail that is up */
+        }
         /* Frames already queued will reach it (or it is not reading). After
          * a blind gap the peer may be close to its own limit: beat now. */
         if ((blind || (now - p->last_tx_ns >= tp->hb_ns)) && (c->fd >= 0) && (c->sq_head == NULL)) {
@@ -159,7 +175,7 @@ static void peer_fail_va(gs__tp_t *tp, int peer, gs_status_t status, bool remote
 
         memcpy(saved, p->reason, sizeof(saved));
         p->reading_last = true;
-        for (int i = 0; (i < tp->nsocks) && (p->fail_status == GS_OK); i++) {
+        for (int i = 0; (i < p->nconns) && (p->fail_status == GS_OK); i++) {
             if ((p->conns[i].fd >= 0) && (p->conns[i].rstate != GS_TCP_RS_PARKED) &&
                 (p->link == GS_TCP_LINK_UP)) {
                 gs__tcp_conn_read(tp, &p->conns[i]);
@@ -262,15 +278,22 @@ static void peer_fail_quiet(gs__tp_t *tp, int peer, gs_status_t status, const ch
     va_start(ap, fmt);
     vsnprintf(reason, sizeof(reason), fmt, ap);
     va_end(ap);
+    gs__tcp_acks_poll_peer(tp, peer); /* what reached it is sent, whatever follows */
     memcpy(p->reason, reason, sizeof(reason));
     p->fail_status = status;
     why = gs__tcp_peer_why(tp, p);
     tp->nfailed++;
     tp->nevents++;
-    for (int i = 0; i < tp->nsocks; i++) {
+    for (int i = 0; i < p->nconns; i++) {
         gs__tcp_conn_t *c = &p->conns[i];
         gs__tcp_frame_t *f = c->sq_head;
 
+        /* Sends waiting for their acknowledgement (multi-rail) fail too. */
+        for (gs__tcp_frame_t *u = c->uq_head; u != NULL; u = u->next) {
+            if ((u->req != NULL) && (u->req->state != GS_TCP_REQ_DONE)) {
+                gs__tcp_req_fail_ref(tp, u->req, status, why);
+            }
+        }
         gs__tcp_conn_close(tp, c);
         while (f != NULL) {
             gs__tcp_frame_t *fnext = f->next;
@@ -343,7 +366,7 @@ void gs__tcp_recv_go_down(gs__tp_t *tp)
             gs__tcp_unexp_unlink(tp, m);
             gs__tcp_msg_free_buf(tp, m); /* still charged GS_TCP_MSG_COST until it is freed */
             m->dest = GS_TCP_DEST_DRAIN;
-            for (int i = 0; i < tp->nsocks; i++) {
+            for (int i = 0; i < p->nconns; i++) {
                 if (p->conns[i].rmsg == m) {
                     p->conns[i].rdst = NULL; /* never into a buffer that is gone */
                 }

@@ -190,16 +190,17 @@ static void slot_hand_over(struct gs__tcp_setup *ctx, hs_slot_t *s)
     s->ssl = NULL;
     s->state = HS_FREE;
     if (ctx->claimed != NULL) {
-        ctx->claimed[(size_t)peer * (size_t)tp->nsocks + (size_t)s->index] = false;
+        ctx->claimed[(size_t)peer * (size_t)tp->max_conns + (size_t)s->index] = false;
     }
     p->nup++;
-    if (p->nup == tp->nsocks) {
+    if (p->nup == p->nconns) {
         gs__tcp_link_up(tp, peer); /* its slots are freed by the next out_tick */
     }
 }
 
+/* @p peer: whom it goes to (its pair's socket count), -1 when not known. */
 static void fill_hs(const gs__tp_t *tp, gs__tcp_hs_t *hs, uint32_t kind, uint32_t verdict,
-                    int index)
+                    int index, int peer)
 {
     hs->version = GS_TCP_PROTO_VERSION;
     hs->kind = kind;
@@ -209,7 +210,7 @@ static void fill_hs(const gs__tp_t *tp, gs__tcp_hs_t *hs, uint32_t kind, uint32_
     hs->rank = (uint32_t)tp->rank;
     hs->size = (uint32_t)tp->size;
     hs->index = (uint32_t)index;
-    hs->nsocks = (uint32_t)tp->nsocks;
+    hs->nsocks = (uint32_t)((peer >= 0) ? tp->peers[peer].nconns : tp->nsocks);
     /* Socket 0 offers shared memory (a local pair sets it up before its first frame). */
     hs->flags = ((index == 0) && tp->shm_offer) ? GS_TCP_HS_F_SHM : 0;
     if (tp->auth.on) {
@@ -261,14 +262,19 @@ static gs_status_t out_refused(struct gs__tcp_setup *ctx, hs_slot_t *s, uint64_t
 /* Start (or restart) an outgoing connect. */
 static gs_status_t out_start(struct gs__tcp_setup *ctx, hs_slot_t *s, uint64_t now)
 {
+    const gs__tcp_prail_t *rail = &ctx->tp->peers[s->peer].rails[s->index / ctx->tp->nsocks];
     gs__sockaddr_t a;
     gs__tcp_hs_t hs;
     gs_status_t status;
     int ret;
 
-    status = gs__sock_parse(ctx->addrs[s->peer], "any", &a);
-    if (status != GS_OK) {
-        return status; /* gs__sock_parse named the address */
+    if (rail->raddr.len > 0) {
+        a = rail->raddr; /* the peer's address on the socket's rail (tcp_stripe.c) */
+    } else {
+        status = gs__sock_parse(ctx->addrs[s->peer], "any", &a);
+        if (status != GS_OK) {
+            return status; /* gs__sock_parse named the address */
+        }
     }
     s->fd = socket(a.ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (s->fd < 0) {
@@ -278,7 +284,16 @@ static gs_status_t out_start(struct gs__tcp_setup *ctx, hs_slot_t *s, uint64_t n
                              "other; raise ulimit -n or use GS_CONNECT=lazy)",
                              s->peer, s->text, strerror(errno));
     }
-    fill_hs(ctx->tp, &hs, GS_TCP_HS_HELLO, GS_TCP_HS_OK, s->index);
+    if (ctx->tp->nrails > 1) {
+        /* Leave by the rail's own interface: its address is the source. */
+        gs__sockaddr_t src = ctx->tp->rails[rail->local].addr;
+
+        if (bind(s->fd, (const struct sockaddr *)&src.ss, src.len) != 0) {
+            return gs__error_set(GS_ERR_SYSTEM, "tcp: bind to rail %s's address failed: %s",
+                                 ctx->tp->rails[rail->local].ifname, strerror(errno));
+        }
+    }
+    fill_hs(ctx->tp, &hs, GS_TCP_HS_HELLO, GS_TCP_HS_OK, s->index, s->peer);
     if (ctx->tp->auth.on) {
         /* A fresh nonce per attempt: nothing of an earlier try can be replayed. */
         if (gs__auth_nonce(s->nonce_c) != GS_OK) {
@@ -356,7 +371,7 @@ static void out_abandon(struct gs__tcp_setup *ctx, int peer)
 {
     hs_slot_t *out = ctx->out[peer];
 
-    for (int i = 0; (out != NULL) && (i < ctx->tp->nsocks); i++) {
+    for (int i = 0; (out != NULL) && (i < ctx->tp->peers[peer].nconns); i++) {
         if (out[i].state != HS_FREE) {
             slot_close(ctx, &out[i]);
             out[i].state = HS_FREE;
@@ -373,7 +388,7 @@ static gs_status_t out_got_ack(struct gs__tcp_setup *ctx, hs_slot_t *s)
     gs__tcp_hs_expect_t exp = {.job_id = tp->job_id,
                                .comm_id = tp->comm_id,
                                .size = tp->size,
-                               .nsocks = tp->nsocks,
+                               .nsocks = tp->peers[s->peer].nconns,
                                .rank_lo = s->peer,
                                .rank_hi = s->peer};
     char why[GS_TCP_REASON_MAX];
@@ -437,7 +452,7 @@ static gs_status_t out_got_ack(struct gs__tcp_setup *ctx, hs_slot_t *s)
                                  "differs from this rank's (or it is not rank %d of this job)",
                                  s->peer, s->text, s->peer);
         }
-        fill_hs(tp, &proof, GS_TCP_HS_PROOF, GS_TCP_HS_OK, s->index);
+        fill_hs(tp, &proof, GS_TCP_HS_PROOF, GS_TCP_HS_OK, s->index, s->peer);
         gs__auth_mac(&tp->auth, GS_AUTH_CONNECTOR, GS_TCP_AUTH_DOMAIN, s->nonce_c, ack.nonce,
                      proof.mac);
         gs__tcp_hs_encode(&proof, s->buf);
@@ -574,7 +589,7 @@ static void in_reject(struct gs__tcp_setup *ctx, hs_slot_t *s, uint32_t verdict,
         uint8_t buf[GS_TCP_HS_LEN];
 
         fill_hs(ctx->tp, &ack, GS_TCP_HS_ACK, verdict,
-                (verdict == GS_TCP_HS_CROSSED) ? s->index : 0);
+                (verdict == GS_TCP_HS_CROSSED) ? s->index : 0, -1);
         if (ctx->tp->auth.on && (verdict != GS_TCP_HS_CROSSED)) {
             /* Nothing about the job for a peer that has not proven the token:
              * the verdict alone (the connector does not check ids on a refusal). */
@@ -629,7 +644,7 @@ static uint32_t in_claim(struct gs__tcp_setup *ctx, const gs__tcp_hs_t *hello, c
 {
     gs__tp_t *tp = ctx->tp;
     gs__tcp_peer_t *p = &tp->peers[hello->rank];
-    const size_t k = (size_t)hello->rank * (size_t)tp->nsocks + hello->index;
+    const size_t k = (size_t)hello->rank * (size_t)tp->max_conns + hello->index;
 
     if (p->fail_status != GS_OK) {
         snprintf(why, len, "rank %u has failed here (%.100s)", hello->rank, p->reason);
@@ -693,7 +708,7 @@ static gs_status_t in_step(struct gs__tcp_setup *ctx, hs_slot_t *s)
         gs__tcp_hs_expect_t exp = {.job_id = tp->job_id,
                                    .comm_id = tp->comm_id,
                                    .size = tp->size,
-                                   .nsocks = tp->nsocks,
+                                   .nsocks = -1, /* the pair's: checked below */
                                    .rank_lo = tp->lazy ? 0 : tp->rank + 1,
                                    .rank_hi = tp->size - 1};
         uint32_t verdict;
@@ -730,6 +745,13 @@ static gs_status_t in_step(struct gs__tcp_setup *ctx, hs_slot_t *s)
         verdict = gs__tcp_hs_check(&hello, &exp, why, sizeof(why));
         if ((verdict == GS_TCP_HS_OK) && (hello.rank == (uint32_t)tp->rank)) {
             snprintf(why, sizeof(why), "rank %u is this rank", hello.rank);
+            verdict = GS_TCP_HS_BAD_RANK;
+        }
+        if ((verdict == GS_TCP_HS_OK) && (hello.nsocks != (uint32_t)tp->peers[hello.rank].nconns)) {
+            snprintf(why, sizeof(why),
+                     "rank %u has %u sockets for this pair, this rank %d (every rank needs the "
+                     "same GS_TCP_NSOCKS, and rails that pair: GS_SOCKET_IFNAME)",
+                     hello.rank, hello.nsocks, tp->peers[hello.rank].nconns);
             verdict = GS_TCP_HS_BAD_RANK;
         }
         if (verdict != GS_TCP_HS_OK) {
@@ -769,12 +791,12 @@ static gs_status_t in_step(struct gs__tcp_setup *ctx, hs_slot_t *s)
         if (tp->auth.on) {
             memcpy(s->nonce_c, hello.nonce, sizeof(s->nonce_c));
             if (gs__auth_nonce(s->nonce_a) != GS_OK) {
-                ctx->claimed[s->peer * tp->nsocks + s->index] = false;
+                ctx->claimed[s->peer * tp->max_conns + s->index] = false;
                 in_reject(ctx, s, GS_TCP_HS_OK, gs__error_get());
                 return GS_OK;
             }
         }
-        fill_hs(tp, &hello, GS_TCP_HS_ACK, GS_TCP_HS_OK, s->index);
+        fill_hs(tp, &hello, GS_TCP_HS_ACK, GS_TCP_HS_OK, s->index, s->peer);
         if (tp->auth.on) {
             memcpy(hello.nonce, s->nonce_a, sizeof(hello.nonce));
             gs__auth_mac(&tp->auth, GS_AUTH_ACCEPTOR, GS_TCP_AUTH_DOMAIN, s->nonce_c, s->nonce_a,
@@ -788,7 +810,7 @@ static gs_status_t in_step(struct gs__tcp_setup *ctx, hs_slot_t *s)
         ret = hs_io(s, true);
         if (ret < 0) {
             /* The right peer, gone mid-handshake: free its place for a retry. */
-            ctx->claimed[s->peer * tp->nsocks + s->index] = false;
+            ctx->claimed[s->peer * tp->max_conns + s->index] = false;
             snprintf(why, sizeof(why), "rank %d failed while taking the ack: %s", s->peer,
                      (errno != 0) ? strerror(errno) : "closed");
             in_reject(ctx, s, GS_TCP_HS_OK, why);
@@ -817,7 +839,7 @@ static gs_status_t in_step(struct gs__tcp_setup *ctx, hs_slot_t *s)
             !gs__auth_check(&tp->auth, GS_AUTH_CONNECTOR, GS_TCP_AUTH_DOMAIN, s->nonce_c,
                             s->nonce_a, proof.mac)) {
             /* Not the token's holder (or a replay of an old handshake): free the place. */
-            ctx->claimed[s->peer * tp->nsocks + s->index] = false;
+            ctx->claimed[s->peer * tp->max_conns + s->index] = false;
             snprintf(why, sizeof(why),
                      "the peer claiming rank %d failed authentication (%s): a wrong "
                      "GS_AUTH_TOKEN or a replayed handshake",
@@ -966,7 +988,7 @@ static void in_accept(struct gs__tcp_setup *ctx, uint64_t now)
             s = &ctx->in[ctx->evict];
             ctx->evict = (ctx->evict + 1) % HS_MAX_INCOMING;
             if (s->peer >= 0) {
-                ctx->claimed[s->peer * tp->nsocks + s->index] = false;
+                ctx->claimed[s->peer * tp->max_conns + s->index] = false;
             }
             in_reject(ctx, s, GS_TCP_HS_OK, "too many unfinished handshakes");
         }
@@ -1011,7 +1033,7 @@ static void out_tick(struct gs__tcp_setup *ctx, uint64_t now)
             free(ctx->out[p]); /* every slot was handed over, or the peer failed */
             ctx->out[p] = NULL;
         }
-        for (int i = 0; (ctx->out[p] != NULL) && (i < tp->nsocks); i++) {
+        for (int i = 0; (ctx->out[p] != NULL) && (i < tp->peers[p].nconns); i++) {
             hs_slot_t *s = &ctx->out[p][i];
 
             if (s->state != HS_OUT_RETRY) {
@@ -1088,7 +1110,7 @@ gs_status_t gs__tcp_hs_open(gs__tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX])
     ctx->addrs = calloc((size_t)tp->size, GS_TP_ADDR_MAX);
     ctx->out = calloc((size_t)tp->size, sizeof(*ctx->out));
     ctx->deadline = calloc((size_t)tp->size, sizeof(*ctx->deadline));
-    ctx->claimed = calloc((size_t)tp->size * (size_t)tp->nsocks, sizeof(bool));
+    ctx->claimed = calloc((size_t)tp->size * (size_t)tp->max_conns, sizeof(bool));
     if ((ctx->addrs == NULL) || (ctx->out == NULL) || (ctx->deadline == NULL) ||
         (ctx->claimed == NULL)) {
         return gs__error_set(GS_ERR_NO_MEMORY, "tcp: out of memory for connection setup");
@@ -1103,6 +1125,9 @@ gs_status_t gs__tcp_hs_open(gs__tp_t *tp, char (*addrs)[GS_TP_ADDR_MAX])
                                  "tcp: the address of rank %d is not NUL-terminated", p);
         }
         memcpy(ctx->addrs[p], addrs[p], GS_TP_ADDR_MAX);
+        if (p != tp->rank) {
+            gs__tcp_rails_peer(tp, p, ctx->addrs[p]); /* its rails, paired with ours */
+        }
     }
     ctx->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (ctx->epfd < 0) {
@@ -1138,7 +1163,7 @@ void gs__tcp_hs_close(gs__tp_t *tp)
         slot_close(ctx, &ctx->in[i]);
     }
     for (int p = 0; (ctx->out != NULL) && (p < tp->size); p++) {
-        for (int i = 0; (ctx->out[p] != NULL) && (i < tp->nsocks); i++) {
+        for (int i = 0; (ctx->out[p] != NULL) && (i < tp->peers[p].nconns); i++) {
             slot_close(ctx, &ctx->out[p][i]);
         }
         free(ctx->out[p]);
@@ -1166,6 +1191,9 @@ void gs__tcp_hs_learn(gs__tp_t *tp, int peer, const char *addr)
 {
     if ((tp->hs != NULL) && (peer >= 0) && (peer < tp->size)) {
         snprintf(tp->hs->addrs[peer], GS_TP_ADDR_MAX, "%s", addr);
+        if ((peer != tp->rank) && (tp->peers[peer].link == GS_TCP_LINK_NONE)) {
+            gs__tcp_rails_peer(tp, peer, tp->hs->addrs[peer]);
+        }
     }
 }
 
@@ -1196,7 +1224,7 @@ void gs__tcp_hs_want(gs__tp_t *tp, int peer, bool initiate)
                           tp->rank, peer);
         return;
     }
-    out = calloc((size_t)tp->nsocks, sizeof(*out));
+    out = calloc((size_t)p->nconns, sizeof(*out));
     if (out == NULL) {
         gs__tcp_peer_fail(tp, peer, GS_ERR_NO_MEMORY, "tcp: out of memory connecting to rank %d",
                           peer);
@@ -1207,7 +1235,7 @@ void gs__tcp_hs_want(gs__tp_t *tp, int peer, bool initiate)
     p->link = GS_TCP_LINK_OUT;
     /* Lazy, to a higher rank: give its own attempt a head start. */
     defer = tp->lazy && (peer > tp->rank);
-    for (int i = 0; i < tp->nsocks; i++) {
+    for (int i = 0; i < p->nconns; i++) {
         hs_slot_t *s = &out[i];
 
         s->fd = -1;
@@ -1233,13 +1261,13 @@ void gs__tcp_hs_forget(gs__tp_t *tp, int peer)
     }
     /* The slots stay allocated until out_tick: an event of this pass may
      * still point at one. */
-    for (int i = 0; (ctx->out[peer] != NULL) && (i < tp->nsocks); i++) {
+    for (int i = 0; (ctx->out[peer] != NULL) && (i < tp->peers[peer].nconns); i++) {
         slot_close(ctx, &ctx->out[peer][i]);
         ctx->out[peer][i].state = HS_FREE;
     }
     for (int i = 0; i < HS_MAX_INCOMING; i++) {
         if ((ctx->in[i].state != HS_FREE) && (ctx->in[i].peer == peer)) {
-            ctx->claimed[(size_t)peer * (size_t)tp->nsocks + (size_t)ctx->in[i].index] = false;
+            ctx->claimed[(size_t)peer * (size_t)tp->max_conns + (size_t)ctx->in[i].index] = false;
             slot_close(ctx, &ctx->in[i]);
             ctx->in[i].state = HS_FREE;
         }
@@ -1285,7 +1313,7 @@ static void missing_ranks(const struct gs__tcp_setup *ctx, const int *peers, int
         /* Our connects to it: where, and what the last attempt got. */
         nn = snprintf(buf + off, len - off, "%s%d%s%s (%d/%d sockets%s%.60s)",
                       (count > 0) ? ", " : "", p, (at != NULL) ? " at " : "",
-                      (at != NULL) ? at->text : "", tp->peers[p].nup, tp->nsocks,
+                      (at != NULL) ? at->text : "", tp->peers[p].nup, tp->peers[p].nconns,
                       ((at != NULL) && (at->why[0] != '\0')) ? "; last attempt: " : "",
                       ((at != NULL) && (at->why[0] != '\0')) ? at->why : "");
         off += (nn > 0) ? (size_t)nn : 0;

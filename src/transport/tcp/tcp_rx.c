@@ -165,7 +165,7 @@ void gs__tcp_recv_cancel(gs__tp_t *tp, struct gs__tp_req *req)
         gs__tcp_peer_t *p = &tp->peers[m->peer];
 
         m->dest = GS_TCP_DEST_DRAIN;
-        for (int i = 0; i < tp->nsocks; i++) {
+        for (int i = 0; i < p->nconns; i++) {
             if (p->conns[i].rmsg == m) {
                 p->conns[i].rdst = NULL;
             }
@@ -186,23 +186,27 @@ static void kick(gs__tp_t *tp, gs__tcp_conn_t *c)
 }
 
 /*
- * Which chunk of its message's chunk plan (tcp_wire.h) the DATA frame h
- * from peer is: the plan the sender followed, from the total, the socket
- * count and whether the pair has a shared-memory link (set up the same on
- * both sides before the first frame). Fails the peer when it is none.
+ * Which run of granules of its message's granule plan (tcp_wire.h) the DATA
+ * frame h from peer is: the plan both sides cut from the total, and whether
+ * the pair stripes (several sockets, no shared-memory link; set up the same
+ * on both sides before the first frame). Fails the peer when it is none.
  */
-static bool chunk_part(gs__tp_t *tp, int peer, const gs__tcp_frame_hdr_t *h, unsigned *part_out)
+static bool chunk_run(gs__tp_t *tp, int peer, const gs__tcp_frame_hdr_t *h, uint64_t *mask_out)
 {
-    const unsigned n = gs__tcp_chunk_count(h->total_len, tp->nsocks, tp->peers[peer].shm == NULL);
+    const gs__tcp_peer_t *p = &tp->peers[peer];
+    const unsigned g = gs__tcp_granules(h->total_len, (p->shm == NULL) && (p->nconns > 1));
+    unsigned first;
+    unsigned count;
 
-    if (!gs__tcp_chunk_index(h->total_len, n, h->offset, h->chunk_len, part_out)) {
+    if (!gs__tcp_granule_run(h->total_len, g, h->offset, h->chunk_len, &first, &count)) {
         gs__tcp_peer_fail(tp, peer, GS_ERR_PROTOCOL,
                           "peer %d sent a bad frame header: chunk [%" PRIu64 ", +%" PRIu64
                           ") of message %" PRIu64 " (%" PRIu64
-                          " bytes) is not one of the %u its sender cuts it into",
-                          peer, h->offset, h->chunk_len, h->seq, h->total_len, n);
+                          " bytes) is not a run of the %u granules its sender cuts it into",
+                          peer, h->offset, h->chunk_len, h->seq, h->total_len, g);
         return false;
     }
+    *mask_out = gs__tcp_granule_mask(first, count);
     return true;
 }
 
@@ -212,7 +216,7 @@ _Static_assert(sizeof(gs__tcp_inmsg_t) + 2 * sizeof(size_t) + GS_MATCH_ENTRY_OVE
                    GS_TCP_MSG_COST,
                "GS_TCP_MSG_COST covers a message, its allocator overhead, its match keys and "
                "its slots in the indexes");
-_Static_assert(GS_TCP_MAX_SOCKS <= 32, "gs__tcp_inmsg_t.parts has a bit per chunk");
+_Static_assert(GS_TCP_GRANULES_MAX <= 64, "gs__tcp_inmsg_t.parts has a bit per granule");
 
 /* A new message (seq == recv_seq) from peer: bind it to a receive or hold it. */
 static gs__tcp_inmsg_t *msg_start(gs__tp_t *tp, int peer, const gs__tcp_frame_hdr_t *h)
@@ -222,7 +226,7 @@ static gs__tcp_inmsg_t *msg_start(gs__tp_t *tp, int peer, const gs__tcp_frame_hd
     char why[GS_MATCH_WHY_MAX];
     struct gs__tp_req *r = NULL;
     gs__tcp_inmsg_t *m;
-    unsigned part;
+    uint64_t mask;
 
     /* Before anything is allocated or read for it (GS_MAX_MESSAGE_BYTES). */
     if (h->total_len > tp->max_msg) {
@@ -232,7 +236,7 @@ static gs__tcp_inmsg_t *msg_start(gs__tp_t *tp, int peer, const gs__tcp_frame_hd
                           peer, h->total_len, tp->max_msg);
         return NULL;
     }
-    if (!chunk_part(tp, peer, h, &part)) {
+    if (!chunk_run(tp, peer, h, &mask)) {
         return NULL;
     }
     if ((tp->down_status != GS_OK) && !gs__tp_tag_is_recovery(h->tag)) {
@@ -276,7 +280,7 @@ static gs__tcp_inmsg_t *msg_start(gs__tp_t *tp, int peer, const gs__tcp_frame_hd
             return NULL;
         }
     }
-    m->parts = 1u << part;
+    m->parts = mask;
     m->peer = peer;
     m->seq = h->seq;
     m->tag = h->tag;
@@ -373,6 +377,9 @@ static void chunk_done(gs__tp_t *tp, gs__tcp_conn_t *c)
     c->rmsg = NULL;
     c->rdst = NULL;
     c->rstate = GS_TCP_RS_HDR;
+    if (m == NULL) {
+        return; /* a repeat drained (a lost rail's frame, or one sent again) */
+    }
     m->got += c->rhdr.chunk_len;
     if (m->got == m->total) {
         msg_done(tp, m);
@@ -381,12 +388,67 @@ static void chunk_done(gs__tp_t *tp, gs__tcp_conn_t *c)
 
 static void on_header(gs__tp_t *tp, gs__tcp_conn_t *c);
 
+/* Read the chunk whose header c holds into nowhere. */
+static void chunk_drain(gs__tcp_conn_t *c)
+{
+    c->rmsg = NULL;
+    c->rdst = NULL;
+    c->rleft = c->rhdr.chunk_len;
+    c->rstate = (c->rleft > 0) ? GS_TCP_RS_PAYLOAD : GS_TCP_RS_HDR;
+}
+
+/*
+ * A repeat of granules m already has, after a rail failed (a RESEND, or a
+ * lost rail's socket still being read). When a lost rail's socket is in the
+ * middle of exactly those granules, the repeat takes over: that socket's
+ * rest is drained instead (its sender may never finish it). Otherwise the
+ * repeat is drained.
+ */
+static void chunk_repeat(gs__tp_t *tp, gs__tcp_conn_t *c, gs__tcp_inmsg_t *m, uint64_t mask)
+{
+    gs__tcp_peer_t *p = &tp->peers[c->peer];
+
+    for (int i = 0; i < p->nconns; i++) {
+        gs__tcp_conn_t *d = &p->conns[i];
+
+        if ((d != c) && !p->rails[d->rail].up && (d->rstate == GS_TCP_RS_PAYLOAD) &&
+            (d->rmsg == m) && (d->rx_chunk_mask == mask)) {
+            m->claimed -= d->rhdr.chunk_len;
+            d->rmsg = NULL;
+            d->rdst = NULL;
+            c->rx_chunk_mask = mask;
+            chunk_start(tp, c, m);
+            return;
+        }
+    }
+    chunk_drain(c);
+}
+
+void gs__tcp_dead_conn_close(gs__tp_t *tp, gs__tcp_conn_t *c)
+{
+    gs__tcp_peer_t *p = &tp->peers[c->peer];
+
+    if ((c->rstate == GS_TCP_RS_PAYLOAD) && (c->rmsg != NULL)) {
+        c->rmsg->parts &= ~c->rx_chunk_mask; /* it comes again as RESEND */
+        c->rmsg->claimed -= c->rhdr.chunk_len;
+    }
+    if (c->rstate == GS_TCP_RS_PARKED) {
+        p->nparked--;
+    }
+    c->rmsg = NULL;
+    c->rdst = NULL;
+    c->rstate = GS_TCP_RS_HDR;
+    c->rpos = 0;
+    c->rlen = 0;
+    gs__tcp_conn_close(tp, c);
+}
+
 /* After recv_seq moved on, let every socket whose header is now usable go on:
  * a further chunk of the message that just started (seq < recv_seq) or the
  * start of the next one (seq == recv_seq). */
 static void unpark(gs__tp_t *tp, gs__tcp_peer_t *p)
 {
-    for (int i = 0; (i < tp->nsocks) && (p->nparked > 0); i++) {
+    for (int i = 0; (i < p->nconns) && (p->nparked > 0); i++) {
         gs__tcp_conn_t *c = &p->conns[i];
 
         if ((c->rstate == GS_TCP_RS_PARKED) && (c->rhdr.seq <= p->recv_seq)) {
@@ -418,12 +480,24 @@ static void on_down(gs__tp_t *tp, gs__tcp_conn_t *c)
     gs__tcp_down_heard(tp, (int)x, c->peer);
 }
 
+/* Sockets of the pair still open (a lost rail's close after its EOF). */
+static int conns_open(const gs__tcp_peer_t *p)
+{
+    int n = 0;
+
+    for (int i = 0; i < p->nconns; i++) {
+        n += (p->conns[i].fd >= 0) ? 1 : 0;
+    }
+    return n;
+}
+
 static void on_header(gs__tp_t *tp, gs__tcp_conn_t *c)
 {
     gs__tcp_peer_t *p = &tp->peers[c->peer];
     const gs__tcp_frame_hdr_t *h = &c->rhdr;
     gs__tcp_inmsg_t *m;
-    unsigned part;
+    uint64_t mask;
+    bool repeat_ok;
 
     if (c->bye_rcvd) {
         gs__tcp_peer_fail(tp, c->peer, GS_ERR_PROTOCOL, "peer %d sent a frame after saying goodbye",
@@ -437,10 +511,24 @@ static void on_header(gs__tp_t *tp, gs__tcp_conn_t *c)
     if (h->type == GS_TCP_FRAME_HEARTBEAT) {
         return; /* its bytes arriving was the point (do_recv noted them) */
     }
+    if (h->type == GS_TCP_FRAME_RAIL_DOWN) {
+        gs__tcp_rail_down_heard(tp, c, h->tag); /* a control frame: no sequence number */
+        return;
+    }
+    if (((h->flags & GS_TCP_FRAME_F_RESEND) != 0) && !p->rail_failed) {
+        gs__tcp_peer_fail(tp, c->peer, GS_ERR_PROTOCOL,
+                          "peer %d sent a bad frame header: a frame sent again, and no rail of "
+                          "the pair failed",
+                          c->peer);
+        return;
+    }
+    /* After a rail failed, granules may come twice: sent again, and read
+     * from the lost rail's socket. */
+    repeat_ok = ((h->flags & GS_TCP_FRAME_F_RESEND) != 0) || !p->rails[c->rail].up;
     if (h->type == GS_TCP_FRAME_BYE) {
         c->bye_rcvd = true;
         p->nbye++;
-        if (p->nbye == tp->nsocks) {
+        if (p->nbye >= p->nrails_up * tp->nsocks) {
             gs__tcp_peer_left(tp, c->peer);
         }
         return;
@@ -448,6 +536,20 @@ static void on_header(gs__tp_t *tp, gs__tcp_conn_t *c)
     if (h->seq < p->recv_seq) {
         /* A further chunk of a message that has started. */
         m = gs__tcp_active_find(tp, c->peer, h->seq);
+        if (repeat_ok && (h->type == GS_TCP_FRAME_DATA) &&
+            ((m == NULL) || ((m->tag == h->tag) && (m->total == h->total_len)))) {
+            if (m == NULL) {
+                chunk_drain(c); /* its message is complete */
+                return;
+            }
+            if (!chunk_run(tp, c->peer, h, &mask)) {
+                return;
+            }
+            if ((m->parts & mask) == mask) {
+                chunk_repeat(tp, c, m, mask);
+                return;
+            }
+        }
         if ((h->type != GS_TCP_FRAME_DATA) || (m == NULL) || (m->tag != h->tag) ||
             (m->total != h->total_len) || (h->chunk_len > m->total - m->claimed) ||
             (h->chunk_len == 0)) {
@@ -457,26 +559,27 @@ static void on_header(gs__tp_t *tp, gs__tcp_conn_t *c)
                               c->peer, h->seq);
             return;
         }
-        /* Only the plan's chunks, each once: chunks that overlap would add
-         * up to the total and complete the message around a hole. */
-        if (!chunk_part(tp, c->peer, h, &part)) {
+        /* Only runs of the plan's granules, each once: chunks that overlap
+         * would add up to the total and complete the message around a hole. */
+        if (!chunk_run(tp, c->peer, h, &mask)) {
             return;
         }
-        if ((m->parts & (1u << part)) != 0) {
+        if ((m->parts & mask) != 0) {
             gs__tcp_peer_fail(tp, c->peer, GS_ERR_PROTOCOL,
-                              "peer %d sent a bad frame header: chunk %u of message %" PRIu64
-                              " arrived twice",
-                              c->peer, part, h->seq);
+                              "peer %d sent a bad frame header: granules 0x%" PRIx64
+                              " of message %" PRIu64 " arrived twice",
+                              c->peer, m->parts & mask, h->seq);
             return;
         }
-        m->parts |= 1u << part;
+        m->parts |= mask;
+        c->rx_chunk_mask = mask;
         chunk_start(tp, c, m);
         return;
     }
     if (h->seq > p->recv_seq) {
         c->rstate = GS_TCP_RS_PARKED;
         p->nparked++;
-        if (p->nparked + p->nbye >= tp->nsocks) {
+        if (p->nparked + p->nbye >= conns_open(p)) {
             gs__tcp_peer_fail(tp, c->peer, GS_ERR_PROTOCOL,
                               "peer %d sent a bad frame header: message %" PRIu64
                               " never started (every socket waits for it)",
@@ -495,6 +598,7 @@ static void on_header(gs__tp_t *tp, gs__tcp_conn_t *c)
     if (m == NULL) {
         return;
     }
+    c->rx_chunk_mask = m->parts;
     chunk_start(tp, c, m);
     if (p->nparked > 0) {
         unpark(tp, p);
@@ -504,7 +608,18 @@ static void on_header(gs__tp_t *tp, gs__tcp_conn_t *c)
 static void recv_error(gs__tp_t *tp, gs__tcp_conn_t *c, ssize_t n, int err)
 {
     gs__tcp_peer_t *p = &tp->peers[c->peer];
+    char why[GS_TCP_REASON_MAX];
 
+    if (!p->rails[c->rail].up) {
+        gs__tcp_dead_conn_close(tp, c); /* a lost rail's socket has given all it had */
+        return;
+    }
+    if ((n != 0) || (!c->bye_rcvd && (p->nbye == 0))) {
+        snprintf(why, sizeof(why), "%s", (n == 0) ? "closed" : strerror(err));
+        if (gs__tcp_rail_fail(tp, c, why)) {
+            return; /* another rail of the pair carries on */
+        }
+    }
     if (n == 0) {
         if (c->bye_rcvd) {
             gs__tcp_conn_close(tp, c); /* orderly: the peer already said goodbye */

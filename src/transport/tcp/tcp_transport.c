@@ -29,6 +29,8 @@
 #include <sched.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <unistd.h>
 
 #define TCP_LISTEN_BACKLOG 1024
@@ -55,6 +57,60 @@ static gs_status_t resolve_route(const char *text, const char *family, gs__socka
     return gs__sock_resolve(text, 0, family, out);
 }
 
+static int sock_port(const gs__sockaddr_t *a)
+{
+    return (a->ss.ss_family == AF_INET6) ? ntohs(((const struct sockaddr_in6 *)&a->ss)->sin6_port)
+                                         : ntohs(((const struct sockaddr_in *)&a->ss)->sin_port);
+}
+
+/*
+ * GS_SOCKET_IFNAME selecting several interfaces makes them rails
+ * (docs/design.md, "Several rails per peer"): listen on the wildcard
+ * address of their family. One interface (or none named): as before.
+ */
+static gs_status_t rails_setup(gs__tp_t *tp, const gs__tcp_settings_t *set, gs__sockaddr_t *any)
+{
+    int n = 0;
+    int extra = 0;
+
+    if ((set->ifname == NULL) || (set->ifname[0] == '\0') ||
+        !gs__tcp_rails_spec_is_list(set->ifname)) {
+        return GS_OK;
+    }
+    if ((gs__tcp_rails_local(set->ifname, set->family, tp->rails, GS_TCP_MAX_RAILS, &n, &extra) !=
+         GS_OK) ||
+        (n < 2)) {
+        gs__error_clear();
+        return GS_OK; /* one rail, or none: gs__sock_pick_local says why */
+    }
+    if ((tp->nsocks * n) > GS_TCP_MAX_SOCKS) {
+        return gs__error_set(GS_ERR_INVALID_ARG,
+                             "tcp: %d rails x GS_TCP_NSOCKS=%d is %d sockets per peer, over %d; "
+                             "lower GS_TCP_NSOCKS",
+                             n, tp->nsocks, n * tp->nsocks, GS_TCP_MAX_SOCKS);
+    }
+    for (int r = 1; r < n; r++) {
+        if (tp->rails[r].addr.ss.ss_family != tp->rails[0].addr.ss.ss_family) {
+            return gs__error_set(GS_ERR_INVALID_ARG,
+                                 "tcp: GS_SOCKET_IFNAME=%s selects interfaces of both address "
+                                 "families (%s, %s); set GS_SOCKET_FAMILY=ipv4 or ipv6",
+                                 set->ifname, tp->rails[0].ifname, tp->rails[r].ifname);
+        }
+    }
+    if (extra > 0) {
+        GS_WARN("tcp: GS_SOCKET_IFNAME=%s selects %d interfaces; the first %d are rails",
+                set->ifname, n + extra, n);
+    }
+    tp->nrails = n;
+    tp->max_conns = tp->nsocks * n;
+    tp->rail_timeout_ms = (set->heartbeat_ms > 0) ? 3ull * (uint64_t)set->heartbeat_ms : 10000ull;
+    memset(any, 0, sizeof(*any));
+    any->ss.ss_family = tp->rails[0].addr.ss.ss_family;
+    any->len =
+        (any->ss.ss_family == AF_INET6) ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    return GS_OK;
+}
+
 static void free_instance(gs__tp_t *tp)
 {
     gs__tcp_hs_close(tp);
@@ -63,7 +119,7 @@ static void free_instance(gs__tp_t *tp)
         for (int p = 0; p < tp->size; p++) {
             gs__tcp_conn_t *conns = tp->peers[p].conns;
 
-            for (int i = 0; (conns != NULL) && (i < tp->nsocks); i++) {
+            for (int i = 0; (conns != NULL) && (i < tp->max_conns); i++) {
                 gs__tcp_frame_t *f = conns[i].sq_head;
 
                 while (f != NULL) {
@@ -116,6 +172,7 @@ void gs__tcp_settings_read(const gs__cfg_t *cfg, gs__tcp_settings_t *out)
     out->nsocks = cfg->tcp_nsocks;
     out->spin_us = cfg->tcp_spin_us;
     out->ifname = cfg->socket_ifname;
+    out->rail_balance = cfg->tcp_rail_balance;
     out->family = cfg->socket_family;
     out->master_addr = cfg->master_addr;
     out->host_id = gs__host_id(cfg->host_id);
@@ -149,6 +206,7 @@ gs_status_t gs__tcp_init_with(const gs__tp_params_t *params, const gs__tcp_setti
 {
     gs__sockaddr_t route;
     gs__sockaddr_t local;
+    gs__sockaddr_t any;
     char text[GS_SOCK_ADDR_MAX];
     struct epoll_event ev;
     gs_status_t status;
@@ -169,6 +227,9 @@ gs_status_t gs__tcp_init_with(const gs__tp_params_t *params, const gs__tcp_setti
     tp->rank = params->rank;
     tp->size = params->size;
     tp->nsocks = set->nsocks;
+    tp->nrails = 1;
+    tp->max_conns = set->nsocks;
+    tp->balance_equal = (set->rail_balance != NULL) && (strcmp(set->rail_balance, "equal") == 0);
     tp->spin_us = set->spin_us;
     tp->job_id = params->job_id;
     tp->comm_id = params->comm_id;
@@ -221,6 +282,10 @@ gs_status_t gs__tcp_init_with(const gs__tp_params_t *params, const gs__tcp_setti
             goto err_free;
         }
     }
+    status = rails_setup(tp, set, &any);
+    if (status != GS_OK) {
+        goto err_free;
+    }
     tp->peers = calloc((size_t)tp->size, sizeof(*tp->peers));
     tp->scratch = malloc(GS_TCP_SCRATCH_LEN);
     if ((tp->peers == NULL) || (tp->scratch == NULL)) {
@@ -231,19 +296,25 @@ gs_status_t gs__tcp_init_with(const gs__tp_params_t *params, const gs__tcp_setti
         if (p == tp->rank) {
             continue;
         }
-        tp->peers[p].conns = calloc((size_t)tp->nsocks, sizeof(gs__tcp_conn_t));
+        tp->peers[p].conns = calloc((size_t)tp->max_conns, sizeof(gs__tcp_conn_t));
         if (tp->peers[p].conns == NULL) {
             status = gs__error_set(GS_ERR_NO_MEMORY, "tcp: out of memory for peer %d", p);
             goto err_free;
         }
-        for (int i = 0; i < tp->nsocks; i++) {
+        /* One rail until the peer's address says more (gs__tcp_rails_peer). */
+        tp->peers[p].nconns = tp->nsocks;
+        tp->peers[p].nrails = 1;
+        tp->peers[p].nrails_up = 1;
+        tp->peers[p].rails[0].up = true;
+        for (int i = 0; i < tp->max_conns; i++) {
             tp->peers[p].conns[i].fd = -1;
         }
-        for (int i = 0; i < tp->nsocks; i++) {
+        for (int i = 0; i < tp->max_conns; i++) {
             gs__tcp_conn_t *c = &tp->peers[p].conns[i];
 
             c->peer = p;
             c->index = i;
+            c->rail = i / tp->nsocks;
             c->pipe = &gs__tcp_pipe_plain;
             c->rstate = GS_TCP_RS_HDR; /* rbuf comes with the link (gs__tcp_link_up) */
         }
@@ -263,7 +334,10 @@ gs_status_t gs__tcp_init_with(const gs__tp_params_t *params, const gs__tcp_setti
             gs__error_set(GS_ERR_SYSTEM, "tcp: epoll_ctl(eventfd) failed: %s", strerror(errno));
         goto err_free;
     }
-    if ((set->master_addr != NULL) && (set->master_addr[0] != '\0')) {
+    if (tp->nrails > 1) {
+        local = any;
+        /* Several rails: listen on every interface, publish each (tcp_rail.h). */
+    } else if ((set->master_addr != NULL) && (set->master_addr[0] != '\0')) {
         status = resolve_route(set->master_addr, set->family, &route);
         if (status == GS_OK) {
             status = gs__sock_pick_local(set->ifname, set->family, &route, &local);
@@ -278,9 +352,13 @@ gs_status_t gs__tcp_init_with(const gs__tp_params_t *params, const gs__tcp_setti
     if (status != GS_OK) {
         goto err_free;
     }
+    if (tp->nrails == 1) {
+        tp->rails[0].addr = tp->listen_addr;
+        tp->rails[0].prefix = -1;
+    }
     if (gs__sock_format(&tp->listen_addr, text, sizeof(text)) == GS_OK) {
-        GS_INFO(NET, "tcp: rank %d of %d listening on %s, %d sockets per peer", tp->rank, tp->size,
-                text, tp->nsocks);
+        GS_INFO(NET, "tcp: rank %d of %d listening on %s, %d sockets per peer and rail, %d rail%s",
+                tp->rank, tp->size, text, tp->nsocks, tp->nrails, (tp->nrails > 1) ? "s" : "");
     }
     *tp_out = tp;
     return GS_OK;
@@ -291,13 +369,18 @@ err_free:
 
 static gs_status_t tcp_get_address(gs__tp_t *tp, char *buf, size_t len)
 {
-    char text[GS_SOCK_ADDR_MAX];
+    char text[GS_TP_ADDR_MAX];
     gs_status_t status;
 
     if ((tp == NULL) || (buf == NULL)) {
         return gs__error_set(GS_ERR_INVALID_ARG, "tcp: get_address needs an instance and buffer");
     }
-    status = gs__sock_format(&tp->listen_addr, text, sizeof(text));
+    if (tp->nrails > 1) {
+        status = gs__tcp_rails_format(tp->rails, tp->nrails, sock_port(&tp->listen_addr), text,
+                                      sizeof(text));
+    } else {
+        status = gs__sock_format(&tp->listen_addr, text, sizeof(text));
+    }
     if (status != GS_OK) {
         return status;
     }
@@ -352,7 +435,7 @@ static void connect_failed_report(gs__tp_t *tp, const int *peers, int n)
         bool pending = false;
 
         for (int q = 0; q < tp->size; q++) {
-            for (int i = 0; (q != tp->rank) && (i < tp->nsocks); i++) {
+            for (int i = 0; (q != tp->rank) && (i < tp->peers[q].nconns); i++) {
                 gs__tcp_conn_t *c = &tp->peers[q].conns[i];
 
                 if ((c->fd >= 0) && (c->sq_head != NULL) && (tp->peers[q].link == GS_TCP_LINK_UP)) {
@@ -479,54 +562,6 @@ static gs_status_t check_peer(const gs__tp_t *tp, int peer, bool any_ok, const c
                          peer, tp->size - 1);
 }
 
-/* Cut a send into frames and queue them (the link to its peer is up): the
- * chunk plan the receiver checks (tcp_wire.h) takes a local peer's
- * messages whole through its shared-memory link (socket 0). */
-static void send_start(gs__tp_t *tp, struct gs__tp_req *req)
-{
-    gs__tcp_peer_t *p = &tp->peers[req->peer];
-    const int nframes = (int)gs__tcp_chunk_count(req->len, tp->nsocks, p->shm == NULL);
-
-    req->seq = p->send_seq++;
-    req->nframes = nframes;
-    req->frames_left = nframes;
-    for (int i = 0; i < nframes; i++) {
-        gs__tcp_frame_t *f = &req->frames[i];
-        gs__tcp_frame_hdr_t hdr = {
-            .type = GS_TCP_FRAME_DATA, .seq = req->seq, .tag = req->tag, .total_len = req->len};
-
-        gs__tcp_chunk_bounds(req->len, (unsigned)nframes, (unsigned)i, &hdr.offset, &hdr.chunk_len);
-        gs__tcp_frame_encode(&hdr, f->hdr);
-        f->req = req;
-        f->payload = (const uint8_t *)req->buf + hdr.offset;
-        f->payload_len = hdr.chunk_len;
-    }
-    for (int i = 0; (i < nframes) && (p->fail_status == GS_OK); i++) {
-        gs__tcp_conn_t *c;
-
-        if (nframes > 1) {
-            c = &p->conns[(p->rot + (unsigned)i) % (unsigned)tp->nsocks];
-        } else if (p->shm != NULL) {
-            c = &p->conns[0];
-        } else {
-            /* A single frame goes where it waits least. */
-            c = &p->conns[0];
-            for (int j = 1; j < tp->nsocks; j++) {
-                if (p->conns[j].sq_bytes < c->sq_bytes) {
-                    c = &p->conns[j];
-                }
-            }
-        }
-        gs__tcp_conn_queue(tp, c, &req->frames[i]);
-    }
-    if (nframes > 1) {
-        p->rot = (p->rot + 1u) % (unsigned)tp->nsocks;
-    }
-    if (p->fail_status != GS_OK) {
-        gs__tcp_req_fail_ref(tp, req, p->fail_status, gs__tcp_peer_why(tp, p));
-    }
-}
-
 static gs_status_t tcp_isend(gs__tp_t *tp, int peer, uint64_t tag, const void *buf, size_t len,
                              gs__tp_req_t **req_out)
 {
@@ -549,8 +584,9 @@ static gs_status_t tcp_isend(gs__tp_t *tp, int peer, uint64_t tag, const void *b
         return gs__error_set(GS_ERR_INVALID_USAGE, "tcp: isend before connect on rank %d",
                              tp->rank);
     }
-    /* Room for the larger chunk plan: striped over every socket (TCP). */
-    status = req_alloc(tp, GS_TCP_REQ_SEND, (int)gs__tcp_chunk_count(len, tp->nsocks, true), peer,
+    /* Room for the larger plan: a frame per socket of every rail (tcp_stripe.c). */
+    status = req_alloc(tp, GS_TCP_REQ_SEND,
+                       (gs__tcp_granules(len, tp->max_conns > 1) > 1) ? tp->max_conns : 1, peer,
                        tag, (void *)buf, len, &req);
     if (status != GS_OK) {
         return status;
@@ -582,7 +618,7 @@ static gs_status_t tcp_isend(gs__tp_t *tp, int peer, uint64_t tag, const void *b
         p->wait_tail = req;
         return GS_OK;
     }
-    send_start(tp, req);
+    gs__tcp_stripe(tp, req);
     return GS_OK;
 }
 
@@ -602,7 +638,7 @@ void gs__tcp_link_up(gs__tp_t *tp, int peer)
     gs__tcp_peer_t *p = &tp->peers[peer];
     const uint64_t now = gs__now_ns();
 
-    for (int i = 0; i < tp->nsocks; i++) {
+    for (int i = 0; i < p->nconns; i++) {
         gs__tcp_conn_t *c = &p->conns[i];
         struct epoll_event ev;
 
@@ -625,13 +661,14 @@ void gs__tcp_link_up(gs__tp_t *tp, int peer)
         c->events = EPOLLIN;
     }
     gs__tcp_shm_link_on(tp, peer);
+    gs__tcp_rails_tune(tp, peer);
     p->link = GS_TCP_LINK_UP;
     tp->nup++;
     /* Heartbeats count from now (the peer was not watched before). */
     p->last_rx_ns = now;
     p->last_tx_ns = now;
     p->rx_seen = true;
-    for (int i = 0; i < tp->nsocks; i++) {
+    for (int i = 0; i < p->nconns; i++) {
         gs__tcp_conn_t *c = &p->conns[i];
 
         gs__tcp_tls_stream(c->ssl);
@@ -644,11 +681,12 @@ void gs__tcp_link_up(gs__tp_t *tp, int peer)
         GS_INFO(NET, "tcp: rank %d connected to rank %d%s (%d of %d peers now)", tp->rank, peer,
                 (p->shm != NULL) ? " through shared memory" : "", tp->nup, tp->size - 1);
     }
+    gs__tcp_rails_publish(tp, peer);
     while ((p->wait_head != NULL) && (p->fail_status == GS_OK)) {
         struct gs__tp_req *req = p->wait_head;
 
         gs__tcp_send_unwait(tp, req);
-        send_start(tp, req);
+        gs__tcp_stripe(tp, req);
     }
     tp->nevents++; /* a waiting progress call may have news */
 }
@@ -796,8 +834,10 @@ static gs_status_t poll_once(gs__tp_t *tp, int timeout_ms)
         if ((c->fd >= 0) && (c->rstate == GS_TCP_RS_PARKED) &&
             ((evs[i].events & (EPOLLERR | EPOLLHUP)) != 0)) {
             /* Not reading while parked, so the error would be reported forever. */
-            gs__tcp_peer_fail(tp, c->peer, GS_ERR_PEER_FAILED, "connection reset by peer %d",
-                              c->peer);
+            if (!gs__tcp_rail_fail(tp, c, "connection reset")) {
+                gs__tcp_peer_fail(tp, c->peer, GS_ERR_PEER_FAILED, "connection reset by peer %d",
+                                  c->peer);
+            }
             continue;
         }
         /* An earlier event of this pass may have closed the socket. */
@@ -810,7 +850,7 @@ static gs_status_t poll_once(gs__tp_t *tp, int timeout_ms)
     }
     if (tp->nkicked > 0) {
         for (int p = 0; p < tp->size; p++) {
-            for (int i = 0; (p != tp->rank) && (i < tp->nsocks); i++) {
+            for (int i = 0; (p != tp->rank) && (i < tp->peers[p].nconns); i++) {
                 gs__tcp_conn_t *c = &tp->peers[p].conns[i];
 
                 if (c->kicked && (c->fd >= 0)) {
@@ -860,6 +900,9 @@ static gs_status_t tcp_progress(gs__tp_t *tp, uint64_t deadline_ns)
         if (status != GS_OK) {
             return status;
         }
+        if (tp->nretained > 0) {
+            gs__tcp_acks_poll(tp); /* sends of multi-rail pairs complete when acknowledged */
+        }
         now = gs__now_ns();
         if (now >= tp->hb_next_ns) {
             gs__tcp_heartbeat_tick(tp, now); /* may fail a silent peer (an event) */
@@ -886,6 +929,9 @@ static gs_status_t tcp_progress(gs__tp_t *tp, uint64_t deadline_ns)
             const uint64_t hs_next = gs__tcp_hs_next_ns(tp);
 
             timeout_ms = gs__ms_until((hs_next < wake) ? hs_next : wake, now);
+            if ((tp->nretained > 0) && (timeout_ms != 0)) {
+                timeout_ms = 1; /* acknowledgements come without an event */
+            }
         }
     }
 }
@@ -979,24 +1025,24 @@ static void say_goodbye(gs__tp_t *tp)
 
     tp->leaving = true; /* no DOWN frame may follow a BYE */
     for (int p = 0; (p < tp->size) && (tp->down_status != GS_OK); p++) {
-        for (int i = 0; (p != tp->rank) && (p != tp->down_rank) && (i < tp->nsocks); i++) {
+        for (int i = 0; (p != tp->rank) && (p != tp->down_rank) && (i < tp->peers[p].nconns); i++) {
             gs__tcp_conn_t *c = &tp->peers[p].conns[i];
 
             if ((c->fd >= 0) && (tp->peers[p].fail_status == GS_OK) &&
-                (tp->peers[p].link == GS_TCP_LINK_UP)) {
+                (tp->peers[p].link == GS_TCP_LINK_UP) && tp->peers[p].rails[c->rail].up) {
                 gs__tcp_queue_down(tp, c, tp->down_rank);
             }
         }
     }
     for (int p = 0; p < tp->size; p++) {
-        for (int i = 0; (p != tp->rank) && (i < tp->nsocks); i++) {
+        for (int i = 0; (p != tp->rank) && (i < tp->peers[p].nconns); i++) {
             gs__tcp_conn_t *c = &tp->peers[p].conns[i];
             gs__tcp_frame_t *f;
             gs__tcp_frame_hdr_t hdr;
 
             if ((c->fd < 0) || (tp->peers[p].fail_status != GS_OK) ||
-                (tp->peers[p].link != GS_TCP_LINK_UP)) {
-                continue; /* a link still being set up is just closed */
+                (tp->peers[p].link != GS_TCP_LINK_UP) || !tp->peers[p].rails[c->rail].up) {
+                continue; /* a link still being set up (or a lost rail) is just closed */
             }
             f = calloc(1, sizeof(*f));
             if (f == NULL) {
@@ -1014,7 +1060,7 @@ static void say_goodbye(gs__tp_t *tp)
         uint64_t now = gs__now_ns();
 
         for (int p = 0; p < tp->size; p++) {
-            for (int i = 0; (p != tp->rank) && (i < tp->nsocks); i++) {
+            for (int i = 0; (p != tp->rank) && (i < tp->peers[p].nconns); i++) {
                 gs__tcp_conn_t *c = &tp->peers[p].conns[i];
 
                 pending = pending || ((c->fd >= 0) && (c->sq_head != NULL));
@@ -1027,7 +1073,7 @@ static void say_goodbye(gs__tp_t *tp)
     }
     /* Half-close, then drain what the peer already sent so close() sends FIN, not RST. */
     for (int p = 0; p < tp->size; p++) {
-        for (int i = 0; (p != tp->rank) && (i < tp->nsocks); i++) {
+        for (int i = 0; (p != tp->rank) && (i < tp->peers[p].nconns); i++) {
             gs__tcp_conn_t *c = &tp->peers[p].conns[i];
 
             if (c->fd >= 0) {

@@ -21,7 +21,8 @@ typedef struct gs__tcp_settings {
     int nsocks;         /* sockets per peer (GS_TCP_NSOCKS) */
     int spin_us;        /* poll this long before sleeping (GS_TCP_SPIN_US); 0: never, -1: auto */
     const char *ifname; /* interface to listen on (GS_SOCKET_IFNAME), "" for auto */
-    const char *family; /* "any", "ipv4", "ipv6" (GS_SOCKET_FAMILY) */
+    const char *rail_balance; /* GS_TCP_RAIL_BALANCE: "rate" (default) or "equal" */
+    const char *family;       /* "any", "ipv4", "ipv6" (GS_SOCKET_FAMILY) */
     const char
         *master_addr;       /* pick the interface that routes there (GS_MASTER_ADDR); may be NULL */
     uint64_t host_id;       /* gs__host_id(GS_HOST_ID); 0: unknown, never use shared memory */

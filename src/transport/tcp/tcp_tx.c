@@ -15,6 +15,7 @@
 #include "core/log.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -38,6 +39,12 @@ static void frame_written(gs__tp_t *tp, gs__tcp_frame_t *f)
 
 static void send_error(gs__tp_t *tp, gs__tcp_conn_t *c, int err)
 {
+    char why[GS_TCP_REASON_MAX];
+
+    snprintf(why, sizeof(why), "sending failed: %s", strerror(err));
+    if (gs__tcp_rail_fail(tp, c, why)) {
+        return; /* another rail of the pair carries on */
+    }
     if ((err == ECONNRESET) || (err == EPIPE)) {
         gs__tcp_peer_fail(tp, c->peer, GS_ERR_PEER_FAILED, "connection reset by peer %d", c->peer);
     } else {
@@ -64,6 +71,8 @@ void gs__tcp_conn_flush(gs__tp_t *tp, gs__tcp_conn_t *c)
 {
     int budget = GS_TCP_IO_BUDGET;
     bool wrote = false;
+    bool blocked = false;
+    uint64_t total = 0;
 
     while ((c->sq_head != NULL) && (c->fd >= 0) && (budget-- > 0)) {
         struct iovec iov[GS_TCP_IOV_MAX];
@@ -116,9 +125,11 @@ void gs__tcp_conn_flush(gs__tp_t *tp, gs__tcp_conn_t *c)
         if (n <= 0) {
             /* AGAIN: EPOLLOUT, the sweep or a doorbell resumes it; FAILED:
              * the pipe failed the peer. */
+            blocked = true;
             break;
         }
         wrote = true;
+        total += (uint64_t)n;
         c->sq_bytes -= (uint64_t)n;
         if ((size_t)n < want) {
             short_write = true;
@@ -133,17 +144,24 @@ void gs__tcp_conn_flush(gs__tp_t *tp, gs__tcp_conn_t *c)
             }
             f->sent += take;
             n -= (ssize_t)take;
+            c->wbytes += take;
             if (f->sent == GS_TCP_FRAME_HDR_LEN + f->payload_len) {
                 c->sq_head = f->next;
                 if (c->sq_head == NULL) {
                     c->sq_tail = NULL;
                 }
-                frame_written(tp, f);
+                if (!gs__tcp_retain(tp, c, f, c->wbytes)) {
+                    frame_written(tp, f);
+                }
             }
         }
         if (short_write) {
+            blocked = true;
             break; /* the socket buffer is full; EPOLLOUT will say when to go on */
         }
+    }
+    if ((total > 0) || blocked) {
+        gs__tcp_rate_note(tp, c, total, blocked);
     }
     if (wrote && (c->fd >= 0) && (c->pipe->wrote != NULL)) {
         c->pipe->wrote(tp, c);
@@ -182,7 +200,7 @@ static bool send_detach(gs__tp_t *tp, struct gs__tp_req *req)
 {
     gs__tcp_peer_t *p = &tp->peers[req->peer];
 
-    for (int i = 0; i < tp->nsocks; i++) {
+    for (int i = 0; i < p->nconns; i++) {
         gs__tcp_conn_t *c = &p->conns[i];
 
         for (gs__tcp_frame_t **pp = &c->sq_head; *pp != NULL; pp = &(*pp)->next) {
@@ -224,6 +242,12 @@ void gs__tcp_send_cancel(gs__tp_t *tp, struct gs__tp_req *req)
         gs__tcp_send_unwait(tp, req); /* never cut into frames: no sequence number */
         return;
     }
+    /* Frames written and waiting for their ack are on the wire already:
+     * only their resend is lost. */
+    req->frames_left -= gs__tcp_unretain_req(tp, req);
+    if (req->frames_left == 0) {
+        return;
+    }
     if (req->on_wire) {
         if ((tp->down_status != GS_OK) && send_detach(tp, req)) {
             return;
@@ -233,7 +257,7 @@ void gs__tcp_send_cancel(gs__tp_t *tp, struct gs__tp_req *req)
                           "a send to peer %d was cancelled after part of it was sent", req->peer);
         return;
     }
-    for (int i = 0; i < tp->nsocks; i++) {
+    for (int i = 0; i < p->nconns; i++) {
         gs__tcp_conn_t *c = &p->conns[i];
         gs__tcp_frame_t **pp = &c->sq_head;
 

@@ -36,7 +36,7 @@ enum {
 enum {
     FR_OFF_MAGIC = 0,
     FR_OFF_TYPE = 4,  /* u8 */
-    FR_OFF_FLAGS = 5, /* u8, zero */
+    FR_OFF_FLAGS = 5, /* u8: GS_TCP_FRAME_F_* (DATA), else zero */
     FR_OFF_RSVD = 6,  /* u16, zero */
     FR_OFF_SEQ = 8,
     FR_OFF_TAG = 16,
@@ -150,12 +150,12 @@ gs__tcp_hs_verdict_t gs__tcp_hs_check(const gs__tcp_hs_t *hs, const gs__tcp_hs_e
                           hs->rank, exp->rank_lo, exp->rank_hi);
         return GS_TCP_HS_BAD_RANK;
     }
-    if ((int64_t)hs->nsocks != (int64_t)exp->nsocks) {
+    if ((exp->nsocks >= 0) && ((int64_t)hs->nsocks != (int64_t)exp->nsocks)) {
         gs__error_explain(GS_ERR_MISMATCH, why, whylen, "%" PRIu32 " sockets per peer, expected %d",
                           hs->nsocks, exp->nsocks);
         return GS_TCP_HS_BAD_RANK;
     }
-    if (hs->index >= hs->nsocks) {
+    if ((hs->nsocks < 1) || (hs->nsocks > GS_TCP_MAX_SOCKS) || (hs->index >= hs->nsocks)) {
         gs__error_explain(GS_ERR_MISMATCH, why, whylen, "socket index %" PRIu32 " of %" PRIu32,
                           hs->index, hs->nsocks);
         return GS_TCP_HS_BAD_RANK;
@@ -197,7 +197,7 @@ void gs__tcp_frame_encode(const gs__tcp_frame_hdr_t *hdr, uint8_t *buf)
 {
     gs__put_le32(buf + FR_OFF_MAGIC, GS_TCP_FRAME_MAGIC);
     buf[FR_OFF_TYPE] = (uint8_t)hdr->type;
-    buf[FR_OFF_FLAGS] = 0;
+    buf[FR_OFF_FLAGS] = (uint8_t)hdr->flags;
     gs__put_le16(buf + FR_OFF_RSVD, 0);
     gs__put_le64(buf + FR_OFF_SEQ, hdr->seq);
     gs__put_le64(buf + FR_OFF_TAG, hdr->tag);
@@ -225,12 +225,18 @@ gs_status_t gs__tcp_frame_decode(const uint8_t *buf, size_t len, gs__tcp_frame_h
     h.type = buf[FR_OFF_TYPE];
     if ((h.type != GS_TCP_FRAME_DATA) && (h.type != GS_TCP_FRAME_BYE) &&
         (h.type != GS_TCP_FRAME_SKIP) && (h.type != GS_TCP_FRAME_DOWN) &&
-        (h.type != GS_TCP_FRAME_HEARTBEAT)) {
+        (h.type != GS_TCP_FRAME_HEARTBEAT) && (h.type != GS_TCP_FRAME_RAIL_DOWN)) {
         return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "unknown frame type %" PRIu32,
                                  h.type);
     }
-    if ((buf[FR_OFF_FLAGS] != 0) || (gs__get_le16(buf + FR_OFF_RSVD) != 0)) {
+    if (gs__get_le16(buf + FR_OFF_RSVD) != 0) {
         return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "reserved frame bytes are not zero");
+    }
+    h.flags = buf[FR_OFF_FLAGS];
+    if ((h.flags != 0) && ((h.type != GS_TCP_FRAME_DATA) || (h.flags != GS_TCP_FRAME_F_RESEND))) {
+        return gs__error_explain(GS_ERR_PROTOCOL, why, whylen,
+                                 "frame flags 0x%02" PRIx32 " on a frame of type %" PRIu32, h.flags,
+                                 h.type);
     }
     h.seq = gs__get_le64(buf + FR_OFF_SEQ);
     h.tag = gs__get_le64(buf + FR_OFF_TAG);
@@ -251,6 +257,13 @@ gs_status_t gs__tcp_frame_decode(const uint8_t *buf, size_t len, gs__tcp_frame_h
         if ((h.tag | h.total_len | h.offset | h.chunk_len) != 0) {
             return gs__error_explain(GS_ERR_PROTOCOL, why, whylen,
                                      "skip frame with non-zero fields");
+        }
+    } else if (h.type == GS_TCP_FRAME_RAIL_DOWN) {
+        if (((h.seq | h.total_len | h.offset | h.chunk_len) != 0) ||
+            (h.tag >= (uint64_t)GS_TCP_MAX_SOCKS)) {
+            return gs__error_explain(GS_ERR_PROTOCOL, why, whylen,
+                                     "rail-down frame with non-zero fields or rail %" PRIu64,
+                                     h.tag);
         }
     } else if (h.type == GS_TCP_FRAME_DOWN) {
         if ((h.seq | h.total_len | h.offset | h.chunk_len) != 0) {
@@ -369,41 +382,71 @@ gs_status_t gs__tcp_shm_decode(const uint8_t *buf, size_t len, gs__tcp_shm_msg_t
     return GS_OK;
 }
 
-unsigned gs__tcp_chunk_count(uint64_t total, int nsocks, bool stripe)
+void gs__tcp_frame_mark_resend(uint8_t *buf)
 {
-    return ((total >= GS_TCP_STRIPE_MIN) && (nsocks > 1) && stripe) ? (unsigned)nsocks : 1u;
+    buf[FR_OFF_FLAGS] = (uint8_t)GS_TCP_FRAME_F_RESEND;
 }
 
-void gs__tcp_chunk_bounds(uint64_t total, unsigned n, unsigned index, uint64_t *offset_out,
-                          uint64_t *len_out)
+uint32_t gs__tcp_frame_type(const uint8_t *buf)
 {
-    const uint64_t step = total / n;
-
-    *offset_out = step * index;
-    *len_out = (index + 1u == n) ? total - step * index : step;
+    return buf[FR_OFF_TYPE];
 }
 
-bool gs__tcp_chunk_index(uint64_t total, unsigned n, uint64_t offset, uint64_t len,
-                         unsigned *index_out)
+unsigned gs__tcp_granules(uint64_t total, bool stripe)
+{
+    uint64_t g;
+
+    if (!stripe || (total < GS_TCP_STRIPE_MIN)) {
+        return 1u;
+    }
+    g = total / GS_TCP_GRANULE_MIN;
+    return (g > GS_TCP_GRANULES_MAX) ? GS_TCP_GRANULES_MAX : (unsigned)g;
+}
+
+void gs__tcp_granule_span(uint64_t total, unsigned g, unsigned first, unsigned count,
+                          uint64_t *offset_out, uint64_t *len_out)
+{
+    const uint64_t step = total / g;
+    const uint64_t end = (first + count >= g) ? total : step * (first + count);
+
+    *offset_out = step * first;
+    *len_out = end - step * first;
+}
+
+bool gs__tcp_granule_run(uint64_t total, unsigned g, uint64_t offset, uint64_t len,
+                         unsigned *first_out, unsigned *count_out)
 {
     uint64_t step;
-    uint64_t index;
-    uint64_t want_offset;
-    uint64_t want_len;
+    uint64_t first;
+    uint64_t end;
 
-    if (n == 0) {
+    if ((g == 0) || (g > GS_TCP_GRANULES_MAX) || (len > total) || (offset > total - len)) {
         return false;
     }
-    step = total / n;
-    /* step == 0 only for total < n: every chunk but the last is empty. */
-    index = (step == 0) ? (uint64_t)n - 1u : offset / step;
-    if (index >= n) {
+    if (g == 1) {
+        if ((offset != 0) || (len != total)) {
+            return false;
+        }
+        *first_out = 0;
+        *count_out = 1;
+        return true;
+    }
+    step = total / g; /* >= GS_TCP_GRANULE_MIN: g > 1 only for totals that large */
+    if ((step == 0) || (len == 0) || ((offset % step) != 0)) {
         return false;
     }
-    gs__tcp_chunk_bounds(total, n, (unsigned)index, &want_offset, &want_len);
-    if ((offset != want_offset) || (len != want_len)) {
+    first = offset / step;
+    end = offset + len;
+    if (first >= g) {
         return false;
     }
-    *index_out = (unsigned)index;
+    if (end == total) {
+        *count_out = (unsigned)(g - first);
+    } else if (((end % step) != 0) || ((end / step) >= g)) {
+        return false;
+    } else {
+        *count_out = (unsigned)(end / step - first);
+    }
+    *first_out = (unsigned)first;
     return true;
 }

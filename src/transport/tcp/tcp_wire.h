@@ -24,8 +24,10 @@
  * verdicts (with GS_TLS the handshake itself runs inside TLS 1.3). 7: lazy
  * connections (the LAZY flag, the CROSSED and CONNECT_DIFFERS verdicts;
  * either rank of a pair may connect) and no OFFER record (a pair shares
- * memory when the bootstrap's host ids match). */
-#define GS_TCP_PROTO_VERSION 7u
+ * memory when the bootstrap's host ids match). 8: multi-rail (the granule
+ * plan, the RAIL_DOWN frame and the RESEND flag; a pair's socket count is
+ * its paired rails times GS_TCP_NSOCKS). */
+#define GS_TCP_PROTO_VERSION 8u
 
 /* "GSHS" and "GSFR" as bytes on the wire. */
 #define GS_TCP_HS_MAGIC 0x53485347u
@@ -40,6 +42,9 @@
 #define GS_TCP_MAX_SOCKS 16
 /* Messages at least this long are striped over all sockets of the peer. */
 #define GS_TCP_STRIPE_MIN (64u * 1024u)
+/* The granule plan: at most this many granules, each at least this long. */
+#define GS_TCP_GRANULES_MAX 64u
+#define GS_TCP_GRANULE_MIN (16u * 1024u)
 
 /* Handshake flags. */
 #define GS_TCP_HS_F_SHM 1u  /* socket 0: this side would carry the pair's frames in shared memory */
@@ -81,6 +86,11 @@ typedef enum gs__tcp_hs_verdict {
 #define GS_TCP_FRAME_SKIP 3u      /* message seq was cancelled before any byte was sent */
 #define GS_TCP_FRAME_DOWN 4u      /* rank `tag` failed (control frame: takes no sequence number) */
 #define GS_TCP_FRAME_HEARTBEAT 5u /* the sender is alive (control frame, every field zero) */
+#define GS_TCP_FRAME_RAIL_DOWN                                                                     \
+    6u /* the pair's rail `tag` failed (control frame, other fields zero) */
+
+/* Frame flags (DATA only). */
+#define GS_TCP_FRAME_F_RESEND 1u /* sent again after its rail failed: may repeat granules */
 
 /* A decoded handshake (HELLO from the connecting side, ACK in reply). */
 typedef struct gs__tcp_hs {
@@ -103,15 +113,16 @@ typedef struct gs__tcp_hs_expect {
     uint64_t job_id;
     uint64_t comm_id;
     int size;
-    int nsocks;
+    int nsocks;  /* -1: any of 1..GS_TCP_MAX_SOCKS (the caller checks the pair's) */
     int rank_lo; /* the sender's rank must lie in [rank_lo, rank_hi] */
     int rank_hi;
 } gs__tcp_hs_expect_t;
 
 /* A decoded frame header. */
 typedef struct gs__tcp_frame_hdr {
-    uint32_t type; /* GS_TCP_FRAME_* */
-    uint64_t seq;  /* per (sender, receiver) message number, from 0 */
+    uint32_t type;  /* GS_TCP_FRAME_* */
+    uint32_t flags; /* GS_TCP_FRAME_F_* (DATA only) */
+    uint64_t seq;   /* per (sender, receiver) message number, from 0 */
     uint64_t tag;
     uint64_t total_len; /* length of the whole message */
     uint64_t offset;    /* where this chunk starts in the message */
@@ -176,35 +187,49 @@ const char *gs__tcp_hs_verdict_str(uint32_t verdict);
 void gs__tcp_frame_encode(const gs__tcp_frame_hdr_t *hdr, uint8_t *buf);
 
 /*
- * The chunk plan (docs/wire.md, "Messages, chunks and order"): the sender
- * cuts a DATA message of `total` bytes into n = gs__tcp_chunk_count() chunks,
- * chunk i starting at i * (total / n), each total / n long but the last,
- * which takes the rest; the receiver accepts exactly these chunks, each
- * once (tcp_rx.c). Both sides call these, so they cannot drift apart.
- * Pure.
+ * The granule plan (docs/wire.md, "Messages, chunks and order"): a DATA
+ * message of `total` bytes is cut into g = gs__tcp_granules() granules,
+ * granule i starting at i * (total / g), each total / g long but the last,
+ * which takes the rest. Every DATA frame carries a run of whole granules,
+ * and each granule arrives once (the receiver keeps a bit per granule,
+ * tcp_rx.c), so the sender may cut the runs as its rails' rates say. Both
+ * sides call these, so they cannot drift apart. Pure.
  */
 
-/* How many chunks a message of @p total bytes is cut into: @p nsocks when
- * total >= GS_TCP_STRIPE_MIN, nsocks > 1 and @p stripe (the pair has no
- * shared-memory link, whose frames all take socket 0's ring), else 1. */
-unsigned gs__tcp_chunk_count(uint64_t total, int nsocks, bool stripe);
+/* How many granules a message of @p total bytes is cut into: 1 unless
+ * @p stripe (the pair has several sockets and no shared-memory link, whose
+ * frames all take socket 0's ring) and total >= GS_TCP_STRIPE_MIN; then
+ * min(GS_TCP_GRANULES_MAX, total / GS_TCP_GRANULE_MIN). */
+unsigned gs__tcp_granules(uint64_t total, bool stripe);
 
-/* Where chunk @p index (< @p n) of a message of @p total bytes starts, and
- * how long it is. */
-void gs__tcp_chunk_bounds(uint64_t total, unsigned n, unsigned index, uint64_t *offset_out,
-                          uint64_t *len_out);
+/* Where the run of @p count granules from @p first starts in a message of
+ * @p total bytes cut into @p g granules, and how long it is. */
+void gs__tcp_granule_span(uint64_t total, unsigned g, unsigned first, unsigned count,
+                          uint64_t *offset_out, uint64_t *len_out);
 
-/* Which chunk of the n-chunk plan of a @p total-byte message the chunk
- * [offset, offset + len) is. Returns true with *index_out set, or false
- * when it is none of them (a hostile or broken sender). */
-bool gs__tcp_chunk_index(uint64_t total, unsigned n, uint64_t offset, uint64_t len,
-                         unsigned *index_out);
+/* Which run of whole granules the chunk [offset, offset + len) is. Returns
+ * true with *first_out and *count_out (>= 1) set, or false when it is not
+ * one (a hostile or broken sender). */
+bool gs__tcp_granule_run(uint64_t total, unsigned g, uint64_t offset, uint64_t len,
+                         unsigned *first_out, unsigned *count_out);
+
+/* The bits of a run in a 64-bit granule mask. */
+static inline uint64_t gs__tcp_granule_mask(unsigned first, unsigned count)
+{
+    return ((count >= 64u) ? ~0ull : ((1ull << count) - 1u)) << first;
+}
+
+/* Set the RESEND flag of an encoded DATA frame header. */
+void gs__tcp_frame_mark_resend(uint8_t *buf);
+/* The type of an encoded frame header (not validated). */
+uint32_t gs__tcp_frame_type(const uint8_t *buf);
 
 /* Decode and validate a frame header: magic, known type, zero reserved bytes,
  * total_len <= GS_TCP_MAX_MSG, offset + chunk_len <= total_len without
  * overflow, chunk_len > 0 unless total_len == 0, all-zero fields for BYE
  * and HEARTBEAT, and for SKIP (but seq), and for DOWN zero seq/total/offset/chunk with a tag
- * (the failed rank) <= INT32_MAX; whether that rank exists and is not the
+ * (the failed rank) <= INT32_MAX, for RAIL_DOWN a tag (the rail) below
+ * GS_TCP_MAX_SOCKS and every other field zero, flags only RESEND and only on DATA; whether that rank exists and is not the
  * receiver is the caller's check. Returns GS_OK or GS_ERR_PROTOCOL with a
  * reason in why[whylen]. */
 gs_status_t gs__tcp_frame_decode(const uint8_t *buf, size_t len, gs__tcp_frame_hdr_t *out,
