@@ -1371,6 +1371,40 @@ static void test_tcp_transport_striped_chunks_any_order(void **state)
     }
 }
 
+/* Protocol 8's rail frames are checked like the rest: a RESEND before any
+ * rail of the pair failed, a RAIL_DOWN naming the pair's last rail or a
+ * rail it does not have, fail the peer naming what was wrong. */
+static void test_tcp_transport_rail_frames_checked(void **state)
+{
+    uint8_t payload[64] = {0};
+
+    (void)state;
+    for (int k = 0; k < 3; k++) {
+        fake_peer_t f;
+
+        fake_setup(&f, 2);
+        if (k == 0) {
+            gs__tcp_frame_hdr_t h = {
+                .type = GS_TCP_FRAME_DATA, .tag = 40, .total_len = 64, .chunk_len = 64};
+            uint8_t hdr[GS_TCP_FRAME_HDR_LEN];
+
+            gs__tcp_frame_encode(&h, hdr);
+            gs__tcp_frame_mark_resend(hdr);
+            assert_int_equal(gs__sock_write_full(f.fds[1][0], hdr, sizeof(hdr),
+                                                 gs__deadline_after_ms(FAKE_WAIT_MS)),
+                             GS_OK);
+            assert_int_equal(gs__sock_write_full(f.fds[1][0], payload, sizeof(payload),
+                                                 gs__deadline_after_ms(FAKE_WAIT_MS)),
+                             GS_OK);
+            expect_protocol_failure(&f, "no rail of the pair failed");
+        } else {
+            fake_frame(&f, 1, GS_TCP_FRAME_RAIL_DOWN, 0, (k == 1) ? 0 : 3, 0, 0, NULL, 0);
+            expect_protocol_failure(&f, (k == 1) ? "it is our last" : "names rail 3 of 1");
+        }
+        fake_teardown(&f);
+    }
+}
+
 /* The granule plan itself: every run of every plan is found, single
  * granules tile the message, and anything else is refused. */
 static void test_tcp_transport_chunk_plan(void **state)
@@ -1617,6 +1651,7 @@ int main(void)
         cmocka_unit_test(test_tcp_transport_overlapping_chunks_fail_receive),
         cmocka_unit_test(test_tcp_transport_chunk_off_plan_fails_peer),
         cmocka_unit_test(test_tcp_transport_striped_chunks_any_order),
+        cmocka_unit_test(test_tcp_transport_rail_frames_checked),
         cmocka_unit_test(test_tcp_transport_chunk_plan),
         cmocka_unit_test(test_tcp_transport_killed_rank_fails_every_receive),
         cmocka_unit_test(test_tcp_transport_down_frame_reaches_ranks_that_saw_nothing),
