@@ -185,14 +185,6 @@ typedef struct gs__tcp_conn {
     const gs__tcp_pipe_ops_t *pipe; /* where its bytes go: plain, TLS or shm (tcp_pipe.h) */
     gs__tcp_shm_t *shm;             /* socket 0 of a peer on the same host: frames go through it */
     struct ssl_st *ssl; /* GS_TLS: the session every byte goes through (tcp_pipe_tls.h) */
-    /* Multi-rail (docs/design.md, "Several rails per peer"). The drain
-     * rate: while the queue is backlogged (a write came up short) the
-     * bytes written over the time they took, an EWMA of busy periods. */
-    bool busy;
-    uint64_t busy_t0;
-    uint64_t busy_bytes;
-    int64_t busy_outq; /* the kernel's send queue when the sample began (SIOCOUTQ) */
-    uint64_t rate;     /* bytes per second, 0 until measured */
     /* DATA frames written and not yet acknowledged by the peer's kernel
      * (SIOCOUTQ): their sends complete when it has them, and they go
      * again on another rail when this one fails. */
@@ -210,6 +202,13 @@ typedef struct gs__tcp_prail {
     uint64_t bytes;       /* written on it */
     uint64_t resent;      /* of them, frames sent again after another rail failed */
     uint32_t share_ppm;   /* its share of the last striped message */
+    /* The delivery rate: over a busy period (from a DATA frame queued on
+     * the idle rail until every frame of it is acknowledged), the bytes
+     * acknowledged over the time they took; an EWMA of such samples. */
+    bool busy;
+    uint64_t busy_t0;
+    uint64_t busy_bytes;
+    uint64_t rate; /* bytes per second, 0 until measured */
 } gs__tcp_prail_t;
 
 /*
@@ -519,9 +518,11 @@ void gs__tcp_rails_peer(gs__tp_t *tp, int peer, const char *text);
 void gs__tcp_rails_publish(gs__tp_t *tp, int peer);
 /* A multi-rail pair's link is up: TCP_USER_TIMEOUT on its sockets. */
 void gs__tcp_rails_tune(gs__tp_t *tp, int peer);
-/* The flush wrote @p bytes on c; @p blocked: it stopped with frames left
- * (the socket buffer is full). Counts the rail's bytes and samples its rate. */
-void gs__tcp_rate_note(gs__tp_t *tp, gs__tcp_conn_t *c, uint64_t bytes, bool blocked);
+/* The flush wrote @p bytes on c: the rail's count. */
+void gs__tcp_rail_wrote(gs__tp_t *tp, gs__tcp_conn_t *c, uint64_t bytes);
+/* A DATA frame is queued on c: a busy period starts if none runs (multi-rail
+ * pairs; the rate is sampled as its frames are acknowledged). */
+void gs__tcp_rate_start(gs__tp_t *tp, gs__tcp_conn_t *c);
 /* Cut a send into frames on the pair's sockets and rails and queue them
  * (the link is up): takes its sequence number. */
 void gs__tcp_stripe(gs__tp_t *tp, struct gs__tp_req *req);

@@ -113,20 +113,6 @@ void gs__tcp_rails_peer(gs__tp_t *tp, int peer, const char *text)
 
 /* --- statistics ---------------------------------------------------------- */
 
-static uint64_t conn_rate(const gs__tcp_peer_t *p, int k, int nsocks)
-{
-    uint64_t sum = 0;
-    int measured = 0;
-
-    for (int i = k * nsocks; i < (k + 1) * nsocks; i++) {
-        if (p->conns[i].rate > 0) {
-            sum += p->conns[i].rate;
-            measured++;
-        }
-    }
-    return (measured == 0) ? 0 : sum * (uint64_t)nsocks / (uint64_t)measured;
-}
-
 void gs__tcp_rails_publish(gs__tp_t *tp, int peer)
 {
     const gs__tcp_peer_t *p = &tp->peers[peer];
@@ -141,7 +127,7 @@ void gs__tcp_rails_publish(gs__tp_t *tp, int peer)
 
         atomic_store_explicit(&rc->bytes, p->rails[k].bytes, memory_order_relaxed);
         atomic_store_explicit(&rc->resent, p->rails[k].resent, memory_order_relaxed);
-        atomic_store_explicit(&rc->rate_bps, conn_rate(p, k, tp->nsocks), memory_order_relaxed);
+        atomic_store_explicit(&rc->rate_bps, p->rails[k].rate, memory_order_relaxed);
         atomic_store_explicit(&rc->share_ppm, p->rails[k].share_ppm, memory_order_relaxed);
         atomic_store_explicit(&rc->up, p->rails[k].up ? 1 : 0, memory_order_relaxed);
         if (atomic_load_explicit(&pc->nrails, memory_order_relaxed) == 0) {
@@ -156,60 +142,66 @@ void gs__tcp_rails_publish(gs__tp_t *tp, int peer)
 
 /* --- rates --------------------------------------------------------------- */
 
-/* Bytes the kernel holds for the socket (unsent or unacknowledged), 0 when
- * it will not say. */
-static int64_t outq_of(const gs__tcp_conn_t *c)
+void gs__tcp_rail_wrote(gs__tp_t *tp, gs__tcp_conn_t *c, uint64_t bytes)
 {
-    int outq = 0;
-
-    if ((c->fd < 0) || (ioctl(c->fd, SIOCOUTQ, &outq) != 0) || (outq < 0)) {
-        return 0;
-    }
-    return outq;
+    tp->peers[c->peer].rails[c->rail].bytes += bytes;
 }
 
-void gs__tcp_rate_note(gs__tp_t *tp, gs__tcp_conn_t *c, uint64_t bytes, bool blocked)
+void gs__tcp_rate_start(gs__tp_t *tp, gs__tcp_conn_t *c)
 {
     gs__tcp_peer_t *p = &tp->peers[c->peer];
-    int64_t drained;
-    int64_t outq;
+    gs__tcp_prail_t *r = &p->rails[c->rail];
+
+    if (!r->busy && (p->nrails > 1)) {
+        r->busy = true; /* a busy period: from the first DATA queued to the last acknowledged */
+        r->busy_t0 = gs__now_ns();
+        r->busy_bytes = 0;
+    }
+}
+
+/* No socket of rail k has anything queued or unacknowledged. */
+static bool rail_idle(const gs__tp_t *tp, const gs__tcp_peer_t *p, int k)
+{
+    for (int i = k * tp->nsocks; i < (k + 1) * tp->nsocks; i++) {
+        if ((p->conns[i].uq_head != NULL) || (p->conns[i].sq_head != NULL)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/*
+ * Acknowledged bytes of a busy period over the time it took: the rail's
+ * delivery rate, whatever the socket buffer absorbed on the way, with no
+ * probe traffic. A sample when the socket is idle again, and every
+ * RATE_WINDOW_NS of a long period (the socket stayed backlogged).
+ */
+static void rate_sample(gs__tp_t *tp, gs__tcp_peer_t *p, int peer, int k)
+{
+    gs__tcp_prail_t *r = &p->rails[k];
+    bool idle;
     uint64_t now;
 
-    p->rails[c->rail].bytes += bytes;
-    if (p->nrails < 2) {
-        return; /* one rail: nothing to balance */
-    }
-    if (!c->busy && !(blocked && (c->sq_head != NULL))) {
+    if (!r->busy) {
         return;
     }
+    idle = rail_idle(tp, p, k);
     now = gs__now_ns();
-    if (!c->busy) {
-        c->busy = true; /* the socket buffer is full: from now on writes follow the link */
-        c->busy_t0 = now;
-        c->busy_bytes = 0;
-        c->busy_outq = outq_of(c);
+    if (!idle && (now - r->busy_t0 < RATE_WINDOW_NS)) {
         return;
     }
-    c->busy_bytes += bytes;
-    if ((c->sq_head != NULL) && (now - c->busy_t0 < RATE_WINDOW_NS)) {
-        return;
-    }
-    /* What left the socket: written, less what the kernel still holds more
-     * of than at the start (its buffer grows as TCP tunes it). */
-    outq = outq_of(c);
-    drained = (int64_t)c->busy_bytes - (outq - c->busy_outq);
-    if ((drained >= (int64_t)RATE_MIN_BYTES) && (now > c->busy_t0)) {
-        const uint64_t sample = (uint64_t)((double)drained * 1e9 / (double)(now - c->busy_t0));
+    if ((r->busy_bytes >= RATE_MIN_BYTES) && (now > r->busy_t0)) {
+        const uint64_t sample =
+            (uint64_t)((double)r->busy_bytes * 1e9 / (double)(now - r->busy_t0));
 
-        c->rate = (c->rate == 0) ? sample : (c->rate + sample) / 2u;
-        gs__tcp_rails_publish(tp, c->peer);
+        r->rate = (r->rate == 0) ? sample : (r->rate + sample) / 2u;
+        gs__tcp_rails_publish(tp, peer);
     }
-    if (c->sq_head == NULL) {
-        c->busy = false;
-    } else if (drained >= (int64_t)RATE_MIN_BYTES) {
-        c->busy_t0 = now; /* a long busy period: the next sample */
-        c->busy_bytes = 0;
-        c->busy_outq = outq;
+    if (idle) {
+        r->busy = false;
+    } else if (r->busy_bytes >= RATE_MIN_BYTES) {
+        r->busy_t0 = now;
+        r->busy_bytes = 0;
     }
 }
 
@@ -246,7 +238,7 @@ static gs__tcp_conn_t *single_conn(gs__tp_t *tp, gs__tcp_peer_t *p)
         return &p->conns[0];
     }
     for (int k = 0; k < p->nrails; k++) {
-        const uint64_t r = conn_rate(p, k, tp->nsocks);
+        const uint64_t r = p->rails[k].rate;
 
         if (p->rails[k].up && (rail_least(tp, p, k) != NULL) && ((best < 0) || (r > best_rate))) {
             best = k;
@@ -277,7 +269,7 @@ static void allot(gs__tp_t *tp, gs__tcp_peer_t *p, unsigned g, unsigned *n)
             continue;
         }
         live++;
-        w[k] = tp->balance_equal ? 1.0 : (double)conn_rate(p, k, tp->nsocks);
+        w[k] = tp->balance_equal ? 1.0 : (double)p->rails[k].rate;
         if (w[k] > 0.0) {
             mean += w[k];
             measured++;
@@ -536,8 +528,12 @@ void gs__tcp_acks_poll_peer(gs__tp_t *tp, int q)
                 c->uq_tail = NULL;
                 tp->nretained--;
             }
+            p->rails[c->rail].busy_bytes += GS_TCP_FRAME_HDR_LEN + f->payload_len;
             frame_acked(tp, f);
         }
+    }
+    for (int k = 0; k < p->nrails; k++) {
+        rate_sample(tp, p, q, k);
     }
 }
 
@@ -644,7 +640,6 @@ static void rail_lose(gs__tp_t *tp, int peer, int k, const char *why, bool tell)
         c->sq_head = NULL;
         c->sq_tail = NULL;
         c->sq_bytes = 0;
-        c->busy = false;
         if (c->fd >= 0) {
             (void)shutdown(c->fd, SHUT_WR);
             gs__tcp_conn_update_events(tp, c);

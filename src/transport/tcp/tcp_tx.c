@@ -71,7 +71,6 @@ void gs__tcp_conn_flush(gs__tp_t *tp, gs__tcp_conn_t *c)
 {
     int budget = GS_TCP_IO_BUDGET;
     bool wrote = false;
-    bool blocked = false;
     uint64_t total = 0;
 
     while ((c->sq_head != NULL) && (c->fd >= 0) && (budget-- > 0)) {
@@ -125,7 +124,6 @@ void gs__tcp_conn_flush(gs__tp_t *tp, gs__tcp_conn_t *c)
         if (n <= 0) {
             /* AGAIN: EPOLLOUT, the sweep or a doorbell resumes it; FAILED:
              * the pipe failed the peer. */
-            blocked = true;
             break;
         }
         wrote = true;
@@ -156,12 +154,11 @@ void gs__tcp_conn_flush(gs__tp_t *tp, gs__tcp_conn_t *c)
             }
         }
         if (short_write) {
-            blocked = true;
             break; /* the socket buffer is full; EPOLLOUT will say when to go on */
         }
     }
-    if ((total > 0) || blocked) {
-        gs__tcp_rate_note(tp, c, total, blocked);
+    if (total > 0) {
+        gs__tcp_rail_wrote(tp, c, total);
     }
     if (wrote && (c->fd >= 0) && (c->pipe->wrote != NULL)) {
         c->pipe->wrote(tp, c);
@@ -183,6 +180,9 @@ void gs__tcp_conn_queue(gs__tp_t *tp, gs__tcp_conn_t *c, gs__tcp_frame_t *f)
     c->sq_tail = f;
     c->sq_bytes += GS_TCP_FRAME_HDR_LEN + f->payload_len;
     tp->peers[c->peer].tx_seen = true;
+    if (f->req != NULL) {
+        gs__tcp_rate_start(tp, c);
+    }
     if (was_empty) {
         gs__tcp_conn_flush(tp, c); /* latency: try the write now */
     }
