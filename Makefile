@@ -16,7 +16,7 @@ GPU_ARGS ?=
 .PHONY: help deps deps-build build build-test docs install lint run test test-asan test-gpu \
 	test-loaded \
 	test-unit test-python test-tsan fuzz soak bench bench-auto bench-compare bench-net \
-	bench-net-sharded bench-fsdp bench-torch bench-plots bench-scale clean
+	bench-net-sharded bench-net-rails bench-fsdp bench-torch bench-plots bench-scale clean
 
 help:
 	@echo "gradsync make targets:"
@@ -57,6 +57,10 @@ help:
 	@echo "  make bench-plots   take docs/bench.md's recorded runs again (~15 min) and redraw"
 	@echo "                     docs/bench/*.png (scripts/bench-plots.sh; without --run it only redraws)"
 	@echo "  make bench-net     all-reduce across 4 lab hosts shaped to 1 Gbit/s: busbw and link efficiency (root)"
+	@echo "  make bench-net-rails  multi-rail TCP: 4 lab hosts with two rails (800 + 200 Mbit/s), 256 MiB"
+	@echo "                     all-reduce, rate-balanced against equal striping, a tc change 800 -> 100"
+	@echo "                     mid-run; a TSV time series and a plot of shares and busbw (~6 min, root;"
+	@echo "                     RAILS_ARGS='--rounds 1 -i 3' for fewer runs)"
 	@echo "  make bench-net-sharded  compressed reduce-scatter and all-gather (int8, int4, fp8_e4m3 where"
 	@echo "                     built) against uncompressed, 4 lab hosts at 1 Gbit/s, 5 rounds (root)"
 	@echo "  make bench-fsdp    FSDP2 step time, compressed all-gather/reduce-scatter against uncompressed"
@@ -211,6 +215,9 @@ bench-net: build
 bench-scale: build
 	bash bench/scale/bench_scale.sh $(BUILD) --tsv $(BUILD)/bench_scale.tsv $(SCALE_ARGS)
 	python3 bench/scale/simulate.py --tsv $(BUILD)/bench_scale.tsv
+
+bench-net-rails: build
+	bash bench/net/bench_rails.sh $(BUILD) $(RAILS_ARGS)
 
 bench-net-sharded: build
 	bash bench/net/bench_net.sh $(BUILD) --colls reduce_scatter,allgather --rounds 5

@@ -10,6 +10,10 @@
 # waited for under a deadline, and killed with the others when one fails.
 #
 #   lab_up N [netlab up options]     builds the lab (prefix LAB_PREFIX); exits 77 to skip
+#                                    (--rails 2 sets LAB_RAILS=2: two rails per host)
+#   lab_addr I [RAIL]                host I's address (on rail RAIL, 0 or 1)
+#   lab_rail_rate I RAIL RATE        tc change of host I's rail (netlab.sh rail-rate)
+#   lab_rail_link I RAIL up|down     host I's end of the rail up or down (netlab.sh rail-link)
 #   lab_launch NHOSTS RPH PROG ARGS  runs NHOSTS*RPH ranks of PROG; sets RCS[r], LAB_RC
 #                                    (= lab_start, then lab_wait)
 #   lab_wait_running NAME            every started rank has printed RUNNING, or exits 1
@@ -20,7 +24,8 @@
 #                           or r%NHOSTS (cyclic, every ring hop crosses hosts)
 #   LAB_TIMEOUT=S           every rank is killed after S seconds (default 180)
 #   LAB_KILL_ON_FAIL=1|0    kill all ranks as soon as one exits non-zero (default 1)
-#   LAB_IFNAME=1|0          set GS_SOCKET_IFNAME=nl<host> (default 1; 0: route-based choice)
+#   LAB_IFNAME=1|0          set GS_SOCKET_IFNAME=nl<host> (default 1; 0: route-based choice);
+#                           nl<host>,nm<host> when the lab has two rails (LAB_RAILS=2)
 #   LAB_ENV=(VAR=value ...) extra environment for every rank
 #   LAB_PORT                MASTER_PORT (default 29500: each lab's namespaces are fresh)
 # Every rank also gets LAB_HOST_ADDR, its host's address (e.g. for GLOO_BENCH_HOST).
@@ -32,6 +37,7 @@ LAB_PREFIX=${LAB_PREFIX:-gsnl$$}
 LAB_PREFIX=${LAB_PREFIX:0:20}
 LAB_TMP=$(mktemp -d "${TMPDIR:-/tmp}/gs_net.XXXXXX")
 LAB_IS_UP=0
+LAB_RAILS=1
 LAB_SHELL_PID=$BASHPID
 LAB_PID=()
 LAB_HOST=()
@@ -81,7 +87,11 @@ lab_gc() {
 }
 
 lab_up() {
-    local rc=0
+    local rc=0 a prev=
+    for a in "$@"; do
+        [ "$prev" = --rails ] && LAB_RAILS=$a
+        prev=$a
+    done
     [ "$(id -u)" -eq 0 ] && command -v ip >/dev/null 2>&1 && lab_gc
     LAB_IS_UP=1 # from here on, the EXIT trap removes whatever exists
     bash "$NETLAB" up "$@" --prefix "$LAB_PREFIX" || rc=$?
@@ -93,7 +103,9 @@ lab_up() {
     fi
 }
 
-lab_addr() { bash "$NETLAB" addr "$1"; }
+lab_addr() { bash "$NETLAB" addr --rail "${2:-0}" "$1"; }
+lab_rail_rate() { bash "$NETLAB" rail-rate --prefix "$LAB_PREFIX" "$@"; }
+lab_rail_link() { bash "$NETLAB" rail-link --prefix "$LAB_PREFIX" "$@"; }
 
 # lab_host_of RANK NHOSTS RPH
 lab_host_of() {
@@ -117,7 +129,13 @@ lab_start() {
         h=$(lab_host_of "$r" "$nh" "$rph")
         if [ "${LAB_PLACE:-block}" = cyclic ]; then lr=$((r / nh)); else lr=$((r % rph)); fi
         local -a env_if=()
-        [ "${LAB_IFNAME:-1}" = 1 ] && env_if=(GS_SOCKET_IFNAME="nl$h")
+        if [ "${LAB_IFNAME:-1}" = 1 ]; then
+            if [ "$LAB_RAILS" = 2 ]; then
+                env_if=(GS_SOCKET_IFNAME="nl$h,nm$h")
+            else
+                env_if=(GS_SOCKET_IFNAME="nl$h")
+            fi
+        fi
         ip netns exec "${LAB_PREFIX}h$h" env ${LAB_ENV[@]+"${LAB_ENV[@]}"} "${env_if[@]}" \
             LAB_HOST_ADDR="$(lab_addr "$h")" RANK="$r" WORLD_SIZE="$world" LOCAL_RANK="$lr" \
             MASTER_ADDR="$master" \

@@ -199,6 +199,7 @@ typedef struct gs__tcp_prail {
     int local; /* index in tp->rails */
     bool up;
     gs__sockaddr_t raddr; /* the peer's address on it */
+    bool bind;            /* connect from the local rail's address (the subnets match) */
     uint64_t bytes;       /* written on it */
     uint64_t resent;      /* of them, frames sent again after another rail failed */
     uint32_t share_ppm;   /* its share of the last striped message */

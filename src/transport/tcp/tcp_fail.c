@@ -124,6 +124,9 @@ void gs__tcp_heartbeat_tick(gs__tp_t *tp, uint64_t now)
                               GS_TCP_HEARTBEAT_MISSES);
             continue;
         }
+        if (p->nrails > 1) {
+            gs__tcp_rails_publish(tp, q); /* a peer we only receive from has rails too */
+        }
         if ((p->nrails > 1) && (blind || (now - p->rails_hb_ns >= tp->hb_ns))) {
             /* Every rail beats: a rail that carries nothing is watched too
              * (its TCP_USER_TIMEOUT needs bytes in flight to fire). */

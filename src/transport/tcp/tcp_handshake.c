@@ -284,7 +284,7 @@ static gs_status_t out_start(struct gs__tcp_setup *ctx, hs_slot_t *s, uint64_t n
                              "other; raise ulimit -n or use GS_CONNECT=lazy)",
                              s->peer, s->text, strerror(errno));
     }
-    if (ctx->tp->nrails > 1) {
+    if ((ctx->tp->nrails > 1) && rail->bind) {
         /* Leave by the rail's own interface: its address is the source. */
         gs__sockaddr_t src = ctx->tp->rails[rail->local].addr;
 

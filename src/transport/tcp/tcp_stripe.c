@@ -92,6 +92,7 @@ void gs__tcp_rails_peer(gs__tp_t *tp, int peer, const char *text)
         p->rails[k].local = mine;
         p->rails[k].raddr = theirs[other].addr;
         p->rails[k].up = true;
+        p->rails[k].bind = matched; /* unmatched: the kernel picks the source */
     }
     p->nrails = np;
     p->nrails_up = np;
@@ -406,8 +407,8 @@ bool gs__tcp_retain(gs__tp_t *tp, gs__tcp_conn_t *c, gs__tcp_frame_t *f, uint64_
 {
     bool keep = true;
 
-    if ((f->req == NULL) || f->owned || (tp->peers[c->peer].nrails < 2)) {
-        return false;
+    if ((f->req == NULL) || f->owned || (tp->peers[c->peer].nrails < 2) || (c->shm != NULL)) {
+        return false; /* one rail (or a shared-memory ring): nothing to send again */
     }
     if (f->payload_len < GS_TCP_STRIPE_MIN) {
         /* A small frame: its send completes now (no wait for the ack on the

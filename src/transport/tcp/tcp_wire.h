@@ -44,7 +44,7 @@
 #define GS_TCP_STRIPE_MIN (64u * 1024u)
 /* The granule plan: at most this many granules, each at least this long. */
 #define GS_TCP_GRANULES_MAX 64u
-#define GS_TCP_GRANULE_MIN (16u * 1024u)
+#define GS_TCP_GRANULE_MIN (4u * 1024u)
 
 /* Handshake flags. */
 #define GS_TCP_HS_F_SHM 1u  /* socket 0: this side would carry the pair's frames in shared memory */
