@@ -33,7 +33,7 @@
  * RESULT rank=R status=NAME iters=K t_ms=W err=TEXT at the end (GS_OK, the
  * failed collective's status, or WRONG for a --check failure).
  * busbw = 2(n-1)/n * bytes / time, MB = 10^6 bytes; rate_MBps is the rail's
- * measured drain rate, share its part of the last striped message (0..1).
+ * measured delivery rate, share its part of the last striped message (0..1).
  * Exit status: 0 success, 1 a gradsync error (its text on stderr), 2 usage,
  * 3 wrong results.
  */

@@ -27,6 +27,12 @@
 #       host --victim's rail 1 goes down (ip link set nm<V> down): every
 #       rank must finish with every result right, and some rank's log must
 #       say that the rail failed (a WARN line with "rail" and "failed").
+#   --case secure: GS_TLS=1 (a CA and a certificate made here with openssl)
+#       and a GS_AUTH_TOKEN: 8 MiB all-reduces, every result checked, and both
+#       rails to rank 0's peer carried at least 1 MB: every socket of every
+#       rail went through the TLS handshake and the token's proof before its
+#       first frame (tests/integration/run_tls.sh and run_auth.sh check the
+#       refusals, which are the same code for every socket).
 #   --case lastrail: 16 MiB all-reduces in a loop; host --victim's two
 #       rails go down: every other rank must fail with GS_ERR_PEER_FAILED
 #       naming rank V within 3 heartbeat intervals + 2.5 s (the heartbeat
@@ -36,7 +42,7 @@
 # LAB_IFNAME=0 in the environment runs a case on one rail (no GS_SOCKET_IFNAME:
 # the route to MASTER_ADDR, nl<I>): a baseline, which fails the rail checks.
 #
-# usage: run_rails.sh RAIL_RUN --case shares|tcchange|raildown|lastrail [--rate0 80mbit]
+# usage: run_rails.sh RAIL_RUN --case shares|tcchange|raildown|secure|lastrail [--rate0 80mbit]
 #                     [--rate1 20mbit] [--new-rate0 10mbit] [--bytes N] [--iters K]
 #                     [--victim V] [--hb MS] [--stream-s S]
 # Exit status: 0 pass, 1 fail, 77 skip (no root, netns, tbf or python3), 2 usage.
@@ -80,6 +86,7 @@ case "$CASE" in
 shares) : "${BYTES:=16M}" "${ITERS:=5}" ;;
 tcchange) : "${BYTES:=8M}" "${ITERS:=8}" ;;
 raildown) : "${BYTES:=32M}" "${ITERS:=3}" ;;
+secure) : "${BYTES:=8M}" "${ITERS:=2}" ;;
 lastrail) : "${BYTES:=16M}" "${ITERS:=0}" ;;
 *) usage ;;
 esac
@@ -323,6 +330,38 @@ raildown)
             "$(rlog summary "$LAB_TMP/rank.$r.log" | grep '^RAILS' | tr '\n' ';')"
     done
     verdict "every all-reduce finished and checked after host $VICTIM's rail 1 went down"
+    ;;
+secure)
+    if ! command -v openssl >/dev/null 2>&1; then
+        echo "run_rails: SKIP: no openssl command (the secure case makes its certificates)"
+        exit 77
+    fi
+    if ! openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+        -keyout "$LAB_TMP/ca.key" -out "$LAB_TMP/ca.pem" -subj "/CN=gradsync rails CA" \
+        2>/dev/null ||
+        ! openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+            -keyout "$LAB_TMP/rank.key" -out "$LAB_TMP/rank.csr" -subj "/CN=gradsync rank" \
+            2>/dev/null ||
+        ! openssl x509 -req -in "$LAB_TMP/rank.csr" -CA "$LAB_TMP/ca.pem" \
+            -CAkey "$LAB_TMP/ca.key" -CAcreateserial -days 2 -out "$LAB_TMP/rank.pem" 2>/dev/null; then
+        echo "run_rails: secure: FAIL (openssl could not make the test certificates)"
+        exit 1
+    fi
+    LAB_ENV+=(GS_TLS=1 "GS_TLS_CERT=$LAB_TMP/rank.pem" "GS_TLS_KEY=$LAB_TMP/rank.key"
+        "GS_TLS_CA=$LAB_TMP/ca.pem" GS_AUTH_TOKEN=rails-secret-1)
+    LAB_TIMEOUT=60 # about 8 s quiet
+    lab_launch "$NH" 1 "$PROG" --bytes "$BYTES" --iters "$ITERS" --check
+    job_done "TLS and a token on both rails"
+    rlog iters "$(log0)"
+    # The last RAIL lines of the peer rank 0 sends to: bytes per rail.
+    peer=$(awk '$1 == "RAIL" && $11 + 0 > 1000000 { p = $3 } END { print p }' "$(log0)")
+    for k in 0 1; do
+        b=$(awk -v p="${peer:--1}" -v k=$k '$1 == "RAIL" && $3 == p && $5 == k { b = $11 }
+            END { print b + 0 }' "$(log0)")
+        echo "run_rails: rail $k to rank ${peer:-?} carried $b bytes under TLS"
+        [ "$b" -gt 1000000 ] || fail "rail $k to rank ${peer:-?} carried only $b bytes"
+    done
+    verdict "both rails carried the checked job under TLS and the token"
     ;;
 lastrail)
     HB=${HB_MS:-1000}

@@ -204,12 +204,13 @@ typedef struct gs__tcp_prail {
     uint64_t resent;      /* of them, frames sent again after another rail failed */
     uint32_t share_ppm;   /* its share of the last striped message */
     /* The delivery rate: over a busy period (from a DATA frame queued on
-     * the idle rail until every frame of it is acknowledged), the bytes
-     * acknowledged over the time they took; an EWMA of such samples. */
+     * the idle rail until every frame of it is acknowledged), the bytes its
+     * sockets' kernels saw acknowledged (TCP_INFO) over the time they
+     * took; an EWMA of such samples. */
     bool busy;
     uint64_t busy_t0;
-    uint64_t busy_bytes;
-    uint64_t rate; /* bytes per second, 0 until measured */
+    uint64_t busy_acked0; /* its sockets' acknowledged bytes (TCP_INFO) when it began */
+    uint64_t rate;        /* bytes per second, 0 until measured */
 } gs__tcp_prail_t;
 
 /*

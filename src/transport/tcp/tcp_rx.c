@@ -527,7 +527,8 @@ static void on_header(gs__tp_t *tp, gs__tcp_conn_t *c)
     repeat_ok = ((h->flags & GS_TCP_FRAME_F_RESEND) != 0) || !p->rails[c->rail].up;
     if (h->type == GS_TCP_FRAME_BYE) {
         c->bye_rcvd = true;
-        p->nbye++;
+        /* Only the rails that are up count: the peer says goodbye on them. */
+        p->nbye += p->rails[c->rail].up ? 1 : 0;
         if (p->nbye >= p->nrails_up * tp->nsocks) {
             gs__tcp_peer_left(tp, c->peer);
         }

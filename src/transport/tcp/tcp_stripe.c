@@ -17,9 +17,10 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <linux/sockios.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
+#include <linux/tcp.h> /* struct tcp_info with tcpi_bytes_acked; TCP_USER_TIMEOUT */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,13 +100,32 @@ void gs__tcp_rails_peer(gs__tp_t *tp, int peer, const char *text)
     p->nconns = np * tp->nsocks;
     rail_names(tp, p, names, sizeof(names));
     if (!matched || (np < tp->nrails) || (np < nt)) {
+        char out[96];
+        size_t off = 0;
+
+        /* Our interfaces no pair took, by name. */
+        out[0] = '\0';
+        for (int r = 0; (r < tp->nrails) && (off < sizeof(out)); r++) {
+            bool used = false;
+
+            for (int k = 0; k < np; k++) {
+                used = used || (p->rails[k].local == r);
+            }
+            if (!used) {
+                int n = snprintf(out + off, sizeof(out) - off, "%s%s", (off > 0) ? ", " : "",
+                                 tp->rails[r].ifname);
+
+                off += (n > 0) ? (size_t)n : 0;
+            }
+        }
         /* Once per rank: every peer of a host is likely to look the same. */
         if (!tp->rails_warned) {
             tp->rails_warned = true;
-            GS_WARN("tcp: rank %d has %d rail%s, rank %d %d: paired %s%s; the rest are left "
-                    "out (rails pair by subnet; GS_SOCKET_IFNAME picks them)",
+            GS_WARN("tcp: rank %d has %d rail%s, rank %d %d: paired %s%s; left out here: %s "
+                    "(rails pair by subnet; GS_SOCKET_IFNAME picks them)",
                     tp->rank, tp->nrails, (tp->nrails > 1) ? "s" : "", peer, nt, names,
-                    matched ? "" : " (no subnet in common: one rail, as the kernel routes it)");
+                    matched ? "" : " (no subnet in common: one rail, as the kernel routes it)",
+                    (out[0] != '\0') ? out : "none");
         }
     } else {
         GS_INFO(NET, "tcp: rank %d to rank %d on %d rails: %s", tp->rank, peer, np, names);
@@ -148,6 +168,26 @@ void gs__tcp_rail_wrote(gs__tp_t *tp, gs__tcp_conn_t *c, uint64_t bytes)
     tp->peers[c->peer].rails[c->rail].bytes += bytes;
 }
 
+/* Bytes the peers' kernels acknowledged on rail k's sockets so far
+ * (TCP_INFO: on the wire, so with TLS its records, headers and all). */
+static uint64_t rail_acked(const gs__tp_t *tp, const gs__tcp_peer_t *p, int k)
+{
+    uint64_t sum = 0;
+
+    for (int i = k * tp->nsocks; i < (k + 1) * tp->nsocks; i++) {
+        struct tcp_info ti;
+        socklen_t len = sizeof(ti);
+
+        memset(&ti, 0, sizeof(ti));
+        if ((p->conns[i].fd >= 0) &&
+            (getsockopt(p->conns[i].fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0) &&
+            (len >= offsetof(struct tcp_info, tcpi_bytes_acked) + sizeof(ti.tcpi_bytes_acked))) {
+            sum += ti.tcpi_bytes_acked;
+        }
+    }
+    return sum;
+}
+
 void gs__tcp_rate_start(gs__tp_t *tp, gs__tcp_conn_t *c)
 {
     gs__tcp_peer_t *p = &tp->peers[c->peer];
@@ -156,7 +196,7 @@ void gs__tcp_rate_start(gs__tp_t *tp, gs__tcp_conn_t *c)
     if (!r->busy && (p->nrails > 1)) {
         r->busy = true; /* a busy period: from the first DATA queued to the last acknowledged */
         r->busy_t0 = gs__now_ns();
-        r->busy_bytes = 0;
+        r->busy_acked0 = rail_acked(tp, p, c->rail);
     }
 }
 
@@ -180,6 +220,8 @@ static bool rail_idle(const gs__tp_t *tp, const gs__tcp_peer_t *p, int k)
 static void rate_sample(gs__tp_t *tp, gs__tcp_peer_t *p, int peer, int k)
 {
     gs__tcp_prail_t *r = &p->rails[k];
+    uint64_t acked;
+    uint64_t bytes;
     bool idle;
     uint64_t now;
 
@@ -191,18 +233,19 @@ static void rate_sample(gs__tp_t *tp, gs__tcp_peer_t *p, int peer, int k)
     if (!idle && (now - r->busy_t0 < RATE_WINDOW_NS)) {
         return;
     }
-    if ((r->busy_bytes >= RATE_MIN_BYTES) && (now > r->busy_t0)) {
-        const uint64_t sample =
-            (uint64_t)((double)r->busy_bytes * 1e9 / (double)(now - r->busy_t0));
+    acked = rail_acked(tp, p, k);
+    bytes = (acked > r->busy_acked0) ? acked - r->busy_acked0 : 0;
+    if ((bytes >= RATE_MIN_BYTES) && (now > r->busy_t0)) {
+        const uint64_t sample = (uint64_t)((double)bytes * 1e9 / (double)(now - r->busy_t0));
 
         r->rate = (r->rate == 0) ? sample : (r->rate + sample) / 2u;
         gs__tcp_rails_publish(tp, peer);
     }
     if (idle) {
         r->busy = false;
-    } else if (r->busy_bytes >= RATE_MIN_BYTES) {
+    } else if (bytes >= RATE_MIN_BYTES) {
         r->busy_t0 = now;
-        r->busy_bytes = 0;
+        r->busy_acked0 = acked;
     }
 }
 
@@ -529,7 +572,6 @@ void gs__tcp_acks_poll_peer(gs__tp_t *tp, int q)
                 c->uq_tail = NULL;
                 tp->nretained--;
             }
-            p->rails[c->rail].busy_bytes += GS_TCP_FRAME_HDR_LEN + f->payload_len;
             frame_acked(tp, f);
         }
     }
