@@ -403,6 +403,13 @@ void gs__tcp_conn_queue(gs__tp_t *tp, gs__tcp_conn_t *c, gs__tcp_frame_t *f);
 void gs__tcp_conn_flush(gs__tp_t *tp, gs__tcp_conn_t *c);
 /* Take an unfinished send's frames off the queues (cancel). */
 void gs__tcp_send_cancel(gs__tp_t *tp, struct gs__tp_req *req);
+/* Queue an owned control frame (BYE, SKIP with @p seq, DOWN or RAIL_DOWN
+ * with @p tag, HEARTBEAT) on c. Returns false when out of memory. */
+bool gs__tcp_queue_control(gs__tp_t *tp, gs__tcp_conn_t *c, uint32_t type, uint64_t seq,
+                           uint64_t tag);
+/* An owned copy of frame f and its payload (no request), or NULL when out
+ * of memory. */
+gs__tcp_frame_t *gs__tcp_frame_copy(const gs__tcp_frame_t *f);
 
 /* --- tcp_fail.c ------------------------------------------------------- */
 

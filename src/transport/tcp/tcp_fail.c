@@ -52,20 +52,10 @@ void gs__tcp_report_down(gs__tp_t *tp, int x, int skip)
 
 void gs__tcp_queue_down(gs__tp_t *tp, gs__tcp_conn_t *c, int failed)
 {
-    gs__tcp_frame_t *f = calloc(1, sizeof(*f));
-    gs__tcp_frame_hdr_t hdr;
-
-    if (f == NULL) {
+    if (!gs__tcp_queue_control(tp, c, GS_TCP_FRAME_DOWN, 0, (uint64_t)failed)) {
         GS_WARN("tcp: rank %d: out of memory telling peer %d that rank %d failed", tp->rank,
                 c->peer, failed);
-        return;
     }
-    memset(&hdr, 0, sizeof(hdr));
-    hdr.type = GS_TCP_FRAME_DOWN;
-    hdr.tag = (uint64_t)failed;
-    gs__tcp_frame_encode(&hdr, f->hdr);
-    f->owned = true;
-    gs__tcp_conn_queue(tp, c, f);
 }
 
 static void peer_fail_va(gs__tp_t *tp, int peer, gs_status_t status, bool remote, const char *fmt,
@@ -74,17 +64,7 @@ static void peer_fail_va(gs__tp_t *tp, int peer, gs_status_t status, bool remote
 /* One HEARTBEAT frame on socket 0 of peer p (owned; skipped when out of memory). */
 static void queue_heartbeat(gs__tp_t *tp, gs__tcp_conn_t *c)
 {
-    gs__tcp_frame_t *f = calloc(1, sizeof(*f));
-    gs__tcp_frame_hdr_t hdr;
-
-    if (f == NULL) {
-        return; /* the next tick tries again */
-    }
-    memset(&hdr, 0, sizeof(hdr));
-    hdr.type = GS_TCP_FRAME_HEARTBEAT;
-    gs__tcp_frame_encode(&hdr, f->hdr);
-    f->owned = true;
-    gs__tcp_conn_queue(tp, c, f);
+    (void)gs__tcp_queue_control(tp, c, GS_TCP_FRAME_HEARTBEAT, 0, 0); /* else: the next tick */
 }
 
 void gs__tcp_heartbeat_tick(gs__tp_t *tp, uint64_t now)

@@ -235,6 +235,9 @@ static void rate_sample(gs__tp_t *tp, gs__tcp_peer_t *p, int peer, int k)
     }
     acked = rail_acked(tp, p, k);
     bytes = (acked > r->busy_acked0) ? acked - r->busy_acked0 : 0;
+    /* A period shorter than RATE_MIN_BYTES says more about the round trip
+     * and slow start than about the rail (counting them made a rail with a
+     * small share look slower, and its share shrink further). */
     if ((bytes >= RATE_MIN_BYTES) && (now > r->busy_t0)) {
         const uint64_t sample = (uint64_t)((double)bytes * 1e9 / (double)(now - r->busy_t0));
 
@@ -244,7 +247,7 @@ static void rate_sample(gs__tp_t *tp, gs__tcp_peer_t *p, int peer, int k)
     if (idle) {
         r->busy = false;
     } else if (bytes >= RATE_MIN_BYTES) {
-        r->busy_t0 = now;
+        r->busy_t0 = now; /* a long busy period: the next sample */
         r->busy_acked0 = acked;
     }
 }
@@ -298,15 +301,16 @@ static gs__tcp_conn_t *single_conn(gs__tp_t *tp, gs__tcp_peer_t *p)
  * when there are enough; largest remainders get the rest. */
 static void allot(gs__tp_t *tp, gs__tcp_peer_t *p, unsigned g, unsigned *n)
 {
-    double w[GS_TCP_MAX_RAILS];
-    double rem[GS_TCP_MAX_RAILS];
+    double w[GS_TCP_MAX_RAILS] = {0.0};
+    double rem[GS_TCP_MAX_RAILS] = {0.0};
+    const int nr = (p->nrails < GS_TCP_MAX_RAILS) ? p->nrails : GS_TCP_MAX_RAILS;
     double sum = 0.0;
     double mean = 0.0;
     unsigned given = 0;
     int live = 0;
     int measured = 0;
 
-    for (int k = 0; k < p->nrails; k++) {
+    for (int k = 0; k < nr; k++) {
         n[k] = 0;
         w[k] = 0.0;
         if (!p->rails[k].up || (rail_least(tp, p, k) == NULL)) {
@@ -320,7 +324,7 @@ static void allot(gs__tp_t *tp, gs__tcp_peer_t *p, unsigned g, unsigned *n)
         }
     }
     mean = (measured > 0) ? mean / measured : 1.0;
-    for (int k = 0; k < p->nrails; k++) {
+    for (int k = 0; k < nr; k++) {
         if (p->rails[k].up && (rail_least(tp, p, k) != NULL) && (w[k] <= 0.0)) {
             w[k] = mean;
         }
@@ -329,7 +333,7 @@ static void allot(gs__tp_t *tp, gs__tcp_peer_t *p, unsigned g, unsigned *n)
     if ((live == 0) || (sum <= 0.0)) {
         return;
     }
-    for (int k = 0; k < p->nrails; k++) {
+    for (int k = 0; k < nr; k++) {
         const double exact = (double)g * w[k] / sum;
 
         rem[k] = -1.0;
@@ -346,7 +350,7 @@ static void allot(gs__tp_t *tp, gs__tcp_peer_t *p, unsigned g, unsigned *n)
     while (given > g) { /* the minimum of one overshot: take from the largest */
         int big = 0;
 
-        for (int k = 1; k < p->nrails; k++) {
+        for (int k = 1; k < nr; k++) {
             big = (n[k] > n[big]) ? k : big;
         }
         n[big]--;
@@ -356,10 +360,13 @@ static void allot(gs__tp_t *tp, gs__tcp_peer_t *p, unsigned g, unsigned *n)
     while (given < g) {
         int best = -1;
 
-        for (int k = 0; k < p->nrails; k++) {
+        for (int k = 0; k < nr; k++) {
             if ((w[k] > 0.0) && ((best < 0) || (rem[k] > rem[best]))) {
                 best = k;
             }
+        }
+        if (best < 0) {
+            break; /* no live rail (not reached: sum > 0) */
         }
         n[best]++;
         rem[best] -= 1.0;
@@ -384,7 +391,7 @@ void gs__tcp_stripe(gs__tp_t *tp, struct gs__tp_req *req)
 {
     gs__tcp_peer_t *p = &tp->peers[req->peer];
     gs__tcp_conn_t *dst[GS_TCP_MAX_SOCKS];
-    unsigned per_rail[GS_TCP_MAX_RAILS];
+    unsigned per_rail[GS_TCP_MAX_RAILS] = {0};
     int nf = 0;
     unsigned g;
     unsigned next = 0;
@@ -456,18 +463,11 @@ bool gs__tcp_retain(gs__tp_t *tp, gs__tcp_conn_t *c, gs__tcp_frame_t *f, uint64_
     if (f->payload_len < GS_TCP_STRIPE_MIN) {
         /* A small frame: its send completes now (no wait for the ack on the
          * latency path); a copy stays for the resend. */
-        gs__tcp_frame_t *copy = malloc(sizeof(*copy) + (size_t)f->payload_len);
+        gs__tcp_frame_t *copy = gs__tcp_frame_copy(f);
 
         if (copy == NULL) {
             return false; /* no resend for this one if its rail fails */
         }
-        memcpy(copy, f, sizeof(*copy));
-        if (f->payload_len > 0) {
-            memcpy(copy + 1, f->payload, (size_t)f->payload_len);
-        }
-        copy->payload = (const uint8_t *)(copy + 1);
-        copy->req = NULL;
-        copy->owned = true;
         f = copy;
         keep = false;
     }
@@ -635,18 +635,8 @@ static void requeue(gs__tp_t *tp, gs__tcp_peer_t *p, gs__tcp_frame_t *f, uint64_
 
 static void queue_rail_down(gs__tp_t *tp, gs__tcp_conn_t *c, int k)
 {
-    gs__tcp_frame_t *f = calloc(1, sizeof(*f));
-    gs__tcp_frame_hdr_t hdr;
-
-    if (f == NULL) {
-        return; /* the peer learns it from its own socket */
-    }
-    memset(&hdr, 0, sizeof(hdr));
-    hdr.type = GS_TCP_FRAME_RAIL_DOWN;
-    hdr.tag = (uint64_t)k;
-    gs__tcp_frame_encode(&hdr, f->hdr);
-    f->owned = true;
-    gs__tcp_conn_queue(tp, c, f);
+    /* Out of memory: the peer learns it from its own socket. */
+    (void)gs__tcp_queue_control(tp, c, GS_TCP_FRAME_RAIL_DOWN, 0, (uint64_t)k);
 }
 
 /* Rail k of @p peer is lost: stop writing on it (a FIN follows what its

@@ -1037,22 +1037,13 @@ static void say_goodbye(gs__tp_t *tp)
     for (int p = 0; p < tp->size; p++) {
         for (int i = 0; (p != tp->rank) && (i < tp->peers[p].nconns); i++) {
             gs__tcp_conn_t *c = &tp->peers[p].conns[i];
-            gs__tcp_frame_t *f;
-            gs__tcp_frame_hdr_t hdr;
 
             if ((c->fd < 0) || (tp->peers[p].fail_status != GS_OK) ||
                 (tp->peers[p].link != GS_TCP_LINK_UP) || !tp->peers[p].rails[c->rail].up) {
                 continue; /* a link still being set up (or a lost rail) is just closed */
             }
-            f = calloc(1, sizeof(*f));
-            if (f == NULL) {
-                continue; /* the peer will see a plain close */
-            }
-            memset(&hdr, 0, sizeof(hdr));
-            hdr.type = GS_TCP_FRAME_BYE;
-            gs__tcp_frame_encode(&hdr, f->hdr);
-            f->owned = true;
-            gs__tcp_conn_queue(tp, c, f);
+            /* Out of memory: the peer will see a plain close. */
+            (void)gs__tcp_queue_control(tp, c, GS_TCP_FRAME_BYE, 0, 0);
         }
     }
     for (;;) {

@@ -188,6 +188,42 @@ void gs__tcp_conn_queue(gs__tp_t *tp, gs__tcp_conn_t *c, gs__tcp_frame_t *f)
     }
 }
 
+bool gs__tcp_queue_control(gs__tp_t *tp, gs__tcp_conn_t *c, uint32_t type, uint64_t seq,
+                           uint64_t tag)
+{
+    gs__tcp_frame_t *f = calloc(1, sizeof(*f));
+    gs__tcp_frame_hdr_t hdr;
+
+    if (f == NULL) {
+        return false;
+    }
+    memset(&hdr, 0, sizeof(hdr));
+    hdr.type = type;
+    hdr.seq = seq;
+    hdr.tag = tag;
+    gs__tcp_frame_encode(&hdr, f->hdr);
+    f->owned = true;
+    gs__tcp_conn_queue(tp, c, f);
+    return true;
+}
+
+gs__tcp_frame_t *gs__tcp_frame_copy(const gs__tcp_frame_t *f)
+{
+    gs__tcp_frame_t *copy = malloc(sizeof(*copy) + (size_t)f->payload_len);
+
+    if (copy == NULL) {
+        return NULL;
+    }
+    memcpy(copy, f, sizeof(*copy));
+    if (f->payload_len > 0) {
+        memcpy(copy + 1, f->payload, (size_t)f->payload_len);
+    }
+    copy->payload = (const uint8_t *)(copy + 1);
+    copy->req = NULL;
+    copy->owned = true;
+    return copy;
+}
+
 /*
  * While down, a send released mid-wire finishes from a private copy instead
  * of cutting the stream: a cut would look like a crash of this rank to the
@@ -210,17 +246,10 @@ static bool send_detach(gs__tp_t *tp, struct gs__tp_req *req)
             if (f->req != req) {
                 continue;
             }
-            copy = malloc(sizeof(*copy) + (size_t)f->payload_len);
+            copy = gs__tcp_frame_copy(f);
             if (copy == NULL) {
                 return false; /* frames copied so far are owned and freed with the queue */
             }
-            memcpy(copy, f, sizeof(*copy));
-            if (f->payload_len > 0) {
-                memcpy(copy + 1, f->payload, (size_t)f->payload_len);
-            }
-            copy->payload = (const uint8_t *)(copy + 1);
-            copy->req = NULL;
-            copy->owned = true;
             *pp = copy;
             if (c->sq_tail == f) {
                 c->sq_tail = copy;
@@ -235,8 +264,7 @@ static bool send_detach(gs__tp_t *tp, struct gs__tp_req *req)
 void gs__tcp_send_cancel(gs__tp_t *tp, struct gs__tp_req *req)
 {
     gs__tcp_peer_t *p = &tp->peers[req->peer];
-    gs__tcp_frame_t *skip;
-    gs__tcp_frame_hdr_t hdr;
+    gs__tcp_conn_t *to = &p->conns[0];
 
     if (req->waiting) {
         gs__tcp_send_unwait(tp, req); /* never cut into frames: no sequence number */
@@ -277,17 +305,16 @@ void gs__tcp_send_cancel(gs__tp_t *tp, struct gs__tp_req *req)
     if (p->fail_status != GS_OK) {
         return;
     }
-    /* Tell the receiver this sequence number will never carry data. */
-    skip = calloc(1, sizeof(*skip));
-    if (skip == NULL) {
+    /* Tell the receiver this sequence number will never carry data (on a
+     * socket of a rail that is up). */
+    for (int i = 0; i < p->nconns; i++) {
+        if ((p->conns[i].fd >= 0) && p->rails[p->conns[i].rail].up) {
+            to = &p->conns[i];
+            break;
+        }
+    }
+    if (!gs__tcp_queue_control(tp, to, GS_TCP_FRAME_SKIP, req->seq, 0)) {
         gs__tcp_peer_fail(tp, req->peer, GS_ERR_NO_MEMORY,
                           "out of memory while cancelling a send to peer %d", req->peer);
-        return;
     }
-    memset(&hdr, 0, sizeof(hdr));
-    hdr.type = GS_TCP_FRAME_SKIP;
-    hdr.seq = req->seq;
-    gs__tcp_frame_encode(&hdr, skip->hdr);
-    skip->owned = true;
-    gs__tcp_conn_queue(tp, &p->conns[0], skip);
 }
