@@ -302,17 +302,6 @@ static void test_tcp_rail_pairing(void **state)
     }
 }
 
-static void test_tcp_rail_spec_is_list(void **state)
-{
-    (void)state;
-    assert_false(gs__tcp_rails_spec_is_list(NULL));
-    assert_false(gs__tcp_rails_spec_is_list(""));
-    assert_false(gs__tcp_rails_spec_is_list("eth0"));
-    assert_true(gs__tcp_rails_spec_is_list("eth0,eth1"));
-    assert_true(gs__tcp_rails_spec_is_list("^lo"));
-    assert_true(gs__tcp_rails_spec_is_list("=eth0"));
-}
-
 static void test_tcp_rail_spec_check(void **state)
 {
     static const char *const good[] = {"lo",         "^lo", "=eth0", "eth0,eth1",
@@ -446,7 +435,6 @@ int main(void)
         cmocka_unit_test(test_tcp_rail_format_parse_round_trip),
         cmocka_unit_test(test_tcp_rail_parse_refusals),
         cmocka_unit_test(test_tcp_rail_pairing),
-        cmocka_unit_test(test_tcp_rail_spec_is_list),
         cmocka_unit_test(test_tcp_rail_spec_check),
         cmocka_unit_test(test_tcp_rail_select_here),
     };

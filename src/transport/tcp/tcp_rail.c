@@ -50,11 +50,6 @@ gs_status_t gs__tcp_rails_local(const char *spec, const char *family, gs__tcp_ra
     return status;
 }
 
-bool gs__tcp_rails_spec_is_list(const char *spec)
-{
-    return (spec != NULL) && (strpbrk(spec, ",^=") != NULL);
-}
-
 static int family_bits(int fam)
 {
     return (fam == AF_INET) ? 32 : ((fam == AF_INET6) ? 128 : -1);

@@ -53,11 +53,6 @@ typedef struct gs__tcp_rail {
 gs_status_t gs__tcp_rails_local(const char *spec, const char *family, gs__tcp_rail_t *out, int max,
                                 int *n_out, int *extra_out);
 
-/* Whether @p spec has NCCL list syntax: "has ',' or '^' or '='". (A plain
- * name is a prefix too and may select several interfaces; how many is
- * gs__tcp_rails_local's answer, not this one's.) */
-bool gs__tcp_rails_spec_is_list(const char *spec);
-
 /*
  * Write the address text of @p n rails (n >= 1) listening on @p port into
  * buf[len]: n == 1 gives "ip:port" with no prefix. Returns GS_OK or

@@ -64,7 +64,8 @@ static int sock_port(const gs__sockaddr_t *a)
 }
 
 /*
- * GS_SOCKET_IFNAME selecting several interfaces makes them rails
+ * GS_SOCKET_IFNAME selecting several interfaces (a list, a prefix that
+ * several names share, an exclusion: NCCL's reading) makes them rails
  * (docs/design.md, "Several rails per peer"): listen on the wildcard
  * address of their family. One interface (or none named): as before.
  */
@@ -73,8 +74,7 @@ static gs_status_t rails_setup(gs__tp_t *tp, const gs__tcp_settings_t *set, gs__
     int n = 0;
     int extra = 0;
 
-    if ((set->ifname == NULL) || (set->ifname[0] == '\0') ||
-        !gs__tcp_rails_spec_is_list(set->ifname)) {
+    if ((set->ifname == NULL) || (set->ifname[0] == '\0')) {
         return GS_OK;
     }
     if ((gs__tcp_rails_local(set->ifname, set->family, tp->rails, GS_TCP_MAX_RAILS, &n, &extra) !=
