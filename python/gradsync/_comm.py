@@ -276,9 +276,12 @@ class Communicator(Resource):
         return T.struct_to_dict(query(LIB.gs_comm_stats, T.CommStats, self._handle()))
 
     def peer_stats(self, peer: int) -> Dict[str, Any]:
-        """What this rank exchanged with @peer (gs_peer_stats_t) as a dict."""
-        return T.struct_to_dict(query(LIB.gs_comm_peer_stats, T.PeerStats, self._handle(),
-                                      _int(peer, "peer_stats: peer")))
+        """What this rank exchanged with @peer (gs_peer_stats_t) as a dict; "rails" lists
+        the nrails TCP rails to it (ifname, up, bytes_sent, bytes_resent, rate_bps, share_ppm)."""
+        d = T.struct_to_dict(query(LIB.gs_comm_peer_stats, T.PeerStats, self._handle(),
+                                   _int(peer, "peer_stats: peer")))
+        d["rails"] = d["rails"][:max(0, min(d["nrails"], T.RAILS_MAX))]
+        return d
 
     # ---- helpers -------------------------------------------------------
 

@@ -180,11 +180,21 @@ class CommStats(ctypes.Structure):
                                            ("traffic_bytes", c_uint64 * STATS_COLL_MAX)]
 
 
+RAILS_MAX = 4
+
+
+class RailStats(ctypes.Structure):
+    """gs_rail_stats_t (gradsync.h): one TCP rail to a peer."""
+    _fields_ = [("bytes_sent", c_uint64), ("bytes_resent", c_uint64), ("rate_bps", c_uint64),
+                ("share_ppm", ctypes.c_uint32), ("up", ctypes.c_uint32),
+                ("ifname", ctypes.c_char * 16)]
+
+
 class PeerStats(ctypes.Structure):
-    """gs_peer_stats_t (gradsync.h)."""
+    """gs_peer_stats_t (gradsync.h). nrails and rails (appended): multi-rail TCP."""
     _fields_ = [("size", c_size_t), ("peer", c_int)] + [(n, c_uint64) for n in (
         "bytes_sent", "bytes_received", "msgs_sent", "msgs_received", "send_wait_ns",
-        "recv_wait_ns")]
+        "recv_wait_ns")] + [("nrails", c_int), ("rails", RailStats * RAILS_MAX)]
 
 
 class CollOpts(ctypes.Structure):
@@ -268,5 +278,7 @@ def struct_to_dict(s: ctypes.Structure) -> Dict[str, Any]:
         v = getattr(s, name)
         if isinstance(v, ctypes.Array):
             v = [struct_to_dict(e) if isinstance(e, ctypes.Structure) else e for e in v]
+        elif isinstance(v, bytes):
+            v = v.decode("utf-8", "replace")  # a char array (an interface name)
         out[name] = v
     return out

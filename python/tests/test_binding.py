@@ -25,6 +25,7 @@ HEADERS = ["gradsync.h", "compress.h", "bucket.h", "ps.h"]
 
 STRUCTS = {T.Config: "gs_config_t", T.Counters: "gs_counters_t", T.CollStats: "gs_coll_stats_t",
            T.CommStats: "gs_comm_stats_t", T.PeerStats: "gs_peer_stats_t",
+           T.RailStats: "gs_rail_stats_t",
            T.CollOpts: "gs_coll_opts_t", T.AllreduceOpts: "gs_allreduce_opts_t",
            T.P2PStatus: "gs_p2p_status_t", T.CodecConfig: "gs_codec_config_t",
            T.BucketerOpts: "gs_bucketer_opts_t", T.BucketerStats: "gs_bucketer_stats_t",

@@ -125,6 +125,10 @@ def test_counters_and_stats(comm):
     assert len(s["coll"]) == 16 and s["coll"][0]["ops"] >= 1
     p = comm.peer_stats((comm.rank + 1) % comm.size)
     assert p["peer"] == (comm.rank + 1) % comm.size
+    # One rail on this host (GS_SOCKET_IFNAME picks one interface or none); none to itself.
+    assert len(p["rails"]) == p["nrails"] and p["nrails"] in ((0,) if comm.size == 1 else (1,))
+    for r in p["rails"]:
+        assert r["up"] == 1 and r["ifname"] == ""
 
 
 def test_library_info():

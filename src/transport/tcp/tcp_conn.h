@@ -295,6 +295,7 @@ struct gs__tp {
     uint64_t rail_timeout_ms; /* TCP_USER_TIMEOUT of a multi-rail pair's sockets */
     int nretained;            /* sockets with DATA frames waiting for their ack */
     bool rails_warned;        /* said once what a rail pairing left out */
+    bool rails_published;     /* the links made before the statistics existed were published */
     uint64_t job_id;
     uint64_t comm_id;
     gs__counters_t *counters;

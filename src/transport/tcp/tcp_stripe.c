@@ -440,9 +440,7 @@ void gs__tcp_stripe(gs__tp_t *tp, struct gs__tp_req *req)
     }
     req->nframes = nf;
     req->frames_left = nf;
-    if (g > 1) {
-        gs__tcp_rails_publish(tp, req->peer);
-    }
+    gs__tcp_rails_publish(tp, req->peer);
     for (int i = 0; (i < nf) && (p->fail_status == GS_OK); i++) {
         gs__tcp_conn_queue(tp, dst[i], &req->frames[i]);
     }

@@ -876,6 +876,15 @@ static gs_status_t tcp_progress(gs__tp_t *tp, uint64_t deadline_ns)
     }
     start = tp->nevents;
     spin_until = (tp->spin_ns > 0) ? gs__now_ns() + tp->spin_ns : 0;
+    if (!tp->rails_published && (tp->counters != NULL) && (tp->counters->peers != NULL)) {
+        /* The statistics came after connect: the links made at init show too. */
+        tp->rails_published = true;
+        for (int q = 0; q < tp->size; q++) {
+            if ((q != tp->rank) && (tp->peers[q].link == GS_TCP_LINK_UP)) {
+                gs__tcp_rails_publish(tp, q);
+            }
+        }
+    }
     for (unsigned pass = 1;; pass++) {
         gs_status_t status = GS_OK;
         uint64_t now;
