@@ -433,8 +433,8 @@ void gs__tcp_stripe(gs__tp_t *tp, struct gs__tp_req *req)
         p->rot = (p->rot + 1u) % (unsigned)tp->nsocks;
     }
     if (nf == 0) {
-        /* One frame (or no live rail: socket 0, whose failure fails the send). */
-        g = 1;
+        /* One frame, the whole message (a run of every granule when g > 1: no
+         * live rail, socket 0, whose failure fails the send). */
         frame_set(req, 0, 1, 0, 1);
         dst[nf++] = single_conn(tp, p);
     }
