@@ -288,6 +288,101 @@ GS_API gs_status_t gs_comm_create_group(gs_comm_t comm, int nranks, const int *r
 GS_API gs_status_t gs_comm_shrink(gs_comm_t comm, gs_comm_t *newcomm_out);
 
 /**
+ * @brief Revoke @p comm: stop new work on it and fail what is pending with
+ * GS_ERR_REVOKED on every rank that learns of it (ncclCommRevoke, ULFM's
+ * MPI_Comm_revoke), so that gs_comm_shrink(), gs_comm_grow(),
+ * gs_comm_split() of a new communicator, or gs_comm_destroy() can follow
+ * without waiting on a peer that will never answer.
+ *
+ * Local and non-blocking, like gs_comm_abort(): it sets this rank's sticky
+ * error to GS_ERR_REVOKED and returns at once; the worker then fails every
+ * pending operation (a blocking call on another thread returns
+ * GS_ERR_REVOKED within milliseconds) and tells the other ranks. Over TCP
+ * each rank passes the notice on once over its links, so every rank
+ * connected to the revoker, directly or not, fails its pending and later
+ * operations with GS_ERR_REVOKED, "rank R revoked the communicator" (a rank
+ * that already failed for a peer's death keeps that first error). Unlike an
+ * abort the connections stay up: gs_comm_shrink() and gs_comm_grow() run
+ * over them. With the MPI transport only this rank learns of it (MPI has no
+ * revoke): its transport is aborted.
+ * @note Thread-safe: any thread, concurrently with any call on @p comm (a
+ * blocked collective included) but gs_comm_destroy(), and idempotent. Not
+ * async-signal-safe.
+ * @return GS_OK or GS_ERR_INVALID_ARG (comm is NULL).
+ */
+GS_API gs_status_t gs_comm_revoke(gs_comm_t comm);
+
+/** @brief Bytes of a gs_unique_id_t. */
+#define GS_UNIQUE_ID_BYTES 128
+
+/**
+ * @brief What new ranks need to join a communicator with gs_comm_grow():
+ * the address of rank 0's grow listener, a random id of this grow, the
+ * job's identity and whether it needs a token (never the token itself).
+ * Opaque bytes: copy them to the new ranks by any means (a file, a
+ * key-value store, a command line as hex).
+ */
+typedef struct gs_unique_id {
+    unsigned char bytes[GS_UNIQUE_ID_BYTES]; /**< opaque; docs/wire.md has the layout */
+} gs_unique_id_t;
+
+/**
+ * @brief Make the id with which new ranks join @p comm (ncclCommGetUniqueId).
+ * Call it on rank 0 of @p comm; it starts listening for joining ranks (on
+ * the interface of rank 0's own connections, a port of the kernel's
+ * choice) and returns at once. Calling it again makes a new id: joiners
+ * presenting an older one are refused.
+ * @return GS_OK; GS_ERR_INVALID_ARG (NULL argument); GS_ERR_INVALID_USAGE
+ * (not rank 0, or a transport that cannot grow: MPI); the sticky error of
+ * an aborted communicator; GS_ERR_SYSTEM (the listener).
+ * @note Local. Thread-safe with respect to other calls on @p comm.
+ */
+GS_API gs_status_t gs_comm_get_unique_id(gs_comm_t comm, gs_unique_id_t *id_out);
+
+/**
+ * @brief Grow: the ranks of @p comm admit new ranks that arrive with the
+ * id of gs_comm_get_unique_id() and form a communicator of @p new_size
+ * ranks (ncclCommGrow). Old ranks keep their rank; the new ones are
+ * @p comm's size .. @p new_size - 1.
+ *
+ * - Every rank of @p comm calls it with @p comm, @p new_size, and @p id
+ *   (rank 0: required, the id it made; the others may pass NULL), and
+ *   @p cfg NULL: the new communicator has @p comm's configuration.
+ * - Every new rank calls it with @p comm GS_COMM_NULL, the id, @p new_size
+ *   and a configuration as for gs_comm_init() (NULL: the environment),
+ *   whose rank (or GS_RANK) is its new rank; the world size, rendezvous
+ *   address and job identity come from the id. The job's token
+ *   (GS_AUTH_TOKEN), TLS and the other settings are its own, and must
+ *   match the job's as for any rank.
+ *
+ * Rank 0 checks every joiner: a wrong or stale id, another job, a rank out
+ * of range or taken twice, a missing or different token are refused with
+ * the reason sent to the joiner (which fails with GS_ERR_MISMATCH or
+ * GS_ERR_AUTH) and logged at WARN naming its address; the grow goes on
+ * waiting for the right ranks. When the joiners are not all there by
+ * GS_TIMEOUT_MS, or an old rank fails, every rank's call fails with the
+ * same named error (GS_ERR_TIMEOUT naming the missing ranks,
+ * GS_ERR_PEER_FAILED naming the dead one) and @p comm is unchanged (a
+ * dead rank has failed it already: shrink it and grow again). Works on a
+ * revoked communicator (recovery tags) and after gs_comm_shrink().
+ * @param comm the communicator to grow, or GS_COMM_NULL on a new rank.
+ * @param new_size the size of the new communicator, above @p comm's.
+ * @param id the id rank 0 made (may be NULL on old ranks but rank 0).
+ * @param cfg a new rank's configuration; NULL on old ranks.
+ * @param[out] newcomm_out the new communicator (written only on GS_OK).
+ * @return GS_OK; GS_ERR_INVALID_ARG (a NULL or malformed id, a size not
+ * above the old one, a new rank out of range, cfg on an old rank);
+ * GS_ERR_INVALID_USAGE (rank 0 without an id of its own); GS_ERR_MISMATCH
+ * (the ranks disagree on the size, or this joiner's id is stale);
+ * GS_ERR_AUTH; GS_ERR_TIMEOUT; GS_ERR_PEER_FAILED; GS_ERR_ABORTED (@p comm
+ * aborted, or the joiner's abort_flag); GS_ERR_SYSTEM; GS_ERR_NO_MEMORY.
+ * @note Collective over the old ranks and the new ones. Blocking, bounded
+ * by GS_TIMEOUT_MS for the admission and again for the connections.
+ */
+GS_API gs_status_t gs_comm_grow(gs_comm_t comm, int new_size, const gs_unique_id_t *id,
+                                const gs_config_t *cfg, gs_comm_t *newcomm_out);
+
+/**
  * @brief A new communicator with the same ranks in the same order and the
  * same configuration as @p comm, whose traffic never matches @p comm's (as
  * MPI_Comm_dup): a library layered on gradsync takes one for itself.

@@ -45,6 +45,7 @@ extern "C" {
     X(GS_ERR_AUTH, -45, "authentication failed (GS_AUTH_TOKEN differs or is missing)")             \
     X(GS_ERR_ABORTED, -60, "communicator aborted")                                                 \
     X(GS_ERR_COMM_FAILED, -61, "communicator failed")                                              \
+    X(GS_ERR_REVOKED, -62, "communicator revoked (gs_comm_revoke): shrink, grow or destroy it")    \
     X(GS_ERR_INTERNAL, -100, "internal error")
 
 #define GS_STATUS_ENUM_ROW(_name, _value, _msg) _name = (_value),

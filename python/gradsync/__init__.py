@@ -15,8 +15,8 @@ tensors (contiguous). docs/python.md is the guide and the reference.
 from __future__ import annotations
 
 from ._lib import (LIB as _LIB, Aborted, AuthError, Error, InvalidArgument, InvalidUsage,
-                   LibraryNotFound, Mismatch, NoMemory, PeerFailed, Timeout, Truncated,
-                   Unsupported, error_class)
+                   LibraryNotFound, Mismatch, NoMemory, PeerFailed, Revoked, Timeout,
+                   Truncated, Unsupported, error_class)
 from ._types import (ANY_SOURCE, UNSET, Algo, CodecKind, CollType, DType, Op, PSConsistency,
                      PSRule, Scope)
 from ._request import Request, Status, group, test_all, wait_all, wait_any
@@ -30,8 +30,8 @@ __all__ = [
     "ANY_SOURCE", "Aborted", "Algo", "AuthError", "Bucketer", "Codec", "CodecKind", "CollType",
     "Communicator", "DType", "Error", "ErrorFeedback", "InvalidArgument", "InvalidUsage",
     "LibraryNotFound", "Mismatch", "NoMemory", "Op", "PSConsistency", "PSRule", "ParameterServer",
-    "PeerFailed", "Request", "Scope", "Status", "Timeout", "Truncated", "UNSET", "Unsupported",
-    "error_class", "group", "library_path", "library_version", "strerror", "test_all",
+    "PeerFailed", "Request", "Revoked", "Scope", "Status", "Timeout", "Truncated", "UNSET",
+    "Unsupported", "error_class", "group", "library_path", "library_version", "strerror", "test_all",
     "wait_all", "wait_any",
 ]
 

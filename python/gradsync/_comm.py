@@ -258,6 +258,49 @@ class Communicator(Resource):
                                        _int(tag, "create_group: tag") & 0xFFFFFFFF, byref(h)))
         return Communicator._wrap(h.value)
 
+    def revoke(self) -> None:
+        """Stop new work on this communicator and fail what is pending with
+        gradsync.Revoked on every rank that hears of it (gs_comm_revoke); the connections
+        stay up for shrink() and grow(). Any thread; returns at once."""
+        check(LIB.gs_comm_revoke(self._handle()))
+
+    def shrink(self) -> Communicator:
+        """The survivors of a failure agree on who is gone and form a new communicator
+        without them (gs_comm_shrink). Collective over the survivors."""
+        h = c_void_p()
+        check(LIB.gs_comm_shrink(self._handle(), byref(h)))
+        return Communicator._wrap(h.value)
+
+    def unique_id(self) -> bytes:
+        """Rank 0 only: the id with which new ranks join this communicator (grow/join);
+        gs_comm_get_unique_id. A new id makes the older ones stale."""
+        buf = ctypes.create_string_buffer(T.UNIQUE_ID_BYTES)
+        check(LIB.gs_comm_get_unique_id(self._handle(), buf))
+        return buf.raw
+
+    def grow(self, new_size: int, unique_id: Optional[bytes] = None) -> Communicator:
+        """Admit new ranks (Communicator.join on their side) and return a communicator of
+        new_size ranks, this rank keeping its rank (gs_comm_grow). Rank 0 passes the id of
+        its unique_id(); the others may pass None. Collective over the old and new ranks."""
+        buf = _unique_id_buf(unique_id) if unique_id is not None else None
+        h = c_void_p()
+        check(LIB.gs_comm_grow(self._handle(), _int(new_size, "grow: new_size"), buf, None,
+                               byref(h)))
+        return Communicator._wrap(h.value)
+
+    @classmethod
+    def join(cls, unique_id: bytes, new_size: int, rank: int, **config: Any) -> Communicator:
+        """A new rank joins a communicator that grows to new_size ranks, as rank (old size ..
+        new_size - 1), with rank 0's unique_id() (gs_comm_grow with no communicator).
+        config: gs_config_t fields as for Communicator() (timeout_ms, auth_token, ...)."""
+        config.update(rank=rank)
+        cfg, keep = _make_config(config)
+        h = c_void_p()
+        check(LIB.gs_comm_grow(None, _int(new_size, "join: new_size"),
+                               _unique_id_buf(unique_id), byref(cfg), byref(h)))
+        del keep
+        return cls._wrap(h.value)
+
     def async_error(self) -> Optional[Error]:
         """The sticky error of the communicator as a gradsync.Error, or None while healthy."""
         st = c_int()
@@ -580,6 +623,14 @@ class Communicator(Resource):
                 byref(flag), byref(pst))
         check(LIB.gs_iprobe(*args))
         return Status.from_c(pst) if flag.value else None
+
+
+def _unique_id_buf(unique_id: Any) -> Any:
+    """A gs_unique_id_t buffer from the bytes of Communicator.unique_id()."""
+    if not isinstance(unique_id, (bytes, bytearray)) or len(unique_id) != T.UNIQUE_ID_BYTES:
+        raise invalid("grow/join: the id must be the %d bytes of Communicator.unique_id(), not %r"
+                      % (T.UNIQUE_ID_BYTES, type(unique_id).__name__))
+    return ctypes.create_string_buffer(bytes(unique_id), T.UNIQUE_ID_BYTES)
 
 
 def _make_config(fields: Dict[str, Any]) -> Tuple[T.Config, List[bytes]]:

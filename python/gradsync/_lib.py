@@ -88,6 +88,10 @@ class Aborted(Error):
     """GS_ERR_ABORTED: the communicator was aborted."""
 
 
+class Revoked(Error):
+    """GS_ERR_REVOKED: a rank revoked the communicator (gs_comm_revoke); shrink, grow or close it."""
+
+
 class LibraryNotFound(Error, ImportError):  # type: ignore[misc]  # name: str, not Optional
     """libgradsync.so could not be loaded; the message names every place tried."""
 
@@ -97,7 +101,7 @@ _STATUS_CLASS = {T.STATUS[name]: cls for name, cls in (
     ("GS_ERR_UNSUPPORTED", Unsupported), ("GS_ERR_TRUNCATED", Truncated),
     ("GS_ERR_NO_MEMORY", NoMemory), ("GS_ERR_PEER_FAILED", PeerFailed),
     ("GS_ERR_TIMEOUT", Timeout), ("GS_ERR_MISMATCH", Mismatch), ("GS_ERR_AUTH", AuthError),
-    ("GS_ERR_ABORTED", Aborted))}
+    ("GS_ERR_ABORTED", Aborted), ("GS_ERR_REVOKED", Revoked))}
 _STATUS_NAME = {v: k for k, v in T.STATUS.items()}
 
 
@@ -213,6 +217,9 @@ SIGNATURES: Dict[str, Tuple[Any, List[Any]]] = {
     "gs_comm_peer_stats": (_I, [_P, _I, POINTER(T.PeerStats)]),
     "gs_comm_dump": (_I, [_P, _P]),  # FILE *stream
     "gs_comm_shrink": (_I, [_P, _PP]),
+    "gs_comm_revoke": (_I, [_P]),
+    "gs_comm_get_unique_id": (_I, [_P, _P]),  # gs_unique_id_t * (GS_UNIQUE_ID_BYTES bytes)
+    "gs_comm_grow": (_I, [_P, _I, _P, POINTER(T.Config), _PP]),
     "gs_barrier": (_I, [_P]),
     "gs_ibarrier": (_I, [_P, _PP]),
     "gs_recv_status": (_I, [_P, _P, _Z, _I, _I, _U32, POINTER(T.P2PStatus)]),

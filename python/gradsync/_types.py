@@ -35,6 +35,8 @@ def _version_number(version: str) -> int:
 #: source tree and are released together, so it is the package's version (_version.py)
 #: encoded as version.h encodes it; the structs' own compatibility is their size field.
 HEADER_VERSION = _version_number(__version__)
+#: GS_UNIQUE_ID_BYTES: the size of a gs_unique_id_t (gs_comm_get_unique_id, gs_comm_grow).
+UNIQUE_ID_BYTES = 128
 
 
 def _enum(name: str, doc: str, members: str) -> Any:
@@ -99,6 +101,7 @@ STATUS = {
     "GS_ERR_AUTH": -45,
     "GS_ERR_ABORTED": -60,
     "GS_ERR_COMM_FAILED": -61,
+    "GS_ERR_REVOKED": -62,
     "GS_ERR_INTERNAL": -100,
 }
 GS_OK = STATUS["GS_OK"]

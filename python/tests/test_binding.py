@@ -118,6 +118,8 @@ _C_TO_CTYPES = {
     "char*": ctypes.c_char_p, "size_t*": ctypes.POINTER(ctypes.c_size_t),
     "int*": ctypes.POINTER(ctypes.c_int), "gs_status_t*": ctypes.POINTER(ctypes.c_int),
     "FILE*": ctypes.c_void_p,
+    # 128 opaque bytes, passed as a buffer (Communicator.unique_id, grow, join)
+    "gs_unique_id_t*": ctypes.c_void_p,
 }
 for _h in ("gs_comm_t", "gs_request_t", "gs_ef_t", "gs_bucketer_t", "gs_ps_t",
            "gs_ps_request_t"):

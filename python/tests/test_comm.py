@@ -95,6 +95,66 @@ def test_split(comm, colors):
         assert x[0] == sum(members)
 
 
+def test_revoke_then_shrink(comm):
+    """A revoke fails the other ranks' barrier with gradsync.Revoked (or their next call);
+    the shrink after it keeps every rank and works."""
+    d = comm.dup()
+    d.barrier()  # every rank has finished making it: a revoke fails a creation in progress
+    if comm.rank == 0:
+        d.revoke()
+    with pytest.raises(gradsync.Revoked) as ei:
+        d.barrier()
+    assert "revoked the communicator" in str(ei.value)
+    with pytest.raises(gradsync.Revoked):  # sticky
+        d.barrier()
+    with d.shrink() as s:
+        assert (s.rank, s.size) == (comm.rank, comm.size)
+        x = array.array("q", [comm.rank + 1])
+        s.allreduce(x)
+        assert x[0] == comm.size * (comm.size + 1) // 2
+    d.close()
+
+
+_JOINER = """
+import array, sys, gradsync
+uid, n = bytes.fromhex(sys.argv[1]), int(sys.argv[2])
+with gradsync.Communicator.join(uid, n, n - 1, timeout_ms=30000) as c:
+    x = array.array("q", [c.rank + 1])
+    c.allreduce(x)
+    assert (c.rank, c.size, x[0]) == (n - 1, n, n * (n + 1) // 2), (c.rank, c.size, x[0])
+print("JOINED", c.rank)
+"""
+
+
+def test_grow_with_a_joiner(comm, tmp_path):
+    """Rank 0 makes the id and starts a new rank (a subprocess) that joins with it; the
+    grown communicator sums every rank; a malformed id is refused before anything moves."""
+    import subprocess
+    import sys
+
+    with pytest.raises(gradsync.InvalidArgument):
+        gradsync.Communicator.join(b"short", comm.size + 1, comm.size)
+    d = comm.dup()
+    n = comm.size + 1
+    uid, proc = None, None
+    if comm.rank == 0:
+        uid = d.unique_id()
+        assert len(uid) == 128
+        proc = subprocess.Popen([sys.executable, "-c", _JOINER, uid.hex(), str(n)],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        with d.grow(n, uid) as big:
+            assert (big.rank, big.size) == (comm.rank, n)
+            x = array.array("q", [big.rank + 1])
+            big.allreduce(x)
+            assert x[0] == n * (n + 1) // 2
+    finally:
+        if proc is not None:
+            out, _ = proc.communicate(timeout=60)
+            assert proc.returncode == 0 and b"JOINED" in out, out.decode(errors="replace")
+        d.close()
+
+
 def test_create_group(comm):
     """Only the members call: the evens make a group while the odd ranks go on; a bad list
     is refused before anything is sent."""

@@ -7,6 +7,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api/comm_boot.h"
 #include "api/comm_impl.h"
@@ -33,6 +34,8 @@ gs_comm_t gs__comm_alloc(void)
         return NULL;
     }
     pthread_mutex_init(&comm->err.mu, NULL);
+    pthread_mutex_init(&comm->grow.mu, NULL);
+    comm->grow.fd = -1;
     atomic_init(&comm->err.status, GS_OK);
     atomic_init(&comm->split_seq, 0);
     atomic_init(&comm->destroying, 0);
@@ -63,6 +66,10 @@ void gs__comm_free(gs_comm_t comm)
     (void)gs__dev_free(&comm->actx, atomic_load(&comm->err.status) != GS_OK);
 #endif
     gs__algo_ctx_fini(&comm->actx);
+    if (comm->grow.fd >= 0) {
+        (void)close(comm->grow.fd);
+    }
+    pthread_mutex_destroy(&comm->grow.mu);
     pthread_mutex_destroy(&comm->err.mu);
     free(comm);
 }
@@ -255,10 +262,11 @@ gs_status_t gs__comm_start(gs_comm_t comm, char (*addrs)[GS_SOCK_ADDR_MAX], cons
 }
 
 static gs_status_t comm_init_watched(gs_comm_t *comm_out, const gs_config_t *cfg, int launcher_env,
-                                     gs__boot_exchange_fn_t exchange, gs__init_watch_t *watch);
+                                     gs__boot_exchange_fn_t exchange, const gs__comm_join_t *join,
+                                     gs__init_watch_t *watch);
 
 static gs_status_t comm_init(gs_comm_t *comm_out, const gs_config_t *cfg, int launcher_env,
-                             gs__boot_exchange_fn_t exchange)
+                             gs__boot_exchange_fn_t exchange, const gs__comm_join_t *join)
 {
     gs__init_watch_t watch;
     gs_comm_t comm = GS_COMM_NULL;
@@ -269,7 +277,7 @@ static gs_status_t comm_init(gs_comm_t *comm_out, const gs_config_t *cfg, int la
         return gs__error_set(GS_ERR_INVALID_ARG, "gs_comm_init: comm_out is NULL");
     }
     gs__init_watch_start(&watch, cfg);
-    status = comm_init_watched(&comm, cfg, launcher_env, exchange, &watch);
+    status = comm_init_watched(&comm, cfg, launcher_env, exchange, join, &watch);
     if (gs__init_watch_stop(&watch) && (status == GS_OK)) {
         /* Set after the last step looked: honour it all the same. */
         (void)gs_comm_destroy(comm);
@@ -282,7 +290,8 @@ static gs_status_t comm_init(gs_comm_t *comm_out, const gs_config_t *cfg, int la
 }
 
 static gs_status_t comm_init_watched(gs_comm_t *comm_out, const gs_config_t *cfg, int launcher_env,
-                                     gs__boot_exchange_fn_t exchange, gs__init_watch_t *watch)
+                                     gs__boot_exchange_fn_t exchange, const gs__comm_join_t *join,
+                                     gs__init_watch_t *watch)
 {
     char my_addr[GS_SOCK_ADDR_MAX];
     char(*addrs)[GS_SOCK_ADDR_MAX] = NULL;
@@ -315,6 +324,10 @@ static gs_status_t comm_init_watched(gs_comm_t *comm_out, const gs_config_t *cfg
     comm->job_id = gs__hash64(comm->cfg.job_id, strlen(comm->cfg.job_id), 0);
     comm->job_id = gs__hash64(comm->cfg.master_addr, strlen(comm->cfg.master_addr),
                               comm->job_id ^ (uint64_t)comm->cfg.master_port);
+    if (join != NULL) {
+        comm->job_id = join->job_id; /* the job's, whatever this rank's rendezvous settings */
+        comm->comm_id = join->comm_id;
+    }
 
     status = gs__comm_transport_init(comm);
     if (status != GS_OK) {
@@ -334,8 +347,11 @@ static gs_status_t comm_init_watched(gs_comm_t *comm_out, const gs_config_t *cfg
         status = gs__init_watch_aborted();
     }
     if (status == GS_OK) {
-        status = exchange(&comm->cfg, &comm->auth, watch->started ? watch->flag : NULL, my_addr,
-                          addrs, hosts, &nonce);
+        const volatile int *flag = watch->started ? watch->flag : NULL;
+
+        status = (join != NULL)
+                     ? join->exchange(join, &comm->cfg, &comm->auth, flag, my_addr, addrs, hosts)
+                     : exchange(&comm->cfg, &comm->auth, flag, my_addr, addrs, hosts, &nonce);
     }
     if ((status != GS_OK) && (status != GS_ERR_ABORTED) && gs__init_watch_tripped(watch)) {
         status = gs__init_watch_aborted(); /* the step failed because of the abort */
@@ -369,7 +385,13 @@ err_finalize:
 
 gs_status_t gs_comm_init(gs_comm_t *comm_out, const gs_config_t *cfg)
 {
-    return comm_init(comm_out, cfg, 0, gs__bootstrap_exchange);
+    return comm_init(comm_out, cfg, 0, gs__bootstrap_exchange, NULL);
+}
+
+gs_status_t gs__comm_init_join(gs_comm_t *comm_out, const gs_config_t *cfg,
+                               const gs__comm_join_t *join)
+{
+    return comm_init(comm_out, cfg, 0, NULL, join);
 }
 
 /* gs_comm_init_env's bootstrap providers are comm_boot.c's table. */
@@ -377,7 +399,7 @@ gs_status_t gs__comm_init_exchange(gs_comm_t *comm_out, const gs_config_t *cfg,
                                    const gs__cfg_t *rcfg, const gs__comm_boot_t *self)
 {
     (void)rcfg;
-    return comm_init(comm_out, cfg, 1, self->exchange);
+    return comm_init(comm_out, cfg, 1, self->exchange, NULL);
 }
 
 gs_status_t gs_comm_destroy(gs_comm_t comm)
@@ -423,6 +445,30 @@ gs_status_t gs_comm_abort(gs_comm_t comm)
         (void)gs__tp_abort(&comm->tr);
     }
     pthread_mutex_unlock(&comm->err.mu);
+    return GS_OK;
+}
+
+gs_status_t gs_comm_revoke(gs_comm_t comm)
+{
+    char msg[96];
+
+    if (comm == NULL) {
+        return gs__error_set(GS_ERR_INVALID_ARG, "gs_comm_revoke: comm is NULL");
+    }
+    (void)snprintf(msg, sizeof(msg), "rank %d revoked the communicator (gs_comm_revoke)",
+                   comm->rank);
+    gs__comm_fail(comm, GS_ERR_REVOKED, msg);
+    pthread_mutex_lock(&comm->err.mu);
+    if (comm->tr.tp != NULL) {
+        /* The transport tells the others and fails what is pending here;
+         * one that cannot (MPI) is aborted, which fails it here only. */
+        (void)(gs__tp_has_revoke(&comm->tr) ? gs__tp_revoke(&comm->tr) : gs__tp_abort(&comm->tr));
+    }
+    pthread_mutex_unlock(&comm->err.mu);
+    gs__worker_poke(&comm->worker); /* an idle worker tells the others now, not at its tick */
+#ifdef GS_WITH_CUDA
+    gs__dev_abort(&comm->actx);
+#endif
     return GS_OK;
 }
 

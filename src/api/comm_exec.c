@@ -269,7 +269,10 @@ static void comm_worker_tick(void *ctx)
 {
     gs_comm_t comm = (gs_comm_t)ctx;
 
-    (void)gs__tp_progress(&comm->tr, 0);
+    /* An idle rank that hears of a revoke reports it (gs_comm_get_async_error). */
+    if (gs__tp_progress(&comm->tr, 0) == GS_ERR_REVOKED) {
+        gs__comm_fail(comm, GS_ERR_REVOKED, gs__error_get());
+    }
 }
 
 static void comm_worker_wake(void *ctx)

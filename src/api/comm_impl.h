@@ -42,6 +42,14 @@ struct gs_comm {
     gs__counters_t counters;
     gs__comm_error_t err;
     gs__auth_t auth; /* the job token (core/auth.h), from cfg; off: none */
+    /* gs_comm_get_unique_id on rank 0 (comm_grow.c): the grow listener, open
+     * from the first id to the destroy, and the nonce of the latest id. */
+    struct {
+        pthread_mutex_t mu;
+        int fd; /* -1: none */
+        char addr[GS_SOCK_ADDR_MAX];
+        uint8_t nonce[GS_AUTH_NONCE_BYTES];
+    } grow;
 };
 
 struct gs_request {
@@ -65,6 +73,22 @@ void gs__comm_fail(gs_comm_t comm, gs_status_t status, const char *msg);
  * failing step's status. */
 gs_comm_t gs__comm_alloc(void);
 void gs__comm_free(gs_comm_t comm);
+
+/* A rank that joins a communicator (gs_comm_grow on a new rank,
+ * comm_grow.c): gs_comm_init's steps with the job and communicator ids the
+ * join gives and its exchange instead of a bootstrap provider's. */
+typedef struct gs__comm_join gs__comm_join_t;
+struct gs__comm_join {
+    uint64_t job_id;
+    uint64_t comm_id;
+    gs_status_t (*exchange)(const gs__comm_join_t *join, const gs__cfg_t *cfg,
+                            const gs__auth_t *auth, const volatile int *abort_flag,
+                            const char *my_addr, char (*addrs_out)[GS_SOCK_ADDR_MAX],
+                            uint64_t *hosts_out);
+    const void *ctx; /* the exchange's own */
+};
+gs_status_t gs__comm_init_join(gs_comm_t *comm_out, const gs_config_t *cfg,
+                               const gs__comm_join_t *join);
 gs_status_t gs__comm_transport_init(gs_comm_t comm);
 gs_status_t gs__comm_start(gs_comm_t comm, char (*addrs)[GS_SOCK_ADDR_MAX], const uint64_t *hosts);
 

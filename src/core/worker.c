@@ -154,6 +154,19 @@ static void *worker_main(void *arg)
             w->busy = 0;
             continue;
         }
+        if (w->poke) {
+            w->poke = 0;
+            w->busy = 1;
+            pthread_mutex_unlock(&w->mu);
+            if (w->hooks.tick != NULL) {
+                w->hooks.tick(w->ctx);
+            } else if (w->hooks.idle != NULL) {
+                w->hooks.idle(w->ctx, 0);
+            }
+            pthread_mutex_lock(&w->mu);
+            w->busy = 0;
+            continue;
+        }
         if (w->stop) {
             break; /* stop requested, queue drained, nothing in flight */
         }
@@ -205,6 +218,16 @@ gs_status_t gs__worker_start(gs__worker_t *w, void *ctx, const gs__worker_hooks_
     }
     w->started = 1;
     return GS_OK;
+}
+
+void gs__worker_poke(gs__worker_t *w)
+{
+    pthread_mutex_lock(&w->mu);
+    if (w->started) {
+        w->poke = 1;
+        pthread_cond_signal(&w->cv_work);
+    }
+    pthread_mutex_unlock(&w->mu);
 }
 
 gs_status_t gs__worker_submit(gs__worker_t *w, gs__task_t *task)

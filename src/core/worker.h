@@ -64,6 +64,7 @@ typedef struct gs__worker {
     int busy;          /* under mu: the worker is running or testing tasks */
     int inline_active; /* under mu: a caller runs a task on its own thread */
     int ninflight;     /* under mu: tasks in flight */
+    int poke;          /* under mu: gs__worker_poke asked for one pass now */
     int stop;
     int started;
 } gs__worker_t;
@@ -82,6 +83,12 @@ gs_status_t gs__worker_submit(gs__worker_t *w, gs__task_t *task);
  * must not return GS_INPROGRESS). Returns the task's status with this
  * thread's last error set. Thread-safe. */
 gs_status_t gs__worker_run_blocking(gs__worker_t *w, gs__task_t *task);
+
+/* Make an idle worker drive the transport once now (tick(), or else idle()
+ * with no wait), instead of at its next tick: a request made from another
+ * thread (gs_comm_revoke) that only the transport's progress carries out.
+ * A worker busy with tasks drives the transport anyway. Thread-safe. */
+void gs__worker_poke(gs__worker_t *w);
 
 /* Block until task finished; returns its status. Thread-safe. The worker
  * bounds every task by the communicator deadline, so this returns. */

@@ -185,6 +185,16 @@ typedef struct gs__transport_ops {
      * pending and later request fail with GS_ERR_ABORTED. Returns GS_OK. */
     gs_status_t (*abort)(gs__tp_t *tp);
 
+    /* Optional (may be NULL: the communicator can only revoke itself).
+     * Thread-safe, any thread, returns at once (gs_comm_revoke): the next
+     * progress pass fails every pending and later request but those with
+     * recovery tags with GS_ERR_REVOKED, tells the other ranks (TCP: a
+     * REVOKE frame, passed on once by each rank that hears it), and every
+     * progress call from then on returns GS_ERR_REVOKED after its pass (the
+     * recovery waits of shrink and grow go on). A rank told by a peer does
+     * the same. Returns GS_OK. */
+    gs_status_t (*revoke)(gs__tp_t *tp);
+
     /* Say goodbye to every peer, close everything and free the instance.
      * Always frees. Returns GS_OK or the first error met. */
     gs_status_t (*finalize)(gs__tp_t *tp);
@@ -321,6 +331,17 @@ static inline gs_status_t gs__tp_req_release(gs__transport_t *t, gs__tp_req_t *r
 static inline gs_status_t gs__tp_abort(gs__transport_t *t)
 {
     return t->ops->abort(t->tp);
+}
+
+static inline int gs__tp_has_revoke(const gs__transport_t *t)
+{
+    return t->ops->revoke != NULL;
+}
+
+/* Any thread (see the slot). */
+static inline gs_status_t gs__tp_revoke(gs__transport_t *t)
+{
+    return t->ops->revoke(t->tp);
 }
 
 /* Finalize t->tp and forget it (t->tp becomes NULL). */

@@ -100,6 +100,8 @@ static void test_status_scopes(void **state)
     assert_int_equal(gs_status_scope(GS_ERR_MISMATCH), GS_SCOPE_PEER);
     assert_int_equal(gs_status_scope(GS_ERR_ABORTED), GS_SCOPE_COMM);
     assert_int_equal(gs_status_scope(GS_ERR_COMM_FAILED), GS_SCOPE_COMM);
+    assert_int_equal(gs_status_scope(GS_ERR_REVOKED), GS_SCOPE_COMM);
+    assert_string_equal(gs_status_name(GS_ERR_REVOKED), "GS_ERR_REVOKED");
     assert_int_equal(gs_status_scope(GS_ERR_INTERNAL), GS_SCOPE_INTERNAL);
     /* Every value of every band, including the unused ones. */
     for (v = -120; v <= 5; v++) {

@@ -119,6 +119,26 @@ static void test_tcp_wire_frame_rejects_malformed(void **state)
         buf[5] = GS_TCP_FRAME_F_RESEND;
         assert_int_equal(decode(buf, &out), GS_ERR_PROTOCOL);
     }
+    /* REVOKE (protocol 9): a rank in the tag, every other field zero. */
+    {
+        gs__tcp_frame_hdr_t rv = {.type = GS_TCP_FRAME_REVOKE, .tag = 3};
+
+        gs__tcp_frame_encode(&rv, buf);
+        assert_int_equal(buf[4], 7);
+        assert_int_equal(decode(buf, &out), GS_OK);
+        assert_true((out.type == GS_TCP_FRAME_REVOKE) && (out.tag == 3));
+        rv.tag = (uint64_t)INT32_MAX + 1u;
+        gs__tcp_frame_encode(&rv, buf);
+        assert_int_equal(gs__tcp_frame_decode(buf, sizeof(buf), &out, why, sizeof(why)),
+                         GS_ERR_PROTOCOL);
+        assert_non_null(strstr(why, "revoke frame names rank"));
+        rv.tag = 1;
+        rv.total_len = 8;
+        gs__tcp_frame_encode(&rv, buf);
+        assert_int_equal(gs__tcp_frame_decode(buf, sizeof(buf), &out, why, sizeof(why)),
+                         GS_ERR_PROTOCOL);
+        assert_non_null(strstr(why, "revoke frame with non-zero fields"));
+    }
     /* RAIL_DOWN: a rail below GS_TCP_MAX_SOCKS, every other field zero. */
     {
         gs__tcp_frame_hdr_t rd = {.type = GS_TCP_FRAME_RAIL_DOWN, .tag = 1};
@@ -445,7 +465,7 @@ static void test_tcp_wire_handshake_check_mismatches(void **state)
     assert_int_equal(gs__tcp_hs_check(&hs, &expect, why, sizeof(why)), GS_TCP_HS_BAD_RANK);
     assert_non_null(strstr(why, "socket index 2"));
     hs = good_hello();
-    hs.version = 9;
+    hs.version = GS_TCP_PROTO_VERSION + 1;
     assert_int_equal(gs__tcp_hs_check(&hs, &expect, why, sizeof(why)), GS_TCP_HS_BAD_VERSION);
     for (uint32_t v = 0; v <= GS_TCP_HS_VERDICT_MAX + 1; v++) {
         assert_non_null(gs__tcp_hs_verdict_str(v));

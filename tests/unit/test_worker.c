@@ -2,9 +2,12 @@
 /* The worker runs tasks in submission order and reports their status. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -88,10 +91,67 @@ static void test_worker_stop_drains_queue(void **state)
     assert_int_equal(log.ids[5], 99);
 }
 
+static atomic_int g_ticks;
+static atomic_int g_idles;
+
+static void count_tick(void *ctx)
+{
+    (void)ctx;
+    atomic_fetch_add(&g_ticks, 1);
+}
+
+static void count_idle(void *ctx, uint64_t wait_ns)
+{
+    (void)ctx;
+    (void)wait_ns;
+    atomic_fetch_add(&g_idles, 1);
+}
+
+/* Wait up to 2 s for *counter to reach want; 1 when it did. */
+static int reached(atomic_int *counter, int want)
+{
+    for (int i = 0; i < 400; i++) {
+        if (atomic_load(counter) >= want) {
+            return 1;
+        }
+        usleep(5000);
+    }
+    return 0;
+}
+
+/* gs__worker_poke: an idle worker whose next tick is far off runs it now (gs_comm_revoke
+ * relies on it), and one without a tick drives idle() once instead. */
+static void test_worker_poke_runs_a_pass_now(void **state)
+{
+    gs__worker_hooks_t hooks = {
+        .idle = count_idle, .tick = count_tick, .tick_ns = 60ull * 1000000000ull};
+    gs__worker_t w;
+
+    (void)state;
+    atomic_store(&g_ticks, 0);
+    atomic_store(&g_idles, 0);
+    assert_int_equal(gs__worker_start(&w, NULL, &hooks), GS_OK);
+    usleep(20000);
+    assert_int_equal(atomic_load(&g_ticks), 0);
+    gs__worker_poke(&w);
+    assert_true(reached(&g_ticks, 1));
+    gs__worker_poke(&w);
+    assert_true(reached(&g_ticks, 2));
+    gs__worker_stop(&w);
+    hooks.tick = NULL;
+    hooks.tick_ns = 0;
+    assert_int_equal(gs__worker_start(&w, NULL, &hooks), GS_OK);
+    gs__worker_poke(&w);
+    assert_true(reached(&g_idles, 1));
+    gs__worker_stop(&w);
+    assert_int_equal(atomic_load(&g_ticks), 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_worker_fifo_order_and_status),
+        cmocka_unit_test(test_worker_poke_runs_a_pass_now),
         cmocka_unit_test(test_worker_stop_drains_queue),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

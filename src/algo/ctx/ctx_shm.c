@@ -358,7 +358,10 @@ gs_status_t gs__shm_wait(gs__algo_ctx_t *ctx, gs__host_seg_t *s, int m, uint64_t
         if (seen >= target) {
             break;
         }
-        if ((++yields % SHM_YIELDS_PER_PASS) != 0) {
+        /* A pass every SHM_YIELDS_PER_PASS yields, or SHM_PASS_NS, whichever comes first:
+         * on a loaded host a yield can take milliseconds, and a revoke or a peer's death
+         * must not wait for 64 of them. */
+        if (((++yields % SHM_YIELDS_PER_PASS) != 0) && (gs__now_ns() - s->pass_ns < SHM_PASS_NS)) {
             continue;
         }
         {

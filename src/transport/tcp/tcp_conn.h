@@ -304,6 +304,8 @@ struct gs__tp {
     int epfd;
     int evfd;
     atomic_int aborted;
+    atomic_int revoke_asked; /* gs_comm_revoke on this rank (any thread): progress acts on it */
+    int revoked_by;          /* -1, or the rank that revoked the communicator */
     bool abort_done;
     bool connected;
     gs__tcp_peer_t *peers;
@@ -439,6 +441,17 @@ void gs__tcp_report_down(gs__tp_t *tp, int x, int skip);
  * reporter reaches only its own links) pass the report on to every other
  * link that is up, the first time only. */
 void gs__tcp_down_heard(gs__tp_t *tp, int x, int from);
+/* The communicator was revoked by rank @p by (gs_comm_revoke), asked here
+ * (@p from -1) or told by peer @p from (a REVOKE frame): the first time,
+ * take the instance down with GS_ERR_REVOKED (as gs__tcp_go_down, the
+ * first reason wins; recovery tags still work), make progress return
+ * GS_ERR_REVOKED from now on, and pass REVOKE(by) to every other peer whose
+ * link is up, so that it floods the graph of links. Idempotent. */
+void gs__tcp_revoke(gs__tp_t *tp, int by, int from);
+/* REVOKE(revoked_by) on every socket of peer @p q whose rail is up, when its link is up. */
+void gs__tcp_queue_revoke(gs__tp_t *tp, int q);
+/* GS_OK, or GS_ERR_REVOKED with its reason as this thread's error once revoked. */
+gs_status_t gs__tcp_revoked_status(const gs__tp_t *tp);
 /* The receive half of gs__tcp_go_down (down_status and down_reason are set). */
 void gs__tcp_recv_go_down(gs__tp_t *tp);
 /* Queue a DOWN(failed) frame on socket c (owned; dropped when out of memory). */

@@ -12,6 +12,7 @@
  */
 #include "transport/tcp/tcp_conn.h"
 
+#include "core/error.h"
 #include "core/log.h"
 
 #include <stdarg.h>
@@ -221,7 +222,7 @@ void gs__tcp_peer_drop(gs__tp_t *tp, int peer, gs_status_t status, const char *f
     va_end(ap);
 }
 
-void gs__tcp_go_down(gs__tp_t *tp, int failed, const char *reason)
+static void go_down_as(gs__tp_t *tp, gs_status_t status, int rank, const char *reason)
 {
     size_t n = strnlen(reason, sizeof(tp->down_reason) - 1);
 
@@ -230,11 +231,69 @@ void gs__tcp_go_down(gs__tp_t *tp, int failed, const char *reason)
     }
     memcpy(tp->down_reason, reason, n); /* truncates a long reason */
     tp->down_reason[n] = '\0';
-    tp->down_status = GS_ERR_PEER_FAILED;
-    tp->down_rank = failed;
+    tp->down_status = status;
+    tp->down_rank = rank;
     tp->nevents++;
     GS_WARN("tcp: rank %d: %s; every pending and later receive fails", tp->rank, reason);
     gs__tcp_recv_go_down(tp);
+}
+
+void gs__tcp_go_down(gs__tp_t *tp, int failed, const char *reason)
+{
+    go_down_as(tp, GS_ERR_PEER_FAILED, failed, reason);
+}
+
+void gs__tcp_revoke(gs__tp_t *tp, int by, int from)
+{
+    char reason[GS_TCP_REASON_MAX];
+
+    if ((tp->revoked_by >= 0) || !tp->connected || tp->leaving) {
+        return;
+    }
+    tp->revoked_by = by;
+    tp->nevents++;
+    if (by == tp->rank) {
+        snprintf(reason, sizeof(reason), "rank %d revoked the communicator (gs_comm_revoke)", by);
+    } else {
+        snprintf(reason, sizeof(reason),
+                 "rank %d revoked the communicator (gs_comm_revoke; told by rank %d)", by, from);
+    }
+    go_down_as(tp, GS_ERR_REVOKED, by, reason);
+    if (atomic_load_explicit(&tp->aborted, memory_order_relaxed)) {
+        return;
+    }
+    for (int q = 0; q < tp->size; q++) {
+        if ((q != tp->rank) && (q != from) && (q != by)) {
+            gs__tcp_queue_revoke(tp, q);
+        }
+    }
+}
+
+void gs__tcp_queue_revoke(gs__tp_t *tp, int q)
+{
+    gs__tcp_peer_t *p = &tp->peers[q];
+
+    if ((p->fail_status != GS_OK) || (p->link != GS_TCP_LINK_UP)) {
+        return;
+    }
+    /* On every socket, as DOWN: the peer may be parked on some of them. */
+    for (int i = 0; i < p->nconns; i++) {
+        gs__tcp_conn_t *c = &p->conns[i];
+
+        if ((c->fd >= 0) && p->rails[c->rail].up &&
+            !gs__tcp_queue_control(tp, c, GS_TCP_FRAME_REVOKE, 0, (uint64_t)tp->revoked_by)) {
+            GS_WARN("tcp: rank %d: out of memory telling peer %d of the revoke", tp->rank, q);
+        }
+    }
+}
+
+gs_status_t gs__tcp_revoked_status(const gs__tp_t *tp)
+{
+    if (tp->revoked_by < 0) {
+        return GS_OK;
+    }
+    return gs__error_set(GS_ERR_REVOKED, "rank %d revoked the communicator (gs_comm_revoke)",
+                         tp->revoked_by);
 }
 
 /* A peer that said goodbye is normal at shutdown: INFO, not WARN. */

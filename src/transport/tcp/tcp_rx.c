@@ -511,6 +511,17 @@ static void on_header(gs__tp_t *tp, gs__tcp_conn_t *c)
     if (h->type == GS_TCP_FRAME_HEARTBEAT) {
         return; /* its bytes arriving was the point (do_recv noted them) */
     }
+    if (h->type == GS_TCP_FRAME_REVOKE) {
+        if (h->tag >= (uint64_t)tp->size) {
+            gs__tcp_peer_fail(tp, c->peer, GS_ERR_PROTOCOL,
+                              "peer %d sent a bad frame header: revoke frame names rank %" PRIu64
+                              " (world size %d)",
+                              c->peer, h->tag, tp->size);
+            return;
+        }
+        gs__tcp_revoke(tp, (int)h->tag, c->peer); /* a control frame: no sequence number */
+        return;
+    }
     if (h->type == GS_TCP_FRAME_RAIL_DOWN) {
         gs__tcp_rail_down_heard(tp, c, h->tag); /* a control frame: no sequence number */
         return;

@@ -268,6 +268,8 @@ gs_status_t gs__tcp_init_with(const gs__tp_params_t *params, const gs__tcp_setti
     gs__match_init(&tp->unexp);
     gs__htab_init(&tp->active);
     atomic_init(&tp->aborted, 0);
+    atomic_init(&tp->revoke_asked, 0);
+    tp->revoked_by = -1;
     status = gs__tcp_tls_ctx_new(&set->tls, &tp->tls_ctx);
     if (status != GS_OK) {
         goto err_free; /* named the file or the missing setting */
@@ -598,6 +600,10 @@ static gs_status_t tcp_isend(gs__tp_t *tp, int peer, uint64_t tag, const void *b
         gs__tcp_req_fail_ref(tp, req, GS_ERR_ABORTED, tcp_abort_reason);
         return GS_OK;
     }
+    if ((tp->revoked_by >= 0) && !gs__tp_tag_is_recovery(tag)) {
+        gs__tcp_req_fail_ref(tp, req, tp->down_status, tp->down_reason); /* no new work */
+        return GS_OK;
+    }
     if (p->link != GS_TCP_LINK_UP) {
         gs__tcp_hs_want(tp, peer, true);
     }
@@ -896,6 +902,9 @@ static gs_status_t tcp_progress(gs__tp_t *tp, uint64_t deadline_ns)
         if (!tp->connected) {
             return GS_OK;
         }
+        if (atomic_load_explicit(&tp->revoke_asked, memory_order_acquire) && (tp->revoked_by < 0)) {
+            gs__tcp_revoke(tp, tp->rank, -1);
+        }
         if ((spin_until != 0) && (timeout_ms == 0) && tp->spin_rings && (tp->nkicked == 0) &&
             ((pass % TCP_SPIN_EPOLL_EVERY) != 1)) {
             /* Spinning on rings only: no syscall. The abort flag is read
@@ -918,11 +927,12 @@ static gs_status_t tcp_progress(gs__tp_t *tp, uint64_t deadline_ns)
         }
         gs__tcp_hs_tick(tp, now); /* connects that are due (lazy) */
         if (tp->nevents != start) {
-            return atomic_load_explicit(&tp->aborted, memory_order_acquire) ? GS_ERR_ABORTED
-                                                                            : GS_OK;
+            return atomic_load_explicit(&tp->aborted, memory_order_acquire)
+                       ? GS_ERR_ABORTED
+                       : gs__tcp_revoked_status(tp);
         }
         if (now >= deadline_ns) {
-            return GS_OK;
+            return gs__tcp_revoked_status(tp);
         }
         if (now < spin_until) {
             /* Poll a little before sleeping: an answer that is already on
@@ -967,6 +977,21 @@ static gs_status_t tcp_req_release(gs__tp_t *tp, gs__tp_req_t *req)
     }
     free(req->reason_buf);
     free(req);
+    return GS_OK;
+}
+
+/* gs_comm_revoke, any thread: the progress loop does it (gs__tcp_revoke). */
+static gs_status_t tcp_revoke(gs__tp_t *tp)
+{
+    uint64_t one = 1;
+
+    if (tp == NULL) {
+        return GS_OK;
+    }
+    atomic_store_explicit(&tp->revoke_asked, 1, memory_order_release);
+    if (write(tp->evfd, &one, sizeof(one)) < 0) {
+        /* EAGAIN: the counter is saturated, a wakeup is already pending. */
+    }
     return GS_OK;
 }
 
@@ -1025,15 +1050,20 @@ static gs_status_t tcp_wake(gs__tp_t *tp)
  * Send BYE on every healthy socket and give the frames a bounded time to
  * leave. A down instance first repeats DOWN(failed rank) on every socket,
  * before its BYE: a peer that has not heard of the failure yet then blames
- * that rank, not us for leaving mid-operation. Never answered, so this
- * cannot storm.
+ * that rank, not us for leaving mid-operation; a revoked one repeats
+ * REVOKE instead (nobody failed). Never answered, so this cannot storm.
  */
 static void say_goodbye(gs__tp_t *tp)
 {
     uint64_t deadline = gs__deadline_after_ms(GS_TCP_BYE_TIMEOUT_MS);
 
     tp->leaving = true; /* no DOWN frame may follow a BYE */
-    for (int p = 0; (p < tp->size) && (tp->down_status != GS_OK); p++) {
+    for (int p = 0; (p < tp->size) && (tp->down_status == GS_ERR_REVOKED); p++) {
+        if ((p != tp->rank) && (p != tp->revoked_by)) {
+            gs__tcp_queue_revoke(tp, p);
+        }
+    }
+    for (int p = 0; (p < tp->size) && (tp->down_status == GS_ERR_PEER_FAILED); p++) {
         for (int i = 0; (p != tp->rank) && (p != tp->down_rank) && (i < tp->peers[p].nconns); i++) {
             gs__tcp_conn_t *c = &tp->peers[p].conns[i];
 
@@ -1111,6 +1141,7 @@ const gs__transport_ops_t gs__tcp_ops = {
     .progress = tcp_progress,
     .req_release = tcp_req_release,
     .abort = tcp_abort,
+    .revoke = tcp_revoke,
     .finalize = tcp_finalize,
     .wake = tcp_wake,
     .probe = tcp_probe,

@@ -225,7 +225,8 @@ gs_status_t gs__tcp_frame_decode(const uint8_t *buf, size_t len, gs__tcp_frame_h
     h.type = buf[FR_OFF_TYPE];
     if ((h.type != GS_TCP_FRAME_DATA) && (h.type != GS_TCP_FRAME_BYE) &&
         (h.type != GS_TCP_FRAME_SKIP) && (h.type != GS_TCP_FRAME_DOWN) &&
-        (h.type != GS_TCP_FRAME_HEARTBEAT) && (h.type != GS_TCP_FRAME_RAIL_DOWN)) {
+        (h.type != GS_TCP_FRAME_HEARTBEAT) && (h.type != GS_TCP_FRAME_RAIL_DOWN) &&
+        (h.type != GS_TCP_FRAME_REVOKE)) {
         return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "unknown frame type %" PRIu32,
                                  h.type);
     }
@@ -265,14 +266,16 @@ gs_status_t gs__tcp_frame_decode(const uint8_t *buf, size_t len, gs__tcp_frame_h
                                      "rail-down frame with non-zero fields or rail %" PRIu64,
                                      h.tag);
         }
-    } else if (h.type == GS_TCP_FRAME_DOWN) {
+    } else if ((h.type == GS_TCP_FRAME_DOWN) || (h.type == GS_TCP_FRAME_REVOKE)) {
+        const char *what = (h.type == GS_TCP_FRAME_DOWN) ? "down" : "revoke";
+
         if ((h.seq | h.total_len | h.offset | h.chunk_len) != 0) {
-            return gs__error_explain(GS_ERR_PROTOCOL, why, whylen,
-                                     "down frame with non-zero fields");
+            return gs__error_explain(GS_ERR_PROTOCOL, why, whylen, "%s frame with non-zero fields",
+                                     what);
         }
         if (h.tag > (uint64_t)INT32_MAX) {
             return gs__error_explain(GS_ERR_PROTOCOL, why, whylen,
-                                     "down frame names rank %" PRIu64 ", not a rank", h.tag);
+                                     "%s frame names rank %" PRIu64 ", not a rank", what, h.tag);
         }
     } else {
         if (h.total_len > GS_TCP_MAX_MSG) {

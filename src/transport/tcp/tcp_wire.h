@@ -26,8 +26,8 @@
  * either rank of a pair may connect) and no OFFER record (a pair shares
  * memory when the bootstrap's host ids match). 8: multi-rail (the granule
  * plan, the RAIL_DOWN frame and the RESEND flag; a pair's socket count is
- * its paired rails times GS_TCP_NSOCKS). */
-#define GS_TCP_PROTO_VERSION 8u
+ * its paired rails times GS_TCP_NSOCKS). 9: the REVOKE frame (gs_comm_revoke). */
+#define GS_TCP_PROTO_VERSION 9u
 
 /* "GSHS" and "GSFR" as bytes on the wire. */
 #define GS_TCP_HS_MAGIC 0x53485347u
@@ -87,7 +87,8 @@ typedef enum gs__tcp_hs_verdict {
 #define GS_TCP_FRAME_DOWN 4u      /* rank `tag` failed (control frame: takes no sequence number) */
 #define GS_TCP_FRAME_HEARTBEAT 5u /* the sender is alive (control frame, every field zero) */
 #define GS_TCP_FRAME_RAIL_DOWN                                                                     \
-    6u /* the pair's rail `tag` failed (control frame, other fields zero) */
+    6u                         /* the pair's rail `tag` failed (control frame, other fields zero) */
+#define GS_TCP_FRAME_REVOKE 7u /* rank `tag` revoked the communicator (control frame) */
 
 /* Frame flags (DATA only). */
 #define GS_TCP_FRAME_F_RESEND 1u /* sent again after its rail failed: may repeat granules */
