@@ -9,6 +9,15 @@
 # the lost shard and "finished on 3 of 4 ranks", and its final held-out loss
 # is within 10% of (and its accuracy within 5 points of) an undisturbed
 # 4-rank run of the same job, run first.
+# Then --grow-back (issue 24): rank 2 dies at step 60 (the end of epoch 1);
+# the survivors shrink to 3, rank 0 starts a fresh worker, and at step 63
+# (--grow-after 2, in epoch 2) they grow back to 4 with it as rank 3 on
+# shard 2. Pass: the victim died of SIGKILL, the survivors exited 0, rank 0
+# printed the size-by-steps lines (0-59 at 4, 60 dropped, 61-62 at 3,
+# 63-247 at 4), the worker joined, trained to the end and exited 0 (reaped
+# by rank 0; no process left), all 4 ranks printed the same parameter
+# checksum (rank 0's "params:" one), nothing is reported lost, and the loss
+# and accuracy meet the same criterion as above.
 # usage: run_train_elastic.sh PATH/TO/train   (KEEP=1 keeps the logs)
 set -u
 
@@ -76,6 +85,61 @@ if [ "$ok" -eq 1 ]; then
 else
     fail "elastic training after rank $VICTIM's kill"
     dump_logs elastic
+fi
+
+# --- --grow-back: the worker's lines go to rank 0's log (it inherits its output).
+run_job grow --elastic --grow-back --kill-rank "$VICTIM" --kill-at-step 60
+ok=1
+log0=$TMP/grow.0.log
+loss=$(final "$log0" 2)
+acc=$(final "$log0" 4)
+echo "  grow-back: exit statuses ${RCS[*]}; final loss ${loss:-?} acc ${acc:-?}"
+grep -h '^elastic:' "$log0" | sed 's/^/  /'
+wpid=$(sed -n 's/^elastic: started a new worker, pid \([0-9]*\), to join as rank 3 with shard 2$/\1/p' \
+    "$log0" | head -n 1)
+[ -n "$wpid" ] && PIDS+=("$wpid") # cleanup stops it if it outlived the job
+[ "${RCS[VICTIM]}" -eq 137 ] || { echo "  the victim was not killed"; ok=0; }
+for ((r = 0; r < N; r++)); do
+    [ "$r" -eq "$VICTIM" ] && continue
+    [ "${RCS[r]}" -eq 0 ] || { echo "  survivor $r exited ${RCS[r]}"; ok=0; }
+done
+for want in \
+    '^elastic: steps 0-59 ran at 4 ranks$' \
+    "^elastic: rank $VICTIM is gone (epoch 1, step 60): .* \\[8000, 12000) (4000 samples), waits for a new worker$" \
+    '^elastic: going on with 3 of 4 ranks' \
+    '^elastic: step 60 dropped; growing back to 4 ranks at step 63$' \
+    '^elastic: steps 61-62 ran at 3 ranks$' \
+    '^elastic: grew back to 4 ranks at step 63 (new rank 3 took shard 2)$' \
+    "^elastic: new worker pid ${wpid:-none} joined as rank 3 of 4 with shard 2; it trains from epoch 2 step 1$" \
+    "^elastic: new worker pid ${wpid:-none} (rank 3, shard 2) exited with status 0$" \
+    '^elastic: steps 63-247 ran at 4 ranks$' \
+    '^elastic: summary: steps 0-59 at 4 ranks, step 60 dropped, steps 61-62 at 3 ranks, steps 63-247 at 4 ranks$' \
+    '^elastic: finished on 4 of 4 ranks, no training samples lost'; do
+    grep -q "$want" "$log0" || { echo "  no line matching: $want"; ok=0; }
+done
+if [ -n "$wpid" ] && kill -0 "$wpid" 2>/dev/null; then
+    echo "  the new worker (pid $wpid) outlived the job"
+    ok=0
+fi
+# Every rank's checksum (the worker's in rank 0's log), each rank once, all equal to rank 0's.
+sums=$(cat "$TMP"/grow.[013].log | sed -n 's/^elastic: rank \([0-3]\) (shard [0-3]) checksum \(.*\)$/\1 \2/p' | sort)
+ref=$(sed -n 's/^params: checksum //p' "$log0" | head -n 1)
+if [ "$(echo "$sums" | cut -d' ' -f1 | tr '\n' ' ')" != "0 1 2 3 " ] ||
+    [ -z "$ref" ] || [ "$(echo "$sums" | cut -d' ' -f2 | sort -u)" != "$ref" ]; then
+    echo "  the ranks' checksums are not 4 equal ones (rank 0: ${ref:-none}): $(echo "$sums" | tr '\n' ' ')"
+    ok=0
+fi
+if [ -z "$loss" ] ||
+    ! awk -v l="$loss" -v a="$acc" -v bl="$base_loss" -v ba="$base_acc" \
+        'BEGIN { exit !((l <= bl * 1.10) && (a >= ba - 5.0)) }'; then
+    echo "  final loss/accuracy not within 10% / 5 points of the undisturbed run"
+    ok=0
+fi
+if [ "$ok" -eq 1 ]; then
+    pass "grow-back: 3 survivors grew back to 4 with a new worker on shard 2, replicas agree (loss $loss vs $base_loss)"
+else
+    fail "grow-back after rank $VICTIM's kill"
+    dump_logs grow
 fi
 echo "run_train_elastic: $PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]
