@@ -27,7 +27,7 @@ import torch.distributed as dist
 import gradsync
 from gradsync import _lib  # noqa: F401 - libgradsync is loaded before the extension links it
 
-from ._rendezvous import agree_address
+from ._rendezvous import agree_address, forget_address
 from .options import Options
 
 BACKEND_NAME = "gradsync"
@@ -106,6 +106,7 @@ def _create(opts: Any, backend_options: Any) -> Any:
         addr, port = agree_address(opts.store, opts.group_rank)
         backend = ext.create_backend(opts.group_rank, opts.group_size, addr, port, timeout_ms,
                                      "torch-%s-%d" % (addr, port))
+        forget_address(opts.store, opts.group_rank)
     if backend_options is not None:  # before torch sees the backend: no op has run on it
         ext.set_options(backend, **backend_options._native())
     return backend

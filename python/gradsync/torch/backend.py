@@ -46,7 +46,7 @@ from gradsync import Op
 from gradsync._types import GS_ERR_MISMATCH
 
 from ._comm import Comm, Job, call, dtype_of, error, invalid
-from ._rendezvous import agree_address, free_port
+from ._rendezvous import agree_address, forget_address, free_port
 
 #: torch 2.x: the C++ c10d backend (_c10d.py) is registered instead of this module's class.
 TORCH_2 = int(torch.__version__.split(".")[0]) >= 2
@@ -240,6 +240,7 @@ class ProcessGroupGradsync(dist.ProcessGroup):
             timeout_ms = int(min(timeout.total_seconds() * 1000, 2**31 - 1))
         self.comm = Comm.connect(rank, size, addr, port, timeout_ms=timeout_ms,
                                  job_id="torch-%s-%d" % (addr, port))
+        forget_address(store, rank)
         # The Works C++ may still call into (see _Work), oldest first; dropped at shutdown.
         self._live: List[_Work] = []
         self._live_lock = threading.Lock()  # calls come from the caller's and DDP's threads
