@@ -5,6 +5,8 @@
 #   install-deps.sh test    that, plus what the test suite needs
 #   install-deps.sh all     that, plus the comparison peers of the benchmarks (default)
 #   install-deps.sh torch-venv          only the test set's torch 2.x virtual environment
+#                                       (torch, then Ray into it)
+#   install-deps.sh ray                 only Ray into that environment (it must exist)
 #   install-deps.sh --torch-venv-path   where that is (waiting for an install in progress)
 # Idempotent: it asks the package manager only for what is missing, says what
 # and why first, and needs root (or sudo) only then; with everything present
@@ -44,9 +46,9 @@ BENCH_PKGS="libgloo-dev"
 case "$WHAT" in
   build) PKGS="$BUILD_PKGS" ;;
   test) PKGS="$BUILD_PKGS $TEST_PKGS" ;;
-  torch-venv) PKGS="" ;;
+  torch-venv|ray) PKGS="" ;;
   all) PKGS="$BUILD_PKGS $TEST_PKGS $BENCH_PKGS" ;;
-  *) echo "usage: install-deps.sh [build|test|all|torch-venv|--torch-venv-path]" >&2; exit 2 ;;
+  *) echo "usage: install-deps.sh [build|test|all|torch-venv|ray|--torch-venv-path]" >&2; exit 2 ;;
 esac
 
 # CUDA and NCCL are not Debian packages here: they come with the CUDA toolkit
@@ -109,6 +111,40 @@ fi
 # (.ci/run does, with GRADSYNC_TORCH_VENV_LATER=1 telling the other calls to leave it).
 # (GRADSYNC_, not GS_: the library warns about every GS_ variable it does not know.)
 TORCH_VERSION=2.15.0
+# Ray from PyPI in the same environment, for the Ray collective backend's test (python_ray,
+# tests/python/run_ray.sh; docs/python.md, "Ray collective backend"): installed only when
+# `import ray` does not give this version, under the same lock, so the tests waiting on
+# --torch-venv-path see torch and Ray together. About 350 MB, under a minute from PyPI.
+# Without the network it says so and goes on: python_ray then reports a skip naming it.
+RAY_VERSION=2.60.0
+# ray_into_venv VENV: the Ray step; the caller holds VENV.lock.
+ray_into_venv() {
+  local venv=$1
+  if [ ! -x "$venv/bin/python" ]; then
+    echo "install-deps: no virtual environment at $venv for Ray (install-deps.sh torch-venv" \
+         "makes it); the Ray test will report a skip" >&2
+    return 0
+  fi
+  if "$venv/bin/python" -c "import ray, sys; sys.exit(ray.__version__ != '$RAY_VERSION')" 2>/dev/null; then
+    return 0
+  fi
+  echo "install-deps: ray $RAY_VERSION from PyPI into $venv (the Ray backend's test)"
+  if "$venv/bin/pip" install -q --disable-pip-version-check "ray==$RAY_VERSION" </dev/null; then
+    echo "install-deps: ray $RAY_VERSION is in $venv"
+  else
+    echo "install-deps: could not install ray $RAY_VERSION from PyPI into $venv;" \
+         "the Ray test will report a skip" >&2
+  fi
+}
+ray_venv() {
+  local venv
+  venv=$(torch_venv_path)
+  mkdir -p "$(dirname "$venv")"
+  (
+    flock -w 900 9 || { echo "install-deps: $venv.lock is held past 15 min; not installing" >&2; exit 0; }
+    ray_into_venv "$venv"
+  ) 9>"$venv.lock"
+}
 torch_venv() {
   local venv
   venv=$(torch_venv_path)
@@ -121,6 +157,7 @@ torch_venv() {
       "$venv/bin/python" -c "import scikit_build_core" 2>/dev/null ||
         "$venv/bin/pip" install -q --disable-pip-version-check scikit-build-core </dev/null ||
         echo "install-deps: could not install scikit-build-core into $venv" >&2
+      ray_into_venv "$venv"
       exit 0
     fi
     echo "install-deps: torch $TORCH_VERSION from PyPI into $venv (torchrun's tests)"
@@ -132,10 +169,13 @@ torch_venv() {
       echo "install-deps: could not install torch $TORCH_VERSION from PyPI into $venv;" \
            "the tests that need it will report a skip" >&2
     fi
+    ray_into_venv "$venv"
   ) 9>"$venv.lock"
 }
 if [ "$WHAT" = torch-venv ]; then
   torch_venv
+elif [ "$WHAT" = ray ]; then
+  ray_venv
 elif [ "$WHAT" != build ] && [ -z "${GRADSYNC_TORCH_VENV_LATER:-}" ]; then
   torch_venv
 fi

@@ -47,6 +47,11 @@ class Error(Exception):
         self.message = message
         super().__init__("%s: %s" % (name, message) if message else name)
 
+    def __reduce__(self) -> Tuple[Any, Tuple[int, str, str]]:
+        # Pickles as itself (an error raised in a Ray actor or a multiprocessing child reaches
+        # the caller as the same class): the default passes self.args, one string.
+        return type(self), (self.status, self.name, self.message)
+
 
 class InvalidArgument(Error, ValueError):
     """GS_ERR_INVALID_ARG: the call was wrong; nothing was changed."""

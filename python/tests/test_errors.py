@@ -34,6 +34,18 @@ def test_error_attributes_and_classes():
         assert gradsync.strerror(status)
 
 
+def test_errors_pickle_as_themselves():
+    """An error raised in another process (a Ray actor, a multiprocessing child) reaches the
+    caller as the same class with the same fields."""
+    import pickle
+
+    for cls, name in ((gradsync.InvalidArgument, "GS_ERR_INVALID_ARG"),
+                      (gradsync.Revoked, "GS_ERR_REVOKED"), (gradsync.Error, "GS_ERR_INTERNAL")):
+        e = pickle.loads(pickle.dumps(cls(-1, name, "rank 3 said so")))
+        assert type(e) is cls and (e.status, e.name, e.message) == (-1, name, "rank 3 said so")
+        assert str(e) == "%s: rank 3 said so" % name
+
+
 def test_c_error_text_is_read_on_the_calling_thread(comm):
     with pytest.raises(gradsync.InvalidArgument) as ei:
         comm.broadcast(bytearray(4), comm.size)  # root out of range: the C library says so
