@@ -16,7 +16,7 @@ GPU_ARGS ?=
 .PHONY: help deps deps-build build build-test docs install lint run test test-asan test-gpu \
 	test-loaded \
 	test-unit test-python test-tsan fuzz soak bench bench-auto bench-compare bench-net \
-	bench-net-sharded bench-net-rails bench-fsdp bench-torch bench-plots bench-scale clean
+	bench-net-sharded bench-net-rails bench-elastic bench-fsdp bench-torch bench-plots bench-scale clean
 
 help:
 	@echo "gradsync make targets:"
@@ -57,6 +57,8 @@ help:
 	@echo "  make bench-plots   take docs/bench.md's recorded runs again (~15 min) and redraw"
 	@echo "                     docs/bench/*.png (scripts/bench-plots.sh; without --run it only redraws)"
 	@echo "  make bench-net     all-reduce across 4 lab hosts shaped to 1 Gbit/s: busbw and link efficiency (root)"
+	@echo "  make bench-elastic time to shrink (a rank killed) and to grow (3 ranks + 1 new), 4 ranks,"
+	@echo "                     median of 10, loopback and 4 lab hosts (root; docs/reliability.md, ~2 min)"
 	@echo "  make bench-net-rails  multi-rail TCP: 4 lab hosts with two rails (800 + 200 Mbit/s), 256 MiB"
 	@echo "                     all-reduce, rate-balanced against equal striping, a tc change 800 -> 100"
 	@echo "                     mid-run; a TSV time series and a plot of shares and busbw (~6 min, root;"
@@ -220,6 +222,9 @@ bench-scale: build
 
 bench-net-rails: build
 	bash bench/net/bench_rails.sh $(BUILD) $(RAILS_ARGS)
+
+bench-elastic: build
+	bash bench/elastic/bench_elastic.sh $(BUILD) $(ELASTIC_ARGS)
 
 bench-net-sharded: build
 	bash bench/net/bench_net.sh $(BUILD) --colls reduce_scatter,allgather --rounds 5
