@@ -10,6 +10,9 @@
  * It is a standalone C11 program on POSIX calls only: it does not link gradsync and it does not
  * reach other hosts itself. It is single-threaded: one poll() loop owns every pipe, every child
  * and every deadline, so each wait in it is bounded.
+ * With --store it also hosts a key-value store for the life of the job (on node 0: the gs_store
+ * program found beside gsrun, which links the library) and exports GS_STORE to the ranks, so
+ * they bootstrap through it (docs/gsrun.md, "A key-value store for the job").
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* POSIX 2008 and SOCK_CLOEXEC under -std=c11 */
@@ -83,8 +86,21 @@ typedef struct {
     double timeout_s; /* 0: none */
     bool tag_output;
     bool verbose;
-    char **argv; /* the program and its arguments, NULL-terminated */
+    const char *store; /* --store [HOST:]PORT, or NULL */
+    char **argv;       /* the program and its arguments, NULL-terminated */
 } gsrun_opts_t;
+
+#define GSRUN_STORE_PREFIX "gsrun"
+#define GSRUN_STORE_START_NS 10000000000ULL /* gs_store must listen within this */
+
+/* The store gsrun hosts (--store on node 0). */
+typedef struct {
+    pid_t pid;                     /* 0: none */
+    int stdin_fd;                  /* its stdin's write end: closing it stops the store */
+    char env[GSRUN_MAX_ADDR + 32]; /* GS_STORE for the ranks, "" without --store */
+} gsrun_store_t;
+
+static gsrun_store_t g_store = {.pid = 0, .stdin_fd = -1, .env = ""};
 
 /* Signal state. The handler only counts and writes one byte to the self-pipe. */
 static volatile sig_atomic_t g_sig_count[3]; /* SIGINT, SIGTERM, SIGHUP */
@@ -120,6 +136,11 @@ static void usage(FILE *fp)
         "  --addr, --master-addr, --master_addr A\n"
         "                     master address: rank 0's host (default 127.0.0.1)\n"
         "  --timeout SEC      stop every rank after SEC seconds and exit 124\n"
+        "  --store [HOST:]PORT\n"
+        "                     host a key-value store (gs_store, torch's TCPStore protocol) on\n"
+        "                     HOST:PORT for the job (node 0 hosts it; HOST default: the master\n"
+        "                     address; PORT 0: a free one, one node only) and export\n"
+        "                     GS_STORE=HOST:PORT/gsrun, so the ranks bootstrap through it\n"
         "  --tag-output, --tag_output\n"
         "                     prefix each output line with \"[rank] \" (default)\n"
         "  --no-tag-output, --no_tag_output\n"
@@ -306,6 +327,7 @@ static void parse_args(int argc, char **argv, gsrun_opts_t *opts)
     opts->timeout_s = 0.0;
     opts->tag_output = true;
     opts->verbose = false;
+    opts->store = NULL;
     opts->argv = NULL;
 
     for (i = 1; i < argc; i++) {
@@ -365,6 +387,15 @@ static void parse_args(int argc, char **argv, gsrun_opts_t *opts)
                 die_usage("invalid master address '%s'", val);
             }
             opts->addr = val;
+        } else if (match_value_opt(argc, argv, &i, "--store", &val)) {
+            const char *colon = strrchr(val, ':');
+            const char *pt = (colon != NULL) ? colon + 1 : val;
+
+            if (!parse_long(pt, 0, 65535, &v) || ((colon != NULL) && (colon == val)) ||
+                (strlen(val) > GSRUN_MAX_ADDR)) {
+                die_usage("invalid --store '%s' (expected [HOST:]PORT, PORT 0..65535)", val);
+            }
+            opts->store = val;
         } else if (match_value_opt(argc, argv, &i, "--timeout", &val)) {
             char *end = NULL;
             double t;
@@ -400,6 +431,13 @@ static void parse_args(int argc, char **argv, gsrun_opts_t *opts)
             }
             opts->port = (int)v;
         }
+    }
+    if ((opts->nnodes > 1) && (opts->store != NULL) &&
+        (strcmp((strrchr(opts->store, ':') != NULL) ? strrchr(opts->store, ':') + 1 : opts->store,
+                "0") == 0)) {
+        die_usage("--nnodes %d needs a --store port other than 0: every node must name the "
+                  "same store",
+                  opts->nnodes);
     }
     if ((opts->nnodes > 1) && (opts->port == 0)) {
         die_usage("--nnodes %d needs --master-port (or GS_MASTER_PORT): every node must name "
@@ -676,6 +714,9 @@ static void child_exec(const gsrun_opts_t *opts, int rank, int out_fd, int err_f
     set_env_int("GS_LOCAL_RANK", rank);
     setenv("GS_MASTER_ADDR", opts->addr, 1);
     set_env_int("GS_MASTER_PORT", opts->port);
+    if (g_store.env[0] != '\0') {
+        setenv("GS_STORE", g_store.env, 1);
+    }
 
     execvp(opts->argv[0], opts->argv);
     {
@@ -745,6 +786,184 @@ static int launch_rank(const gsrun_opts_t *opts, int rank, gsrun_rank_t *r)
         msg("rank %d started, pid %ld", global_rank(opts, rank), (long)pid);
     }
     return 0;
+}
+
+/* ---- the store (--store) ---------------------------------------------------------------- */
+
+/* gs_store beside this gsrun (the build tree and the install put them together), else PATH. */
+static void store_program(char *path, size_t cap)
+{
+    ssize_t n = readlink("/proc/self/exe", path, cap - 1);
+    char *slash;
+
+    if (n > 0) {
+        path[n] = '\0';
+        slash = strrchr(path, '/');
+        if ((slash != NULL) && ((size_t)(slash - path) + sizeof("/gs_store") <= cap)) {
+            memcpy(slash, "/gs_store", sizeof("/gs_store"));
+            if (access(path, X_OK) == 0) {
+                return;
+            }
+        }
+    }
+    snprintf(path, cap, "gs_store");
+}
+
+/* Read gs_store's first line ("gs_store: listening on HOST:PORT") within the deadline. */
+static int store_read_ready(int fd, char *line, size_t cap)
+{
+    const uint64_t deadline = now_ns() + GSRUN_STORE_START_NS;
+    size_t len = 0;
+
+    while (len + 1 < cap) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        const uint64_t now = now_ns();
+        ssize_t got;
+
+        if (now >= deadline) {
+            msg("--store: gs_store did not report its address within %llu s",
+                GSRUN_STORE_START_NS / 1000000000ULL);
+            return -1;
+        }
+        if (poll(&p, 1, (int)((deadline - now) / 1000000ULL) + 1) < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return -1;
+        }
+        got = read(fd, line + len, cap - 1 - len);
+        if (got <= 0) {
+            if ((got < 0) && (errno == EINTR || errno == EAGAIN)) {
+                continue;
+            }
+            msg("--store: gs_store exited before it listened (its message is above)");
+            return -1;
+        }
+        len += (size_t)got;
+        line[len] = '\0';
+        if (strchr(line, '\n') != NULL) {
+            *strchr(line, '\n') = '\0';
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* The HOST of --store (default: the master address), bracketed when it is an IPv6 address. */
+static void store_host(const gsrun_opts_t *opts, char *host, size_t cap)
+{
+    const char *colon = strrchr(opts->store, ':');
+    const char *h = opts->addr;
+    size_t hlen = strlen(h);
+
+    if (colon != NULL) {
+        h = opts->store;
+        hlen = (size_t)(colon - opts->store);
+    }
+    if ((memchr(h, ':', hlen) != NULL) && (h[0] != '[')) {
+        snprintf(host, cap, "[%.*s]", (int)hlen, h);
+    } else {
+        snprintf(host, cap, "%.*s", (int)hlen, h);
+    }
+}
+
+/* Node 0 starts gs_store and learns its address; every node sets GS_STORE for its ranks. */
+static int store_start(const gsrun_opts_t *opts)
+{
+    const char *colon = strrchr(opts->store, ':');
+    const char *port = (colon != NULL) ? colon + 1 : opts->store;
+    char host[GSRUN_MAX_ADDR + 3];
+    char listen_at[GSRUN_MAX_ADDR + 16];
+    char prog[4096];
+    char line[512];
+    int inp[2] = {-1, -1};
+    int outp[2] = {-1, -1};
+    const char *where;
+    pid_t pid;
+
+    store_host(opts, host, sizeof(host));
+    if (opts->node_rank != 0) {
+        snprintf(g_store.env, sizeof(g_store.env), "%s:%s/%s", host, port, GSRUN_STORE_PREFIX);
+        return 0;
+    }
+    snprintf(listen_at, sizeof(listen_at), "%s:%s", host, port);
+    store_program(prog, sizeof(prog));
+    if ((make_pipe(inp) != 0) || (make_pipe(outp) != 0)) {
+        msg("--store: pipe: %s", strerror(errno));
+        return -1;
+    }
+    pid = fork();
+    if (pid < 0) {
+        msg("--store: fork: %s", strerror(errno));
+        return -1;
+    }
+    if (pid == 0) {
+        char *args[] = {prog, "--watch-stdin", listen_at, NULL};
+
+        setpgid(0, 0); /* a terminal's ^C reaches gsrun, which stops the store after the ranks */
+        for (int k = 0; k < 3; k++) {
+            sigaction(g_fwd_signals[k], &g_orig_action[k], NULL);
+        }
+        sigaction(SIGPIPE, &g_orig_action[3], NULL);
+        dup2(inp[0], STDIN_FILENO);
+        dup2(outp[1], STDOUT_FILENO);
+        execvp(prog, args);
+        fprintf(stderr, "gsrun: --store: cannot execute '%s': %s\n", prog, strerror(errno));
+        _exit(GSRUN_EXIT_NOEXEC);
+    }
+    close(inp[0]);
+    close(outp[1]);
+    g_store.pid = pid;
+    g_store.stdin_fd = inp[1];
+    if (store_read_ready(outp[0], line, sizeof(line)) != 0) {
+        close(outp[0]);
+        return -1;
+    }
+    close(outp[0]);
+    where = strstr(line, "listening on ");
+    if (where == NULL) {
+        msg("--store: gs_store said '%s', not its address", line);
+        return -1;
+    }
+    where += strlen("listening on ");
+    /* The port it chose (for PORT 0), on the host the ranks were told. */
+    snprintf(g_store.env, sizeof(g_store.env), "%s:%s/%s", host, strrchr(where, ':') + 1,
+             GSRUN_STORE_PREFIX);
+    if (opts->verbose) {
+        msg("store listening on %s (pid %ld); GS_STORE=%s", where, (long)pid, g_store.env);
+    }
+    return 0;
+}
+
+/* Stop the store: close its stdin (it stops), then wait, bounded, and kill if need be. */
+static void store_stop(void)
+{
+    uint64_t deadline = now_ns() + GSRUN_GRACE_NS;
+    bool killed = false;
+
+    if (g_store.stdin_fd >= 0) {
+        close(g_store.stdin_fd);
+        g_store.stdin_fd = -1;
+    }
+    while (g_store.pid > 0) {
+        int status = 0;
+        pid_t r = waitpid(g_store.pid, &status, WNOHANG);
+
+        if ((r == g_store.pid) || ((r < 0) && (errno != EINTR))) {
+            break; /* gone (ECHILD: reaped with the ranks already) */
+        }
+        if (now_ns() >= deadline) {
+            if (killed) {
+                msg("--store: gs_store (pid %ld) did not exit; leaving it", (long)g_store.pid);
+                break;
+            }
+            kill(g_store.pid, SIGKILL);
+            killed = true;
+            deadline = now_ns() + GSRUN_GRACE_NS;
+        }
+        poll(NULL, 0, 10);
+    }
+    g_store.pid = 0;
 }
 
 /* ---- output ----------------------------------------------------------------------------- */
@@ -1240,6 +1459,11 @@ int main(int argc, char **argv)
         return GSRUN_EXIT_INTERNAL;
     }
     fflush(NULL); /* nothing buffered may be written twice by the children */
+    if ((opts.store != NULL) && (store_start(&opts) != 0)) {
+        store_stop();
+        free(ranks);
+        return GSRUN_EXIT_INTERNAL;
+    }
 
     memset(&job, 0, sizeof(job));
     job.opts = &opts;
@@ -1264,6 +1488,7 @@ int main(int argc, char **argv)
     if ((supervise(&job) != 0) && (job.exit_code < 0)) {
         job.exit_code = GSRUN_EXIT_INTERNAL;
     }
+    store_stop();
     free(ranks);
     return (job.exit_code < 0) ? 0 : job.exit_code;
 }

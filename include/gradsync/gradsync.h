@@ -128,6 +128,13 @@ typedef struct gs_config {
     const char *tls_cert; /**< GS_TLS_CERT: PEM certificate (chain) of this rank */
     const char *tls_key;  /**< GS_TLS_KEY: PEM private key of tls_cert */
     const char *tls_ca;   /**< GS_TLS_CA: PEM CA certificates peers must chain to */
+    /* Bootstrap through a key-value store (docs/gsrun.md), appended: when
+     * store is set, gs_comm_init_env bootstraps through it (before torchrun's
+     * store and the rendezvous). Every rank of a configuration names the same
+     * store and epoch; a rank whose epoch is below the highest begun there
+     * fails with GS_ERR_MISMATCH. */
+    const char *store; /**< GS_STORE: "host:port/prefix" of a TCPStore-protocol store */
+    int store_epoch;   /**< GS_STORE_EPOCH: this configuration's epoch, >= 0 */
 } gs_config_t;
 
 /** @brief Implementation of gs_config_init(); call that instead. */

@@ -155,6 +155,9 @@ class Config(ctypes.Structure):
         ("tls_cert", c_char_p),
         ("tls_key", c_char_p),
         ("tls_ca", c_char_p),
+        # Bootstrap through a key-value store (docs/gsrun.md), appended.
+        ("store", c_char_p),
+        ("store_epoch", c_int),
     ]
 
 

@@ -21,6 +21,11 @@ static const gs__comm_boot_t comm_boots[] = {
      .init = gs__comm_boot_mpi_init,
      .exchange = NULL},
 #endif
+    /* GS_STORE (or cfg->store): an explicit store wins over torchrun's (core/bootstrap.h). */
+    {.name = "kv store",
+     .applies = gs__boot_kv_applies,
+     .init = gs__comm_init_exchange,
+     .exchange = gs__bootstrap_kv_exchange},
     /* Under torchrun: its agent's TCPStore holds MASTER_PORT (core/bootstrap.h). */
     {.name = "torchrun store",
      .applies = gs__boot_store_applies,

@@ -8,7 +8,8 @@
  * launcher's variables) and MPI (comm_mpi.c, from MPI_COMM_WORLD, built
  * with GS_WITH_MPI). A provider that differs from the rendezvous only in
  * its exchange is a row with the rendezvous's init and its own exchange:
- * torchrun's store (core/bootstrap_store.c), under torchrun.
+ * an explicit store (GS_STORE, core/bootstrap_store.c) and torchrun's store
+ * (the same file), under torchrun.
  */
 #ifndef GS_API_COMM_BOOT_H
 #define GS_API_COMM_BOOT_H
@@ -28,7 +29,7 @@ typedef gs_status_t (*gs__comm_boot_init_fn_t)(gs_comm_t *comm_out, const gs_con
                                                const gs__cfg_t *rcfg, const gs__comm_boot_t *self);
 
 struct gs__comm_boot {
-    const char *name; /* "mpi", "torchrun store", "rendezvous" */
+    const char *name; /* "mpi", "kv store", "torchrun store", "rendezvous" */
     /* 1 when this provider creates gs_comm_init_env's communicator in the
      * environment @p rcfg was resolved in; NULL: always (the last row). */
     int (*applies)(const gs__cfg_t *rcfg);

@@ -174,4 +174,25 @@ gs_status_t gs__bootstrap_store_exchange(const gs__cfg_t *cfg, const gs__auth_t 
                                          char (*addrs_out)[GS_SOCK_ADDR_MAX], uint64_t *hosts_out,
                                          uint64_t *nonce_out);
 
+/*
+ * The same exchange through an explicit store, cfg->store (GS_STORE,
+ * "host:port/prefix": torch's TCPStore or gradsync's own, core/kvserver.h),
+ * under keys /<prefix>/<cfg->store_epoch>/... (docs/wire.md). The epoch
+ * rule: every rank reads /<prefix>/epoch first; a rank whose epoch is below
+ * it fails at once with GS_ERR_MISMATCH ("epoch E is stale: ... start this
+ * rank with GS_STORE_EPOCH=M or later"), having written nothing; rank 0
+ * raises it to its own (compare-set, never lowering it); a rank that times
+ * out reads it again and reports "stale" (GS_ERR_MISMATCH) when the job
+ * moved on. Otherwise gs__bootstrap_store_exchange's contract and returns.
+ * gs__boot_kv_applies: 1 when cfg->store is set.
+ */
+int gs__boot_kv_applies(const gs__cfg_t *rcfg);
+gs_status_t gs__bootstrap_kv_exchange(const gs__cfg_t *cfg, const gs__auth_t *auth,
+                                      const volatile int *abort_flag, const char *my_addr,
+                                      char (*addrs_out)[GS_SOCK_ADDR_MAX], uint64_t *hosts_out,
+                                      uint64_t *nonce_out);
+/* The store's epoch value (decimal text, @p len bytes, no NUL needed) as an
+ * int >= 0. Pure. Returns GS_OK or GS_ERR_PROTOCOL (no message set). */
+gs_status_t gs__boot_epoch_parse(const void *text, size_t len, int *epoch_out);
+
 #endif /* GS_CORE_BOOTSTRAP_H */

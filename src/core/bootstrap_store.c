@@ -9,6 +9,15 @@
  * /gradsync/<TORCHELASTIC_RUN_ID>/<TORCHELASTIC_RESTART_COUNT>/<n>/..., n
  * counting this process's exchanges, so a restarted worker group or a
  * second communicator never reads an older table.
+ *
+ * The same exchange serves an explicit store (GS_STORE=host:port/prefix,
+ * torch's TCPStore or gradsync's own, core/kvserver.h) under keys
+ * /<prefix>/<epoch>/... (GS_STORE_EPOCH), with the epoch rule: the store
+ * keeps /<prefix>/epoch, the highest epoch begun. Every rank reads it first
+ * and a rank whose epoch is lower fails at once with GS_ERR_MISMATCH,
+ * having written nothing; rank 0 raises it to its epoch (compare-set, never
+ * lowering it). A rank that times out reads it again, so that its error
+ * says "stale" when the job moved on while it waited.
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -23,8 +32,10 @@
 #include "core/kvstore.h"
 #include "core/log.h"
 
-#define STORE_PREFIX_MAX 256
-#define STORE_MISSING_SHOWN 8 /* ranks named in a timeout */
+#define STORE_PREFIX_MAX 320
+#define STORE_EPOCH_TEXT_MAX 16 /* a decimal int and more: not an epoch */
+#define STORE_RAISE_TRIES 64    /* compare-set rounds lost to other rank 0s */
+#define STORE_MISSING_SHOWN 8   /* ranks named in a timeout */
 
 static atomic_uint store_generation;
 
@@ -46,10 +57,23 @@ int gs__boot_store_applies(const gs__cfg_t *rcfg)
            (port_src != GS_CFG_SRC_ENV) && (port_src != GS_CFG_SRC_CALLER);
 }
 
+int gs__boot_kv_applies(const gs__cfg_t *rcfg)
+{
+    return rcfg->store[0] != '\0';
+}
+
 typedef struct store_ex {
     const gs__cfg_t *cfg;
     gs__kv_t kv;
     char prefix[STORE_PREFIX_MAX];
+    const char *label; /* "torchrun's store", "the store" */
+    const char *same;  /* what the ranks must share: "the same torchrun job" */
+    /* GS_STORE only: the epoch's key ("" without one), this rank's epoch, the store's name */
+    char epoch_key[STORE_PREFIX_MAX];
+    int epoch;
+    char spec[GS_CFG_STR_MAX];
+    const char *host;
+    int port;
     uint64_t deadline;
 } store_ex_t;
 
@@ -83,9 +107,13 @@ static gs_status_t store_publish(store_ex_t *x, const char *my_addr)
     }
     if (claims != 1) {
         return gs__error_set(GS_ERR_MISMATCH,
-                             "rank %d joined twice: another process claimed it first in torchrun's "
-                             "store at %s (key %s): does every process have its own RANK?",
-                             cfg->rank, x->kv.where, key);
+                             "rank %d joined twice: another process claimed it first in %s at %s "
+                             "(key %s): does every process have its own RANK%s?",
+                             cfg->rank, x->label, x->kv.where, key,
+                             (x->epoch_key[0] != '\0')
+                                 ? ", and does every new configuration of the job use a higher "
+                                   "GS_STORE_EPOCH"
+                                 : "");
     }
     gs__boot_hello_init(&h, cfg, alen);
     gs__boot_hello_encode(&h, hello);
@@ -147,10 +175,10 @@ static gs_status_t store_collect(store_ex_t *x, char (*addrs)[GS_SOCK_ADDR_MAX],
 
             store_name_missing(x, r, missing, sizeof(missing));
             (void)snprintf(msg, cap,
-                           "rank 0 waited %d ms in torchrun's store at %s for rank%s %s of %d to "
-                           "publish its address: are they running, in the same torchrun job?",
-                           cfg->timeout_ms, x->kv.where, strchr(missing, ',') ? "s" : "",
-                           missing[0] ? missing : "(unknown)", cfg->world_size);
+                           "rank 0 waited %d ms in %s at %s for rank%s %s of %d to "
+                           "publish its address: are they running, in %s?",
+                           cfg->timeout_ms, x->label, x->kv.where, strchr(missing, ',') ? "s" : "",
+                           missing[0] ? missing : "(unknown)", cfg->world_size, x->same);
             return gs__error_set(GS_ERR_TIMEOUT, "%s", msg);
         }
         if (st != GS_OK) {
@@ -162,8 +190,8 @@ static gs_status_t store_collect(store_ex_t *x, char (*addrs)[GS_SOCK_ADDR_MAX],
                                GS_BOOT_HELLO_BYTES + h.addr_len);
         }
         if (st != GS_OK) {
-            (void)snprintf(msg, cap, "rank %d's hello in torchrun's store at %s is malformed: %s",
-                           r, x->kv.where, gs__error_get());
+            (void)snprintf(msg, cap, "rank %d's hello in %s at %s is malformed: %s", r, x->label,
+                           x->kv.where, gs__error_get());
         } else if (h.job_hash != gs__boot_job_hash(cfg)) {
             st = GS_ERR_MISMATCH;
             (void)snprintf(msg, cap, "rank %d belongs to another job (GS_JOB_ID differs)", r);
@@ -247,9 +275,9 @@ static gs_status_t store_read_table(store_ex_t *x, char (*addrs)[GS_SOCK_ADDR_MA
     st = gs__kv_get(&x->kv, key, cap, &val, &len, x->deadline + 5000000000ull);
     if (st == GS_ERR_TIMEOUT) {
         return gs__error_set(GS_ERR_TIMEOUT,
-                             "rank %d waited %d ms in torchrun's store at %s for rank 0's table "
-                             "of addresses: is rank 0 running, in the same torchrun job?",
-                             cfg->rank, cfg->timeout_ms, x->kv.where);
+                             "rank %d waited %d ms in %s at %s for rank 0's table "
+                             "of addresses: is rank 0 running, in %s?",
+                             cfg->rank, cfg->timeout_ms, x->label, x->kv.where, x->same);
     }
     if (st != GS_OK) {
         return st;
@@ -282,7 +310,7 @@ static gs_status_t store_read_table(store_ex_t *x, char (*addrs)[GS_SOCK_ADDR_MA
             addrs[r][alen] = '\0';
             off += alen;
         } else if (st == GS_ERR_PROTOCOL) {
-            st = gs__error_wrap(st, "torchrun's store at %s: rank 0's table: %s", x->kv.where,
+            st = gs__error_wrap(st, "%s at %s: rank 0's table: %s", x->label, x->kv.where,
                                 gs__error_get());
         }
     }
@@ -293,6 +321,193 @@ static gs_status_t store_read_table(store_ex_t *x, char (*addrs)[GS_SOCK_ADDR_MA
     return st;
 }
 
+/* This rank's view of the epoch: *m_out the store's (-1: none begun). Reads only. */
+static gs_status_t store_epoch_read(store_ex_t *x, int *m_out, uint64_t deadline)
+{
+    void *val = NULL;
+    size_t len = 0;
+    int exists = 0;
+    gs_status_t st = gs__kv_check(&x->kv, x->epoch_key, &exists, deadline);
+
+    *m_out = -1;
+    if ((st != GS_OK) || !exists) {
+        return st;
+    }
+    st = gs__kv_get(&x->kv, x->epoch_key, STORE_EPOCH_TEXT_MAX, &val, &len, deadline);
+    if (st != GS_OK) {
+        return st;
+    }
+    st = gs__boot_epoch_parse(val, len, m_out);
+    free(val);
+    if (st != GS_OK) {
+        return gs__error_set(st,
+                             "the store at %s: key %s holds no epoch (a decimal integer >= 0): "
+                             "another program uses the prefix %s; choose another prefix in "
+                             "GS_STORE",
+                             x->kv.where, x->epoch_key, x->spec);
+    }
+    return GS_OK;
+}
+
+static gs_status_t store_epoch_stale(const store_ex_t *x, int m)
+{
+    return gs__error_set(GS_ERR_MISMATCH,
+                         "epoch %d is stale: the job at %s is at epoch %d; start this rank with "
+                         "GS_STORE_EPOCH=%d or later",
+                         x->epoch, x->spec, m, m);
+}
+
+/* Rank 0: raise the store's epoch to this rank's (never lower it). A compare-set loop: another
+ * rank 0 (of a later epoch) may raise it between our read and our write. */
+static gs_status_t store_epoch_raise(store_ex_t *x, int m)
+{
+    char want[STORE_EPOCH_TEXT_MAX], have[STORE_EPOCH_TEXT_MAX];
+
+    (void)snprintf(want, sizeof(want), "%d", x->epoch);
+    for (int tries = 0; tries < STORE_RAISE_TRIES; tries++) {
+        void *val = NULL;
+        size_t len = 0;
+        gs_status_t st;
+
+        if (m > x->epoch) {
+            return store_epoch_stale(x, m);
+        }
+        if (m == x->epoch) {
+            return GS_OK;
+        }
+        if (m < 0) {
+            have[0] = '\0'; /* none begun: torch's compare-set sets a missing key to desired */
+        } else {
+            (void)snprintf(have, sizeof(have), "%d", m);
+        }
+        st = gs__kv_compare_set(&x->kv, x->epoch_key, have, strlen(have), want, strlen(want),
+                                STORE_EPOCH_TEXT_MAX, &val, &len, x->deadline);
+        if (st != GS_OK) {
+            return st;
+        }
+        st = gs__boot_epoch_parse(val, len, &m);
+        free(val);
+        if (st != GS_OK) {
+            return gs__error_set(st, "the store at %s: key %s holds no epoch after compare-set",
+                                 x->kv.where, x->epoch_key);
+        }
+    }
+    return gs__error_set(GS_ERR_TIMEOUT,
+                         "rank 0 could not raise the epoch of %s to %d in %d tries: other rank 0s "
+                         "keep changing it; is more than one job using this prefix?",
+                         x->spec, x->epoch, STORE_RAISE_TRIES);
+}
+
+/* After a timeout: when the job moved to a later epoch meanwhile, say so instead. The timed-out
+ * WAIT is still parked in the store (a connection is not reused after a timeout), so the epoch
+ * is read over a connection of its own. */
+static gs_status_t store_epoch_recheck(store_ex_t *x, gs_status_t st)
+{
+    const uint64_t quick = gs__deadline_after_ms(2000);
+    char keep[GS_ERROR_MSG_MAX];
+    int m = -1;
+
+    if ((st != GS_ERR_TIMEOUT) || (x->epoch_key[0] == '\0')) {
+        return st;
+    }
+    (void)snprintf(keep, sizeof(keep), "%s", gs__error_get());
+    gs__kv_close(&x->kv);
+    if ((gs__kv_connect(&x->kv, x->host, x->port, x->cfg->socket_family, quick) == GS_OK) &&
+        (store_epoch_read(x, &m, quick) == GS_OK) && (m > x->epoch)) {
+        return store_epoch_stale(x, m);
+    }
+    return gs__error_set(st, "%s", keep); /* the timeout, as it was */
+}
+
+/* Both paths: connect to the store, (GS_STORE) check the epoch, and exchange. */
+static gs_status_t store_exchange(store_ex_t *x, const char *host, int port,
+                                  const volatile int *abort_flag, const char *my_addr,
+                                  char (*addrs_out)[GS_SOCK_ADDR_MAX], uint64_t *hosts_out,
+                                  uint64_t *nonce_out)
+{
+    const gs__cfg_t *cfg = x->cfg;
+    gs_status_t st;
+
+    x->host = host;
+    x->port = port;
+    gs__sock_watch_abort(abort_flag);
+    st = gs__kv_connect(&x->kv, host, port, cfg->socket_family, x->deadline);
+    if ((st == GS_ERR_TIMEOUT) && (x->epoch_key[0] == '\0')) {
+        st = gs__error_wrap(st,
+                            "rank %d could not reach torchrun's store (MASTER_ADDR:MASTER_PORT): "
+                            "%s; set GS_MASTER_PORT to bootstrap through a rendezvous port of "
+                            "gradsync's own instead",
+                            cfg->rank, gs__error_get());
+    } else if (st == GS_ERR_TIMEOUT) {
+        st = gs__error_wrap(st,
+                            "rank %d could not reach the store of GS_STORE=%s: %s; is it running "
+                            "(gsrun --store, or torch's TCPStore), and reachable from this host?",
+                            cfg->rank, x->spec, gs__error_get());
+    }
+    if ((st == GS_OK) && (x->epoch_key[0] != '\0')) {
+        int m = -1;
+
+        /* Read before writing anything: a stale rank leaves the store as it found it. */
+        st = store_epoch_read(x, &m, x->deadline);
+        if ((st == GS_OK) && (m > x->epoch)) {
+            st = store_epoch_stale(x, m);
+        } else if ((st == GS_OK) && (cfg->rank == 0)) {
+            st = store_epoch_raise(x, m);
+        }
+    }
+    if (st == GS_OK) {
+        GS_INFO(BOOT, "bootstrapping through %s at %s (keys %s)", x->label, x->kv.where, x->prefix);
+        st = store_publish(x, my_addr);
+    }
+    if ((st == GS_OK) && (cfg->rank == 0)) {
+        char msg[GS_ERROR_MSG_MAX] = "";
+        uint64_t nonce = 0;
+
+        (void)snprintf(addrs_out[0], GS_SOCK_ADDR_MAX, "%s", my_addr);
+        hosts_out[0] = gs__host_id(cfg->host_id);
+        st = store_collect(x, addrs_out, hosts_out, msg, sizeof(msg));
+        if (st == GS_OK) {
+            nonce = gs__boot_job_nonce();
+            st = store_set_table(x, GS_OK, NULL, addrs_out, hosts_out, nonce);
+            *nonce_out = nonce;
+        } else if (msg[0] != '\0') {
+            char keep[GS_ERROR_MSG_MAX];
+
+            (void)snprintf(keep, sizeof(keep), "%s", gs__error_get());
+            (void)store_set_table(x, st, msg, NULL, NULL, 0);
+            (void)gs__error_set(st, "%s", keep);
+        }
+        st = store_epoch_recheck(x, st);
+    } else if (st == GS_OK) {
+        st = store_read_table(x, addrs_out, hosts_out, nonce_out);
+        st = store_epoch_recheck(x, st);
+    }
+    gs__kv_close(&x->kv);
+    gs__sock_watch_abort(NULL);
+    return st;
+}
+
+gs_status_t gs__boot_epoch_parse(const void *text, size_t len, int *epoch_out)
+{
+    const char *t = text;
+    long long v = 0;
+
+    if ((len == 0) || (len >= STORE_EPOCH_TEXT_MAX)) {
+        return GS_ERR_PROTOCOL;
+    }
+    for (size_t i = 0; i < len; i++) {
+        if ((t[i] < '0') || (t[i] > '9')) {
+            return GS_ERR_PROTOCOL;
+        }
+        v = v * 10 + (t[i] - '0');
+        if (v > 2147483647LL) {
+            return GS_ERR_PROTOCOL;
+        }
+    }
+    *epoch_out = (int)v;
+    return GS_OK;
+}
+
 gs_status_t gs__bootstrap_store_exchange(const gs__cfg_t *cfg, const gs__auth_t *auth,
                                          const volatile int *abort_flag, const char *my_addr,
                                          char (*addrs_out)[GS_SOCK_ADDR_MAX], uint64_t *hosts_out,
@@ -300,7 +515,6 @@ gs_status_t gs__bootstrap_store_exchange(const gs__cfg_t *cfg, const gs__auth_t 
 {
     store_ex_t x;
     unsigned gen = atomic_fetch_add(&store_generation, 1u);
-    gs_status_t st;
 
     (void)auth; /* every transport connection authenticates; the store is torch's */
     if (cfg->world_size == 1) {
@@ -309,46 +523,38 @@ gs_status_t gs__bootstrap_store_exchange(const gs__cfg_t *cfg, const gs__auth_t 
     }
     memset(&x, 0, sizeof(x));
     x.cfg = cfg;
+    x.label = "torchrun's store";
+    x.same = "the same torchrun job";
     x.deadline = gs__deadline_after_ms(cfg->timeout_ms);
     (void)snprintf(x.prefix, sizeof(x.prefix), "/gradsync/%s/%s/%u/",
                    env_or("TORCHELASTIC_RUN_ID", "none"), env_or("TORCHELASTIC_RESTART_COUNT", "0"),
                    gen);
-    gs__sock_watch_abort(abort_flag);
-    st = gs__kv_connect(&x.kv, cfg->master_addr, cfg->master_port, cfg->socket_family, x.deadline);
-    if (st == GS_ERR_TIMEOUT) {
-        st = gs__error_wrap(st,
-                            "rank %d could not reach torchrun's store (MASTER_ADDR:MASTER_PORT): "
-                            "%s; set GS_MASTER_PORT to bootstrap through a rendezvous port of "
-                            "gradsync's own instead",
-                            cfg->rank, gs__error_get());
-    }
-    if (st == GS_OK) {
-        GS_INFO(BOOT, "bootstrapping through torchrun's store at %s (keys %s)", x.kv.where,
-                x.prefix);
-        st = store_publish(&x, my_addr);
-    }
-    if ((st == GS_OK) && (cfg->rank == 0)) {
-        char msg[GS_ERROR_MSG_MAX] = "";
-        uint64_t nonce = 0;
+    return store_exchange(&x, cfg->master_addr, cfg->master_port, abort_flag, my_addr, addrs_out,
+                          hosts_out, nonce_out);
+}
 
-        (void)snprintf(addrs_out[0], GS_SOCK_ADDR_MAX, "%s", my_addr);
-        hosts_out[0] = gs__host_id(cfg->host_id);
-        st = store_collect(&x, addrs_out, hosts_out, msg, sizeof(msg));
-        if (st == GS_OK) {
-            nonce = gs__boot_job_nonce();
-            st = store_set_table(&x, GS_OK, NULL, addrs_out, hosts_out, nonce);
-            *nonce_out = nonce;
-        } else if (msg[0] != '\0') {
-            char keep[GS_ERROR_MSG_MAX];
+gs_status_t gs__bootstrap_kv_exchange(const gs__cfg_t *cfg, const gs__auth_t *auth,
+                                      const volatile int *abort_flag, const char *my_addr,
+                                      char (*addrs_out)[GS_SOCK_ADDR_MAX], uint64_t *hosts_out,
+                                      uint64_t *nonce_out)
+{
+    store_ex_t x;
+    char host[GS_KV_HOST_MAX], prefix[GS_KV_PREFIX_MAX], why[128];
+    int port = 0;
 
-            (void)snprintf(keep, sizeof(keep), "%s", gs__error_get());
-            (void)store_set_table(&x, st, msg, NULL, NULL, 0);
-            (void)gs__error_set(st, "%s", keep);
-        }
-    } else if (st == GS_OK) {
-        st = store_read_table(&x, addrs_out, hosts_out, nonce_out);
+    (void)auth; /* every transport connection authenticates; the store is not gradsync's */
+    memset(&x, 0, sizeof(x));
+    if (gs__kv_parse_spec(cfg->store, host, &port, prefix, why, sizeof(why)) != GS_OK) {
+        /* gs__cfg_resolve checked it: only a caller that skipped it gets here */
+        return gs__error_set(GS_ERR_INVALID_ARG, "GS_STORE=\"%.64s\" %s", cfg->store, why);
     }
-    gs__kv_close(&x.kv);
-    gs__sock_watch_abort(NULL);
-    return st;
+    x.cfg = cfg;
+    x.label = "the store";
+    x.same = "the same job, with the same GS_STORE and GS_STORE_EPOCH";
+    x.epoch = cfg->store_epoch;
+    x.deadline = gs__deadline_after_ms(cfg->timeout_ms);
+    (void)snprintf(x.spec, sizeof(x.spec), "%s", cfg->store);
+    (void)snprintf(x.prefix, sizeof(x.prefix), "/%s/%d/", prefix, cfg->store_epoch);
+    (void)snprintf(x.epoch_key, sizeof(x.epoch_key), "/%s/epoch", prefix);
+    return store_exchange(&x, host, port, abort_flag, my_addr, addrs_out, hosts_out, nonce_out);
 }

@@ -22,6 +22,7 @@
 #include "core/check.h"
 #include "core/env_table.h"
 #include "core/error.h"
+#include "core/kvstore.h"
 #include "core/log.h"
 #include "core/msg_limit.h"
 #include "core/shm_budget.h"
@@ -119,7 +120,14 @@ CFG_TEST_ROWS(KNOB_KIND_CHECK)
     X(tls_key)                                                                                     \
     X(tls_ca)
 
-#define GS_CFG_USER_FIELDS(X) GS_CFG_USER_COMM_FIELDS(X) GS_CFG_USER_PROC_FIELDS(X)
+/* Per-communicator knobs appended after the process-wide ones (the bootstrap through a
+ * key-value store), in struct order. */
+#define GS_CFG_USER_COMM_LATE_FIELDS(X)                                                            \
+    X(store)                                                                                       \
+    X(store_epoch)
+
+#define GS_CFG_USER_FIELDS(X)                                                                      \
+    GS_CFG_USER_COMM_FIELDS(X) GS_CFG_USER_PROC_FIELDS(X) GS_CFG_USER_COMM_LATE_FIELDS(X)
 
 typedef struct user_field {
     const char *field;
@@ -141,7 +149,8 @@ static const user_field_t user_fields[] = {GS_CFG_USER_FIELDS(USER_ROW)};
 #define COUNT_COMM_ROW(_env, _field, _kind, _idef, _sdef, _min, _max, _scope, _doc)                \
     +((_scope) == GS_ENV_COMM)
 #define COUNT_ONE(_f) +1
-_Static_assert((0 GS_ENV_TABLE(COUNT_COMM_ROW)) == (0 GS_CFG_USER_COMM_FIELDS(COUNT_ONE)),
+_Static_assert((0 GS_ENV_TABLE(COUNT_COMM_ROW)) ==
+                   (0 GS_CFG_USER_COMM_FIELDS(COUNT_ONE) GS_CFG_USER_COMM_LATE_FIELDS(COUNT_ONE)),
                "every GS_ENV_COMM row of env_table.h needs a gs_config_t field");
 #undef COUNT_COMM_ROW
 #undef COUNT_ONE
@@ -586,8 +595,9 @@ static gs_status_t check_launcher_without_mpi(const resolve_ctx_t *ctx, int i_ra
     if (l == NULL) {
         l = mpi_launcher_of(ctx, i_world);
     }
-    if ((l == NULL) || (ctx->cfg.source[i_addr] != GS_CFG_SRC_DEFAULT)) {
-        return GS_OK;
+    if ((l == NULL) || (ctx->cfg.source[i_addr] != GS_CFG_SRC_DEFAULT) ||
+        (ctx->cfg.store[0] != '\0')) {
+        return GS_OK; /* an address, or a store (GS_STORE), to bootstrap through */
     }
     return gs__error_set(GS_ERR_UNSUPPORTED,
                          "this process was started by %s (%s=%d is set) with no master address, "
@@ -623,6 +633,25 @@ static gs_status_t check_ifname(const resolve_ctx_t *ctx, int i_if)
                          "socket interface \"%.64s\" (from %s) is not a valid GS_SOCKET_IFNAME: "
                          "it %s; GS_SOCKET_IFNAME takes " GS_SOCK_IFSPEC_SYNTAX
                          ", names as `ip link` shows them",
+                         v, o1, why);
+}
+
+/* GS_STORE: "host:port/prefix" or "[v6addr]:port/prefix" (core/kvstore.h), checked here so
+ * that a typo fails the init at once, saying what is accepted. */
+static gs_status_t check_store(const resolve_ctx_t *ctx)
+{
+    const char *v = ctx->cfg.store;
+    char host[GS_KV_HOST_MAX], prefix[GS_KV_PREFIX_MAX], why[128], o1[96];
+    int port = 0;
+
+    if ((v[0] == '\0') || (gs__kv_parse_spec(v, host, &port, prefix, why, sizeof(why)) == GS_OK)) {
+        return GS_OK;
+    }
+    origin_text(ctx, find_knob("store"), o1, sizeof(o1));
+    return gs__error_set(GS_ERR_INVALID_ARG,
+                         "store \"%.64s\" (from %s) %s: write GS_STORE as host:port/prefix "
+                         "(e.g. 10.0.0.1:29400/myjob, or [fd00::1]:29400/myjob for IPv6), the "
+                         "address of a running store (gsrun --store, or torch's TCPStore)",
                          v, o1, why);
 }
 
@@ -760,6 +789,10 @@ static gs_status_t validate(resolve_ctx_t *ctx, int use_launcher_env)
                              cfg->socket_family, o1);
     }
     status = check_ifname(ctx, i_if);
+    if (status != GS_OK) {
+        return status;
+    }
+    status = check_store(ctx);
     if (status != GS_OK) {
         return status;
     }

@@ -77,6 +77,8 @@ typedef struct gs__cfg {
     int stats_interval_ms;
     char max_message_bytes[GS_CFG_STR_MAX];
     int heartbeat_ms;
+    char store[GS_CFG_STR_MAX];
+    int store_epoch;
     gs__cfg_source_t source[64]; /* indexed by env_table.h row */
 } gs__cfg_t;
 

@@ -190,6 +190,15 @@
       "to; also gs_config_t.tls_ca")                                                               \
     X("GS_JOB_ID", job_id, GS_ENV_STR, 0, "", 0, 0, GS_ENV_COMM,                                   \
       "job name checked in every handshake, so ranks of another job are rejected")                 \
+    X("GS_STORE", store, GS_ENV_STR, 0, "", 0, 0, GS_ENV_COMM,                                     \
+      "bootstrap through a key-value store speaking torch's TCPStore protocol (torch's TCPStore, " \
+      "or gradsync's own: gsrun --store) at host:port, under keys /prefix/epoch/...: "             \
+      "host:port/prefix, [v6addr]:port/prefix; wins over torchrun's store and the rendezvous "     \
+      "(docs/gsrun.md, docs/wire.md); also gs_config_t.store")                                     \
+    X("GS_STORE_EPOCH", store_epoch, GS_ENV_INT, 0, "", 0, 2147483647, GS_ENV_COMM,                \
+      "with GS_STORE: this configuration of the job; every new one (an elastic restart) takes a "  \
+      "higher epoch, and a rank of an epoch below the highest begun under the prefix fails its "   \
+      "init at once with GS_ERR_MISMATCH; also gs_config_t.store_epoch")                           \
     X("GS_STATS_FILE", stats_file, GS_ENV_STR, 0, "", 0, 0, GS_ENV_PROC,                           \
       "write each communicator's traffic statistics (totals, per collective, per peer) to this "   \
       "file as JSON lines at gs_comm_destroy; %h host, %p pid, %r rank (docs/stats.md); also "     \

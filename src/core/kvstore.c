@@ -19,6 +19,7 @@
 enum {
     KV_VALIDATE = 0,
     KV_SET = 1,
+    KV_COMPARE_SET = 2,
     KV_GET = 3,
     KV_ADD = 4,
     KV_CHECK = 5,
@@ -62,8 +63,9 @@ static gs_status_t kv_fail(gs__kv_t *kv, gs_status_t st, const char *what)
     }
     if (st == GS_ERR_PEER_FAILED) {
         return gs__error_wrap(st,
-                              "the store at %s closed the connection during %s (%s): is it "
-                              "torch 2.x's TCPStore (torchrun's agent), and still running?",
+                              "the store at %s closed the connection during %s (%s): is it a "
+                              "TCPStore (torch 2.x's, torchrun's agent, or gradsync's gs_store), "
+                              "and still running?",
                               kv->where, what, gs__error_get());
     }
     return gs__error_wrap(st, "the store at %s: %s: %s", kv->where, what, gs__error_get());
@@ -157,6 +159,39 @@ gs_status_t gs__kv_set(gs__kv_t *kv, const char *key, const void *val, size_t le
     return st;
 }
 
+/* Read a value answer (u64 length, bytes) of at most @p max bytes into a malloc'd buffer. */
+static gs_status_t kv_recv_value(gs__kv_t *kv, const char *key, const char *what, size_t max,
+                                 void **val_out, size_t *len_out, uint64_t deadline)
+{
+    uint64_t len = 0;
+    void *val;
+    gs_status_t st = kv_recv(kv, &len, sizeof(len), what, deadline);
+
+    if (st != GS_OK) {
+        return st;
+    }
+    if ((len > max) || (len > GS_KV_VALUE_MAX)) {
+        return gs__error_set(GS_ERR_PROTOCOL,
+                             "the store at %s: key %s holds %llu bytes, more than the %zu expected",
+                             kv->where, key, (unsigned long long)len, max);
+    }
+    val = malloc(len > 0 ? (size_t)len : 1);
+    if (val == NULL) {
+        return gs__error_set(GS_ERR_NO_MEMORY, "the store at %s: out of memory for %llu bytes",
+                             kv->where, (unsigned long long)len);
+    }
+    if (len > 0) {
+        st = kv_recv(kv, val, (size_t)len, what, deadline);
+        if (st != GS_OK) {
+            free(val);
+            return st;
+        }
+    }
+    *val_out = val;
+    *len_out = (size_t)len;
+    return GS_OK;
+}
+
 /* Ask for one key, then read the one answer byte. */
 static gs_status_t kv_one_key_byte(gs__kv_t *kv, int query, const char *key, const char *what,
                                    uint8_t *answer, uint64_t deadline)
@@ -198,8 +233,6 @@ gs_status_t gs__kv_get(gs__kv_t *kv, const char *key, size_t max, void **val_out
 {
     kv_buf_t q = {.n = 0};
     uint8_t a = 0xff;
-    uint64_t len = 0;
-    void *val;
     gs_status_t st;
 
     *val_out = NULL;
@@ -222,31 +255,118 @@ gs_status_t gs__kv_get(gs__kv_t *kv, const char *key, size_t max, void **val_out
     if (st == GS_OK) {
         st = kv_send(kv, &q, "get", deadline);
     }
-    if (st == GS_OK) {
-        st = kv_recv(kv, &len, sizeof(len), "get", deadline);
+    if (st != GS_OK) {
+        return st;
+    }
+    return kv_recv_value(kv, key, "get", max, val_out, len_out, deadline);
+}
+
+gs_status_t gs__kv_compare_set(gs__kv_t *kv, const char *key, const void *expected,
+                               size_t expected_len, const void *desired, size_t desired_len,
+                               size_t max, void **val_out, size_t *len_out, uint64_t deadline)
+{
+    kv_buf_t q = {.n = 0};
+    const void *vals[2] = {expected, desired};
+    const size_t lens[2] = {expected_len, desired_len};
+    gs_status_t st;
+
+    *val_out = NULL;
+    *len_out = 0;
+    if ((expected_len > GS_KV_VALUE_MAX) || (desired_len > GS_KV_VALUE_MAX)) {
+        return gs__error_set(GS_ERR_INVALID_ARG,
+                             "the store at %s: a value of more than %u bytes for compare-set",
+                             kv->where, GS_KV_VALUE_MAX);
+    }
+    q.b[q.n++] = KV_COMPARE_SET;
+    st = kv_put_key(kv, &q, key);
+    for (int i = 0; (st == GS_OK) && (i < 2); i++) {
+        kv_put_u64(&q, (uint64_t)lens[i]);
+        st = kv_send(kv, &q, "compare-set", deadline);
+        q.n = 0;
+        if ((st == GS_OK) && (lens[i] > 0)) {
+            st = gs__sock_write_full(kv->fd, vals[i], lens[i], deadline);
+            st = (st == GS_OK) ? GS_OK : kv_fail(kv, st, "compare-set");
+        }
     }
     if (st != GS_OK) {
         return st;
     }
-    if ((len > max) || (len > GS_KV_VALUE_MAX)) {
-        return gs__error_set(GS_ERR_PROTOCOL,
-                             "the store at %s: key %s holds %llu bytes, more than the %zu expected",
-                             kv->where, key, (unsigned long long)len, max);
+    return kv_recv_value(kv, key, "compare-set", max, val_out, len_out, deadline);
+}
+
+gs_status_t gs__kv_parse_spec(const char *spec, char *host_out, int *port_out, char *prefix_out,
+                              char *why, size_t whylen)
+{
+    const char *host = spec, *host_end, *p, *slash;
+    long port = 0;
+    size_t hlen, plen;
+
+    if ((spec == NULL) || (spec[0] == '\0')) {
+        (void)snprintf(why, whylen, "is empty");
+        return GS_ERR_INVALID_ARG;
     }
-    val = malloc(len > 0 ? (size_t)len : 1);
-    if (val == NULL) {
-        return gs__error_set(GS_ERR_NO_MEMORY, "the store at %s: out of memory for %llu bytes",
-                             kv->where, (unsigned long long)len);
+    if (spec[0] == '[') {
+        host = spec + 1;
+        host_end = strchr(host, ']');
+        if ((host_end == NULL) || (host_end[1] != ':')) {
+            (void)snprintf(why, whylen, "has a '[' without ']:' after the IPv6 address");
+            return GS_ERR_INVALID_ARG;
+        }
+        p = host_end + 2;
+    } else {
+        host_end = strchr(spec, ':');
+        if (host_end == NULL) {
+            (void)snprintf(why, whylen, "has no ':port' after the host");
+            return GS_ERR_INVALID_ARG;
+        }
+        p = host_end + 1;
     }
-    if (len > 0) {
-        st = kv_recv(kv, val, (size_t)len, "get", deadline);
-        if (st != GS_OK) {
-            free(val);
-            return st;
+    hlen = (size_t)(host_end - host);
+    if ((hlen == 0) || (hlen >= GS_KV_HOST_MAX)) {
+        (void)snprintf(why, whylen, "has a host of %zu characters (1..%d)", hlen,
+                       GS_KV_HOST_MAX - 1);
+        return GS_ERR_INVALID_ARG;
+    }
+    for (const char *c = host; c < host_end; c++) {
+        if ((*c <= ' ') || (*c > '~') || (*c == '/') || ((spec[0] != '[') && (*c == ':'))) {
+            (void)snprintf(why, whylen, "has a host with a character that no host name has");
+            return GS_ERR_INVALID_ARG;
         }
     }
-    *val_out = val;
-    *len_out = (size_t)len;
+    slash = strchr(p, '/');
+    if ((slash == NULL) || (slash == p)) {
+        (void)snprintf(why, whylen, "%s",
+                       (slash == NULL) ? "has no '/prefix' after the port"
+                                       : "has no port between ':' and '/'");
+        return GS_ERR_INVALID_ARG;
+    }
+    for (const char *c = p; c < slash; c++) {
+        if ((*c < '0') || (*c > '9') || (port > 65535)) {
+            port = -1;
+            break;
+        }
+        port = port * 10 + (*c - '0');
+    }
+    if ((port < 1) || (port > 65535)) {
+        (void)snprintf(why, whylen, "has a port '%.*s' that is not 1..65535", (int)(slash - p), p);
+        return GS_ERR_INVALID_ARG;
+    }
+    plen = strlen(slash + 1);
+    if ((plen == 0) || (plen >= GS_KV_PREFIX_MAX) || (slash[1] == '/')) {
+        (void)snprintf(why, whylen, "has a prefix of %zu characters (1..%d, not starting with '/')",
+                       plen, GS_KV_PREFIX_MAX - 1);
+        return GS_ERR_INVALID_ARG;
+    }
+    for (const char *c = slash + 1; *c != '\0'; c++) {
+        if ((*c <= ' ') || (*c > '~')) {
+            (void)snprintf(why, whylen, "has a prefix with a space or a non-printable character");
+            return GS_ERR_INVALID_ARG;
+        }
+    }
+    memcpy(host_out, host, hlen);
+    host_out[hlen] = '\0';
+    *port_out = (int)port;
+    memcpy(prefix_out, slash + 1, plen + 1);
     return GS_OK;
 }
 

@@ -56,5 +56,29 @@ gs_status_t gs__kv_add(gs__kv_t *kv, const char *key, int64_t delta, int64_t *ou
                        uint64_t deadline);
 /* *exists_out = 1 when @p key is set, else 0, without waiting for it. */
 gs_status_t gs__kv_check(gs__kv_t *kv, const char *key, int *exists_out, uint64_t deadline);
+/* torch's compareSet: set @p key to @p desired when it holds @p expected
+ * (a missing key counts as holding the empty value), atomically in the
+ * store. *val_out (malloc'd, at most @p max bytes; free it) and *len_out get
+ * what the key holds afterwards (for a missing key and a non-empty
+ * @p expected: @p expected, which torch answers and does not set). Returns
+ * gs__kv_get's statuses. */
+gs_status_t gs__kv_compare_set(gs__kv_t *kv, const char *key, const void *expected,
+                               size_t expected_len, const void *desired, size_t desired_len,
+                               size_t max, void **val_out, size_t *len_out, uint64_t deadline);
+
+/* The size of GS_STORE's parts (host, prefix), terminating NUL included. */
+#define GS_KV_HOST_MAX 256
+#define GS_KV_PREFIX_MAX 200
+
+/*
+ * Parse a store's address, GS_STORE's form (torchft's): "host:port/prefix",
+ * "[v6addr]:port/prefix". The prefix is 1..GS_KV_PREFIX_MAX - 1 printable
+ * characters without spaces (slashes allowed, not a leading one). Pure.
+ * Writes @p host_out (GS_KV_HOST_MAX), *port_out and @p prefix_out
+ * (GS_KV_PREFIX_MAX) on success only. Returns GS_OK, or GS_ERR_INVALID_ARG
+ * with why (no port, a bad port, no prefix, ...) in @p why (@p whylen).
+ */
+gs_status_t gs__kv_parse_spec(const char *spec, char *host_out, int *port_out, char *prefix_out,
+                              char *why, size_t whylen);
 
 #endif /* GS_CORE_KVSTORE_H */

@@ -26,7 +26,8 @@ fail() { echo "FAIL: $*"; exit 1; }
 cmake --install "$BUILD" --prefix "$PREFIX" > "$TMP/install.log" || {
   cat "$TMP/install.log"; fail "cmake --install"; }
 libdir=$(ls -d "$PREFIX"/lib* | head -1)
-for f in include/gradsync/gradsync.h include/gradsync/version.h bin/gsrun bin/gs-bench bin/gs_info; do
+for f in include/gradsync/gradsync.h include/gradsync/version.h bin/gsrun bin/gs-bench bin/gs_info \
+  bin/gs_store; do
   [ -e "$PREFIX/$f" ] || fail "$f is not installed"
 done
 for f in libgradsync.so libgradsync.a pkgconfig/gradsync.pc pkgconfig/gradsync-static.pc \
@@ -96,6 +97,9 @@ LD_DEBUG=files LD_DEBUG_OUTPUT="$TMP/lddebug" "$PREFIX/bin/gsrun" -n 2 --timeout
   "$TMP/allreduce_pc" 10007 > "$TMP/run.log" 2>&1 || { cat "$TMP/run.log"; fail "allreduce_pc under LD_DEBUG"; }
 cat "$TMP"/lddebug.* > "$TMP/lddebug.all" 2> /dev/null || true
 grep -q 'file=libgradsync' "$TMP/lddebug.all" || fail "LD_DEBUG=files recorded no load of libgradsync"
+# gsrun --store finds the installed gs_store beside it, and the ranks bootstrap through it.
+"$PREFIX/bin/gsrun" -n 2 --store 0 --timeout 60 "$TMP/allreduce_pc" 10007 > "$TMP/store.log" 2>&1 ||
+  { cat "$TMP/store.log"; fail "installed gsrun --store (gs_store beside it)"; }
 if grep -E 'file=[^ ]*(libcudart|libnccl)' "$TMP/lddebug.all"; then
   fail "a host-buffer run loaded the CUDA runtime or NCCL"
 fi

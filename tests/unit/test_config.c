@@ -7,6 +7,7 @@
  * unknown-GS_* warning. Each test starts from an environment with every
  * knob and launcher variable removed.
  */
+#include "core/bootstrap.h"
 #include "core/config.h"
 
 #include "core/env_table.h"
@@ -230,6 +231,60 @@ static void test_config_caller_beats_env(void **state)
     assert_int_equal(src_of(&cfg, "GS_WORLD_SIZE"), GS_CFG_SRC_ENV);
     assert_int_equal(src_of(&cfg, "GS_TCP_NSOCKS"), GS_CFG_SRC_CALLER);
     assert_int_equal(src_of(&cfg, "GS_MASTER_ADDR"), GS_CFG_SRC_CALLER);
+}
+
+/* GS_STORE and GS_STORE_EPOCH: env and fields, a bad spec refused naming the variable and the
+ * form, a negative epoch refused, the caller's field winning, a short struct leaving them unset. */
+static void test_config_store(void **state)
+{
+    static const char *const bad[] = {"host", "host:29400",   "host:0/p", ":1/p",
+                                      "h:1/", "[::1]29400/p", "h:1/a b"};
+    gs_config_t user;
+    gs__cfg_t cfg;
+
+    (void)state;
+    setenv("GS_RANK", "0", 1);
+    setenv("GS_WORLD_SIZE", "2", 1);
+    assert_int_equal(gs__cfg_resolve(NULL, 0, &cfg), GS_OK);
+    assert_string_equal(cfg.store, "");
+    assert_int_equal(cfg.store_epoch, 0);
+    assert_false(gs__boot_kv_applies(&cfg));
+    setenv("GS_STORE", "[::1]:29400/job/a", 1);
+    setenv("GS_STORE_EPOCH", "7", 1);
+    assert_int_equal(gs__cfg_resolve(NULL, 0, &cfg), GS_OK);
+    assert_string_equal(cfg.store, "[::1]:29400/job/a");
+    assert_int_equal(cfg.store_epoch, 7);
+    assert_true(gs__boot_kv_applies(&cfg));
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        setenv("GS_STORE", bad[i], 1);
+        assert_int_equal(gs__cfg_resolve(NULL, 0, &cfg), GS_ERR_INVALID_ARG);
+        assert_non_null(strstr(gs__error_get(), "environment variable GS_STORE"));
+        assert_non_null(strstr(gs__error_get(), "host:port/prefix"));
+    }
+    setenv("GS_STORE", "10.0.0.1:1/x", 1);
+    setenv("GS_STORE_EPOCH", "-1", 1);
+    assert_int_equal(gs__cfg_resolve(NULL, 0, &cfg), GS_ERR_INVALID_ARG);
+    assert_non_null(strstr(gs__error_get(), "GS_STORE_EPOCH"));
+    unsetenv("GS_STORE_EPOCH");
+    init_rank(&user, 1, GS_UNSET);
+    user.store = "node0:29400/job";
+    user.store_epoch = 3;
+    assert_int_equal(gs__cfg_resolve(&user, 0, &cfg), GS_OK);
+    assert_string_equal(cfg.store, "node0:29400/job");
+    assert_int_equal(cfg.store_epoch, 3);
+    assert_int_equal(src_of(&cfg, "GS_STORE"), GS_CFG_SRC_CALLER);
+    user.store_epoch = -2;
+    assert_int_equal(gs__cfg_resolve(&user, 0, &cfg), GS_ERR_INVALID_ARG);
+    assert_non_null(strstr(gs__error_get(), "cfg->store_epoch"));
+    user.store_epoch = GS_UNSET;
+    user.store = "node0:29400";
+    assert_int_equal(gs__cfg_resolve(&user, 0, &cfg), GS_ERR_INVALID_ARG);
+    assert_non_null(strstr(gs__error_get(), "cfg->store"));
+    /* A caller built before the fields existed: they are not read (the env's value stays). */
+    user.size = offsetof(gs_config_t, store);
+    assert_int_equal(gs__cfg_resolve(&user, 0, &cfg), GS_OK);
+    assert_string_equal(cfg.store, "10.0.0.1:1/x");
+    assert_int_equal(src_of(&cfg, "GS_STORE"), GS_CFG_SRC_ENV);
 }
 
 static void test_config_bad_env_value_names_variable(void **state)
@@ -801,6 +856,7 @@ int main(void)
         cmocka_unit_test_setup(test_config_unset_fields_respects_size, clean_env),
         cmocka_unit_test_setup(test_config_warn_unknown_env, clean_env),
         cmocka_unit_test_setup(test_config_max_message_and_secret, clean_env),
+        cmocka_unit_test_setup(test_config_store, clean_env),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
