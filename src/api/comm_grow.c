@@ -471,6 +471,7 @@ static gs_status_t grow_join(int new_size, const gs_unique_id_t *id, const gs_co
     gs__comm_join_t join;
     gs_config_t c;
     grow_id_t g;
+    char host[ID_ADDR_MAX];
     gs_status_t status = id_decode(id, &g);
 
     if (status != GS_OK) {
@@ -495,6 +496,20 @@ static gs_status_t grow_join(int new_size, const gs_unique_id_t *id, const gs_co
         c.size = sizeof(c);
     }
     c.world_size = new_size;
+    if (c.master_addr == NULL) {
+        /* No rendezvous here; the transport picks its interface by the route to the
+         * master address (without GS_SOCKET_IFNAME): make that rank 0's listener. */
+        char *colon = strrchr(g.addr, ':');
+
+        if ((colon != NULL) && (colon > g.addr)) {
+            const size_t n = (size_t)(colon - g.addr);
+            const int v6 = (g.addr[0] == '[') && (g.addr[n - 1] == ']');
+
+            memcpy(host, g.addr + v6, n - 2u * (size_t)v6);
+            host[n - 2u * (size_t)v6] = '\0';
+            c.master_addr = host;
+        }
+    }
     join.job_id = g.job_id;
     join.comm_id = grow_child_id(g.comm_id, g.nonce);
     join.exchange = join_exchange;
