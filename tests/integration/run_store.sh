@@ -19,7 +19,7 @@ GSRUN=$2
 STORE_PROG=$3
 PROG=$4
 HERE=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=lib_procs.sh
+# shellcheck source-path=SCRIPTDIR source=lib_procs.sh
 . "$HERE/lib_procs.sh"
 unset GS_STORE GS_STORE_EPOCH GS_DEBUG GS_DEBUG_SUBSYS TORCHELASTIC_USE_AGENT_STORE
 
