@@ -157,7 +157,7 @@ test-asan: deps
 # signal's thread, shrink), not the matrix of world sizes and dtypes that
 # drives the same code paths. TSAN_TESTS=. runs every unit and integration
 # test (about 10 minutes).
-TSAN_TESTS ?= ^(unit_test_(worker|tcp_.*|bucket|ps|recorder|auth|shm_ring|bootstrap)|p2p_(order_w3|api_w2|api_w3)|abort_.*|bucket_(w2|straggler_w2)|ps_exact_w2_(bsp|ssp)|ps_exact_w4_asp|ps_bound_w4_ssp2|ps_fault|ps_codec_w3_int8|fault_(kill|stop)|diag_(mismatch_kind_w3|timeout_w2|signal_w2)|shrink_fault|coll_w2_algo_(tree|rd|rabenseifner)|compress_w3|stats_w2|auth|coll_w4_noshm|coll_w3_shm_4k_nsocks3)$$
+TSAN_TESTS ?= ^(unit_test_(worker|tcp_.*|bucket|ps|recorder|auth|shm_ring|bootstrap|kvserver)|grow_revoke|p2p_(order_w3|api_w2|api_w3)|abort_.*|bucket_(w2|straggler_w2)|ps_exact_w2_(bsp|ssp)|ps_exact_w4_asp|ps_bound_w4_ssp2|ps_fault|ps_codec_w3_int8|fault_(kill|stop)|diag_(mismatch_kind_w3|timeout_w2|signal_w2)|shrink_fault|coll_w2_algo_(tree|rd|rabenseifner)|compress_w3|stats_w2|auth|coll_w4_noshm|coll_w3_shm_4k_nsocks3)$$
 
 # ThreadSanitizer over the tests that run threads (TSAN_TESTS above), then
 # the MPI tests. Not the Python tests
