@@ -38,24 +38,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-enum {
-    Q_VALIDATE = 0,
-    Q_SET = 1,
-    Q_COMPARE_SET = 2,
-    Q_GET = 3,
-    Q_ADD = 4,
-    Q_CHECK = 5,
-    Q_WAIT = 6,
-    Q_GETNUMKEYS = 7,
-    Q_DELETE_KEY = 8,
-    Q_CANCEL_WAIT = 12,
-    Q_PING = 13,
-};
-#define KVS_MAGIC 0x3C85F7CEu
-#define KVS_READY 0
-#define KVS_NOT_READY 1
-#define KVS_STOP_WAITING 0
-#define KVS_WAIT_CANCELED 1
 #define KVS_QUERY_KEYS_MAX 64 /* keys of one CHECK or WAIT */
 /* The largest legal query: COMPARE_SET's key and two values. */
 #define KVS_IN_MAX (1 + 3 * 8 + GS_KV_KEY_MAX + 2 * (size_t)GS_KV_VALUE_MAX)
@@ -217,24 +199,24 @@ static long kvs_parse(const uint8_t *b, size_t n, kvs_query_t *q, const char **w
     }
     q->type = b[0];
     switch (q->type) {
-    case Q_VALIDATE:
-    case Q_PING:
+    case GS_KV_Q_VALIDATE:
+    case GS_KV_Q_PING:
         rc = rd_u32(&r, &q->u32);
         break;
-    case Q_SET:
+    case GS_KV_Q_SET:
         rc = rd_key(&r, &q->key);
         rc = (rc == 1) ? rd_val(&r, &q->val) : rc;
         break;
-    case Q_COMPARE_SET:
+    case GS_KV_Q_COMPARE_SET:
         rc = rd_key(&r, &q->key);
         rc = (rc == 1) ? rd_val(&r, &q->val) : rc;
         rc = (rc == 1) ? rd_val(&r, &q->val2) : rc;
         break;
-    case Q_GET:
-    case Q_DELETE_KEY:
+    case GS_KV_Q_GET:
+    case GS_KV_Q_DELETE_KEY:
         rc = rd_key(&r, &q->key);
         break;
-    case Q_ADD: {
+    case GS_KV_Q_ADD: {
         uint64_t d = 0;
 
         rc = rd_key(&r, &q->key);
@@ -242,12 +224,12 @@ static long kvs_parse(const uint8_t *b, size_t n, kvs_query_t *q, const char **w
         memcpy(&q->delta, &d, sizeof(d));
         break;
     }
-    case Q_CHECK:
-    case Q_WAIT:
+    case GS_KV_Q_CHECK:
+    case GS_KV_Q_WAIT:
         rc = rd_keys(&r, q);
         break;
-    case Q_GETNUMKEYS:
-    case Q_CANCEL_WAIT:
+    case GS_KV_Q_GETNUMKEYS:
+    case GS_KV_Q_CANCEL_WAIT:
         break;
     default:
         *why = "a query this store does not serve (APPEND, MULTI_GET/SET, queues, LIST_KEYS, "
@@ -406,7 +388,7 @@ static void kvs_wake(gs__kvs_t *s)
         }
         if (ready) {
             kvs_wait_clear(c);
-            if (kvs_reply_u8(c, KVS_STOP_WAITING) != NULL) {
+            if (kvs_reply_u8(c, GS_KV_STOP_WAITING) != NULL) {
                 c->kick = -1; /* dropped on the next turn */
             } else {
                 c->kick = 1;
@@ -486,11 +468,11 @@ static const char *kvs_do_wait(gs__kvs_t *s, kvs_conn_t *c, const kvs_query_t *q
     for (int i = 0; ready && (i < q->nkeys); i++) {
         ready = (kvs_find(s, q->keys[i].p, q->keys[i].n) != NULL);
     }
-    if (q->type == Q_CHECK) {
-        return kvs_reply_u8(c, ready ? KVS_READY : KVS_NOT_READY);
+    if (q->type == GS_KV_Q_CHECK) {
+        return kvs_reply_u8(c, ready ? GS_KV_READY : GS_KV_NOT_READY);
     }
     if (ready) {
-        return kvs_reply_u8(c, KVS_STOP_WAITING);
+        return kvs_reply_u8(c, GS_KV_STOP_WAITING);
     }
     for (int i = 0; i < q->nkeys; i++) {
         c->wait_keys[i] = malloc(q->keys[i].n);
@@ -510,46 +492,46 @@ static const char *kvs_do_wait(gs__kvs_t *s, kvs_conn_t *c, const kvs_query_t *q
 /* Serve one parsed query. Returns NULL, or why the client must be dropped. */
 static const char *kvs_serve_one(gs__kvs_t *s, kvs_conn_t *c, const kvs_query_t *q)
 {
-    if (!c->validated && (q->type != Q_VALIDATE)) {
+    if (!c->validated && (q->type != GS_KV_Q_VALIDATE)) {
         return "a query before VALIDATE (not a TCPStore client)";
     }
     switch (q->type) {
-    case Q_VALIDATE:
-        if (q->u32 != KVS_MAGIC) {
+    case GS_KV_Q_VALIDATE:
+        if (q->u32 != GS_KV_MAGIC) {
             return "a bad magic number in VALIDATE (not a TCPStore client)";
         }
         c->validated = 1;
         return NULL;
-    case Q_PING:
+    case GS_KV_Q_PING:
         return kvs_reply(c, &q->u32, sizeof(q->u32), NULL, 0);
-    case Q_SET: {
+    case GS_KV_Q_SET: {
         const char *why = kvs_put(s, q->key, q->val);
 
         kvs_wake(s);
         return why;
     }
-    case Q_COMPARE_SET:
+    case GS_KV_Q_COMPARE_SET:
         return kvs_do_compare_set(s, c, q);
-    case Q_GET: {
+    case GS_KV_Q_GET: {
         const kvs_entry_t *e = kvs_find(s, q->key.p, q->key.n);
 
         /* torch's client WAITs first; torch's store fails a GET of a missing key too. */
         return (e != NULL) ? kvs_reply_vec(c, e->val, e->vlen) : "GET of a key that is not set";
     }
-    case Q_ADD:
+    case GS_KV_Q_ADD:
         return kvs_do_add(s, c, q);
-    case Q_CHECK:
-    case Q_WAIT:
+    case GS_KV_Q_CHECK:
+    case GS_KV_Q_WAIT:
         return kvs_do_wait(s, c, q);
-    case Q_CANCEL_WAIT:
+    case GS_KV_Q_CANCEL_WAIT:
         kvs_wait_clear(c);
-        return kvs_reply_u8(c, KVS_WAIT_CANCELED);
-    case Q_GETNUMKEYS: {
+        return kvs_reply_u8(c, GS_KV_WAIT_CANCELED);
+    case GS_KV_Q_GETNUMKEYS: {
         const int64_t n = (int64_t)s->keys.n;
 
         return kvs_reply(c, &n, sizeof(n), NULL, 0);
     }
-    case Q_DELETE_KEY: {
+    case GS_KV_Q_DELETE_KEY: {
         kvs_entry_t *e = kvs_find(s, q->key.p, q->key.n);
         const int64_t n = (e != NULL) ? 1 : 0;
 
@@ -605,7 +587,7 @@ static void kvs_serve(gs__kvs_t *s, int idx)
             kvs_drop(s, idx, why);
             return;
         }
-        if (c->waiting && (q.type != Q_CANCEL_WAIT)) {
+        if (c->waiting && (q.type != GS_KV_Q_CANCEL_WAIT)) {
             kvs_drop(s, idx, "a query other than CANCEL_WAIT while its WAIT is parked");
             return;
         }

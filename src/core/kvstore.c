@@ -16,19 +16,6 @@
 
 #include "core/error.h"
 
-enum {
-    KV_VALIDATE = 0,
-    KV_SET = 1,
-    KV_COMPARE_SET = 2,
-    KV_GET = 3,
-    KV_ADD = 4,
-    KV_CHECK = 5,
-    KV_WAIT = 6,
-    KV_DELETE_KEY = 8,
-};
-#define KV_MAGIC 0x3C85F7CEu
-#define KV_CHECK_READY 0
-#define KV_WAIT_STOP 0
 
 /* A query under construction: small ones are built whole and sent at once. */
 typedef struct kv_buf {
@@ -96,7 +83,7 @@ gs_status_t gs__kv_connect(gs__kv_t *kv, const char *host, int port, const char 
 {
     gs__sockaddr_t addr;
     kv_buf_t q = {.n = 0};
-    uint32_t magic = KV_MAGIC;
+    uint32_t magic = GS_KV_MAGIC;
     socklen_t llen = sizeof(kv->local.ss);
     gs_status_t st;
 
@@ -115,7 +102,7 @@ gs_status_t gs__kv_connect(gs__kv_t *kv, const char *host, int port, const char 
         llen = 0;
     }
     kv->local.len = llen;
-    q.b[q.n++] = KV_VALIDATE;
+    q.b[q.n++] = GS_KV_Q_VALIDATE;
     memcpy(q.b + q.n, &magic, sizeof(magic));
     q.n += sizeof(magic);
     st = kv_send(kv, &q, "validate", deadline);
@@ -144,7 +131,7 @@ gs_status_t gs__kv_set(gs__kv_t *kv, const char *key, const void *val, size_t le
                              "the store at %s: a value of %zu bytes (at most %u)", kv->where, len,
                              GS_KV_VALUE_MAX);
     }
-    q.b[q.n++] = KV_SET;
+    q.b[q.n++] = GS_KV_Q_SET;
     st = kv_put_key(kv, &q, key);
     if (st != GS_OK) {
         return st;
@@ -215,7 +202,7 @@ static gs_status_t kv_one_key_byte(gs__kv_t *kv, int query, const char *key, con
 gs_status_t gs__kv_check(gs__kv_t *kv, const char *key, int *exists_out, uint64_t deadline)
 {
     uint8_t a = 0xff;
-    gs_status_t st = kv_one_key_byte(kv, KV_CHECK, key, "check", &a, deadline);
+    gs_status_t st = kv_one_key_byte(kv, GS_KV_Q_CHECK, key, "check", &a, deadline);
 
     if (st != GS_OK) {
         return st;
@@ -225,7 +212,7 @@ gs_status_t gs__kv_check(gs__kv_t *kv, const char *key, int *exists_out, uint64_
                              "the store at %s answered CHECK with %u: is it torch 2.x's TCPStore?",
                              kv->where, a);
     }
-    *exists_out = (a == KV_CHECK_READY);
+    *exists_out = (a == GS_KV_READY);
     return GS_OK;
 }
 
@@ -238,7 +225,7 @@ gs_status_t gs__kv_get(gs__kv_t *kv, const char *key, size_t max, void **val_out
 
     *val_out = NULL;
     *len_out = 0;
-    st = kv_one_key_byte(kv, KV_WAIT, key, "wait", &a, deadline);
+    st = kv_one_key_byte(kv, GS_KV_Q_WAIT, key, "wait", &a, deadline);
     if (st == GS_ERR_TIMEOUT) {
         return gs__error_set(GS_ERR_TIMEOUT, "the store at %s: key %s was not set in time",
                              kv->where, key);
@@ -246,12 +233,12 @@ gs_status_t gs__kv_get(gs__kv_t *kv, const char *key, size_t max, void **val_out
     if (st != GS_OK) {
         return st;
     }
-    if (a != KV_WAIT_STOP) {
+    if (a != GS_KV_STOP_WAITING) {
         return gs__error_set(GS_ERR_PROTOCOL,
                              "the store at %s answered WAIT with %u: is it torch 2.x's TCPStore?",
                              kv->where, a);
     }
-    q.b[q.n++] = KV_GET;
+    q.b[q.n++] = GS_KV_Q_GET;
     st = kv_put_key(kv, &q, key);
     if (st == GS_OK) {
         st = kv_send(kv, &q, "get", deadline);
@@ -278,7 +265,7 @@ gs_status_t gs__kv_compare_set(gs__kv_t *kv, const char *key, const void *expect
                              "the store at %s: a value of more than %u bytes for compare-set",
                              kv->where, GS_KV_VALUE_MAX);
     }
-    q.b[q.n++] = KV_COMPARE_SET;
+    q.b[q.n++] = GS_KV_Q_COMPARE_SET;
     st = kv_put_key(kv, &q, key);
     for (int i = 0; (st == GS_OK) && (i < 2); i++) {
         kv_put_u64(&q, (uint64_t)lens[i]);
@@ -377,7 +364,7 @@ gs_status_t gs__kv_delete(gs__kv_t *kv, const char *key, int *deleted_out, uint6
     int64_t v = -1;
     gs_status_t st;
 
-    q.b[q.n++] = KV_DELETE_KEY;
+    q.b[q.n++] = GS_KV_Q_DELETE_KEY;
     st = kv_put_key(kv, &q, key);
     if (st == GS_OK) {
         st = kv_send(kv, &q, "delete", deadline);
@@ -404,7 +391,7 @@ gs_status_t gs__kv_add(gs__kv_t *kv, const char *key, int64_t delta, int64_t *ou
     int64_t v = 0;
     gs_status_t st;
 
-    q.b[q.n++] = KV_ADD;
+    q.b[q.n++] = GS_KV_Q_ADD;
     st = kv_put_key(kv, &q, key);
     if (st != GS_OK) {
         return st;

@@ -28,6 +28,27 @@
 #define GS_KV_VALUE_MAX (16u << 20)
 #define GS_KV_KEY_MAX 512
 
+/* torch 2.x TCPStore's wire (c10d's QueryType and answers): the one list of the
+ * client here and the server (core/kvserver.c). */
+typedef enum gs__kv_query {
+    GS_KV_Q_VALIDATE = 0,
+    GS_KV_Q_SET = 1,
+    GS_KV_Q_COMPARE_SET = 2,
+    GS_KV_Q_GET = 3,
+    GS_KV_Q_ADD = 4,
+    GS_KV_Q_CHECK = 5,
+    GS_KV_Q_WAIT = 6,
+    GS_KV_Q_GETNUMKEYS = 7,
+    GS_KV_Q_DELETE_KEY = 8,
+    GS_KV_Q_CANCEL_WAIT = 12,
+    GS_KV_Q_PING = 13,
+} gs__kv_query_t;
+#define GS_KV_MAGIC 0x3C85F7CEu /* VALIDATE's */
+#define GS_KV_READY 0           /* CHECK: every key is set */
+#define GS_KV_NOT_READY 1
+#define GS_KV_STOP_WAITING 0 /* WAIT: the keys are set */
+#define GS_KV_WAIT_CANCELED 1
+
 typedef struct gs__kv {
     int fd;                            /* -1: closed */
     char where[GS_SOCK_ADDR_MAX + 16]; /* "host:port", for messages */
