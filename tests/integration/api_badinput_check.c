@@ -243,6 +243,32 @@ static void r_comm_shrink(void)
     BAD(gs_comm_shrink(C, NULL));
     TRUE_(n == (gs_comm_t)&n);
 }
+static void r_comm_revoke(void)
+{
+    BAD(gs_comm_revoke(NULL));
+}
+static void r_comm_get_unique_id(void)
+{
+    gs_unique_id_t id;
+    BAD(gs_comm_get_unique_id(NULL, &id));
+    BAD(gs_comm_get_unique_id(C, NULL));
+}
+static void r_comm_grow(void)
+{
+    gs_comm_t n = (gs_comm_t)&n;
+    gs_unique_id_t junk;
+    gs_config_t cfg;
+    memset(&junk, 0x5a, sizeof(junk));
+    gs_config_init(&cfg);
+    BAD(gs_comm_grow(C, 2, NULL, NULL, NULL));
+    BAD(gs_comm_grow(C, 1, NULL, NULL, &n));     /* not above the size */
+    BAD(gs_comm_grow(C, 2, NULL, &cfg, &n));     /* cfg is a new rank's */
+    BAD(gs_comm_grow(C, 2, NULL, NULL, &n));     /* rank 0 without the id it made */
+    BAD(gs_comm_grow(C, 2, &junk, NULL, &n));    /* not an id of this communicator */
+    BAD(gs_comm_grow(NULL, 2, NULL, &cfg, &n));  /* a new rank without an id */
+    BAD(gs_comm_grow(NULL, 2, &junk, &cfg, &n)); /* a malformed id */
+    TRUE_(n == (gs_comm_t)&n);
+}
 static void r_comm_dump(void)
 {
     BAD(gs_comm_dump(NULL, stdout));
@@ -908,6 +934,9 @@ static const row_t ROWS[] = {
     {"gs_comm_peer_stats", r_comm_peer_stats, NULL},
     {"gs_comm_dump", r_comm_dump, NULL},
     {"gs_comm_shrink", r_comm_shrink, NULL},
+    {"gs_comm_revoke", r_comm_revoke, NULL},
+    {"gs_comm_get_unique_id", r_comm_get_unique_id, NULL},
+    {"gs_comm_grow", r_comm_grow, NULL},
     {"gs_allreduce", r_allreduce, NULL},
     {"gs_broadcast", r_broadcast, NULL},
     {"gs_reduce", r_reduce, NULL},
