@@ -6,11 +6,9 @@
  * hello (the rendezvous's encoding, address included) under a key of this
  * job; rank 0 reads them all, checks them as the rendezvous does and sets
  * the table (the rendezvous's encoding); the others read the table. Keys:
- * /gradsync/<TORCHELASTIC_RUN_ID>/<n>/<round>/..., n counting this
- * process's exchanges and <round> the token rank 0 of this worker group
- * sets under /gradsync/<TORCHELASTIC_RUN_ID>/<n>/round (store_round), so a
- * restarted worker group or a second communicator never reads an older
- * table.
+ * /gradsync/<TORCHELASTIC_RUN_ID>/<TORCHELASTIC_RESTART_COUNT>/<n>/..., n
+ * counting this process's exchanges, so a restarted worker group or a
+ * second communicator never reads an older table.
  *
  * The same exchange serves an explicit store (GS_STORE=host:port/prefix,
  * torch's TCPStore or gradsync's own, core/kvserver.h) under keys
@@ -74,61 +72,10 @@ typedef struct store_ex {
     char epoch_key[STORE_PREFIX_MAX];
     int epoch;
     char spec[GS_CFG_STR_MAX];
-    /* torchrun's store only: the key of this group's round (rank 0's random token) */
-    char round_key[STORE_PREFIX_MAX + 8];
     const char *host;
     int port;
     uint64_t deadline;
 } store_ex_t;
-
-/*
- * torchrun's store outlives the worker groups of an elastic job, and nothing
- * in a worker's environment tells the groups apart: TORCHELASTIC_RESTART_COUNT
- * is each agent's own, unchanged by a membership change, so two hosts of one
- * group may hold different counts and a later group the same ones. So rank 0
- * draws a token and sets it under the round key; every other rank waits for
- * it, and the group's keys live under it. Rank 0 deletes the round key once
- * every rank's hello is in (each read it before publishing), so the next
- * group's ranks wait for their own rank 0's token. A rank 0 that died before
- * deleting leaves a stale token; a rank that read it fails at its deadline
- * and the agent restarts the group once more.
- */
-static gs_status_t store_round(store_ex_t *x)
-{
-    char token[24];
-    size_t n = strlen(x->prefix);
-    gs_status_t st;
-
-    if (x->cfg->rank == 0) {
-        (void)snprintf(token, sizeof(token), "%016llx", (unsigned long long)gs__boot_job_nonce());
-        st = gs__kv_set(&x->kv, x->round_key, token, 16, x->deadline);
-    } else {
-        void *val = NULL;
-        size_t len = 0;
-
-        st = gs__kv_get(&x->kv, x->round_key, 16, &val, &len, x->deadline);
-        if (st == GS_ERR_TIMEOUT) {
-            st = gs__error_wrap(st, "rank %d waited for rank 0's round in %s: %s", x->cfg->rank,
-                                x->label, gs__error_get());
-        }
-        if (st == GS_OK) {
-            if ((len != 16) || (strspn((const char *)val, "0123456789abcdef") < 16)) {
-                st = gs__error_set(GS_ERR_PROTOCOL,
-                                   "the round key %s in %s holds %zu bytes that are not a "
-                                   "token of gradsync's: another program uses it",
-                                   x->round_key, x->label, len);
-            } else {
-                memcpy(token, val, 16);
-                token[16] = '\0';
-            }
-        }
-        free(val);
-    }
-    if ((st == GS_OK) && (n + 18 < sizeof(x->prefix))) {
-        (void)snprintf(x->prefix + n, sizeof(x->prefix) - n, "%s/", token);
-    }
-    return st;
-}
 
 static void store_key(const store_ex_t *x, char *key, size_t cap, const char *what, int rank)
 {
@@ -508,9 +455,6 @@ static gs_status_t store_exchange(store_ex_t *x, const char *host, int port,
             st = store_epoch_raise(x, m);
         }
     }
-    if ((st == GS_OK) && (x->round_key[0] != '\0')) {
-        st = store_round(x);
-    }
     if (st == GS_OK) {
         GS_INFO(BOOT, "bootstrapping through %s at %s (keys %s)", x->label, x->kv.where, x->prefix);
         st = store_publish(x, my_addr);
@@ -522,17 +466,6 @@ static gs_status_t store_exchange(store_ex_t *x, const char *host, int port,
         (void)snprintf(addrs_out[0], GS_SOCK_ADDR_MAX, "%s", my_addr);
         hosts_out[0] = gs__host_id(cfg->host_id);
         st = store_collect(x, addrs_out, hosts_out, msg, sizeof(msg));
-        if (x->round_key[0] != '\0') {
-            int gone = 0;
-            char keep[GS_ERROR_MSG_MAX];
-
-            /* Every hello is in (or the round failed): the next group draws its own. */
-            (void)snprintf(keep, sizeof(keep), "%s", gs__error_get());
-            (void)gs__kv_delete(&x->kv, x->round_key, &gone, x->deadline);
-            if (st != GS_OK) {
-                (void)gs__error_set(st, "%s", keep);
-            }
-        }
         if (st == GS_OK) {
             nonce = gs__boot_job_nonce();
             st = store_set_table(x, GS_OK, NULL, addrs_out, hosts_out, nonce);
@@ -593,9 +526,9 @@ gs_status_t gs__bootstrap_store_exchange(const gs__cfg_t *cfg, const gs__auth_t 
     x.label = "torchrun's store";
     x.same = "the same torchrun job";
     x.deadline = gs__deadline_after_ms(cfg->timeout_ms);
-    (void)snprintf(x.prefix, sizeof(x.prefix), "/gradsync/%s/%u/",
-                   env_or("TORCHELASTIC_RUN_ID", "none"), gen);
-    (void)snprintf(x.round_key, sizeof(x.round_key), "%sround", x.prefix);
+    (void)snprintf(x.prefix, sizeof(x.prefix), "/gradsync/%s/%s/%u/",
+                   env_or("TORCHELASTIC_RUN_ID", "none"), env_or("TORCHELASTIC_RESTART_COUNT", "0"),
+                   gen);
     return store_exchange(&x, cfg->master_addr, cfg->master_port, abort_flag, my_addr, addrs_out,
                           hosts_out, nonce_out);
 }

@@ -358,32 +358,6 @@ gs_status_t gs__kv_parse_spec(const char *spec, char *host_out, int *port_out, c
     return GS_OK;
 }
 
-gs_status_t gs__kv_delete(gs__kv_t *kv, const char *key, int *deleted_out, uint64_t deadline)
-{
-    kv_buf_t q = {.n = 0};
-    int64_t v = -1;
-    gs_status_t st;
-
-    q.b[q.n++] = GS_KV_Q_DELETE_KEY;
-    st = kv_put_key(kv, &q, key);
-    if (st == GS_OK) {
-        st = kv_send(kv, &q, "delete", deadline);
-    }
-    if (st == GS_OK) {
-        st = kv_recv(kv, &v, sizeof(v), "delete", deadline);
-    }
-    if ((st == GS_OK) && (v != 0) && (v != 1)) {
-        st = gs__error_set(GS_ERR_PROTOCOL,
-                           "the store at %s answered DELETE_KEY with %lld: is it torch 2.x's "
-                           "TCPStore?",
-                           kv->where, (long long)v);
-    }
-    if (st == GS_OK) {
-        *deleted_out = (int)v;
-    }
-    return st;
-}
-
 gs_status_t gs__kv_add(gs__kv_t *kv, const char *key, int64_t delta, int64_t *out,
                        uint64_t deadline)
 {

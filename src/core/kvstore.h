@@ -75,8 +75,6 @@ gs_status_t gs__kv_get(gs__kv_t *kv, const char *key, size_t max, void **val_out
 /* Add @p delta to the integer at @p key (created at 0); *out gets the sum. */
 gs_status_t gs__kv_add(gs__kv_t *kv, const char *key, int64_t delta, int64_t *out,
                        uint64_t deadline);
-/* Delete @p key; *deleted_out = 1 when it existed, else 0. */
-gs_status_t gs__kv_delete(gs__kv_t *kv, const char *key, int *deleted_out, uint64_t deadline);
 /* *exists_out = 1 when @p key is set, else 0, without waiting for it. */
 gs_status_t gs__kv_check(gs__kv_t *kv, const char *key, int *exists_out, uint64_t deadline);
 /* torch's compareSet: set @p key to @p desired when it holds @p expected

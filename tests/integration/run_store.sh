@@ -8,8 +8,6 @@
 #   stale  4 ranks of epoch 1 complete an init through a gs_store; then a rank of epoch 0 is
 #          refused at once with GS_ERR_MISMATCH naming both epochs, and no key of the store
 #          changed (its key count, the epoch, epoch 1's table).
-#   torchrun  three worker groups of an elastic torchrun job in a row on one agent store
-#          (a gs_store), the hosts' TORCHELASTIC_RESTART_COUNT differing within a group.
 #   torch  torch's own TCPStore (torch 2.x, the venv of scripts/install-deps.sh) as the store
 #          of 4 ranks; and torch's client against gs_store (set, get, add, check, wait,
 #          compare_set, delete_key, num_keys). Exit 77 without torch 2.x.
@@ -255,47 +253,8 @@ EOF
     fi
 }
 
-# torchrun's store across the worker groups of an elastic job: the agent's store (a
-# gs_store here) outlives the groups, and each host's TORCHELASTIC_RESTART_COUNT is its own.
-# Three groups of 4 in a row on one store: all at count 0; ranks 0-1 at 0 and 2-3 at 1 (a
-# host restarted, the other joined); all at 1, rank 3 first. Each must bootstrap and pass.
-case_torchrun() {
-    local g r pids counts log
-    start_store
-    for g in 1 2 3; do
-        pids=()
-        case $g in
-        1) counts=(0 0 0 0) ;;
-        2) counts=(0 0 1 1) ;;
-        3) counts=(1 1 1 1) ;;
-        esac
-        for r in 0 1 2 3; do
-            [ "$g" -eq 3 ] && r=$((3 - r))
-            EXTRA_ENV=(TORCHELASTIC_USE_AGENT_STORE=True TORCHELASTIC_RUN_ID=elastic
-                "TORCHELASTIC_RESTART_COUNT=${counts[r]}" GS_DEBUG=INFO GS_DEBUG_SUBSYS=BOOT)
-            start_rank "$r" 4 "$STORE_PORT" 30000 "$TMP/torchrun.$g.$r.log" "${COLL_ARGS[@]}"
-            pids+=("$LASTPID")
-        done
-        EXTRA_ENV=()
-        for r in 0 1 2 3; do
-            wait_rank "${pids[r]}" 120
-            [ "$RC" -eq 0 ] && continue
-            fail "torchrun: group $g (restart counts ${counts[*]}): a rank failed ($RC)"
-            dump_logs "torchrun.$g"
-            return
-        done
-        log=$(cat "$TMP/torchrun.$g".*.log)
-        if [ "$(grep -c "bootstrapping through torchrun's store" <<<"$log")" -ne 4 ]; then
-            fail "torchrun: group $g did not bootstrap through the store on every rank"
-            return
-        fi
-    done
-    pass "torchrun: 3 worker groups in a row on one agent store, mixed restart counts"
-}
-
 case "$CASE" in
 gsrun) case_gsrun ;;
-torchrun) case_torchrun ;;
 stale) case_stale ;;
 torch) case_torch ;;
 *)
