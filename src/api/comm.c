@@ -391,7 +391,9 @@ gs_status_t gs_comm_init(gs_comm_t *comm_out, const gs_config_t *cfg)
 gs_status_t gs__comm_init_join(gs_comm_t *comm_out, const gs_config_t *cfg,
                                const gs__comm_join_t *join)
 {
-    return comm_init(comm_out, cfg, 0, NULL, join);
+    /* The join's exchange runs instead; the rendezvous's is there only so that the
+     * provider's slot is never NULL. */
+    return comm_init(comm_out, cfg, 0, gs__bootstrap_exchange, join);
 }
 
 /* gs_comm_init_env's bootstrap providers are comm_boot.c's table. */

@@ -873,6 +873,7 @@ static void table_encode(uint8_t *b, gs_status_t status, int size, const char *m
     gs__put_le32(b + 8, (uint32_t)size);
     gs__put_le32(b + 12, (uint32_t)strlen(msg));
     if (status != GS_OK) {
+        /* NOLINTNEXTLINE(bugprone-not-null-terminated-result): counted, not a C string. */
         memcpy(b + TABLE_HDR_BYTES, msg, strlen(msg));
         return;
     }
@@ -994,6 +995,7 @@ static gs_status_t grow_follow(grow_task_t *s, gs__algo_req_t *reqs, size_t *nby
     gs__put_le32(msg + 4, (uint32_t)s->new_size);
     gs__put_le32(msg + 8, (uint32_t)strlen(my_addr));
     gs__put_le64(msg + 16, gs__host_id(comm->cfg.host_id));
+    /* NOLINTNEXTLINE(bugprone-not-null-terminated-result): counted, not a C string. */
     memcpy(msg + 24, my_addr, strlen(my_addr));
     status = gs__algo_irecv(&comm->actx, 0, grow_tag(PH_TABLE, s->seq), table,
                             table_len(s->new_size), &reqs[0]);
@@ -1183,6 +1185,9 @@ gs_status_t gs_comm_grow(gs_comm_t comm, int new_size, const gs_unique_id_t *id,
     s->addrs = calloc((size_t)new_size, GS_SOCK_ADDR_MAX);
     s->hosts = calloc((size_t)new_size, sizeof(*s->hosts));
     s->jfd = malloc((size_t)new_size * sizeof(*s->jfd));
+    for (int r = 0; (s->jfd != NULL) && (r < new_size); r++) {
+        s->jfd[r] = -1; /* set before any way out: the cleanup closes what is not -1 */
+    }
     s->child = gs__comm_alloc();
     if ((s->addrs == NULL) || (s->hosts == NULL) || (s->jfd == NULL) || (s->child == NULL) ||
         (new_size - comm->size > GROW_PENDING_MAX)) {
@@ -1192,9 +1197,6 @@ gs_status_t gs_comm_grow(gs_comm_t comm, int new_size, const gs_unique_id_t *id,
                                      "gs_comm_grow: at most %d new ranks at once (asked %d)",
                                      GROW_PENDING_MAX, new_size - comm->size);
         goto out;
-    }
-    for (int r = 0; r < new_size; r++) {
-        s->jfd[r] = -1;
     }
     s->child->cfg = comm->cfg;
     s->child->cfg.world_size = new_size;
