@@ -53,23 +53,9 @@
 #include <unistd.h>
 
 #include <gradsync/gradsync.h>
+#include "tc_check.h"
 #include "tc_clock.h"
 
-static int g_rank = -1;
-static int g_pass;
-static int g_fail;
-
-static void check(int ok, const char *what, const char *detail)
-{
-    if (ok) {
-        g_pass++;
-        printf("ok   rank %d %s\n", g_rank, what);
-    } else {
-        g_fail++;
-        printf("FAIL rank %d %s: %s\n", g_rank, what, detail);
-    }
-    fflush(stdout);
-}
 
 static void sleep_ms(long ms)
 {
